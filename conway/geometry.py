@@ -1,0 +1,390 @@
+"""Image resizing for models and the model -> image -> screen coordinate maps.
+
+Conventions used everywhere in this module:
+
+* Sizes are ``(width, height)`` tuples (Pillow's order).  The one exception is
+  :func:`smart_resize`, which keeps qwen-vl-utils' ``(height, width)`` order
+  in its arguments and result so that it can be compared with the reference.
+* "captured" is the screenshot as mss returned it (physical pixels);
+  "sent" is the image after the model family's resize rule; "input" is the
+  coordinate space of pyautogui (logical pixels, with the monitor's origin).
+* Pure functions only: no I/O, no display access.  Pillow is imported lazily
+  by :func:`resize_for_model`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from PIL import Image
+
+__all__ = [
+    "Size",
+    "MAX_ASPECT_RATIO",
+    "ResizeRule",
+    "RESIZE_RULES",
+    "get_rule",
+    "smart_resize",
+    "max_pixels_for_tokens",
+    "image_tokens",
+    "resize_for_model",
+    "Convention",
+    "model_to_captured",
+    "captured_to_model",
+    "within_image",
+    "model_point_error",
+    "ScreenGeometry",
+    "captured_to_input",
+    "input_to_captured",
+    "model_to_input",
+]
+
+Size = tuple[int, int]  # (width, height)
+
+MAX_ASPECT_RATIO = 200  # qwen-vl-utils MAX_RATIO
+_MIN_TOKENS = 4  # qwen-vl-utils default min_pixels = 4 * factor**2
+_MAX_TOKENS = 16384  # qwen-vl-utils default max_pixels = 16384 * factor**2
+
+
+# --------------------------------------------------------------------------
+# Smart resize (Qwen-VL family rule)
+# --------------------------------------------------------------------------
+
+
+def _round_to(n: float, factor: int) -> int:
+    return round(n / factor) * factor  # Python round: ties go to even, as in the reference
+
+
+def _floor_to(n: float, factor: int) -> int:
+    return math.floor(n / factor) * factor
+
+
+def _ceil_to(n: float, factor: int) -> int:
+    return math.ceil(n / factor) * factor
+
+
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = 28,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> tuple[int, int]:
+    """Return ``(height, width)`` resized the way qwen-vl-utils does it.
+
+    Both sides become multiples of ``factor``; the pixel count is brought into
+    ``[min_pixels, max_pixels]`` (defaults 4 and 16384 tokens of
+    ``factor**2`` pixels: 3136 and 12845056 for factor 28); the aspect ratio
+    is kept as closely as the rounding allows.  Raises ``ValueError`` for an
+    aspect ratio above 200 or non-positive sizes.
+    """
+    if height <= 0 or width <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height} (w x h)")
+    if factor < 1:
+        raise ValueError(f"factor must be >= 1, got {factor}")
+    lo = _MIN_TOKENS * factor**2 if min_pixels is None else min_pixels
+    hi = _MAX_TOKENS * factor**2 if max_pixels is None else max_pixels
+    if hi < lo:
+        raise ValueError(f"max_pixels ({hi}) must be >= min_pixels ({lo})")
+    ratio = max(height, width) / min(height, width)
+    if ratio > MAX_ASPECT_RATIO:
+        raise ValueError(
+            f"aspect ratio {ratio:g} of a {width}x{height} image exceeds {MAX_ASPECT_RATIO}"
+        )
+    h = max(factor, _round_to(height, factor))
+    w = max(factor, _round_to(width, factor))
+    if h * w > hi:
+        beta = math.sqrt(height * width / hi)
+        # the reference can return 0 here for tiny budgets; a side of 0 is
+        # unusable, so (like transformers) never go below one factor
+        h = max(factor, _floor_to(height / beta, factor))
+        w = max(factor, _floor_to(width / beta, factor))
+    elif h * w < lo:
+        beta = math.sqrt(lo / (height * width))
+        h = _ceil_to(height * beta, factor)
+        w = _ceil_to(width * beta, factor)
+    return h, w
+
+
+def max_pixels_for_tokens(n_tokens: int, factor: int = 28) -> int:
+    """Largest ``max_pixels`` that keeps an image within ``n_tokens`` image tokens.
+
+    One image token covers ``factor x factor`` pixels (patch 14 merged 2x2 for
+    Qwen2/2.5-VL, patch 16 merged 2x2 for Qwen3-VL).  Use it to stay inside a
+    server's image-token limit (llama.cpp's Qwen-VL default is 4096).
+    """
+    if n_tokens < 1 or factor < 1:
+        raise ValueError(f"need n_tokens >= 1 and factor >= 1, got {n_tokens}, {factor}")
+    return n_tokens * factor * factor
+
+
+def image_tokens(sent_size: Size, factor: int = 28) -> int:
+    """Image tokens a resized image costs: ``ceil(w/factor) * ceil(h/factor)``."""
+    w, h = sent_size
+    return math.ceil(w / factor) * math.ceil(h / factor)
+
+
+@dataclass(frozen=True)
+class ResizeRule:
+    """A model family's resize rule.
+
+    ``max_pixels=None`` means no upper bound; ``factor=1, min_pixels=1,
+    max_pixels=None`` (the ``none`` rule) sends the image as captured.
+    """
+
+    factor: int
+    min_pixels: int
+    max_pixels: int | None
+
+    def __post_init__(self) -> None:
+        if self.factor < 1 or self.min_pixels < 1:
+            raise ValueError(f"invalid resize rule {self}: factor and min_pixels must be >= 1")
+        if self.max_pixels is not None and self.max_pixels < self.min_pixels:
+            raise ValueError(f"invalid resize rule {self}: max_pixels < min_pixels")
+
+    @property
+    def passthrough(self) -> bool:
+        """True when the rule never changes the image."""
+        return self.factor == 1 and self.min_pixels == 1 and self.max_pixels is None
+
+    def target_size(self, captured_size: Size) -> Size:
+        """The ``(width, height)`` an image of ``captured_size`` is sent at."""
+        w, h = captured_size
+        if w <= 0 or h <= 0:
+            raise ValueError(f"image size must be positive, got {w}x{h}")
+        if self.passthrough:
+            return (w, h)
+        hi = self.max_pixels if self.max_pixels is not None else sys.maxsize  # no upper bound
+        rh, rw = smart_resize(h, w, self.factor, self.min_pixels, hi)
+        return (rw, rh)
+
+    def with_token_cap(self, n_tokens: int) -> ResizeRule:
+        """This rule with ``max_pixels`` lowered to fit ``n_tokens`` image tokens."""
+        cap = max_pixels_for_tokens(n_tokens, self.factor)
+        if self.max_pixels is not None:
+            cap = min(cap, self.max_pixels)
+        if cap < self.min_pixels:
+            raise ValueError(
+                f"{n_tokens} image tokens ({cap} px) is below this rule's "
+                f"min_pixels {self.min_pixels}"
+            )
+        return replace(self, max_pixels=cap)
+
+
+_QWEN25 = ResizeRule(factor=28, min_pixels=3136, max_pixels=12845056)
+
+# Family presets.  qwen3-vl: factor 32 = patch 16 x merge 2; min/max are
+# qwen-vl-utils' defaults for it (4 and 16384 tokens of 32x32 px).  The
+# released HF preprocessor_config uses shortest_edge 65536 instead of 4096;
+# the difference only matters for images below 256x256.
+RESIZE_RULES: dict[str, ResizeRule] = {
+    "qwen2-vl": _QWEN25,
+    "qwen2.5-vl": _QWEN25,
+    "opencua": _QWEN25,
+    "uitars": ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056),
+    "qwen3-vl": ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216),
+    "none": ResizeRule(factor=1, min_pixels=1, max_pixels=None),
+}
+
+
+def get_rule(name: str) -> ResizeRule:
+    """Look up a preset by name (case-insensitive); the error lists the names."""
+    try:
+        return RESIZE_RULES[name.strip().lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown resize rule {name!r}; known: {', '.join(sorted(RESIZE_RULES))}"
+        ) from None
+
+
+def resize_for_model(image: Image.Image, rule: ResizeRule) -> tuple[Image.Image, Size]:
+    """Resize ``image`` with ``rule``; return the image to send and its size.
+
+    The image is resized to exactly the rule's target (which may be slightly
+    larger than the capture when a side rounds up) and returned unchanged,
+    same object, when the target equals its size.
+    """
+    from PIL import Image as _Image
+
+    target = rule.target_size(image.size)
+    if target == image.size:
+        return image, target
+    return image.resize(target, _Image.Resampling.LANCZOS), target
+
+
+# --------------------------------------------------------------------------
+# Model coordinates <-> captured-image pixels
+# --------------------------------------------------------------------------
+
+
+class Convention(str, Enum):
+    """How a model expresses a point."""
+
+    ABSOLUTE = "absolute"  # pixels of the resized image that was sent
+    RELATIVE = "relative"  # 0..1 of the image
+    RELATIVE1000 = "relative1000"  # 0..1000 of the image
+    SCREEN = "screen"  # already pixels of the captured image
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _units(convention: Convention | str, sent_size: Size, captured_size: Size) -> tuple[float, float]:
+    """The model-space extent that spans the whole captured image, per axis."""
+    c = Convention(convention)
+    if c is Convention.ABSOLUTE:
+        return float(sent_size[0]), float(sent_size[1])
+    if c is Convention.RELATIVE:
+        return 1.0, 1.0
+    if c is Convention.RELATIVE1000:
+        return 1000.0, 1000.0
+    return float(captured_size[0]), float(captured_size[1])
+
+
+def model_to_captured(
+    x: float,
+    y: float,
+    convention: Convention | str,
+    sent_size: Size,
+    captured_size: Size,
+) -> tuple[float, float]:
+    """Map a model point to captured-image pixels (no clamping, no rounding)."""
+    ux, uy = _units(convention, sent_size, captured_size)
+    cw, ch = captured_size
+    return x * cw / ux, y * ch / uy  # plain scaling, as the model families train on
+
+
+def captured_to_model(
+    x: float,
+    y: float,
+    convention: Convention | str,
+    sent_size: Size,
+    captured_size: Size,
+) -> tuple[float, float]:
+    """Inverse of :func:`model_to_captured`."""
+    ux, uy = _units(convention, sent_size, captured_size)
+    cw, ch = captured_size
+    return x * ux / cw, y * uy / ch
+
+
+def within_image(x: float, y: float, size: Size) -> bool:
+    """True when ``(x, y)`` lies on a pixel of an image of ``size`` (0 <= x < w)."""
+    w, h = size
+    return math.isfinite(x) and math.isfinite(y) and 0 <= x < w and 0 <= y < h
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def model_point_error(
+    x: float,
+    y: float,
+    convention: Convention | str,
+    sent_size: Size,
+    captured_size: Size,
+) -> str | None:
+    """``None`` if a model point is usable, else a message naming the bounds.
+
+    Pixel conventions accept ``0 <= v < size``; relative ones ``0 <= v <= 1``
+    (or 1000), because 1.0 is the image's right/bottom edge.
+    """
+    c = Convention(convention)
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v):
+            return f"{name}={v!r} is not a finite number"
+    if c in (Convention.ABSOLUTE, Convention.SCREEN):
+        w, h = sent_size if c is Convention.ABSOLUTE else captured_size
+        what = "image sent to the model" if c is Convention.ABSOLUTE else "captured screenshot"
+        for name, v, n in (("x", x, w), ("y", y, h)):
+            if not 0 <= v < n:
+                return f"{name}={_fmt(v)} outside the {w}x{h} {what} (0 <= {name} < {n})"
+        return None
+    top = 1.0 if c is Convention.RELATIVE else 1000.0
+    for name, v in (("x", x), ("y", y)):
+        if not 0 <= v <= top:
+            return f"{name}={_fmt(v)} outside 0..{_fmt(top)} ({c.value} coordinates)"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Captured-image pixels <-> input (pyautogui) coordinates
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScreenGeometry:
+    """One monitor: where it sits in input space and its two sizes.
+
+    ``captured_*`` is the screenshot's size in pixels; ``logical_*`` is the
+    monitor's size in input coordinates (equal on X11; half on a 2x Retina).
+    """
+
+    origin_x: int
+    origin_y: int
+    captured_w: int
+    captured_h: int
+    logical_w: int
+    logical_h: int
+
+    def __post_init__(self) -> None:
+        if min(self.captured_w, self.captured_h, self.logical_w, self.logical_h) < 1:
+            raise ValueError(f"monitor sizes must be positive: {self}")
+
+    @property
+    def captured_size(self) -> Size:
+        return (self.captured_w, self.captured_h)
+
+    @property
+    def logical_size(self) -> Size:
+        return (self.logical_w, self.logical_h)
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return lo if v < lo else hi if v > hi else v
+
+
+def captured_to_input(x: float, y: float, screen: ScreenGeometry) -> tuple[int, int]:
+    """Map captured pixels to an input point on ``screen``.
+
+    Scales by logical/captured, adds the monitor origin, rounds, clamps to the
+    monitor, and moves a point that lands on a monitor corner 1 px inwards
+    (pyautogui's fail-safe fires when the pointer sits in a corner).
+    """
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"non-finite point ({x}, {y})")
+    left, top = screen.origin_x, screen.origin_y
+    right, bottom = left + screen.logical_w - 1, top + screen.logical_h - 1
+    ix = _clamp(left + round(x * screen.logical_w / screen.captured_w), left, right)
+    iy = _clamp(top + round(y * screen.logical_h / screen.captured_h), top, bottom)
+    if ix in (left, right) and iy in (top, bottom):
+        # inwards on both axes; min/max keep a 1-2 px wide monitor in bounds
+        ix = min(left + 1, right) if ix == left else max(right - 1, left)
+        iy = min(top + 1, bottom) if iy == top else max(bottom - 1, top)
+    return ix, iy
+
+
+def input_to_captured(x: float, y: float, screen: ScreenGeometry) -> tuple[float, float]:
+    """Inverse of :func:`captured_to_input` (before rounding/clamping)."""
+    return (
+        (x - screen.origin_x) * screen.captured_w / screen.logical_w,
+        (y - screen.origin_y) * screen.captured_h / screen.logical_h,
+    )
+
+
+def model_to_input(
+    x: float,
+    y: float,
+    convention: Convention | str,
+    sent_size: Size,
+    screen: ScreenGeometry,
+) -> tuple[int, int]:
+    """Model point -> input point in one step (validate with :func:`model_point_error` first)."""
+    cx, cy = model_to_captured(x, y, convention, sent_size, screen.captured_size)
+    return captured_to_input(cx, cy, screen)
