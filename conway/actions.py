@@ -1,0 +1,228 @@
+"""The normalized action schema every policy produces and every tool consumes.
+
+Coordinates in GUI actions are pixels of the *captured screenshot* (the image
+the observer took, before any resize for the model). Policies map their model's
+convention into this space (see `geometry.py`); GUI tools map it to the input
+coordinate space of the host. Nothing here knows about models or pyautogui.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    side_effect: ClassVar[bool] = True
+    """Whether dispatching this action may change the world (intent is journaled first)."""
+    family: ClassVar[str] = "gui"
+    """Repetition counter family: gui counters reset on screen change, others survive."""
+
+    def summary(self) -> str:
+        """Short human/model readable rendering, e.g. `click(x=10, y=20)`."""
+        fields = self.model_dump(exclude={"type"}, exclude_none=True)
+        args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return f"{self.type}({args})"  # type: ignore[attr-defined]
+
+
+Coord = Annotated[float, Field(ge=0, le=100_000)]
+
+
+# --- GUI ---------------------------------------------------------------------
+
+
+class Click(_Action):
+    type: Literal["click"] = "click"
+    x: Coord
+    y: Coord
+    button: Literal["left", "middle", "right"] = "left"
+
+
+class DoubleClick(_Action):
+    type: Literal["double_click"] = "double_click"
+    x: Coord
+    y: Coord
+
+
+class TripleClick(_Action):
+    type: Literal["triple_click"] = "triple_click"
+    x: Coord
+    y: Coord
+
+
+class RightClick(_Action):
+    type: Literal["right_click"] = "right_click"
+    x: Coord
+    y: Coord
+
+
+class Move(_Action):
+    type: Literal["move"] = "move"
+    x: Coord
+    y: Coord
+
+
+class Drag(_Action):
+    type: Literal["drag"] = "drag"
+    x: Coord
+    y: Coord
+    to_x: Coord
+    to_y: Coord
+
+
+class TypeText(_Action):
+    type: Literal["type"] = "type"
+    text: str = Field(min_length=1, max_length=10_000)
+
+
+class Key(_Action):
+    type: Literal["key"] = "key"
+    key: str = Field(min_length=1, max_length=40)
+
+
+class Hotkey(_Action):
+    type: Literal["hotkey"] = "hotkey"
+    keys: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(min_length=1, max_length=6)
+
+
+class Scroll(_Action):
+    type: Literal["scroll"] = "scroll"
+    dy: int = Field(default=0, ge=-100, le=100)
+    """Wheel clicks; positive scrolls up (pyautogui's convention)."""
+    dx: int = Field(default=0, ge=-100, le=100)
+    """Horizontal wheel clicks; positive scrolls right."""
+    x: Coord | None = None
+    y: Coord | None = None
+
+
+# --- direct tools ------------------------------------------------------------
+
+
+class ReadFile(_Action):
+    type: Literal["read_file"] = "read_file"
+    path: str = Field(min_length=1, max_length=4096)
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "file"
+
+
+class ReplaceText(_Action):
+    type: Literal["replace_text"] = "replace_text"
+    path: str = Field(min_length=1, max_length=4096)
+    old: str = Field(min_length=1)
+    new: str
+    family: ClassVar[str] = "file"
+
+
+class AppendFile(_Action):
+    type: Literal["append_file"] = "append_file"
+    path: str = Field(min_length=1, max_length=4096)
+    text: str
+    family: ClassVar[str] = "file"
+
+
+class ListDir(_Action):
+    type: Literal["list_dir"] = "list_dir"
+    path: str = Field(default=".", min_length=1, max_length=4096)
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "file"
+
+
+class OpenBrowser(_Action):
+    type: Literal["open_browser"] = "open_browser"
+    url: str = Field(min_length=1, max_length=4096)
+    family: ClassVar[str] = "browser"
+
+
+class Shell(_Action):
+    type: Literal["shell"] = "shell"
+    command: str = Field(min_length=1, max_length=20_000)
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    family: ClassVar[str] = "shell"
+
+
+# --- control -----------------------------------------------------------------
+
+
+class Wait(_Action):
+    type: Literal["wait"] = "wait"
+    seconds: float | None = Field(default=None, ge=0, le=3600)
+    """None lets the loop's idle backoff choose."""
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "control"
+
+
+class Finish(_Action):
+    type: Literal["finish"] = "finish"
+    status: Literal["DONE", "FAIL"]
+    message: str = ""
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "control"
+
+
+Action = Annotated[
+    Union[
+        Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey, Scroll,
+        ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish,
+    ],
+    Field(discriminator="type"),
+]
+
+ACTION_TYPES: dict[str, type[_Action]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey,
+                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish)
+}
+GUI_TYPES = frozenset(n for n, c in ACTION_TYPES.items() if c.family == "gui")
+
+_adapter: TypeAdapter[Any] = TypeAdapter(Action)
+
+
+class ActionProblem(BaseModel):
+    """A validation failure kept as data, so the loop can show it to the model."""
+
+    model_config = ConfigDict(frozen=True)
+    message: str
+    raw: Any = None
+
+
+def parse_action(raw: Any) -> "_Action | ActionProblem":
+    """Validate one action given as a dict; never raises for bad input."""
+    if isinstance(raw, _Action):
+        return raw
+    if not isinstance(raw, dict):
+        return ActionProblem(message=f"an action must be a JSON object, got {type(raw).__name__}", raw=raw)
+    kind = raw.get("type")
+    if kind not in ACTION_TYPES:
+        known = ", ".join(sorted(ACTION_TYPES))
+        return ActionProblem(message=f"unknown action type {kind!r}; known types: {known}", raw=raw)
+    try:
+        return _adapter.validate_python(raw)
+    except ValidationError as exc:
+        return ActionProblem(message=f"invalid {kind} action: {_describe(exc)}", raw=raw)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"] if p != err["loc"][0] or len(err["loc"]) == 1)
+        parts.append(f"{loc or err['loc'][0]}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def action_schema() -> dict[str, Any]:
+    """JSON schema of one action (used by structured-output policies)."""
+    return _adapter.json_schema()
+
+
+def describe_action_space(types: list[str] | None = None) -> str:
+    """A compact text listing of the action types and their fields, for prompts."""
+    lines = []
+    for name, cls in ACTION_TYPES.items():
+        if types is not None and name not in types:
+            continue
+        fields = [f for f in cls.model_fields if f != "type"]
+        lines.append(f'- {{"type": "{name}"' + "".join(f', "{f}": …' for f in fields) + "}")
+    return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Wiring: config → policy, observer, tools, journal → one loop run. Also the control commands."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from .config import ConwayConfig
+from .errors import UserError
+from .home import Home
+from .journal import Journal, tail_events
+from .loop import Clock, Loop, LoopParts, RunOutcome
+from .protocols import Observer, Policy
+from .state import InstanceLock, StateStore, write_control
+from .tools.registry import Toolbox, build_toolbox
+
+
+def new_session_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def build_policy(config: ConwayConfig, home: Home) -> Policy:
+    kind = config.policy.kind
+    if kind == "mock":
+        from .policies.mock import MockPolicy, load_script
+        script = load_script(config.policy.mock_script) if config.policy.mock_script else None
+        return MockPolicy(script)
+    from .policies import build_model_policy  # real models: see policies/__init__.py
+    return build_model_policy(config, home)
+
+
+def build_observer(config: ConwayConfig, home: Home) -> Observer:
+    source = config.observe.source
+    if source == "auto":
+        source = "synthetic" if config.policy.kind == "mock" else "screen"
+    if source == "synthetic":
+        from .observe.synthetic import SyntheticObserver
+        return SyntheticObserver()
+    try:
+        from .observe.screen import ScreenObserver
+    except ImportError as exc:
+        raise UserError(f"screen observation needs the gui extra (pip install -e '.[gui]'): {exc}") from None
+    return ScreenObserver.from_config(config, home)
+
+
+def workdir_for(config: ConwayConfig, home: Home) -> Path:
+    path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class RunRequest:
+    single_session: bool
+    dry_run: bool = False
+    quiet: bool = False
+    task: str | None = None
+    policy: Policy | None = None
+    observer: Observer | None = None
+    toolbox: Toolbox | None = None
+    clock: Clock | None = None
+
+
+def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
+              say: Callable[[str], None] = print) -> tuple[RunOutcome, str]:
+    """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
+    home.ensure_dirs()
+    lock = InstanceLock(home.lock)
+    lock.acquire()  # refused at once (UserError) when another agent holds this home
+    journal = None
+    observer = req.observer
+    toolbox = req.toolbox
+    try:
+        session = new_session_id()
+        policy = req.policy or build_policy(config, home)
+        observer = observer or build_observer(config, home)
+        uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
+        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop)
+        journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
+                          config.journal.fsync)
+        printer = (lambda _text: None) if req.quiet else say
+        if not req.quiet:
+            say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
+        parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
+                          journal=journal, session=session, clock=req.clock or Clock(),
+                          single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)
+        outcome = Loop(parts).run()
+        return outcome, session
+    finally:
+        if journal:
+            journal.close()
+        if observer:
+            observer.close()
+        if toolbox:
+            toolbox.close()
+        lock.release()
+
+
+# --- control commands --------------------------------------------------------
+
+
+def running_session(home: Home) -> tuple[str, int]:
+    """(session, pid) of the agent running on this home, or UserError saying none is."""
+    holder = InstanceLock(home.lock).holder()
+    if holder is None:
+        raise UserError(f"no Conway agent is running on {home.root}")
+    state, _ = StateStore(home.state, home.state_previous).load()
+    session = state.get("session")
+    if not session:
+        raise UserError(f"an agent holds the lock (pid {holder}) but state.json names no session yet; try again")
+    return session, holder
+
+
+def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:
+    session, pid = running_session(home)
+    write_control(home.control, session, request)
+    want = {"pause": "paused", "resume": "running", "stop": "stopped"}[request]
+    deadline = time.monotonic() + wait_s
+    store = StateStore(home.state, home.state_previous)
+    while time.monotonic() < deadline:  # confirm the agent acted on it
+        state, _ = store.load()
+        if state.get("session") == session and state.get("status") == want:
+            return f"{request} acknowledged by session {session} (pid {pid})"
+        time.sleep(0.05)
+    return f"{request} requested for session {session} (pid {pid}); the agent applies it between steps"
+
+
+def status_report(home: Home) -> dict:
+    state, note = StateStore(home.state, home.state_previous).load()
+    holder = InstanceLock(home.lock).holder() if home.lock.exists() else None
+    pid = state.get("pid")
+    alive = bool(holder)
+    return {
+        "home": str(home.root),
+        "session": state.get("session"),
+        "status": state.get("status", "never run") if alive or state.get("status") == "stopped"
+        else ("not running (last run ended without a clean stop)" if state else "never run"),
+        "pid": holder or pid,
+        "pid_alive": alive,
+        "step": state.get("step"),
+        "model_id": state.get("model_id"),
+        "stop_reason": state.get("stop_reason"),
+        "pending_intent": state.get("pending"),
+        "state_recovery": note,
+        "last_events": [
+            {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
+             "summary": _event_summary(e)} for e in tail_events(home.journal_dir, 8)
+        ] if home.journal_dir.exists() else [],
+    }
+
+
+def _event_summary(event: dict) -> str:
+    p = event.get("payload") or {}
+    for key in ("summary", "error", "detail", "reason", "request", "event"):
+        if p.get(key):
+            return str(p[key])[:100]
+    if "action" in p and isinstance(p["action"], dict):
+        return str(p["action"].get("type"))
+    if event.get("kind") == "decision":
+        return (p.get("raw_text") or "")[:100]
+    return ""
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,271 @@
+"""The whole configuration as pydantic models, composed with Hydra.
+
+Order of precedence (later wins): `configs/config.yaml` (+ groups) → the home's
+`config.yaml` → `key=value` overrides on the command line. Unknown keys fail;
+files that look like they hold secrets are refused (keys come from the
+environment).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import UserError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
+
+
+class AgentConfig(_Section):
+    max_steps: int | None = Field(default=None, ge=1)
+    """Stop after this many cycles (None: run until stopped)."""
+    max_seconds: float | None = Field(default=None, gt=0)
+    """Stop after this much wall time (checked between steps; not a hard OS deadline)."""
+    idle_backoff_start_s: float = Field(default=2.0, gt=0)
+    """First wait when the model waits and the screen is unchanged; doubles each time."""
+    idle_backoff_max_s: float = Field(default=60.0, gt=0)
+    """Cap of the idle backoff."""
+    recovery_backoff_start_s: float = Field(default=5.0, gt=0)
+    """First wait after repeated pre-dispatch errors; doubles each time."""
+    recovery_backoff_max_s: float = Field(default=300.0, gt=0)
+    """Cap of the recovery backoff."""
+    errors_before_backoff: int = Field(default=2, ge=1)
+    """Consecutive pre-dispatch errors tolerated before recovery backoff starts."""
+    repetition_limit: int = Field(default=3, ge=1)
+    """Identical side-effect actions allowed in a row; the next one is suppressed."""
+    control_poll_s: float = Field(default=0.25, gt=0, le=5)
+    """Slice length of every wait; pause/stop are checked between slices."""
+
+    @model_validator(mode="after")
+    def _caps(self) -> "AgentConfig":
+        if self.idle_backoff_max_s < self.idle_backoff_start_s:
+            raise ValueError("idle_backoff_max_s must be >= idle_backoff_start_s")
+        if self.recovery_backoff_max_s < self.recovery_backoff_start_s:
+            raise ValueError("recovery_backoff_max_s must be >= recovery_backoff_start_s")
+        return self
+
+
+class PolicyConfig(_Section):
+    kind: Literal["mock", "generic", "opencua", "uitars"] = "mock"
+    """Which adapter turns model output into actions."""
+    backend: Literal["auto", "http", "llama_cpp"] = "auto"
+    """`http`: an OpenAI-compatible endpoint; `llama_cpp`: in-process llama-cpp-python; auto: http when an endpoint is set."""
+    endpoint: str | None = None
+    """Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1."""
+    model: str | None = None
+    """Served model id; discovered from /v1/models when only one is served."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself)."""
+    mock_script: str | None = None
+    """Path of a YAML/JSONL script of decisions for the mock policy (None: the built-in demo)."""
+    convention: Literal["auto", "absolute", "relative", "relative1000", "screen"] = "auto"
+    """Coordinate convention of the model's answers; auto picks the family default."""
+    resize: str = "auto"
+    """Image resize rule name from geometry (qwen2.5-vl, uitars, qwen3-vl, none); auto: family default."""
+    model_path: str | None = None
+    """Local GGUF model for in-process inference or a server Conway starts."""
+    mmproj_path: str | None = None
+    """The vision projector GGUF that goes with model_path."""
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    """Sampling temperature."""
+    max_tokens: int = Field(default=512, ge=1, le=32768)
+    """Cap on generated tokens per decision."""
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    """HTTP timeout of one decision request."""
+
+
+class ContextConfig(_Section):
+    budget_tokens: int = Field(default=6000, ge=256)
+    """Token budget of the text part of one decision prompt."""
+    chars_per_token: float = Field(default=3.5, gt=0)
+    """Estimate used when no tokenizer is at hand."""
+    recent_steps: int = Field(default=12, ge=0)
+    """How many recent steps are offered (newest first) before the budget cuts."""
+    result_max_chars: int = Field(default=4000, ge=200)
+    """Tool output shown to the model is cut (head + tail) to this size."""
+
+
+class MemoryConfig(_Section):
+    max_chars: int = Field(default=8000, ge=500)
+    """When memory.md grows past this it is compacted (or truncated, marked)."""
+    keep_chars: int = Field(default=4000, ge=200)
+    """Size memory.md is brought down to by compaction."""
+
+
+class JournalConfig(_Section):
+    max_file_bytes: int = Field(default=8 * 1024 * 1024, ge=4096)
+    """A journal file rotates when it grows past this."""
+    max_total_bytes: int = Field(default=512 * 1024 * 1024, ge=8192)
+    """Oldest journal files are deleted beyond this total."""
+    fsync: Literal["intents", "all", "none"] = "intents"
+    """Which events are fsynced: intents (required before side effects), all, or none (tests/benchmarks only)."""
+
+
+class ObserveConfig(_Section):
+    source: Literal["auto", "synthetic", "screen"] = "auto"
+    """Where observations come from; auto: synthetic for the mock, else the screen."""
+    keep_screenshots: int = Field(default=200, ge=0)
+    """Most recent screenshots kept under screenshots/ (0: keep none)."""
+    accessibility: bool = False
+    """Add a read-only accessibility snapshot of the foreground app (Linux AT-SPI)."""
+    accessibility_timeout_s: float = Field(default=3.0, gt=0, le=60)
+    """Time limit of the accessibility subprocess."""
+    accessibility_max_chars: int = Field(default=6000, ge=200)
+    """Cap on the accessibility text put into the context."""
+
+
+class ToolsConfig(_Section):
+    enabled: list[Literal["files", "shell", "browser", "gui"]] = ["files", "shell", "browser", "gui"]
+    """Tool groups offered to the model (a routing preference, not a sandbox)."""
+    workdir: str | None = None
+    """Where relative paths resolve and shell commands start (None: the home's scratch/)."""
+    read_max_bytes: int = Field(default=65536, ge=256)
+    """read_file returns at most this many bytes (head and tail kept, the cut announced)."""
+    list_max_entries: int = Field(default=200, ge=1)
+    """list_dir shows at most this many entries."""
+    shell_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """Shell commands are killed (whole process group) after this."""
+    shell_max_output_bytes: int = Field(default=32768, ge=256)
+    """Shell output kept (head and tail, the cut announced)."""
+    gui_pause_s: float = Field(default=0.02, ge=0, le=2)
+    """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
+    gui_failsafe: bool = True
+    """Moving the pointer into a screen corner ends the run."""
+
+
+class ConwayConfig(_Section):
+    agent: AgentConfig = AgentConfig()
+    policy: PolicyConfig = PolicyConfig()
+    context: ContextConfig = ContextConfig()
+    memory: MemoryConfig = MemoryConfig()
+    journal: JournalConfig = JournalConfig()
+    observe: ObserveConfig = ObserveConfig()
+    tools: ToolsConfig = ToolsConfig()
+
+    def digest(self) -> str:
+        """Stable hash of the resolved config (reports and checkpoints carry it)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+# --- secrets -----------------------------------------------------------------
+
+_SECRET_KEY = re.compile(r"(api[_-]?key|apikey|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|^token$|_token$)", re.I)
+_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|xox[bp]-[A-Za-z0-9-]{10,}|Bearer\s+\S{8,})$")
+_ALLOWED_KEY = re.compile(r"(_env|_tokens|tokens_.*)$", re.I)  # e.g. api_key_env, max_tokens
+
+
+def find_secrets(data: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose name or value looks like a credential."""
+    found = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, (dict, list)):
+                found += find_secrets(v, key)
+            elif v not in (None, "") and _SECRET_KEY.search(str(k)) and not _ALLOWED_KEY.search(str(k)):
+                found.append(key)
+            elif isinstance(v, str) and _SECRET_VALUE.match(v.strip()):
+                found.append(key)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            found += find_secrets(v, f"{prefix}[{i}]")
+    return found
+
+
+# --- composition -------------------------------------------------------------
+
+
+def configs_dir() -> Path:
+    """The Hydra config tree: CONWAY_CONFIGS, else `configs/` beside the package."""
+    env = os.environ.get("CONWAY_CONFIGS")
+    path = Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    if not (path / "config.yaml").exists():
+        raise UserError(f"config tree not found at {path} (set CONWAY_CONFIGS to the repository's configs/ folder)")
+    return path
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} must hold a mapping of settings, not {type(data).__name__}")
+    return data
+
+
+def load_config(home_config: Path | None = None, overrides: list[str] | None = None) -> ConwayConfig:
+    """Compose defaults + home file + overrides and validate into a ConwayConfig."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = list(overrides or [])
+    for item in overrides:
+        if "=" not in item:
+            raise UserError(f"override {item!r} must look like key=value (e.g. agent.max_steps=5)")
+    home_data: dict[str, Any] = {}
+    if home_config is not None and home_config.exists():
+        home_data = _read_yaml(home_config)
+        secrets = find_secrets(home_data)
+        if secrets:
+            raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
+                            "Remove it and pass keys through the environment (policy.api_key_env names the variable).")
+    secrets = find_secrets({o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides})
+    if secrets:
+        raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
+
+    GlobalHydra.instance().clear()
+    try:
+        # Group choices (policy=opencua-7b) go through Hydra; plain values are applied after
+        # the home file so the command line wins over it.
+        groups = {d.name for d in configs_dir().iterdir() if d.is_dir()}
+        choices = [o for o in overrides if o.lstrip("+").split("=", 1)[0] in groups]
+        values = [o.lstrip("+") for o in overrides if o not in choices]
+        with initialize_config_dir(config_dir=str(configs_dir()), version_base=None):
+            base = compose(config_name="config", overrides=choices)
+        OmegaConf.set_struct(base, False)  # unknown keys are pydantic's to reject, with a clear message
+        cli = OmegaConf.from_dotlist(values)
+        merged = OmegaConf.merge(base, OmegaConf.create(home_data), cli)
+        data = OmegaConf.to_container(merged, resolve=True)
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        raise UserError(f"cannot compose configuration: {exc}".splitlines()[0]) from None
+    finally:
+        GlobalHydra.instance().clear()
+    data.pop("hydra", None)  # type: ignore[union-attr]
+    try:
+        return ConwayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise UserError("invalid configuration:\n" + explain_validation(exc)) from None
+
+
+def explain_validation(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"must be one of {err['ctx']['expected']}"
+        lines.append(f"  {key}: {msg} (got {err.get('input')!r})" if err["type"] != "extra_forbidden"
+                     else f"  {key}: unknown key")
+    return "\n".join(lines)
+
+
+def to_yaml(config: ConwayConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,95 @@
+"""Assembling one decision's text inside a token budget.
+
+Order on the wire keeps the stable part first (good for prompt caches):
+constitution, action space, goals, memory, then the latest result (always the
+first piece of history), then recent steps newest-first. Priority when the
+budget is short: constitution and goals are always present (cut and marked if
+they alone are too big), then the latest result, then recent steps, then
+memory. Whatever does not fit is dropped and the drop is marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .protocols import ContextPart
+from .tools.bounded import cut_text
+
+
+@dataclass
+class StepNote:
+    step: int
+    action: str
+    outcome: str
+
+
+def estimate_tokens(text: str, chars_per_token: float) -> int:
+    return int(len(text) / chars_per_token) + 1
+
+
+def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
+                latest: str | None, recent: list[StepNote], budget_tokens: int,
+                chars_per_token: float, accessibility: str | None = None) -> tuple[list[ContextPart], list[str]]:
+    """Return (parts in wire order, names of what was dropped)."""
+    budget_chars = int(budget_tokens * chars_per_token)
+    fixed_share = budget_chars // 3  # identity and goals may use at most a third each
+    constitution = cut_text(constitution, fixed_share)[0]
+    goals = cut_text(goals, fixed_share)[0]
+    used = len(constitution) + len(goals) + len(action_space)
+    dropped: list[str] = []
+
+    def fits(text: str) -> bool:
+        nonlocal used
+        if used + len(text) <= budget_chars:
+            used += len(text)
+            return True
+        return False
+
+    latest_text = None
+    if latest is not None:
+        latest_text = latest if fits(latest) else cut_text(latest, max(200, budget_chars - used))[0]
+        if latest_text is not latest:
+            used += len(latest_text)
+    access_text = None
+    if accessibility:
+        if fits(accessibility):
+            access_text = accessibility
+        else:
+            dropped.append("accessibility snapshot")
+    kept_steps: list[StepNote] = []
+    for note in recent:  # newest first
+        line = _render_step(note)
+        if fits(line + "\n"):
+            kept_steps.append(note)
+        else:
+            dropped.append(f"{len(recent) - len(kept_steps)} older step(s)")
+            break
+    memory_text = None
+    if memory.strip():
+        if fits(memory):
+            memory_text = memory
+        else:
+            room = budget_chars - used
+            if room > 400:  # keep the newest part of memory rather than nothing
+                memory_text = cut_text(memory, room)[0]
+                used += len(memory_text)
+            else:
+                dropped.append("memory.md")
+
+    parts = [ContextPart("constitution.md", constitution), ContextPart("action space", action_space),
+             ContextPart("goals.md", goals)]
+    if memory_text is not None:
+        parts.append(ContextPart("memory.md", memory_text))
+    if latest_text is not None:
+        parts.append(ContextPart("latest result", latest_text))
+    if access_text is not None:
+        parts.append(ContextPart("accessibility snapshot", access_text))
+    if kept_steps:
+        parts.append(ContextPart("recent steps (newest first)", "\n".join(_render_step(n) for n in kept_steps)))
+    if dropped:
+        parts.append(ContextPart("left out", "Left out to stay inside the context budget: " + ", ".join(dropped) + "."))
+    return parts, dropped
+
+
+def _render_step(note: StepNote) -> str:
+    return f"- step {note.step}: {note.action} → {note.outcome}"

@@ -1,0 +1,98 @@
+"""`conway doctor`: what this machine is and what actually runs here (tried, not guessed)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .config import ConwayConfig
+
+EXTRAS = {
+    "gui": ["mss", "pyautogui"],
+    "llama": ["llama_cpp"],
+    "train": ["torch", "transformers", "peft", "datasets"],
+}
+
+
+def host_facts(path: Path | None = None) -> dict[str, Any]:
+    import psutil
+
+    vm = psutil.virtual_memory()
+    disk = shutil.disk_usage(path or Path.cwd())
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "memory_total_gb": round(vm.total / 2**30, 1),
+        "memory_available_gb": round(vm.available / 2**30, 1),
+        "disk_free_gb": round(disk.free / 2**30, 1),
+    }
+
+
+def _import_ok(module: str) -> tuple[bool, str]:
+    """Import in a subprocess: some packages (pyautogui) exit or hang the importer when misconfigured."""
+    code = f"import {module}; print(getattr({module}, '__version__', 'ok'))"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, "import timed out"
+    if proc.returncode == 0:
+        return True, proc.stdout.strip() or "ok"
+    last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+    return False, last[:160]
+
+
+def display_report() -> tuple[bool, str]:
+    if sys.platform.startswith("linux"):
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            return False, "no DISPLAY set"
+        if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
+            return False, "Wayland without XWayland DISPLAY: native Wayland input is not implemented"
+    try:
+        proc = subprocess.run([sys.executable, "-c", "import mss; m = mss.MSS(); print(m.monitors[1])"],
+                              capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return False, "screenshot probe timed out"
+    if proc.returncode == 0:
+        return True, f"display reachable, primary monitor {proc.stdout.strip()}"
+    return False, (proc.stderr.strip().splitlines() or ["unreachable"])[-1][:160]
+
+
+def doctor(config: ConwayConfig, workdir: Path) -> dict[str, Any]:
+    from .tools.registry import build_toolbox
+
+    extras = {}
+    for extra, modules in EXTRAS.items():
+        extras[extra] = {m: _import_ok(m) for m in modules}
+    shown, why = display_report()
+    toolbox = build_toolbox(config.tools, workdir, gui=shown)
+    tools = {name: {"runs": ok, "detail": reason} for name, (ok, reason) in toolbox.report.items()}
+    if not shown and "gui" in config.tools.enabled:
+        tools["gui"] = {"runs": False, "detail": f"GUI tools unavailable: {why}"}
+    toolbox.close()
+    return {"host": host_facts(workdir), "extras": {e: {m: {"ok": ok, "detail": d} for m, (ok, d) in mods.items()}
+                                                 for e, mods in extras.items()},
+            "display": {"reachable": shown, "detail": why}, "tools": tools}
+
+
+def render_doctor(report: dict[str, Any]) -> str:
+    h = report["host"]
+    lines = [f"Python {h['python']} on {h['platform']} ({h['machine']}), {h['cpus']} CPUs, "
+             f"{h['memory_available_gb']}/{h['memory_total_gb']} GiB memory free, {h['disk_free_gb']} GiB disk free",
+             "", "Optional extras:"]
+    for extra, mods in report["extras"].items():
+        state = "ok" if all(m["ok"] for m in mods.values()) else "missing"
+        detail = ", ".join(f"{name} {m['detail'] if m['ok'] else '(' + m['detail'] + ')'}" for name, m in mods.items())
+        lines.append(f"  {extra:6} {state:8} {detail}")
+    d = report["display"]
+    lines += ["", f"Display: {'reachable' if d['reachable'] else 'not reachable'} — {d['detail']}", "", "Tools (tried):"]
+    for name, t in report["tools"].items():
+        lines.append(f"  {name:8} {'runs' if t['runs'] else 'unavailable':12} {t['detail']}")
+    return "\n".join(lines)

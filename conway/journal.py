@@ -1,0 +1,168 @@
+"""The append-only JSONL journal: one event per line, versioned, rotated by size.
+
+Lines are only ever appended. A torn last line (the process died mid-write) is
+isolated behind a newline on the next open and skipped by readers, with a
+recovery event saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+SCHEMA = "conway-event/1"
+EventKind = Literal["intent", "result", "error", "uncertain", "recovery", "control", "observation",
+                    "decision", "suppressed", "finish", "session"]
+EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
+
+
+def make_event(session: str, step: int, kind: str, payload: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+    if kind not in EVENT_KINDS:
+        raise ValueError(f"unknown journal event kind {kind!r}")
+    t = time.time() if now is None else now
+    return {
+        "schema": SCHEMA,
+        "session": session,
+        "step": step,
+        "kind": kind,
+        "ts": datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds"),
+        "t": round(t, 6),
+        "payload": payload,
+    }
+
+
+class Journal:
+    def __init__(self, folder: Path, max_file_bytes: int = 8 << 20, max_total_bytes: int = 512 << 20,
+                 fsync: str = "intents"):
+        self.folder = folder
+        self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
+        self.fsync_mode = fsync
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._fh = None
+        self._path: Path | None = None
+        self._size = 0
+        self.torn_on_open: str | None = None
+        self._open_latest()
+
+    # -- writing --------------------------------------------------------------
+
+    def _open_latest(self) -> None:
+        files = journal_files(self.folder)
+        if files and files[-1].stat().st_size < self.max_file_bytes:
+            path = files[-1]
+            with open(path, "rb") as fh:
+                fh.seek(max(0, path.stat().st_size - 1))
+                last = fh.read(1)
+            self._open(path)
+            if last not in (b"", b"\n"):  # isolate a torn tail so the next event starts clean
+                self._fh.write(b"\n")  # type: ignore[union-attr]
+                self._fh.flush()  # type: ignore[union-attr]
+                self._size += 1
+                self.torn_on_open = path.name
+        else:
+            self._rotate()
+
+    def _open(self, path: Path) -> None:
+        if self._fh:
+            self._fh.close()
+        self._fh = open(path, "ab")
+        self._path = path
+        self._size = path.stat().st_size
+
+    def _rotate(self) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        existing = journal_files(self.folder)
+        seq = (int(existing[-1].name.split("-")[0]) + 1) if existing else 1
+        self._open(self.folder / f"{seq:06d}-{stamp}.jsonl")
+        self._enforce_total()
+
+    def _enforce_total(self) -> None:
+        files = journal_files(self.folder)
+        total = sum(f.stat().st_size for f in files)
+        for old in files[:-1]:  # never the file being written
+            if total <= self.max_total_bytes:
+                break
+            total -= old.stat().st_size
+            old.unlink(missing_ok=True)
+
+    def append(self, event: dict[str, Any], sync: bool | None = None) -> None:
+        line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
+        if self._size and self._size + len(line) > self.max_file_bytes:
+            self._rotate()
+        assert self._fh is not None
+        self._fh.write(line)
+        self._fh.flush()
+        self._size += len(line)
+        if sync is None:
+            sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
+        if sync and self.fsync_mode != "none":
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.flush()
+            self._fh.close()
+            self._fh = None
+
+
+def journal_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.jsonl") if p.name.split("-")[0].isdigit())
+
+
+@dataclass
+class JournalReadResult:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """`file:line` of lines that did not parse (torn writes)."""
+
+
+def read_journal(folder: Path) -> JournalReadResult:
+    """All parseable events in order; unparseable lines are listed, never fatal."""
+    result = JournalReadResult()
+    for event, where in iter_journal(folder):
+        if event is None:
+            result.skipped.append(where)
+        else:
+            result.events.append(event)
+    return result
+
+
+def iter_journal(folder: Path) -> Iterator[tuple[dict[str, Any] | None, str]]:
+    if not folder.exists():
+        return
+    for path in journal_files(folder):
+        with open(path, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    event = json.loads(raw)
+                    if not isinstance(event, dict) or "kind" not in event:
+                        raise ValueError("not an event")
+                except ValueError:
+                    yield None, f"{path.name}:{n}"
+                    continue
+                yield event, f"{path.name}:{n}"
+
+
+def tail_events(folder: Path, n: int = 10) -> list[dict[str, Any]]:
+    """The last n events, reading only the newest files."""
+    out: list[dict[str, Any]] = []
+    for path in reversed(journal_files(folder)):
+        lines = path.read_bytes().splitlines()
+        for raw in reversed(lines):
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(ev, dict):
+                out.append(ev)
+                if len(out) >= n:
+                    return list(reversed(out))
+    return list(reversed(out))

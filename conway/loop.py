@@ -1,0 +1,391 @@
+"""The continuous cycle: control → goals → observe → context → decide → validate → intent → act → record.
+
+The loop is deliberately boring. Everything it needs comes in through
+`LoopParts`; every wait is sliced so pause and stop stay responsive; every
+side effect is preceded by a fsynced intent; an uncertain outcome is never
+replayed and ends the run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .actions import ActionProblem, Finish, Wait, _Action, describe_action_space
+from .config import ConwayConfig
+from .context import StepNote, build_parts
+from .home import Home
+from .journal import Journal, make_event
+from .memory import Memory
+from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
+                        Observer, Policy, PolicyError, RateLimited, ToolResult)
+from .state import StateStore, read_control
+from .tools.bounded import cut_text
+from .tools.registry import Toolbox
+
+
+class Clock:
+    """Wall time, monotonic time and sleep; tests inject a fake that advances instantly."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class StopRun(Exception):
+    """Ends the run; carries the reason recorded in state and journal."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def backoff_delay(start: float, cap: float, count: int) -> float:
+    """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1)."""
+    return min(cap, start * (2 ** (count - 1)))
+
+
+@dataclass
+class LoopParts:
+    home: Home
+    config: ConwayConfig
+    policy: Policy
+    observer: Observer
+    toolbox: Toolbox
+    journal: Journal
+    session: str
+    clock: Clock = field(default_factory=Clock)
+    single_session: bool = False
+    """`start`: a finish ends the session. `run`: finish is recorded and the loop carries on."""
+    dry_run: bool = False
+    """Plan without dispatching (observe mode, `start` without --execute)."""
+    say: Callable[[str], None] = print
+    task: str | None = None
+    """A single-session task shown to the model as the goal."""
+
+
+@dataclass
+class RunOutcome:
+    reason: str
+    steps: int
+    finish: dict[str, Any] | None = None
+    """The model's last finish (its own word, never a verified success)."""
+
+
+class Loop:
+    def __init__(self, parts: LoopParts):
+        self.p = parts
+        cfg = parts.config
+        self.cfg = cfg
+        self.state_store = StateStore(parts.home.state, parts.home.state_previous)
+        self.memory = Memory(parts.home.memory, parts.home.memory_previous,
+                             cfg.memory.max_chars, cfg.memory.keep_chars)
+        self.state: dict[str, Any] = {}
+        self.step = 0
+        self.started_mono = parts.clock.monotonic()
+        self.latest: str | None = None
+        self.recent: list[StepNote] = []
+        self.idle_count = 0
+        self.error_count = 0
+        self.last_change_key: str | None = None
+        self.repeats: dict[str, tuple[str, int]] = {}  # family -> (action key, times in a row)
+        self.signal_stop: str | None = None
+        self.last_finish: dict[str, Any] | None = None
+
+    # -- journal & state ------------------------------------------------------
+
+    def record(self, kind: str, payload: dict[str, Any]) -> None:
+        self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))
+
+    def save_state(self, **changes: Any) -> None:
+        self.state.update(changes, updated_at=self.p.clock.time())
+        self.state_store.save(self.state)
+
+    # -- start-up -------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Read prior state; turn a pending intent into an `uncertain` record (never replayed)."""
+        prior, note = self.state_store.load()
+        if note:
+            self.record("recovery", {"what": "state", "detail": note})
+            self.say(f"recovered: {note}")
+        if self.p.journal.torn_on_open:
+            self.record("recovery", {"what": "journal", "detail": f"torn last line in {self.p.journal.torn_on_open} skipped"})
+        pending = prior.get("pending") if isinstance(prior, dict) else None
+        if pending:
+            self.record("uncertain", {"action": pending.get("action"), "from_session": prior.get("session"),
+                                      "intent_step": pending.get("step"),
+                                      "detail": "a previous run stopped while dispatching this action; "
+                                                "it may or may not have happened and is not replayed"})
+            self.latest = (f"UNCERTAIN: the previous run stopped while doing {pending.get('summary', 'an action')}; "
+                           "it may or may not have happened. Look at the screen before acting again.")
+        self.state = {"session": self.p.session, "status": "running", "pid": _pid(), "step": 0,
+                      "started_at": self.p.clock.time(), "pending": None, "stop_reason": None,
+                      "model_id": getattr(self.p.policy, "model_id", "?"), "config_digest": self.cfg.digest(),
+                      "mode": "session" if self.p.single_session else "continuous", "dry_run": self.p.dry_run}
+        self.save_state()
+
+    # -- waiting and control --------------------------------------------------
+
+    def check_control(self) -> None:
+        if self.signal_stop:
+            raise StopRun(self.signal_stop)
+        request = read_control(self.p.home.control, self.p.session)
+        if request == "stop":
+            self.record("control", {"request": "stop"})
+            raise StopRun("stop requested")
+        if request == "pause" and self.state.get("status") != "paused":
+            self.record("control", {"request": "pause"})
+            self.save_state(status="paused")
+            self.say("paused; `conway resume` continues")
+            while read_control(self.p.home.control, self.p.session) == "pause":
+                if self.signal_stop:
+                    raise StopRun(self.signal_stop)
+                self.p.clock.sleep(self.cfg.agent.control_poll_s)
+            if read_control(self.p.home.control, self.p.session) == "stop":
+                self.record("control", {"request": "stop"})
+                raise StopRun("stop requested")
+            self.record("control", {"request": "resume"})
+            self.save_state(status="running")
+            self.say("resumed")
+
+    def wait(self, seconds: float, why: str) -> None:
+        """Sleep in short slices, checking control (and the time budget) between them."""
+        end = self.p.clock.monotonic() + seconds
+        while True:
+            self.check_control()
+            self.check_budget()
+            left = end - self.p.clock.monotonic()
+            if left <= 0:
+                return
+            self.p.clock.sleep(min(self.cfg.agent.control_poll_s, left))
+
+    def check_budget(self) -> None:
+        a = self.cfg.agent
+        if a.max_seconds is not None and self.p.clock.monotonic() - self.started_mono >= a.max_seconds:
+            raise StopRun(f"max-seconds budget ({a.max_seconds:g} s) reached")
+
+    # -- the cycle ------------------------------------------------------------
+
+    def run(self) -> RunOutcome:
+        self._install_signals()
+        reason = "ended"
+        try:
+            self.recover()
+            self.record("session", {"event": "start", "model_id": self.state["model_id"],
+                                    "config_digest": self.state["config_digest"], "mode": self.state["mode"],
+                                    "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
+            while True:
+                self.check_control()
+                self.check_budget()
+                if self.cfg.agent.max_steps is not None and self.step >= self.cfg.agent.max_steps:
+                    raise StopRun(f"max-steps budget ({self.cfg.agent.max_steps}) reached")
+                self.step += 1
+                self.save_state(step=self.step)
+                self.cycle()
+        except StopRun as stop:
+            reason = stop.reason
+        except KeyboardInterrupt:
+            reason = "interrupted (Ctrl+C)"
+        finally:
+            self._restore_signals()
+            self.record("session", {"event": "end", "reason": reason, "steps": self.step})
+            self.save_state(status="stopped", stop_reason=reason, pid=None)
+            self.p.say(f"stopped after {self.step} step(s): {reason}")
+        return RunOutcome(reason=reason, steps=self.step, finish=self.last_finish)
+
+    def cycle(self) -> None:
+        goals = self._read(self.p.home.goals, "(no goals.md: write current work there)")
+        if self.p.task:
+            goals = f"Task for this session:\n{self.p.task}\n\nStanding goals:\n{goals}"
+        try:
+            obs = self.p.observer.observe()
+        except Exception as exc:  # a lost display is a pre-dispatch error, not a crash
+            self.pre_dispatch_error(f"observation failed: {exc}")
+            return
+        changed = obs.change_key != self.last_change_key
+        if changed:
+            self.repeats.pop("gui", None)  # GUI repetition counters reset on a changed screen
+        self.last_change_key = obs.change_key
+        self.record("observation", obs.record())
+
+        ctx = self.build_context(goals, obs)
+        try:
+            decision = self.p.policy.decide(ctx)
+        except RateLimited as exc:
+            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True,
+                                  "retry_after_s": exc.retry_after})
+            self.say(f"rate limited by the model server: waiting {exc.retry_after:g} s")
+            self.wait(exc.retry_after, "rate limit")
+            return
+        except PolicyError as exc:
+            self.pre_dispatch_error(f"model request failed: {exc}")
+            return
+        # a stop that arrived during inference: the decision is discarded, never dispatched
+        if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
+            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run})
+            self.check_control()
+        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run})
+        self.act(decision, obs, changed)
+
+    def build_context(self, goals: str, obs: Observation) -> DecisionContext:
+        types = self.p.toolbox.available_types()
+        parts, dropped = build_parts(
+            constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
+            goals=goals, memory=self.memory.read(), action_space=describe_action_space(types),
+            latest=self.latest, recent=self.recent, budget_tokens=self.cfg.context.budget_tokens,
+            chars_per_token=self.cfg.context.chars_per_token, accessibility=obs.accessibility)
+        return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped)
+
+    def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
+        problems = [a for a in decision.actions if isinstance(a, ActionProblem)]
+        actions = [a for a in decision.actions if isinstance(a, _Action)]
+        if problems or not actions:
+            msg = "; ".join(p.message for p in problems) or "the model proposed no action"
+            self.pre_dispatch_error(f"invalid action: {msg}")
+            return
+        self.error_count = 0
+        for action in actions:
+            self.check_control()
+            if isinstance(action, Wait):
+                self.idle(action, changed)
+            elif isinstance(action, Finish):
+                self.finish(action)
+            else:
+                self.idle_count = 0
+                self.dispatch(action)
+
+    # -- the parts of act -----------------------------------------------------
+
+    def idle(self, action: Wait, changed: bool) -> None:
+        self.idle_count = 1 if changed else self.idle_count + 1
+        a = self.cfg.agent
+        delay = max(action.seconds or 0.0, backoff_delay(a.idle_backoff_start_s, a.idle_backoff_max_s, self.idle_count))
+        delay = min(delay, max(a.idle_backoff_max_s, action.seconds or 0.0))
+        self.note(action, f"waited {delay:g} s")
+        self.record("result", {"action": action.model_dump(), "ok": True, "idle_wait_s": delay,
+                               "dry_run": self.p.dry_run})
+        self.wait(delay, "idle")
+
+    def finish(self, action: Finish) -> None:
+        self.last_finish = action.model_dump()
+        self.record("finish", {**action.model_dump(), "declared_by": "model",
+                               "note": "the model's own report; not a verified success"})
+        self.note(action, "recorded (the model's own report)")
+        self.say(f"model reports {action.status}: {action.message}")
+        if self.p.single_session:
+            raise StopRun(f"finish {action.status}")
+
+    def dispatch(self, action: _Action) -> None:
+        key = json.dumps(action.model_dump(), sort_keys=True)
+        family = action.family
+        last, times = self.repeats.get(family, (None, 0))
+        times = times + 1 if last == key else 1
+        if action.side_effect and times > self.cfg.agent.repetition_limit:
+            msg = (f"suppressed: {action.summary()} was already done {times - 1} times in a row; "
+                   "do something else or wait")
+            self.record("suppressed", {"action": action.model_dump(), "times": times - 1})
+            self.note(action, msg)
+            return
+        self.repeats[family] = (key, times)
+        if self.p.dry_run:
+            self.record("result", {"action": action.model_dump(), "dry_run": True, "ok": None,
+                                   "detail": "planned only; not dispatched"})
+            self.note(action, "planned only (dry run)")
+            return
+        if action.side_effect:
+            self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
+            self.save_state(pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+                                     "at": self.p.clock.time()})
+        try:
+            result = self.p.toolbox.run(action)
+        except FailSafeTriggered as exc:
+            self._uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
+        except DispatchUncertain as exc:
+            self._uncertain_end(action, str(exc), "uncertain side-effect failure")
+        except Exception as exc:  # noqa: BLE001 - any surprise during a side effect is uncertain
+            if action.side_effect:
+                self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
+            result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+        self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
+        if action.side_effect:
+            self.save_state(pending=None)
+        self.note(action, "ok" if result.ok else f"failed: {result.error}")
+        shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
+        self.latest = f"{action.summary()} → {shown}"
+        feedback = getattr(self.p.policy, "feedback", None)
+        if feedback:
+            feedback({"step": self.step, "action": action.model_dump(), **result.record()})
+
+    def _uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
+        self.record("uncertain", {"action": action.model_dump(), "detail": detail})
+        self.save_state(pending=None)  # recorded once; a restart must not record it again
+        raise StopRun(reason)
+
+    def pre_dispatch_error(self, message: str) -> None:
+        self.error_count += 1
+        a = self.cfg.agent
+        delay = 0.0
+        if self.error_count >= a.errors_before_backoff:
+            delay = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s,
+                                  self.error_count - a.errors_before_backoff + 1)
+        self.record("error", {"stage": "pre-dispatch", "error": message, "consecutive": self.error_count,
+                              "backoff_s": delay})
+        self.latest = f"ERROR: {message}"
+        self.recent.insert(0, StepNote(self.step, "(no action)", f"error: {message[:200]}"))
+        del self.recent[self.cfg.context.recent_steps:]
+        self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay else ""))
+        if delay:
+            self.wait(delay, "recovery")
+
+    def note(self, action: _Action, outcome: str) -> None:
+        self.recent.insert(0, StepNote(self.step, action.summary(), outcome))
+        del self.recent[self.cfg.context.recent_steps:]
+        self.latest = f"{action.summary()} → {outcome}"
+        compacted = self.memory.add(f"- step {self.step}: {action.summary()[:200]} → {outcome[:200]}")
+        if compacted:
+            self.record("recovery", {"what": "memory", "detail": compacted})
+        self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
+
+    # -- helpers --------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self.p.say(text)
+
+    @staticmethod
+    def _read(path, default: str) -> str:
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return default
+
+    def _install_signals(self) -> None:
+        self._old_handlers = {}
+
+        def handler(signum, frame):  # cooperative: the current step finishes its bookkeeping
+            if self.signal_stop and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self.signal_stop = "interrupted (Ctrl+C)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (tests drive the loop from threads)
+            self._old_handlers = {}
+
+    def _restore_signals(self) -> None:
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+
+
+def _pid() -> int:
+    import os
+    return os.getpid()

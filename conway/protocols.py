@@ -1,0 +1,169 @@
+"""The seams: what an observer, a policy and a tool look like to the loop.
+
+Each implementation is a small sibling module chosen by a short name in the
+config. The loop only ever talks to these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .actions import ActionProblem, _Action
+
+
+# --- observation -------------------------------------------------------------
+
+
+@dataclass
+class Observation:
+    """One look at the environment."""
+
+    png: bytes | None
+    """The captured image, PNG-encoded (None when the observer has no screen)."""
+    captured_size: tuple[int, int]
+    """(width, height) of the captured image in pixels."""
+    source: str
+    """`synthetic` (mock), `screen` (a real display), ... ."""
+    content_hash: str
+    """sha256 of the captured pixels; equal hashes mean an identical frame."""
+    change_key: str
+    """A coarse key that ignores tiny changes (a blinking caret); equal → unchanged."""
+    logical_size: tuple[int, int] | None = None
+    """Input coordinate space size (differs from captured_size on HiDPI screens)."""
+    origin: tuple[int, int] = (0, 0)
+    """Monitor origin in input coordinates."""
+    accessibility: str | None = None
+    """Optional accessibility snapshot rendered as text."""
+    screenshot_path: str | None = None
+    """Where the archived copy was saved, if it was."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """What the journal keeps of an observation (never the image bytes)."""
+        return {
+            "source": self.source,
+            "captured_size": list(self.captured_size),
+            "logical_size": list(self.logical_size or self.captured_size),
+            "origin": list(self.origin),
+            "sha256": self.content_hash,
+            "change_key": self.change_key,
+            "screenshot": self.screenshot_path,
+            "accessibility_chars": len(self.accessibility) if self.accessibility else 0,
+            **self.meta,
+        }
+
+
+class Observer(Protocol):
+    def observe(self) -> Observation: ...
+
+    def close(self) -> None: ...
+
+
+# --- decision ----------------------------------------------------------------
+
+
+@dataclass
+class ContextPart:
+    """One named piece of a decision prompt (e.g. `constitution.md`, `latest result`)."""
+
+    name: str
+    text: str
+
+
+@dataclass
+class DecisionContext:
+    parts: list[ContextPart]
+    observation: Observation
+    step: int
+    action_types: list[str]
+    """Action types the tools can run here (the policy should only propose these)."""
+    dropped: list[str] = field(default_factory=list)
+    """Names of parts left out to stay inside the token budget."""
+
+    def text(self) -> str:
+        return "\n\n".join(f"## {p.name}\n{p.text}" for p in self.parts)
+
+
+@dataclass
+class Decision:
+    raw_text: str
+    actions: list[_Action | ActionProblem]
+    model_id: str
+    thought: str | None = None
+    reasoning: str | None = None
+    """Hidden reasoning from thinking models: recorded, never sent back as context."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    latency_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Adapter facts: sent image size, coordinate convention, structured-output mode."""
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "raw_text": self.raw_text,
+            "thought": self.thought,
+            "reasoning": self.reasoning,
+            "actions": [a.model_dump() if isinstance(a, _Action) else {"problem": a.message}
+                        for a in self.actions],
+            "model_id": self.model_id,
+            "usage": self.usage,
+            "latency_s": round(self.latency_s, 6),
+            **self.meta,
+        }
+
+
+class PolicyError(Exception):
+    """A transient failure before dispatch (HTTP error, timeout, bad server reply)."""
+
+
+class RateLimited(PolicyError):
+    """The model server asked us to wait `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Policy(Protocol):
+    model_id: str
+
+    def decide(self, context: DecisionContext) -> Decision: ...
+
+
+# --- tools -------------------------------------------------------------------
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str = ""
+    error: str | None = None
+    truncated: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return self.output if self.ok else f"ERROR: {self.error}"
+
+    def record(self) -> dict[str, Any]:
+        return {"ok": self.ok, "output": self.output, "error": self.error,
+                "truncated": self.truncated, **({"data": self.data} if self.data else {})}
+
+
+class Tool(Protocol):
+    name: str
+    action_types: frozenset[str]
+
+    def availability(self) -> tuple[bool, str]:
+        """(can run here, reason); tried, not guessed."""
+        ...
+
+    def run(self, action: _Action) -> ToolResult: ...
+
+
+class DispatchUncertain(Exception):
+    """Dispatch failed after it may have done partial work: never replay it."""
+
+
+class FailSafeTriggered(Exception):
+    """The user slammed the pointer into a corner: end the run."""
