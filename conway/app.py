@@ -30,7 +30,7 @@ def build_policy(config: ConwayConfig, home: Home) -> Policy:
         from .policies.mock import MockPolicy, load_script
         script = load_script(config.policy.mock_script) if config.policy.mock_script else None
         return MockPolicy(script)
-    from .policies import build_model_policy  # real models: see policies/__init__.py
+    from .policies.factory import build_model_policy  # real models (llama.cpp, HTTP)
     return build_model_policy(config, home)
 
 
