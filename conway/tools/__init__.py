@@ -1,0 +1,1 @@
+"""Tools: each executes some action types and says whether it can run here."""

@@ -1,0 +1,97 @@
+"""Open a URL in the user's browser (http, https and file URLs only).
+
+By default Python's `webbrowser` picks the browser; an explicit opener command
+(`["xdg-open"]`, or a test's own script) can be injected and gets the URL as
+its last argument. On a machine without a usable browser the tool says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import webbrowser
+from typing import Sequence
+from urllib.parse import urlsplit
+
+from ..actions import OpenBrowser, _Action
+from ..protocols import ToolResult
+
+SCHEMES = ("http", "https", "file")
+
+
+def check_url(url: str) -> str | None:
+    """None when the URL may be opened, else the reason it may not."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        # Whitespace/control characters: a browser or opener could split or misread them.
+        return "the URL contains whitespace or control characters (percent-encode them)"
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in SCHEMES:
+        got = f"{parts.scheme!r}" if parts.scheme else "no scheme"
+        return f"only http, https and file URLs can be opened, got {got}"
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        return "an http(s) URL needs a host"
+    if parts.scheme.lower() == "file" and not parts.path:
+        return "a file URL needs a path"
+    return None
+
+
+class BrowserTool:
+    name = "browser"
+    action_types = frozenset({"open_browser"})
+
+    def __init__(self, command: Sequence[str] | None = None, wait_s: float = 5.0):
+        self.command = list(command) if command else None
+        """Opener argv; the URL is appended. None: use `webbrowser`'s registered browser."""
+        self.wait_s = wait_s
+        """How long to wait for an opener to exit; one still running then counts as launched."""
+
+    def availability(self) -> tuple[bool, str]:
+        if self.command:
+            exe = shutil.which(self.command[0])
+            return (True, f"opener {exe}") if exe else (False, f"opener not found: {self.command[0]}")
+        try:
+            browser = webbrowser.get()
+        except webbrowser.Error as exc:
+            return False, f"no browser registered with Python's webbrowser module ({exc})"
+        if type(browser) is webbrowser.GenericBrowser:
+            # A console browser (lynx, w3m, ...) would run in the foreground and block the loop.
+            return False, f"only a console browser is registered ({browser.name}); it would block the agent"
+        return True, f"browser {getattr(browser, 'name', type(browser).__name__)}"
+
+    def run(self, action: _Action) -> ToolResult:
+        if not isinstance(action, OpenBrowser):
+            return ToolResult(ok=False, error=f"the browser tool cannot run {getattr(action, 'type', action)!r}")
+        problem = check_url(action.url)
+        if problem:
+            return ToolResult(ok=False, error=f"refused {action.url!r}: {problem}")
+        available, reason = self.availability()
+        if not available:
+            return ToolResult(ok=False, error=f"cannot open a browser here: {reason}")
+        if self.command:
+            return self._run_command(action.url)
+        if not webbrowser.get().open(action.url, new=2):
+            return ToolResult(ok=False, error=f"the browser did not accept {action.url}")
+        return ToolResult(ok=True, output=f"opened {action.url} ({reason})", data={"url": action.url})
+
+    def _run_command(self, url: str) -> ToolResult:
+        # stderr goes to an unlinked temp file, so a long-lived opener never blocks on a full pipe.
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen([*self.command, url], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=err,
+                                        start_new_session=os.name == "posix")
+            except OSError as exc:
+                return ToolResult(ok=False, error=f"could not start {self.command[0]}: {exc}")
+            try:
+                code = proc.wait(self.wait_s)
+            except subprocess.TimeoutExpired:  # browsers may stay in the foreground: that is success
+                return ToolResult(ok=True, output=f"opened {url} (opener still running after {self.wait_s:g} s)",
+                                  data={"url": url, "pid": proc.pid})
+            err.seek(0)
+            detail = err.read()[-2000:].decode("utf-8", "replace").strip()
+        if code != 0:
+            return ToolResult(ok=False, error=f"{self.command[0]} exited {code} for {url}"
+                              + (f": {detail}" if detail else ""))
+        return ToolResult(ok=True, output=f"opened {url} with {self.command[0]}", data={"url": url})

@@ -1,0 +1,291 @@
+"""Direct file tools: bounded read, exact atomic replace, append, bounded listing.
+
+Paths are the current user's: relative ones resolve against `workdir`, `~`
+expands. This is routing, not a sandbox (nothing stops `/etc/...`).
+
+User mistakes (missing file, a directory, permission denied, no or ambiguous
+match) come back as `ToolResult(ok=False)`; `DispatchUncertain` is raised only
+when a write failed after it may already have changed the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from ..actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action
+from ..protocols import DispatchUncertain, ToolResult
+from .bounded import HeadTail, utf8_edges
+
+_CHUNK = 1 << 16
+
+
+def _fail(message: str) -> ToolResult:
+    return ToolResult(ok=False, error=message)
+
+
+def _describe(exc: OSError, path: Path) -> str:
+    """A short message a model can act on, naming the path."""
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or directory: {path}"
+    if isinstance(exc, IsADirectoryError):
+        return f"is a directory: {path} (use list_dir)"
+    if isinstance(exc, NotADirectoryError):
+        return f"not a directory (a path component is a file): {path}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {path}"
+    return f"{exc.strerror or exc}: {path}"
+
+
+class FileTools:
+    name = "files"
+    action_types = frozenset({"read_file", "replace_text", "append_file", "list_dir"})
+
+    def __init__(self, workdir: Path, read_max_bytes: int = 65536, list_max_entries: int = 200):
+        self.workdir = Path(os.path.expanduser(str(workdir)))
+        self.read_max_bytes = read_max_bytes
+        self.list_max_entries = list_max_entries
+
+    def availability(self) -> tuple[bool, str]:
+        # Tried, not guessed: the working directory must be listable.
+        try:
+            os.listdir(self.workdir)
+        except OSError as exc:
+            return False, f"working directory unusable: {_describe(exc, self.workdir)}"
+        return True, f"files relative to {self.workdir}"
+
+    def resolve(self, path: str) -> Path:
+        p = Path(os.path.expanduser(path))
+        return p if p.is_absolute() else self.workdir / p
+
+    def run(self, action: _Action) -> ToolResult:
+        if isinstance(action, ReadFile):
+            return self.read(self.resolve(action.path))
+        if isinstance(action, ReplaceText):
+            return self.replace(self.resolve(action.path), action.old, action.new)
+        if isinstance(action, AppendFile):
+            return self.append(self.resolve(action.path), action.text)
+        if isinstance(action, ListDir):
+            return self.list_dir(self.resolve(action.path))
+        return _fail(f"the files tool cannot run {getattr(action, 'type', action)!r}")
+
+    # --- read ----------------------------------------------------------------
+
+    def read(self, path: Path) -> ToolResult:
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if stat.S_ISDIR(st.st_mode):
+                    return _fail(_describe(IsADirectoryError(), path))
+                if not stat.S_ISREG(st.st_mode):  # a FIFO or device could block or never end
+                    return _fail(f"not a regular file: {path}")
+                buf = HeadTail(self.read_max_bytes)
+                if st.st_size > self.read_max_bytes:
+                    # Seek instead of streaming so a huge file costs two small reads.
+                    buf.feed(f.read(buf.head_cap))
+                    f.seek(max(st.st_size - buf.tail_cap, buf.head_cap))
+                    buf.total = st.st_size - buf.tail_cap  # count the skipped middle as seen
+                    buf.feed(f.read(buf.tail_cap))
+                else:  # small or size-less (/proc) files: stream to EOF
+                    while chunk := f.read(_CHUNK):
+                        buf.feed(chunk)
+        except OSError as exc:
+            return _fail(_describe(exc, path))
+        head, tail = buf.parts()
+        kept = head + tail if not buf.truncated else b"".join(utf8_edges(head, tail))
+        notes = []
+        if b"\0" in kept:
+            notes.append("binary-looking file (contains NUL bytes); undecodable bytes shown as \ufffd")
+        else:
+            try:
+                kept.decode("utf-8")
+            except UnicodeDecodeError:
+                notes.append("not valid UTF-8 (binary or another encoding); undecodable bytes shown as \ufffd")
+        text, truncated = buf.text()
+        header = "".join(f"[{n}]\n" for n in notes)
+        return ToolResult(ok=True, output=header + text, truncated=truncated,
+                          data={"path": str(path), "size": buf.total, "binary": bool(notes)})
+
+    # --- replace -------------------------------------------------------------
+
+    def replace(self, path: Path, old: str, new: str) -> ToolResult:
+        target = Path(os.path.realpath(path))  # edit through a symlink, not over it
+        try:
+            with open(target, "rb") as f:
+                before = os.fstat(f.fileno())
+                if not stat.S_ISREG(before.st_mode):
+                    return _fail(f"not a regular file: {path}")
+                raw = f.read()
+        except OSError as exc:
+            return _fail(_describe(exc, path))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _fail(f"not valid UTF-8 text (byte {exc.start}); refusing to edit {path}")
+        count = _count_overlapping(text, old)
+        if count == 0:
+            return _fail(f"old text not found in {path}; it must match exactly, including "
+                         "whitespace and line breaks (file unchanged)")
+        if count > 1:
+            return _fail(f"old text is ambiguous: it matches {count} places in {path}; include more "
+                         "surrounding text so it matches exactly once (file unchanged)")
+        data = text.replace(old, new, 1).encode("utf-8")
+        try:
+            self._write_atomic(target, data, before)
+        except _Certain as exc:
+            return _fail(str(exc))
+        return ToolResult(ok=True, output=f"replaced 1 occurrence in {path} ({len(raw)} -> {len(data)} bytes)",
+                          data={"path": str(path), "size": len(data)})
+
+    def _write_atomic(self, target: Path, data: bytes, before: os.stat_result) -> None:
+        """Temp file in the same directory + fsync + os.replace, keeping the mode.
+
+        Failure classes (_Certain becomes an ok=False result; the file is untouched):
+        - creating/writing/fsyncing the temp fails: original untouched → _Certain.
+        - the file changed since we read it: nothing written → certain, refused.
+        - os.replace raises and the temp still exists: the rename did not happen → certain.
+        - os.replace raises and the temp is gone: it may have happened → DispatchUncertain.
+        - the directory fsync fails after the rename: the new content is in place, only its
+          durability is unknown → DispatchUncertain (a crash could still lose it).
+        """
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".conway-tmp")
+        except OSError as exc:
+            raise _Certain(f"cannot create a temporary file next to {target}: {exc.strerror or exc} "
+                           "(file unchanged)") from exc
+        try:
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    if hasattr(os, "fchmod"):  # mkstemp makes 0600; keep the original's mode
+                        os.fchmod(f.fileno(), stat.S_IMODE(before.st_mode))
+                    os.fsync(f.fileno())
+                now = os.stat(target)
+                if (now.st_mtime_ns, now.st_size, now.st_ino) != (before.st_mtime_ns, before.st_size, before.st_ino):
+                    raise _Certain(f"{target} changed while it was being edited; nothing written (retry)")
+            except _Certain:
+                raise
+            except OSError as exc:
+                raise _Certain(f"could not write the new version of {target}: {exc.strerror or exc} "
+                               "(file unchanged)") from exc
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                if os.path.exists(tmp):
+                    raise _Certain(f"could not replace {target}: {exc.strerror or exc} (file unchanged)") from exc
+                raise DispatchUncertain(f"replacing {target} failed after the rename may have happened: {exc}") from exc
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+        try:
+            _fsync_dir(target.parent)
+        except OSError as exc:
+            raise DispatchUncertain(f"{target} was replaced but its directory could not be synced: {exc}") from exc
+
+    # --- append --------------------------------------------------------------
+
+    def append(self, path: Path, text: str) -> ToolResult:
+        data = text.encode("utf-8")
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None  # missing (created below) or unreadable (open reports it)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            return _fail(_describe(IsADirectoryError(), path))
+        if st is not None and not stat.S_ISREG(st.st_mode):  # opening a FIFO for writing blocks
+            return _fail(f"not a regular file: {path}")
+        created = st is None
+        try:
+            # O_APPEND: every write lands at the end even if someone else appends too.
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+        except OSError as exc:  # nothing opened → nothing written: certain
+            if isinstance(exc, FileNotFoundError):
+                return _fail(f"parent directory does not exist: {path.parent} (append creates the file, "
+                             "not its directories)")
+            return _fail(_describe(exc, path))
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError as exc:
+                # Unchanged size → certain nothing landed; otherwise part of it did.
+                if os.fstat(fd).st_size == start:
+                    return _fail(f"could not append to {path}: {exc.strerror or exc} (file unchanged)")
+                raise DispatchUncertain(f"append to {path} failed part-way: {exc}") from exc
+            try:
+                os.fsync(fd)
+            except OSError as exc:  # written but maybe not durable: the outcome is unknown
+                raise DispatchUncertain(f"appended to {path} but fsync failed: {exc}") from exc
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        verb = "created" if created else "appended to"
+        return ToolResult(ok=True, output=f"{verb} {path}: wrote {len(data)} bytes (now {size} bytes)",
+                          data={"path": str(path), "size": size, "created": created})
+
+    # --- list ----------------------------------------------------------------
+
+    def list_dir(self, path: Path) -> ToolResult:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if isinstance(exc, NotADirectoryError):
+                return _fail(f"not a directory: {path} (use read_file)")
+            return _fail(_describe(exc, path))
+        shown = entries[: self.list_max_entries]
+        lines = [f"{path}: {len(entries)} entries"]
+        for e in shown:
+            lines.append(_entry_line(e))
+        left = len(entries) - len(shown)
+        if left:
+            lines.append(f"[... {left} more entries not shown: listed the first {len(shown)} of "
+                         f"{len(entries)} in name order ...]")
+        return ToolResult(ok=True, output="\n".join(lines), truncated=bool(left),
+                          data={"path": str(path), "entries": len(entries), "omitted": left})
+
+
+class _Certain(Exception):
+    """A write failed before anything changed; becomes an ok=False result."""
+
+
+def _entry_line(e: os.DirEntry) -> str:
+    try:
+        if e.is_symlink():
+            return f"{e.name}@ -> {os.readlink(e.path)}"
+        if e.is_dir():
+            return f"{e.name}/"
+        return f"{e.name}  {e.stat().st_size} bytes"
+    except OSError as exc:
+        return f"{e.name}  ({exc.strerror or exc})"
+
+
+def _count_overlapping(text: str, needle: str) -> int:
+    # Overlapping on purpose: "aa" in "aaa" is two candidate places, hence ambiguous.
+    count, i = 0, text.find(needle)
+    while i != -1:
+        count += 1
+        i = text.find(needle, i + 1)
+    return count
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":  # directories cannot be opened for fsync on Windows
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

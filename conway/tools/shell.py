@@ -1,0 +1,219 @@
+"""Current-user shell with a timeout, bounded output and process-group cleanup.
+
+The command runs as the user running Conway, with the user's permissions: this
+is routing, not a sandbox. It gets its own session/process group so that a
+timeout can kill everything it started (the group plus any descendant that
+left it), and /dev/null as stdin so it can never
+wait for a keyboard (`run` never reads stdin).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from ..actions import Shell, _Action
+from ..protocols import ToolResult
+from .bounded import HeadTail
+
+_POSIX = os.name == "posix"
+_SLICE_S = 0.1  # how often the read loop looks at the clock and the process
+_LINGER_S = 1.0  # after the shell exits, how long to wait for background holders of the pipe
+_SHELL = "/bin/sh" if _POSIX else os.environ.get("COMSPEC", "cmd.exe")
+
+
+class ShellTool:
+    name = "shell"
+    action_types = frozenset({"shell"})
+
+    def __init__(self, workdir: Path, timeout_s: float = 60, max_output_bytes: int = 32768,
+                 kill_grace_s: float = 2.0):
+        self.workdir = Path(os.path.expanduser(str(workdir)))
+        self.timeout_s = timeout_s
+        """Default and maximum per command; a longer `Shell.timeout_s` is capped to it."""
+        self.max_output_bytes = max_output_bytes
+        self.kill_grace_s = kill_grace_s
+        """Between SIGTERM and SIGKILL of the process group on timeout."""
+
+    def availability(self) -> tuple[bool, str]:
+        if not self.workdir.is_dir():
+            return False, f"working directory does not exist: {self.workdir}"
+        try:  # tried, not guessed
+            done = subprocess.run(_argv("exit 0"), cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"cannot start {_SHELL}: {exc}"
+        if done.returncode != 0:
+            return False, f"{_SHELL} exited {done.returncode} on a no-op command"
+        return True, f"{_SHELL} in {self.workdir}, timeout {self.timeout_s:g} s"
+
+    def run(self, action: _Action) -> ToolResult:
+        if not isinstance(action, Shell):
+            return ToolResult(ok=False, error=f"the shell tool cannot run {getattr(action, 'type', action)!r}")
+        timeout = min(action.timeout_s or self.timeout_s, self.timeout_s)
+        capped = action.timeout_s is not None and action.timeout_s > self.timeout_s
+        try:
+            proc = subprocess.Popen(_argv(action.command), cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=_POSIX, shell=not _POSIX,
+                                    creationflags=0 if _POSIX else subprocess.CREATE_NEW_PROCESS_GROUP)
+        except OSError as exc:  # nothing started: certain no effect
+            return ToolResult(ok=False, error=f"could not start the shell: {exc}")
+        buf = HeadTail(self.max_output_bytes)
+        start = time.monotonic()
+        timed_out, eof, linger_until = False, False, None
+        try:
+            with _Reader(proc.stdout) as reader:
+                while not eof:
+                    now = time.monotonic()
+                    if proc.poll() is not None:
+                        linger_until = linger_until or now + _LINGER_S
+                        if now >= linger_until:
+                            break  # a background process still holds the output pipe
+                    elif now - start >= timeout:
+                        timed_out = True
+                        self._kill_group(proc)
+                        continue
+                    eof = reader.read_into(buf, _SLICE_S)
+        except BaseException:  # interrupted (Ctrl+C in the loop): leave nothing running behind us
+            if proc.poll() is None:
+                self._kill_group(proc)
+            raise
+        elapsed = time.monotonic() - start
+        code = proc.wait()
+        text, truncated = buf.text()
+        if timed_out:
+            status = f"timed out after {timeout:g} s; its process group and descendants were killed (output so far is above)"
+        else:
+            status = f"exit code {code}" + (f" (killed by signal {-code})" if code < 0 else "")
+        if not eof:
+            status += "; background processes still held the output and were left running (their later output is lost)"
+        if capped:
+            status += f"; the requested timeout {action.timeout_s:g} s was capped to {self.timeout_s:g} s"
+        shown = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}[{status}]"
+        ok = code == 0 and not timed_out
+        # On failure the error carries the output too, since a result shows only its error then.
+        return ToolResult(ok=ok, output=shown, error=None if ok else shown, truncated=truncated,
+                          data={"exit_code": code, "timed_out": timed_out, "elapsed_s": round(elapsed, 3),
+                                "output_bytes": buf.total})
+
+    def _kill_group(self, proc: subprocess.Popen) -> None:
+        """SIGTERM the group and every descendant, wait the grace, then SIGKILL."""
+        if not _POSIX:
+            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+            proc.wait()
+            return
+        pgid = proc.pid  # start_new_session made the shell its group's leader
+        members = _members(proc.pid)  # snapshot first: children are reparented once the shell dies
+        for sig, wait_s in ((signal.SIGTERM, self.kill_grace_s), (signal.SIGKILL, 5.0)):
+            # SIGKILL always follows: a child forked after the snapshot may ignore SIGTERM.
+            _signal(pgid, members, sig)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                if proc.poll() is not None and all(_dead(p) for p in members):
+                    break
+                time.sleep(0.02)
+        proc.wait()
+
+
+def _members(leader: int) -> list[psutil.Process]:
+    """The leader's descendants plus its group's members (orphans reparented to init)."""
+    found: dict[int, psutil.Process] = {}
+    try:
+        for p in psutil.Process(leader).children(recursive=True):
+            found[p.pid] = p
+    except psutil.Error:
+        pass
+    for p in psutil.process_iter():
+        try:
+            if p.pid != leader and os.getpgid(p.pid) == leader:
+                found.setdefault(p.pid, p)
+        except (OSError, psutil.Error):
+            continue
+    return list(found.values())
+
+
+def _signal(pgid: int, members: list[psutil.Process], sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for p in members:  # also reaches descendants that left the group with setsid
+        try:
+            p.send_signal(sig)  # psutil refuses if the pid was reused
+        except psutil.Error:
+            pass
+
+
+def _dead(p: psutil.Process) -> bool:
+    # A zombie waiting for its (possibly slow) reaper runs nothing and holds nothing.
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _argv(command: str) -> list[str] | str:
+    # POSIX: /bin/sh -c, the portable user shell. Windows: Popen(shell=True) uses %COMSPEC% /c.
+    return [_SHELL, "-c", command] if _POSIX else command
+
+
+class _Reader:
+    """Reads a pipe in bounded slices without ever blocking past the slice.
+
+    POSIX uses a selector on the main thread (nothing is left blocked on the fd
+    when we stop); Windows pipes cannot be selected, so a daemon thread feeds a queue.
+    """
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+        if _POSIX:
+            os.set_blocking(pipe.fileno(), False)
+            self.sel = selectors.DefaultSelector()
+            self.sel.register(pipe.fileno(), selectors.EVENT_READ)
+        else:
+            self.q: queue.Queue[bytes] = queue.Queue(maxsize=64)
+            threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        while chunk := self.pipe.read1(65536):
+            self.q.put(chunk)
+        self.q.put(b"")
+
+    def read_into(self, buf: HeadTail, timeout: float) -> bool:
+        """Feed what arrives within `timeout`; True at end of file."""
+        if not _POSIX:
+            try:
+                chunk = self.q.get(timeout=timeout)
+            except queue.Empty:
+                return False
+            buf.feed(chunk)
+            return not chunk
+        if not self.sel.select(timeout):
+            return False
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:  # drain in bulk, but let a firehose still hit the timeout
+            try:
+                chunk = os.read(self.pipe.fileno(), 65536)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            buf.feed(chunk)
+        return False
+
+    def __enter__(self) -> "_Reader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if _POSIX:
+            self.sel.close()
+            self.pipe.close()
