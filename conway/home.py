@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,8 +92,12 @@ def resolve_home(cli_home: str | None) -> Home:
     probe = root
     while not probe.exists():  # the nearest existing ancestor decides writability
         probe = probe.parent
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"Conway home {root} is not writable (no write permission on {probe})")
+    if not probe.is_dir():
+        raise UserError(f"Conway home {root} cannot be created: {probe} is a file")
+    try:  # tried, not guessed: permission bits lie for root and read-only file systems
+        tempfile.TemporaryFile(dir=probe).close()
+    except OSError as exc:
+        raise UserError(f"Conway home {root} is not writable ({probe}: {exc.strerror})") from None
     return Home(root.resolve() if root.exists() else root.absolute())
 
 

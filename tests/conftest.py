@@ -1,0 +1,34 @@
+"""Every test gets its own CONWAY_HOME on disk: real files, isolated state."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def conway_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("CONWAY_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def initialized_home(conway_home) -> Path:
+    from conway.cli import main
+    assert main(["init"]) == 0
+    return conway_home
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 120, cwd: Path | None = None,
+            **kw) -> subprocess.CompletedProcess:
+    """The `conway` command as a real process (what a user runs)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "conway.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=cwd or REPO, **kw)
