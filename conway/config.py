@@ -81,6 +81,51 @@ class PolicyConfig(_Section):
     """Cap on generated tokens per decision."""
     request_timeout_s: float = Field(default=120.0, gt=0)
     """HTTP timeout of one decision request."""
+    structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
+    """Output constraint: auto detects what the backend honours (generic: grammar, then json_object+schema, then json_schema; opencua/uitars: none)."""
+    image_max_tokens: int | None = Field(default=4096, ge=4)
+    """Cap on image tokens of the image sent (llama.cpp's Qwen-VL default limit is 4096); None: the family rule alone."""
+    seed: int | None = None
+    """Sampling seed sent with every request (None: the server's default)."""
+
+
+class RuntimeConfig(_Section):
+    """How Conway runs a local GGUF model: in-process, or a server it starts and stops itself."""
+
+    server: Literal["auto", "llama-server", "llama-cpp-python"] = "auto"
+    """Server program Conway starts (policy.backend=http, no endpoint): auto prefers llama.cpp's llama-server (configured, on PATH or in .cache/llama-server), else llama-cpp-python's."""
+    llama_server_path: str | None = None
+    """Path of a llama-server binary (None: PATH, then .cache/llama-server/bin/)."""
+    host: str = "127.0.0.1"
+    """Address a started server listens on; anything but loopback needs allow_remote."""
+    allow_remote: bool = False
+    """Allow a non-loopback host (the server then answers anyone who can reach it)."""
+    port: int = Field(default=0, ge=0, le=65535)
+    """Port of a started server (0: any free port)."""
+    n_ctx: int = Field(default=8192, ge=256)
+    """Context size in tokens (the KV cache is sized for it)."""
+    n_threads: int | None = Field(default=None, ge=1)
+    """Generation threads (None: half the CPUs, at least 1, at most 8)."""
+    n_threads_batch: int | None = Field(default=None, ge=1)
+    """Prompt-processing threads (None: same as n_threads)."""
+    n_gpu_layers: int = Field(default=0, ge=-1)
+    """Layers offloaded to one NVIDIA GPU (-1: all; needs a GPU build of llama.cpp)."""
+    parallel: int = Field(default=1, ge=1, le=64)
+    """llama-server slots."""
+    omp_wait_policy: Literal["PASSIVE", "ACTIVE", "unset"] = "PASSIVE"
+    """OMP_WAIT_POLICY for llama.cpp: PASSIVE stops idle OpenMP threads spin-waiting (10x faster on busy small machines)."""
+    startup_timeout_s: float = Field(default=180.0, gt=0)
+    """Deadline for a started server to answer its health check."""
+    check_memory: bool = True
+    """Refuse a model whose estimated memory does not fit (see headroom_gib)."""
+    headroom_gib: float = Field(default=1.0, ge=0)
+    """Memory kept free beyond the estimate (10% of what is available is kept when that is more)."""
+    chat_handler: str = "auto"
+    """llama-cpp-python vision chat handler (auto: mtmd with the GGUF's own chat template; or qwen2.5-vl, llava-1-5, llava-1-6, minicpm-v-2.6 …)."""
+    chat_format: str | None = None
+    """llama-cpp-python chat format for a model without a chat template (e.g. gemma)."""
+    extra_args: list[str] = []
+    """Extra command-line arguments for the started server program."""
 
 
 class ContextConfig(_Section):
@@ -145,6 +190,7 @@ class ToolsConfig(_Section):
 class ConwayConfig(_Section):
     agent: AgentConfig = AgentConfig()
     policy: PolicyConfig = PolicyConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
     context: ContextConfig = ContextConfig()
     memory: MemoryConfig = MemoryConfig()
     journal: JournalConfig = JournalConfig()
