@@ -1,0 +1,160 @@
+"""File state: atomic JSON, state fallback, control scoping, journal rotation and torn tails."""
+
+from __future__ import annotations
+
+import json
+
+from conway.journal import Journal, journal_files, make_event, read_journal
+from conway.memory import TRUNCATION_MARK, Memory
+from conway.state import StateStore, atomic_write_json, read_control, read_json, write_control
+
+from loop_harness import run_script
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "x.json"
+    for i in range(5):
+        atomic_write_json(target, {"i": i})
+    assert read_json(target) == {"i": 4}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_state_keeps_the_previous_copy_and_falls_back_when_corrupt(tmp_path):
+    store = StateStore(tmp_path / "state.json", tmp_path / "state.previous.json")
+    store.save({"step": 1})
+    store.save({"step": 2})
+    assert read_json(tmp_path / "state.previous.json") == {"step": 1}
+    (tmp_path / "state.json").write_text('{"step": 3, "trunc')
+    state, note = store.load()
+    assert state == {"step": 1} and "corrupt" in note and "state.previous.json" in note
+
+
+def test_corrupt_state_becomes_a_recovery_event_in_a_real_run(conway_home):
+    run_script([{"action": {"type": "wait"}}], overrides=["agent.max_steps=1"])
+    (conway_home / "state.json").write_text("{not json")
+    run = run_script([{"action": {"type": "wait"}}], overrides=["agent.max_steps=1"])
+    rec = run.payloads("recovery")
+    assert rec and rec[0]["what"] == "state" and "corrupt" in rec[0]["detail"]
+    assert read_json(conway_home / "state.json")["status"] == "stopped"
+
+
+def test_control_requests_are_scoped_to_a_session(tmp_path):
+    path = tmp_path / "control.json"
+    write_control(path, "s1", "pause")
+    assert read_control(path, "s1") == "pause"
+    assert read_control(path, "s2") is None
+    path.write_text("garbage")
+    assert read_control(path, "s1") is None
+
+
+def test_journal_rotates_by_size_and_caps_the_total(tmp_path):
+    j = Journal(tmp_path, max_file_bytes=4096, max_total_bytes=16384, fsync="none")
+    for i in range(400):
+        j.append(make_event("s", i, "observation", {"pad": "x" * 100}))
+    j.close()
+    files = journal_files(tmp_path)
+    assert len(files) > 1
+    assert all(f.stat().st_size <= 4096 for f in files)
+    assert sum(f.stat().st_size for f in files) <= 16384 + 4096
+    steps = [e["step"] for e in read_journal(tmp_path).events]
+    assert steps == sorted(steps) and steps[-1] == 399  # the newest survive, in order
+
+
+def test_events_carry_the_versioned_schema(tmp_path):
+    ev = make_event("sess", 3, "intent", {"a": 1}, now=0)
+    assert ev["schema"] == "conway-event/1" and ev["session"] == "sess" and ev["step"] == 3
+    assert ev["ts"].startswith("1970-01-01T00:00:00")
+    import pytest
+    with pytest.raises(ValueError):
+        make_event("s", 1, "gossip", {})
+
+
+def test_a_torn_last_line_is_skipped_and_reported(conway_home):
+    run_script([{"action": {"type": "wait"}}], overrides=["agent.max_steps=1"])
+    last = journal_files(conway_home / "journal")[-1]
+    with open(last, "ab") as fh:
+        fh.write(b'{"schema":"conway-event/1","kind":"res')  # the process died mid-line
+    run = run_script([{"action": {"type": "wait"}}], overrides=["agent.max_steps=1"])
+    rec = [p for p in run.payloads("recovery") if p["what"] == "journal"]
+    assert rec and "torn" in rec[0]["detail"]
+    read = read_journal(conway_home / "journal")
+    assert len(read.skipped) == 1
+    assert all(isinstance(e, dict) for e in read.events)
+
+
+def test_memory_truncates_with_a_mark_and_keeps_the_prior_excerpt(tmp_path):
+    mem = Memory(tmp_path / "memory.md", tmp_path / "memory.previous.md", max_chars=600, keep_chars=300)
+    for i in range(40):
+        note = mem.add(f"- step {i}: something happened here")
+    text = (tmp_path / "memory.md").read_text()
+    assert text.startswith(TRUNCATION_MARK) and "no summariser available" in text
+    assert len(text) < 600 + 200
+    assert "step 39" in text and "step 0:" not in text
+    assert "step" in (tmp_path / "memory.previous.md").read_text()
+    assert note is None or "truncated" in note
+
+
+def test_memory_uses_a_summariser_when_given_and_falls_back_when_it_fails(tmp_path):
+    mem = Memory(tmp_path / "m.md", tmp_path / "p.md", max_chars=600, keep_chars=300,
+                 summariser=lambda text, n: "SUMMARY: many steps; still unsure about X")
+    for i in range(40):
+        mem.add(f"- step {i}: something happened here")
+    assert "SUMMARY" in (tmp_path / "m.md").read_text()
+
+    def broken(text, n):
+        raise RuntimeError("model down")
+
+    mem2 = Memory(tmp_path / "m2.md", tmp_path / "p2.md", max_chars=600, keep_chars=300, summariser=broken)
+    for i in range(40):
+        mem2.add(f"- step {i}: something happened here")
+    assert "summariser failed: model down" in (tmp_path / "m2.md").read_text()
+
+
+def test_memory_compaction_in_a_run_is_journaled():
+    steps = [{"action": {"type": "list_dir", "path": "."}}] * 30
+    run = run_script(steps, overrides=["agent.max_steps=30", "memory.max_chars=600", "memory.keep_chars=300"])
+    assert any(p["what"] == "memory" for p in run.payloads("recovery"))
+
+
+def test_context_budget_drops_old_steps_and_marks_it():
+    from conway.context import StepNote, build_parts
+    recent = [StepNote(i, f"click(x={i}, y=1)", "ok " + "z" * 80) for i in range(50, 0, -1)]
+    parts, dropped = build_parts(constitution="C" * 100, goals="G" * 100, memory="", action_space="A",
+                                 latest="the latest result", recent=recent, budget_tokens=500,
+                                 chars_per_token=3.5)
+    names = [p.name for p in parts]
+    assert names[:3] == ["constitution.md", "action space", "goals.md"]
+    assert "latest result" in names and names[-1] == "left out"
+    assert dropped and "older step(s)" in dropped[0]
+    steps_text = next(p.text for p in parts if p.name.startswith("recent"))
+    assert "step 50" in steps_text and "step 1:" not in steps_text  # newest kept
+    assert sum(len(p.text) for p in parts) <= 500 * 3.5 + 200
+
+
+def test_constitution_and_goals_survive_a_tiny_budget():
+    from conway.context import build_parts
+    parts, _ = build_parts(constitution="identity " * 500, goals="goal " * 500, memory="m" * 5000,
+                           action_space="A", latest=None, recent=[], budget_tokens=300, chars_per_token=3.5)
+    names = [p.name for p in parts]
+    assert "constitution.md" in names and "goals.md" in names
+    assert "cut" in next(p.text for p in parts if p.name == "goals.md")
+    assert "memory.md" in " ".join(p.text for p in parts if p.name == "left out")
+
+
+def test_export_groups_steps_excludes_dry_runs_and_has_no_image_bytes(conway_home, tmp_path):
+    from conway.cli import main
+    run_script([{"action": {"type": "append_file", "path": "n.txt", "text": "x"}},
+                {"action": {"type": "finish", "status": "DONE", "message": "ok"}}], overrides=["agent.max_steps=2"])
+    run_script([{"action": {"type": "append_file", "path": "n.txt", "text": "x"}}], dry_run=True,
+               overrides=["agent.max_steps=1"])
+    out = tmp_path / "traj.jsonl"
+    assert main(["export", "--output", str(out)]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(recs) == 2 and all(r["format"] == "conway-traj/1" for r in recs)
+    assert all(r["labels"]["success"] == "unknown" for r in recs)
+    assert recs[1]["finish"]["declared_by"] == "model"
+    assert "png" not in out.read_text().lower() or '"png"' not in out.read_text()
+    assert recs[0]["observation"]["sha256"]
+    out2 = tmp_path / "all.jsonl"
+    assert main(["export", "--output", str(out2), "--include-dry-runs"]) == 0
+    assert len(out2.read_text().splitlines()) == 3
