@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_budget_args(p)
     p.add_argument("--execute", action="store_true", help="dispatch actions (default: plan only)")
     p.add_argument("--task", metavar="TEXT", help="the task for this session")
-    p.add_argument("--task-file", metavar="FILE", help="a UTF-8 file holding the task")
+    p.add_argument("--task-file", metavar="FILE", help="a UTF-8 file holding the task (may declare acceptance criteria)")
+    p.add_argument("--output", metavar="FILE", help="also write a session report (a new file outside the home)")
     _add_overrides(p)
 
     p = cmd("status", "show the agent's state, whether its pid is alive, the pending intent and the last events")
@@ -93,6 +94,63 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("export", "write the journal as trajectory records (JSONL, one per step)")
     p.add_argument("--output", required=True, metavar="FILE", help="new file to write (never overwritten)")
     p.add_argument("--include-dry-runs", action="store_true", help="also export planned-only steps")
+
+    # --- checks (conway/evals) ---
+    p = cmd("preflight", "check configuration, constitution, recovery state, memory and model readiness",
+            "Check that this home and setup are ready to run. Never downloads anything.\n"
+            "Exit 0 ready, 2 not ready (with the reasons), 1 setup error.")
+    _add_model_args(p)
+    p.add_argument("--desktop", action="store_true",
+                   help="also take one time-bounded screenshot (deleted at once, never sent to a model)")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    _add_overrides(p)
+
+    p = cmd("vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",
+            "Send seeded generated images (a coloured target among distractors, 'Click the red square.')\n"
+            "through the configured policy's own resize and coordinate pipeline and score the proposed\n"
+            "click against the target's box. Exit 0 all hit, 2 misses or errors, 1 setup errors.")
+    _add_model_args(p)
+    p.add_argument("--samples", type=int, default=8, metavar="N", help="number of generated images (default 8)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the images (default 0)")
+    p.add_argument("--size", metavar="WxH", help="image size (default: the real screen's, else 1920x1080)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_overrides(p)
+
+    p = cmd("acceptance-check", "real-model file and program tasks, verified by Conway, not by the model",
+            "Run the configured model through the loop (files + shell only, no desktop) on two disposable\n"
+            "tasks in a temporary directory and verify each independently.\n"
+            "Exit 0 all verified, 2 any not verified, 1 setup errors.")
+    _add_model_args(p)
+    p.add_argument("--max-steps", type=int, default=10, metavar="N", help="step budget per task (default 10)")
+    p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
+    p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    _add_overrides(p)
+
+    p = cmd("report", "print a readable summary (a table) of any Conway report")
+    p.add_argument("file", metavar="FILE", help="a conway-report/1 JSON file")
+
+    # --- models (conway/probe.py, conway/runtime) ---
+    p = cmd("probe", "send one synthetic PNG through the configured policy and check the answer parses",
+            "Send a generated PNG (never the desktop) through the chosen policy and backend; report the model\n"
+            "id, latency, the output constraint the backend honours and whether the answer is a valid action.\n"
+            "A local model (policy.model_path) is loaded or served the way `run` would. Exit 0 pass, 2 fail,\n"
+            "1 setup error.")
+    _add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_overrides(p)
+
+    p = cmd("models", "list what an endpoint serves and the local GGUF files the configuration names",
+            "List the models an OpenAI-compatible endpoint serves (GET /v1/models) and the local GGUF model\n"
+            "and mmproj files of the configuration, with their metadata and a memory estimate.")
+    p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    _add_overrides(p)
     return parser
 
 
@@ -115,13 +173,20 @@ def _config(args, home, extra: list[str] | None = None):
         overrides.append(f"policy.endpoint={args.endpoint}")
     if getattr(args, "model", None):
         overrides.append(f"policy.model={args.model}")
+    if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
+            and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
+        overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
     for flag, key in (("max_steps", "agent.max_steps"), ("max_seconds", "agent.max_seconds")):
         value = getattr(args, flag, None)
         if value is not None:
             if value <= 0:
                 raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
             overrides.append(f"{key}={value}")
-    return load_config(home.config, overrides + (extra or []))
+    cfg = load_config(home.config, overrides + (extra or []))
+    if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
+        raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
+                        "the home's config.yaml): use one or the other")
+    return cfg
 
 
 def do_init(args) -> int:
@@ -159,16 +224,18 @@ def do_run(args) -> int:
 
 
 def do_start(args) -> int:
-    from .app import RunRequest, run_agent
+    from .evals.task_acceptance import parse_task, run_task_session
     home = _home(args)
     _require_home(home)
+    if args.execute and not (args.task or args.task_file):
+        raise UserError("--execute needs a task: give --task TEXT or --task-file FILE")
     task = read_task(args.task, args.task_file)
+    spec = parse_task(task, args.task_file) if args.task_file and task is not None else None
+    if args.output and task is None:
+        raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
     cfg = _config(args, home)
-    outcome, _ = run_agent(home, cfg, RunRequest(single_session=True, dry_run=not args.execute,
-                                                 quiet=args.quiet, task=task))
-    if not args.execute and not args.quiet:
-        print("plan only: nothing was dispatched (add --execute to act)")
-    return 1 if outcome.reason.startswith(("uncertain", "fail-safe")) else 0
+    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
+                            output=args.output, argv=args._argv)
 
 
 def read_task(text: str | None, file: str | None) -> str | None:
@@ -197,9 +264,13 @@ def do_status(args) -> int:
     from .app import status_report
     home = _home(args)
     report = status_report(home)
+    from .evals.task_acceptance import acceptance_counts, render_counts
+    report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
+    if report["task_acceptance"]["sessions"]:
+        print(f"tasks:    {render_counts(report['task_acceptance'])}")
     print(f"home:     {report['home']}")
     print(f"session:  {report['session'] or '-'}")
     print(f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""))
@@ -245,16 +316,78 @@ def do_export(args) -> int:
     return 0
 
 
+def do_preflight(args) -> int:
+    from .evals.preflight import preflight
+    home = _home(args)
+    return preflight(home, lambda: _config(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
+
+
+def do_vision_check(args) -> int:
+    from .evals.vision_check import vision_check
+    home = _home(args)
+    if args.samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {args.samples})")
+    cfg = _config(args, home)
+    return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
+                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet)
+
+
+def do_acceptance_check(args) -> int:
+    from .evals.acceptance import acceptance_check
+    home = _home(args)
+    cfg = _config(args, home)
+    return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                            seed=args.seed, keep=args.keep, argv=args._argv)
+
+
+def do_report(args) -> int:
+    from .evals.report import render_report
+    print(render_report(args.file))
+    return 0
+
+
+def do_probe(args) -> int:
+    from .app import build_policy
+    from .errors import NotReady
+    from .probe import probe
+    home = _home(args)
+    cfg = _config(args, home)
+    policy = build_policy(cfg, home)
+    try:
+        report = probe(policy)
+    finally:
+        close = getattr(policy, "close", None)
+        if close:
+            close()
+    print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.render())
+    if not report.ok:
+        raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
+    return 0
+
+
+def do_models(args) -> int:
+    from .runtime.discovery import models_report, render_models
+    home = _home(args)
+    report = models_report(_config(args, home))
+    print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
+    if report["problems"]:
+        raise UserError("; ".join(report["problems"]))
+    return 0
+
+
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
     "config": do_config, "export": do_export,
+    "preflight": do_preflight, "vision-check": do_vision_check, "acceptance-check": do_acceptance_check,
+    "report": do_report, "probe": do_probe, "models": do_models,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # reports record the command line
     try:
         return COMMANDS[args.command](args)
     except UserError as exc:

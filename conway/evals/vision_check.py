@@ -1,0 +1,533 @@
+"""`conway vision-check`: can this setup click what the model sees?
+
+Each case is a generated image (seeded): one coloured target shape of random
+size and place among distractors of other colours, and an instruction naming
+it ("Click the red square."). The image goes through the configured policy's
+own `decide()` inside a `DecisionContext` exactly like a screenshot in the
+loop, so the adapter's resize rule, the server's image limit and the
+coordinate convention all take part. The proposed click comes back in
+screenshot pixels and is scored without executing anything: a hit when it
+lies inside the target's box (inclusive), plus the distance to its centre.
+
+Exit codes: 0 every case hit; 2 misses or errors; 1 setup errors (bad
+arguments, an unreachable model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..actions import ActionProblem, _Action, describe_action_space
+from ..config import ConwayConfig
+from ..context import build_parts
+from ..errors import UserError
+from ..home import Home
+from ..protocols import Decision, DecisionContext, Observation, Policy, PolicyError
+from .readiness import effective_backend, require_model
+from .report import Report, check_new_output, write_new_file
+
+GENERATOR = "conway-vision-images/1"
+"""Version of the image generator; the same generator + seed + size gives the same images (hashes)."""
+DEFAULT_SIZE = (1920, 1080)
+RAW_OUTPUT_MAX = 4000
+CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")
+Z95 = 1.959963984540054
+
+PALETTE: dict[str, tuple[int, int, int]] = {
+    "red": (220, 30, 30),
+    "green": (30, 160, 60),
+    "blue": (30, 80, 230),
+    "yellow": (240, 200, 0),
+    "purple": (140, 50, 190),
+    "orange": (250, 130, 10),
+}
+SHAPES = ("square", "circle", "triangle")
+BACKGROUNDS = ((242, 242, 242), (222, 226, 231), (200, 204, 208), (58, 61, 66), (32, 34, 40))
+PANELS = ((250, 250, 250), (180, 184, 190), (110, 112, 118), (80, 84, 90))
+
+PROMPT = """\
+This is Conway's vision check: a generated test image, not a real screen.
+It shows several coloured shapes. Find the one shape the goal names (colour and
+shape) and click the centre of it. Answer with exactly one click action."""
+
+
+# --- generated images ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    colour: str
+    shape: str
+    box: tuple[int, int, int, int]
+    """(x0, y0, x1, y1) in image pixels, inclusive on both ends."""
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x0, y0, x1, y1 = self.box
+        return (x0 + x1) / 2, (y0 + y1) / 2
+
+    def contains(self, x: float, y: float) -> bool:
+        x0, y0, x1, y1 = self.box
+        return x0 <= x <= x1 and y0 <= y <= y1
+
+    def record(self) -> dict[str, Any]:
+        return {"colour": self.colour, "shape": self.shape, "box": list(self.box),
+                "centre": [round(c, 2) for c in self.centre]}
+
+
+@dataclass(frozen=True)
+class VisionCase:
+    index: int
+    size: tuple[int, int]
+    instruction: str
+    target: Shape
+    distractors: tuple[Shape, ...]
+    png: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.png).hexdigest()
+
+
+def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int], pad: int) -> bool:
+    return not (a[2] + pad < b[0] or b[2] + pad < a[0] or a[3] + pad < b[1] or b[3] + pad < a[1])
+
+
+def _place(rng: random.Random, size: tuple[int, int], side: int, taken: list[tuple[int, int, int, int]],
+           pad: int, tries: int = 60) -> tuple[int, int, int, int] | None:
+    w, h = size
+    margin = 2
+    for _ in range(tries):
+        x0 = rng.randint(margin, max(margin, w - margin - side))
+        y0 = rng.randint(margin, max(margin, h - margin - side))
+        box = (x0, y0, x0 + side - 1, y0 + side - 1)
+        if not any(_overlaps(box, t, pad) for t in taken):
+            return box
+    return None
+
+
+def generate_case(seed: int, index: int, size: tuple[int, int]) -> VisionCase:
+    """Case `index` of the suite for `seed` at `size`: independent of the other cases and of threads."""
+    w, h = size
+    if w < 64 or h < 64:
+        raise UserError(f"vision-check images must be at least 64x64 (got {w}x{h})")
+    rng = random.Random(f"{GENERATOR}:{seed}:{index}:{w}x{h}")
+    short = min(w, h)
+    lo, hi = max(12, round(short * 0.015)), max(16, round(short * 0.10))
+    background = rng.choice(BACKGROUNDS)
+    panels = []
+    for _ in range(rng.randint(0, 3)):  # window-like grey panels under the shapes
+        pw, ph = rng.randint(w // 6, w // 2), rng.randint(h // 6, h // 2)
+        px, py = rng.randint(0, w - pw), rng.randint(0, h - ph)
+        panels.append(((px, py, px + pw - 1, py + ph - 1), rng.choice(PANELS)))
+    colour = rng.choice(sorted(PALETTE))
+    shape = rng.choice(SHAPES)
+    box = _place(rng, size, rng.randint(lo, hi), [], 0)
+    assert box is not None
+    target = Shape(colour, shape, box)
+    taken = [box]
+    distractors = []
+    for _ in range(rng.randint(3, 8)):
+        d_colour = rng.choice([c for c in sorted(PALETTE) if c != colour])
+        d_box = _place(rng, size, rng.randint(lo, hi), taken, pad=max(4, lo // 2))
+        if d_box is None:
+            continue
+        taken.append(d_box)
+        distractors.append(Shape(d_colour, rng.choice(SHAPES), d_box))
+    png = _render(size, background, panels, [*distractors, target])
+    return VisionCase(index=index, size=size, instruction=f"Click the {colour} {shape}.", target=target,
+                      distractors=tuple(distractors), png=png)
+
+
+def _render(size: tuple[int, int], background: tuple[int, int, int],
+            panels: list[tuple[tuple[int, int, int, int], tuple[int, int, int]]], shapes: list[Shape]) -> bytes:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", size, background)
+    draw = ImageDraw.Draw(img)
+    for box, fill in panels:
+        draw.rectangle(box, fill=fill)
+    for s in shapes:
+        draw_shape(draw, s)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=False, compress_level=1)
+    return buf.getvalue()
+
+
+def draw_shape(draw: Any, s: Shape) -> None:
+    x0, y0, x1, y1 = s.box
+    fill = PALETTE[s.colour]
+    if s.shape == "square":
+        draw.rectangle(s.box, fill=fill)
+    elif s.shape == "circle":
+        draw.ellipse(s.box, fill=fill)
+    else:
+        draw.polygon([(x0, y1), (x1, y1), ((x0 + x1) / 2, y0)], fill=fill)
+
+
+# --- one case through the policy ---------------------------------------------------
+
+
+def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
+    """The context the loop would build around this image (fixed prompt; the goal names the target)."""
+    digest = case.sha256
+    obs = Observation(png=case.png, captured_size=case.size, source="vision-check", content_hash=digest,
+                      change_key=digest[:16], logical_size=case.size, meta={"vision_check_case": case.index})
+    types = ["click"]
+    parts, dropped = build_parts(constitution=PROMPT, goals=case.instruction, memory="",
+                                 action_space=describe_action_space(types), latest=None, recent=[],
+                                 budget_tokens=config.context.budget_tokens,
+                                 chars_per_token=config.context.chars_per_token)
+    return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
+
+
+def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
+    """hit / predicted point / distance from a decision's first action (nothing is executed)."""
+    out: dict[str, Any] = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": None}
+    if not decision.actions:
+        out["error"] = "the model proposed no action"
+        return out
+    first = decision.actions[0]
+    if isinstance(first, ActionProblem):
+        out["error"] = f"unusable output: {first.message}"
+        return out
+    assert isinstance(first, _Action)
+    out["action"] = first.model_dump()
+    kind = first.type  # type: ignore[attr-defined]
+    if kind not in CLICK_TYPES:
+        out["error"] = f"the model proposed {first.summary()}, not a click"
+        return out
+    x, y = float(first.x), float(first.y)  # type: ignore[attr-defined]
+    cx, cy = case.target.centre
+    out.update(predicted=[round(x, 2), round(y, 2)], hit=case.target.contains(x, y),
+               distance_px=round(math.hypot(x - cx, y - cy), 2))
+    return out
+
+
+def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: tuple[int, int],
+             lock: threading.Lock | None = None) -> dict[str, Any]:
+    case = generate_case(seed, index, size)
+    ctx = decision_context(case, config)
+    record: dict[str, Any] = {"index": index, "instruction": case.instruction, "target": case.target.record(),
+                              "distractors": len(case.distractors),
+                              "image": {"size": list(case.size), "sha256": case.sha256}}
+    started = time.perf_counter()
+    decision: Decision | None = None
+    try:
+        if lock is not None:
+            with lock:
+                decision = policy.decide(ctx)
+        else:
+            decision = policy.decide(ctx)
+    except PolicyError as exc:
+        result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
+                  "error": f"model request failed: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - one broken case must not end the suite
+        result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
+                  "error": f"{type(exc).__name__}: {exc}"}
+    else:
+        result = score(case, decision)
+    record["latency_s"] = round(time.perf_counter() - started, 6)
+    record.update(result)
+    if decision is not None:
+        raw = decision.raw_text or ""
+        record.update(raw_output=raw[:RAW_OUTPUT_MAX], raw_output_truncated=len(raw) > RAW_OUTPUT_MAX,
+                      model_id=decision.model_id, model_latency_s=round(decision.latency_s, 6),
+                      usage=decision.usage, decision_meta=decision.meta)
+    else:
+        record.update(raw_output=None, model_id=getattr(policy, "model_id", None))
+    return record
+
+
+# --- the summary -----------------------------------------------------------------
+
+
+def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (95% by default)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = hits / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the answered points say about the setup: shifted, scaled, clustered or scattered."""
+    pts = [(r["predicted"], r["target"]["centre"], r["target"]["box"]) for r in records if r.get("predicted")]
+    misses = sum(1 for r in records if r.get("predicted") and not r.get("hit"))
+    out: dict[str, Any] = {"answered": len(pts), "misses": misses}
+    if len(pts) < 3:
+        out["verdict"] = "too few answered cases to see a pattern" if misses else None
+        return out
+    px = [p[0][0] for p in pts]
+    py = [p[0][1] for p in pts]
+    cx = [p[1][0] for p in pts]
+    cy = [p[1][1] for p in pts]
+    dx = [a - b for a, b in zip(px, cx)]
+    dy = [a - b for a, b in zip(py, cy)]
+    n = len(pts)
+
+    def mean(v: list[float]) -> float:
+        return sum(v) / len(v)
+
+    def sd(v: list[float]) -> float:
+        m = mean(v)
+        return math.sqrt(sum((x - m) ** 2 for x in v) / len(v))
+
+    half = mean([(b[2] - b[0] + b[3] - b[1]) / 4 for _, _, b in pts])  # typical half-size of a target
+    kx = sum(a * b for a, b in zip(px, cx)) / max(1e-9, sum(b * b for b in cx))
+    ky = sum(a * b for a, b in zip(py, cy)) / max(1e-9, sum(b * b for b in cy))
+    raw_rms = math.sqrt(sum(a * a + b * b for a, b in zip(dx, dy)) / n)
+    scaled_rms = math.sqrt(sum((a - kx * c) ** 2 + (b - ky * d) ** 2 for a, b, c, d in zip(px, py, cx, cy)) / n)
+    spread_pred = math.hypot(sd(px), sd(py))
+    spread_target = math.hypot(sd(cx), sd(cy))
+    out.update(mean_offset_px=[round(mean(dx), 1), round(mean(dy), 1)],
+               offset_sd_px=[round(sd(dx), 1), round(sd(dy), 1)], scale_fit=[round(kx, 3), round(ky, 3)],
+               rms_error_px=round(raw_rms, 1), rms_after_scale_fit_px=round(scaled_rms, 1),
+               spread_predicted_px=round(spread_pred, 1), spread_targets_px=round(spread_target, 1),
+               target_half_size_px=round(half, 1))
+    if misses == 0:
+        out["verdict"] = "no misses"
+    elif spread_target > 0 and spread_pred < 0.25 * spread_target:
+        out["verdict"] = (f"clustered: the answers barely move with the target (spread {spread_pred:.0f} px vs "
+                          f"{spread_target:.0f} px); the model is not using the image (is the image reaching "
+                          "it? mmproj loaded?) or cannot ground at all")
+    elif (abs(kx - 1) > 0.05 or abs(ky - 1) > 0.05) and scaled_rms < 0.5 * raw_rms:
+        out["verdict"] = (f"scaled: answers ≈ ({kx:.2f}·x, {ky:.2f}·y) of the targets; the coordinate space "
+                          "does not match: the server resized the image (llama.cpp image-token limit) or the "
+                          "convention is wrong (absolute vs relative / 0–1000)")
+    elif math.hypot(mean(dx), mean(dy)) > 2 * half and math.hypot(sd(dx), sd(dy)) < 0.5 * math.hypot(mean(dx), mean(dy)):
+        out["verdict"] = (f"shifted: answers are offset by about ({mean(dx):+.0f}, {mean(dy):+.0f}) px; an origin "
+                          "problem (monitor origin, cropping, window decorations) rather than the model")
+    else:
+        out["verdict"] = "scattered: misses without a systematic pattern; the model's grounding is weak here"
+    return out
+
+
+def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+    n = len(records)
+    hits = sum(1 for r in records if r.get("hit"))
+    errors = sum(1 for r in records if r.get("error"))
+    answered = [r["latency_s"] for r in records if r.get("raw_output") is not None]
+    lo, hi = wilson(hits, n)
+    dists = [r["distance_px"] for r in records if r.get("distance_px") is not None]
+    return {
+        "cases": n, "hits": hits, "misses": n - hits - errors, "errors": errors,
+        "hit_rate": hits / n if n else 0.0, "hit_rate_ci95": [round(lo, 4), round(hi, 4)],
+        "latency_s": {"p50": percentile(answered, 50), "p95": percentile(answered, 95),
+                      "mean": round(sum(answered) / len(answered), 6) if answered else None, "n": len(answered),
+                      "over": "cases that got an answer from the model"},
+        "distance_px": {"median": percentile(dists, 50), "p95": percentile(dists, 95)},
+        "wall_s": round(wall_s, 3), "cases_per_s": round(n / wall_s, 4) if wall_s > 0 else None,
+        "pattern": miss_pattern(records),
+    }
+
+
+# --- sizes, sheet, the command ------------------------------------------------------
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().replace("×", "x").split("x"))
+    except ValueError:
+        raise UserError(f"--size must look like WIDTHxHEIGHT, e.g. 1920x1080 (got {text!r})") from None
+    if not (64 <= w <= 16384 and 64 <= h <= 16384):
+        raise UserError(f"--size {w}x{h} is outside 64..16384 per side")
+    return w, h
+
+
+def screen_size(timeout_s: float = 15.0) -> tuple[int, int] | None:
+    """The primary monitor's captured size, asked in a time-limited subprocess; None without a display."""
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+        return None
+    code = ("import mss\nwith mss.MSS() as m:\n    s = m.grab(m.monitors[1]).size\n    print(s.width, s.height)")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    try:
+        w, h = (int(v) for v in proc.stdout.split())
+    except ValueError:
+        return None
+    return (w, h) if w >= 64 and h >= 64 else None
+
+
+def resolve_size(explicit: str | None) -> tuple[tuple[int, int], str]:
+    if explicit:
+        return parse_size(explicit), "--size"
+    real = screen_size()
+    if real:
+        return real, "the primary screen's captured size"
+    return DEFAULT_SIZE, f"default {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]} (no display found)"
+
+
+def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], thumb_w: int = 360) -> bytes | None:
+    """A contact sheet of misses and errors: image, target box (green), predicted point (magenta)."""
+    from PIL import Image, ImageDraw
+
+    bad = [r for r in records if not r.get("hit")]
+    if not bad:
+        return None
+    scale = thumb_w / size[0]
+    thumb_h = max(1, round(size[1] * scale))
+    caption_h = 30
+    cols = min(4, len(bad))
+    rows = math.ceil(len(bad) / cols)
+    sheet = Image.new("RGB", (cols * (thumb_w + 8) + 8, rows * (thumb_h + caption_h + 8) + 8), (255, 255, 255))
+    draw = ImageDraw.Draw(sheet)
+    for k, rec in enumerate(bad):
+        case = generate_case(seed, rec["index"], size)
+        with Image.open(io.BytesIO(case.png)) as src:
+            thumb = src.convert("RGB").resize((thumb_w, thumb_h))
+        ox = 8 + (k % cols) * (thumb_w + 8)
+        oy = 8 + (k // cols) * (thumb_h + caption_h + 8)
+        sheet.paste(thumb, (ox, oy))
+        x0, y0, x1, y1 = case.target.box
+        draw.rectangle([ox + x0 * scale - 2, oy + y0 * scale - 2, ox + x1 * scale + 2, oy + y1 * scale + 2],
+                       outline=(0, 200, 0), width=2)
+        if rec.get("predicted"):
+            px, py = rec["predicted"]
+            qx = ox + min(max(px * scale, 0), thumb_w - 1)
+            qy = oy + min(max(py * scale, 0), thumb_h - 1)
+            draw.line([qx - 8, qy, qx + 8, qy], fill=(255, 0, 255), width=2)
+            draw.line([qx, qy - 8, qx, qy + 8], fill=(255, 0, 255), width=2)
+            draw.ellipse([qx - 5, qy - 5, qx + 5, qy + 5], outline=(255, 0, 255), width=2)
+            label = f"#{rec['index']} {case.instruction[10:-1]}: miss by {rec.get('distance_px', 0):.0f} px"
+        else:
+            label = f"#{rec['index']} {case.instruction[10:-1]}: {str(rec.get('error') or 'no click')[:40]}"
+        draw.text((ox, oy + thumb_h + 4), label, fill=(0, 0, 0))
+        draw.text((ox, oy + thumb_h + 16), f"predicted {rec.get('predicted') or '-'}", fill=(90, 90, 90))
+    buf = io.BytesIO()
+    sheet.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _policy_is_serial(config: ConwayConfig) -> bool:
+    return effective_backend(config) in ("llama_cpp", "mock")
+
+
+def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, size: tuple[int, int],
+              parallel: int = 1, progress: bool = True,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> tuple[list[dict[str, Any]], float]:
+    """Run every case (K at a time); returns (records in case order, wall seconds)."""
+    lock = threading.Lock() if _policy_is_serial(config) and parallel > 1 else None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=samples, desc="vision-check", unit="case", file=sys.stderr, leave=False)
+    records: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="vision-check") as pool:
+            futures = [pool.submit(run_case, policy, config, seed, i, size, lock) for i in range(samples)]
+            for fut in as_completed(futures):
+                rec = fut.result()
+                records.append(rec)
+                if on_record:
+                    on_record(rec)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(hits=sum(1 for r in records if r.get("hit")), refresh=False)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - started
+    records.sort(key=lambda r: r["index"])
+    return records, wall
+
+
+def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int, seed: int,
+                 size: str | None = None, parallel: int = 1, sheet: str | None = None,
+                 argv: list[str] | None = None, progress: bool = True, policy: Policy | None = None,
+                 say: Callable[[str], None] = print) -> int:
+    """The whole command: validate, run, write the report (and sheet), print a summary. Returns the exit code."""
+    if samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {samples})")
+    if parallel < 1:
+        raise UserError(f"--parallel must be at least 1 (got {parallel})")
+    out = check_new_output(output, home)
+    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
+    if sheet_path is not None and sheet_path == out:
+        raise UserError("--sheet and --output must be different files")
+    image_size, size_source = resolve_size(size)
+    own_policy = policy is None
+    if policy is None:
+        require_model(config, home)
+        from ..app import build_policy
+        policy = build_policy(config, home)
+    try:
+        if parallel > 1 and _policy_is_serial(config):
+            say(f"note: the {effective_backend(config)} backend answers one request at a time; "
+                f"--parallel {parallel} only overlaps image preparation")
+        report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
+                        parameters={"samples": samples, "size": list(image_size), "size_source": size_source,
+                                    "parallel": parallel, "generator": GENERATOR,
+                                    "backend": effective_backend(config),
+                                    "instruction_form": "Click the <colour> <shape>.",
+                                    "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
+        report.set_model(getattr(policy, "model_id", None))
+        streaming = report.cases_path is not None
+        try:
+            records, wall = run_suite(policy, config, samples=samples, seed=seed, size=image_size,
+                                      parallel=parallel, progress=progress,
+                                      on_record=report.add_case if streaming else None)
+        except BaseException:
+            report.abandon()
+            raise
+        summary = summarize(records, wall)
+        ids = sorted({r["model_id"] for r in records if r.get("model_id")})
+        if ids:
+            report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
+        code = 0 if summary["hits"] == samples else 2
+        sheet_written = None
+        if sheet_path is not None:
+            png = draw_sheet(records, seed, image_size)
+            if png is not None:
+                write_new_file(sheet_path, png)
+                sheet_written = str(sheet_path)
+        if not streaming:
+            for rec in records:
+                report.add_case(rec)
+        report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary,
+                      sheet=sheet_written)
+    finally:
+        close = getattr(policy, "close", None)
+        if own_policy and callable(close):
+            close()
+    ci = summary["hit_rate_ci95"]
+    say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
+        f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
+        f"({size_source})")
+    lat = summary["latency_s"]
+    if lat["p50"] is not None:
+        say(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; {summary['cases_per_s']} cases/s")
+    if summary["pattern"].get("verdict") and summary["pattern"]["verdict"] != "no misses":
+        say(f"pattern: {summary['pattern']['verdict']}")
+    say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
+                            ("; sheet: none (no misses)" if sheet_path else "")))
+    return code
