@@ -1,0 +1,344 @@
+"""What every model policy shares: the prompt layout, the image sent, and one `decide`.
+
+A model policy is an *adapter* (how to instruct one model family, which parser
+reads its answers, its coordinate convention and resize rule, which output
+constraint fits it) on top of a *backend* (an OpenAI-compatible HTTP endpoint
+or llama-cpp-python in this process). `ModelPolicy.decide` is the same for all
+of them:
+
+1. resize the screenshot with the family's rule (`geometry`), never letting
+   the server do it (llama.cpp would shrink Qwen-VL images to its own
+   image-token limit and absolute coordinates would land in the wrong place);
+2. lay out the prompt with the **stable part first** — adapter instructions,
+   the constitution tagged with its file name, the action space — then goals,
+   memory, recent steps, the latest result, and the image last, so a prompt
+   cache can reuse everything up to the first part that changed;
+3. ask the backend, constrained where it can be (GBNF grammar, JSON schema);
+4. parse with the adapter's parser (never executing anything the model wrote)
+   and record per decision the size sent, the convention, the resize rule, the
+   output constraint, token usage, cached tokens and timings.
+
+Hidden reasoning (`reasoning_content`, `<think>`) is kept in
+`Decision.reasoning` and never put into a later prompt: prompts are rebuilt
+from the loop's context parts every cycle, which never include model text.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol
+
+from ..actions import ACTION_TYPES
+from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
+from ..protocols import Decision, DecisionContext, PolicyError
+from .parsed import ParsedOutput
+
+__all__ = [
+    "STABLE_PARTS",
+    "VARIABLE_ORDER",
+    "StructuredSpec",
+    "Backend",
+    "Adapter",
+    "SentImage",
+    "prepare_image",
+    "build_messages",
+    "ModelPolicy",
+    "STRUCTURED_MODES",
+]
+
+STABLE_PARTS = ("constitution.md", "action space", "tools")
+"""Context parts that rarely change: they go first, in the system message."""
+VARIABLE_ORDER = ("goals.md", "memory.md", "recent steps (newest first)", "accessibility snapshot",
+                  "latest result", "left out")
+"""Order of the changing parts, least volatile first; the image follows them."""
+TAGGED_FILES = ("constitution.md", "goals.md", "memory.md")
+"""Parts sent inside `<file name="…">` tags (identity text names its source file)."""
+
+STRUCTURED_MODES = ("grammar", "json_object", "json_schema", "none")
+"""Output constraints, in order of preference: a GBNF grammar generated from the action schema
+(enforces numeric bounds), a JSON schema through `response_format: json_object` (llama-cpp-python),
+OpenAI's `json_schema` (llama-server, vLLM …), or none (free text, robust extraction)."""
+
+Layout = Literal["stable-first", "variable-first"]
+
+
+@dataclass
+class StructuredSpec:
+    """The constraint an adapter offers for one decision; the backend uses the mode it supports."""
+
+    grammar: str | None = None
+    schema: dict[str, Any] | None = None
+
+
+class Backend(Protocol):
+    """Where completions come from (HTTP endpoint or in-process llama.cpp)."""
+
+    kind: str
+    model_id: str
+
+    def structured_support(self) -> list[str]:
+        """Modes this backend honours, best first (detected by trying, cached)."""
+        ...
+
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: StructuredSpec,
+                 max_tokens: int, temperature: float, seed: int | None) -> Any:
+        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Adapter(Protocol):
+    """A model family: how to ask, how to read the answer."""
+
+    name: str
+    default_convention: Convention
+    default_resize: str
+    constrain_by_default: bool
+    """Whether `structured_output: auto` constrains this family (free-text families are left alone)."""
+
+    def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
+        """The adapter's fixed instructions (stable across steps for one screen size)."""
+        ...
+
+    def action_space(self, ctx: DecisionContext) -> str | None:
+        """The action-space text to send (None: the loop's JSON action space part)."""
+        ...
+
+    def request_text(self) -> str:
+        """The line that closes the user turn, just before the image."""
+        ...
+
+    def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput: ...
+
+    def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
+                   captured_size: Size) -> StructuredSpec: ...
+
+
+# --- the image -------------------------------------------------------------------
+
+
+@dataclass
+class SentImage:
+    png: bytes | None
+    sent_size: Size
+    captured_size: Size
+    rule: str
+    image_tokens: int | None
+    encode_s: float
+
+
+def prepare_image(png: bytes | None, captured_size: Size, rule_name: str, rule: ResizeRule) -> SentImage:
+    """Resize a captured PNG with `rule` and re-encode it (level-1 PNG: fast, lossless)."""
+    started = time.perf_counter()
+    if png is None:
+        return SentImage(None, captured_size, captured_size, rule_name, None, 0.0)
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        img = Image.open(io.BytesIO(png))
+        img.load()
+    except (UnidentifiedImageError, OSError) as exc:
+        raise PolicyError(f"the observation image cannot be read: {exc}") from None
+    if img.mode not in ("RGB", "L"):
+        img = img.convert("RGB")
+    try:
+        out, sent = resize_for_model(img, rule)
+    except ValueError as exc:
+        raise PolicyError(f"cannot resize a {img.size[0]}x{img.size[1]} image for the model: {exc}") from None
+    if out is img and img.format == "PNG" and img.mode in ("RGB", "L"):
+        data = png
+    else:
+        buf = io.BytesIO()
+        out.save(buf, format="PNG", compress_level=1)
+        data = buf.getvalue()
+    tokens = None if rule.passthrough else image_tokens(sent, rule.factor)
+    return SentImage(data, sent, tuple(img.size), rule_name, tokens, time.perf_counter() - started)  # type: ignore[arg-type]
+
+
+# --- the prompt ------------------------------------------------------------------
+
+
+def _render_part(name: str, text: str) -> str:
+    if name in TAGGED_FILES:
+        return f'<file name="{name}">\n{text.strip()}\n</file>'
+    return f"## {name}\n{text.strip()}"
+
+
+def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str | None,
+                   request_text: str, image_url: str | None, sent_size: Size,
+                   layout: Layout = "stable-first") -> list[dict[str, Any]]:
+    """OpenAI chat messages for one decision.
+
+    `stable-first` (the default): system = instructions + constitution + action
+    space; user = goals, memory, recent steps, accessibility, latest result,
+    the request line, then the image. `variable-first` puts the changing parts
+    before the stable ones (only for measuring what the layout is worth).
+    """
+    by_name = {p.name: p.text for p in ctx.parts}
+    if action_space is not None:
+        by_name["action space"] = action_space
+    stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if n in by_name]
+    known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
+    extra = [p.name for p in ctx.parts if p.name not in known]
+    order = [n for n in VARIABLE_ORDER if n in by_name and n != "latest result" and n != "left out"]
+    order += extra
+    order += [n for n in ("latest result", "left out") if n in by_name]
+    variable = [_render_part(n, by_name[n]) for n in order]
+    closing = request_text
+    if image_url is not None:
+        closing += f"\nThe screenshot below is {sent_size[0]}x{sent_size[1]} pixels."
+    if layout == "stable-first":
+        system = "\n\n".join([instructions.strip(), *stable])
+        user_text = "\n\n".join([*variable, closing])
+    else:
+        system = ""
+        user_text = "\n\n".join([*variable, instructions.strip(), *stable, closing])
+    content: list[dict[str, Any]] = [{"type": "text", "text": user_text}]
+    if image_url is not None:
+        content.append({"type": "image_url", "image_url": {"url": image_url}})
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+# --- the policy ----------------------------------------------------------------------
+
+
+@dataclass
+class PolicySettings:
+    convention: Convention
+    resize_rule: str
+    image_max_tokens: int | None = None
+    structured_output: str = "auto"
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = None
+    layout: Layout = "stable-first"
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Facts recorded with every decision (backend, endpoint, server program …)."""
+
+
+class ModelPolicy:
+    """One adapter on one backend; implements the `Policy` protocol."""
+
+    def __init__(self, adapter: Adapter, backend: Backend, settings: PolicySettings,
+                 on_close: list[Callable[[], None]] | None = None):
+        self.adapter = adapter
+        self.backend = backend
+        self.settings = settings
+        self.model_id = backend.model_id
+        base = get_rule(settings.resize_rule)
+        if settings.image_max_tokens and not base.passthrough:
+            try:
+                base = base.with_token_cap(settings.image_max_tokens)
+            except ValueError:
+                pass  # the cap is below the family's minimum: keep the family rule
+        self.rule = base
+        self._mode: str | None = None
+        self._on_close = list(on_close or [])
+        self._closed = False
+        self.description: list[str] = []
+        """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
+
+    # -- structured output ------------------------------------------------------
+
+    def structured_mode(self) -> str:
+        """The output constraint in use; detected on first use (PolicyError when a requested one is unsupported)."""
+        if self._mode is not None:
+            return self._mode
+        wanted = self.settings.structured_output
+        if wanted == "none" or (wanted == "auto" and not self.adapter.constrain_by_default):
+            self._mode = "none"
+            return self._mode
+        supported = self.backend.structured_support()
+        if wanted == "auto":
+            usable = [m for m in supported if m != "grammar" or self._grammar_available()]
+            self._mode = usable[0] if usable else "none"
+        elif wanted in supported:
+            self._mode = wanted
+        else:
+            raise PolicyError(f"policy.structured_output={wanted} but {self.backend.kind} backend "
+                              f"{self.model_id} does not honour it (it does: {', '.join(supported) or 'none'})")
+        return self._mode
+
+    def _grammar_available(self) -> bool:
+        try:
+            spec = self.adapter.structured(["wait"], convention=self.settings.convention,
+                                           sent_size=(28, 28), captured_size=(28, 28))
+        except ValueError:
+            return False
+        return spec.grammar is not None
+
+    # -- decide -----------------------------------------------------------------
+
+    def decide(self, context: DecisionContext) -> Decision:
+        started = time.perf_counter()
+        obs = context.observation
+        image = prepare_image(obs.png, tuple(obs.captured_size), self.settings.resize_rule, self.rule)  # type: ignore[arg-type]
+        from .http_client import png_data_url
+
+        url = png_data_url(image.png) if image.png is not None else None
+        conv = self.settings.convention
+        types = [t for t in context.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
+        messages = build_messages(
+            context, instructions=self.adapter.instructions(types, image.sent_size, conv),
+            action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
+            image_url=url, sent_size=image.sent_size, layout=self.settings.layout)
+        mode = self.structured_mode()
+        spec = StructuredSpec()
+        if mode != "none":
+            try:
+                spec = self.adapter.structured(types, convention=conv, sent_size=image.sent_size,
+                                               captured_size=image.captured_size)
+            except ValueError as exc:
+                raise PolicyError(f"cannot build the output constraint: {exc}") from None
+        result = self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
+                                       temperature=self.settings.temperature, seed=self.settings.seed)
+        parsed = self.adapter.parse(result.text, convention=conv, sent_size=image.sent_size,
+                                    captured_size=image.captured_size)
+        reasoning = "\n\n".join(r for r in (result.reasoning, parsed.reasoning) if r) or None
+        meta = {
+            **self.settings.meta,
+            "policy": self.adapter.name,
+            "backend": self.backend.kind,
+            "sent_size": list(image.sent_size),
+            "captured_size": list(image.captured_size),
+            "convention": conv.value,
+            "resize_rule": image.rule,
+            "image_tokens": image.image_tokens,
+            "structured_output": mode,
+            "finish_reason": result.finish_reason,
+            "timings": {**result.timings, "image_prepare_ms": round(image.encode_s * 1000, 3)},
+            "layout": self.settings.layout,
+        }
+        if result.model and result.model != self.model_id:
+            meta["served_model"] = result.model
+        if result.finish_reason == "length":
+            meta["truncated"] = True
+        return Decision(raw_text=result.text, actions=list(parsed.actions), model_id=self.model_id,
+                        thought=parsed.thought, reasoning=reasoning, usage=dict(result.usage),
+                        latency_s=time.perf_counter() - started, meta=meta)
+
+    # -- lifetime -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the backend and stop a server Conway started for this policy (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.backend.close()
+        finally:
+            for fn in reversed(self._on_close):
+                fn()
+
+    def __enter__(self) -> "ModelPolicy":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,151 @@
+"""Config → a real model policy: adapter (generic / opencua / uitars) on a backend.
+
+Which backend (no guessing; each refusal says what to set):
+
+* `policy.endpoint` set → that OpenAI-compatible server; `/v1/models` picks
+  the model (`policy.model` / `--model` when it serves several).
+* no endpoint, `policy.model_path` set:
+  - `policy.backend=http` → Conway starts a local server (llama-server when
+    available, else llama-cpp-python's) on 127.0.0.1, talks HTTP to it, and
+    stops it when the policy is closed or the process exits;
+  - `policy.backend=auto` or `llama_cpp` → llama-cpp-python in this process
+    (the embedded default).
+* Local models are checked first: the files exist and are GGUF, a VLM has its
+  mmproj, and the memory estimate fits (`runtime/resolver.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..config import ConwayConfig
+from ..errors import UserError
+from ..geometry import Convention, get_rule
+from ..home import Home
+from .base import Adapter, ModelPolicy, PolicySettings
+
+__all__ = ["build_model_policy", "make_adapter", "backend_choice", "api_key"]
+
+
+def make_adapter(kind: str) -> Adapter:
+    if kind == "generic":
+        from .generic import GenericAdapter
+        return GenericAdapter()
+    if kind == "opencua":
+        from .opencua import OpenCUAAdapter
+        return OpenCUAAdapter()
+    if kind == "uitars":
+        from .uitars import UITarsAdapter
+        return UITarsAdapter()
+    raise UserError(f"policy.kind={kind!r} has no model adapter (known: generic, opencua, uitars, mock)")
+
+
+def backend_choice(config: ConwayConfig) -> str:
+    """`endpoint`, `server` (Conway starts one) or `inprocess`."""
+    pol = config.policy
+    if pol.endpoint:
+        if pol.backend == "llama_cpp":
+            raise UserError("policy.backend=llama_cpp runs the model in-process, but policy.endpoint is also set: "
+                            "drop one of them")
+        return "endpoint"
+    if not pol.model_path:
+        raise UserError(f"policy.kind={pol.kind} needs a model: give --endpoint URL of an OpenAI-compatible server, "
+                        "or a local GGUF with policy.model_path=FILE (and policy.mmproj_path=FILE for its vision "
+                        "projector)")
+    return "server" if pol.backend == "http" else "inprocess"
+
+
+def api_key(config: ConwayConfig) -> str | None:
+    name = config.policy.api_key_env
+    if not name:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise UserError(f"policy.api_key_env names the environment variable {name}, but it is not set")
+    return value
+
+
+def _settings(config: ConwayConfig, adapter: Adapter, meta: dict[str, Any]) -> PolicySettings:
+    pol = config.policy
+    convention = adapter.default_convention if pol.convention == "auto" else Convention(pol.convention)
+    resize = adapter.default_resize if pol.resize == "auto" else pol.resize
+    try:
+        get_rule(resize)
+    except ValueError as exc:
+        raise UserError(f"policy.resize: {exc}") from None
+    return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=pol.image_max_tokens,
+                          structured_output=pol.structured_output, max_tokens=pol.max_tokens,
+                          temperature=pol.temperature, seed=pol.seed, meta=meta)
+
+
+def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
+    """Build the configured policy; UserError (exit 1) for anything the user must fix."""
+    from .http_client import HTTPBackend, OpenAIClient
+
+    pol = config.policy
+    rt = config.runtime
+    adapter = make_adapter(pol.kind)
+    choice = backend_choice(config)
+
+    if choice == "endpoint":
+        from ..runtime.discovery import discover
+        try:
+            client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
+        except ValueError as exc:
+            raise UserError(f"--endpoint: {exc}") from None
+        try:
+            served = discover(client, pol.model)
+        except BaseException:
+            client.close()
+            raise
+        backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s)
+        policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
+            "endpoint": served.base_url, "server": served.server}))
+        policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
+        return policy
+
+    from ..runtime.resolver import resolve_local_model
+    from ..runtime.server import default_threads
+
+    local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
+                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
+    model_id = pol.model or Path(local.model.path).stem
+
+    if choice == "server":
+        from ..runtime.discovery import discover
+        from ..runtime.server import LocalServer
+
+        server = LocalServer.from_config(config, home.runtime_log, alias=model_id)
+        url = server.start()
+        try:
+            client = OpenAIClient(url, timeout_s=pol.request_timeout_s)
+            served = discover(client, model_id)
+        except BaseException:
+            server.stop()
+            raise
+        backend = HTTPBackend(client, served.model_id, server=server.program.kind,
+                              request_timeout_s=pol.request_timeout_s)
+        policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
+            "endpoint": url, "server": server.program.kind, "started_by_conway": True}), on_close=[server.stop])
+        policy.server = server  # type: ignore[attr-defined]
+        policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
+                              f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
+        return policy
+
+    from .llama_inprocess import LlamaInProcessBackend
+
+    threads = default_threads(rt.n_threads)
+    backend = LlamaInProcessBackend(
+        local.model.path, local.projector.path if local.projector else None, model_id=model_id, n_ctx=rt.n_ctx,
+        n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
+        chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
+        seed=pol.seed, log_path=home.runtime_log)
+    meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
+    if backend.note:
+        meta["note"] = backend.note
+    policy = ModelPolicy(adapter, backend, _settings(config, adapter, meta))
+    policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
+                          f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
+    return policy

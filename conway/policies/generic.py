@@ -1,0 +1,68 @@
+"""The generic adapter: any OpenAI-compatible VLM answering with a JSON action.
+
+The model is asked for ``{"thought": "…", "action": {…}}`` in the normalized
+action schema (`conway.actions`). Where the backend takes one, a GBNF grammar
+generated from that schema constrains the answer (coordinates bounded to the
+image sent); else a JSON schema; else the answer is free text and
+`parse_json` extracts the JSON from it. Coordinates default to pixels of the
+image as sent (its size is stated in the prompt).
+"""
+
+from __future__ import annotations
+
+from ..geometry import Convention, Size
+from ..protocols import DecisionContext
+from . import parse_json
+from .base import StructuredSpec
+from .grammar import action_json_grammar
+from .parsed import ParsedOutput
+
+__all__ = ["GenericAdapter", "describe_convention"]
+
+
+def describe_convention(convention: Convention, sent_size: Size) -> str:
+    w, h = sent_size
+    if convention is Convention.ABSOLUTE:
+        return (f"integer pixels of the screenshot exactly as you see it ({w}x{h}): x from 0 at the left "
+                f"edge to {w - 1}, y from 0 at the top to {h - 1}")
+    if convention is Convention.RELATIVE:
+        return "fractions of the screenshot's width and height: (0, 0) is the top-left corner, (1, 1) the bottom-right"
+    if convention is Convention.RELATIVE1000:
+        return "integers 0-1000 across the screenshot's width and height: (0, 0) top-left, (1000, 1000) bottom-right"
+    return "pixels of the full-resolution screen capture"
+
+
+class GenericAdapter:
+    name = "generic"
+    default_convention = Convention.ABSOLUTE
+    default_resize = "qwen2.5-vl"
+    constrain_by_default = True
+
+    def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
+        return (
+            "You are Conway, an agent that works on this computer through its screen and a few direct "
+            "tools. Each turn you get your identity and goals, your notes, the latest result and the "
+            "current screenshot, and you choose ONE next action.\n\n"
+            "Answer with exactly one JSON object and nothing else:\n"
+            '{"thought": "<briefly: what you see and why this action>", "action": {"type": "…", …}}\n'
+            "The action must be one of the types in the action space below, with its fields.\n"
+            f"Coordinates (x, y, to_x, to_y) are {describe_convention(convention, sent_size)}.\n"
+            'When nothing needs doing, answer {"type": "wait"}. Report a finished or impossible subgoal '
+            'with {"type": "finish", "status": "DONE" or "FAIL", "message": "…"}; work then continues.'
+        )
+
+    def action_space(self, ctx: DecisionContext) -> str | None:
+        return None  # the loop's JSON action space part is this adapter's language
+
+    def request_text(self) -> str:
+        return "Choose the next action. Answer with the JSON object only."
+
+    def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
+        return parse_json.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)
+
+    def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
+                   captured_size: Size) -> StructuredSpec:
+        return StructuredSpec(
+            grammar=action_json_grammar(action_types, convention=convention, sent_size=sent_size,
+                                        captured_size=captured_size),
+            schema=parse_json.wrapped_schema(action_types))

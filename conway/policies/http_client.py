@@ -1,0 +1,403 @@
+"""A small client for OpenAI-compatible `/v1/chat/completions` and `/v1/models` (httpx).
+
+Every failure before an answer exists becomes a `PolicyError` (so the loop's
+recovery backoff handles it): refused connections, timeouts, 5xx, 4xx,
+malformed or truncated JSON, a reply without choices. HTTP 429 becomes
+`RateLimited` with the wait the server asked for (`Retry-After`, or "try again
+in N s" in the message). Images travel only as `data:` URLs.
+
+What the client keeps from a reply: the text, hidden reasoning
+(`reasoning_content` / `reasoning`, and `<think>` blocks inside the text),
+the finish reason, token usage (with cached prompt tokens when the server
+says) and llama.cpp's `timings` (prompt/cached/predicted tokens and ms).
+Reasoning is returned separately so callers can record it without ever
+sending it back.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..protocols import PolicyError, RateLimited
+from .parsed import split_reasoning
+
+__all__ = [
+    "ChatResult",
+    "OpenAIClient",
+    "EndpointError",
+    "normalize_base_url",
+    "png_data_url",
+    "retry_after_seconds",
+]
+
+DEFAULT_RETRY_AFTER_S = 10.0
+"""Wait used when a 429 names no delay."""
+MAX_RETRY_AFTER_S = 3600.0
+"""A server asking for more than this is capped (the loop stays controllable meanwhile)."""
+
+
+class EndpointError(PolicyError):
+    """The endpoint could not be used at all (unreachable, not OpenAI-compatible, refused)."""
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        """`unreachable`, `timeout`, `http`, `not-openai`, `malformed`."""
+        self.status = status
+
+
+@dataclass
+class ChatResult:
+    text: str
+    reasoning: str | None
+    finish_reason: str | None
+    model: str | None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """prompt_tokens, completion_tokens, total_tokens, cached_tokens (when known)."""
+    timings: dict[str, Any] = field(default_factory=dict)
+    """llama.cpp timings: prompt_n, prompt_ms, cache_n, predicted_n, predicted_ms … (when sent)."""
+    latency_s: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def normalize_base_url(url: str) -> str:
+    """`http://h:p` → `http://h:p/v1`; a trailing slash or `/chat/completions` is dropped."""
+    u = url.strip().rstrip("/")
+    if not re.match(r"^https?://", u, re.I):
+        raise ValueError(f"endpoint {url!r} must start with http:// or https://")
+    for suffix in ("/chat/completions", "/models"):
+        if u.endswith(suffix):
+            u = u[: -len(suffix)]
+    if re.match(r"^https?://[^/]+$", u, re.I):
+        u += "/v1"
+    return u
+
+
+def png_data_url(png: bytes, mime: str = "image/png") -> str:
+    return f"data:{mime};base64," + base64.b64encode(png).decode("ascii")
+
+
+_TRY_AGAIN = re.compile(
+    r"(?:try again|retry|retry after|wait)\s+(?:in|after)?\s*([0-9]+(?:\.[0-9]+)?)\s*"
+    r"(ms|milliseconds?|s|sec|secs|seconds?|m|mins?|minutes?)\b", re.I)
+
+
+def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None, message: str = "",
+                        now: float | None = None) -> float | None:
+    """Seconds to wait from `Retry-After` (seconds or an HTTP date) or "try again in N s"."""
+    value = None
+    if headers is not None:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    if value:
+        value = value.strip()
+        try:
+            return _cap(float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if _looks_like_date(value) else None
+            if parsed is not None:
+                return _cap(parsed.timestamp() - (now if now is not None else time.time()))
+    m = _TRY_AGAIN.search(message or "")
+    if m:
+        n, unit = float(m.group(1)), m.group(2).lower()
+        if unit.startswith("ms") or unit.startswith("milli"):
+            n /= 1000.0
+        elif unit.startswith("m"):
+            n *= 60.0
+        return _cap(n)
+    return None
+
+
+def _looks_like_date(v: str) -> bool:
+    try:
+        return email.utils.parsedate_to_datetime(v) is not None
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+def _cap(seconds: float) -> float:
+    return round(min(max(seconds, 0.0), MAX_RETRY_AFTER_S), 3)
+
+
+def _short(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n] + "…"
+
+
+class OpenAIClient:
+    """One OpenAI-compatible endpoint. `base_url` ends in `/v1`."""
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, timeout_s: float = 120.0,
+                 connect_timeout_s: float = 10.0, transport: httpx.BaseTransport | None = None):
+        self.base_url = normalize_base_url(base_url)
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.timeout_s = timeout_s
+        self._http = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
+                                  timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)))
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                 timeout_s: float | None = None) -> tuple[httpx.Response, float]:
+        url = f"{self.base_url}{path}"
+        started = time.perf_counter()
+        kwargs: dict[str, Any] = {}
+        if body is not None:
+            kwargs["content"] = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            kwargs["headers"] = {"Content-Type": "application/json"}
+        if timeout_s is not None:
+            kwargs["timeout"] = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        try:
+            resp = self._http.request(method, url, **kwargs)
+        except httpx.ConnectTimeout:
+            raise EndpointError(f"cannot reach {url}: connection timed out", kind="unreachable") from None
+        except httpx.ConnectError as exc:
+            reason = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "connection failed")
+            raise EndpointError(f"cannot reach {url}: {reason}", kind="unreachable") from None
+        except httpx.TimeoutException:
+            t = timeout_s if timeout_s is not None else self.timeout_s
+            raise EndpointError(f"{url} did not answer within {t:g} s (timeout)", kind="timeout") from None
+        except httpx.RemoteProtocolError as exc:
+            raise EndpointError(f"{url} broke the connection: {exc}", kind="malformed") from None
+        except httpx.HTTPError as exc:
+            raise EndpointError(f"request to {url} failed: {type(exc).__name__}: {exc}", kind="unreachable") from None
+        return resp, time.perf_counter() - started
+
+    @staticmethod
+    def _error_message(resp: httpx.Response) -> str:
+        try:
+            data = resp.json()
+        except ValueError:
+            return _short(resp.text, 200)
+        if isinstance(data, dict):
+            err = data.get("error", data)
+            if isinstance(err, dict):
+                return _short(str(err.get("message") or err.get("detail") or err), 300)
+            return _short(str(err), 300)
+        return _short(str(data), 300)
+
+    def _check_status(self, resp: httpx.Response, url: str) -> None:
+        if resp.status_code == 429:
+            msg = self._error_message(resp)
+            wait = retry_after_seconds(resp.headers, msg)
+            said = "" if wait is not None else f" (no delay given: waiting {DEFAULT_RETRY_AFTER_S:g} s)"
+            raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}",
+                              retry_after=wait if wait is not None else DEFAULT_RETRY_AFTER_S)
+        if resp.status_code >= 400:
+            raise EndpointError(f"{url} answered HTTP {resp.status_code}: {self._error_message(resp)}",
+                                kind="http", status=resp.status_code)
+
+    @staticmethod
+    def _json(resp: httpx.Response, url: str) -> Any:
+        try:
+            return json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError) as exc:
+            ctype = resp.headers.get("content-type", "?")
+            raise EndpointError(
+                f"{url} sent a body that is not valid JSON ({ctype}, {len(resp.content)} bytes: {exc}); "
+                f"it starts: {_short(resp.text, 120)!r}", kind="malformed") from None
+
+    # -- API ---------------------------------------------------------------------
+
+    def list_models(self, timeout_s: float = 15.0) -> list[dict[str, Any]]:
+        """GET /models → the served model entries. EndpointError says why not."""
+        url = f"{self.base_url}/models"
+        resp, _ = self._request("GET", "/models", timeout_s=timeout_s)
+        if resp.status_code in (404, 405):
+            raise EndpointError(f"{url} answered HTTP {resp.status_code}: this does not look like an "
+                                "OpenAI-compatible server (no /v1/models)", kind="not-openai",
+                                status=resp.status_code)
+        self._check_status(resp, url)
+        try:
+            data = json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError):
+            ctype = resp.headers.get("content-type", "?")
+            raise EndpointError(f"{url} answered {ctype}, not JSON: this does not look like an OpenAI-compatible "
+                                f"server (it starts: {_short(resp.text, 80)!r})", kind="not-openai") from None
+        entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
+                                                   for e in entries):
+            raise EndpointError(f"{url} answered JSON without a `data` list of models: this does not look like "
+                                f"an OpenAI-compatible server ({_short(json.dumps(data), 120)})", kind="not-openai")
+        return entries
+
+    def get_json(self, path: str, timeout_s: float = 5.0) -> Any | None:
+        """GET a server-specific path outside /v1 (e.g. llama-server's /props); None on any failure."""
+        root = re.sub(r"/v1$", "", self.base_url)
+        try:
+            resp = self._http.get(root + path, timeout=timeout_s)
+            if resp.status_code != 200:
+                return None
+            return resp.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def chat(self, body: dict[str, Any], timeout_s: float | None = None) -> ChatResult:
+        """POST /chat/completions (non-streaming) and read the first choice."""
+        url = f"{self.base_url}/chat/completions"
+        resp, latency = self._request("POST", "/chat/completions", body, timeout_s=timeout_s)
+        self._check_status(resp, url)
+        data = self._json(resp, url)
+        if not isinstance(data, dict):
+            raise EndpointError(f"{url} answered {type(data).__name__}, not a completion object", kind="malformed")
+        if "error" in data and not data.get("choices"):
+            raise EndpointError(f"{url} reported an error: {self._error_message(resp)}", kind="http")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise EndpointError(f"{url} answered without choices: not an OpenAI chat completion "
+                                f"({_short(json.dumps(data), 160)})", kind="malformed")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        if not isinstance(message, dict):
+            raise EndpointError(f"{url} answered a choice without a message object", kind="malformed")
+        content = message.get("content")
+        if isinstance(content, list):  # some servers answer with content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if content is not None and not isinstance(content, str):
+            raise EndpointError(f"{url} answered message content of type {type(content).__name__}",
+                                kind="malformed")
+        text = content or ""
+        hidden = message.get("reasoning_content") or message.get("reasoning")
+        text, think = split_reasoning(text)
+        text = text.strip()
+        parts = [p for p in (hidden if isinstance(hidden, str) else None, think) if p]
+        reasoning = "\n\n".join(parts) or None
+        return ChatResult(text=text, reasoning=reasoning, finish_reason=choice.get("finish_reason"),
+                          model=data.get("model") if isinstance(data.get("model"), str) else None,
+                          usage=_usage(data.get("usage"), data.get("timings")),
+                          timings=_timings(data.get("timings")), latency_s=latency, raw=data)
+
+
+def _usage(usage: Any, timings: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(usage, dict):
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            if isinstance(usage.get(key), int):
+                out[key] = usage[key]
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+            out["cached_tokens"] = details["cached_tokens"]
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        out.setdefault("cached_tokens", timings["cache_n"])
+    return out
+
+
+def _timings(timings: Any) -> dict[str, Any]:
+    if not isinstance(timings, dict):
+        return {}
+    keep = ("cache_n", "prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms",
+            "predicted_per_second")
+    return {k: timings[k] for k in keep if isinstance(timings.get(k), (int, float))}
+
+
+# --- the backend the policies use ------------------------------------------------------------
+
+PROBE_MAX_TOKENS = 32
+
+
+def _probe_constraints(nonce: str) -> dict[str, dict[str, Any]]:
+    """Request-body additions that force `{"probe": nonce}` when a backend honours them."""
+    schema = {"type": "object", "properties": {"probe": {"type": "string", "enum": [nonce]}},
+              "required": ["probe"], "additionalProperties": False}
+    quoted = nonce.replace("\\", "\\\\").replace('"', '\\"')
+    grammar = f'root ::= "{{\\"probe\\": \\"{quoted}\\"}}"\n'
+    return {
+        "grammar": {"grammar": grammar},
+        "json_object": {"response_format": {"type": "json_object", "schema": schema}},
+        "json_schema": {"response_format": {"type": "json_schema",
+                                            "json_schema": {"name": "probe", "schema": schema, "strict": True}}},
+    }
+
+
+def detect_structured_output(client: OpenAIClient, model: str, *, timeout_s: float | None = None,
+                             extra: dict[str, Any] | None = None) -> tuple[list[str], dict[str, str]]:
+    """Try each output constraint on a tiny text request and keep the ones the server honours.
+
+    A constraint counts as honoured only when the answer is exactly the JSON
+    it forces, holding a random nonce the prompt never mentions (a model that
+    ignored the constraint cannot produce it). Returns (honoured modes in
+    order of preference, what happened per mode). An HTTP error answer means
+    "refused"; a transport failure or a 429 is raised (try again later).
+    """
+    import secrets
+
+    nonce = "cw" + secrets.token_hex(4)
+    supported: list[str] = []
+    tried: dict[str, str] = {}
+    for mode, addition in _probe_constraints(nonce).items():
+        body = {"model": model, "max_tokens": PROBE_MAX_TOKENS, "temperature": 0.0, "stream": False,
+                "messages": [{"role": "user", "content": "Reply with a short JSON object."}],
+                **(extra or {}), **addition}
+        try:
+            result = client.chat(body, timeout_s=timeout_s)
+        except RateLimited:
+            raise
+        except EndpointError as exc:
+            if exc.kind in ("http", "malformed"):
+                tried[mode] = f"refused ({exc})"
+                continue
+            raise
+        try:
+            honoured = json.loads(result.text.strip()) == {"probe": nonce}
+        except ValueError:
+            honoured = False
+        tried[mode] = "honoured" if honoured else f"ignored (answered {_short(result.text, 60)!r})"
+        if honoured:
+            supported.append(mode)
+    return supported, tried
+
+
+class HTTPBackend:
+    """An OpenAI-compatible endpoint as a policy backend."""
+
+    kind = "http"
+
+    def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
+                 request_timeout_s: float | None = None):
+        self.client = client
+        self.model_id = model_id
+        self.server = server
+        """`llama-server`, `llama-cpp-python` or `unknown` (what /v1/models suggested)."""
+        self.request_timeout_s = request_timeout_s
+        self.cache_prompt = server == "llama-server"
+        self._support: list[str] | None = None
+        self.structured_report: dict[str, str] = {}
+
+    def structured_support(self) -> list[str]:
+        if self._support is None:
+            self._support, self.structured_report = detect_structured_output(
+                self.client, self.model_id, timeout_s=self.request_timeout_s)
+        return list(self._support)
+
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+                 temperature: float, seed: int | None) -> ChatResult:
+        body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
+                                "temperature": temperature, "stream": False}
+        if seed is not None:
+            body["seed"] = seed
+        if self.cache_prompt:
+            body["cache_prompt"] = True  # llama-server: reuse the KV cache of the shared prompt prefix
+        if mode == "grammar" and spec.grammar:
+            body["grammar"] = spec.grammar
+        elif mode == "json_object" and spec.schema:
+            body["response_format"] = {"type": "json_object", "schema": spec.schema}
+        elif mode == "json_schema" and spec.schema:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "conway_action", "schema": spec.schema,
+                                                       "strict": True}}
+        return self.client.chat(body, timeout_s=self.request_timeout_s)
+
+    def close(self) -> None:
+        self.client.close()

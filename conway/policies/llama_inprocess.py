@@ -1,0 +1,267 @@
+"""In-process llama.cpp through llama-cpp-python: `llama_cpp.Llama` with a multimodal chat handler.
+
+The embedded default for a local GGUF + mmproj: no server, no port. The
+vision handler is llama-cpp-python's `MTMDChatHandler` (it renders the GGUF's
+own chat template and feeds the image through libmtmd) unless
+`runtime.chat_handler` names a family handler (`qwen2.5-vl`, `llava-1-5` …).
+A model without a projector runs text-only with `runtime.chat_format` (e.g.
+`gemma`): images are then left out of the prompt.
+
+`OMP_WAIT_POLICY=PASSIVE` is set before llama.cpp is first loaded (idle OpenMP
+threads otherwise spin; measured 10x slower on a busy 2-core machine) and the
+thread counts are explicit. llama.cpp and libmtmd print diagnostics on the
+process's stderr even when asked not to: while loading and deciding, file
+descriptor 2 goes to the home's `llama-runtime.log`.
+
+Per decision the backend records timings: image encode (libmtmd's vision
+encoder), prefill (text and image embeddings), decode, and how many prompt
+tokens were evaluated vs reused. Note: the vision handlers of
+llama-cpp-python 0.3.36 clear the KV cache on every request, so image
+requests reuse nothing in-process (llama-server keeps it; see runtime/).
+Structured output: a GBNF `LlamaGrammar`, or a JSON schema via
+`response_format: json_object` (OpenAI's `json_schema` is ignored in-process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import UserError
+from ..protocols import PolicyError
+from .http_client import ChatResult
+
+__all__ = ["LlamaInProcessBackend", "HANDLERS", "prepare_llama_env", "quiet_stderr"]
+
+HANDLERS = {
+    "auto": "MTMDChatHandler",
+    "mtmd": "MTMDChatHandler",
+    "qwen2.5-vl": "Qwen25VLChatHandler",
+    "llava-1-5": "Llava15ChatHandler",
+    "llava-1-6": "Llava16ChatHandler",
+    "minicpm-v-2.6": "MiniCPMv26ChatHandler",
+    "gemma4": "Gemma4ChatHandler",
+    "moondream": "MoondreamChatHandler",
+    "nanollava": "NanoLlavaChatHandler",
+}
+"""runtime.chat_handler names → llama_cpp.llama_chat_format classes."""
+
+
+def prepare_llama_env(omp_wait_policy: str) -> str | None:
+    """Set OMP_WAIT_POLICY before llama.cpp loads; returns a note when it is too late to matter."""
+    if omp_wait_policy == "unset":
+        return None
+    if "llama_cpp" in sys.modules:
+        current = os.environ.get("OMP_WAIT_POLICY")
+        if current != omp_wait_policy:
+            return (f"llama.cpp was already loaded with OMP_WAIT_POLICY={current or 'unset'}; "
+                    f"{omp_wait_policy} applies from the next process")
+        return None
+    os.environ["OMP_WAIT_POLICY"] = omp_wait_policy
+    return None
+
+
+@contextlib.contextmanager
+def quiet_stderr(log_path: Path | None) -> Iterator[None]:
+    """Send file descriptor 2 (C-level diagnostics) to `log_path` for the duration."""
+    if log_path is None:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                try:
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+class _TimedMtmd:
+    """Stands in for the handler's `mtmd_cpp` module to time the vision encoder (best effort)."""
+
+    def __init__(self, module: Any, perf: Any):
+        self._module = module
+        self._perf = perf
+        self.image_ms = 0.0
+        self.image_decode_ms = 0.0
+        self.images = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def mtmd_helper_eval_chunk_single(self, mctx: Any, lctx: Any, *args: Any) -> Any:
+        before = self._perf(lctx)
+        t0 = time.perf_counter()
+        result = self._module.mtmd_helper_eval_chunk_single(mctx, lctx, *args)
+        wall = (time.perf_counter() - t0) * 1000.0
+        decoded = self._perf(lctx) - before
+        self.image_decode_ms += decoded
+        self.image_ms += max(0.0, wall - decoded)
+        self.images += 1
+        return result
+
+    def reset(self) -> None:
+        self.image_ms = self.image_decode_ms = 0.0
+        self.images = 0
+
+
+class LlamaInProcessBackend:
+    """A GGUF model (+ mmproj) loaded in this process."""
+
+    kind = "llama_cpp"
+
+    def __init__(self, model_path: str, mmproj_path: str | None, *, model_id: str | None = None, n_ctx: int = 8192,
+                 n_threads: int = 1, n_threads_batch: int | None = None, n_gpu_layers: int = 0,
+                 chat_handler: str = "auto", chat_format: str | None = None, omp_wait_policy: str = "PASSIVE",
+                 seed: int | None = None, log_path: Path | None = None):
+        self.note = prepare_llama_env(omp_wait_policy)
+        try:
+            import llama_cpp
+            from llama_cpp import llama_chat_format
+        except ImportError as exc:
+            raise UserError(f"in-process inference needs llama-cpp-python (pip install -e '.[llama]'): {exc}") from None
+        self._llama_cpp = llama_cpp
+        self.model_id = model_id or Path(model_path).stem
+        self.model_path = model_path
+        self.mmproj_path = mmproj_path
+        self.log_path = log_path
+        self.n_threads = n_threads
+        handler = None
+        self._timed: _TimedMtmd | None = None
+        if mmproj_path:
+            cls_name = HANDLERS.get(chat_handler)
+            if cls_name is None:
+                raise UserError(f"runtime.chat_handler={chat_handler!r} is unknown; known: {', '.join(HANDLERS)}")
+            cls = getattr(llama_chat_format, cls_name, None)
+            if cls is None:
+                raise UserError(f"this llama-cpp-python has no {cls_name} (runtime.chat_handler={chat_handler})")
+            with quiet_stderr(log_path):
+                handler = cls(clip_model_path=str(mmproj_path), verbose=False)
+            if hasattr(handler, "_mtmd_cpp"):
+                self._timed = _TimedMtmd(handler._mtmd_cpp, self._p_eval_ms)
+                handler._mtmd_cpp = self._timed
+        kwargs: dict[str, Any] = dict(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads,
+                                      n_threads_batch=n_threads_batch or n_threads,
+                                      n_gpu_layers=-1 if n_gpu_layers == -1 else n_gpu_layers, verbose=False)
+        if handler is not None:
+            kwargs["chat_handler"] = handler
+        elif chat_format:
+            kwargs["chat_format"] = chat_format
+        if seed is not None:
+            kwargs["seed"] = seed
+        if log_path is not None:
+            with log_path.open("a", encoding="utf-8") as fh:
+                fh.write(f"\n=== conway loads {model_path} in-process (mmproj {mmproj_path}, n_ctx {n_ctx}, "
+                         f"threads {n_threads}/{n_threads_batch or n_threads}, OMP_WAIT_POLICY="
+                         f"{os.environ.get('OMP_WAIT_POLICY', 'unset')})\n")
+        t0 = time.perf_counter()
+        try:
+            with quiet_stderr(log_path):
+                self.llm = llama_cpp.Llama(**kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            tail = ""
+            if log_path is not None:
+                from ..runtime.server import tail_lines
+                tail = f"; last lines of {log_path}:\n{tail_lines(log_path, 15)}"
+            raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
+        self.load_s = time.perf_counter() - t0
+        self.has_vision = handler is not None
+
+    # -- perf counters ------------------------------------------------------------------
+
+    def _perf(self) -> Any:
+        return self._llama_cpp.llama_perf_context(self.llm._ctx.ctx)
+
+    def _p_eval_ms(self, lctx: Any) -> float:
+        try:
+            return float(self._llama_cpp.llama_perf_context(lctx).t_p_eval_ms)
+        except Exception:  # noqa: BLE001 - timing is best effort
+            return 0.0
+
+    # -- backend protocol -----------------------------------------------------------------
+
+    def structured_support(self) -> list[str]:
+        return ["grammar", "json_object"]
+
+    def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.has_vision:
+            return messages
+        out = []  # text-only model: flatten content parts, leave images out
+        for m in messages:
+            content = m.get("content")
+            if isinstance(content, list):
+                content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+            out.append({**m, "content": content})
+        return out
+
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+                 temperature: float, seed: int | None) -> ChatResult:
+        llama_cpp = self._llama_cpp
+        kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
+                                      temperature=temperature)
+        if seed is not None:
+            kwargs["seed"] = seed
+        try:
+            if mode == "grammar" and spec.grammar:
+                with quiet_stderr(self.log_path):
+                    kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
+            elif mode == "json_object" and spec.schema:
+                kwargs["response_format"] = {"type": "json_object", "schema": spec.schema}
+        except (ValueError, RuntimeError) as exc:
+            raise PolicyError(f"llama.cpp rejected the output grammar: {exc}") from None
+        if self._timed is not None:
+            self._timed.reset()
+        llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
+        t0 = time.perf_counter()
+        try:
+            with quiet_stderr(self.log_path):
+                out = self.llm.create_chat_completion(**kwargs)
+        except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
+            raise PolicyError(f"llama.cpp failed on this request: {exc}") from None
+        latency = time.perf_counter() - t0
+        perf = self._perf()
+        choice = out["choices"][0]
+        text = choice["message"].get("content") or ""
+        from .parsed import split_reasoning
+
+        text, reasoning = split_reasoning(text)
+        usage = {k: v for k, v in (out.get("usage") or {}).items() if isinstance(v, int)}
+        timings: dict[str, Any] = {
+            "total_ms": round(latency * 1000, 3),
+            "prefill_ms": round(perf.t_p_eval_ms, 3),
+            "prompt_evaluated_n": int(perf.n_p_eval),
+            "decode_ms": round(perf.t_eval_ms, 3),
+            "predicted_n": int(perf.n_eval),
+        }
+        if self._timed is not None and self._timed.images:
+            timings["image_encode_ms"] = round(self._timed.image_ms, 3)
+            timings["image_decode_ms"] = round(self._timed.image_decode_ms, 3)
+            timings["prefill_text_ms"] = round(max(0.0, perf.t_p_eval_ms - self._timed.image_decode_ms), 3)
+        prompt_tokens = usage.get("prompt_tokens")
+        if isinstance(prompt_tokens, int):
+            usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
+        return ChatResult(text=text.strip(), reasoning=reasoning, finish_reason=choice.get("finish_reason"),
+                          model=self.model_id, usage=usage, timings=timings, latency_s=latency, raw=out)
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            with quiet_stderr(self.log_path):
+                llm.close()
+            self.llm = None  # type: ignore[assignment]

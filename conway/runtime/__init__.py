@@ -1,0 +1,1 @@
+"""Local inference: the memory resolver, endpoint discovery, and starting/stopping a llama.cpp server."""
