@@ -1,36 +1,74 @@
-"""Trajectory export: a pure function from journal events to one record per step."""
+"""Trajectory export: a pure function from journal events (+ labels) to one record per step.
+
+Format `conway-traj/1`, one JSON object per step:
+
+    format, session, step, t_start, t_end
+    observation   the journal's observation record: screenshot path + sha256,
+                  captured size, logical size, accessibility length, ...
+    geometry      captured_size, sent_size, convention, resize_rule (what the
+                  model saw and how its coordinates read; from the decision)
+    prompt        sha256 and the names of the parts the prompt was built from
+                  (when the policy recorded them)
+    decision      raw output, thought, reasoning, parsed actions, usage, meta
+    actions       results (or errors) of what was dispatched
+    errors        pre-dispatch errors
+    uncertain, dry_run, discarded, finish (the model's own word, never a label)
+    model_id, harness_revision
+    labels        {"success": "unknown"} unless an independent source said
+                  otherwise (see `conway.labels`)
+
+Image bytes never appear in the JSONL. `--format hf` writes a Hugging Face
+`datasets` folder instead, with the screenshot as an `Image` feature; `--style`
+renders each step's target turn in one model family's own action format.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import UserError
 from .journal import read_journal
+from .labels import LabelIndex, label_summary, labels_path, read_labels
 
 FORMAT = "conway-traj/1"
+STYLES = ("generic", "opencua", "uitars")
+_GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
 
 
 def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool = False,
-                      include_uncertain: bool = True) -> list[dict[str, Any]]:
-    """Group events by (session, step) into step records. Image bytes never appear."""
+                      include_uncertain: bool = False) -> list[dict[str, Any]]:
+    """Group events by (session, step) into step records. Image bytes never appear.
+
+    Dry runs and uncertain steps are left out unless asked for: a dry run did
+    nothing, and an uncertain step may or may not have happened.
+    """
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     order: list[tuple[str, int]] = []
+    revisions: dict[str, str | None] = {}
     for ev in events:
         kind = ev.get("kind")
-        if kind in ("session", "recovery", "control"):
+        p = ev.get("payload") or {}
+        if kind == "session":
+            if p.get("event") == "start":
+                revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
+            continue
+        if kind in ("recovery", "control"):
             continue
         key = (ev.get("session", "?"), int(ev.get("step", 0)))
         rec = steps.get(key)
         if rec is None:
             rec = steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
-                                "t_end": ev.get("ts"), "observation": None, "decision": None,
-                                "actions": [], "errors": [], "uncertain": False, "dry_run": False,
-                                "finish": None, "labels": {"success": "unknown"}}
+                                "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
+                                "decision": None, "actions": [], "errors": [], "uncertain": False,
+                                "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
+                                "labels": {"success": "unknown"}}
             order.append(key)
         rec["t_end"] = ev.get("ts")
-        p = ev.get("payload") or {}
         if kind == "observation":
             rec["observation"] = p
         elif kind == "decision":
@@ -39,6 +77,12 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
             rec["model_id"] = p.get("model_id")
             rec["dry_run"] = rec["dry_run"] or bool(p.get("dry_run"))
+            geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
+            if geo:
+                rec["geometry"] = geo
+            prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
+            if prompt:
+                rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
         elif kind in ("result", "error", "suppressed"):
             if p.get("dry_run"):
                 rec["dry_run"] = True
@@ -54,6 +98,10 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     out = []
     for key in order:
         rec = steps[key]
+        rec["harness_revision"] = revisions.get(key[0])
+        if rec["geometry"] is None and rec["observation"]:
+            size = rec["observation"].get("captured_size")
+            rec["geometry"] = {"captured_size": size} if size else None
         if rec["dry_run"] and not include_dry_runs:
             continue
         if rec["uncertain"] and not include_uncertain:
@@ -64,19 +112,366 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     return out
 
 
-def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False) -> tuple[int, list[str]]:
-    """Write JSONL; returns (records written, skipped torn lines). Refuses to overwrite."""
+def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:
+    """Put each step's latest label into its record; returns how many steps carry one."""
+    n = 0
+    for rec in records:
+        lab = labels.get(rec["session"], rec["step"])
+        rec["labels"] = label_summary(lab)
+        n += lab is not None
+    return n
+
+
+# --- the target turn in a family's own format ------------------------------------------
+
+
+@dataclass
+class Target:
+    """A step's target turn rendered for one model family."""
+
+    text: str
+    action: dict[str, Any]
+    """The action rendered, in captured-screenshot pixels (as recorded / corrected)."""
+    convention: str
+    sent_size: tuple[int, int]
+    captured_size: tuple[int, int]
+    source: str
+    """`label` (a corrected action from an independent source) or `recorded` (what the model did)."""
+
+
+def target_action(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The action a step should teach: a labelled correction first, else the recorded first action."""
+    corrected = (rec.get("labels") or {}).get("corrected_action")
+    if corrected:
+        return corrected, "label"
+    dec = rec.get("decision") or {}
+    for a in dec.get("actions") or []:
+        if isinstance(a, dict) and "type" in a:
+            return a, "recorded"
+    return None, "none"
+
+
+def step_geometry(rec: dict[str, Any], style: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """(convention, sent size, captured size) to render a step in `style`.
+
+    The recorded sent size and convention are used when the step was recorded
+    by the same family (or the style is generic); otherwise the family's own
+    default convention and resize rule are applied to the captured size, so
+    the rendered coordinates are what that family would have to answer.
+    """
+    from .geometry import get_rule
+
+    geo = rec.get("geometry") or {}
+    obs = rec.get("observation") or {}
+    captured = geo.get("captured_size") or obs.get("captured_size")
+    if not captured:
+        raise ValueError("the step records no captured size")
+    captured_t = (int(captured[0]), int(captured[1]))
+    recorded_family = geo.get("policy")
+    if geo.get("sent_size") and geo.get("convention") and (style == "generic" or recorded_family == style):
+        sent = geo["sent_size"]
+        return str(geo["convention"]), (int(sent[0]), int(sent[1])), captured_t
+    family_convention = {"generic": "absolute", "opencua": "absolute", "uitars": "absolute"}[style]
+    rule = get_rule({"generic": "qwen2.5-vl", "opencua": "opencua", "uitars": "uitars"}[style])
+    return family_convention, rule.target_size(captured_t), captured_t
+
+
+def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
+                 captured: tuple[int, int]) -> tuple[Any, Any]:
+    from .geometry import captured_to_model
+
+    mx, my = captured_to_model(float(x), float(y), convention, sent, captured)
+    if convention == "relative":
+        return round(mx, 4), round(my, 4)
+    # pixel and 0-1000 conventions are integers, as the families write them; clamp into range
+    hi_x, hi_y = (sent[0] - 1, sent[1] - 1) if convention == "absolute" else \
+        ((1000, 1000) if convention == "relative1000" else (captured[0] - 1, captured[1] - 1))
+    return min(max(int(round(mx)), 0), hi_x), min(max(int(round(my)), 0), hi_y)
+
+
+def _generic(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    out = {k: v for k, v in action.items() if v is not None}
+    for (kx, ky), value in pt.items():
+        out[kx], out[ky] = value
+    return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
+
+
+def _opencua(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    t = action["type"]
+    x, y = pt.get(("x", "y"), (None, None))
+    if t == "click":
+        button = action.get("button", "left")
+        code = f"pyautogui.click(x={x}, y={y})" if button == "left" else \
+            (f"pyautogui.rightClick(x={x}, y={y})" if button == "right" else f"pyautogui.middleClick(x={x}, y={y})")
+    elif t == "double_click":
+        code = f"pyautogui.doubleClick(x={x}, y={y})"
+    elif t == "triple_click":
+        code = f"pyautogui.tripleClick(x={x}, y={y})"
+    elif t == "right_click":
+        code = f"pyautogui.rightClick(x={x}, y={y})"
+    elif t == "move":
+        code = f"pyautogui.moveTo(x={x}, y={y})"
+    elif t == "drag":
+        tx, ty = pt[("to_x", "to_y")]
+        code = f"pyautogui.moveTo(x={x}, y={y})\npyautogui.dragTo(x={tx}, y={ty})"
+    elif t == "type":
+        code = f"pyautogui.write(message={json.dumps(action['text'], ensure_ascii=False)})"
+    elif t == "key":
+        code = f"pyautogui.press({json.dumps(action['key'])})"
+    elif t == "hotkey":
+        code = "pyautogui.hotkey(" + ", ".join(json.dumps(k) for k in action["keys"]) + ")"
+    elif t == "scroll":
+        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
+        where = f", x={x}, y={y}" if ("x", "y") in pt else ""
+        code = f"pyautogui.hscroll({dx}{where})" if dx and not dy else f"pyautogui.scroll({dy}{where})"
+    elif t == "wait":
+        code = f"computer.wait(seconds={action.get('seconds') or 1})"
+    elif t == "finish":
+        status = "success" if action.get("status") == "DONE" else "failure"
+        code = f"computer.terminate(status={json.dumps(status)}, answer={json.dumps(action.get('message', ''))})"
+    else:
+        raise ValueError(f"{t} has no OpenCUA form")
+    parts = []
+    if thought:
+        parts.append(f"## Thought:\n{thought.strip()}")
+    parts.append(f"## Action:\n{_describe(action)}")
+    parts.append(f"## Code:\n```python\n{code}\n```")
+    return "\n\n".join(parts)
+
+
+def _uitars_quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def _uitars(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    t = action["type"]
+    box = None
+    if ("x", "y") in pt:
+        x, y = pt[("x", "y")]
+        box = f"'({x},{y})'"
+    if t == "click" and action.get("button", "left") == "left":
+        call = f"click(start_box={box})"
+    elif t == "right_click" or (t == "click" and action.get("button") == "right"):
+        call = f"right_single(start_box={box})"
+    elif t == "double_click":
+        call = f"left_double(start_box={box})"
+    elif t == "move":
+        call = f"hover(start_box={box})"
+    elif t == "drag":
+        tx, ty = pt[("to_x", "to_y")]
+        call = f"drag(start_box={box}, end_box='({tx},{ty})')"
+    elif t == "type":
+        call = f"type(content={_uitars_quote(action['text'])})"
+    elif t == "key":
+        call = f"press(key={_uitars_quote(action['key'])})"
+    elif t == "hotkey":
+        call = f"hotkey(key={_uitars_quote(' '.join(action['keys']))})"
+    elif t == "scroll" and box is not None:
+        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
+        direction = ("up" if dy > 0 else "down") if dy else ("right" if dx > 0 else "left")
+        call = f"scroll(start_box={box}, direction='{direction}')"
+    elif t == "wait":
+        call = "wait()"
+    elif t == "finish" and action.get("status") == "DONE":
+        call = f"finished(content={_uitars_quote(action.get('message', ''))})"
+    else:
+        raise ValueError(f"{action.get('type')} has no UI-TARS form")
+    return f"Thought: {(thought or _describe(action)).strip()}\nAction: {call}"
+
+
+def _describe(action: dict[str, Any]) -> str:
+    t = action["type"]
+    return {"click": "Click the target.", "double_click": "Double-click the target.",
+            "right_click": "Right-click the target.", "type": "Type the text.", "key": "Press the key.",
+            "hotkey": "Press the key combination.", "scroll": "Scroll.", "wait": "Wait.",
+            "finish": "Report the subgoal's status.", "move": "Move the pointer.",
+            "drag": "Drag.", "triple_click": "Triple-click the target."}.get(t, t)
+
+
+_RENDER = {"generic": _generic, "opencua": _opencua, "uitars": _uitars}
+
+
+def render_target(rec: dict[str, Any], style: str) -> Target:
+    """The step's target turn in `style`; ValueError (with the reason) when it cannot be rendered."""
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
+    action, source = target_action(rec)
+    if action is None:
+        raise ValueError("the step has no action to teach (no parsed action and no corrected label)")
+    convention, sent, captured = step_geometry(rec, style)
+    points = {}
+    for kx, ky in (("x", "y"), ("to_x", "to_y")):
+        if action.get(kx) is not None and action.get(ky) is not None:
+            points[(kx, ky)] = _model_point(action[kx], action[ky], convention, sent, captured)
+    thought = (rec.get("decision") or {}).get("thought") if source == "recorded" else None
+    text = _RENDER[style](action, points, thought)
+    return Target(text=text, action=action, convention=convention, sent_size=sent, captured_size=captured,
+                  source=source)
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+def screenshot_file(rec: dict[str, Any], home_root: Path | None) -> Path | None:
+    """Where the step's screenshot should be (None when none was archived)."""
+    shot = (rec.get("observation") or {}).get("screenshot")
+    if not shot:
+        return None
+    path = Path(shot)
+    if not path.is_absolute() and home_root is not None:
+        path = home_root / path
+    return path
+
+
+def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,
+                      skip_missing: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """Drop steps whose archived screenshot is gone (with --skip-missing) or refuse naming them."""
+    missing = []
+    kept = []
+    for rec in records:
+        path = screenshot_file(rec, home_root)
+        if path is not None and not path.is_file():
+            missing.append(f"{rec['session']} step {rec['step']}: {path}")
+            continue
+        kept.append(rec)
+    if missing and not skip_missing:
+        shown = "\n  ".join(missing[:10]) + (f"\n  … and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise UserError(f"{len(missing)} step(s) name screenshots that are missing:\n  {shown}\n"
+                        "(add --skip-missing to export without those steps)")
+    return kept, missing
+
+
+@dataclass
+class ExportResult:
+    written: int
+    skipped_lines: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unrendered: list[str] = field(default_factory=list)
+    labelled: int = 0
+
+
+def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
+                    home_root: Path | None = None) -> tuple[list[dict[str, Any]], list[str], int]:
+    """(records with labels, torn journal lines, labelled count); UserError on an empty journal."""
+    read = read_journal(journal_dir)
+    if not read.events:
+        raise UserError(f"nothing to export: the journal in {journal_dir} is empty (run the agent first)")
+    records = steps_from_events(read.events, include_dry_runs=include_dry_runs,
+                                include_uncertain=include_uncertain)
+    root = home_root if home_root is not None else journal_dir.parent
+    labelled = attach_labels(records, read_labels(labels_path(root)))
+    return records, read.skipped, labelled
+
+
+def _refuse_existing(output: Path) -> None:
     if output.exists():
         raise UserError(f"{output} already exists; choose a new file (export never overwrites)")
     if not output.parent.exists():
         raise UserError(f"folder {output.parent} does not exist")
-    read = read_journal(journal_dir)
-    if not read.events:
-        raise UserError(f"nothing to export: the journal in {journal_dir} is empty (run the agent first)")
-    records = steps_from_events(read.events, include_dry_runs=include_dry_runs)
+
+
+def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None = None) -> list[str]:
+    """Write records (with a `target` per step when a style is given); returns steps not rendered."""
+    _refuse_existing(output)
+    unrendered = []
     tmp = output.with_name(output.name + ".partial")
     with open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:
+            if style:
+                try:
+                    t = render_target(rec, style)
+                except ValueError as exc:
+                    unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+                    continue
+                rec = {**rec, "target": {"style": style, "text": t.text, "convention": t.convention,
+                                         "sent_size": list(t.sent_size), "source": t.source}}
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
     tmp.replace(output)
-    return len(records), read.skipped
+    return unrendered
+
+
+def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
+             style: str = "generic") -> list[str]:
+    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON."""
+    try:
+        from datasets import Dataset, Features, Image, Value
+    except ImportError:
+        raise UserError("--format hf needs the train extra (pip install -e '.[train]')") from None
+    _refuse_existing(output)
+    rows: dict[str, list[Any]] = {k: [] for k in ("session", "step", "image", "image_sha256", "instruction",
+                                                  "target", "style", "convention", "sent_width", "sent_height",
+                                                  "captured_width", "captured_height", "success",
+                                                  "label_source", "hindsight", "record")}
+    unrendered = []
+    for rec in records:
+        try:
+            t = render_target(rec, style)
+        except ValueError as exc:
+            unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+            continue
+        path = screenshot_file(rec, home_root)
+        data = path.read_bytes() if path is not None and path.is_file() else None
+        labels = rec.get("labels") or {}
+        rows["session"].append(rec["session"])
+        rows["step"].append(rec["step"])
+        rows["image"].append({"bytes": data, "path": None} if data is not None else None)
+        rows["image_sha256"].append(hashlib.sha256(data).hexdigest() if data is not None else None)
+        rows["instruction"].append(rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "")
+        rows["target"].append(t.text)
+        rows["style"].append(style)
+        rows["convention"].append(t.convention)
+        rows["sent_width"].append(t.sent_size[0])
+        rows["sent_height"].append(t.sent_size[1])
+        rows["captured_width"].append(t.captured_size[0])
+        rows["captured_height"].append(t.captured_size[1])
+        rows["success"].append(labels.get("success", "unknown"))
+        rows["label_source"].append(labels.get("source"))
+        rows["hindsight"].append(bool(labels.get("hindsight", False)))
+        rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
+                         "image_sha256": Value("string"), "instruction": Value("string"),
+                         "target": Value("string"), "style": Value("string"), "convention": Value("string"),
+                         "sent_width": Value("int64"), "sent_height": Value("int64"),
+                         "captured_width": Value("int64"), "captured_height": Value("int64"),
+                         "success": Value("string"), "label_source": Value("string"),
+                         "hindsight": Value("bool"), "record": Value("string")})
+    ds = Dataset.from_dict(rows, features=features)
+    tmp = output.with_name(output.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ds.save_to_disk(str(tmp))
+    tmp.replace(output)
+    return unrendered
+
+
+def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
+                      include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
+                      skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
+    """Export the journal. Refuses to overwrite; refuses missing screenshots unless told to skip them.
+
+    Called the old way (journal_dir, output[, include_dry_runs]) it returns
+    (records written, skipped torn lines), as the foundation did.
+    """
+    result = export(journal_dir, output, include_dry_runs=include_dry_runs, include_uncertain=include_uncertain,
+                    fmt=fmt, style=style, skip_missing=skip_missing, home_root=home_root)
+    return result.written, result.skipped_lines
+
+
+def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
+           fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
+           home_root: Path | None = None) -> ExportResult:
+    if fmt not in ("jsonl", "hf"):
+        raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
+    if style is not None and style not in STYLES:
+        raise UserError(f"unknown --style {style!r}; use one of {', '.join(STYLES)}")
+    _refuse_existing(output)
+    root = home_root if home_root is not None else journal_dir.parent
+    records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
+                                                 include_uncertain=include_uncertain, home_root=root)
+    records, missing = check_screenshots(records, root, skip_missing)
+    if fmt == "hf":
+        unrendered = write_hf(records, output, root, style or "generic")
+    else:
+        unrendered = write_jsonl(records, output, style)
+    return ExportResult(written=len(records) - len(unrendered), skipped_lines=skipped, missing=missing,
+                        unrendered=unrendered, labelled=labelled)
