@@ -27,7 +27,7 @@ from ..errors import UserError
 from ..home import Home
 from ..journal import journal_files
 from ..state import InstanceLock, StateStore
-from .readiness import Check, effective_backend, model_checks
+from .readiness import Check, model_checks
 from .report import Report, check_new_output, table
 
 DESKTOP_TIMEOUT_S = 20.0
@@ -163,11 +163,8 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
     code = 2 if failed else 0
     report = Report("preflight", out, argv=argv, config=config,
                     parameters={"desktop": desktop, "downloads": "never"})
-    model = config.policy.model if config is not None else None
-    served = [c.data["model_id"] for c in checks if c.check == "model served" and c.data.get("model_id")]
-    model = model or (served[0] if served else None)
-    report.set_model(model or ("conway-mock" if config is not None and effective_backend(config) == "mock" else
-                               None))
+    found = [c.data["model_id"] for c in checks if c.data.get("model_id")]
+    report.set_model(found[0] if found else (config.policy.model if config is not None else None))
     for c in checks:
         report.add_case(c.record())
     report.finish(status="not ready" if failed else "ready", exit_code=code,

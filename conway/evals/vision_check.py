@@ -35,7 +35,7 @@ from ..context import build_parts
 from ..errors import UserError
 from ..home import Home
 from ..protocols import Decision, DecisionContext, Observation, Policy, PolicyError
-from .readiness import effective_backend, require_model
+from .readiness import effective_backend
 from .report import Report, check_new_output, write_new_file
 
 GENERATOR = "conway-vision-images/1"
@@ -262,7 +262,9 @@ def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo = 0.0 if hits == 0 else max(0.0, centre - half)
+    hi = 1.0 if hits == n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -428,7 +430,7 @@ def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], 
 
 
 def _policy_is_serial(config: ConwayConfig) -> bool:
-    return effective_backend(config) in ("llama_cpp", "mock")
+    return effective_backend(config) in ("inprocess", "mock")
 
 
 def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, size: tuple[int, int],
@@ -476,13 +478,12 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         raise UserError("--sheet and --output must be different files")
     image_size, size_source = resolve_size(size)
     own_policy = policy is None
-    if policy is None:
-        require_model(config, home)
+    if policy is None:  # builds the client: an unreachable or missing model is a UserError (exit 1) here
         from ..app import build_policy
         policy = build_policy(config, home)
     try:
         if parallel > 1 and _policy_is_serial(config):
-            say(f"note: the {effective_backend(config)} backend answers one request at a time; "
+            say(f"note: the {effective_backend(config)} policy answers one request at a time; "
                 f"--parallel {parallel} only overlaps image preparation")
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
                         parameters={"samples": samples, "size": list(image_size), "size_source": size_source,
