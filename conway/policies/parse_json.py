@@ -1,0 +1,285 @@
+"""Parse a JSON action (or a list of them) out of a generic model's answer.
+
+Where the JSON is looked for, in order:
+
+1. the whole answer (after `<think>` blocks are removed) when it is JSON;
+2. the last fenced block tagged ``json`` (or untagged) holding an object or list;
+3. the first balanced ``{…}`` in prose that parses (a ``[{…}, …]`` list too).
+
+No repair is attempted: a trailing comma, single quotes or a comment are
+reported with the decoder's position (and a hint for the trailing comma).
+
+Accepted shapes: one action ``{"type": "click", "x": …, "y": …}`` (the
+`conway.actions` schema), a list of them, or the wrapped form
+``{"thought": "…", "action": {…}}`` (also ``"actions": […]``); other keys of the
+wrapper are ignored. Coordinates of GUI actions (``x``/``y``, ``to_x``/``to_y``,
+a scroll's optional ``x``/``y``) are in the model's convention and are mapped to
+captured-screenshot pixels; a point outside the image sent is refused naming
+the bounds.
+
+`wrapped_schema()` gives the JSON schema of the wrapped form for servers that
+constrain output with a schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from ..actions import GUI_TYPES, ActionProblem, _Action, action_schema
+from ..geometry import Convention, Size
+from .parsed import (
+    MAX_ACTIONS,
+    MAX_TEXT_CHARS,
+    ParsedOutput,
+    build_action,
+    check_setup,
+    guarded,
+    map_point,
+    problem,
+    split_reasoning,
+)
+
+__all__ = ["parse", "extract_json", "wrapped_schema", "NoJsonFound"]
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n`]*\n(.*?)```", re.S)
+_TRAILING_COMMA = re.compile(r",\s*[}\]]")
+_MAX_PROSE_TRIES = 20
+_POINTS = (("x", "y"), ("to_x", "to_y"))
+
+
+class NoJsonFound(ValueError):
+    pass
+
+
+def parse(
+    text: str,
+    *,
+    convention: Convention | str,
+    sent_size: Size,
+    captured_size: Size,
+) -> ParsedOutput:
+    """Parse one generic-policy answer; never raises."""
+    return guarded("JSON", lambda: _parse(text, convention, sent_size, captured_size), text)
+
+
+def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
+    if not isinstance(text, str):
+        return ParsedOutput(None, [problem(f"model output must be text, got {type(text).__name__}")])
+    if len(text) > MAX_TEXT_CHARS:
+        return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
+    visible, reasoning = split_reasoning(text)
+    try:
+        value, start, end = extract_json(visible)
+    except NoJsonFound as exc:
+        return ParsedOutput(None, [problem(str(exc), visible)], reasoning)
+    raw = visible[start:end]
+    prose = (visible[:start] + " " + visible[end:]).strip() or None
+
+    thought: str | None = prose
+    items: Any
+    if isinstance(value, dict) and "type" not in value and ("action" in value or "actions" in value):
+        t = value.get("thought")
+        if t is not None:
+            thought = t if isinstance(t, str) else json.dumps(t)
+        items = value.get("action", value.get("actions"))
+        if isinstance(items, dict):
+            items = [items]
+    elif isinstance(value, list):
+        items = value
+    else:
+        items = [value]
+    if not isinstance(items, list):
+        return ParsedOutput(thought, [problem('"action" must be an action object or a list of them', raw)],
+                            reasoning, raw)
+    if not items:
+        return ParsedOutput(thought, [problem("no action in the JSON", raw)], reasoning, raw)
+    if len(items) > MAX_ACTIONS:
+        return ParsedOutput(thought, [problem(f"{len(items)} actions in one answer (limit {MAX_ACTIONS})", raw)],
+                            reasoning, raw)
+    setup = check_setup(convention, sent_size, captured_size)
+    if setup is not None:
+        return ParsedOutput(thought, [problem(setup)], reasoning, raw)
+    actions = [_action(item, convention, sent_size, captured_size) for item in items]
+    return ParsedOutput(thought, actions, reasoning, raw)
+
+
+def _action(item: Any, convention: Any, sent: Size, captured: Size) -> _Action | ActionProblem:
+    if not isinstance(item, dict):
+        return problem(f'an action must be a JSON object like {{"type": "click", ...}}, got {_kind(item)}', item)
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind not in GUI_TYPES:
+        return build_action(item, item)
+    fields = dict(item)
+    for px, py in _POINTS:
+        has_x, has_y = px in fields, py in fields
+        if not has_x and not has_y:
+            continue
+        if has_x != has_y:
+            return problem(f"{kind}: {px} and {py} go together, got only {px if has_x else py}", item)
+        if fields[px] is None and fields[py] is None and kind == "scroll":
+            continue
+        mapped = map_point(fields[px], fields[py], convention, sent, captured, what=f"{kind} ({px}, {py})")
+        if isinstance(mapped, str):
+            return problem(mapped, item)
+        fields[px], fields[py] = mapped
+    return build_action(fields, item)
+
+
+def _kind(v: Any) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
+# --- extraction ------------------------------------------------------------------
+
+
+def _loads(s: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(s), None
+    except (ValueError, RecursionError) as exc:
+        msg = f"{exc}"
+        if isinstance(exc, RecursionError):
+            msg = "nested too deeply"
+        elif _TRAILING_COMMA.search(s):
+            msg += " (a trailing comma before '}' or ']'? JSON does not allow one)"
+        elif "'" in s and "double quotes" in msg:
+            msg += " (JSON strings and keys take double quotes, not single)"
+        return None, msg
+
+
+def extract_json(text: str) -> tuple[Any, int, int]:
+    """(the decoded value, start, end) of the JSON action in `text`.
+
+    Raises `NoJsonFound` (a ValueError) with the reason when there is none;
+    `parse` turns that into an `ActionProblem`.
+    """
+    stripped = text.strip()
+    lead = len(text) - len(text.lstrip())
+    if stripped[:1] in ("{", "["):
+        value, err = _loads(stripped)
+        if err is None:
+            return value, lead, lead + len(stripped)
+        whole_err: str | None = err
+    else:
+        whole_err = None
+
+    fenced = [m for m in _FENCE.finditer(text)
+              if m.group(1).lower() in ("", "json", "jsonc", "json5")
+              and m.group(2).strip()[:1] in ("{", "[")]
+    if fenced:
+        m = fenced[-1]
+        body = m.group(2)
+        value, err = _loads(body)
+        if err is None:
+            s = m.start(2) + (len(body) - len(body.lstrip()))
+            return value, s, s + len(body.strip())
+        raise NoJsonFound(f"invalid JSON in the ```json block: {err}")
+
+    first_err: str | None = None
+    tries = 0
+    i = 0
+    while tries < _MAX_PROSE_TRIES:
+        i = _next_start(text, i)
+        if i < 0:
+            break
+        end = _balanced(text, i)
+        if end is None:
+            if first_err is None and '"' in text[i:]:
+                first_err = "an unbalanced '{' (truncated JSON?)"
+            i += 1
+            tries += 1
+            continue
+        tries += 1
+        value, err = _loads(text[i:end])
+        if err is None and isinstance(value, (dict, list)):
+            return value, i, end
+        if first_err is None and '"' in text[i:end]:
+            first_err = err
+        i += 1
+    if whole_err is not None:
+        raise NoJsonFound(f"invalid JSON: {whole_err}")
+    if first_err is not None:
+        raise NoJsonFound(f"invalid JSON: {first_err}")
+    raise NoJsonFound('no JSON action found (expected an object like {"type": "click", "x": 10, "y": 20})')
+
+
+def _next_start(text: str, i: int) -> int:
+    """Index of the next '{' (or a '[' that opens a list of objects) at or after i."""
+    while True:
+        j = text.find("{", i)
+        k = text.find("[", i)
+        if k != -1 and (j == -1 or k < j):
+            rest = text[k + 1:k + 200].lstrip()
+            if rest.startswith("{"):
+                return k
+            i = k + 1
+            continue
+        return j
+
+
+def _balanced(text: str, start: int) -> int | None:
+    """End (exclusive) of the bracketed span opening at `start`, strings respected."""
+    pairs = {"{": "}", "[": "]"}
+    stack: list[str] = []
+    in_str = esc = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+            continue
+        if c == '"':
+            in_str = True
+        elif c in pairs:
+            stack.append(pairs[c])
+            if len(stack) > 64:
+                return None
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return None
+            if not stack:
+                return i + 1
+    return None
+
+
+# --- schema ----------------------------------------------------------------------
+
+
+def wrapped_schema(action_types: list[str] | None = None) -> dict[str, Any]:
+    """JSON schema of ``{"thought": str, "action": <one action>}``.
+
+    `action_types` limits the action to those types (the ones the tools can
+    run here). ``type`` is required in every action (the bare action schema
+    lets it default). The schema's `$defs` sit at the root so `$ref`s resolve.
+    """
+    inner = copy.deepcopy(action_schema())
+    defs: dict[str, Any] = inner.pop("$defs", {})
+    mapping: dict[str, str] = inner.get("discriminator", {}).get("mapping", {})
+    if action_types is not None:
+        unknown = sorted(set(action_types) - set(mapping))
+        if unknown:
+            raise ValueError(f"unknown action types {unknown}; known: {', '.join(sorted(mapping))}")
+        keep = {t: ref for t, ref in mapping.items() if t in action_types}
+        refs = set(keep.values())
+        inner["oneOf"] = [o for o in inner["oneOf"] if o.get("$ref") in refs]
+        inner["discriminator"]["mapping"] = keep
+        names = {ref.rsplit("/", 1)[-1] for ref in refs}
+        defs = {k: v for k, v in defs.items() if k in names}
+    for d in defs.values():
+        req = d.setdefault("required", [])
+        if "type" in d.get("properties", {}) and "type" not in req:
+            req.insert(0, "type")
+    return {
+        "$defs": defs,
+        "type": "object",
+        "properties": {"thought": {"type": "string"}, "action": inner},
+        "required": ["thought", "action"],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,422 @@
+"""Parse UI-TARS output: ``Thought: …`` then ``Action: name(key='value', …)``.
+
+The action line is read by a small hand-written lexer (nothing is evaluated):
+``name(key=value, …)`` calls separated by whitespace, values quoted with
+``'`` or ``"`` (backslash escapes ``\\n \\t \\' \\" \\\\``; raw newlines are kept),
+or bare (``direction=down``, ``start_box=(3,4)``).
+
+=======================================================  ==============================
+``click`` / ``left_single(start_box=…)``                  Click
+``left_double(start_box=…)``                              DoubleClick
+``right_single(start_box=…)``                             RightClick
+``hover`` / ``mouse_move(start_box=…)``                   Move
+``drag`` / ``select(start_box=…, end_box=…)``             Drag
+``hotkey(key='ctrl c')``                                  Hotkey (one key alone: Key)
+``press(key='enter')``                                    Key
+``type(content='…')``                                     TypeText; a trailing ``\\n`` -> Key('enter')
+``scroll(start_box=…, direction='down|up|left|right')``   Scroll(dy=∓5 / dx=∓5) at the point
+``wait()``                                                Wait(5 s)
+``finished(content='…')``                                 Finish(DONE, content)
+``call_user(content='…')``                                Finish(FAIL, "the model asked for the user …")
+=======================================================  ==============================
+
+``point=`` / ``start_point=`` / ``end_point=`` (UI-TARS-1.5) are read as
+``start_box`` / ``end_box``. A box is ``(x,y)``, ``[x,y]``,
+``<|box_start|>(x,y)<|box_end|>``, ``<point>x y</point>``, or four numbers
+``(x1,y1,x2,y2)`` / ``[x1, y1, x2, y2]`` / ``<bbox>x1 y1 x2 y2</bbox>`` (the
+centre is used). Coordinates are in the caller's convention: UI-TARS-1.5 gives
+absolute pixels of the smart-resized image (`Convention.ABSOLUTE`), UI-TARS 1.0
+relative 0..1000 (`Convention.RELATIVE1000`).
+
+Decisions:
+
+* ``type(content='abc\\n')``: UI-TARS's prompt says a trailing ``\\n`` submits
+  the input, so it becomes TypeText('abc') then Key('enter') (a content of just
+  ``\\n`` is Key('enter') alone). Only one trailing newline is taken.
+* ``call_user()`` means "the task is unsolvable or I need the user's help";
+  Conway has no ask-the-user action, so it ends the run: Finish(FAIL) with a
+  message saying the model asked for the user (plus its content, if any).
+* Several calls in one Action (UI-TARS separates them by blank lines) give
+  several actions, at most 10. A syntax error anywhere refuses the whole
+  Action; a semantic error (say, a point outside the image) refuses only
+  that call.
+* ``type`` / ``finished`` content with unescaped quotes (``content='it's'``),
+  which UI-TARS does write, is recovered the way the reference parser does:
+  everything between ``content='`` and the final ``')``.
+* Mobile-only actions (``long_press``, ``press_home``, ``press_back``,
+  ``open_app``) and key holds (``keydown``/``keyup``) are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..actions import ActionProblem, _Action
+from ..geometry import Convention, Size
+from .parsed import (
+    MAX_ACTIONS,
+    MAX_TEXT_CHARS,
+    ParsedOutput,
+    build_action,
+    check_setup,
+    guarded,
+    map_point,
+    normalize_key,
+    problem,
+    split_reasoning,
+)
+
+__all__ = ["parse", "SCROLL_CLICKS", "WAIT_SECONDS", "CALL_USER_MESSAGE"]
+
+SCROLL_CLICKS = 5
+"""Wheel clicks per UI-TARS scroll (the reference pyautogui translation uses 5)."""
+WAIT_SECONDS = 5.0
+"""UI-TARS's prompt defines wait() as 'sleep for 5s'."""
+CALL_USER_MESSAGE = "the model asked for the user's help (call_user)"
+
+_END_TOKENS = re.compile(r"<\|im_end\|>|<\|endoftext\|>|\[EOS\]|</s>")
+_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:", re.M)
+_ACTION_ANY = re.compile(r"(?<![A-Za-z_])Action[ \t]*:")
+_THOUGHT_LABEL = re.compile(r"^\s*Thought\s*:\s*", re.I)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BOX_TOKENS = re.compile(r"<\|box_start\|>|<\|box_end\|>|</?point>|</?bbox>")
+_BOX_CHARS = re.compile(r"[\s\d.,()\[\]+-]*")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
+_LOOSE_CONTENT = re.compile(r"\s*(type|finished|call_user)\(\s*content\s*=\s*(['\"])(.*)\2\s*\)\s*", re.S)
+
+_PARAM_ALIASES = {"point": "start_box", "start_point": "start_box", "end_point": "end_box"}
+_PARAMS: dict[str, frozenset[str]] = {
+    "click": frozenset({"start_box"}),
+    "left_single": frozenset({"start_box"}),
+    "left_double": frozenset({"start_box"}),
+    "right_single": frozenset({"start_box"}),
+    "hover": frozenset({"start_box"}),
+    "mouse_move": frozenset({"start_box"}),
+    "drag": frozenset({"start_box", "end_box"}),
+    "select": frozenset({"start_box", "end_box"}),
+    "hotkey": frozenset({"key", "hotkey"}),
+    "press": frozenset({"key", "press"}),
+    "type": frozenset({"content"}),
+    "scroll": frozenset({"start_box", "direction"}),
+    "wait": frozenset(),
+    "finished": frozenset({"content"}),
+    "call_user": frozenset({"content"}),
+}
+_UNSUPPORTED = {
+    "long_press": "a mobile-only action",
+    "press_home": "a mobile-only action",
+    "press_back": "a mobile-only action",
+    "open_app": "a mobile-only action",
+    "keydown": "holding a key down is not supported",
+    "keyup": "holding a key down is not supported",
+    "release": "holding a key down is not supported",
+}
+_SCROLL = {"down": ("dy", -1), "up": ("dy", 1), "left": ("dx", -1), "right": ("dx", 1)}
+
+
+class _Syntax(Exception):
+    pass
+
+
+class _Reject(Exception):
+    pass
+
+
+def parse(
+    text: str,
+    *,
+    convention: Convention | str,
+    sent_size: Size,
+    captured_size: Size,
+) -> ParsedOutput:
+    """Parse one UI-TARS answer; never raises, never evaluates anything."""
+    return guarded("UI-TARS", lambda: _parse(text, convention, sent_size, captured_size), text)
+
+
+def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
+    if not isinstance(text, str):
+        return ParsedOutput(None, [problem(f"model output must be text, got {type(text).__name__}")])
+    if len(text) > MAX_TEXT_CHARS:
+        return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
+    visible, reasoning = split_reasoning(text)
+    visible = _END_TOKENS.sub("", visible)
+
+    marker = _ACTION_LINE.search(visible) or _ACTION_ANY.search(visible)
+    if marker is None:
+        bare = visible.strip()
+        m = _IDENT.match(bare)
+        if m and bare[m.end():].lstrip().startswith("(") and m.group() in _PARAMS.keys() | _UNSUPPORTED.keys():
+            thought, action_text = None, bare  # a bare action, as in grounding-only prompts
+        else:
+            return ParsedOutput(
+                None,
+                [problem("no 'Action:' line found (expected 'Thought: …' then 'Action: name(…)')", visible)],
+                reasoning,
+            )
+    else:
+        before = visible[:marker.start()]
+        thought = _THOUGHT_LABEL.sub("", before).strip() or None
+        action_text = visible[marker.end():].strip()
+    if not action_text:
+        return ParsedOutput(thought, [problem("the Action line is empty")], reasoning, action_text)
+
+    setup = check_setup(convention, sent_size, captured_size)
+    if setup is not None:
+        return ParsedOutput(thought, [problem(setup)], reasoning, action_text)
+
+    try:
+        calls = _Lexer(action_text).calls()
+    except _Syntax as exc:
+        loose = _LOOSE_CONTENT.fullmatch(action_text)
+        if loose is None:
+            return ParsedOutput(thought, [problem(f"unreadable UI-TARS action: {exc}", action_text)],
+                                reasoning, action_text)
+        content = loose.group(3)
+        if re.search(re.escape(loose.group(2)) + r"\s*\)", content):
+            # the call closed earlier and something follows it: not a stray quote
+            return ParsedOutput(thought, [problem(f"unreadable UI-TARS action: {exc}", action_text)],
+                                reasoning, action_text)
+        calls = [(loose.group(1), {"content": _unescape(content)}, action_text)]
+    if len(calls) > MAX_ACTIONS:
+        return ParsedOutput(thought, [problem(f"{len(calls)} actions in one answer (limit {MAX_ACTIONS})",
+                                              action_text)], reasoning, action_text)
+
+    actions: list[_Action | ActionProblem] = []
+    for name, args, raw in calls:
+        try:
+            actions.extend(_to_actions(name, args, raw, convention, sent_size, captured_size))
+        except _Reject as exc:
+            actions.append(problem(f"rejected UI-TARS action {name}: {exc}", raw))
+    return ParsedOutput(thought, actions, reasoning, action_text)
+
+
+# --- lexer ---------------------------------------------------------------------
+
+
+class _Lexer:
+    """``name(key=value, …)`` calls separated by whitespace; nothing else."""
+
+    def __init__(self, s: str):
+        self.s = s
+        self.i = 0
+
+    def _ws(self) -> None:
+        while self.i < len(self.s) and self.s[self.i].isspace():
+            self.i += 1
+
+    def _fail(self, what: str) -> _Syntax:
+        near = self.s[self.i:self.i + 30]
+        return _Syntax(f"{what} at offset {self.i} (near {near!r})" if near else f"{what} at the end")
+
+    def _ident(self, what: str) -> str:
+        m = _IDENT.match(self.s, self.i)
+        if m is None:
+            raise self._fail(f"expected {what}")
+        self.i = m.end()
+        return m.group()
+
+    def _expect(self, ch: str) -> None:
+        if self.i >= len(self.s) or self.s[self.i] != ch:
+            raise self._fail(f"expected {ch!r}")
+        self.i += 1
+
+    def calls(self) -> list[tuple[str, dict[str, str], str]]:
+        out = []
+        self._ws()
+        while self.i < len(self.s):
+            if len(out) > MAX_ACTIONS:
+                raise self._fail(f"more than {MAX_ACTIONS} actions")
+            out.append(self._call())
+            self._ws()
+        if not out:
+            raise self._fail("expected an action")
+        return out
+
+    def _call(self) -> tuple[str, dict[str, str], str]:
+        start = self.i
+        name = self._ident("an action name")
+        self._ws()
+        self._expect("(")
+        args: dict[str, str] = {}
+        self._ws()
+        if self.i < len(self.s) and self.s[self.i] == ")":
+            self.i += 1
+            return name, args, self.s[start:self.i]
+        while True:
+            self._ws()
+            if self.i < len(self.s) and self.s[self.i] == ")":  # a trailing comma
+                self.i += 1
+                break
+            key = self._ident("a parameter name (arguments are key='value')")
+            self._ws()
+            self._expect("=")
+            self._ws()
+            if key in args:
+                raise self._fail(f"parameter {key!r} given twice")
+            args[key] = self._value()
+            self._ws()
+            if self.i < len(self.s) and self.s[self.i] == ",":
+                self.i += 1
+                continue
+            self._expect(")")
+            break
+        return name, args, self.s[start:self.i]
+
+    def _value(self) -> str:
+        if self.i >= len(self.s):
+            raise self._fail("expected a value")
+        q = self.s[self.i]
+        if q in "'\"":
+            opened = self.i
+            self.i += 1
+            buf = []
+            while self.i < len(self.s):
+                c = self.s[self.i]
+                if c == "\\" and self.i + 1 < len(self.s):
+                    buf.append(c + self.s[self.i + 1])
+                    self.i += 2
+                    continue
+                if c == q:
+                    self.i += 1
+                    return _unescape("".join(buf))
+                buf.append(c)
+                self.i += 1
+            raise _Syntax(f"unterminated string starting at offset {opened} ({self.s[opened:opened + 30]!r})")
+        # bare value: up to a ',' or ')' outside brackets
+        start, depth = self.i, 0
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if c in "([<":
+                depth += 1
+            elif c in ")]>":
+                if depth == 0 and c == ")":
+                    break
+                depth = max(depth - 1, 0)
+            elif c == "," and depth == 0:
+                break
+            elif c in "'\"\n":
+                raise self._fail("unexpected quote or newline in an unquoted value")
+            self.i += 1
+        value = self.s[start:self.i].strip()
+        if not value:
+            raise self._fail("expected a value")
+        return value
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "'": "'", '"': '"', "\\": "\\"}
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), s, flags=re.S)
+
+
+# --- mapping -----------------------------------------------------------------------
+
+
+def _box(param: str, value: str, convention: Any, sent: Size, captured: Size) -> tuple[float, float]:
+    t = _BOX_TOKENS.sub(" ", value)
+    if not _BOX_CHARS.fullmatch(t):
+        raise _Reject(f"{param}={value!r} is not a point or box")
+    nums = [float(n) for n in _NUMBER.findall(t)]
+    if len(nums) == 2:
+        x, y = nums
+    elif len(nums) == 4:
+        x, y = (nums[0] + nums[2]) / 2, (nums[1] + nums[3]) / 2
+    else:
+        raise _Reject(f"{param}={value!r} has {len(nums)} numbers (expected x,y or x1,y1,x2,y2)")
+    mapped = map_point(x, y, convention, sent, captured, what=param)
+    if isinstance(mapped, str):
+        raise _Reject(mapped)
+    return mapped
+
+
+def _split_keys(value: str) -> list[str]:
+    parts = value.split()
+    if len(parts) == 1 and "+" in parts[0] and parts[0] != "+":
+        parts = [p for p in parts[0].split("+") if p]
+    if not parts and value == " ":
+        parts = [" "]
+    return [normalize_key(p, combo=len(parts) > 1) for p in parts]
+
+
+def _to_actions(name: str, args: dict[str, str], raw: str, convention: Any, sent: Size,
+                captured: Size) -> list[_Action | ActionProblem]:
+    if name in _UNSUPPORTED:
+        raise _Reject(f"{_UNSUPPORTED[name]}")
+    if name not in _PARAMS:
+        raise _Reject(f"unknown action; known: {', '.join(sorted(_PARAMS))}")
+    params: dict[str, str] = {}
+    for k, v in args.items():
+        k2 = _PARAM_ALIASES.get(k, k)
+        if k2 not in _PARAMS[name]:
+            raise _Reject(f"no parameter {k!r}; allowed: {', '.join(sorted(_PARAMS[name])) or 'none'}")
+        if k2 in params:
+            raise _Reject(f"parameter {k2!r} given twice (as {k!r})")
+        if v != "" or k2 == "content":
+            params[k2] = v
+
+    def point(p: str = "start_box") -> tuple[float, float]:
+        if p not in params:
+            raise _Reject(f"needs {p}")
+        return _box(p, params[p], convention, sent, captured)
+
+    if name in ("click", "left_single"):
+        x, y = point()
+        return [build_action({"type": "click", "x": x, "y": y}, raw)]
+    if name == "left_double":
+        x, y = point()
+        return [build_action({"type": "double_click", "x": x, "y": y}, raw)]
+    if name == "right_single":
+        x, y = point()
+        return [build_action({"type": "right_click", "x": x, "y": y}, raw)]
+    if name in ("hover", "mouse_move"):
+        x, y = point()
+        return [build_action({"type": "move", "x": x, "y": y}, raw)]
+    if name in ("drag", "select"):
+        x, y = point("start_box")
+        tx, ty = point("end_box")
+        return [build_action({"type": "drag", "x": x, "y": y, "to_x": tx, "to_y": ty}, raw)]
+    if name in ("hotkey", "press"):
+        value = params.get("key", params.get(name))
+        if value is None:
+            raise _Reject("needs key")
+        keys = _split_keys(value)
+        if not keys:
+            raise _Reject(f"key={value!r} names no key")
+        if name == "press" and len(keys) > 1:
+            raise _Reject(f"press takes one key, got {value!r} (use hotkey for a combination)")
+        if len(keys) == 1:
+            return [build_action({"type": "key", "key": keys[0]}, raw)]
+        return [build_action({"type": "hotkey", "keys": keys}, raw)]
+    if name == "type":
+        content = params.get("content", "")
+        submit = False
+        for nl in ("\n", "\\n"):
+            if content.endswith(nl):
+                content, submit = content[: -len(nl)], True
+                break
+        if not content and not submit:
+            raise _Reject("needs content to type")
+        out = [build_action({"type": "type", "text": content}, raw)] if content else []
+        if submit:
+            out.append(build_action({"type": "key", "key": "enter"}, raw))
+        return out
+    if name == "scroll":
+        direction = params.get("direction", "").strip().lower()
+        if direction not in _SCROLL:
+            raise _Reject(f"direction must be down, up, left or right, got {params.get('direction')!r}")
+        axis, sign = _SCROLL[direction]
+        fields: dict[str, Any] = {"type": "scroll", axis: sign * SCROLL_CLICKS}
+        if "start_box" in params:
+            fields["x"], fields["y"] = point()
+        return [build_action(fields, raw)]
+    if name == "wait":
+        return [build_action({"type": "wait", "seconds": WAIT_SECONDS}, raw)]
+    if name == "finished":
+        return [build_action({"type": "finish", "status": "DONE", "message": params.get("content", "")}, raw)]
+    if name == "call_user":
+        extra = params.get("content", "").strip()
+        msg = CALL_USER_MESSAGE + (f": {extra}" if extra else "")
+        return [build_action({"type": "finish", "status": "FAIL", "message": msg}, raw)]
+    raise _Reject("not mapped to an action")  # pragma: no cover - tables and code agree

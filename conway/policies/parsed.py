@@ -1,0 +1,198 @@
+"""What every output parser returns, and the small helpers they share.
+
+A parser is a pure function of the model's text::
+
+    parse(text, *, convention, sent_size, captured_size) -> ParsedOutput
+
+It never raises for any text (bad input becomes an `ActionProblem` with the
+reason) and never executes anything the model wrote. Coordinates in the
+returned GUI actions are pixels of the *captured* screenshot; the model's own
+convention (see `conway.geometry.Convention`) is mapped here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..actions import ActionProblem, _Action, parse_action
+from ..geometry import Convention, Size, model_point_error, model_to_captured
+
+__all__ = [
+    "ParsedOutput",
+    "MAX_TEXT_CHARS",
+    "MAX_NUMBER",
+    "MAX_ACTIONS",
+    "split_reasoning",
+    "check_setup",
+    "map_point",
+    "build_action",
+    "problem",
+    "guarded",
+    "normalize_key",
+]
+
+MAX_TEXT_CHARS = 200_000
+"""Model output longer than this is refused outright (no model answers that much)."""
+MAX_NUMBER = 1_000_000
+"""Any number a model writes beyond this magnitude is refused before any mapping."""
+MAX_ACTIONS = 10
+"""Most actions one answer may produce (after expanding `press(presses=…)` etc.)."""
+
+
+@dataclass
+class ParsedOutput:
+    """One model answer, parsed."""
+
+    thought: str | None
+    """The model's stated reasoning for this step (its Thought section), if any."""
+    actions: list[_Action | ActionProblem] = field(default_factory=list)
+    """Actions in captured-screenshot pixels, or problems explaining a rejection."""
+    reasoning: str | None = None
+    """Content of `<think>…</think>` blocks: recorded, never re-sent as context."""
+    raw_action_text: str | None = None
+    """The fragment the actions were parsed from (code block, Action line, JSON)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when there is at least one action and no problem."""
+        return bool(self.actions) and not any(isinstance(a, ActionProblem) for a in self.actions)
+
+    @property
+    def problems(self) -> list[ActionProblem]:
+        return [a for a in self.actions if isinstance(a, ActionProblem)]
+
+
+def problem(message: str, raw: Any = None) -> ActionProblem:
+    return ActionProblem(message=message, raw=_clip(raw) if isinstance(raw, str) else raw)
+
+
+def _clip(s: str, n: int = 2000) -> str:
+    return s if len(s) <= n else s[:n] + f"… [{len(s) - n} more chars]"
+
+
+# --- hidden reasoning --------------------------------------------------------
+
+_THINK_PAIRS = (
+    (re.compile(r"<think(?:ing)?>", re.I), re.compile(r"</think(?:ing)?>", re.I)),
+    (re.compile(r"◁think▷"), re.compile(r"◁/think▷")),
+)
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """Remove `<think>…</think>` (also `<thinking>`, `◁think▷`) blocks.
+
+    Returns (the visible text, the reasoning or None). A closing tag with no
+    opening tag (templates that put `<think>` in the prompt) makes everything
+    before it reasoning; an opening tag never closed (a truncated answer)
+    makes everything after it reasoning.
+    """
+    parts: list[str] = []
+    for open_re, close_re in _THINK_PAIRS:
+        out: list[str] = []
+        pos = 0
+        first = True
+        while pos <= len(text):
+            o = open_re.search(text, pos)
+            c = close_re.search(text, pos)
+            if first and c is not None and (o is None or c.start() < o.start()):
+                parts.append(text[pos:c.start()])  # opening tag was in the prompt
+                pos = c.end()
+                first = False
+                continue
+            first = False
+            if o is None:
+                out.append(text[pos:])
+                break
+            out.append(text[pos:o.start()])
+            c = close_re.search(text, o.end())
+            if c is None:  # never closed: the rest is reasoning
+                parts.append(text[o.end():])
+                break
+            parts.append(text[o.end():c.start()])
+            pos = c.end()
+        text = "".join(out)
+    reasoning = "\n\n".join(p.strip() for p in parts if p.strip())
+    return text, (reasoning or None)
+
+
+# --- coordinates -------------------------------------------------------------
+
+
+def check_setup(convention: Any, sent_size: Any, captured_size: Any) -> str | None:
+    """None when the caller's convention and sizes are usable, else why not."""
+    try:
+        Convention(convention)
+    except ValueError:
+        known = ", ".join(c.value for c in Convention)
+        return f"parser misconfigured: unknown coordinate convention {convention!r} (known: {known})"
+    for name, size in (("sent_size", sent_size), ("captured_size", captured_size)):
+        if (
+            not isinstance(size, (tuple, list))
+            or len(size) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
+        ):
+            return f"parser misconfigured: {name} must be (width, height) positive ints, got {size!r}"
+    return None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def map_point(
+    x: Any, y: Any, convention: Any, sent_size: Size, captured_size: Size, what: str = "point"
+) -> tuple[float, float] | str:
+    """Model point -> captured pixels, or a message naming the bounds it broke."""
+    for name, v in (("x", x), ("y", y)):
+        if not _is_number(v):
+            return f"{what}: {name}={v!r} is not a number"
+        if not math.isfinite(v) or abs(v) > MAX_NUMBER:
+            return f"{what}: {name}={v!r} is not a plausible coordinate (|v| <= {MAX_NUMBER})"
+    err = model_point_error(x, y, convention, sent_size, captured_size)
+    if err is not None:
+        return f"{what}: {err}"
+    cx, cy = model_to_captured(x, y, convention, sent_size, captured_size)
+    cw, ch = captured_size
+    # relative 1.0 (or 1000) is the right/bottom edge itself: put it on the last pixel
+    cx, cy = round(cx, 3), round(cy, 3)
+    return (cw - 1.0 if cx >= cw else max(cx, 0.0)), (ch - 1.0 if cy >= ch else max(cy, 0.0))
+
+
+_KEY_ALIASES = {
+    "arrowleft": "left", "arrowright": "right", "arrowup": "up", "arrowdown": "down",
+    "control": "ctrl", "escape": "esc", "return": "enter", "del": "delete",
+}
+
+
+def normalize_key(key: str, combo: bool = False) -> str:
+    """pyautogui's spelling of a key name: multi-character names lower-cased
+    (pyautogui does the same) and a few common aliases mapped. In a combination
+    (`combo`) single letters are lower-cased too: ctrl+C means ctrl+c."""
+    k = key.strip() if key.strip() else key  # a lone " " is the space key
+    if len(k) > 1 or combo:
+        k = k.lower()
+        k = _KEY_ALIASES.get(k, k)
+    return k
+
+
+def build_action(fields: dict[str, Any], raw: Any = None) -> _Action | ActionProblem:
+    """Validate one action dict with the schema; a failure keeps `raw` for the journal."""
+    result = parse_action(fields)
+    if isinstance(result, ActionProblem) and raw is not None:
+        return problem(result.message, raw)
+    return result
+
+
+def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutput:
+    """Run a parser body; any unexpected exception becomes a problem, never escapes."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the contract is: nothing escapes
+        return ParsedOutput(
+            thought=None,
+            actions=[problem(f"internal {kind} parser error ({type(exc).__name__}: {exc})",
+                             text if isinstance(text, str) else None)],
+        )
