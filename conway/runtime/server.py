@@ -226,7 +226,6 @@ class LocalServer:
     def from_config(cls, cfg: ConwayConfig, log_path: Path, alias: str) -> "LocalServer":
         rt = cfg.runtime
         host = _check_host(rt)
-        program = find_program(rt)
         if rt.port:
             if port_in_use(host, rt.port):
                 raise UserError(f"port {rt.port} on {host} is already in use (another server?): choose another "
@@ -234,6 +233,7 @@ class LocalServer:
             port = rt.port
         else:
             port = free_port(host)
+        program = find_program(rt)
         return cls(cmd=build_command(program, cfg, host, port, alias), host=host, port=port, log_path=log_path,
                    program=program, env=server_env(rt), startup_timeout_s=rt.startup_timeout_s, alias=alias)
 
