@@ -105,9 +105,17 @@ class Loop:
     def record(self, kind: str, payload: dict[str, Any]) -> None:
         self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))
 
-    def save_state(self, **changes: Any) -> None:
+    def save_state(self, durable: bool = True, **changes: Any) -> None:
         self.state.update(changes, updated_at=self.p.clock.time())
-        self.state_store.save(self.state)
+        self.state_store.save(self.state, durable=durable)
+        self._saved_at = self.p.clock.monotonic()
+
+    def save_progress(self) -> None:
+        """Refresh the step shown by `status` at most once a second (not needed for safety)."""
+        if self.p.clock.monotonic() - getattr(self, "_saved_at", 0.0) >= 1.0:
+            self.save_state(durable=False, step=self.step)
+        else:
+            self.state["step"] = self.step
 
     # -- start-up -------------------------------------------------------------
 
@@ -120,8 +128,16 @@ class Loop:
         if self.p.journal.torn_on_open:
             self.record("recovery", {"what": "journal", "detail": f"torn last line in {self.p.journal.torn_on_open} skipped"})
         pending = prior.get("pending") if isinstance(prior, dict) else None
+        verdict, journaled = self._journal_verdict()
+        if verdict == "pending":
+            pending = journaled
+        elif verdict == "resolved" and pending:
+            self.record("recovery", {"what": "pending", "detail": "the pending action's outcome is in the journal; "
+                                     "only the state write clearing it was lost"})
+            pending = None
         if pending:
-            self.record("uncertain", {"action": pending.get("action"), "from_session": prior.get("session"),
+            self.record("uncertain", {"action": pending.get("action"),
+                                      "from_session": pending.get("session") or prior.get("session"),
                                       "intent_step": pending.get("step"),
                                       "detail": "a previous run stopped while dispatching this action; "
                                                 "it may or may not have happened and is not replayed"})
@@ -132,6 +148,25 @@ class Loop:
                       "model_id": getattr(self.p.policy, "model_id", "?"), "config_digest": self.cfg.digest(),
                       "mode": "session" if self.p.single_session else "continuous", "dry_run": self.p.dry_run}
         self.save_state()
+
+    def _journal_verdict(self) -> tuple[str, dict[str, Any] | None]:
+        """Newest-first over the journal tail: was the last intent followed by its outcome?
+
+        The journal's intent is fsynced before dispatch, so it is the authority;
+        state.json's `pending` copy is a convenience for `status`.
+        """
+        from .journal import tail_events
+        events = tail_events(self.p.home.journal_dir, 200)
+        for ev in reversed(events):
+            kind = ev.get("kind")
+            if kind in ("result", "error", "uncertain", "suppressed", "finish") or (
+                    kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
+                return "resolved", None
+            if kind == "intent":
+                p = ev.get("payload") or {}
+                return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
+                                   "session": ev.get("session")}
+        return ("unknown", None) if not events else ("resolved", None)
 
     # -- waiting and control --------------------------------------------------
 
@@ -189,7 +224,7 @@ class Loop:
                 if self.cfg.agent.max_steps is not None and self.step >= self.cfg.agent.max_steps:
                     raise StopRun(f"max-steps budget ({self.cfg.agent.max_steps}) reached")
                 self.step += 1
-                self.save_state(step=self.step)
+                self.save_progress()
                 self.cycle()
         except StopRun as stop:
             reason = stop.reason
@@ -303,7 +338,8 @@ class Loop:
             return
         if action.side_effect:
             self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
-            self.save_state(pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+            # the fsynced intent above is what recovery trusts; this copy is for `status`
+            self.save_state(durable=False, pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
                                      "at": self.p.clock.time()})
         try:
             result = self.p.toolbox.run(action)
@@ -316,8 +352,8 @@ class Loop:
                 self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
-        if action.side_effect:
-            self.save_state(pending=None)
+        if action.side_effect:  # not fsynced: recovery finds the journaled result if this write is lost
+            self.save_state(durable=False, pending=None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.latest = f"{action.summary()} → {shown}"

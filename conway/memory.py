@@ -35,10 +35,13 @@ class Memory:
 
     def add(self, line: str) -> str | None:
         """Append one line; compact when over the threshold. Returns a note when it compacted."""
-        text = self.read() + line.rstrip("\n") + "\n"
-        note = None
-        if len(text) > self.max_chars:
-            text, note = self._compact(text)
+        line = line.rstrip("\n") + "\n"
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size + len(line.encode("utf-8")) <= self.max_chars:
+            with open(self.path, "a", encoding="utf-8") as fh:  # the common case: a cheap append
+                fh.write(line)
+            return None
+        text, note = self._compact(self.read() + line)
         atomic_write_bytes(self.path, text.encode("utf-8"))
         return note
 

@@ -11,20 +11,26 @@ from typing import Any
 from .errors import UserError
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Temp file in the same folder + fsync + rename: readers see old or new, never half."""
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Temp file in the same folder + fsync + rename: readers see old or new, never half.
+
+    `durable=False` skips the fsyncs (still atomic for readers); used for writes whose
+    loss in a power cut is harmless because the journal says the same thing.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -40,8 +46,8 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode())
+def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode(), durable)
 
 
 def read_json(path: Path) -> Any:
@@ -73,14 +79,14 @@ class StateStore:
                 problem += f"; {exc}"
         return {}, f"{problem}; no usable previous state, starting empty"
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: dict[str, Any], durable: bool = True) -> None:
         if self.path.exists():
             try:  # only a parseable state becomes "previous"
                 read_json(self.path)
                 os.replace(self.path, self.previous)
             except (ValueError, OSError):
                 pass
-        atomic_write_json(self.path, state)
+        atomic_write_json(self.path, state, durable)
 
 
 # --- control.json --------------------------------------------------------------
