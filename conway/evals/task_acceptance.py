@@ -148,7 +148,8 @@ def parse_task(text: str, source: str = "task") -> TaskSpec:
     try:
         meta = yaml.safe_load("".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{source}: the front matter is not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"{source}: the front matter is not valid YAML: {str(exc).splitlines()[0]} "
+                        "(put quotes around values that contain ': ' or start with a special character)") from None
     if not isinstance(meta, dict):
         raise UserError(f"{source}: the front matter must be a mapping with `acceptance:`")
     unknown = set(meta) - {"acceptance", "title"}

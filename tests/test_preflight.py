@@ -1,0 +1,207 @@
+"""preflight: each check on real homes, endpoints and (when Xvfb is here) a real display."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conway.cli import main
+from conway.state import InstanceLock, atomic_write_json
+from fixtures.vision_fixture_server import VisionFixtureServer
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "tests" / "fixtures" / "tiny-vlm"
+
+
+def _preflight(tmp_path: Path, *args: str, name: str = "pf.json") -> tuple[int, dict]:
+    out = tmp_path / name
+    code = main(["preflight", "--output", str(out), *args])
+    return code, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def _checks(data: dict) -> dict[str, dict]:
+    return {c["check"]: c for c in data["cases"]}
+
+
+def test_fresh_home_with_mock_is_ready(tmp_path, initialized_home, capsys):
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 0
+    checks = _checks(data)
+    assert checks["configuration"]["status"] == "ok"
+    assert checks["constitution"]["status"] == "ok"
+    assert checks["recovery: pending intent"]["status"] == "ok"
+    assert checks["recovery: lock"]["status"] == "ok"
+    assert checks["recovery: journal tail"]["status"] == "ok"
+    assert checks["memory"]["status"] == "ok" and "GiB available" in checks["memory"]["detail"]
+    assert checks["model"]["status"] == "ok"
+    assert checks["desktop"]["status"] == "not_checked"
+    assert "desktop readiness was not checked" in checks["desktop"]["detail"]
+    assert data["summary"] == {"ready": True, "failed": [], "warnings": [], "desktop_checked": False}
+    assert data["kind"] == "preflight" and data["model_id"] == "conway-mock"
+    assert data["parameters"]["downloads"] == "never"
+    out = capsys.readouterr().out
+    assert "ready (desktop readiness not checked; add --desktop)" in out
+
+
+def test_missing_constitution_is_not_ready(tmp_path, conway_home, capsys):
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 2
+    assert _checks(data)["constitution"]["status"] == "fail"
+    assert data["summary"]["failed"] == ["constitution"]
+    assert "not ready: constitution" in capsys.readouterr().out
+
+
+def test_invalid_config_is_a_reason_not_a_crash(tmp_path, initialized_home):
+    (initialized_home / "config.yaml").write_text("agent: {no_such_key: 1}\n")
+    code, data = _preflight(tmp_path)
+    assert code == 2
+    checks = _checks(data)
+    assert checks["configuration"]["status"] == "fail" and "no_such_key" in checks["configuration"]["detail"]
+    assert checks["model"]["status"] == "not_checked"
+    assert data["config"] is None
+
+
+def test_recovery_state_is_reported(tmp_path, initialized_home):
+    home = initialized_home
+    atomic_write_json(home / "state.json", {"session": "s-old", "status": "running", "pending": {
+        "step": 4, "action": {"type": "click", "x": 1, "y": 2}, "summary": "click(x=1, y=2)"}})
+    (home / "instance.lock").write_text("12345")  # a lock file nobody holds
+    jdir = home / "journal"
+    jdir.mkdir(exist_ok=True)
+    (jdir / "000001-20260101T000000000000.jsonl").write_bytes(b'{"kind": "intent"}\n{"kind": "res')
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 0  # reported, not blocking: the next run records and recovers each
+    checks = _checks(data)
+    assert checks["recovery: pending intent"]["status"] == "warn"
+    assert "click(x=1, y=2)" in checks["recovery: pending intent"]["detail"]
+    assert "not replay" in checks["recovery: pending intent"]["detail"]
+    assert checks["recovery: lock"]["status"] == "warn" and "stale" in checks["recovery: lock"]["detail"]
+    assert checks["recovery: journal tail"]["status"] == "warn"
+    assert "torn" in checks["recovery: journal tail"]["detail"]
+    assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: lock",
+                                                "recovery: journal tail"}
+
+
+def test_live_lock_holder_reported(tmp_path, initialized_home):
+    lock = InstanceLock(initialized_home / "instance.lock")
+    lock.acquire()
+    try:
+        code, data = _preflight(tmp_path, "--mock")
+    finally:
+        lock.release()
+    assert code == 0
+    detail = _checks(data)["recovery: lock"]["detail"]
+    assert f"pid {os.getpid()}" in detail and "running" in detail
+
+
+def test_endpoint_serving_the_model_is_ready(tmp_path, initialized_home):
+    with VisionFixtureServer(model_id="served-vlm") as server:
+        code, data = _preflight(tmp_path, "--endpoint", server.base_url, "policy=generic")
+        assert code == 0
+        check = _checks(data)["endpoint serves the model"]
+        assert check["status"] == "ok" and "served-vlm" in check["detail"]
+        assert data["model_id"] == "served-vlm" and data["endpoint"] == server.base_url
+        code, data = _preflight(tmp_path, "--endpoint", server.base_url, "--model", "other", "policy=generic",
+                                name="other.json")
+    assert code == 2
+    detail = _checks(data)["endpoint serves the model"]["detail"]
+    assert "'other' is not served" in detail and "served-vlm" in detail
+
+
+def test_unreachable_endpoint_is_not_ready_with_the_reason(tmp_path, initialized_home, capsys):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, data = _preflight(tmp_path, "--endpoint", f"http://127.0.0.1:{port}/v1", "policy=generic")
+    assert code == 2
+    assert _checks(data)["endpoint serves the model"]["status"] == "fail"
+    assert f"127.0.0.1:{port}" in capsys.readouterr().out
+
+
+def test_no_model_configured(tmp_path, initialized_home):
+    code, data = _preflight(tmp_path, "policy=generic")
+    assert code == 2
+    assert "needs a model" in _checks(data)["model"]["detail"]
+
+
+def test_missing_local_model_file(tmp_path, initialized_home):
+    code, data = _preflight(tmp_path, "policy=generic", f"policy.model_path={tmp_path / 'nope.gguf'}")
+    assert code == 2
+    check = _checks(data)["local model"]
+    assert check["status"] == "fail" and "nope.gguf" in check["detail"]
+
+
+@pytest.mark.skipif(not (TINY / "tiny-vlm.gguf").exists() and not list(TINY.glob("*.gguf")),
+                    reason="tiny VLM fixtures not built (scripts/build_tiny_vlm.py)")
+def test_local_tiny_vlm_present_and_fitting(tmp_path, initialized_home):
+    ggufs = sorted(TINY.glob("*.gguf"))
+    model = next(p for p in ggufs if "mmproj" not in p.name)
+    mmproj = next(p for p in ggufs if "mmproj" in p.name)
+    code, data = _preflight(tmp_path, "policy=generic", "policy.backend=http", f"policy.model_path={model}",
+                            f"policy.mmproj_path={mmproj}")
+    checks = _checks(data)
+    assert checks["local model"]["status"] == "ok"
+    assert checks["model fits"]["status"] == "ok" and "estimate" in checks["model fits"]["detail"]
+    assert "server program" in checks  # ok when llama-server or llama-cpp-python is here, else the reason
+    assert code == (0 if checks["server program"]["status"] == "ok" else 2)
+
+
+def test_desktop_without_display_fails_clearly(tmp_path, initialized_home, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    code, data = _preflight(tmp_path, "--mock", "--desktop")
+    assert code == 2
+    check = _checks(data)["desktop"]
+    assert check["status"] == "fail" and "screenshot failed" in check["detail"]
+    assert data["summary"]["desktop_checked"] is True
+
+
+@pytest.fixture
+def xvfb_display():
+    exe = shutil.which("Xvfb")
+    if not exe:
+        pytest.skip("Xvfb is not installed")
+    r, w = os.pipe()
+    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+                            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(w)
+    try:
+        with os.fdopen(r) as fh:
+            number = fh.readline().strip()
+        if not number:
+            pytest.skip("Xvfb did not start")
+        yield f":{number}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.desktop
+def test_desktop_screenshot_is_taken_and_deleted(tmp_path, initialized_home, monkeypatch, xvfb_display):
+    monkeypatch.setenv("DISPLAY", xvfb_display)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    code, data = _preflight(tmp_path, "--mock", "--desktop")
+    assert code == 0
+    check = _checks(data)["desktop"]
+    assert check["status"] == "ok" and check["data"]["captured_size"] == [800, 600]
+    assert "deleted and not sent to a model" in check["detail"]
+    assert list(scratch.iterdir()) == []  # the temporary image and its folder are gone
+
+
+@pytest.mark.parametrize("where", ["exists", "in_home"])
+def test_output_refused(tmp_path, initialized_home, capsys, where):
+    out = tmp_path / "pf.json" if where == "exists" else initialized_home / "pf.json"
+    if where == "exists":
+        out.write_text("{}")
+    assert main(["preflight", "--mock", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert ("already exists" if where == "exists" else "inside the Conway home") in err
