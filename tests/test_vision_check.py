@@ -343,3 +343,65 @@ def test_cli_sheet_exists_refused(tmp_path, capsys):
 def test_shape_contains_inclusive():
     s = Shape("red", "square", (10, 20, 30, 40))
     assert s.contains(10, 20) and s.contains(30, 40) and not s.contains(30.01, 40) and s.centre == (20, 30)
+
+
+# --- the real tiny VLM through llama.cpp (structure and honest scoring, not hit rates) -----------------
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "tests" / "fixtures" / "tiny-vlm"
+
+
+def _llama_backend_skip(backend: str) -> str | None:
+    import importlib.util
+    if not (TINY / "tiny-vlm.gguf").exists() or not (TINY / "tiny-vlm-mmproj.gguf").exists():
+        return "tiny VLM fixtures are missing (scripts/build_tiny_vlm.py --out tests/fixtures/tiny-vlm)"
+    if backend == "inprocess":
+        return None if importlib.util.find_spec("llama_cpp") else "llama-cpp-python is not installed ('.[llama]')"
+    from conway.config import RuntimeConfig
+    from conway.errors import UserError
+    from conway.runtime.server import find_program
+    try:
+        find_program(RuntimeConfig())
+    except UserError as exc:
+        return f"no model server program: {exc}"
+    return None
+
+
+@pytest.mark.llama
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["inprocess", "server"])
+def test_vision_check_on_the_real_tiny_vlm(tmp_path, backend):
+    reason = _llama_backend_skip(backend)
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "tiny.json"
+    sheet = tmp_path / "tiny.png"
+    code = main(["vision-check", "--samples", "4", "--seed", "3", "--size", "320x200", "--output", str(out),
+                 "--sheet", str(sheet), "--quiet", "--parallel", "2", "policy=generic",
+                 f"policy.backend={'llama_cpp' if backend == 'inprocess' else 'http'}",
+                 f"policy.model_path={TINY / 'tiny-vlm.gguf'}", f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
+                 "policy.max_tokens=48", "policy.seed=0", "runtime.n_ctx=4096", "runtime.parallel=2"])
+    data = json.loads(out.read_text())
+    s = data["summary"]
+    assert data["model_id"] == "tiny-vlm" and s["cases"] == 4 and len(data["cases"]) == 4
+    # honest scoring: every number in the summary is recomputable from the cases
+    hits = errors = 0
+    for i, case in enumerate(data["cases"]):
+        assert case["image"]["sha256"] == generate_case(3, i, (320, 200)).sha256
+        assert case["raw_output"] is not None and case["model_id"] == "tiny-vlm" and case["latency_s"] > 0
+        meta = case["decision_meta"]
+        assert meta["sent_size"][0] % 28 == 0 and meta["sent_size"][1] % 28 == 0  # the Qwen rule, on our side
+        assert meta["captured_size"] == [320, 200]
+        if case["error"]:
+            errors += 1
+            assert case["predicted"] is None and case["hit"] is False
+        else:
+            x, y = case["predicted"]
+            x0, y0, x1, y1 = case["target"]["box"]
+            assert case["hit"] == (x0 <= x <= x1 and y0 <= y <= y1)
+            cx, cy = case["target"]["centre"]
+            assert case["distance_px"] == pytest.approx(((x - cx) ** 2 + (y - cy) ** 2) ** 0.5, abs=0.02)
+            hits += case["hit"]
+    assert (s["hits"], s["errors"], s["misses"]) == (hits, errors, 4 - hits - errors)
+    assert code == (0 if hits == 4 else 2)
+    assert sheet.exists() == (hits < 4)

@@ -57,6 +57,31 @@ SHAPES = ("square", "circle", "triangle")
 BACKGROUNDS = ((242, 242, 242), (222, 226, 231), (200, 204, 208), (58, 61, 66), (32, 34, 40))
 PANELS = ((250, 250, 250), (180, 184, 190), (110, 112, 118), (80, 84, 90))
 
+@dataclass(frozen=True)
+class Profile:
+    """How hard the generated cases are: target size (share of the short side) and clutter."""
+
+    target_frac: tuple[float, float]
+    target_min_px: tuple[int, int]
+    distractors: tuple[int, int]
+    panels: tuple[int, int]
+
+
+PROFILES: dict[str, Profile] = {
+    # the suite as specified: small targets among 3-8 distractors on window-like panels
+    "standard": Profile(target_frac=(0.015, 0.10), target_min_px=(12, 16), distractors=(3, 8), panels=(0, 3)),
+    # for small learning demos on a CPU: one large target (34-40% of the short side) and nothing else
+    "demo": Profile(target_frac=(0.34, 0.40), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0)),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UserError(f"unknown vision-check profile {name!r}; known: {', '.join(PROFILES)}") from None
+
+
 PROMPT = """\
 This is Conway's vision check: a generated test image, not a real screen.
 It shows several coloured shapes. Find the one shape the goal names (colour and
@@ -118,17 +143,21 @@ def _place(rng: random.Random, size: tuple[int, int], side: int, taken: list[tup
     return None
 
 
-def generate_case(seed: int, index: int, size: tuple[int, int]) -> VisionCase:
+def generate_case(seed: int, index: int, size: tuple[int, int], profile: str = "standard") -> VisionCase:
     """Case `index` of the suite for `seed` at `size`: independent of the other cases and of threads."""
     w, h = size
     if w < 64 or h < 64:
         raise UserError(f"vision-check images must be at least 64x64 (got {w}x{h})")
-    rng = random.Random(f"{GENERATOR}:{seed}:{index}:{w}x{h}")
+    prof = get_profile(profile)
+    # the standard profile keeps its original seeding, so its images (and hashes) never change
+    rng = random.Random(f"{GENERATOR}:{seed}:{index}:{w}x{h}" if profile == "standard"
+                        else f"{GENERATOR}:{profile}:{seed}:{index}:{w}x{h}")
     short = min(w, h)
-    lo, hi = max(12, round(short * 0.015)), max(16, round(short * 0.10))
+    lo = max(prof.target_min_px[0], round(short * prof.target_frac[0]))
+    hi = max(prof.target_min_px[1], round(short * prof.target_frac[1]))
     background = rng.choice(BACKGROUNDS)
     panels = []
-    for _ in range(rng.randint(0, 3)):  # window-like grey panels under the shapes
+    for _ in range(rng.randint(*prof.panels)):  # window-like grey panels under the shapes
         pw, ph = rng.randint(w // 6, w // 2), rng.randint(h // 6, h // 2)
         px, py = rng.randint(0, w - pw), rng.randint(0, h - ph)
         panels.append(((px, py, px + pw - 1, py + ph - 1), rng.choice(PANELS)))
@@ -139,7 +168,7 @@ def generate_case(seed: int, index: int, size: tuple[int, int]) -> VisionCase:
     target = Shape(colour, shape, box)
     taken = [box]
     distractors = []
-    for _ in range(rng.randint(3, 8)):
+    for _ in range(rng.randint(*prof.distractors)):
         d_colour = rng.choice([c for c in sorted(PALETTE) if c != colour])
         d_box = _place(rng, size, rng.randint(lo, hi), taken, pad=max(4, lo // 2))
         if d_box is None:
@@ -217,8 +246,8 @@ def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
 
 
 def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: tuple[int, int],
-             lock: threading.Lock | None = None) -> dict[str, Any]:
-    case = generate_case(seed, index, size)
+             lock: threading.Lock | None = None, profile: str = "standard") -> dict[str, Any]:
+    case = generate_case(seed, index, size, profile)
     ctx = decision_context(case, config)
     record: dict[str, Any] = {"index": index, "instruction": case.instruction, "target": case.target.record(),
                               "distractors": len(case.distractors),
@@ -388,7 +417,8 @@ def resolve_size(explicit: str | None) -> tuple[tuple[int, int], str]:
     return DEFAULT_SIZE, f"default {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]} (no display found)"
 
 
-def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], thumb_w: int = 360) -> bytes | None:
+def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], thumb_w: int = 360,
+               profile: str = "standard") -> bytes | None:
     """A contact sheet of misses and errors: image, target box (green), predicted point (magenta)."""
     from PIL import Image, ImageDraw
 
@@ -403,7 +433,7 @@ def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], 
     sheet = Image.new("RGB", (cols * (thumb_w + 8) + 8, rows * (thumb_h + caption_h + 8) + 8), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
     for k, rec in enumerate(bad):
-        case = generate_case(seed, rec["index"], size)
+        case = generate_case(seed, rec["index"], size, profile)
         with Image.open(io.BytesIO(case.png)) as src:
             thumb = src.convert("RGB").resize((thumb_w, thumb_h))
         ox = 8 + (k % cols) * (thumb_w + 8)
@@ -435,7 +465,8 @@ def _policy_is_serial(config: ConwayConfig) -> bool:
 
 def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, size: tuple[int, int],
               parallel: int = 1, progress: bool = True,
-              on_record: Callable[[dict[str, Any]], None] | None = None) -> tuple[list[dict[str, Any]], float]:
+              on_record: Callable[[dict[str, Any]], None] | None = None,
+              profile: str = "standard") -> tuple[list[dict[str, Any]], float]:
     """Run every case (K at a time); returns (records in case order, wall seconds)."""
     lock = threading.Lock() if _policy_is_serial(config) and parallel > 1 else None
     bar = None
@@ -446,7 +477,7 @@ def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, 
     started = time.perf_counter()
     try:
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="vision-check") as pool:
-            futures = [pool.submit(run_case, policy, config, seed, i, size, lock) for i in range(samples)]
+            futures = [pool.submit(run_case, policy, config, seed, i, size, lock, profile) for i in range(samples)]
             for fut in as_completed(futures):
                 rec = fut.result()
                 records.append(rec)
@@ -466,7 +497,7 @@ def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, 
 def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int, seed: int,
                  size: str | None = None, parallel: int = 1, sheet: str | None = None,
                  argv: list[str] | None = None, progress: bool = True, policy: Policy | None = None,
-                 say: Callable[[str], None] = print) -> int:
+                 say: Callable[[str], None] = print, profile: str = "standard") -> int:
     """The whole command: validate, run, write the report (and sheet), print a summary. Returns the exit code."""
     if samples < 1:
         raise UserError(f"--samples must be at least 1 (got {samples})")
@@ -476,18 +507,22 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
     if sheet_path is not None and sheet_path == out:
         raise UserError("--sheet and --output must be different files")
+    get_profile(profile)
     image_size, size_source = resolve_size(size)
     own_policy = policy is None
     if policy is None:  # builds the client: an unreachable or missing model is a UserError (exit 1) here
         from ..app import build_policy
         policy = build_policy(config, home)
     try:
+        if parallel > 1 and effective_backend(config) == "server" and config.runtime.parallel < parallel:
+            say(f"note: the server Conway starts has {config.runtime.parallel} slot(s) (runtime.parallel); "
+                f"--parallel {parallel} requests will queue there: add runtime.parallel={parallel}")
         if parallel > 1 and _policy_is_serial(config):
             say(f"note: the {effective_backend(config)} policy answers one request at a time; "
                 f"--parallel {parallel} only overlaps image preparation")
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
                         parameters={"samples": samples, "size": list(image_size), "size_source": size_source,
-                                    "parallel": parallel, "generator": GENERATOR,
+                                    "parallel": parallel, "generator": GENERATOR, "profile": profile,
                                     "backend": effective_backend(config),
                                     "instruction_form": "Click the <colour> <shape>.",
                                     "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
@@ -496,7 +531,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         try:
             records, wall = run_suite(policy, config, samples=samples, seed=seed, size=image_size,
                                       parallel=parallel, progress=progress,
-                                      on_record=report.add_case if streaming else None)
+                                      on_record=report.add_case if streaming else None, profile=profile)
         except BaseException:
             report.abandon()
             raise
@@ -507,7 +542,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         code = 0 if summary["hits"] == samples else 2
         sheet_written = None
         if sheet_path is not None:
-            png = draw_sheet(records, seed, image_size)
+            png = draw_sheet(records, seed, image_size, profile=profile)
             if png is not None:
                 write_new_file(sheet_path, png)
                 sheet_written = str(sheet_path)
