@@ -202,11 +202,19 @@ class LlamaInProcessBackend:
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.has_vision:
             return messages
-        out = []  # text-only model: flatten content parts, leave images out
+        # Text-only model: flatten content parts and leave images out. The system text moves to the
+        # front of the first user turn (chat formats like gemma drop system messages), which keeps the
+        # stable part first.
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+        out = []
         for m in messages:
+            if m.get("role") == "system":
+                continue
             content = m.get("content")
             if isinstance(content, list):
                 content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+            if system and m.get("role") == "user":
+                content, system = f"{system}\n\n{content}", ""
             out.append({**m, "content": content})
         return out
 
