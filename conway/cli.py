@@ -91,9 +91,71 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="validate (the default action) and print the result")
     _add_overrides(p)
 
-    p = cmd("export", "write the journal as trajectory records (JSONL, one per step)")
-    p.add_argument("--output", required=True, metavar="FILE", help="new file to write (never overwritten)")
+    p = cmd("export", "write the journal as trajectory records (JSONL, one per step)",
+            "Write recorded steps as conway-traj/1 records (JSONL; image bytes never included) or, with\n"
+            "--format hf, a Hugging Face datasets folder with the screenshots as an Image feature.\n"
+            "Exports can hold private screen content: review them before sharing.")
+    p.add_argument("--output", required=True, metavar="FILE", help="new file (or folder, --format hf) to write (never overwritten)")
     p.add_argument("--include-dry-runs", action="store_true", help="also export planned-only steps")
+    p.add_argument("--include-uncertain", action="store_true", help="also export steps whose outcome is uncertain")
+    p.add_argument("--format", default="jsonl", choices=("jsonl", "hf"), dest="fmt",
+                   help="jsonl (default) or hf (a datasets folder with images)")
+    p.add_argument("--style", choices=("generic", "opencua", "uitars"),
+                   help="add each step's target turn in this model family's own action format")
+    p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
+    p.add_argument("--from-report", metavar="REPORT",
+                   help="export a vision-check report's cases (labelled by their targets) instead of the journal")
+
+    # --- experience → candidates (labels, training outputs, promotion) ---
+    p = cmd("review", "label recorded steps as a person: correct, wrong (with the corrected action) or redundant",
+            "Labels go to labels.jsonl beside the journal (source: review); the journal is never changed.\n"
+            "Interactive by default; --step N --verdict V [--action JSON] labels one step from a script.")
+    p.add_argument("--session", metavar="ID", help="only steps of this session")
+    p.add_argument("--step", type=int, metavar="N", help="label this step (with --verdict)")
+    p.add_argument("--verdict", choices=("correct", "wrong", "redundant"), help="the label for --step")
+    p.add_argument("--action", metavar="JSON", help="the corrected action for a wrong step (captured-screen pixels)")
+    p.add_argument("--note", default="", help="free text kept with the label")
+    p.add_argument("--hindsight", action="store_true", help="mark the label as made in hindsight")
+    p.add_argument("--include-dry-runs", action="store_true", help="also offer planned-only steps")
+
+    p = cmd("candidates", "list trained candidate policies under the home (complete ones have a manifest)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    p = cmd("candidate-eval", "run the same held-out cases on the base and on a candidate through llama.cpp",
+            "Serve the base model and the candidate through llama.cpp one after the other, run the same\n"
+            "seeded vision-check cases on both and report each hit rate with its 95% interval and the\n"
+            "difference. Exit 0 candidate better with separated intervals, 2 not separated, 1 setup error.")
+    p.add_argument("name", help="candidate name (a folder under candidates/)")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check",), help="the held-out suite")
+    p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
+    p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
+    p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
+    p.add_argument("--profile", default=None, choices=("standard", "demo"),
+                   help="vision-check case profile (default: the candidate's manifest, else standard)")
+    p.add_argument("--base-model", metavar="GGUF", help="the base model (default: the manifest's base GGUF)")
+    p.add_argument("--base-mmproj", metavar="GGUF", help="the base model's vision projector")
+    p.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
+                   help="llama_cpp: in-process llama-cpp-python (default); http: a llama.cpp server Conway starts")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = cmd("promote", "make a candidate the configured policy (or --rollback to the previous one)",
+            "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
+            "the previous section in promotions.jsonl and the journal. Nothing promotes by itself.")
+    p.add_argument("name", nargs="?", help="candidate name")
+    p.add_argument("--rollback", action="store_true", help="restore the policy the last promotion replaced")
+
+    p = cmd("replay", "feed recorded steps to a policy and score agreement with labelled actions (nothing executed)")
+    _add_model_args(p)
+    p.add_argument("--trajectory", required=True, metavar="FILE", help="a conway-traj/1 JSONL from `conway export`")
+    p.add_argument("--candidate", metavar="NAME", help="replay through this candidate's GGUF (llama.cpp)")
+    p.add_argument("--against", default="labels", choices=("labels", "recorded"),
+                   help="compare with labelled actions only (default) or also the recorded ones")
+    p.add_argument("--tolerance-px", type=float, default=20.0, help="point distance that agrees when no target box")
+    p.add_argument("--limit", type=int, metavar="N", help="replay at most N steps")
+    p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    _add_overrides(p)
 
     # --- checks (conway/evals) ---
     p = cmd("preflight", "check configuration, constitution, recovery state, memory and model readiness",
@@ -116,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    p.add_argument("--profile", default="standard", choices=("standard", "demo"),
+                   help="case difficulty: standard (small targets among distractors) or demo (one large target, "
+                        "for CPU learning demos)")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_overrides(p)
@@ -269,8 +334,6 @@ def do_status(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
-    if report["task_acceptance"]["sessions"]:
-        print(f"tasks:    {render_counts(report['task_acceptance'])}")
     print(f"home:     {report['home']}")
     print(f"session:  {report['session'] or '-'}")
     print(f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""))
@@ -281,6 +344,8 @@ def do_status(args) -> int:
     print(f"pending:  {pending['summary'] if pending else 'none'}")
     if report["state_recovery"]:
         print(f"recovery: {report['state_recovery']}")
+    if report["task_acceptance"]["sessions"]:
+        print(f"tasks:    {render_counts(report['task_acceptance'])}")
     if report["last_events"]:
         print("last events:")
         for e in report["last_events"]:
@@ -306,14 +371,89 @@ def do_config(args) -> int:
 
 
 def do_export(args) -> int:
-    from .export import export_trajectory
+    from .export import export
     home = _home(args)
     out = Path(args.output).expanduser()
-    n, skipped = export_trajectory(home.journal_dir, out, include_dry_runs=args.include_dry_runs)
-    print(f"wrote {n} step record(s) to {out}")
-    if skipped:
-        print(f"skipped {len(skipped)} unreadable journal line(s): {', '.join(skipped[:5])}")
+    res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
+                 include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
+                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report)
+    print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
+    if res.skipped_lines:
+        print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+    if res.missing:
+        print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+    if res.unrendered:
+        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
+              f"{res.unrendered[0]}")
     return 0
+
+
+def do_review(args) -> int:
+    from .labels import review
+    home = _home(args)
+    review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
+           include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
+    return 0
+
+
+def do_candidates(args) -> int:
+    from .candidates import list_candidates
+    home = _home(args)
+    items = list_candidates(home)
+    if args.json:
+        print(json.dumps(items, indent=2, default=str))
+        return 0
+    if not items:
+        print(f"no candidates under {home.candidates}")
+        return 0
+    for c in items:
+        m = c.get("metrics") or {}
+        hits = m.get("held_out_hit_rate")
+        print(f"{c['name']:<24} {c['status']:<26} recipe {c.get('recipe') or '-':<14} "
+              f"loss {m.get('final_loss') if m.get('final_loss') is not None else '-'}"
+              + (f"  train-time held-out hits {hits:.0%}" if isinstance(hits, (int, float)) else ""))
+    return 0
+
+
+def do_candidate_eval(args) -> int:
+    from .candidates import candidate_eval
+    home = _home(args)
+    return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
+                          output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
+                          base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
+                          progress=not args.quiet)
+
+
+def do_promote(args) -> int:
+    from .candidates import promote, rollback
+    home = _home(args)
+    if args.rollback:
+        if args.name:
+            raise UserError("give either a candidate name or --rollback, not both")
+        entry = rollback(home)
+        print(f"rolled back: the policy before candidate {entry['candidate']!r} is configured again "
+              f"({home.config})")
+        return 0
+    if not args.name:
+        raise UserError("name the candidate to promote (see `conway candidates`), or pass --rollback")
+    entry = promote(home, args.name)
+    print(f"promoted {args.name}: policy.model_path = {entry['new_policy'].get('model_path')}")
+    print("the previous policy is recorded; `conway promote --rollback` restores it. "
+          "A running agent picks the change up at its next start.")
+    return 0
+
+
+def do_replay(args) -> int:
+    from .replay import replay
+    home = _home(args)
+    extra = []
+    if args.candidate:
+        from .candidates import candidate_policy, load_manifest
+        pol = candidate_policy(home, args.candidate, load_manifest(home, args.candidate))
+        extra = [f"policy.{k}={v}" for k, v in pol.items()] + ["policy.backend=llama_cpp"]
+    cfg = _config(args, home, extra)
+    return replay(home, cfg, args.trajectory, output=args.output, against=args.against,
+                  tolerance_px=args.tolerance_px, limit=args.limit, skip_missing=args.skip_missing, argv=args._argv)
 
 
 def do_preflight(args) -> int:
@@ -329,7 +469,8 @@ def do_vision_check(args) -> int:
         raise UserError(f"--samples must be at least 1 (got {args.samples})")
     cfg = _config(args, home)
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
-                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet)
+                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
+                        profile=args.profile)
 
 
 def do_acceptance_check(args) -> int:
@@ -378,7 +519,8 @@ def do_models(args) -> int:
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
-    "config": do_config, "export": do_export,
+    "config": do_config, "export": do_export, "review": do_review, "candidates": do_candidates,
+    "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "acceptance-check": do_acceptance_check,
     "report": do_report, "probe": do_probe, "models": do_models,
 }

@@ -323,6 +323,84 @@ def screenshot_file(rec: dict[str, Any], home_root: Path | None) -> Path | None:
     return path
 
 
+def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
+    """PNG bytes of a step's image: the archived screenshot, or a regenerated vision-check case (hash-checked)."""
+    gen = (rec.get("task") or {}).get("generator")
+    if gen:
+        from .evals.vision_check import GENERATOR, generate_case
+
+        if gen.get("name") != GENERATOR:
+            raise UserError(f"{rec['session']} step {rec['step']}: made by image generator {gen.get('name')!r}, "
+                            f"this Conway has {GENERATOR!r}; the image cannot be regenerated")
+        case = generate_case(int(gen["seed"]), int(gen["index"]), (int(gen["size"][0]), int(gen["size"][1])),
+                             gen.get("profile", "standard"))
+        want = (rec.get("observation") or {}).get("sha256")
+        if want and case.sha256 != want:
+            raise UserError(f"{rec['session']} step {rec['step']}: the regenerated image's sha256 differs from the "
+                            "recorded one (a different generator version); refusing to train on the wrong image")
+        return case.png
+    path = screenshot_file(rec, home_root)
+    return path.read_bytes() if path is not None and path.is_file() else None
+
+
+def records_from_vision_check(report_path: Path) -> list[dict[str, Any]]:
+    """A vision-check report → one conway-traj/1 record per case, labelled by the case itself.
+
+    The target box is ground truth: a hit is labelled correct; a miss becomes a
+    hindsight example whose corrected action clicks the target's centre.
+    Images are not copied: the generator, seed and index regenerate them.
+    """
+    from .evals.report import load_report
+
+    try:
+        data, cases = load_report(report_path)
+    except UserError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read report {report_path}: {exc}") from None
+    if data.get("kind") != "vision-check":
+        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check report")
+    params = data.get("parameters") or {}
+    seed = data.get("seed")
+    size = params.get("size")
+    if seed is None or not size or not params.get("generator"):
+        raise UserError(f"{report_path} does not record seed, image size and generator; cannot rebuild its images")
+    if not cases:
+        raise UserError(f"nothing to export: {report_path} has no cases")
+    revision = (data.get("conway") or {}).get("git_revision")
+    out = []
+    for c in cases:
+        meta = c.get("decision_meta") or {}
+        box = (c.get("target") or {}).get("box")
+        centre = (c.get("target") or {}).get("centre")
+        hit = bool(c.get("hit"))
+        labels: dict[str, Any] = {"success": "success" if hit else "failure", "source": "vision-check",
+                                  "verdict": "correct" if hit else "wrong", "hindsight": not hit}
+        if not hit and centre:
+            labels["corrected_action"] = {"type": "click", "x": centre[0], "y": centre[1], "button": "left"}
+        geo = {k: meta[k] for k in _GEOMETRY_KEYS if meta.get(k) is not None}
+        geo.setdefault("captured_size", list(size))
+        out.append({
+            "format": FORMAT, "session": f"vision-check-seed{seed}", "step": int(c["index"]),
+            "t_start": data.get("started_at"), "t_end": data.get("ended_at"),
+            "observation": {"source": "vision-check", "captured_size": list(size), "logical_size": list(size),
+                            "sha256": (c.get("image") or {}).get("sha256"), "screenshot": None,
+                            "accessibility_chars": 0},
+            "geometry": geo, "prompt": None,
+            "decision": {"raw_text": c.get("raw_output"), "actions": [c["action"]] if c.get("action") else [],
+                         "model_id": c.get("model_id"), "thought": None},
+            "actions": [], "errors": [{"kind": "error", "error": c["error"]}] if c.get("error") else [],
+            "uncertain": False, "dry_run": False, "finish": None, "model_id": c.get("model_id"),
+            "harness_revision": revision, "labels": labels,
+            "instruction": c.get("instruction"),
+            "task": {"kind": "vision-check", "instruction": c.get("instruction"), "index": int(c["index"]),
+                     "target_box": box, "generator": {"name": params["generator"], "seed": seed,
+                                                      "profile": params.get("profile", "standard"),
+                                                      "index": int(c["index"]), "size": list(size)}},
+        })
+    return out
+
+
 def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,
                       skip_missing: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """Drop steps whose archived screenshot is gone (with --skip-missing) or refuse naming them."""
@@ -409,8 +487,7 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         except ValueError as exc:
             unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
             continue
-        path = screenshot_file(rec, home_root)
-        data = path.read_bytes() if path is not None and path.is_file() else None
+        data = record_image(rec, home_root)
         labels = rec.get("labels") or {}
         rows["session"].append(rec["session"])
         rows["step"].append(rec["step"])
@@ -459,15 +536,20 @@ def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = 
 
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
-           home_root: Path | None = None) -> ExportResult:
+           home_root: Path | None = None, from_report: str | Path | None = None) -> ExportResult:
+    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder."""
     if fmt not in ("jsonl", "hf"):
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
     if style is not None and style not in STYLES:
         raise UserError(f"unknown --style {style!r}; use one of {', '.join(STYLES)}")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
-    records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
-                                                 include_uncertain=include_uncertain, home_root=root)
+    if from_report is not None:
+        records, skipped = records_from_vision_check(Path(from_report)), []
+        labelled = len(records)
+    else:
+        records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
+                                                     include_uncertain=include_uncertain, home_root=root)
     records, missing = check_screenshots(records, root, skip_missing)
     if fmt == "hf":
         unrendered = write_hf(records, output, root, style or "generic")
