@@ -351,7 +351,7 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     elif kind == "preflight":
         body = _render_checks(cases)
     elif kind in ("acceptance-check", "session"):
-        body = _render_acceptance(summary, cases)
+        body = _render_acceptance(summary, cases, kind)
     else:
         body = [f"  summary: {json.dumps(summary, default=str)}"] + [f"  case: {_short(json.dumps(c), 120)}"
                                                                      for c in cases[:max_rows]]
@@ -394,21 +394,33 @@ def _render_checks(cases: list[dict[str, Any]]) -> list[str]:
     return [table(["check", "status", "detail"], rows)]
 
 
-def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]]) -> list[str]:
+def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kind: str) -> list[str]:
     out = []
-    if summary:
-        out.append("declared by the model: " + ", ".join(f"{k} {v}" for k, v in (summary.get("declared") or {}).items())
-                   if summary.get("declared") is not None else "declared by the model: -")
-        out.append(f"verified by Conway:    {summary.get('verified_passed', 0)} passed, "
-                   f"{summary.get('verified_failed', 0)} failed"
-                   + (f", {summary['not_verified']} not verified" if summary.get("not_verified") else ""))
-        out.append("")
+    declared = summary.get("declared")
+    if kind == "session":  # one session: the model's single finish, then each criterion Conway checked
+        said = (f"{declared.get('status')}" + (f" ({declared['message']})" if declared.get("message") else "")
+                if isinstance(declared, dict) else "nothing (no finish)")
+        verdict = {True: "all criteria passed", False: "NOT verified", None: "not verified"}[summary.get("verified")]
+        out += [f"declared by the model: {said}",
+                f"verified by Conway:    {verdict} ({summary.get('verified_passed', 0)} passed, "
+                f"{summary.get('verified_failed', 0)} failed); {summary.get('note', '')}",
+                f"session:               {summary.get('session', '-')}, {summary.get('steps', '?')} step(s), "
+                f"stopped: {summary.get('stop_reason', '?')}", ""]
+        rows = [[c.get("check"), _short(c.get("criterion"), 50), _yn(c.get("verified")), _short(c.get("observed"), 80)]
+                for c in cases]
+        out.append(table(["check", "criterion", "verified", "observed"], rows) if rows else "(no criteria)")
+        return out
+    if isinstance(declared, dict):
+        out.append("declared by the model: " + ", ".join(f"{k} {v}" for k, v in declared.items()))
+    out.append(f"verified by Conway:    {summary.get('verified_passed', 0)} passed, "
+               f"{summary.get('verified_failed', 0)} failed")
+    out.append("")
     rows = []
     for c in cases:
-        declared = c.get("declared")
-        if isinstance(declared, dict):
-            declared = f"{declared.get('status')}: {_short(declared.get('message'), 30)}"
+        said = c.get("declared")
+        if isinstance(said, dict):
+            said = f"{said.get('status')}" + (f": {_short(said.get('message'), 30)}" if said.get("message") else "")
         rows.append([c.get("check"), _short(c.get("criterion") or c.get("task"), 50), _yn(c.get("verified")),
-                     declared or "(nothing)", _short(c.get("observed"), 70)])
+                     said or "(nothing)", _short(c.get("observed"), 70)])
     out.append(table(["check", "criterion", "verified", "declared", "observed"], rows))
     return out
