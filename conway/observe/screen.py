@@ -1,0 +1,318 @@
+"""Screen observations: the primary monitor captured with mss.
+
+One `ScreenObserver.observe()` grabs the monitor once and returns a
+`ScreenObservation` (an `Observation`) carrying:
+
+* ``image``: a Pillow RGB image of the capture, built once without copying
+  the pixels; the model pipeline resizes and encodes it
+  (see `conway.observe.encode.prepare_for_model`);
+* ``png``: the same frame PNG-encoded, computed lazily on first access (and
+  cached), so a cycle that never archives or sends PNG never pays for it;
+* ``captured_size`` (physical pixels), ``logical_size`` (the monitor in
+  input coordinates, from mss's monitor rectangle), ``origin`` (the monitor's
+  top-left in input coordinates): together a `ScreenGeometry` for mapping
+  action coordinates (`geometry_of`);
+* ``content_hash``: sha256 of the packed pixels plus the size (equal only
+  for identical frames), and ``change_key`` from a change detector that
+  forgives a blinking caret (`conway.observe.change`).
+
+The display is checked before connecting (`display_problem`), and any
+capture failure (no display, a display that went away, a refused
+connection) raises `CaptureError`, a `PolicyError`: a pre-dispatch
+failure the loop answers with its recovery backoff. The next `observe()`
+reconnects, so a display that comes back is picked up again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..geometry import ScreenGeometry
+from ..protocols import Observation, PolicyError
+from .change import ChangeDetector, frame_from_bgra, make_detector
+
+if TYPE_CHECKING:  # pragma: no cover
+    from PIL import Image
+
+__all__ = [
+    "CaptureError",
+    "Capture",
+    "ScreenObservation",
+    "ScreenObserver",
+    "display_problem",
+    "geometry_of",
+]
+
+
+class CaptureError(PolicyError):
+    """The screen could not be captured (no display, lost display, capture failure)."""
+
+
+# --------------------------------------------------------------------------
+# Is there an X display we can talk to?
+# --------------------------------------------------------------------------
+
+
+def _x11_platform() -> bool:
+    return not (sys.platform == "darwin" or sys.platform.startswith("win"))
+
+
+def display_problem(display: str | None = None, timeout_s: float = 2.0) -> str | None:
+    """``None`` when the X display accepts connections, else why not.
+
+    Cheap (one socket connect, no X handshake) and bounded by ``timeout_s``,
+    so it is safe to call before every dispatch. ``display`` defaults to
+    ``$DISPLAY``. On macOS and Windows there is no X server to check and the
+    answer is always ``None``: the platform's own screen is used.
+    """
+    if not _x11_platform():
+        return None
+    name = os.environ.get("DISPLAY") if display is None else display
+    if not name:
+        if os.environ.get("WAYLAND_DISPLAY"):
+            return "DISPLAY is not set (a Wayland session without XWayland; Conway needs X11)"
+        return "DISPLAY is not set (no X display)"
+    host, sep, rest = name.rpartition(":")
+    number = rest.split(".", 1)[0]
+    if not sep or not number.isdigit():
+        return f"DISPLAY={name!r} is not a valid X display name (expected [host]:N[.S])"
+    n = int(number)
+    try:
+        if host in ("", "unix") or host.startswith("/"):
+            path = host if host.startswith("/") else f"/tmp/.X11-unix/X{n}"
+            candidates = [path] if host.startswith("/") else ["\0" + path, path]
+            last: OSError | None = None
+            for addr in candidates:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(timeout_s)
+                try:
+                    s.connect(addr)
+                    return None
+                except OSError as exc:
+                    last = exc
+                finally:
+                    s.close()
+            reason = last.strerror if last and last.strerror else str(last)
+            return f"X display {name} is unreachable ({path}: {reason})"
+        with socket.create_connection((host, 6000 + n), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"X display {name} is unreachable ({exc.strerror or exc})"
+
+
+# --------------------------------------------------------------------------
+# Observations
+# --------------------------------------------------------------------------
+
+
+class ScreenObservation(Observation):
+    """An `Observation` that also carries the Pillow image and encodes PNG lazily."""
+
+    def __init__(self, *, image: Image.Image, png_level: int = 1, **fields: Any):
+        self.image = image
+        self._png_level = png_level
+        self._png: bytes | None = None
+        super().__init__(png=None, **fields)
+
+    @property  # type: ignore[override]
+    def png(self) -> bytes | None:  # noqa: D401 - dataclass field turned property
+        if self._png is None and self.image is not None:
+            from .encode import encode_png
+
+            self._png = encode_png(self.image, level=self._png_level)
+        return self._png
+
+    @png.setter
+    def png(self, value: bytes | None) -> None:
+        self._png = value
+
+    def __repr__(self) -> str:  # the dataclass repr would encode the PNG
+        return (f"ScreenObservation(captured_size={self.captured_size}, origin={self.origin}, "
+                f"hash={self.content_hash[:12]}, change_key={self.change_key})")
+
+
+def geometry_of(obs: Observation) -> ScreenGeometry:
+    """The `ScreenGeometry` an observation was captured with (for the GUI tool)."""
+    cw, ch = obs.captured_size
+    lw, lh = obs.logical_size or obs.captured_size
+    return ScreenGeometry(origin_x=int(obs.origin[0]), origin_y=int(obs.origin[1]),
+                          captured_w=int(cw), captured_h=int(ch), logical_w=int(lw), logical_h=int(lh))
+
+
+class Capture:
+    """One raw grab: packed BGRA bytes, sizes and origin (no encoding, no hashing)."""
+
+    __slots__ = ("raw", "captured_size", "logical_size", "origin", "elapsed_s")
+
+    def __init__(self, raw: bytearray, captured_size: tuple[int, int], logical_size: tuple[int, int],
+                 origin: tuple[int, int], elapsed_s: float):
+        self.raw = raw
+        self.captured_size = captured_size
+        self.logical_size = logical_size
+        self.origin = origin
+        self.elapsed_s = elapsed_s
+
+    def image(self) -> Image.Image:
+        """The capture as a Pillow RGB image (one BGRX -> RGB conversion)."""
+        from PIL import Image
+
+        return Image.frombuffer("RGB", self.captured_size, self.raw, "raw", "BGRX", 0, 1)
+
+    def frame(self):  # -> numpy (h, w) uint32
+        return frame_from_bgra(self.raw, *self.captured_size)
+
+    def content_hash(self) -> str:
+        h = hashlib.sha256(self.raw)
+        h.update(f"{self.captured_size[0]}x{self.captured_size[1]}".encode())
+        return h.hexdigest()
+
+
+class ScreenObserver:
+    """Captures one monitor with ``mss.MSS`` and judges change.
+
+    Args:
+        monitor: mss monitor index (1 = first physical monitor); ``None``
+            picks mss's primary monitor.
+        detector: a change detector or its name (``caret``, ``tile``,
+            ``greyhash``; see `conway.observe.change`).
+        png_level: zlib level of the lazily encoded ``png`` (1: measured
+            best trade-off, see `conway.observe.encode`).
+        accessibility: add an AT-SPI snapshot of the foreground application
+            to each observation (Linux; off by default, costs ~0.2-0.4 s).
+        accessibility_timeout_s, accessibility_max_chars: its time limit and
+            the cap on its text.
+        display: X display name to check and use (default ``$DISPLAY``).
+    """
+
+    source = "screen"
+
+    def __init__(
+        self,
+        *,
+        monitor: int | None = None,
+        detector: ChangeDetector | str = "caret",
+        png_level: int = 1,
+        accessibility: bool = False,
+        accessibility_timeout_s: float = 3.0,
+        accessibility_max_chars: int = 6000,
+        display: str | None = None,
+    ):
+        self.monitor = monitor
+        self.detector = make_detector(detector) if isinstance(detector, str) else detector
+        self.png_level = png_level
+        self.accessibility = accessibility
+        self.accessibility_timeout_s = accessibility_timeout_s
+        self.accessibility_max_chars = accessibility_max_chars
+        self.display = display
+        self._mss: Any = None
+        self.last_geometry: ScreenGeometry | None = None
+
+    # --- connection ----------------------------------------------------------
+
+    def _display_name(self) -> str | None:
+        return self.display if self.display is not None else os.environ.get("DISPLAY")
+
+    def _connect(self) -> Any:
+        if self._mss is not None:
+            return self._mss
+        problem = display_problem(self._display_name())
+        if problem:
+            raise CaptureError(f"cannot capture the screen: {problem}")
+        try:
+            import mss
+        except ImportError as exc:
+            raise CaptureError(f"cannot capture the screen: mss is not installed ({exc}); "
+                               "pip install 'conway[gui]'") from exc
+        kwargs: dict[str, Any] = {}
+        if _x11_platform() and self.display is not None:
+            kwargs["display"] = self.display
+        try:
+            self._mss = mss.MSS(**kwargs)
+        except Exception as exc:
+            raise CaptureError(f"cannot capture the screen: {type(exc).__name__}: {exc}") from exc
+        return self._mss
+
+    def _drop(self) -> None:
+        sct, self._mss = self._mss, None
+        if sct is not None:
+            try:
+                sct.close()
+            except Exception:
+                pass  # a lost display refuses even the goodbye
+
+    def close(self) -> None:
+        self._drop()
+
+    # --- capture -------------------------------------------------------------
+
+    def capture(self) -> Capture:
+        """Grab the monitor once; raise `CaptureError` on any failure."""
+        sct = self._connect()
+        t0 = time.perf_counter()
+        try:
+            monitors = sct.monitors
+            if self.monitor is None:
+                mon = sct.primary_monitor
+            else:
+                if not 0 <= self.monitor < len(monitors):
+                    raise CaptureError(f"monitor {self.monitor} does not exist "
+                                       f"(mss sees {len(monitors) - 1} monitor(s))")
+                mon = monitors[self.monitor]
+            shot = sct.grab(mon)
+            raw = shot.raw
+            size = (int(shot.width), int(shot.height))
+        except CaptureError:
+            raise
+        except Exception as exc:
+            self._drop()  # reconnect next time: the display may come back
+            reason = str(exc) or type(exc).__name__
+            problem = display_problem(self._display_name())
+            if problem:
+                reason = f"{problem} ({reason})"
+            raise CaptureError(f"screen capture failed: {reason}") from exc
+        elapsed = time.perf_counter() - t0
+        logical = (int(mon["width"]), int(mon["height"]))
+        origin = (int(mon["left"]), int(mon["top"]))
+        if len(raw) != size[0] * size[1] * 4:
+            raise CaptureError(f"screen capture returned {len(raw)} bytes for {size[0]}x{size[1]}")
+        return Capture(raw, size, logical, origin, elapsed)
+
+    def observe(self) -> ScreenObservation:
+        cap = self.capture()
+        digest = cap.content_hash()
+        verdict = self.detector.update(cap.frame(), digest)
+        geometry = ScreenGeometry(cap.origin[0], cap.origin[1], cap.captured_size[0], cap.captured_size[1],
+                                  cap.logical_size[0], cap.logical_size[1])
+        self.last_geometry = geometry
+        meta: dict[str, Any] = {"capture_ms": round(cap.elapsed_s * 1000, 3), "change": verdict.why}
+        text = None
+        if self.accessibility:
+            from .accessibility import snapshot
+
+            snap = snapshot(timeout_s=self.accessibility_timeout_s, max_chars=self.accessibility_max_chars,
+                            geometry=geometry)
+            text = snap.text
+            meta["accessibility"] = snap.summary()
+        return ScreenObservation(
+            image=cap.image(),
+            png_level=self.png_level,
+            captured_size=cap.captured_size,
+            source=self.source,
+            content_hash=digest,
+            change_key=verdict.key,
+            logical_size=cap.logical_size,
+            origin=cap.origin,
+            accessibility=text,
+            meta=meta,
+        )
+
+    def __enter__(self) -> ScreenObserver:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
