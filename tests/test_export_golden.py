@@ -1,0 +1,141 @@
+"""Export golden files: a recorded real journal → exact JSONL, and each --style rendering.
+
+The journal in tests/data/export/home/ was recorded by a real loop run
+(tests/data/export/record_journal.py: generic policy over HTTP, archived
+synthetic screenshots, two review labels). Regenerate the goldens only on
+purpose, after reading the diff:
+
+    for s in "" generic opencua uitars; do conway --home COPY export ${s:+--style $s} --output ...; done
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conway.cli import main
+from conway.geometry import model_to_captured
+
+DATA = Path(__file__).resolve().parent / "data" / "export"
+GOLDEN = DATA / "golden"
+STYLES = ("generic", "opencua", "uitars")
+
+
+@pytest.fixture
+def recorded_home(tmp_path) -> Path:
+    home = tmp_path / "recorded"
+    shutil.copytree(DATA / "home", home)
+    return home
+
+
+def _export(home: Path, out: Path, *args: str) -> int:
+    return main(["--home", str(home), "export", "--output", str(out), *args])
+
+
+def test_jsonl_matches_golden_exactly(recorded_home, tmp_path):
+    out = tmp_path / "traj.jsonl"
+    assert _export(recorded_home, out) == 0
+    assert out.read_bytes() == (GOLDEN / "traj.jsonl").read_bytes()
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["step"] for r in recs] == [1, 2, 3, 4, 5, 6, 7]
+    assert all(r["format"] == "conway-traj/1" for r in recs)
+    assert recs[0]["geometry"] == {"captured_size": [640, 400], "sent_size": [644, 392], "convention": "absolute",
+                                   "resize_rule": "qwen2.5-vl", "policy": "generic"}
+    assert recs[0]["labels"]["verdict"] == "correct" and recs[0]["labels"]["source"] == "review"
+    assert recs[1]["labels"] == {"success": "unknown"}  # no independent source: unknown
+    assert recs[6]["finish"]["declared_by"] == "model" and recs[6]["labels"] == {"success": "unknown"}
+    assert all("png" not in json.dumps(r["observation"]).lower().replace(".png", "") for r in recs)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_style_rendering_matches_golden(recorded_home, tmp_path, style):
+    out = tmp_path / f"traj.{style}.jsonl"
+    assert _export(recorded_home, out, "--style", style) == 0
+    assert out.read_bytes() == (GOLDEN / f"traj.{style}.jsonl").read_bytes()
+
+
+def _parser(style):
+    if style == "generic":
+        from conway.policies import parse_json as m
+    elif style == "opencua":
+        from conway.policies import parse_opencua as m
+    else:
+        from conway.policies import parse_uitars as m
+    return m.parse
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_coordinates_in_each_style_map_back_to_the_same_screen_point(style):
+    """Parse each rendered target with that family's own parser: the captured point comes back."""
+    parse = _parser(style)
+    checked = 0
+    for line in (GOLDEN / f"traj.{style}.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        t = rec["target"]
+        ref = (rec["labels"].get("corrected_action")
+               or next(a for a in rec["decision"]["actions"] if "type" in a))
+        parsed = parse(t["text"], convention=t["convention"], sent_size=tuple(t["sent_size"]),
+                       captured_size=tuple(rec["geometry"]["captured_size"]))
+        assert parsed.ok, (style, rec["step"], t["text"], parsed.actions)
+        got = parsed.actions[0]
+        if ref.get("x") is None:
+            continue
+        # integer model pixels: at most half a sent pixel of error, mapped to captured pixels
+        cw, ch = rec["geometry"]["captured_size"]
+        sw, sh = t["sent_size"]
+        assert abs(got.x - ref["x"]) <= 0.5 * cw / sw + 1e-6, (style, rec["step"])
+        assert abs(got.y - ref["y"]) <= 0.5 * ch / sh + 1e-6, (style, rec["step"])
+        checked += 1
+    assert checked >= 4  # click, corrected right-click, double-click, scroll point
+
+
+def test_corrected_label_is_what_the_target_teaches():
+    rec = [json.loads(line) for line in (GOLDEN / "traj.uitars.jsonl").read_text().splitlines()][2]
+    assert rec["target"]["source"] == "label"
+    x, y = 20, 363  # the corrected (20, 370) in the 644x392 image sent
+    assert f"({x},{y})" in rec["target"]["text"]
+    cx, cy = model_to_captured(x, y, "absolute", (644, 392), (640, 400))
+    assert abs(cx - 20) < 1 and abs(cy - 370) < 1
+
+
+def test_dry_runs_and_uncertain_steps_are_excluded_by_default(tmp_path):
+    from conway.export import steps_from_events
+    events = [
+        {"session": "s", "step": 1, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+        {"session": "s", "step": 1, "kind": "decision", "ts": "t", "payload": {"actions": [], "dry_run": True}},
+        {"session": "s", "step": 2, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+        {"session": "s", "step": 2, "kind": "uncertain", "ts": "t", "payload": {"action": {"type": "key"}}},
+        {"session": "s", "step": 3, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+    ]
+    assert [r["step"] for r in steps_from_events(events)] == [3]
+    assert [r["step"] for r in steps_from_events(events, include_dry_runs=True)] == [1, 3]
+    assert [r["step"] for r in steps_from_events(events, include_uncertain=True)] == [2, 3]
+
+
+def test_hf_format_has_images_as_an_image_feature(recorded_home, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    out = tmp_path / "ds"
+    assert _export(recorded_home, out, "--format", "hf", "--style", "opencua") == 0
+    ds = datasets.load_from_disk(str(out))
+    assert isinstance(ds.features["image"], datasets.Image)
+    assert len(ds) == 7 and set(ds["style"]) == {"opencua"}
+    ds = ds.cast_column("image", datasets.Image(decode=False))
+    first = ds[0]
+    shot = (recorded_home / "screenshots" / "step-001.png").read_bytes()
+    assert first["image"]["bytes"] == shot and first["image_sha256"] == hashlib.sha256(shot).hexdigest()
+    assert "pyautogui.click(x=322, y=196)" in first["target"]
+    assert json.loads(first["record"])["step"] == 1
+
+
+def test_missing_screenshots_are_named_and_can_be_skipped(recorded_home, tmp_path, capsys):
+    (recorded_home / "screenshots" / "step-004.png").unlink()
+    out = tmp_path / "t.jsonl"
+    assert _export(recorded_home, out) == 1
+    err = capsys.readouterr().err
+    assert "step-004.png" in err and "--skip-missing" in err and not out.exists()
+    assert _export(recorded_home, out, "--skip-missing") == 0
+    assert [json.loads(line)["step"] for line in out.read_text().splitlines()] == [1, 2, 3, 5, 6, 7]
