@@ -87,7 +87,9 @@ class CaretTolerantDiff:
 
     The reference is the frame that set the current key, not merely the
     previous frame, so a caret that blinks on and off keeps the key, while a
-    slow drift of small changes still adds up to a change.
+    slow drift of small changes still adds up to a change. The first caret
+    forgiven against a reference is remembered: a caret-shaped difference
+    somewhere else later means the caret moved, which is a change.
     """
 
     name = "caret"
@@ -99,13 +101,15 @@ class CaretTolerantDiff:
         self.caret_max_h = caret_max_h
         self._ref: np.ndarray | None = None
         self._key = ""
+        self._caret: tuple[int, int, int, int] | None = None
 
     def reset(self) -> None:
-        self._ref, self._key = None, ""
+        self._ref, self._key, self._caret = None, "", None
 
     def _take(self, frame: np.ndarray, content_hash: str, why: str) -> ChangeVerdict:
         self._ref = np.array(frame, dtype=np.uint32, copy=True)
         self._key = content_hash[:16]
+        self._caret = None
         return ChangeVerdict(self._key, True, why)
 
     def update(self, frame: np.ndarray, content_hash: str) -> ChangeVerdict:
@@ -122,8 +126,13 @@ class CaretTolerantDiff:
         cols = np.flatnonzero(diff.any(axis=0))
         w = int(cols[-1] - cols[0] + 1)
         h = int(rows[-1] - rows[0] + 1)
+        box = (int(cols[0]), int(rows[0]), w, h)
         if w <= self.caret_max_w and h <= self.caret_max_h:
-            return ChangeVerdict(self._key, False, f"caret only ({w}x{h} px)")
+            if self._caret is None:
+                self._caret = box
+            if box == self._caret:
+                return ChangeVerdict(self._key, False, f"caret only ({w}x{h} px)")
+            return self._take(frame, content_hash, f"caret moved to ({box[0]}, {box[1]})")
         return self._take(frame, content_hash, f"changed within {w}x{h} px at ({int(cols[0])}, {int(rows[0])})")
 
 
