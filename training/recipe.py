@@ -183,8 +183,13 @@ def compose(name: str, overrides: list[str] | None = None) -> dict[str, Any]:
             cfg = hydra_compose(config_name=config_name)
         OmegaConf.set_struct(cfg, False)  # unknown keys are pydantic's to reject, with a clear message
         cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o.lstrip("+") for o in overrides or []]))
-        data = OmegaConf.to_container(cfg, resolve=True)
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        if "Missing mandatory value" in str(exc):
+            raise UserError(f"recipe {name}: {key} must be set (e.g. {key}=...)") from None
+        raise UserError(f"cannot compose recipe {name}: {exc}".splitlines()[0]) from None
+    except (HydraException, ValueError) as exc:
         raise UserError(f"cannot compose recipe {name}: {exc}".splitlines()[0]) from None
     finally:
         GlobalHydra.instance().clear()

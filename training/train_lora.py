@@ -87,7 +87,13 @@ def load_model(recipe: Recipe, path: Path) -> Any:
     if recipe.model.attn_implementation:
         kwargs["attn_implementation"] = recipe.model.attn_implementation
     try:
-        model = AutoModelForImageTextToText.from_pretrained(str(path), **kwargs)
+        try:
+            model = AutoModelForImageTextToText.from_pretrained(str(path), **kwargs)
+        except ValueError:
+            if not recipe.model.trust_remote_code:
+                raise
+            from transformers import AutoModel  # remote-code models (OpenCUA) register only AutoModel
+            model = AutoModel.from_pretrained(str(path), **kwargs)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load the base model from {path}: {str(exc).splitlines()[0]}") from None
     if recipe.model.gradient_checkpointing:
