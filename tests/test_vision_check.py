@@ -405,3 +405,21 @@ def test_vision_check_on_the_real_tiny_vlm(tmp_path, backend):
     assert (s["hits"], s["errors"], s["misses"]) == (hits, errors, 4 - hits - errors)
     assert code == (0 if hits == 4 else 2)
     assert sheet.exists() == (hits < 4)
+
+
+def test_long_suite_streams_cases_beside_the_report(tmp_path, capsys):
+    out = tmp_path / "long.json"
+    assert main(["vision-check", "--mock", "--samples", "205", "--size", "96x64", "--output", str(out),
+                 "--quiet", "--parallel", "4"]) == 2
+    data = json.loads(out.read_text())
+    side = tmp_path / "long.cases.jsonl"
+    assert "cases" not in data and data["cases_file"]["count"] == 205 and side.exists()
+    assert sorted(json.loads(line)["index"] for line in side.read_text().splitlines()) == list(range(205))
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
+    assert rows[0].startswith("0 ") and rows[1].startswith("1 ")  # in case order, whatever order they finished
+    out2 = tmp_path / "long2.json"
+    (tmp_path / "long2.cases.jsonl").write_text("")
+    assert main(["vision-check", "--mock", "--samples", "205", "--output", str(out2), "--quiet"]) == 1
+    assert "already exists" in capsys.readouterr().err

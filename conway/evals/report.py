@@ -360,6 +360,7 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
 
 def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_rows: int) -> list[str]:
     out = []
+    cases = sorted(cases, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
     n = summary.get("cases", len(cases))
     ci = summary.get("hit_rate_ci95") or [None, None]
     rate = summary.get("hit_rate")

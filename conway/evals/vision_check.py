@@ -36,7 +36,7 @@ from ..errors import UserError
 from ..home import Home
 from ..protocols import Decision, DecisionContext, Observation, Policy, PolicyError
 from .readiness import effective_backend
-from .report import Report, check_new_output, write_new_file
+from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
 
 GENERATOR = "conway-vision-images/1"
 """Version of the image generator; the same generator + seed + size gives the same images (hashes)."""
@@ -507,6 +507,9 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
     if sheet_path is not None and sheet_path == out:
         raise UserError("--sheet and --output must be different files")
+    if samples > INLINE_CASES_MAX and cases_file_for(out).exists():
+        raise UserError(f"{cases_file_for(out)} (where the cases of a long suite go) already exists; "
+                        "choose a new report name")
     get_profile(profile)
     image_size, size_source = resolve_size(size)
     own_policy = policy is None
