@@ -240,3 +240,36 @@ def test_blinking_caret_is_unchanged_and_typing_is_a_change(desktop: XServer, tk
         assert o.meta["change"].startswith("changed within")
     finally:
         so.close()
+
+
+@pytest.mark.desktop
+def test_observer_archives_screenshots_relative_to_home(desktop: XServer, tk_app: App, tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from conway.config import ConwayConfig
+
+    cfg = ConwayConfig()
+    cfg.observe.keep_screenshots = 2
+    home = SimpleNamespace(root=tmp_path, screenshots=tmp_path / "screenshots")
+    so = ScreenObserver.from_config(cfg, home)
+    try:
+        a = so.observe()
+        b = so.observe()
+        assert a.screenshot_path and a.screenshot_path.startswith("screenshots/shot-")
+        if a.content_hash == b.content_hash:
+            assert b.screenshot_path == a.screenshot_path  # an identical frame is not written twice
+        saved = Image.open(tmp_path / a.screenshot_path)
+        assert saved.format == "PNG" and saved.convert("RGB").tobytes() == a.image.tobytes()
+        assert a.record()["screenshot"] == a.screenshot_path
+        e = tk_app.widgets["entry"]
+        for text in ("1", "2", "3"):
+            mark = tk_app.log.mark()
+            xdotool(desktop.display, "mousemove", str(e["cx"]), str(e["cy"]), "click", "1", "type", text)
+            tk_app.log.wait_for(mark, lambda ev: ev["event"] == "text" and ev["value"].endswith(text),
+                                what="the typed text")
+            so.observe()
+        assert len(list((tmp_path / "screenshots").glob("*.png"))) == 2  # keep_screenshots
+    finally:
+        so.close()

@@ -11,10 +11,14 @@ Three detectors, measured against each other by ``scripts/bench_observe.py``
 (numbers in the README):
 
 * `CaretTolerantDiff` (the default): exact pixel comparison with the frame
-  that set the current key; a difference whose changed pixels all fit in one
-  thin vertical bar (at most ``caret_max_w`` px wide and ``caret_max_h`` px
-  tall, i.e. an I-beam caret shown or hidden) counts as unchanged; anything
-  else, however small (one typed character, a ticked box), is a change.
+  that set the current key; a difference that looks like an I-beam caret
+  shown or hidden counts as unchanged: every changed pixel lies in one solid
+  vertical bar (at most ``caret_max_w`` px wide, ``caret_min_h`` to
+  ``caret_max_h`` px tall) of one colour in the frame that shows it (and,
+  when it disappears, every pixel of the bar changed). Anything else, however small (a typed character, a
+  ticked box, the caret moving), is a change. Known blind spot: one typed
+  character that is itself a solid bar (``l``, ``|``) while the caret is in
+  its "off" phase in both frames.
 * `TileDiff`: mean absolute grey difference per tile above a threshold.
   Tolerates the caret only by also ignoring changes as small as a character.
 * `GreyHash`: hash of a small downscaled, quantized grey frame. Stateless,
@@ -94,10 +98,11 @@ class CaretTolerantDiff:
 
     name = "caret"
 
-    def __init__(self, caret_max_w: int = 3, caret_max_h: int = 48):
-        if caret_max_w < 0 or caret_max_h < 0:
-            raise ValueError("caret bounds must be >= 0")
+    def __init__(self, caret_max_w: int = 3, caret_min_h: int = 10, caret_max_h: int = 48):
+        if caret_max_w < 0 or caret_min_h < 0 or caret_max_h < caret_min_h:
+            raise ValueError("caret bounds must be >= 0 and caret_min_h <= caret_max_h")
         self.caret_max_w = caret_max_w
+        self.caret_min_h = caret_min_h
         self.caret_max_h = caret_max_h
         self._ref: np.ndarray | None = None
         self._key = ""
@@ -127,13 +132,29 @@ class CaretTolerantDiff:
         w = int(cols[-1] - cols[0] + 1)
         h = int(rows[-1] - rows[0] + 1)
         box = (int(cols[0]), int(rows[0]), w, h)
-        if w <= self.caret_max_w and h <= self.caret_max_h:
+        if self._caret_like(ref, frame, diff, box):
             if self._caret is None:
                 self._caret = box
             if box == self._caret:
                 return ChangeVerdict(self._key, False, f"caret only ({w}x{h} px)")
             return self._take(frame, content_hash, f"caret moved to ({box[0]}, {box[1]})")
         return self._take(frame, content_hash, f"changed within {w}x{h} px at ({int(cols[0])}, {int(rows[0])})")
+
+
+    def _caret_like(self, ref: np.ndarray, frame: np.ndarray, diff: np.ndarray,
+                    box: tuple[int, int, int, int]) -> bool:
+        x, y, w, h = box
+        if w > self.caret_max_w or not self.caret_min_h <= h <= self.caret_max_h:
+            return False
+        win = (slice(y, y + h), slice(x, x + w))
+        rgb = np.uint32(0x00FFFFFF)
+        if np.unique(frame[win] & rgb).size == 1:
+            return True  # a solid bar appeared (over pixels that may already have had its colour)
+        # a solid bar disappeared: only when every pixel changed, since a glyph
+        # with gaps ("i", "!") appearing on a plain background looks the same
+        # otherwise. The rare caret that sat on same-coloured pixels costs one
+        # spurious change, after which the caret-off frame is the reference.
+        return bool(diff[win].all()) and np.unique(ref[win] & rgb).size == 1
 
 
 class TileDiff:

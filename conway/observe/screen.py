@@ -30,6 +30,7 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..geometry import ScreenGeometry
@@ -38,6 +39,8 @@ from .change import ChangeDetector, frame_from_bgra, make_detector
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image
+
+    from .encode import ScreenshotArchive
 
 __all__ = [
     "CaptureError",
@@ -187,6 +190,11 @@ class ScreenObserver:
         accessibility_timeout_s, accessibility_max_chars: its time limit and
             the cap on its text.
         display: X display name to check and use (default ``$DISPLAY``).
+        archive: where to keep screenshots (`ScreenshotArchive`); each
+            observation is saved there and ``screenshot_path`` set (relative
+            to ``relative_to`` when given). An unchanged frame (same exact
+            hash as the last one saved) reuses that file.
+        relative_to: base for ``screenshot_path`` (the Conway home).
     """
 
     source = "screen"
@@ -201,8 +209,13 @@ class ScreenObserver:
         accessibility_timeout_s: float = 3.0,
         accessibility_max_chars: int = 6000,
         display: str | None = None,
+        archive: ScreenshotArchive | None = None,
+        relative_to: str | os.PathLike[str] | None = None,
     ):
         self.monitor = monitor
+        self.archive = archive
+        self.relative_to = Path(relative_to) if relative_to is not None else None
+        self._last_saved: tuple[str, Path] | None = None
         self.detector = make_detector(detector) if isinstance(detector, str) else detector
         self.png_level = png_level
         self.accessibility = accessibility
@@ -211,6 +224,16 @@ class ScreenObserver:
         self.display = display
         self._mss: Any = None
         self.last_geometry: ScreenGeometry | None = None
+
+    @classmethod
+    def from_config(cls, config: Any, home: Any) -> ScreenObserver:
+        """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there)."""
+        from .encode import ScreenshotArchive
+
+        oc = config.observe
+        archive = ScreenshotArchive(home.screenshots, keep=oc.keep_screenshots) if oc.keep_screenshots else None
+        return cls(accessibility=oc.accessibility, accessibility_timeout_s=oc.accessibility_timeout_s,
+                   accessibility_max_chars=oc.accessibility_max_chars, archive=archive, relative_to=home.root)
 
     # --- connection ----------------------------------------------------------
 
@@ -298,7 +321,7 @@ class ScreenObserver:
                             geometry=geometry)
             text = snap.text
             meta["accessibility"] = snap.summary()
-        return ScreenObservation(
+        obs = ScreenObservation(
             image=cap.image(),
             png_level=self.png_level,
             captured_size=cap.captured_size,
@@ -310,6 +333,31 @@ class ScreenObserver:
             accessibility=text,
             meta=meta,
         )
+        if self.archive is not None:
+            obs.screenshot_path = self._save(obs)
+        return obs
+
+    def _save(self, obs: ScreenObservation) -> str | None:
+        last = self._last_saved
+        if last is not None and last[0] == obs.content_hash and last[1].exists():
+            path: Path | None = last[1]
+        else:
+            name = f"shot-{time.time_ns() // 1_000_000}-{obs.content_hash[:12]}"
+            try:
+                path = self.archive.save(obs, name) if self.archive else None
+            except OSError as exc:  # a full disk must not stop the loop: say so in the record
+                obs.meta["screenshot_error"] = str(exc)
+                return None
+            if path is not None:
+                self._last_saved = (obs.content_hash, path)
+        if path is None:
+            return None
+        if self.relative_to is not None:
+            try:
+                return str(path.resolve().relative_to(self.relative_to.resolve()))
+            except ValueError:
+                pass
+        return str(path)
 
     def __enter__(self) -> ScreenObserver:
         return self

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import os
 import shutil
 import subprocess
@@ -78,7 +79,9 @@ def _xauthority_fallback() -> Iterator[None]:
 
     libX11 treats a missing ``~/.Xauthority`` as "no cookies"; python-xlib
     raises instead. Point it at an empty file for the connect only, so child
-    processes keep the user's environment.
+    processes keep the user's environment. python-xlib then *prints* a
+    warning to stdout, which would corrupt machine-readable CLI output: it is
+    swallowed.
     """
     if not _X11:
         yield
@@ -90,7 +93,8 @@ def _xauthority_fallback() -> Iterator[None]:
     old = os.environ.get("XAUTHORITY")
     os.environ["XAUTHORITY"] = os.devnull
     try:
-        yield
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
     finally:
         if old is None:
             os.environ.pop("XAUTHORITY", None)
