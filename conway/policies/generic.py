@@ -10,11 +10,13 @@ image as sent (its size is stated in the prompt).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..geometry import Convention, Size
 from ..protocols import DecisionContext
 from . import parse_json
 from .base import StructuredSpec
-from .grammar import action_json_grammar
+from .grammar import TEXT_MAX_CHARS, action_json_grammar
 from .parsed import ParsedOutput
 
 __all__ = ["GenericAdapter", "describe_convention"]
@@ -65,4 +67,20 @@ class GenericAdapter:
         return StructuredSpec(
             grammar=action_json_grammar(action_types, convention=convention, sent_size=sent_size,
                                         captured_size=captured_size),
-            schema=parse_json.wrapped_schema(action_types))
+            schema=cap_string_lengths(parse_json.wrapped_schema(action_types), TEXT_MAX_CHARS))
+
+
+def cap_string_lengths(schema: Any, limit: int) -> Any:
+    """The schema with every string `maxLength` lowered to `limit` (and a bound added where none is).
+
+    llama.cpp turns `maxLength` into that many nested grammar rules; a 10,000-character bound (the
+    `type` action's) crashes llama-cpp-python 0.3.36's sampler in-process (segfault, measured).
+    """
+    if isinstance(schema, dict):
+        out = {k: cap_string_lengths(v, limit) for k, v in schema.items()}
+        if out.get("type") == "string" and "enum" not in out and "const" not in out:
+            out["maxLength"] = min(int(out.get("maxLength", limit)), limit)
+        return out
+    if isinstance(schema, list):
+        return [cap_string_lengths(v, limit) for v in schema]
+    return schema

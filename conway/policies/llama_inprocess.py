@@ -24,6 +24,7 @@ Structured output: a GBNF `LlamaGrammar`, or a JSON schema via
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -182,6 +183,7 @@ class LlamaInProcessBackend:
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
         self.load_s = time.perf_counter() - t0
         self.has_vision = handler is not None
+        atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
 
     # -- perf counters ------------------------------------------------------------------
 
@@ -268,6 +270,7 @@ class LlamaInProcessBackend:
                           model=self.model_id, usage=usage, timings=timings, latency_s=latency, raw=out)
 
     def close(self) -> None:
+        atexit.unregister(self.close)
         llm = getattr(self, "llm", None)
         if llm is not None:
             with quiet_stderr(self.log_path):
