@@ -14,7 +14,8 @@ process's stderr even when asked not to: while loading and deciding, file
 descriptor 2 goes to the home's `llama-runtime.log`.
 
 Per decision the backend records timings: image encode (libmtmd's vision
-encoder), prefill (text and image embeddings), decode, and how many prompt
+encoder with the image embeddings' trip into the KV cache), text prefill,
+decode, the rest (grammar sampling, template, Python), and how many prompt
 tokens were evaluated vs reused. Note: the vision handlers of
 llama-cpp-python 0.3.36 clear the KV cache on every request, so image
 requests reuse nothing in-process (llama-server keeps it; see runtime/).
@@ -259,10 +260,15 @@ class LlamaInProcessBackend:
             "decode_ms": round(perf.t_eval_ms, 3),
             "predicted_n": int(perf.n_eval),
         }
+        image_ms = 0.0
         if self._timed is not None and self._timed.images:
-            timings["image_encode_ms"] = round(self._timed.image_ms, 3)
-            timings["image_decode_ms"] = round(self._timed.image_decode_ms, 3)
+            # libmtmd's vision encoder plus writing the image embeddings into the KV cache: llama.cpp's
+            # perf counters do not count the latter as prefill, so it lands here.
+            image_ms = self._timed.image_ms
+            timings["image_encode_ms"] = round(image_ms, 3)
             timings["prefill_text_ms"] = round(max(0.0, perf.t_p_eval_ms - self._timed.image_decode_ms), 3)
+        # grammar-constrained sampling, detokenizing, the chat template and Python around them
+        timings["other_ms"] = round(max(0.0, latency * 1000 - image_ms - perf.t_p_eval_ms - perf.t_eval_ms), 3)
         prompt_tokens = usage.get("prompt_tokens")
         if isinstance(prompt_tokens, int):
             usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
