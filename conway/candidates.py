@@ -355,7 +355,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     eval_size = (int(eval_size[0]), int(eval_size[1]))
     profile = profile or manifest.get("eval", {}).get("profile") or "standard"
     runs = {}
-    for label, model, mmproj in (("base", bm, bp), ("candidate", cand_model, cand_mmproj)):
+    # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
+    for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
         say(f"candidate-eval: {label} {model} on {samples} vision-check case(s), seed {seed}, "
             f"{eval_size[0]}x{eval_size[1]}, profile {profile}")
         runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+""".venv/bin/python scripts/learning_demo.py [--work DIR] [--practice 600] [--heldout 100]
+
+Conway's research loop, end to end, on a CPU, from a fresh home:
+
+  1. build a tiny random-weight Qwen2-VL base (scripts/build_tiny_vlm.py with
+     configs/tiny_vlm_demo.yaml) and its GGUF + mmproj;
+  2. practice: `conway vision-check` runs the base through llama.cpp on
+     generated cases (profile `demo`: one large target per 84x84 image); every
+     case is labelled by its own target box;
+  3. `conway export --from-report` turns the practice report into a Hugging
+     Face dataset (misses become hindsight examples with the true target);
+  4. `training.train_lora --recipe tiny_cpu` trains a LoRA candidate, merges
+     it and converts it to GGUF + mmproj into candidates/demo/ (manifest last);
+  5. `conway candidate-eval demo` runs the SAME held-out cases (another seed,
+     never practised) on the base and on the candidate through llama.cpp and
+     prints both hit rates with 95% intervals.
+
+Every step is the real command, run as a subprocess and printed first. The
+always-click-the-centre baseline on the held-out cases is printed too (large
+centred targets make it strong). Exit 0 when the candidate beats the base
+with non-overlapping intervals, 2 when it does not, 1 on a setup error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+SIZE = "84x84"
+PROFILE = "demo"
+
+
+def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.CompletedProcess:
+    line = shlex.join(cmd)
+    print(f"\n$ {line}", flush=True)
+    log.append(line)
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    tail = proc.stdout.strip().splitlines()
+    keep = [ln for ln in tail if "it/s]" not in ln and "s/it]" not in ln]
+    print("\n".join(keep[-25:]))
+    print(f"  ({time.time() - t0:.0f} s, exit {proc.returncode})", flush=True)
+    return proc
+
+
+def centre_baseline(seed: int, n: int) -> tuple[int, int]:
+    """Hits of a policy that always clicks the image centre, on the same held-out cases."""
+    sys.path.insert(0, str(REPO))
+    from conway.evals.vision_check import generate_case
+
+    w, h = (int(v) for v in SIZE.split("x"))
+    hits = sum(1 for i in range(n) if generate_case(seed, i, (w, h), PROFILE).target.contains(w / 2, h / 2))
+    return hits, n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", help="working folder (default: a new temporary folder); the home is WORK/home")
+    ap.add_argument("--practice", type=int, default=600, help="practice cases (training rows), default 600")
+    ap.add_argument("--practice-seed", type=int, default=1)
+    ap.add_argument("--heldout", type=int, default=100, help="held-out cases for candidate-eval, default 100")
+    ap.add_argument("--heldout-seed", type=int, default=1000)
+    ap.add_argument("--recipe", default="tiny_cpu")
+    ap.add_argument("overrides", nargs="*", metavar="key=value", help="extra recipe overrides (train.max_steps=...)")
+    args = ap.parse_args(argv)
+
+    started = time.time()
+    work = Path(args.work or tempfile.mkdtemp(prefix="conway-learning-demo-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    home = work / "home"
+    if home.exists() and any(home.iterdir()):
+        print(f"{home} is not empty: the demo starts from a fresh home (choose another --work)", file=sys.stderr)
+        return 1
+    base = work / "base"
+    env = {**os.environ, "CONWAY_HOME": str(home), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    log: list[str] = []
+    conway = [PY, "-m", "conway.cli"]
+
+    def step(cmd: list[str], ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+        proc = run(cmd, env, log)
+        if proc.returncode not in ok:
+            print(f"\nlearning demo: step failed (exit {proc.returncode}): {shlex.join(cmd)}", file=sys.stderr)
+            raise SystemExit(1)
+        return proc
+
+    print(f"learning demo in {work} (home {home})")
+    step(conway + ["init"])
+    step([PY, "scripts/build_tiny_vlm.py", "--config", "configs/tiny_vlm_demo.yaml", "--keep-hf", "--out", str(base)])
+    model, mmproj = base / "tiny-vlm.gguf", base / "tiny-vlm-mmproj.gguf"
+    policy = ["policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
+              "policy.backend=llama_cpp"]
+    practice = work / "practice.json"
+    step(conway + ["vision-check", "--samples", str(args.practice), "--seed", str(args.practice_seed),
+                   "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy], ok=(0, 2))
+    dataset = work / "dataset"
+    step(conway + ["export", "--from-report", str(practice), "--format", "hf", "--style", "generic",
+                   "--output", str(dataset)])
+    t_train = time.time()
+    step([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
+          f"data.path={dataset}", "output.candidate=demo", f"convert.base_gguf={model}",
+          f"convert.base_mmproj={mmproj}", *args.overrides])
+    train_s = time.time() - t_train
+    step(conway + ["candidates"])
+    evaluation = work / "candidate-eval.json"
+    proc = step(conway + ["candidate-eval", "demo", "--samples", str(args.heldout), "--seed", str(args.heldout_seed),
+                          "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(evaluation)], ok=(0, 2))
+    report = json.loads(evaluation.read_text(encoding="utf-8"))
+    s = report["summary"]
+    ch, cn = centre_baseline(args.heldout_seed, args.heldout)
+    wall = time.time() - started
+    print("\n=== learning demo: base vs candidate on the same held-out vision-check cases ===")
+    print(f"cases: {s['cases']} (seed {args.heldout_seed}, {SIZE}, profile {PROFILE}; practice used seed "
+          f"{args.practice_seed}); case hashes sha256 {s['cases_sha256'][:16]}")
+    for label in ("base", "candidate"):
+        r = s[label]
+        lo, hi = r["hit_rate_ci95"]
+        print(f"{label:<10} {r['hits']:>3}/{s['cases']} = {r['hit_rate']:6.1%}   95% CI {lo:6.1%} – {hi:6.1%}")
+    lo, hi = s["difference_ci95"]
+    print(f"difference {s['difference']:+.1%} (95% CI {lo:+.1%} to {hi:+.1%}); intervals "
+          f"{'do not overlap' if s['intervals_separated'] else 'overlap'}")
+    print(f"reference: always clicking the centre hits {ch}/{cn} = {ch / cn:.1%} of these cases")
+    print(f"wall time: {wall / 60:.1f} min end to end (training + conversion {train_s / 60:.1f} min)")
+    print(f"report: {evaluation}")
+    return 0 if proc.returncode == 0 else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
