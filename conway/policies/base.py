@@ -26,6 +26,7 @@ from the loop's context parts every cycle, which never include model text.
 from __future__ import annotations
 
 import io
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
@@ -240,6 +241,7 @@ class ModelPolicy:
                 pass  # the cap is below the family's minimum: keep the family rule
         self.rule = base
         self._mode: str | None = None
+        self._mode_lock = threading.Lock()
         self._on_close = list(on_close or [])
         self._closed = False
         self.description: list[str] = []
@@ -249,6 +251,10 @@ class ModelPolicy:
 
     def structured_mode(self) -> str:
         """The output constraint in use; detected on first use (PolicyError when a requested one is unsupported)."""
+        with self._mode_lock:
+            return self._structured_mode()
+
+    def _structured_mode(self) -> str:
         if self._mode is not None:
             return self._mode
         wanted = self.settings.structured_output

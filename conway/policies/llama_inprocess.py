@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -187,6 +188,7 @@ class LlamaInProcessBackend:
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
         self.load_s = time.perf_counter() - t0
         self.has_vision = handler is not None
+        self._lock = threading.Lock()  # one llama.cpp context: callers from several threads take turns
         atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
 
     # -- perf counters ------------------------------------------------------------------
@@ -228,6 +230,12 @@ class LlamaInProcessBackend:
 
     def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
                  temperature: float, seed: int | None) -> ChatResult:
+        with self._lock:
+            return self._complete(messages, mode=mode, spec=spec, max_tokens=max_tokens, temperature=temperature,
+                                  seed=seed)
+
+    def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+                  temperature: float, seed: int | None) -> ChatResult:
         llama_cpp = self._llama_cpp
         kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
                                       temperature=temperature)
@@ -280,8 +288,9 @@ class LlamaInProcessBackend:
 
     def close(self) -> None:
         atexit.unregister(self.close)
-        llm = getattr(self, "llm", None)
-        if llm is not None:
-            with quiet_stderr(self.log_path):
-                llm.close()
-            self.llm = None  # type: ignore[assignment]
+        with getattr(self, "_lock", threading.Lock()):
+            llm = getattr(self, "llm", None)
+            if llm is not None:
+                with quiet_stderr(self.log_path):
+                    llm.close()
+                self.llm = None  # type: ignore[assignment]
