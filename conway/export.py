@@ -189,8 +189,28 @@ def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
     return min(max(int(round(mx)), 0), hi_x), min(max(int(round(my)), 0), hi_y)
 
 
+def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
+    """The action in the schema's own key order (type first), defaults other than `type` left out.
+
+    The generic adapter's grammar fixes this order, so a model must be taught it.
+    """
+    from .actions import ACTION_TYPES
+
+    cls = ACTION_TYPES.get(action.get("type", ""))
+    if cls is None:
+        return {k: v for k, v in action.items() if v is not None}
+    out: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if name not in action or action[name] is None:
+            continue
+        if name != "type" and not info.is_required() and action[name] == info.default:
+            continue
+        out[name] = action[name]
+    return out
+
+
 def _generic(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    out = {k: v for k, v in action.items() if v is not None}
+    out = canonical_action(action)
     for (kx, ky), value in pt.items():
         out[kx], out[ky] = value
     return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
