@@ -101,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     policy = ["policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
               "policy.backend=llama_cpp"]
     practice = work / "practice.json"
+    # Practice answers only need to exist (the labels come from the targets), so the base may stop early:
+    # a random model rambles for hundreds of tokens. The held-out evaluation below uses the default budget.
     step(conway + ["vision-check", "--samples", str(args.practice), "--seed", str(args.practice_seed),
-                   "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy], ok=(0, 2))
+                   "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy,
+                   "policy.max_tokens=48"], ok=(0, 2))
     dataset = work / "dataset"
     step(conway + ["export", "--from-report", str(practice), "--format", "hf", "--style", "generic",
                    "--output", str(dataset)])
