@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import platform
 import shutil
@@ -37,16 +36,24 @@ def host_facts(path: Path | None = None) -> dict[str, Any]:
 
 
 def _import_ok(module: str) -> tuple[bool, str]:
-    """Import in a subprocess: some packages (pyautogui) exit or hang the importer when misconfigured."""
-    code = f"import {module}; print(getattr({module}, '__version__', 'ok'))"
+    """Installed or not, with its version. Found, not imported: pyautogui cannot even be
+    imported without a display, and that is the display's problem, reported below."""
+    import importlib.metadata as md
+    import importlib.util
+
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return False, "import timed out"
-    if proc.returncode == 0:
-        return True, proc.stdout.strip() or "ok"
-    last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    return False, last[:160]
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return False, "not installed"
+    dists = md.packages_distributions().get(module, [])
+    for dist in dists:
+        try:
+            return True, md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return True, "installed"
 
 
 def display_report() -> tuple[bool, str]:
@@ -55,6 +62,14 @@ def display_report() -> tuple[bool, str]:
             return False, "no DISPLAY set"
         if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
             return False, "Wayland without XWayland DISPLAY: native Wayland input is not implemented"
+    try:
+        from .observe.screen import display_problem
+    except ImportError:  # the gui extra is missing; the mss probe below says so
+        display_problem = None
+    if display_problem is not None:
+        problem = display_problem()
+        if problem:
+            return False, problem
     try:
         proc = subprocess.run([sys.executable, "-c", "import mss; m = mss.MSS(); print(m.monitors[1])"],
                               capture_output=True, text=True, timeout=20)
@@ -77,7 +92,14 @@ def doctor(config: ConwayConfig, workdir: Path) -> dict[str, Any]:
     if not shown and "gui" in config.tools.enabled:
         tools["gui"] = {"runs": False, "detail": f"GUI tools unavailable: {why}"}
     toolbox.close()
-    return {"host": host_facts(workdir), "extras": {e: {m: {"ok": ok, "detail": d} for m, (ok, d) in mods.items()}
+    try:
+        from .observe.accessibility import accessibility_problem
+        access = accessibility_problem()
+    except ImportError as exc:
+        access = str(exc)
+    return {"accessibility": {"ready": access is None, "detail": access or "AT-SPI available (off by default: "
+                              "observe.accessibility=true)"},
+            "host": host_facts(workdir), "extras": {e: {m: {"ok": ok, "detail": d} for m, (ok, d) in mods.items()}
                                                  for e, mods in extras.items()},
             "display": {"reachable": shown, "detail": why}, "tools": tools}
 
@@ -95,4 +117,6 @@ def render_doctor(report: dict[str, Any]) -> str:
     lines += ["", f"Display: {'reachable' if d['reachable'] else 'not reachable'} — {d['detail']}", "", "Tools (tried):"]
     for name, t in report["tools"].items():
         lines.append(f"  {name:8} {'runs' if t['runs'] else 'unavailable':12} {t['detail']}")
+    a = report["accessibility"]
+    lines += ["", f"Accessibility snapshots: {'ready' if a['ready'] else 'unavailable'} — {a['detail']}"]
     return "\n".join(lines)

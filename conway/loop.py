@@ -250,6 +250,7 @@ class Loop:
         if changed:
             self.repeats.pop("gui", None)  # GUI repetition counters reset on a changed screen
         self.last_change_key = obs.change_key
+        self.p.toolbox.note_observation(obs)
         self.record("observation", obs.record())
 
         ctx = self.build_context(goals, obs)

@@ -9,6 +9,7 @@ any of:
     error: "server exploded"        a transient model failure (recovery backoff)
     rate_limit: 7                   the server says: retry after 7 s
     sleep: 0.5                      block inside `decide` this long (stop-during-inference)
+    click_color: "#ff00ff"          click the centre of the pixels of this colour in the screenshot
     thought: "why"                  recorded with the decision
 
 When the script runs out the policy keeps answering `wait` (or starts over
@@ -40,6 +41,7 @@ class MockStep(BaseModel):
     error: str | None = None
     rate_limit: float | None = Field(default=None, ge=0)
     sleep: float | None = Field(default=None, ge=0)
+    click_color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
     thought: str | None = None
 
 
@@ -119,6 +121,10 @@ class MockPolicy:
             raise PolicyError(step.error)
         if step.rate_limit is not None:
             raise RateLimited("mock server rate limit", retry_after=step.rate_limit)
+        if step.click_color is not None:
+            action = click_on_color(context.observation, step.click_color)
+            return Decision(raw_text=f"click_color {step.click_color}", actions=[action], model_id=self.model_id,
+                            thought=step.thought, latency_s=time.perf_counter() - started)
         if step.raw is not None:
             raw = step.raw
             actions = _parse_raw(raw)
@@ -140,3 +146,22 @@ def _parse_raw(raw: str) -> list:
         return [ActionProblem(message="model output is not a JSON action", raw=raw[:200])]
     items = data if isinstance(data, list) else [data]
     return [parse_action(i) for i in items] or [ActionProblem(message="no action in model output", raw=raw)]
+
+
+def click_on_color(observation, color: str, tolerance: int = 24):
+    """A scripted 'look': the centre of the pixels near `color` in the screenshot (captured pixels)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from ..actions import Click
+
+    if not observation.png:
+        return ActionProblem(message="the observation has no image to look at")
+    rgb = np.array([int(color[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+    pixels = np.asarray(Image.open(io.BytesIO(observation.png)).convert("RGB")).astype(np.int16)
+    ys, xs = np.nonzero(np.abs(pixels - rgb).max(axis=2) <= tolerance)
+    if len(xs) == 0:
+        return ActionProblem(message=f"no pixels of colour {color} in the screenshot")
+    return Click(x=float(xs.min() + xs.max()) / 2, y=float(ys.min() + ys.max()) / 2)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ..actions import ACTION_TYPES, GUI_TYPES, _Action
 from ..config import ToolsConfig
-from ..protocols import Tool, ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import Observation, Tool, ToolResult
 
 NO_DESKTOP = "no desktop tools available"
 
@@ -39,6 +40,19 @@ class Toolbox:
                 return ToolResult(ok=False, error=f"{NO_DESKTOP}: {reason}" if reason else NO_DESKTOP)
             return ToolResult(ok=False, error=reason or f"no tool for {kind} is enabled here")
         return tool.run(action)
+
+    def note_observation(self, obs: Observation) -> None:
+        """Tell screen-bound tools where the latest screenshot came from (HiDPI scale, origin)."""
+        if obs.source != "screen":
+            return
+        cw, ch = obs.captured_size
+        lw, lh = obs.logical_size or obs.captured_size
+        screen = ScreenGeometry(origin_x=int(obs.origin[0]), origin_y=int(obs.origin[1]),
+                                captured_w=int(cw), captured_h=int(ch), logical_w=int(lw), logical_h=int(lh))
+        for tool in self.tools:
+            setter = getattr(tool, "set_screen", None)
+            if setter:
+                setter(screen)
 
     def close(self) -> None:
         for tool in self.tools:
