@@ -172,3 +172,27 @@ def test_output_exists_or_in_home_refused(tmp_path, conway_home, capsys):
     conway_home.mkdir(parents=True)
     assert main(["acceptance-check", "--mock", "--output", str(conway_home / "a.json")]) == 1
     assert "inside the Conway home" in capsys.readouterr().err
+
+
+TINY = Path(__file__).resolve().parent / "fixtures" / "tiny-vlm"
+
+
+@pytest.mark.llama
+@pytest.mark.slow
+def test_real_tiny_vlm_through_the_loop_is_scored_honestly(tmp_path):
+    """The random-weight VLM cannot do the work: whatever it declares, nothing is verified."""
+    import importlib.util
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed ('.[llama]')")
+    if not (TINY / "tiny-vlm.gguf").exists():
+        pytest.skip("tiny VLM fixtures are missing (scripts/build_tiny_vlm.py)")
+    out = tmp_path / "tiny.json"
+    code = main(["acceptance-check", "--seed", "1", "--max-steps", "2", "--output", str(out), "policy=generic",
+                 f"policy.model_path={TINY / 'tiny-vlm.gguf'}", f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
+                 "policy.max_tokens=32", "agent.recovery_backoff_start_s=0.05", "agent.idle_backoff_start_s=0.05"])
+    data = json.loads(out.read_text())
+    assert code == 2 and data["model_id"] == "tiny-vlm"
+    for case in data["cases"]:
+        assert case["verified"] is False and 1 <= case["steps"] <= 2
+        assert case["stop_reason"].startswith("max-steps") or case["stop_reason"].startswith("finish")
+    assert data["summary"]["verified_passed"] == 0
