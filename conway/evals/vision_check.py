@@ -26,7 +26,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from ..actions import ActionProblem, _Action, describe_action_space
