@@ -304,7 +304,8 @@ def _timings(timings: Any) -> dict[str, Any]:
 
 # --- the backend the policies use ------------------------------------------------------------
 
-PROBE_MAX_TOKENS = 32
+PROBE_MAX_TOKENS = 128
+"""Room for the forced answer even with a byte-level tokenizer and the whitespace schema grammars allow."""
 
 
 def _probe_constraints(nonce: str) -> dict[str, dict[str, Any]]:
