@@ -80,6 +80,24 @@ class Example:
     """The assistant's answer to learn (target turn), without the end-of-turn token."""
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def short(self) -> "Example":
+        """The same row with only the end of the prompt: the user turn's last text line and the image.
+
+        Everything between that line and the answer is unchanged, so what a
+        model learns about where the image tokens sit relative to its answer
+        carries over to the full prompt (the curriculum's first phase).
+        """
+        user = self.messages[-1]
+        parts = user["content"] if isinstance(user["content"], list) else [{"type": "text", "text": user["content"]}]
+        kept = []
+        for part in parts:
+            if part.get("type") == "text":
+                kept.append({"type": "text", "text": part["text"].strip().splitlines()[-1]})
+            else:
+                kept.append(part)
+        return Example(messages=[{"role": user["role"], "content": kept}], image_png=self.image_png,
+                       completion=self.completion, meta={**self.meta, "short": True})
+
 
 # --- reading exported data -----------------------------------------------------------------
 

@@ -89,6 +89,9 @@ class TrainSettings(_Section):
     """Stop once the held-out hit rate reaches this (None: never stop early)."""
     save_every: int | None = Field(default=None, ge=1)
     """Steps between intermediate adapter checkpoints (None: only the final one)."""
+    short_prompt_steps: int = Field(default=0, ge=0)
+    """Curriculum: the first N steps train on the end of the prompt only (last user line + image + answer),
+    so a random model finds the image before the full prompt dilutes its attention (0: off)."""
 
 
 class OutputSettings(_Section):

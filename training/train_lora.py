@@ -259,6 +259,7 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
 
     encoder = Encoder.from_pretrained(base)
     encoded_train = [encoder.encode(e) for e in train_ex]
+    encoded_short = ([encoder.encode(e.short()) for e in train_ex] if recipe.train.short_prompt_steps else [])
     encoded_eval = [encoder.encode(e) for e in eval_ex]
     seq = max(len(e["input_ids"]) for e in encoded_train)
     say(f"tokens per example: up to {seq} (prompt + image + answer; loss on the answer only)")
@@ -277,6 +278,13 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
     loader = torch.utils.data.DataLoader(encoded_train, batch_size=recipe.train.batch_size, shuffle=True,
                                          collate_fn=encoder.collate, generator=sampler_gen, drop_last=False)
     model, opt, loader = accelerator.prepare(model, opt, loader)
+    short_loader = None
+    if encoded_short:
+        short_loader = accelerator.prepare(torch.utils.data.DataLoader(
+            encoded_short, batch_size=recipe.train.batch_size, shuffle=True, collate_fn=encoder.collate,
+            generator=torch.Generator().manual_seed(recipe.train.seed + 1), drop_last=False))
+        say(f"curriculum: the first {recipe.train.short_prompt_steps} steps use the end of the prompt only "
+            f"(up to {max(len(e['input_ids']) for e in encoded_short)} tokens)")
     model.train()
 
     out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +317,8 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
 
     try:
         while step < recipe.train.max_steps and stop_reason == "max_steps":
-            for batch in loader:
+            phase = short_loader if short_loader is not None and step < recipe.train.short_prompt_steps else loader
+            for batch in phase:
                 with accelerator.accumulate(model):
                     for g in opt.param_groups:
                         g["lr"] = lr_at(step, recipe)
@@ -345,6 +354,8 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
                     stop_reason = f"max_seconds ({recipe.train.max_seconds:g} s)"
                 if step >= recipe.train.max_steps or stop_reason != "max_steps":
                     break
+                if phase is short_loader and step >= recipe.train.short_prompt_steps:
+                    break  # the curriculum's first phase is over: continue on the full prompt
     finally:
         bar.close()
     train_s = time.time() - t0
