@@ -29,7 +29,11 @@ Steps, all seeded (settings from --config, default configs/tiny_vlm.yaml):
 4. Conversion with convert_hf_to_gguf.py from the llama-cpp-python 0.3.36
    source distribution (vendor/llama.cpp) and its bundled gguf-py: once for
    the model, once with --mmproj. The released `gguf` package is not used (it
-   lacks LazyChunkedTensor). The sdist is fetched and unpacked by
+   lacks LazyChunkedTensor). The model file then gets
+   tokenizer.ggml.add_space_prefix = false (a metadata-only copy with the
+   bundled gguf-py), which the converter does not write for sentencepiece
+   vocabularies: without it llama.cpp puts a space after every special
+   token. The sdist is fetched and unpacked by
    scripts/fetch_llama_sdist.sh into .cache/llama-cpp-python-0.3.36/ unless
    --llama-cpp points at a llama.cpp source tree.
 
@@ -125,6 +129,10 @@ IMAGE_STD = [0.26862954, 0.26130258, 0.27577711]
 class TokenizerSettings:
     vocab_size: int = 384
     corpus_lines: int = 4000
+    # Text files (relative to the repository) whose lines join the corpus, each `extra_corpus_repeat`
+    # times, so their words become whole tokens (shorter prompts for a model trained on them).
+    extra_corpus_files: list[str] = field(default_factory=list)
+    extra_corpus_repeat: int = 1
 
 
 @dataclass
@@ -261,6 +269,9 @@ def train_tokenizer(settings: Settings) -> bytes:
     import sentencepiece as spm
 
     corpus = generate_corpus(settings.seed, settings.tokenizer.corpus_lines)
+    for name in settings.tokenizer.extra_corpus_files:
+        lines = [ln for ln in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        corpus += lines * max(1, settings.tokenizer.extra_corpus_repeat)
     out = io.BytesIO()
     spm.set_random_generator_seed(settings.seed)
     spm.SentencePieceTrainer.train(
@@ -273,6 +284,7 @@ def train_tokenizer(settings: Settings) -> bytes:
         split_digits=True,  # one token per digit: coordinates tokenize evenly
         normalization_rule_name="identity",
         remove_extra_whitespaces=False,
+        add_dummy_prefix=False,  # like Qwen's BPE: "user" after <|im_start|> is not " user"
         user_defined_symbols=list(SPECIAL_TOKENS),
         unk_id=0,
         bos_id=-1,  # Qwen has no BOS; no <s> / </s> pieces at all
@@ -448,6 +460,8 @@ def ensure_llama_cpp(llama_cpp: Path | None) -> Path:
 
 
 def convert(llama_cpp: Path, hf_dir: Path, outfile: Path, settings: Settings, *, mmproj: bool, python: str, verbose: bool) -> float:
+    # The converter runs with llama_cpp as its working directory: absolute paths only.
+    llama_cpp, hf_dir, outfile = llama_cpp.resolve(), hf_dir.resolve(), outfile.resolve()
     cmd = [
         python,
         str(llama_cpp / "convert_hf_to_gguf.py"),
@@ -477,6 +491,48 @@ def convert(llama_cpp: Path, hf_dir: Path, outfile: Path, settings: Settings, *,
     if proc.returncode != 0:
         raise SystemExit(f"conversion failed ({'mmproj' if mmproj else 'model'}): exit {proc.returncode}")
     return elapsed
+
+
+# The converter's sentencepiece path (used for Qwen2-VL when tokenizer.model
+# exists) writes no tokenizer.ggml.add_space_prefix, and llama.cpp then
+# defaults to true for a sentencepiece vocabulary: it puts a space before the
+# text after EVERY special token ("<|im_start|> user\n", "<|im_end|> \n").
+# Besides differing from transformers, that breaks llama-server's
+# response_format/json_schema: its grammar starts with the generation prompt
+# "<|im_start|>assistant\n", which the space-prefixed tokens do not match
+# ("Failed to initialize samplers"). So the model file gets the key, set to
+# false, by a metadata-only copy through the bundled gguf-py.
+_PATCH_GGUF = """
+import os, sys
+import gguf
+from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+src, dst = sys.argv[1], sys.argv[2]
+reader = gguf.GGUFReader(src, "r")
+writer = gguf.GGUFWriter(dst, arch=reader.get_field(gguf.Keys.General.ARCHITECTURE).contents(), endianess=reader.endianess)
+alignment = reader.get_field(gguf.Keys.General.ALIGNMENT)
+if alignment is not None:
+    writer.data_alignment = alignment.contents()
+new = {gguf.Keys.Tokenizer.ADD_PREFIX: MetadataDetails(gguf.GGUFValueType.BOOL, False)}
+copy_with_new_metadata(reader, writer, new, [])
+"""
+
+
+def disable_space_prefix(llama_cpp: Path, path: Path, *, python: str) -> None:
+    """Rewrite GGUF `path` with tokenizer.ggml.add_space_prefix = false."""
+    path = path.resolve()
+    tmp = path.with_name(path.name + ".tmp")
+    env = dict(os.environ)
+    env.pop("NO_LOCAL_GGUF", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(llama_cpp.resolve() / "gguf-py")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
+    env["TQDM_DISABLE"] = "1"
+    proc = subprocess.run([python, "-c", _PATCH_GGUF, str(path), str(tmp)], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"could not set add_space_prefix in {path}: exit {proc.returncode}")
+    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------
@@ -526,6 +582,9 @@ def build(
         report["convert_model_s"] = round(
             convert(llama_root, hf_dir, model_out, settings, mmproj=False, python=python, verbose=verbose), 2
         )
+        t1 = time.perf_counter()
+        disable_space_prefix(llama_root, model_out, python=python)
+        report["patch_model_s"] = round(time.perf_counter() - t1, 2)
         report["convert_mmproj_s"] = round(
             convert(llama_root, hf_dir, mmproj_out, settings, mmproj=True, python=python, verbose=verbose), 2
         )

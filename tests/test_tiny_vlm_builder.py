@@ -171,7 +171,8 @@ def test_builder_reproduces_committed_fixtures(tmp_path):
 
     # The build is deterministic (seeded init, single-threaded sentencepiece
     # training from an in-memory corpus, fixed folder and model name, no
-    # dates/UUIDs written by the converter), so the files must be identical
+    # dates/UUIDs written by the converter or by the metadata-only rewrite
+    # that adds add_space_prefix), so the files must be identical
     # for the pinned versions (torch 2.13.0, transformers 5.24.0,
     # sentencepiece 0.2.3, llama.cpp from llama-cpp-python 0.3.36). Another
     # torch or transformers version may initialise weights differently: the
@@ -211,6 +212,22 @@ def llama_vlm():
     )
     yield llama_cpp, llm
     llm.close()
+
+
+def test_llama_cpp_tokenizes_chatml_without_space_after_special_tokens():
+    """The builder sets tokenizer.ggml.add_space_prefix = false; otherwise
+    llama.cpp would tokenize "<|im_start|>user" as "<|im_start|>", " ", "user"."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    vocab = llama_cpp.Llama(model_path=str(MODEL), vocab_only=True, verbose=False)
+    try:
+        assert vocab.metadata.get("tokenizer.ggml.add_space_prefix") == "false"
+        ids = vocab.tokenize(b"<|im_start|>user\nhi<|im_end|>\n", add_bos=False, special=True)
+        pieces = [vocab.detokenize([i], special=True) for i in ids]
+        assert pieces[0] == b"<|im_start|>" and pieces[-2:] == [b"<|im_end|>", b"\n"]
+        assert b"".join(pieces) == b"<|im_start|>user\nhi<|im_end|>\n"
+        assert vocab.token_eos() == 3
+    finally:
+        vocab.close()
 
 
 def test_llama_cpp_image_chat_with_click_grammar(llama_vlm):
