@@ -41,6 +41,7 @@ coord ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.llama,
     pytest.mark.skipif(
         not (SERVER_BIN.is_file() and os.access(SERVER_BIN, os.X_OK)),
         reason=f"llama-server not built ({SERVER_BIN} missing): run scripts/build_llama_server.sh or set LLAMA_SERVER_BIN",

@@ -214,6 +214,7 @@ def llama_vlm():
     llm.close()
 
 
+@pytest.mark.llama
 def test_llama_cpp_tokenizes_chatml_without_space_after_special_tokens():
     """The builder sets tokenizer.ggml.add_space_prefix = false; otherwise
     llama.cpp would tokenize "<|im_start|>user" as "<|im_start|>", " ", "user"."""
@@ -230,6 +231,7 @@ def test_llama_cpp_tokenizes_chatml_without_space_after_special_tokens():
         vocab.close()
 
 
+@pytest.mark.llama
 def test_llama_cpp_image_chat_with_click_grammar(llama_vlm):
     llama_cpp, llm = llama_vlm
     grammar = llama_cpp.LlamaGrammar.from_string(CLICK_GRAMMAR, verbose=False)
@@ -247,6 +249,7 @@ def test_llama_cpp_image_chat_with_click_grammar(llama_vlm):
     assert again["choices"][0]["message"]["content"] == text
 
 
+@pytest.mark.llama
 def test_mtmd_turns_96x64_image_into_12_tokens(llama_vlm):
     """Qwen2-VL preprocessing in this llama.cpp: 96x64 is resized to a
     multiple of 28 px and then up to the 8-token minimum (set_limit_image_tokens(8, ...)),
