@@ -75,6 +75,7 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
     journal = None
     observer = req.observer
     toolbox = req.toolbox
+    policy = None
     try:
         session = new_session_id()
         policy = req.policy or build_policy(config, home)
@@ -86,6 +87,8 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
+            if getattr(policy, "description", None):
+                say(str(policy.description))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
                           single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)
@@ -98,6 +101,9 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
             observer.close()
         if toolbox:
             toolbox.close()
+        close = getattr(policy, "close", None) if req.policy is None else None
+        if close:  # stops a model server Conway started for this run
+            close()
         lock.release()
 
 

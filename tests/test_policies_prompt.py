@@ -75,13 +75,15 @@ def test_stable_prefix_is_byte_identical_across_steps():
 
 
 def test_image_is_smart_resized_on_our_side_and_recorded():
-    img = prepare_image(png((1920, 1080)), (1920, 1080), "qwen2.5-vl", get_rule("qwen2.5-vl"))
-    assert img.sent_size == (1932, 1092) and Image.open(io.BytesIO(img.png)).size == (1932, 1092)
+    img = prepare_image(observation_of(png((1920, 1080))), "qwen2.5-vl", get_rule("qwen2.5-vl"))
+    assert img.sent_size == (1932, 1092) and Image.open(io.BytesIO(img.data)).size == (1932, 1092)
+    assert img.mime == "image/jpeg" and img.data_url().startswith("data:image/jpeg;base64,")
     capped = get_rule("qwen2.5-vl").with_token_cap(1024)
-    small = prepare_image(png((2560, 1440)), (2560, 1440), "qwen2.5-vl", capped)
+    small = prepare_image(observation_of(png((2560, 1440))), "qwen2.5-vl", capped)
     assert small.image_tokens <= 1024 and small.sent_size[0] % 28 == 0 and small.sent_size[1] % 28 == 0
-    same = prepare_image(png((644, 392)), (644, 392), "qwen2.5-vl", get_rule("qwen2.5-vl"))
-    assert same.sent_size == (644, 392)
+    same = prepare_image(observation_of(png((644, 392))), "qwen2.5-vl", get_rule("qwen2.5-vl"), "png")
+    assert same.sent_size == (644, 392) and same.mime == "image/png"
+    assert Image.open(io.BytesIO(same.data)).format == "PNG"
 
 
 class ScriptedBackend:
@@ -203,3 +205,9 @@ def test_generated_grammars_compile_in_llama_cpp():
             text = builder(None, convention=conv, sent_size=(1932, 1092), captured_size=(1920, 1080))
             LlamaGrammar.from_string(text, verbose=False)
     LlamaGrammar.from_string(json.dumps("x").join(['root ::= ', '\n']), verbose=False)
+
+
+def observation_of(data: bytes):
+    from conway.protocols import Observation
+    size = Image.open(io.BytesIO(data)).size
+    return Observation(png=data, captured_size=size, source="synthetic", content_hash="h", change_key="k")

@@ -42,7 +42,7 @@ def test_probe_reports_structured_support_sizes_and_the_action():
     assert report.structured_detail["json_object"].startswith("ignored")
     assert report.sent_size == [644, 392] and report.captured_size == [640, 400] and report.convention == "absolute"
     assert report.actions == ["click(x=320.0, y=200.0, button='left')"]  # 322x196 of 644x392 sent → 640x400 captured
-    assert "grammar" in last and last["messages"][-1]["content"][-1]["image_url"]["url"].startswith("data:image/png")
+    assert "grammar" in last and last["messages"][-1]["content"][-1]["image_url"]["url"].startswith("data:image/jpeg")
     text = report.render()
     assert "probe: PASS" in text and "uses grammar" in text and "640x400 → sent 644x392" in text
 

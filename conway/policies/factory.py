@@ -77,7 +77,7 @@ def _settings(config: ConwayConfig, adapter: Adapter, meta: dict[str, Any]) -> P
         raise UserError(f"policy.resize: {exc}") from None
     return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=pol.image_max_tokens,
                           structured_output=pol.structured_output, max_tokens=pol.max_tokens,
-                          temperature=pol.temperature, seed=pol.seed, meta=meta)
+                          temperature=pol.temperature, seed=pol.seed, image_encoding=pol.image_encoding, meta=meta)
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
