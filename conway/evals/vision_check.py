@@ -64,13 +64,21 @@ class Profile:
     target_min_px: tuple[int, int]
     distractors: tuple[int, int]
     panels: tuple[int, int]
+    backgrounds: tuple[tuple[int, int, int], ...] | None = None
+    """Background colours to draw from (None: all of BACKGROUNDS)."""
+    shapes: tuple[str, ...] | None = None
+    """Target shapes to draw from (None: all of SHAPES)."""
+    colours: tuple[str, ...] | None = None
+    """Target colours to draw from (None: all of PALETTE)."""
 
 
 PROFILES: dict[str, Profile] = {
     # the suite as specified: small targets among 3-8 distractors on window-like panels
     "standard": Profile(target_frac=(0.015, 0.10), target_min_px=(12, 16), distractors=(3, 8), panels=(0, 3)),
-    # for small learning demos on a CPU: one large target (34-40% of the short side) and nothing else
-    "demo": Profile(target_frac=(0.34, 0.40), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0)),
+    # for small learning demos on a CPU: one large red square (34-40% of the short side) on a light background,
+    # nothing else (a tiny random model did not learn varied colours, shapes and dark backgrounds in minutes)
+    "demo": Profile(target_frac=(0.34, 0.40), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0),
+                    backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red",)),
 }
 
 
@@ -154,14 +162,14 @@ def generate_case(seed: int, index: int, size: tuple[int, int], profile: str = "
     short = min(w, h)
     lo = max(prof.target_min_px[0], round(short * prof.target_frac[0]))
     hi = max(prof.target_min_px[1], round(short * prof.target_frac[1]))
-    background = rng.choice(BACKGROUNDS)
+    background = rng.choice(prof.backgrounds or BACKGROUNDS)
     panels = []
     for _ in range(rng.randint(*prof.panels)):  # window-like grey panels under the shapes
         pw, ph = rng.randint(w // 6, w // 2), rng.randint(h // 6, h // 2)
         px, py = rng.randint(0, w - pw), rng.randint(0, h - ph)
         panels.append(((px, py, px + pw - 1, py + ph - 1), rng.choice(PANELS)))
-    colour = rng.choice(sorted(PALETTE))
-    shape = rng.choice(SHAPES)
+    colour = rng.choice(sorted(prof.colours or PALETTE))
+    shape = rng.choice(prof.shapes or SHAPES)
     box = _place(rng, size, rng.randint(lo, hi), [], 0)
     assert box is not None
     target = Shape(colour, shape, box)
