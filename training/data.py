@@ -31,7 +31,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +51,8 @@ class DataSettings(BaseModel):
     """Resize rule for the image (a name from conway.geometry, auto: the adapter's default)."""
     convention: str = "auto"
     """Coordinate convention of the answers (auto: the adapter's default)."""
+    image_encoding: Literal["jpeg", "png"] = "jpeg"
+    """How the policy encodes the image it sends (policy.image_encoding): jpeg (q85) or png; rows match it."""
     require_labels: bool = True
     """Train only on steps an independent source labelled (refuse data without any)."""
     include_hindsight: bool = True
@@ -209,8 +211,8 @@ def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) 
     return record_image(rec, home_root)
 
 
-def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto",
-                    convention: str = "auto") -> tuple[list[dict[str, Any]], Any]:
+def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention: str = "auto",
+                    encoding: str = "jpeg") -> tuple[list[dict[str, Any]], Any]:
     """(messages, SentImage) exactly as `ModelPolicy.decide` builds them (image url left as a marker)."""
     from conway.actions import ACTION_TYPES
     from conway.geometry import Convention, get_rule
@@ -221,7 +223,7 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto",
     rule_name = adapter.default_resize if resize == "auto" else resize
     conv = adapter.default_convention if convention == "auto" else Convention(convention)
     obs = ctx.observation
-    image = prepare_image(obs.png, tuple(obs.captured_size), rule_name, get_rule(rule_name))
+    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding)
     types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
     messages = build_messages(ctx, instructions=adapter.instructions(types, image.sent_size, conv),
                               action_space=adapter.action_space(ctx), request_text=adapter.request_text(),
@@ -248,7 +250,8 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
             continue
         from conway.replay import step_context
         ctx = step_context(rec, png, config)
-        messages, image = policy_messages(ctx, settings.policy_kind, settings.resize, settings.convention)
+        messages, image = policy_messages(ctx, settings.policy_kind, settings.resize, settings.convention,
+                                          settings.image_encoding)
         rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
                                    "captured_size": list(image.captured_size),
                                    "convention": (settings.convention if settings.convention != "auto" else
@@ -259,7 +262,7 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
         except ValueError as exc:
             skipped[f"not renderable: {exc}"] = skipped.get(f"not renderable: {exc}", 0) + 1
             continue
-        examples.append(Example(messages=messages, image_png=image.png, completion=target.text,
+        examples.append(Example(messages=messages, image_png=image.data, completion=target.text,
                                 meta={"session": rec.get("session"), "step": rec.get("step"),
                                       "hindsight": bool((rec.get("labels") or {}).get("hindsight")),
                                       "target_box": (rec.get("task") or {}).get("target_box"),
