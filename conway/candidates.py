@@ -279,10 +279,12 @@ def newcombe_difference(h1: int, n1: int, h2: int, n2: int) -> tuple[float, floa
 
 
 def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str,
-                    extra: dict[str, Any] | None = None) -> list[str]:
+                    extra: dict[str, Any] | None = None, model_id: str | None = None) -> list[str]:
     """Config overrides that serve one local GGUF through llama.cpp."""
     out = [f"policy.kind={kind}", f"policy.model_path={model}", f"policy.backend={backend}",
            "policy.endpoint=null"]
+    if model_id:
+        out.append(f"policy.model={model_id}")
     out.append(f"policy.mmproj_path={mmproj}" if mmproj is not None else "policy.mmproj_path=null")
     for k, v in (extra or {}).items():
         if v is not None and k not in ("kind", "model_path", "mmproj_path", "backend", "endpoint", "model"):
@@ -360,7 +362,9 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         say(f"candidate-eval: {label} {model} on {samples} vision-check case(s), seed {seed}, "
             f"{eval_size[0]}x{eval_size[1]}, profile {profile}")
         runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
-                                                            extra=policy_extra),
+                                                            extra=policy_extra,
+                                                            model_id=f"candidate-{name}" if label == "candidate"
+                                                            else f"base-{model.stem}"),
                                samples=samples, seed=seed, size=eval_size, progress=progress, profile=profile)
     b_rec, b_sum, b_id, cfg = runs["base"]
     c_rec, c_sum, c_id, _ = runs["candidate"]

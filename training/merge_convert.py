@@ -74,6 +74,10 @@ def convert(merged_dir: Path, out: Path, *, outtype: str = "f16", llama_cpp: str
     try:
         b.convert(root, merged_dir, model_file, settings, mmproj=False, python=sys.executable, verbose=verbose)
         b.convert(root, merged_dir, mmproj_file, settings, mmproj=True, python=sys.executable, verbose=verbose)
+        if (merged_dir / "tokenizer.model").is_file() and hasattr(b, "disable_space_prefix"):
+            # a sentencepiece vocabulary: the converter leaves add_space_prefix unset and llama.cpp would put
+            # a space after every special token, unlike transformers (the builder patches its base the same way)
+            b.disable_space_prefix(root, model_file, python=sys.executable)
     except SystemExit as exc:
         raise UserError(f"GGUF conversion failed: {exc}") from None
     return {"model": "gguf/model.gguf", "mmproj": "gguf/mmproj.gguf"}
