@@ -32,7 +32,6 @@ from ..actions import GUI_TYPES, ActionProblem, _Action, action_schema
 from ..geometry import Convention, Size
 from .parsed import (
     MAX_ACTIONS,
-    MAX_TEXT_CHARS,
     ParsedOutput,
     build_action,
     check_setup,
@@ -66,10 +65,6 @@ def parse(
 
 
 def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
-    if not isinstance(text, str):
-        return ParsedOutput(None, [problem(f"model output must be text, got {type(text).__name__}")])
-    if len(text) > MAX_TEXT_CHARS:
-        return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
     visible, reasoning = split_reasoning(text)
     try:
         value, start, end = extract_json(visible)

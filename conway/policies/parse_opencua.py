@@ -57,7 +57,6 @@ from ..actions import ActionProblem, _Action
 from ..geometry import Convention, Size
 from .parsed import (
     MAX_NUMBER,
-    MAX_TEXT_CHARS,
     ParsedOutput,
     build_action,
     check_setup,
@@ -121,10 +120,6 @@ def parse(
 
 
 def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
-    if not isinstance(text, str):
-        return ParsedOutput(None, [problem(f"model output must be text, got {type(text).__name__}")])
-    if len(text) > MAX_TEXT_CHARS:
-        return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
     visible, reasoning = split_reasoning(text)
     sections, code = _split(visible)
     thought = sections.get("thought") or sections.get("action") or None

@@ -187,7 +187,11 @@ def build_action(fields: dict[str, Any], raw: Any = None) -> _Action | ActionPro
 
 
 def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutput:
-    """Run a parser body; any unexpected exception becomes a problem, never escapes."""
+    """Check the input, run a parser body; any unexpected exception becomes a problem, never escapes."""
+    if not isinstance(text, str):
+        return ParsedOutput(None, [problem(f"model output must be text, got {type(text).__name__}")])
+    if len(text) > MAX_TEXT_CHARS:
+        return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - the contract is: nothing escapes
