@@ -50,12 +50,18 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     order: list[tuple[str, int]] = []
     revisions: dict[str, str | None] = {}
+    checks: dict[str, dict[str, Any]] = {}
     for ev in events:
         kind = ev.get("kind")
         p = ev.get("payload") or {}
         if kind == "session":
             if p.get("event") == "start":
                 revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
+            elif p.get("event") == "acceptance" and p.get("verified") is not None:
+                # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
+                checks[ev.get("session", "?")] = {"success": "success" if p["verified"] else "failure",
+                                                  "source": "task-check", "scope": "session",
+                                                  "report": p.get("report")}
             continue
         if kind in ("recovery", "control"):
             continue
@@ -99,6 +105,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     for key in order:
         rec = steps[key]
         rec["harness_revision"] = revisions.get(key[0])
+        if key[0] in checks:
+            rec["labels"] = dict(checks[key[0]])
         if rec["geometry"] is None and rec["observation"]:
             size = rec["observation"].get("captured_size")
             rec["geometry"] = {"captured_size": size} if size else None
@@ -117,6 +125,9 @@ def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:
     n = 0
     for rec in records:
         lab = labels.get(rec["session"], rec["step"])
+        if lab is None and (rec.get("labels") or {}).get("source"):
+            n += 1  # a session-level check already labelled it
+            continue
         rec["labels"] = label_summary(lab)
         n += lab is not None
     return n

@@ -139,3 +139,23 @@ def test_missing_screenshots_are_named_and_can_be_skipped(recorded_home, tmp_pat
     assert "step-004.png" in err and "--skip-missing" in err and not out.exists()
     assert _export(recorded_home, out, "--skip-missing") == 0
     assert [json.loads(line)["step"] for line in out.read_text().splitlines()] == [1, 2, 3, 5, 6, 7]
+
+
+def test_a_verified_task_session_labels_its_steps_and_review_still_wins():
+    from conway.export import attach_labels, steps_from_events
+    from conway.labels import Label, LabelIndex
+    events = [
+        {"session": "s", "step": 1, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+        {"session": "s", "step": 2, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+        {"session": "s", "step": 2, "kind": "finish", "ts": "t", "payload": {"status": "DONE"}},
+        {"session": "s", "step": 2, "kind": "session", "ts": "t",
+         "payload": {"event": "acceptance", "verified": False, "report": "r.json"}},
+        {"session": "u", "step": 1, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
+    ]
+    recs = steps_from_events(events)
+    index = LabelIndex({("s", 1): Label(session="s", step=1, source="review", verdict="correct")}, [])
+    attach_labels(recs, index)
+    by = {(r["session"], r["step"]): r["labels"] for r in recs}
+    assert by[("s", 1)]["source"] == "review"
+    assert by[("s", 2)] == {"success": "failure", "source": "task-check", "scope": "session", "report": "r.json"}
+    assert by[("u", 1)] == {"success": "unknown"}  # the model's DONE is never a label
