@@ -18,6 +18,7 @@ both are journaled.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -379,7 +380,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     only_c = sum(1 for b, c in zip(b_rec, c_rec) if c.get("hit") and not b.get("hit"))
     separated = c_sum["hit_rate_ci95"][0] > b_sum["hit_rate_ci95"][1]
     summary = {
-        "suite": suite, "cases": n, "cases_sha256": __import__("hashlib").sha256("".join(b_hashes).encode()).hexdigest(),
+        "suite": suite, "cases": n, "cases_sha256": hashlib.sha256("".join(b_hashes).encode()).hexdigest(),
         "base": {"model": str(bm), "model_id": b_id, **{k: b_sum[k] for k in ("hits", "hit_rate", "hit_rate_ci95",
                                                                                "errors", "distance_px", "latency_s")}},
         "candidate": {"name": name, "model": str(cand_model), "model_id": c_id,

@@ -409,8 +409,9 @@ def do_candidates(args) -> int:
     for c in items:
         m = c.get("metrics") or {}
         hits = m.get("held_out_hit_rate")
+        loss = m.get("final_loss")
         print(f"{c['name']:<24} {c['status']:<26} recipe {c.get('recipe') or '-':<14} "
-              f"loss {m.get('final_loss') if m.get('final_loss') is not None else '-'}"
+              f"loss {f'{loss:.4f}' if isinstance(loss, (int, float)) else '-'}"
               + (f"  train-time held-out hits {hits:.0%}" if isinstance(hits, (int, float)) else ""))
     return 0
 

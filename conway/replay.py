@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .actions import _Action
 from .errors import UserError
 
 POINT_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag")
@@ -168,7 +169,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
                 cases.append(case)
                 continue
             first = decision.actions[0] if decision.actions else None
-            proposed = first.model_dump() if hasattr(first, "model_dump") and not hasattr(first, "message") else None
+            proposed = first.model_dump() if isinstance(first, _Action) else None
             ok, dist = agree(proposed, ref, (rec.get("task") or {}).get("target_box"), tolerance_px)
             case.update(proposed=proposed, agree=ok, distance_px=dist, raw_output=(decision.raw_text or "")[:2000],
                         model_id=decision.model_id,
