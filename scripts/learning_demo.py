@@ -6,8 +6,8 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
   1. build a tiny random-weight Qwen2-VL base (scripts/build_tiny_vlm.py with
      configs/tiny_vlm_demo.yaml) and its GGUF + mmproj;
   2. practice: `conway vision-check` runs the base through llama.cpp on
-     generated cases (profile `demo`: one large target per 84x84 image); every
-     case is labelled by its own target box;
+     generated cases (profile `demo`: one large red square per 84x84 image on a
+     light background); every case is labelled by its own target box;
   3. `conway export --from-report` turns the practice report into a Hugging
      Face dataset (misses become hindsight examples with the true target);
   4. `training.train_lora --recipe tiny_cpu` trains a LoRA candidate, merges
@@ -20,6 +20,11 @@ Every step is the real command, run as a subprocess and printed first. The
 always-click-the-centre baseline on the held-out cases is printed too (large
 centred targets make it strong). Exit 0 when the candidate beats the base
 with non-overlapping intervals, 2 when it does not, 1 on a setup error.
+
+Measured on the shared 2-core CPU machine (no GPU), 100 held-out cases each:
+  seeds 1/1000:            base 42% (32.8-51.8)  candidate 98% (93.0-99.5)  3.5 min end to end
+  seeds 2/2000, train 1:   base 41% (31.9-50.8)  candidate 99% (94.5-99.8)  3.9 min end to end
+  (always clicking the centre: 40% and 44% of the same cases)
 """
 
 from __future__ import annotations
