@@ -110,8 +110,12 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24, timeout: f
 
 
 def xdotool(display: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["xdotool", *args], env={**os.environ, "DISPLAY": display},
-                          capture_output=True, text=True, timeout=10, check=True)
+    done = subprocess.run(["xdotool", *args], env={**os.environ, "DISPLAY": display},
+                          capture_output=True, text=True, timeout=10)
+    if done.returncode != 0:  # say why: a bare CalledProcessError hides xdotool's message
+        raise AssertionError(f"xdotool {' '.join(args)} on {display} failed ({done.returncode}): "
+                             f"{done.stderr.strip() or done.stdout.strip()}")
+    return done
 
 
 @pytest.fixture(scope="session")
