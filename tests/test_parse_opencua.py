@@ -15,39 +15,17 @@ from conway.actions import ActionProblem, _Action
 from conway.geometry import Convention, captured_to_model
 from conway.policies.parse_opencua import ALLOWED_CALLS, parse
 from conway.policies.parsed import ParsedOutput
+from parser_test_helpers import (ABS, CAPTURED, CORPUS, SENT, _assert_actions, _setup,
+                                 assert_hostile_problems, hostile_text, load_hostile,
+                                 only_problem)
 
-CORPUS = Path(__file__).parent / "data" / "parser_corpus"
 KIND = "opencua"
-HOSTILE = json.loads((CORPUS / "hostile" / "EXPECTED.json").read_text(encoding="utf-8"))[KIND]
-SENT, CAPTURED = (1932, 1092), (1920, 1080)
-ABS = dict(convention="absolute", sent_size=SENT, captured_size=CAPTURED)
+HOSTILE = load_hostile(KIND)
 REL = dict(convention="relative", sent_size=SENT, captured_size=CAPTURED)
-
-
-def _setup(d: dict) -> dict:
-    return dict(convention=d["convention"], sent_size=tuple(d["sent_size"]),
-                captured_size=tuple(d["captured_size"]))
-
-
-def _assert_actions(actual: list, expected: list[dict]) -> None:
-    assert len(actual) == len(expected), actual
-    for a, e in zip(actual, expected):
-        assert isinstance(a, _Action), a
-        dumped = a.model_dump()
-        for k, v in e.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                assert dumped[k] == pytest.approx(v, abs=0.01), (k, dumped)
-            else:
-                assert dumped[k] == v, (k, dumped)
 
 
 def code(c: str) -> str:
     return f"## Action:\nDo it.\n\n## Code:\n```python\n{c}\n```\n"
-
-
-def only_problem(out: ParsedOutput) -> str:
-    assert len(out.actions) == 1 and isinstance(out.actions[0], ActionProblem), out.actions
-    return out.actions[0].message
 
 
 # --- corpus --------------------------------------------------------------------
@@ -75,14 +53,10 @@ def test_hostile_corpus_is_indexed() -> None:
 def test_hostile_rejected_and_nothing_runs(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case = HOSTILE[name]
     sentinel = tmp_path / "pwned"
-    text = (CORPUS / "hostile" / KIND / f"{name}.txt").read_text(encoding="utf-8")
-    text = text.replace("SENTINEL", str(sentinel))
+    text = hostile_text(KIND, name, sentinel)
     monkeypatch.chdir(tmp_path)
     out = parse(text, **_setup(case))
-    assert out.actions and all(isinstance(a, ActionProblem) for a in out.actions), out.actions
-    messages = [a.message for a in out.actions]
-    assert any(case["reason"] in m for m in messages), messages
-    assert not any("internal" in m for m in messages), messages
+    assert_hostile_problems(out, case["reason"])
     assert not sentinel.exists()
     assert list(tmp_path.iterdir()) == []
 
