@@ -254,48 +254,65 @@ def _prose_rule(max_chars: int) -> str:
     return f"{_LINE}{{1,{max_chars}}}"
 
 
-def opencua_grammar(action_types: list[str] | None, *, convention: Convention | str,
-                    sent_size: Size, captured_size: Size,
-                    thought_max_chars: int = THOUGHT_MAX_CHARS) -> str:
-    """GBNF for an OpenCUA L2 answer whose code is one allowlisted call."""
-    coords = _coord_rules(convention, sent_size, captured_size)
+def _call_grammar(calls_by_type: dict[str, str], action_types: list[str] | None, *, root: str,
+                  coords: dict[str, str], thought_max_chars: int, family: str,
+                  extra_rules: tuple[str, ...] = ()) -> str:
+    """GBNF for a prose-then-one-call answer; `calls_by_type` maps an action type to its call form."""
     allowed = set(action_types) if action_types is not None else set(ACTION_TYPES)
-    pt = '"x=" coord-x ", y=" coord-y'
-    calls = []
-    if "click" in allowed:
-        calls.append(f'"pyautogui.click(" {pt} ")"')
-    if "double_click" in allowed:
-        calls.append(f'"pyautogui.doubleClick(" {pt} ")"')
-    if "right_click" in allowed:
-        calls.append(f'"pyautogui.rightClick(" {pt} ")"')
-    if "triple_click" in allowed:
-        calls.append(f'"computer.triple_click(" {pt} ")"')
-    if "move" in allowed:
-        calls.append(f'"pyautogui.moveTo(" {pt} ")"')
-    if "type" in allowed:
-        calls.append("\"pyautogui.write(message='\" pychar{1,200} \"')\"")
-    if "key" in allowed:
-        calls.append("\"pyautogui.press('\" keyname \"')\"")
-    if "hotkey" in allowed:
-        calls.append("\"pyautogui.hotkey('\" keyname \"', '\" keyname \"')\"")
-    if "scroll" in allowed:
-        calls.append(f'"pyautogui.scroll(" ({int_range(-20, 20)}) ")"')
-    if "wait" in allowed:
-        calls.append(f'"computer.wait(seconds=" ({int_range(1, 30)}) ")"')
-    if "finish" in allowed:
-        calls.append("\"computer.terminate(status='\" (\"success\" | \"failure\") \"')\"")
+    calls = [form for name, form in calls_by_type.items() if name in allowed]
     if not calls:
-        raise ValueError("none of the action types has an OpenCUA form")
+        raise ValueError(f"none of the action types has {family} form")
     lines = [
-        'root ::= "## Thought:\\n" prose "\\n\\n## Action:\\n" prose "\\n\\n## Code:\\n```python\\n" call "\\n```"',
+        root,
         f"prose ::= {_prose_rule(thought_max_chars)}",
         "call ::= " + " | ".join(calls),
-        "keyname ::= [a-z0-9]{1,10}",
+        *extra_rules,
         f"pychar ::= {_PY_CHAR}",
         f"coord-x ::= {coords['x']}",
         f"coord-y ::= {coords['y']}",
     ]
     return "\n".join(lines) + "\n"
+
+
+_PT = '"x=" coord-x ", y=" coord-y'
+_OPENCUA_CALLS = {  # in the order the alternatives appear in the grammar
+    "click": f'"pyautogui.click(" {_PT} ")"',
+    "double_click": f'"pyautogui.doubleClick(" {_PT} ")"',
+    "right_click": f'"pyautogui.rightClick(" {_PT} ")"',
+    "triple_click": f'"computer.triple_click(" {_PT} ")"',
+    "move": f'"pyautogui.moveTo(" {_PT} ")"',
+    "type": "\"pyautogui.write(message='\" pychar{1,200} \"')\"",
+    "key": "\"pyautogui.press('\" keyname \"')\"",
+    "hotkey": "\"pyautogui.hotkey('\" keyname \"', '\" keyname \"')\"",
+    "scroll": f'"pyautogui.scroll(" ({int_range(-20, 20)}) ")"',
+    "wait": f'"computer.wait(seconds=" ({int_range(1, 30)}) ")"',
+    "finish": "\"computer.terminate(status='\" (\"success\" | \"failure\") \"')\"",
+}
+
+_BOX = "\"'(\" coord-x \",\" coord-y \")'\""
+_UITARS_CALLS = {  # in the order the alternatives appear in the grammar
+    "click": f'"click(start_box=" {_BOX} ")"',
+    "double_click": f'"left_double(start_box=" {_BOX} ")"',
+    "right_click": f'"right_single(start_box=" {_BOX} ")"',
+    "drag": f'"drag(start_box=" {_BOX} ", end_box=" {_BOX} ")"',
+    "hotkey": "\"hotkey(key='\" [a-z]{1,8} \" \" [a-z0-9]{1,8} \"')\"",
+    "type": "\"type(content='\" pychar{1,200} \"')\"",
+    "scroll": f"\"scroll(start_box=\" {_BOX} \", direction='\" (\"up\" | \"down\") \"')\"",
+    "wait": '"wait()"',
+    "finish": "\"finished(content='\" pychar{0,200} \"')\"",
+}
+
+
+def opencua_grammar(action_types: list[str] | None, *, convention: Convention | str,
+                    sent_size: Size, captured_size: Size,
+                    thought_max_chars: int = THOUGHT_MAX_CHARS) -> str:
+    """GBNF for an OpenCUA L2 answer whose code is one allowlisted call."""
+    coords = _coord_rules(convention, sent_size, captured_size)
+    return _call_grammar(
+        _OPENCUA_CALLS, action_types, coords=coords, thought_max_chars=thought_max_chars, family="an OpenCUA",
+        root='root ::= "## Thought:\\n" prose "\\n\\n## Action:\\n" prose "\\n\\n## Code:\\n```python\\n" call "\\n```"',
+        extra_rules=("keyname ::= [a-z0-9]{1,10}",),
+    )
 
 
 def uitars_grammar(action_types: list[str] | None, *, convention: Convention | str,
@@ -303,35 +320,7 @@ def uitars_grammar(action_types: list[str] | None, *, convention: Convention | s
                    thought_max_chars: int = THOUGHT_MAX_CHARS) -> str:
     """GBNF for a UI-TARS answer: ``Thought: …`` then ``Action: <one call>``."""
     coords = _coord_rules(convention, sent_size, captured_size)
-    allowed = set(action_types) if action_types is not None else set(ACTION_TYPES)
-    box = "\"'(\" coord-x \",\" coord-y \")'\""
-    calls = []
-    if "click" in allowed:
-        calls.append(f'"click(start_box=" {box} ")"')
-    if "double_click" in allowed:
-        calls.append(f'"left_double(start_box=" {box} ")"')
-    if "right_click" in allowed:
-        calls.append(f'"right_single(start_box=" {box} ")"')
-    if "drag" in allowed:
-        calls.append(f'"drag(start_box=" {box} ", end_box=" {box} ")"')
-    if "hotkey" in allowed:
-        calls.append("\"hotkey(key='\" [a-z]{1,8} \" \" [a-z0-9]{1,8} \"')\"")
-    if "type" in allowed:
-        calls.append("\"type(content='\" pychar{1,200} \"')\"")
-    if "scroll" in allowed:
-        calls.append(f"\"scroll(start_box=\" {box} \", direction='\" (\"up\" | \"down\") \"')\"")
-    if "wait" in allowed:
-        calls.append('"wait()"')
-    if "finish" in allowed:
-        calls.append("\"finished(content='\" pychar{0,200} \"')\"")
-    if not calls:
-        raise ValueError("none of the action types has a UI-TARS form")
-    lines = [
-        'root ::= "Thought: " prose "\\nAction: " call',
-        f"prose ::= {_prose_rule(thought_max_chars)}",
-        "call ::= " + " | ".join(calls),
-        f"pychar ::= {_PY_CHAR}",
-        f"coord-x ::= {coords['x']}",
-        f"coord-y ::= {coords['y']}",
-    ]
-    return "\n".join(lines) + "\n"
+    return _call_grammar(
+        _UITARS_CALLS, action_types, coords=coords, thought_max_chars=thought_max_chars, family="a UI-TARS",
+        root='root ::= "Thought: " prose "\\nAction: " call',
+    )
