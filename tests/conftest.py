@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# helper modules full of asserts get pytest's detailed failure messages too
+pytest.register_assert_rewrite("parser_test_helpers", "loop_harness", "desktop_fixtures")
+
 REPO = Path(__file__).resolve().parent.parent
 
 
