@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -171,12 +170,3 @@ def _event_summary(event: dict) -> str:
         return (p.get("raw_text") or "")[:100]
     return ""
 
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True

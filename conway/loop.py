@@ -9,6 +9,7 @@ replayed and ends the run.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -143,7 +144,7 @@ class Loop:
                                                 "it may or may not have happened and is not replayed"})
             self.latest = (f"UNCERTAIN: the previous run stopped while doing {pending.get('summary', 'an action')}; "
                            "it may or may not have happened. Look at the screen before acting again.")
-        self.state = {"session": self.p.session, "status": "running", "pid": _pid(), "step": 0,
+        self.state = {"session": self.p.session, "status": "running", "pid": os.getpid(), "step": 0,
                       "started_at": self.p.clock.time(), "pending": None, "stop_reason": None,
                       "model_id": getattr(self.p.policy, "model_id", "?"), "config_digest": self.cfg.digest(),
                       "mode": "session" if self.p.single_session else "continuous", "dry_run": self.p.dry_run}
@@ -192,7 +193,7 @@ class Loop:
             self.save_state(status="running")
             self.say("resumed")
 
-    def wait(self, seconds: float, why: str) -> None:
+    def wait(self, seconds: float) -> None:
         """Sleep in short slices, checking control (and the time budget) between them."""
         end = self.p.clock.monotonic() + seconds
         while True:
@@ -260,7 +261,7 @@ class Loop:
             self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True,
                                   "retry_after_s": exc.retry_after})
             self.say(f"rate limited by the model server: waiting {exc.retry_after:g} s")
-            self.wait(exc.retry_after, "rate limit")
+            self.wait(exc.retry_after)
             return
         except PolicyError as exc:
             self.pre_dispatch_error(f"model request failed: {exc}")
@@ -305,11 +306,10 @@ class Loop:
         self.idle_count = 1 if changed else self.idle_count + 1
         a = self.cfg.agent
         delay = max(action.seconds or 0.0, backoff_delay(a.idle_backoff_start_s, a.idle_backoff_max_s, self.idle_count))
-        delay = min(delay, max(a.idle_backoff_max_s, action.seconds or 0.0))
         self.note(action, f"waited {delay:g} s")
         self.record("result", {"action": action.model_dump(), "ok": True, "idle_wait_s": delay,
                                "dry_run": self.p.dry_run})
-        self.wait(delay, "idle")
+        self.wait(delay)
 
     def finish(self, action: Finish) -> None:
         self.last_finish = action.model_dump()
@@ -381,7 +381,7 @@ class Loop:
         del self.recent[self.cfg.context.recent_steps:]
         self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay else ""))
         if delay:
-            self.wait(delay, "recovery")
+            self.wait(delay)
 
     def note(self, action: _Action, outcome: str) -> None:
         self.recent.insert(0, StepNote(self.step, action.summary(), outcome))
@@ -422,7 +422,3 @@ class Loop:
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
 
-
-def _pid() -> int:
-    import os
-    return os.getpid()
