@@ -411,7 +411,7 @@ def do_export(args) -> int:
 
 
 def do_review(args) -> int:
-    from .labels import review
+    from .review import review
     home = _home(args)
     review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
            include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
@@ -540,7 +540,7 @@ def do_probe(args) -> int:
 
 
 def do_models(args) -> int:
-    from .runtime.discovery import models_report, render_models
+    from .policies.discovery import models_report, render_models
     home = _home(args)
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
