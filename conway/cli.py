@@ -107,6 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="export a vision-check or grounding-check report's cases (labelled by their targets) "
                         "instead of the journal")
 
+    p = cmd("view", "see sessions (or a vision-check / candidate-eval report) in a browser; --serve to label steps",
+            "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
+            "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
+            "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check or candidate-eval report to draw")
+    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("--last", action="store_true", help="only the latest session")
+    p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
+    p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
+    p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
+
     # --- experience → candidates (labels, training outputs, promotion) ---
     p = cmd("review", "label recorded steps as a person: correct, wrong (with the corrected action) or redundant",
             "Labels go to labels.jsonl beside the journal (source: review); the journal is never changed.\n"
@@ -422,6 +434,12 @@ def do_review(args) -> int:
     return 0
 
 
+def do_view(args) -> int:
+    from .view.command import view
+    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+                serve=args.serve, port=args.port, page_size=args.page_size)
+
+
 def do_candidates(args) -> int:
     from .candidates import list_candidates
     home = _home(args)
@@ -556,7 +574,7 @@ def do_models(args) -> int:
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
-    "config": do_config, "export": do_export, "review": do_review, "candidates": do_candidates,
+    "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
     "acceptance-check": do_acceptance_check,

@@ -293,6 +293,8 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
     longest = 0
     outcome = {"accepted": 0, "rejected": 0}
     by_mutator: dict[str, int] = {}
+    slow_by = dict.fromkeys(fns, 0)
+    internal_by = dict.fromkeys(fns, 0)
     old_handler = signal.signal(signal.SIGALRM, _on_alarm) if _ALARM else None
     try:
         control = work / "control"
@@ -314,6 +316,7 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
                     out, ms = _timed(fn, text, convention, sent, captured)
                 except _Deadline:
                     v.add(f"inputs over {SLOW_MS:g} ms", f"{where}: aborted after {ABORT_S:g} s; starts {text[:60]!r}")
+                    slow_by[pname] += 1
                     times_ms.append(ABORT_S * 1000)
                     continue
                 except BaseException as exc:  # noqa: BLE001 - any escape is the finding
@@ -329,11 +332,13 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
                         pass
                     if ms > SLOW_MS:
                         v.add(f"inputs over {SLOW_MS:g} ms", f"{where}: {ms:.0f} ms; starts {text[:60]!r}")
+                        slow_by[pname] += 1
                 times_ms.append(ms)
                 problems = [a.message for a in out.actions if type(a).__name__ == "ActionProblem"]
                 for msg in problems:
                     if _is_internal(msg):
                         v.add("internal parser errors", f"{where}: {msg[:240]}")
+                        internal_by[pname] += 1
                         break
                 outcome["accepted" if out.ok else "rejected"] += 1
             if (i + 1) % max(1, inputs // 10) == 0:
@@ -366,7 +371,8 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
     ]
     figures = {"inputs": inputs, "parse_calls": inputs * len(fns), "parsers": sorted(fns), "seeds": {k: len(s) for k, s in seeds.items()},
                "accepted": outcome["accepted"], "rejected": outcome["rejected"], "mutations": by_mutator,
-               "longest_input_chars": longest, "parse_ms_p50": pct(0.5), "parse_ms_p99": pct(0.99),
+               "longest_input_chars": longest,
+               "slow_by_parser": slow_by, "internal_errors_by_parser": internal_by, "parse_ms_p50": pct(0.5), "parse_ms_p99": pct(0.99),
                "parse_ms_max": round(times_ms[-1], 3) if times_ms else 0.0, "canary_armed": f"{armed}/{tried}"}
     return ProofResult("fuzz", {"inputs": inputs, "seed": seed, "slow_ms": SLOW_MS}, figures, checks,
                        time.monotonic() - started)
