@@ -114,6 +114,11 @@ class Loop:
         self.state_store.save(self.state, durable=durable)
         self._saved_at = self.p.clock.monotonic()
 
+    def save_pending(self, pending: dict[str, Any] | None) -> None:
+        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority)."""
+        self.state.update(pending=pending, updated_at=self.p.clock.time())
+        self.state_store.save_current(self.state)
+
     def save_progress(self) -> None:
         """Refresh the step shown by `status` at most once a second (not needed for safety)."""
         if self.p.clock.monotonic() - getattr(self, "_saved_at", 0.0) >= 1.0:
@@ -343,8 +348,8 @@ class Loop:
         if action.side_effect:
             self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
             # the fsynced intent above is what recovery trusts; this copy is for `status`
-            self.save_state(durable=False, pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
-                                     "at": self.p.clock.time()})
+            self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+                               "at": self.p.clock.time()})
         try:
             result = self.p.toolbox.run(action)
         except FailSafeTriggered as exc:
@@ -356,8 +361,8 @@ class Loop:
                 self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
-        if action.side_effect:  # not fsynced: recovery finds the journaled result if this write is lost
-            self.save_state(durable=False, pending=None)
+        if action.side_effect:  # recovery finds the journaled result if this write is lost
+            self.save_pending(None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.latest = f"{action.summary()} → {shown}"
