@@ -104,7 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add each step's target turn in this model family's own action format")
     p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
     p.add_argument("--from-report", metavar="REPORT",
-                   help="export a vision-check report's cases (labelled by their targets) instead of the journal")
+                   help="export a vision-check or grounding-check report's cases (labelled by their targets) "
+                        "instead of the journal")
+
+    p = cmd("view", "see sessions (or a vision-check / candidate-eval report) in a browser; --serve to label steps",
+            "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
+            "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
+            "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check or candidate-eval report to draw")
+    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("--last", action="store_true", help="only the latest session")
+    p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
+    p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
+    p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
 
     # --- experience → candidates (labels, training outputs, promotion) ---
     p = cmd("review", "label recorded steps as a person: correct, wrong (with the corrected action) or redundant",
@@ -192,6 +205,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="standard", choices=("standard", "demo"),
                    help="case difficulty: standard (small targets among distractors) or demo (one large target, "
                         "for CPU learning demos)")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_overrides(p)
+
+    p = cmd("grounding-check", "score the model's clicks on real screens: live apps or a ScreenSpot-style dataset",
+            "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
+            "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
+            "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
+            "--desktop (the current desktop). Exit 0 all hit, 2 misses or errors, 1 setup errors.")
+    _add_model_args(p)
+    p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
+    p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
+    p.add_argument("--desktop", action="store_true", help="harvest targets from the applications on this desktop")
+    p.add_argument("--samples", type=int, metavar="N", help="at most N cases (seeded sample; default all)")
+    p.add_argument("--per-screen", type=int, metavar="N", help="live: at most N targets per screen (default: the suite's)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample and the harvest (default 0)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"),
+                   help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_overrides(p)
@@ -400,11 +434,17 @@ def do_export(args) -> int:
 
 
 def do_review(args) -> int:
-    from .labels import review
+    from .review import review
     home = _home(args)
     review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
            include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
     return 0
+
+
+def do_view(args) -> int:
+    from .view.command import view
+    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+                serve=args.serve, port=args.port, page_size=args.page_size)
 
 
 def do_candidates(args) -> int:
@@ -485,6 +525,16 @@ def do_vision_check(args) -> int:
                         profile=args.profile)
 
 
+def do_grounding_check(args) -> int:
+    from .evals.grounding.check import grounding_check
+    home = _home(args)
+    cfg = _config(args, home)
+    return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
+                           samples=args.samples, seed=args.seed, per_screen=args.per_screen,
+                           bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
+                           progress=not args.quiet)
+
+
 def do_acceptance_check(args) -> int:
     from .evals.acceptance import acceptance_check
     home = _home(args)
@@ -519,7 +569,7 @@ def do_probe(args) -> int:
 
 
 def do_models(args) -> int:
-    from .runtime.discovery import models_report, render_models
+    from .policies.discovery import models_report, render_models
     home = _home(args)
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
@@ -546,9 +596,10 @@ def do_mcp_serve(args) -> int:
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
-    "config": do_config, "export": do_export, "review": do_review, "candidates": do_candidates,
+    "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
-    "preflight": do_preflight, "vision-check": do_vision_check, "acceptance-check": do_acceptance_check,
+    "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
+    "acceptance-check": do_acceptance_check,
     "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills, "mcp-serve": do_mcp_serve,
 }
 

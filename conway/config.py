@@ -388,3 +388,14 @@ def explain_validation(exc: ValidationError) -> str:
 
 def to_yaml(config: ConwayConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def api_key(config: ConwayConfig) -> str | None:
+    """The API key from the environment variable `policy.api_key_env` names (never from a file)."""
+    name = config.policy.api_key_env
+    if not name:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise UserError(f"policy.api_key_env names the environment variable {name}, but it is not set")
+    return value

@@ -63,7 +63,7 @@ def display_report() -> tuple[bool, str]:
         if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
             return False, "Wayland without XWayland DISPLAY: native Wayland input is not implemented"
     try:
-        from .observe.screen import display_problem
+        from .platform import display_problem
     except ImportError:  # the gui extra is missing; the mss probe below says so
         display_problem = None
     if display_problem is not None:

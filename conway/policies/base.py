@@ -144,7 +144,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     """
     from PIL import UnidentifiedImageError
 
-    from ..observe.encode import Encoding, observation_image
+    from ..imaging import Encoding, observation_image
 
     started = time.perf_counter()
     captured = tuple(obs.captured_size)
