@@ -136,10 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("candidate-eval", "run the same held-out cases on the base and on a candidate through llama.cpp",
             "Serve the base model and the candidate through llama.cpp one after the other, run the same\n"
-            "seeded vision-check cases on both and report each hit rate with its 95% interval and the\n"
-            "difference. Exit 0 candidate better with separated intervals, 2 not separated, 1 setup error.")
+            "seeded vision-check cases (or --suite grounding: the same --dataset / --apps cases) on both and\n"
+            "report each hit rate with its 95% interval and the difference. Exit 0 candidate better with\n"
+            "separated intervals, 2 not separated, 1 setup error.")
     p.add_argument("name", help="candidate name (a folder under candidates/)")
-    p.add_argument("--suite", default="vision-check", choices=("vision-check",), help="the held-out suite")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
+    p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
+    p.add_argument("--apps", metavar="SUITE", help="grounding: a grounding suite (harvested once, used for both)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"), help="grounding: dataset boxes")
     p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
     p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
     p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
@@ -462,7 +466,7 @@ def do_candidate_eval(args) -> int:
     return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
-                          progress=not args.quiet)
+                          progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format)
 
 
 def do_promote(args) -> int:

@@ -126,6 +126,8 @@ class RuntimeConfig(_Section):
     """llama-cpp-python vision chat handler (auto: mtmd with the GGUF's own chat template; or qwen2.5-vl, llava-1-5, llava-1-6, minicpm-v-2.6 …)."""
     chat_format: str | None = None
     """llama-cpp-python chat format for a model without a chat template (e.g. gemma)."""
+    prompt_cache: bool = True
+    """In-process: keep the KV cache between decisions and evaluate only what changed after the common prefix (false: the whole prompt every time)."""
     extra_args: list[str] = []
     """Extra command-line arguments for the started server program."""
 
@@ -136,7 +138,7 @@ class ContextConfig(_Section):
     chars_per_token: float = Field(default=3.5, gt=0)
     """Estimate used when no tokenizer is at hand."""
     recent_steps: int = Field(default=12, ge=0)
-    """How many recent steps are offered (newest first) before the budget cuts."""
+    """Size of the recent-steps window shown oldest first; when full it slides by half (cache-friendly)."""
     result_max_chars: int = Field(default=4000, ge=200)
     """Tool output shown to the model is cut (head + tail) to this size."""
 

@@ -61,7 +61,7 @@ def test_kill9_quick_kills_twenty_runs_spread_over_the_phases(kill9):
     observed = kill9["figures"]["kill_points_observed"]
     assert sum(observed.values()) == 20
     assert sum(1 for n in observed.values() if n) >= 3, observed  # the kills really landed in different places
-    assert kill9["figures"]["intents"] > 20  # real side effects happened
+    assert kill9["figures"]["intents"] > 10  # real side effects happened
     _holds(kill9, "every run killed")
     _holds(kill9, "final clean run ends with exit 0")
 

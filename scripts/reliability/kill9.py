@@ -18,7 +18,10 @@ evidence (the killed run's last journal event and whether the effect exists):
 
 After each kill, before the restart: state.json exists (once any run wrote it),
 state.json / state.previous.json parse, `conway status` does not say "never run".
-After the next run got past start-up: temp files left by the kill are gone.
+After the next run got past start-up: temp files left by the kill are gone
+(temp files as a kill inside an atomic write leaves them are also planted
+after the first kill and before the last run, so the clean-up is exercised
+every time, not only when a kill happens to land inside a write).
 At the end (one more clean run): every intent closed by exactly one result,
 error or `uncertain`; no effect twice; no effect without its intent; no
 successful result without its effect; no temp files; no traceback from any run.
@@ -135,8 +138,13 @@ class State:
     lock_to_start: list[float] = field(default_factory=list)
     pending_temp: list[str] = field(default_factory=list)
     """Temp files seen after the last kill; the next start-up must remove them."""
+    reported_temp: set[str] = field(default_factory=set)
+    """Each leftover is reported once, by the first start-up that should have removed it."""
     logs: list[Path] = field(default_factory=list)
     self_exits: int = 0
+    planted: int = 0
+    kills_leaving_temp: int = 0
+    """Kills after which a temp file was there (how often the clean-up at start-up was exercised)."""
 
 
 def temp_files(home: Path) -> list[str]:
@@ -146,6 +154,15 @@ def temp_files(home: Path) -> list[str]:
         if p.is_file() and (p.name.endswith(".tmp") or p.name.startswith(".tmp-")) and "effects" not in p.parts:
             found.append(str(p.relative_to(home)))
     return sorted(found)
+
+
+def _plant_temp(st: State, tag: str) -> None:
+    """Leave temp files exactly as a kill inside an atomic write would (the next start must remove them)."""
+    for name, body in (("state.json", '{"session": "half-writ'), ("memory.md", "- step 1: half a li")):
+        path = st.home / f".{name}.planted{tag}.tmp"
+        path.write_text(body, encoding="utf-8")
+        st.pending_temp.append(path.name)
+        st.planted += 1
 
 
 def _effect_tokens(home: Path) -> dict[str, list[str]]:
@@ -307,14 +324,18 @@ def _after_kill(st: State, rec: KillRecord, run_events: list[dict[str, Any]]) ->
     else:
         if st.state_written and status == "never run":
             st.v.add("status works after every kill", f"{where}: status says 'never run'")
-    if reached_start:  # this run's start-up had to clean what the previous kill left
-        left = [t for t in st.pending_temp if (home / t).exists()]
-        for t in left:
-            st.v.add("temp files cleaned at the next start",
-                     f"{t} (left by kill {rec.index - 1}) still there after kill {rec.index}'s run started")
-        st.pending_temp = temp_files(home)
+    now = temp_files(home)
+    if set(now) - set(st.pending_temp) - st.reported_temp:
+        st.kills_leaving_temp += 1
+    if reached_start:  # this run's start-up had to clean what was there before it started
+        for t in st.pending_temp:
+            if (home / t).exists() and t not in st.reported_temp:
+                st.reported_temp.add(t)
+                st.v.add("temp files cleaned at the next start",
+                         f"{t} (there before run {rec.index} started) still there after its start-up")
+        st.pending_temp = now
     else:
-        st.pending_temp = sorted(set(st.pending_temp) | set(temp_files(home)))
+        st.pending_temp = sorted(set(st.pending_temp) | set(now))
 
 
 def _final_checks(st: State) -> dict[str, Any]:
@@ -427,9 +448,12 @@ def prove(kills: int = 100, seed: int = 0, keep: Path | None = None, say=print) 
             rec.observed, rec.last_event = _classify(follower.events, home)
             _after_kill(st, rec, follower.events)
             st.kills.append(rec)
+            if index == 0:  # also exercise the clean-up deterministically, not only when a kill hits a write
+                _plant_temp(st, "0")
             if (index + 1) % 10 == 0:
                 say(f"  kill9: {index + 1}/{kills} kills")
         # the last restart runs to a clean end: it must close whatever the last kill left open
+        _plant_temp(st, "final")
         follower = JournalFollower(home / "journal")
         proc = _spawn(st, kills, run_script(kills, rng, steps=3), ["--max-steps", "3"])
         try:
@@ -456,6 +480,7 @@ def prove(kills: int = 100, seed: int = 0, keep: Path | None = None, say=print) 
                  "final clean run ends with exit 0"):
         checks.append(st.v.zero_check(name))
     figures = {"kills": len(st.kills), "kill_points_by_target": by_target, "kill_points_observed": by_observed,
+               "kills_leaving_a_temp_file": st.kills_leaving_temp, "planted_temp_files": st.planted,
                **final, "lock_to_session_start_ms_median": round(statistics.median(st.lock_to_start) * 1000, 1)
                if st.lock_to_start else None,
                "kill_log": [k.__dict__ for k in st.kills]}

@@ -7,6 +7,7 @@ model).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from ...config import ConwayConfig
@@ -49,12 +50,9 @@ def draw_sheet(records: list[dict[str, Any]], cases: list[GroundingCase], thumb_
     return contact_sheet(tiles, thumb_w, cols_max=3)
 
 
-def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: str | None = None,
-                    apps: str | None = None, desktop: bool = False, samples: int | None = None, seed: int = 0,
-                    per_screen: int | None = None, bbox_format: str = "auto", parallel: int = 1,
-                    sheet: str | None = None, argv: list[str] | None = None, progress: bool = True,
-                    policy: Policy | None = None, say: Callable[[str], None] = print) -> int:
-    """The whole command; returns the exit code (UserError for setup problems)."""
+def check_source(dataset: str | None, apps: str | None, desktop: bool, samples: int | None,
+                 per_screen: int | None) -> str:
+    """The one source of cases asked for ("--dataset", "--apps" or "--desktop"); UserError otherwise."""
     chosen = [name for name, on in (("--dataset", dataset), ("--apps", apps), ("--desktop", desktop)) if on]
     if len(chosen) != 1:
         raise UserError("give exactly one source of cases: --dataset DIR, --apps SUITE or --desktop"
@@ -63,17 +61,16 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
         raise UserError(f"--samples must be at least 1 (got {samples})")
     if per_screen is not None and per_screen < 1:
         raise UserError(f"--per-screen must be at least 1 (got {per_screen})")
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1 (got {parallel})")
-    out = check_new_output(output, home)
-    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
-    if sheet_path is not None and sheet_path == out:
-        raise UserError("--sheet and --output must be different files")
-    if cases_file_for(out).exists():
-        raise UserError(f"{cases_file_for(out)} (where the cases of a long run go) already exists; "
-                        "choose a new report name")
-    params: dict[str, Any] = {"source": chosen[0].lstrip("-"), "parallel": parallel,
-                              "backend": effective_backend(config), "scoring": SCORING,
+    return chosen[0]
+
+
+def prepare_cases(out: Path, *, dataset: str | None = None, apps: str | None = None, desktop: bool = False,
+                  samples: int | None = None, seed: int = 0, per_screen: int | None = None,
+                  bbox_format: str = "auto", say: Callable[[str], None] = print
+                  ) -> tuple[list[GroundingCase], dict[str, Any], Callable[[], None] | None]:
+    """(cases, report parameters, cleanup on failure) from one source; live screenshots go beside `out`."""
+    source = check_source(dataset, apps, desktop, samples, per_screen)
+    params: dict[str, Any] = {"source": source.lstrip("-"), "scoring": SCORING,
                               "size_buckets": [name for name, _ in SIZE_BUCKETS],
                               "size_bucket_rule": "target area / screen area"}
     if dataset:
@@ -90,15 +87,34 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
         if loaded.skipped:
             say(f"skipped {len(loaded.skipped)} malformed row(s) (listed in the report), e.g. "
                 + "; ".join(f"{s['file']} row {s['row']}: {s['reason']}" for s in loaded.skipped[:3]))
-        cleanup = None
-    else:
-        from .live import harvest_for_check
+        return cases, params, None
+    from .live import harvest_for_check
 
-        harvest = harvest_for_check(out, suite=apps, desktop=desktop, per_screen=per_screen, seed=seed,
-                                    samples=samples, say=say)
-        cases = harvest.cases
-        params.update(harvest.parameters)
-        cleanup = harvest.discard
+    harvest = harvest_for_check(out, suite=apps, desktop=desktop, per_screen=per_screen, seed=seed,
+                                samples=samples, say=say)
+    params.update(harvest.parameters)
+    return harvest.cases, params, harvest.discard
+
+
+def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: str | None = None,
+                    apps: str | None = None, desktop: bool = False, samples: int | None = None, seed: int = 0,
+                    per_screen: int | None = None, bbox_format: str = "auto", parallel: int = 1,
+                    sheet: str | None = None, argv: list[str] | None = None, progress: bool = True,
+                    policy: Policy | None = None, say: Callable[[str], None] = print) -> int:
+    """The whole command; returns the exit code (UserError for setup problems)."""
+    check_source(dataset, apps, desktop, samples, per_screen)
+    if parallel < 1:
+        raise UserError(f"--parallel must be at least 1 (got {parallel})")
+    out = check_new_output(output, home)
+    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
+    if sheet_path is not None and sheet_path == out:
+        raise UserError("--sheet and --output must be different files")
+    if cases_file_for(out).exists():
+        raise UserError(f"{cases_file_for(out)} (where the cases of a long run go) already exists; "
+                        "choose a new report name")
+    cases, params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, desktop=desktop, samples=samples,
+                                           seed=seed, per_screen=per_screen, bbox_format=bbox_format, say=say)
+    params.update(parallel=parallel, backend=effective_backend(config))
     own_policy = policy is None
     try:
         if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
