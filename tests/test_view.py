@@ -21,12 +21,8 @@ from conway.journal import Journal, make_event
 from conway.labels import Label
 from conway.view.command import build_site
 from conway.view.server import ViewServer
-from view_session import CLICK_STEP, INJECTED, SIZE, record_session
-
-
-@pytest.fixture
-def session(conway_home) -> str:
-    return record_session(conway_home)
+from view_fixtures import recorded, session  # noqa: F401 - fixtures
+from view_session import CLICK_STEP, INJECTED, SIZE, UNCERTAIN_TEXT, WINDOW_TITLE, record_session
 
 
 def _site(tmp_path: Path, *args: str) -> Path:
@@ -91,6 +87,31 @@ def test_text_from_the_model_is_escaped_everywhere(session, tmp_path):
     # every script element on the page is one the page put there (it has the nonce)
     nonce = re.search(r"script-src &#x27;nonce-([^&]+)&#x27;", html).group(1)
     assert len(re.findall(r"<script\b", html)) == len(re.findall(rf'<script nonce="{nonce}"', html)) == 2
+
+
+def test_a_window_title_from_the_screen_is_escaped(session, tmp_path):
+    card = _card(_page(_site(tmp_path, "--last"), session), 1)
+    assert "Editor &lt;img src=y onerror=&quot;window.__pwned = 3&quot;&gt;" in card and WINDOW_TITLE not in card
+
+
+def test_flags_rate_limits_suppression_uncertain_and_dry_runs(conway_home, tmp_path):
+    click = {"action": {"type": "click", "x": 10, "y": 10}}
+    busy = record_session(conway_home, [{"rate_limit": 3}, click, click, click, click,
+                                        {"action": {"type": "type", "text": UNCERTAIN_TEXT}}], still=True)
+    planned = record_session(conway_home, [click], dry_run=True)
+    out = _site(tmp_path)
+    index = (out / "index.html").read_text()
+    assert index.index(planned) < index.index(busy)  # newest first
+    html = _page(out, busy)
+    first = _card(html, 1)
+    assert '<span class="badge flag">rate-limited</span>' in first and "rate limited, retry after 3.0 s" in first
+    assert 'data-outcome="suppressed"' in _card(html, 5) and "already done 3 times in a row" in _card(html, 5)
+    last = _card(html, 6)
+    assert 'data-outcome="uncertain"' in last and "the keyboard went away halfway through" in last
+    assert "steps 1–1 (1 in a row, waited 3 s)" in html  # the rate limit's wait is counted
+    dry = _card(_page(out, planned), 1)
+    assert '<span class="badge flag">dry_run</span>' in dry and 'data-outcome="dry-run"' in dry
+    assert "planned only" in dry
 
 
 def test_rotated_screenshot_shows_a_placeholder(session, conway_home, tmp_path):

@@ -96,6 +96,14 @@ def _outcome_lines(rec: dict[str, Any]) -> list[str]:
     return out
 
 
+def _screen_line(obs: dict[str, Any]) -> list[str]:
+    """What the observer said about the screen (its words can hold window titles: escaped like the rest)."""
+    bits = [f"{obs['source']}" if obs.get("source") else ""]
+    bits += [f"{k} {_cut(obs[k], 300)}" for k in ("change", "accessibility", "screenshot_error") if obs.get(k)]
+    bits = [b for b in bits if b]
+    return [f'<div class="line"><span class="k">screen</span>{esc(" · ".join(bits))}</div>'] if bits else []
+
+
 def _label_line(labels: dict[str, Any]) -> str:
     if not labels.get("source"):
         return '<div class="line label-line"><span class="k">label</span><span class="muted">none</span></div>'
@@ -155,6 +163,7 @@ def step_card(step: StepView, images: ImageRef, review: bool) -> str:
         f'<div class="line"><span class="k">time</span>observe {_dur(t["observe_s"])} · decide {_dur(t["decide_s"])} · '
         f'dispatch {_dur(t["dispatch_s"])}</div>',
         f'<div class="line"><span class="k">geometry</span>{esc(" · ".join(geo_bits))}</div>',
+        *_screen_line(rec.get("observation") or {}),
         f'<div class="line"><span class="k">model</span>{esc(rec.get("model_id") or "—")}'
         + (f' <span class="muted">{esc(json.dumps(dec["usage"]))}</span>' if dec.get("usage") else "") + "</div>",
         *[f'<div class="line"><span class="k">recovery</span>{esc(r)}</div>' for r in step.recoveries],
