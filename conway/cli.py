@@ -107,11 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="export a vision-check or grounding-check report's cases (labelled by their targets) "
                         "instead of the journal")
 
-    p = cmd("view", "see sessions (or a vision-check / candidate-eval report) in a browser; --serve to label steps",
+    p = cmd("view", "see sessions (or a vision-, grounding-check or candidate-eval report) in a browser; --serve to label",
             "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
             "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
             "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
-    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check or candidate-eval report to draw")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check or candidate-eval report")
     p.add_argument("--session", metavar="ID", help="only this session")
     p.add_argument("--last", action="store_true", help="only the latest session")
     p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")

@@ -395,3 +395,55 @@ def test_escaping_is_the_same_when_served(server, session):
     conn.request("GET", f"/s/{session}/page-0001.html")
     html = conn.getresponse().read().decode()
     assert INJECTED not in html and "&lt;script&gt;window.__pwned" in html
+
+
+def test_a_report_is_served_read_only(conway_home, tmp_path):
+    report = vision_report(tmp_path, "vc", [(0, 0)])
+    srv = ViewServer(build_site(Home(conway_home), report=str(report)))
+    srv.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        for path, ctype in (("/", "text/html; charset=utf-8"), ("/data.js", "text/javascript; charset=utf-8"),
+                            ("/img/case-0.jpg", "image/jpeg")):
+            conn.request("GET", path)
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 200 and r.getheader("Content-Type") == ctype, path
+        assert _post(srv, {"session": "vision-check", "step": 0, "verdict": "correct"})[0] == 404
+    finally:
+        srv.close()
+
+
+def test_a_session_id_never_becomes_a_path(conway_home, tmp_path):
+    j = Journal(conway_home / "journal", fsync="none")
+    j.append(make_event("../../escape", 1, "observation", {"source": "synthetic", "captured_size": [64, 64],
+                                                          "screenshot": "/etc/hostname"}))
+    j.close()
+    out = _site(tmp_path)
+    pages = list(out.rglob("page-0001.html"))
+    assert len(pages) == 1 and pages[0].parent.parent == out / "s" and pages[0].parent.name.startswith("s-")
+    card = _card(pages[0].read_text(), 1)
+    assert "screenshot outside the home, not shown (/etc/hostname)" in card
+    assert not list(out.rglob("*.png")) and not (tmp_path / "escape").exists()
+
+
+def test_grounding_check_report_draws_each_screenshot_with_box_and_click(conway_home, tmp_path):
+    from grounding_data import write_dataset
+
+    write_dataset(tmp_path / "screenspot")
+    script = tmp_path / "clicks.json"
+    script.write_text(json.dumps([{"action": {"type": "click", "x": 300, "y": 200}}] * 10))
+    report = tmp_path / "g.json"
+    main(["grounding-check", "--dataset", str(tmp_path / "screenspot"), "--mock-script", str(script),
+          "--output", str(report), "--quiet"])
+    cases = json.loads(report.read_text())["cases"]
+    out = _site(tmp_path, str(report))
+    html = (out / "index.html").read_text()
+    assert html.count('<article class="card') == len(cases) == 10
+    c = cases[0]
+    card = _card(html, c["index"])
+    w, h = c["image"]["size"]
+    assert f'viewBox="0 0 {w} {h}"' in card and 'data-x="300" data-y="200"' in card
+    assert f'<rect class="target" x="{c["target"]["box"][0]:g}"' in card
+    assert (out / "img" / f"case-{c['index']}.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+    assert "<th>by type</th>" in html and '<option value="icon">icon</option>' in html

@@ -235,6 +235,19 @@ def test_review_round_trip_through_serve_then_export(session, conway_home, tmp_p
         page.fill(f"{card} .c-note", "the menu is on the file, higher up")
         page.click(f"{card} .c-save")
         expect(page.locator(f"{card} .review .status")).to_have_text(re.compile("^saved: wrong with a corrected"))
+        # a typed text corrected through the text field; a bad action refused with the server's reason
+        page.click("#step-2 button[data-verdict='wrong']")
+        assert page.input_value("#step-2 .c-type") == "type"
+        page.fill("#step-2 .c-text", "notes.md")
+        page.click("#step-2 .c-save")
+        expect(page.locator("#step-2 .review .status")).to_have_text("saved: wrong with a corrected action")
+        page.click("#step-7 button[data-verdict='wrong']")
+        page.fill("#step-7 .c-json", "{nope")
+        page.click("#step-7 .c-save")
+        expect(page.locator("#step-7 .review .status")).to_have_text(re.compile("^the corrected action is not JSON"))
+        page.fill("#step-7 .c-json", '{"type": "click", "x": -3, "y": 1}')
+        page.click("#step-7 .c-save")
+        expect(page.locator("#step-7 .review .status")).to_have_text(re.compile("^the corrected action is not valid"))
         page.click("#step-1 button[data-verdict='correct']")
         expect(page.locator("#step-1 .review .status")).to_have_text("saved: correct")
         page.reload()  # the server reads labels afresh: the page shows them
@@ -255,3 +268,5 @@ def test_review_round_trip_through_serve_then_export(session, conway_home, tmp_p
                                  "corrected_action": {"type": "right_click", "x": float(x), "y": float(y)},
                                  "note": "the menu is on the file, higher up"}
     assert recs[1]["labels"]["verdict"] == "correct" and recs[1]["labels"]["source"] == "review"
+    assert recs[2]["labels"]["corrected_action"] == {"type": "type", "text": "notes.md"}
+    assert recs[7]["labels"] == {"success": "unknown"}  # the refused label wrote nothing

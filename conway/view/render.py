@@ -13,7 +13,8 @@ TEXT_MAX = 20_000
 """Longest thought / raw output / result shown in a card (the rest is cut, and says so)."""
 SEARCH_MAX = 600
 """Characters of each thought the page's search sees across the whole session."""
-CORRECTABLE = ("click", "double_click", "triple_click", "right_click", "move")
+CORRECTABLE = ("click", "double_click", "triple_click", "right_click", "move", "scroll", "type", "key", "hotkey")
+"""Corrected-action types the review form builds from a point and/or one text field (anything else: JSON)."""
 
 ImageRef = Callable[[StepView], tuple[str | None, str | None, str]]
 """step -> (thumbnail url, full-size url, state: ok | missing | none | outside)."""
@@ -127,12 +128,13 @@ def _review(step: StepView) -> str:
             '<button type="button" data-verdict="redundant">redundant</button>'
             '<span class="status" role="status"></span>'
             '<div class="correction" hidden>'
-            '<div class="muted">Click the screenshot to set the corrected point (screen pixels), '
-            'or write any other action as JSON.</div>'
+            '<div class="muted">Click the screenshot to set the corrected point (screen pixels); for type, key, '
+            'hotkey (ctrl+s) and scroll (wheel clicks, + is up) fill the text field; or write any action as JSON.</div>'
             f'<div class="row"><select class="c-type">{opts}</select>'
             '<label>x <input class="c-x" type="number" step="1" min="0"></label>'
-            '<label>y <input class="c-y" type="number" step="1" min="0"></label></div>'
-            '<textarea class="c-json" placeholder=\'{"type": "type", "text": "hello"}\'></textarea>'
+            '<label>y <input class="c-y" type="number" step="1" min="0"></label>'
+            '<label>text <input class="c-text" type="text" maxlength="10000"></label></div>'
+            '<textarea class="c-json" placeholder=\'or JSON: {"type": "open_browser", "url": "https://example.org"}\'></textarea>'
             '<input class="c-note" type="text" maxlength="4000" placeholder="note (optional)">'
             '<div class="row"><button type="button" class="c-save">save “wrong”</button>'
             '<button type="button" class="c-cancel">cancel</button></div></div></div>')
