@@ -227,6 +227,9 @@ class Loop:
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
+            for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
+                self.record("session", {"event": "tools", **found})
+                self.say(found["summary"])
             while True:
                 self.check_control()
                 self.check_budget()
@@ -283,16 +286,18 @@ class Loop:
 
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
+        action_space = describe_action_space(types) + self.p.toolbox.describe()  # + MCP tools, skill names
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
-            goals=goals, memory=self._memory_text(), action_space=describe_action_space(types),
+            goals=goals, memory=self._memory_text(), action_space=action_space,
             latest=self.latest, recent=self.recent.notes, budget_tokens=self.cfg.context.budget_tokens,
             chars_per_token=self.cfg.context.chars_per_token, accessibility=obs.accessibility)
         return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped)
 
     def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
-        problems = [a for a in decision.actions if isinstance(a, ActionProblem)]
-        actions = [a for a in decision.actions if isinstance(a, _Action)]
+        checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
+        problems = [a for a in checked if isinstance(a, ActionProblem)]
+        actions = [a for a in checked if isinstance(a, _Action)]
         if problems or not actions:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
             self.pre_dispatch_error(f"invalid action: {msg}")
