@@ -103,10 +103,15 @@ def _open_display(xdisplay: Any, name: str) -> Any:
     default = Path(os.environ.get("XAUTHORITY") or Path.home() / ".Xauthority")
     if default.exists():
         return xdisplay.Display(name)
+    import contextlib
+    import io
+
     saved = os.environ.get("XAUTHORITY")
     os.environ["XAUTHORITY"] = os.devnull
     try:
-        return xdisplay.Display(name)
+        # it prints "no xauthority details available" on stdout
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return xdisplay.Display(name)
     finally:
         if saved is None:
             os.environ.pop("XAUTHORITY", None)
