@@ -107,11 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="export a vision-check or grounding-check report's cases (labelled by their targets) "
                         "instead of the journal")
 
-    p = cmd("view", "see sessions (or a vision-check / candidate-eval report) in a browser; --serve to label steps",
+    p = cmd("view", "see sessions (or a vision-, grounding-check or candidate-eval report) in a browser; --serve to label",
             "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
             "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
             "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
-    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check or candidate-eval report to draw")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check or candidate-eval report")
     p.add_argument("--session", metavar="ID", help="only this session")
     p.add_argument("--last", action="store_true", help="only the latest session")
     p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
@@ -172,6 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N", help="replay at most N steps")
     p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    _add_overrides(p)
+
+    p = cmd("skills", "list the Agent Skills the agent is offered, and the malformed ones left out (with why)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    _add_overrides(p)
+
+    p = cmd("mcp-serve", "serve this home's status, control, export and checks to another agent over MCP",
+            "Expose status, recent journal events, pause/resume/stop, export, vision-check and preflight as\n"
+            "MCP tools (stdio by default). Never the desktop or the agent's tools.")
+    _add_model_args(p)
+    p.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
     _add_overrides(p)
 
     # --- checks (conway/evals) ---
@@ -307,7 +318,7 @@ def do_doctor(args) -> int:
     from .doctor import doctor, render_doctor
     home = _home(args)
     cfg = _config(args, home)
-    report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd())
+    report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd(), home_root=home.root)
     print(json.dumps(report, indent=2) if args.json else render_doctor(report))
     return 0
 
@@ -571,6 +582,21 @@ def do_models(args) -> int:
     return 0
 
 
+def do_skills(args) -> int:
+    from .skills import find_skills, render_skills, skill_roots
+    home = _home(args)
+    cfg = _config(args, home)
+    found = find_skills(home.root, cfg.skills)
+    print(json.dumps(found.record(), indent=2) if args.json else render_skills(found, skill_roots(home.root, cfg.skills)))
+    return 0
+
+
+def do_mcp_serve(args) -> int:
+    from .mcp_serve import serve
+    home = _home(args)
+    return serve(home, lambda: _config(args, home), http_port=args.http)
+
+
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
@@ -578,7 +604,7 @@ COMMANDS: dict[str, Callable] = {
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
     "acceptance-check": do_acceptance_check,
-    "report": do_report, "probe": do_probe, "models": do_models,
+    "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills, "mcp-serve": do_mcp_serve,
 }
 
 

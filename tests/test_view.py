@@ -21,12 +21,8 @@ from conway.journal import Journal, make_event
 from conway.labels import Label
 from conway.view.command import build_site
 from conway.view.server import ViewServer
-from view_session import CLICK_STEP, INJECTED, SIZE, record_session
-
-
-@pytest.fixture
-def session(conway_home) -> str:
-    return record_session(conway_home)
+from view_fixtures import recorded, session  # noqa: F401 - fixtures
+from view_session import CLICK_STEP, INJECTED, SIZE, UNCERTAIN_TEXT, WINDOW_TITLE, record_session
 
 
 def _site(tmp_path: Path, *args: str) -> Path:
@@ -91,6 +87,31 @@ def test_text_from_the_model_is_escaped_everywhere(session, tmp_path):
     # every script element on the page is one the page put there (it has the nonce)
     nonce = re.search(r"script-src &#x27;nonce-([^&]+)&#x27;", html).group(1)
     assert len(re.findall(r"<script\b", html)) == len(re.findall(rf'<script nonce="{nonce}"', html)) == 2
+
+
+def test_a_window_title_from_the_screen_is_escaped(session, tmp_path):
+    card = _card(_page(_site(tmp_path, "--last"), session), 1)
+    assert "Editor &lt;img src=y onerror=&quot;window.__pwned = 3&quot;&gt;" in card and WINDOW_TITLE not in card
+
+
+def test_flags_rate_limits_suppression_uncertain_and_dry_runs(conway_home, tmp_path):
+    click = {"action": {"type": "click", "x": 10, "y": 10}}
+    busy = record_session(conway_home, [{"rate_limit": 3}, click, click, click, click,
+                                        {"action": {"type": "type", "text": UNCERTAIN_TEXT}}], still=True)
+    planned = record_session(conway_home, [click], dry_run=True)
+    out = _site(tmp_path)
+    index = (out / "index.html").read_text()
+    assert index.index(planned) < index.index(busy)  # newest first
+    html = _page(out, busy)
+    first = _card(html, 1)
+    assert '<span class="badge flag">rate-limited</span>' in first and "rate limited, retry after 3.0 s" in first
+    assert 'data-outcome="suppressed"' in _card(html, 5) and "already done 3 times in a row" in _card(html, 5)
+    last = _card(html, 6)
+    assert 'data-outcome="uncertain"' in last and "the keyboard went away halfway through" in last
+    assert "steps 1–1 (1 in a row, waited 3 s)" in html  # the rate limit's wait is counted
+    dry = _card(_page(out, planned), 1)
+    assert '<span class="badge flag">dry_run</span>' in dry and 'data-outcome="dry-run"' in dry
+    assert "planned only" in dry
 
 
 def test_rotated_screenshot_shows_a_placeholder(session, conway_home, tmp_path):
@@ -374,3 +395,55 @@ def test_escaping_is_the_same_when_served(server, session):
     conn.request("GET", f"/s/{session}/page-0001.html")
     html = conn.getresponse().read().decode()
     assert INJECTED not in html and "&lt;script&gt;window.__pwned" in html
+
+
+def test_a_report_is_served_read_only(conway_home, tmp_path):
+    report = vision_report(tmp_path, "vc", [(0, 0)])
+    srv = ViewServer(build_site(Home(conway_home), report=str(report)))
+    srv.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        for path, ctype in (("/", "text/html; charset=utf-8"), ("/data.js", "text/javascript; charset=utf-8"),
+                            ("/img/case-0.jpg", "image/jpeg")):
+            conn.request("GET", path)
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 200 and r.getheader("Content-Type") == ctype, path
+        assert _post(srv, {"session": "vision-check", "step": 0, "verdict": "correct"})[0] == 404
+    finally:
+        srv.close()
+
+
+def test_a_session_id_never_becomes_a_path(conway_home, tmp_path):
+    j = Journal(conway_home / "journal", fsync="none")
+    j.append(make_event("../../escape", 1, "observation", {"source": "synthetic", "captured_size": [64, 64],
+                                                          "screenshot": "/etc/hostname"}))
+    j.close()
+    out = _site(tmp_path)
+    pages = list(out.rglob("page-0001.html"))
+    assert len(pages) == 1 and pages[0].parent.parent == out / "s" and pages[0].parent.name.startswith("s-")
+    card = _card(pages[0].read_text(), 1)
+    assert "screenshot outside the home, not shown (/etc/hostname)" in card
+    assert not list(out.rglob("*.png")) and not (tmp_path / "escape").exists()
+
+
+def test_grounding_check_report_draws_each_screenshot_with_box_and_click(conway_home, tmp_path):
+    from grounding_data import write_dataset
+
+    write_dataset(tmp_path / "screenspot")
+    script = tmp_path / "clicks.json"
+    script.write_text(json.dumps([{"action": {"type": "click", "x": 300, "y": 200}}] * 10))
+    report = tmp_path / "g.json"
+    main(["grounding-check", "--dataset", str(tmp_path / "screenspot"), "--mock-script", str(script),
+          "--output", str(report), "--quiet"])
+    cases = json.loads(report.read_text())["cases"]
+    out = _site(tmp_path, str(report))
+    html = (out / "index.html").read_text()
+    assert html.count('<article class="card') == len(cases) == 10
+    c = cases[0]
+    card = _card(html, c["index"])
+    w, h = c["image"]["size"]
+    assert f'viewBox="0 0 {w} {h}"' in card and 'data-x="300" data-y="200"' in card
+    assert f'<rect class="target" x="{c["target"]["box"][0]:g}"' in card
+    assert (out / "img" / f"case-{c['index']}.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+    assert "<th>by type</th>" in html and '<option value="icon">icon</option>' in html

@@ -21,7 +21,8 @@ import pytest
 
 from conftest import REPO
 from conway.cli import main
-from view_session import CLICK_STEP, INJECTED, SIZE, record_session
+from view_fixtures import recorded, session  # noqa: F401 - fixtures
+from view_session import CLICK_STEP, INJECTED, SIZE, WINDOW_TITLE
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 ARTIFACTS = Path(os.environ.get("CONWAY_TEST_ARTIFACTS") or REPO / "test-artifacts")
@@ -65,9 +66,9 @@ def page(browser):
 
 
 @pytest.fixture
-def site(conway_home, tmp_path):
+def site(session, tmp_path):
     """(session id, a function: page number -> file URL) of a static site with 4 steps per page."""
-    sid = record_session(conway_home)
+    sid = session
     out = tmp_path / "site"
     assert main(["view", "--last", "--page-size", "4", "--output", str(out)]) == 0
     return sid, lambda n=1: (out / "s" / sid / f"page-{n:04d}.html").as_uri()
@@ -161,6 +162,7 @@ def test_a_script_in_the_thought_is_shown_as_text(site, page):
     page.goto(url(1))
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.inner_text("#step-2 details.thought pre") == f"Type the file name. {INJECTED}"
+    assert WINDOW_TITLE in page.inner_text("#step-2 .facts-col")  # a window title from the screen, as text
     assert page.locator("img[src='x']").count() == 0 and page.locator("main script").count() == 0
     assert page.errors == []  # type: ignore[attr-defined]
 
@@ -174,8 +176,8 @@ def test_timeline_click_jumps_to_the_step(site, page):
     assert current_step(page) == 8
 
 
-def test_a_step_whose_screenshot_was_rotated_away_shows_a_placeholder(conway_home, tmp_path, page):
-    sid = record_session(conway_home)
+def test_a_step_whose_screenshot_was_rotated_away_shows_a_placeholder(session, conway_home, tmp_path, page):
+    sid = session
     (conway_home / "screenshots" / "step-001.png").unlink()
     out = tmp_path / "site"
     assert main(["view", "--last", "--output", str(out)]) == 0
@@ -214,8 +216,8 @@ def test_vision_check_report_target_and_click(conway_home, tmp_path, page):
     assert visible_steps(page) == [1]
 
 
-def test_review_round_trip_through_serve_then_export(conway_home, tmp_path, page):
-    sid = record_session(conway_home)
+def test_review_round_trip_through_serve_then_export(session, conway_home, tmp_path, page):
+    sid = session
     env = {**os.environ, "CONWAY_HOME": str(conway_home), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "view", "--serve", "--last"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -233,6 +235,19 @@ def test_review_round_trip_through_serve_then_export(conway_home, tmp_path, page
         page.fill(f"{card} .c-note", "the menu is on the file, higher up")
         page.click(f"{card} .c-save")
         expect(page.locator(f"{card} .review .status")).to_have_text(re.compile("^saved: wrong with a corrected"))
+        # a typed text corrected through the text field; a bad action refused with the server's reason
+        page.click("#step-2 button[data-verdict='wrong']")
+        assert page.input_value("#step-2 .c-type") == "type"
+        page.fill("#step-2 .c-text", "notes.md")
+        page.click("#step-2 .c-save")
+        expect(page.locator("#step-2 .review .status")).to_have_text("saved: wrong with a corrected action")
+        page.click("#step-7 button[data-verdict='wrong']")
+        page.fill("#step-7 .c-json", "{nope")
+        page.click("#step-7 .c-save")
+        expect(page.locator("#step-7 .review .status")).to_have_text(re.compile("^the corrected action is not JSON"))
+        page.fill("#step-7 .c-json", '{"type": "click", "x": -3, "y": 1}')
+        page.click("#step-7 .c-save")
+        expect(page.locator("#step-7 .review .status")).to_have_text(re.compile("^the corrected action is not valid"))
         page.click("#step-1 button[data-verdict='correct']")
         expect(page.locator("#step-1 .review .status")).to_have_text("saved: correct")
         page.reload()  # the server reads labels afresh: the page shows them
@@ -253,3 +268,5 @@ def test_review_round_trip_through_serve_then_export(conway_home, tmp_path, page
                                  "corrected_action": {"type": "right_click", "x": float(x), "y": float(y)},
                                  "note": "the menu is on the file, higher up"}
     assert recs[1]["labels"]["verdict"] == "correct" and recs[1]["labels"]["source"] == "review"
+    assert recs[2]["labels"]["corrected_action"] == {"type": "type", "text": "notes.md"}
+    assert recs[7]["labels"] == {"success": "unknown"}  # the refused label wrote nothing

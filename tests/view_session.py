@@ -23,11 +23,15 @@ from conway.app import RunRequest, run_agent  # noqa: E402
 from conway.config import load_config  # noqa: E402
 from conway.home import Home, init_home  # noqa: E402
 from conway.observe.synthetic import SyntheticObserver  # noqa: E402
-from conway.protocols import ToolResult  # noqa: E402
+from conway.protocols import DispatchUncertain, ToolResult  # noqa: E402
 from conway.tools.registry import Toolbox, build_toolbox  # noqa: E402
 from loop_harness import FakeClock  # noqa: E402
 
 INJECTED = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+WINDOW_TITLE = 'Editor <img src=y onerror="window.__pwned = 3">'
+"""An application name as the accessibility snapshot would report it, hostile."""
+UNCERTAIN_TEXT = "make it uncertain"
+"""Typing this makes the recording desktop fail halfway (DispatchUncertain)."""
 SIZE = (640, 400)
 SCRIPT = [
     {"thought": "The Save button is in the middle of the dialog.", "action": {"type": "click", "x": 320, "y": 200}},
@@ -55,24 +59,33 @@ class RecordingDesktop:
         return True, "recording desktop (tests)"
 
     def run(self, action: _Action) -> ToolResult:
+        if getattr(action, "text", None) == UNCERTAIN_TEXT:
+            raise DispatchUncertain("the keyboard went away halfway through")
         return ToolResult(ok=True, output=f"did {action.summary()}")
 
 
 class ArchivingObserver(SyntheticObserver):
-    def __init__(self, home: Home):
-        super().__init__(size=SIZE, label_for_step=lambda step: f"window: editor (frame {step + 1})")
+    def __init__(self, home: Home, first: int = 0, still: bool = False):
+        super().__init__(size=SIZE, label_for_step=lambda step: "window: editor" if still else
+                         f"window: editor (frame {first + step + 1})")
         self.home = home
+        self.first = first
+        """Frames already in screenshots/ (a second session in the same home numbers on)."""
 
     def observe(self):  # type: ignore[no-untyped-def]
         obs = super().observe()
-        rel = f"screenshots/step-{self._step:03d}.png"
+        rel = f"screenshots/step-{self.first + self._step:03d}.png"
         (self.home.root / rel).write_bytes(obs.png)
         obs.screenshot_path = rel
+        obs.meta["accessibility"] = f"ok: 12 nodes of {WINDOW_TITLE!r} in 3 ms"  # as the screen observer words it
         return obs
 
 
-def record_session(root: Path, script: list[dict] | None = None) -> str:
-    """Run the loop over the script into the home at `root`; returns the session id."""
+def record_session(root: Path, script: list[dict] | None = None, dry_run: bool = False, still: bool = False) -> str:
+    """Run the loop over the script into the home at `root` (a second call adds a session); returns its id.
+
+    `still`: the screen never changes (so repeating an action gets it suppressed).
+    """
     script = script or SCRIPT
     home = Home(root)
     init_home(home)
@@ -81,6 +94,7 @@ def record_session(root: Path, script: list[dict] | None = None) -> str:
     cfg = load_config(home.config, ["policy=mock", f"policy.mock_script={path}", "observe.source=synthetic",
                                     f"agent.max_steps={len(script)}", "journal.fsync=none"])
     toolbox = Toolbox([RecordingDesktop(), *build_toolbox(cfg.tools, home.scratch, gui=False).tools])
-    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, observer=ArchivingObserver(home),
+    observer = ArchivingObserver(home, first=len(list((root / "screenshots").glob("*.png"))), still=still)
+    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, dry_run=dry_run, observer=observer,
                                                        toolbox=toolbox, clock=FakeClock()), say=lambda _s: None)
     return session

@@ -130,7 +130,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         local.model.path, local.projector.path if local.projector else None, model_id=model_id, n_ctx=rt.n_ctx,
         n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
         chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
-        seed=pol.seed, log_path=home.runtime_log)
+        seed=pol.seed, log_path=home.runtime_log, prompt_cache=rt.prompt_cache)
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note

@@ -25,7 +25,8 @@ def build_site(home: Home, *, report: str | None = None, session: str | None = N
             raise UserError("a report view shows the report's cases; --session and --last are for the journal")
         data, cases = load_report(report)
         return Site(home.root, page_size=page_size,
-                    report=Report(check_kind(data, report), data, cases, Path(report).name))
+                    report=Report(check_kind(data, report), data, cases, Path(report).name,
+                                  Path(report).expanduser().resolve().parent))
     sessions, skipped = load_sessions(home.journal_dir, home.root)
     return Site(home.root, pick_sessions(sessions, session, last), skipped, page_size=page_size)
 

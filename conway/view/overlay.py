@@ -69,13 +69,14 @@ def action_mark(a: dict[str, Any], size: tuple[int, int], cls: str = "", n: int 
     return f'<g class="{esc(classes)}"{data}{extra}>{body}</g>'
 
 
-def target_box(box: Any) -> str:
-    """A target's box (x0, y0, x1, y1), inclusive pixels: drawn to cover those pixels."""
+def target_box(box: Any, pixels: bool = True) -> str:
+    """A target's box (x0, y0, x1, y1): whole pixels x0..x1 inclusive (`pixels`), else the span x0 to x1."""
     try:
         x0, y0, x1, y1 = (float(v) for v in box)
     except (TypeError, ValueError):
         return ""
-    attrs = f'x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0 + 1)}" height="{num(y1 - y0 + 1)}"'
+    extra = 1 if pixels else 0
+    attrs = f'x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0 + extra)}" height="{num(y1 - y0 + extra)}"'
     return f'<rect class="target-halo" {attrs}/><rect class="target" {attrs}/>'
 
 

@@ -13,7 +13,8 @@ TEXT_MAX = 20_000
 """Longest thought / raw output / result shown in a card (the rest is cut, and says so)."""
 SEARCH_MAX = 600
 """Characters of each thought the page's search sees across the whole session."""
-CORRECTABLE = ("click", "double_click", "triple_click", "right_click", "move")
+CORRECTABLE = ("click", "double_click", "triple_click", "right_click", "move", "scroll", "type", "key", "hotkey")
+"""Corrected-action types the review form builds from a point and/or one text field (anything else: JSON)."""
 
 ImageRef = Callable[[StepView], tuple[str | None, str | None, str]]
 """step -> (thumbnail url, full-size url, state: ok | missing | none | outside)."""
@@ -96,6 +97,14 @@ def _outcome_lines(rec: dict[str, Any]) -> list[str]:
     return out
 
 
+def _screen_line(obs: dict[str, Any]) -> list[str]:
+    """What the observer said about the screen (its words can hold window titles: escaped like the rest)."""
+    bits = [f"{obs['source']}" if obs.get("source") else ""]
+    bits += [f"{k} {_cut(obs[k], 300)}" for k in ("change", "accessibility", "screenshot_error") if obs.get(k)]
+    bits = [b for b in bits if b]
+    return [f'<div class="line"><span class="k">screen</span>{esc(" · ".join(bits))}</div>'] if bits else []
+
+
 def _label_line(labels: dict[str, Any]) -> str:
     if not labels.get("source"):
         return '<div class="line label-line"><span class="k">label</span><span class="muted">none</span></div>'
@@ -119,12 +128,13 @@ def _review(step: StepView) -> str:
             '<button type="button" data-verdict="redundant">redundant</button>'
             '<span class="status" role="status"></span>'
             '<div class="correction" hidden>'
-            '<div class="muted">Click the screenshot to set the corrected point (screen pixels), '
-            'or write any other action as JSON.</div>'
+            '<div class="muted">Click the screenshot to set the corrected point (screen pixels); for type, key, '
+            'hotkey (ctrl+s) and scroll (wheel clicks, + is up) fill the text field; or write any action as JSON.</div>'
             f'<div class="row"><select class="c-type">{opts}</select>'
             '<label>x <input class="c-x" type="number" step="1" min="0"></label>'
-            '<label>y <input class="c-y" type="number" step="1" min="0"></label></div>'
-            '<textarea class="c-json" placeholder=\'{"type": "type", "text": "hello"}\'></textarea>'
+            '<label>y <input class="c-y" type="number" step="1" min="0"></label>'
+            '<label>text <input class="c-text" type="text" maxlength="10000"></label></div>'
+            '<textarea class="c-json" placeholder=\'or JSON: {"type": "open_browser", "url": "https://example.org"}\'></textarea>'
             '<input class="c-note" type="text" maxlength="4000" placeholder="note (optional)">'
             '<div class="row"><button type="button" class="c-save">save “wrong”</button>'
             '<button type="button" class="c-cancel">cancel</button></div></div></div>')
@@ -155,6 +165,7 @@ def step_card(step: StepView, images: ImageRef, review: bool) -> str:
         f'<div class="line"><span class="k">time</span>observe {_dur(t["observe_s"])} · decide {_dur(t["decide_s"])} · '
         f'dispatch {_dur(t["dispatch_s"])}</div>',
         f'<div class="line"><span class="k">geometry</span>{esc(" · ".join(geo_bits))}</div>',
+        *_screen_line(rec.get("observation") or {}),
         f'<div class="line"><span class="k">model</span>{esc(rec.get("model_id") or "—")}'
         + (f' <span class="muted">{esc(json.dumps(dec["usage"]))}</span>' if dec.get("usage") else "") + "</div>",
         *[f'<div class="line"><span class="k">recovery</span>{esc(r)}</div>' for r in step.recoveries],

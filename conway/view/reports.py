@@ -1,8 +1,9 @@
-"""HTML for reports: vision-check and candidate-eval cases with the target box and the model's click.
+"""HTML for reports: vision-check, grounding-check and candidate-eval cases with the target box and the click.
 
-Case images are not in a report; they are regenerated from the generator,
-seed, size and index it records (and checked against the recorded sha256),
-so a report renders on any machine that has the same Conway.
+Vision-check images are not in a report; they are regenerated from the
+generator, seed, size and index it records (and checked against the recorded
+sha256), so such a report renders on any machine that has the same Conway.
+Grounding-check cases name their screenshot file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .overlay import crosshair, svg, target_box
 from .page import esc, facts_table, pager, shell
 from .render import TEXT_MAX, pages_of, toolbar
 
-KINDS = ("vision-check", "candidate-eval")
+KINDS = ("vision-check", "grounding-check", "candidate-eval")
 CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 """case -> (image url, why not)."""
 
@@ -22,7 +23,8 @@ CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
     if kind not in KINDS:
-        raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check and candidate-eval reports "
+        raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check, grounding-check and "
+                        "candidate-eval reports "
                         f"(use `conway report {path}` for this one)")
     return kind
 
@@ -64,11 +66,27 @@ def _answer_lines(who: str, a: dict[str, Any]) -> str:
     return "".join(lines)
 
 
+def case_size(c: dict[str, Any], default: tuple[int, int]) -> tuple[int, int]:
+    size = (c.get("image") or {}).get("size")
+    try:
+        return (int(size[0]), int(size[1])) if size else default
+    except (TypeError, ValueError, IndexError):
+        return default
+
+
+def case_kind(kind: str, c: dict[str, Any]) -> str:
+    """What the report's `kind` filter sorts by: the target colour, or a grounding case's type."""
+    if kind == "grounding-check":
+        return str(c.get("type") or c.get("source") or "")
+    return str((c.get("target") or {}).get("colour", ""))
+
+
 def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], image: CaseImage) -> str:
     t = c.get("target") or {}
+    size = case_size(c, size)
     outcome = case_outcome(kind, c)
     url, why = image(c)
-    box = target_box(t.get("box"))
+    box = target_box(t.get("box"), pixels=kind != "grounding-check")  # grounding boxes are spans (ScreenSpot rule)
     if kind == "candidate-eval":
         sides = [(who, c.get(who) or {}) for who in ("base", "candidate")]
         figs = "".join(_frame(url, why, size, box + _click(a.get("predicted"), size, bool(a.get("hit"))), who)
@@ -76,14 +94,17 @@ def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], ima
         pics = f'<div class="pair">{figs}</div>'
         lines = "".join(_answer_lines(who, a) for who, a in sides)
     else:
+        what = (f"{c.get('type') or '?'} · {c.get('source') or '?'} · {c.get('size_bucket') or ''}"
+                if kind == "grounding-check" else f"{t.get('colour', '?')} {t.get('shape', '?')}")
         pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
-                      f"{t.get('colour', '?')} {t.get('shape', '?')}, box {t.get('box')}")
+                      f"{what}, box {t.get('box')}")
         lines = _answer_lines("model", c)
     head = (f'<header><a class="step" href="#s={esc(c.get("index"))}">case {esc(c.get("index"))}</a>'
             f'<span class="badge outcome">{esc(outcome)}</span>'
             f'<span>{esc(c.get("instruction") or "")}</span></header>')
-    target = (f'<div class="line"><span class="k">target</span>{esc(t.get("colour"))} {esc(t.get("shape"))} · box '
-              f'{esc(t.get("box"))} (inclusive) · centre {esc(t.get("centre"))}</div>')
+    name = f"{t.get('colour')} {t.get('shape')} · " if t.get("colour") else ""
+    target = (f'<div class="line"><span class="k">target</span>{esc(name)}box {esc(t.get("box"))} (inclusive) · '
+              f'centre {esc(t.get("centre"))}</div>')
     body_cls = "body big" if kind == "candidate-eval" else "body"
     return (f'<article class="card o-{esc(outcome)}{" big" if kind == "candidate-eval" else ""}" id="step-{esc(c.get("index"))}" '
             f'data-step="{esc(c.get("index"))}" data-index="{pos}" data-outcome="{esc(outcome)}">{head}'
@@ -104,8 +125,10 @@ def report_summary(kind: str, data: dict[str, Any]) -> str:
                                    ("command", f"<code>{esc((data.get('command') or {}).get('line'))}</code>"),
                                    ("model", esc(data.get("model_id") or "—")),
                                    ("revision", esc(((data.get("conway") or {}).get("git_revision") or "not recorded")[:12])),
-                                   ("seed · size", esc(f"{data.get('seed')} · {(data.get('parameters') or {}).get('size')}"))]
-    if kind == "vision-check":
+                                   ("seed", esc(data.get("seed")))]
+    if (data.get("parameters") or {}).get("size"):
+        rows.append(("image size", esc(data["parameters"]["size"])))
+    if kind in ("vision-check", "grounding-check"):
         pat = s.get("pattern") or {}
         lat = s.get("latency_s") or {}
         rows += [("hits", esc(f"{s.get('hits')}/{s.get('cases')} = {_pct(s.get('hit_rate'))} "
@@ -113,6 +136,11 @@ def report_summary(kind: str, data: dict[str, Any]) -> str:
                  ("latency", esc(f"p50 {lat.get('p50')} s, p95 {lat.get('p95')} s")),
                  ("miss pattern", esc(pat.get("verdict") or "—")),
                  ("pattern numbers", esc(", ".join(f"{k} {v}" for k, v in pat.items() if k != "verdict")))]
+        for key in ("by_type", "by_source", "by_size"):
+            groups = s.get(key) or {}
+            if groups:
+                rows.append((key.replace("_", " "), esc("; ".join(
+                    f"{name} {g.get('hits')}/{g.get('n')} ({_pct(g.get('hit_rate'))})" for name, g in groups.items()))))
     else:
         for who in ("base", "candidate"):
             x = s.get(who) or {}
@@ -135,9 +163,9 @@ def report_data(kind: str, cases: list[dict[str, Any]], page_size: int) -> dict[
     return {"title": kind, "page_size": page_size, "pages": pages_of(len(cases), page_size),
             "steps": [c.get("index", i) for i, c in enumerate(cases)],
             "outcome": [case_outcome(kind, c) for c in cases],
-            "kind": [str((c.get("target") or {}).get("colour", "")) for c in cases],
+            "kind": [case_kind(kind, c) for c in cases],
             "text": text, "label": ["" for _ in cases], "outcomes": outcomes,
-            "error_outcomes": ["error", "miss"] if kind == "vision-check" else ["neither", "only-base"]}
+            "error_outcomes": ["neither", "only-base"] if kind == "candidate-eval" else ["error", "miss"]}
 
 
 def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], page: int, page_size: int,
@@ -150,10 +178,9 @@ def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], pa
     colours = sorted(set(d["kind"]) - {""})
     outcomes = [o for o in d["outcomes"] if o in d["outcome"]]
     cards = "\n".join(case_card(kind, (page - 1) * page_size + i, c, size, image) for i, c in enumerate(chunk))
-    bar = toolbar(colours, outcomes, "search outputs").replace("<kbd>e</kbd> next error",
-                                                               "<kbd>e</kbd> next " + ("miss" if kind == "vision-check"
-                                                                                       else "loss"))
-    bar = bar.replace("<label>kind ", "<label>target colour ")
+    bar = toolbar(colours, outcomes, "search outputs").replace(
+        "<kbd>e</kbd> next error", "<kbd>e</kbd> next " + ("loss" if kind == "candidate-eval" else "miss"))
+    bar = bar.replace("<label>kind ", "<label>type " if kind == "grounding-check" else "<label>target colour ")
     body = (f'<header class="top"><h1>{esc(kind)} report <span class="crumb">{esc(source)}</span></h1>{bar}</header>'
             f"{report_summary(kind, data)}{pager(page, pages, 'page')}<main id=\"steps\">"
             f"{cards or '<div class=empty>The report has no cases.</div>'}</main>{pager(page, pages, 'page')}")

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 from ..errors import UserError
 from ..export import attach_labels
 from ..labels import labels_path, read_labels
-from .images import case_image, thumbnail
+from .images import CASE_WIDTH, case_image, thumbnail
 from .model import SessionView, StepView, screenshot_state
 from .page import page_file, script_json
 from .render import index_page, pages_of, session_data, session_page, session_summary
@@ -46,6 +46,8 @@ class Report:
     data: dict[str, Any]
     cases: list[dict[str, Any]]
     source: str
+    folder: Path = Path(".")
+    """Where the report lies (a grounding case's relative image path starts there)."""
 
 
 @dataclass
@@ -150,6 +152,8 @@ class Site:
 
     def _case_file(self, case: dict[str, Any]) -> tuple[Path | None, str]:
         assert self.report is not None
+        if self.report.kind == "grounding-check":
+            return self._screenshot_of(case)
         params = self.report.data.get("parameters") or {}
         seed, size = self.report.data.get("seed"), params.get("size")
         if seed is None or not size:
@@ -158,6 +162,19 @@ class Site:
         return case_image(self.home_root, str(params.get("generator") or "conway-vision-images/1"), int(seed),
                           int(case.get("index", 0)), (int(size[0]), int(size[1])), str(params.get("profile") or "standard"),
                           want)
+
+    def _screenshot_of(self, case: dict[str, Any]) -> tuple[Path | None, str]:
+        """A grounding case's screenshot file (a thumbnail of it), when the report names one that exists."""
+        assert self.report is not None
+        image = case.get("image") or {}
+        if not image.get("path"):
+            where = f" ({image['dataset']}, row {image.get('row')})" if image.get("dataset") else ""
+            return None, f"the screenshot is inside a datasets folder{where}; not drawn here"
+        path = Path(str(image["path"])).expanduser()
+        path = path if path.is_absolute() else self.report.folder / path
+        if not path.is_file():
+            return None, f"screenshot {path} not found"
+        return thumbnail(self.home_root, path, CASE_WIDTH), ""
 
     def _report_page(self, page: int) -> bytes:
         assert self.report is not None

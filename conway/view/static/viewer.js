@@ -237,10 +237,24 @@
       rv.querySelector(".c-save").addEventListener("click", function () {
         var js = rv.querySelector(".c-json").value.trim(), corrected = null;
         var x = rv.querySelector(".c-x").value, y = rv.querySelector(".c-y").value;
+        var t = rv.querySelector(".c-type").value, text = rv.querySelector(".c-text").value;
+        var point = x !== "" && y !== "";
         if (js) {
           try { corrected = JSON.parse(js); } catch (e) { status(card, "the corrected action is not JSON: " + e.message, false); return; }
-        } else if (x !== "" && y !== "") {
-          corrected = { type: rv.querySelector(".c-type").value, x: +x, y: +y };
+        } else if (t === "type" && text) {
+          corrected = { type: "type", text: text };
+        } else if (t === "key" && text) {
+          corrected = { type: "key", key: text.trim() };
+        } else if (t === "hotkey" && text) {
+          corrected = { type: "hotkey", keys: text.split("+").map(function (k) { return k.trim(); }) };
+        } else if (t === "scroll" && text) {
+          corrected = { type: "scroll", dy: +text };
+          if (point) { corrected.x = +x; corrected.y = +y; }
+        } else if (point && ["type", "key", "hotkey", "scroll"].indexOf(t) < 0) {
+          corrected = { type: t, x: +x, y: +y };
+        } else if (point || text) {
+          status(card, t + " needs " + (["type", "key", "hotkey", "scroll"].indexOf(t) >= 0 ? "the text field" : "a point"), false);
+          return;
         }
         send(card, "wrong", corrected, rv.querySelector(".c-note").value);
       });
