@@ -74,7 +74,8 @@ def row(d, wall: float) -> dict:
 def run_interleaved(policies: dict[str, ModelPolicy], ctxs: list) -> dict:
     """Each context goes to every policy in turn, so machine load falls on all runs alike."""
     rows: dict[str, list[dict]] = {name: [] for name in policies}
-    for ctx in ctxs:
+    for i, ctx in enumerate(ctxs, 1):
+        print(f"  cycle {i}/{len(ctxs)}", file=sys.stderr, flush=True)
         for name, policy in policies.items():
             t0 = time.perf_counter()
             d = policy.decide(ctx)
