@@ -38,7 +38,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-steps", type=int, metavar="N", help="stop after N cycles")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop after the model has made N decisions (cycles without an answer -- rate limits, "
+                        "failed or timed-out requests -- do not count; --max-seconds bounds those)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds (checked between steps)")
     p.add_argument("--quiet", action="store_true", help="print nothing per cycle (state and journal still record all)")
 
@@ -190,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
             "tasks in a temporary directory and verify each independently.\n"
             "Exit 0 all verified, 2 any not verified, 1 setup errors.")
     _add_model_args(p)
-    p.add_argument("--max-steps", type=int, default=10, metavar="N", help="step budget per task (default 10)")
+    p.add_argument("--max-steps", type=int, default=10, metavar="N",
+                   help="decisions the model may make per task (default 10; rate limits and failed requests "
+                        "do not count)")
     p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
     p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
     p.add_argument("--keep", action="store_true", help="keep the temporary working directories")

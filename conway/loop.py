@@ -23,6 +23,7 @@ from .journal import Journal, make_event
 from .memory import Memory
 from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
                         Observer, Policy, PolicyError, RateLimited, ToolResult)
+from .ratelimit import rate_limit_wait
 from .state import StateStore, read_control
 from .tools.bounded import cut_text
 from .tools.registry import Toolbox
@@ -91,6 +92,8 @@ class Loop:
                              cfg.memory.max_chars, cfg.memory.keep_chars)
         self.state: dict[str, Any] = {}
         self.step = 0
+        self.decisions = 0
+        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
         self.recent: list[StepNote] = []
@@ -222,7 +225,7 @@ class Loop:
             while True:
                 self.check_control()
                 self.check_budget()
-                if self.cfg.agent.max_steps is not None and self.step >= self.cfg.agent.max_steps:
+                if self.cfg.agent.max_steps is not None and self.decisions >= self.cfg.agent.max_steps:
                     raise StopRun(f"max-steps budget ({self.cfg.agent.max_steps}) reached")
                 self.step += 1
                 self.save_progress()
@@ -257,15 +260,21 @@ class Loop:
         ctx = self.build_context(goals, obs)
         try:
             decision = self.p.policy.decide(ctx)
-        except RateLimited as exc:
-            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True,
-                                  "retry_after_s": exc.retry_after})
-            self.say(f"rate limited by the model server: waiting {exc.retry_after:g} s")
-            self.wait(exc.retry_after)
+        except RateLimited as exc:  # counts toward recovery backoff; the wait is bounded (conway/ratelimit.py)
+            self.error_count += 1
+            a = self.cfg.agent
+            earned = max(0, self.error_count - a.errors_before_backoff + 1)
+            backoff = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s, earned) if earned else 0.0
+            delay, why = rate_limit_wait(exc.retry_after, backoff, a.recovery_backoff_max_s, exc.source)
+            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
+                                  self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why})
+            self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
+            self.wait(delay)
             return
         except PolicyError as exc:
             self.pre_dispatch_error(f"model request failed: {exc}")
             return
+        self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
         # a stop that arrived during inference: the decision is discarded, never dispatched
         if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
             self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run})
