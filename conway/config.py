@@ -19,6 +19,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .redact import find_secrets as _find_secrets
+from .redact import redact
 
 
 class _Section(BaseModel):
@@ -27,7 +29,8 @@ class _Section(BaseModel):
 
 class AgentConfig(_Section):
     max_steps: int | None = Field(default=None, ge=1)
-    """Stop after this many cycles (None: run until stopped)."""
+    """Stop after the model has made this many decisions (None: run until stopped). Cycles without an
+    answer (rate limits, failed or timed-out requests) do not count; max_seconds bounds those."""
     max_seconds: float | None = Field(default=None, gt=0)
     """Stop after this much wall time (checked between steps; not a hard OS deadline)."""
     idle_backoff_start_s: float = Field(default=2.0, gt=0)
@@ -127,7 +130,15 @@ class RuntimeConfig(_Section):
     chat_format: str | None = None
     """llama-cpp-python chat format for a model without a chat template (e.g. gemma)."""
     extra_args: list[str] = []
-    """Extra command-line arguments for the started server program."""
+    """Extra command-line arguments for the started server program (a --host here needs allow_remote)."""
+
+    @model_validator(mode="after")
+    def _no_host_override(self) -> "RuntimeConfig":
+        hosts = [a for a in self.extra_args if a == "--host" or a.startswith("--host=")]
+        if hosts and not self.allow_remote:
+            raise ValueError(f"extra_args sets {hosts[0]}, which would override the loopback bind: set "
+                             "runtime.host instead (anything but loopback also needs runtime.allow_remote=true)")
+        return self
 
 
 class ContextConfig(_Section):
@@ -183,6 +194,11 @@ class ToolsConfig(_Section):
     """Shell commands are killed (whole process group) after this."""
     shell_max_output_bytes: int = Field(default=32768, ge=256)
     """Shell output kept (head and tail, the cut announced)."""
+    shell_env_drop: list[str] = []
+    """More environment variable names (fnmatch patterns) removed from shell commands; policy.api_key_env's
+    variable and names that look like credentials (*TOKEN, *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
+    shell_env_keep: list[str] = []
+    """Credential-looking variable names the shell may still see (never policy.api_key_env's)."""
     gui_pause_s: float = Field(default=0.02, ge=0, le=2)
     """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
     gui_failsafe: bool = True
@@ -206,28 +222,8 @@ class ConwayConfig(_Section):
 
 
 # --- secrets -----------------------------------------------------------------
-
-_SECRET_KEY = re.compile(r"(api[_-]?key|apikey|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|^token$|_token$)", re.I)
-_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|xox[bp]-[A-Za-z0-9-]{10,}|Bearer\s+\S{8,})$")
-_ALLOWED_KEY = re.compile(r"(_env|_tokens|tokens_.*)$", re.I)  # e.g. api_key_env, max_tokens
-
-
-def find_secrets(data: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose name or value looks like a credential."""
-    found = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, (dict, list)):
-                found += find_secrets(v, key)
-            elif v not in (None, "") and _SECRET_KEY.search(str(k)) and not _ALLOWED_KEY.search(str(k)):
-                found.append(key)
-            elif isinstance(v, str) and _SECRET_VALUE.match(v.strip()):
-                found.append(key)
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            found += find_secrets(v, f"{prefix}[{i}]")
-    return found
+# Recognising credentials lives in conway/redact.py (every string at every depth); re-exported here.
+find_secrets = _find_secrets
 
 
 # --- composition -------------------------------------------------------------
@@ -290,11 +286,15 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
         cli = OmegaConf.from_dotlist(values)
         merged = OmegaConf.merge(base, OmegaConf.create(home_data), cli)
         data = OmegaConf.to_container(merged, resolve=True)
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+    except (HydraException, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
         raise UserError(f"cannot compose configuration: {exc}".splitlines()[0]) from None
     finally:
         GlobalHydra.instance().clear()
     data.pop("hydra", None)  # type: ignore[union-attr]
+    secrets = find_secrets(data)  # a list item or URL inside an override (`runtime.extra_args=[--api-key,…]`)
+    if secrets:
+        raise UserError(f"the configuration holds what looks like a secret at: {', '.join(secrets)}; "
+                        "pass keys through the environment (policy.api_key_env names the variable)")
     try:
         return ConwayConfig.model_validate(data)
     except ValidationError as exc:
@@ -316,4 +316,5 @@ def explain_validation(exc: ValidationError) -> str:
 
 
 def to_yaml(config: ConwayConfig) -> str:
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    """The resolved configuration as YAML, anything secret-looking redacted (it is printed)."""
+    return yaml.safe_dump(redact(config.model_dump(mode="json")), sort_keys=False)

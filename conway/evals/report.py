@@ -37,14 +37,14 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import __version__
-from ..config import ConwayConfig, find_secrets
+from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
+from ..redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
 """More cases than this go into `<report stem>.cases.jsonl` beside the report."""
-REDACTED = "<redacted>"
 
 
 # --- output paths --------------------------------------------------------------
@@ -142,21 +142,6 @@ def safe_endpoint(url: str | None) -> str | None:
     return url
 
 
-def redact(data: Any) -> Any:
-    """A copy with every secret-looking value replaced (config never should hold one)."""
-    if isinstance(data, dict):
-        out = {}
-        for k, v in data.items():
-            if not isinstance(v, (dict, list)) and find_secrets({k: v}):
-                out[k] = REDACTED
-            else:
-                out[k] = redact(v)
-        return out
-    if isinstance(data, list):
-        return [REDACTED if not isinstance(v, (dict, list)) and find_secrets([v]) else redact(v) for v in data]
-    return data
-
-
 def config_record(config: ConwayConfig) -> dict[str, Any]:
     data = redact(config.model_dump(mode="json"))
     policy = data.get("policy")
@@ -216,6 +201,7 @@ class Report:
             self.data["endpoint"] = safe_endpoint(endpoint)
 
     def add_case(self, record: dict[str, Any]) -> None:
+        record = redact(record)  # a case can quote a command line, an endpoint or a server message
         with self._lock:
             self._count += 1
             if self._stream is not None:
@@ -244,7 +230,7 @@ class Report:
             self.data["cases_file"] = {"path": self.cases_path.name, "count": self._count, "sha256": digest}
         else:
             self.data["cases"] = list(cases_order) if cases_order is not None else self._cases
-        blob = json.dumps(self.data, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
+        blob = json.dumps(redact(self.data), ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
         write_new_file(self.path, blob.encode("utf-8"))
         return self.path
 

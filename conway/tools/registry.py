@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..actions import ACTION_TYPES, GUI_TYPES, _Action
 from ..config import ToolsConfig
 from ..geometry import ScreenGeometry
 from ..protocols import Observation, Tool, ToolResult
+from ..redact import tool_environment
 
 NO_DESKTOP = "no desktop tools available"
 
@@ -61,15 +63,21 @@ class Toolbox:
                 close()
 
 
-def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True) -> Toolbox:
-    """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs)."""
+def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, api_key_env: str | None = None) -> Toolbox:
+    """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs).
+
+    `api_key_env` names the variable holding the model's API key: the shell never sees it.
+    """
     tools: list[Tool] = []
     if "files" in cfg.enabled:
         from .files import FileTools
         tools.append(FileTools(workdir, read_max_bytes=cfg.read_max_bytes, list_max_entries=cfg.list_max_entries))
     if "shell" in cfg.enabled:
         from .shell import ShellTool
-        tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes))
+        env, _ = tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
+                                  keep=cfg.shell_env_keep)
+        tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes,
+                               env=env))
     if "browser" in cfg.enabled:
         from .browser import BrowserTool
         tools.append(BrowserTool())
