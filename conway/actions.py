@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 
 class _Action(BaseModel):
@@ -143,6 +143,32 @@ class Shell(_Action):
     family: ClassVar[str] = "shell"
 
 
+class Mcp(_Action):
+    """A tool of a configured MCP server; `arguments` are checked against the tool's input schema."""
+
+    type: Literal["mcp"] = "mcp"
+    server: str = Field(min_length=1, max_length=40)
+    tool: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    family: ClassVar[str] = "mcp"
+    _read_only: bool = PrivateAttr(default=False)
+    """Set by the MCP tool's check from the server's readOnlyHint; unknown means a side effect."""
+
+    @property
+    def side_effect(self) -> bool:  # type: ignore[override]
+        return not self._read_only
+
+
+class ReadSkill(_Action):
+    """An Agent Skill's instructions (SKILL.md) or one of its files."""
+
+    type: Literal["read_skill"] = "read_skill"
+    name: str = Field(min_length=1, max_length=64)
+    file: str | None = Field(default=None, min_length=1, max_length=512)
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "skill"
+
+
 # --- control -----------------------------------------------------------------
 
 
@@ -165,7 +191,7 @@ class Finish(_Action):
 Action = Annotated[
     Union[
         Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey, Scroll,
-        ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish,
+        ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Mcp, ReadSkill, Wait, Finish,
     ],
     Field(discriminator="type"),
 ]
@@ -173,7 +199,8 @@ Action = Annotated[
 ACTION_TYPES: dict[str, type[_Action]] = {
     cls.model_fields["type"].default: cls
     for cls in (Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey,
-                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish)
+                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Mcp, ReadSkill, Wait,
+                Finish)
 }
 GUI_TYPES = frozenset(n for n, c in ACTION_TYPES.items() if c.family == "gui")
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .actions import ActionProblem, Finish, Wait, _Action, describe_action_space
 from .config import ConwayConfig
-from .context import StepNote, build_parts
+from .context import RecentSteps, StepNote, build_parts
 from .home import Home
 from .journal import Journal, make_event
 from .memory import Memory
@@ -96,7 +96,10 @@ class Loop:
         """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
-        self.recent: list[StepNote] = []
+        self.recent = RecentSteps(cfg.context.recent_steps)
+        self.memory_view: str | None = None
+        """memory.md as shown to the model: refreshed when the recent-steps window slides (the steps since are
+        in the window), when memory is compacted or edited by someone else, so the prompt only grows between."""
         self.idle_count = 0
         self.error_count = 0
         self.last_change_key: str | None = None
@@ -222,6 +225,9 @@ class Loop:
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
+            for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
+                self.record("session", {"event": "tools", **found})
+                self.say(found["summary"])
             while True:
                 self.check_control()
                 self.check_budget()
@@ -284,16 +290,18 @@ class Loop:
 
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
+        action_space = describe_action_space(types) + self.p.toolbox.describe()  # + MCP tools, skill names
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
-            goals=goals, memory=self.memory.read(), action_space=describe_action_space(types),
-            latest=self.latest, recent=self.recent, budget_tokens=self.cfg.context.budget_tokens,
+            goals=goals, memory=self._memory_text(), action_space=action_space,
+            latest=self.latest, recent=self.recent.notes, budget_tokens=self.cfg.context.budget_tokens,
             chars_per_token=self.cfg.context.chars_per_token, accessibility=obs.accessibility)
         return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped)
 
     def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
-        problems = [a for a in decision.actions if isinstance(a, ActionProblem)]
-        actions = [a for a in decision.actions if isinstance(a, _Action)]
+        checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
+        problems = [a for a in checked if isinstance(a, ActionProblem)]
+        actions = [a for a in checked if isinstance(a, _Action)]
         if problems or not actions:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
             self.pre_dispatch_error(f"invalid action: {msg}")
@@ -386,22 +394,28 @@ class Loop:
         self.record("error", {"stage": "pre-dispatch", "error": message, "consecutive": self.error_count,
                               "backoff_s": delay})
         self.latest = f"ERROR: {message}"
-        self.recent.insert(0, StepNote(self.step, "(no action)", f"error: {message[:200]}"))
-        del self.recent[self.cfg.context.recent_steps:]
+        if self.recent.add(StepNote(self.step, "(no action)", f"error: {message[:200]}")):
+            self.memory_view = None
         self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay else ""))
         if delay:
             self.wait(delay)
 
     def note(self, action: _Action, outcome: str) -> None:
-        self.recent.insert(0, StepNote(self.step, action.summary(), outcome))
-        del self.recent[self.cfg.context.recent_steps:]
+        slid = self.recent.add(StepNote(self.step, action.summary(), outcome))
         self.latest = f"{action.summary()} → {outcome}"
         compacted = self.memory.add(f"- step {self.step}: {action.summary()[:200]} → {outcome[:200]}")
         if compacted:
             self.record("recovery", {"what": "memory", "detail": compacted})
+        if slid or compacted:
+            self.memory_view = None
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     # -- helpers --------------------------------------------------------------
+
+    def _memory_text(self) -> str:
+        if self.memory_view is None or self.memory.edited_elsewhere():
+            self.memory_view = self.memory.read()
+        return self.memory_view
 
     def say(self, text: str) -> None:
         self.p.say(text)

@@ -91,7 +91,9 @@ def find_secrets(data: Any, prefix: str = "") -> list[str]:
     if isinstance(data, Mapping):
         for k, v in data.items():
             key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, (Mapping, list, tuple)):
+            if isinstance(v, Mapping) and _ALLOWED_NAME.search(str(k)):  # headers_env: its values name variables
+                found += [f"{key}.{n}" for n, x in v.items() if isinstance(x, str) and secret_spans(x)]
+            elif isinstance(v, (Mapping, list, tuple)):
                 found += find_secrets(v, key)
             elif v not in (None, "") and not isinstance(v, bool) and _secret_name(k):
                 found.append(key)
@@ -116,7 +118,9 @@ def redact(data: Any) -> Any:
     if isinstance(data, Mapping):
         out = {}
         for k, v in data.items():
-            if not isinstance(v, (Mapping, list, tuple, bool)) and v not in (None, "") and _secret_name(k):
+            if isinstance(v, Mapping) and _ALLOWED_NAME.search(str(k)):  # headers_env: names, not values
+                out[k] = {n: redact_text(x) if isinstance(x, str) else x for n, x in v.items()}
+            elif not isinstance(v, (Mapping, list, tuple, bool)) and v not in (None, "") and _secret_name(k):
                 out[k] = REDACTED
             else:
                 out[k] = redact(v)

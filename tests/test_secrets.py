@@ -168,3 +168,12 @@ def test_a_host_in_extra_args_needs_allow_remote(args) -> None:
     assert load_config(None, ['runtime.extra_args=["--threads-http","2"]']).runtime.extra_args == ["--threads-http", "2"]
     with pytest.raises(UserError, match="cannot compose"):  # unparseable, one clear line, no traceback
         load_config(None, ["runtime.extra_args=[--host,::]"])
+
+
+def test_an_env_mapping_names_variables_and_is_not_a_secret() -> None:
+    data = {"tools": {"mcp_servers": [{"name": "x", "url": "http://127.0.0.1:1/mcp",
+                                       "headers_env": {"Authorization": "MY_TOKEN_VAR"}}]}}
+    assert find_secrets(data) == []
+    assert redact(data) == data
+    data["tools"]["mcp_servers"][0]["headers_env"]["Authorization"] = KEY  # a key where a name belongs
+    assert find_secrets(data) == ["tools.mcp_servers[0].headers_env.Authorization"]
