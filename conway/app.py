@@ -152,13 +152,22 @@ def status_report(home: Home) -> dict:
         "step": state.get("step"),
         "model_id": state.get("model_id"),
         "stop_reason": state.get("stop_reason"),
-        "pending_intent": state.get("pending"),
+        "pending_intent": _pending(home, state),
         "state_recovery": note,
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
              "summary": _event_summary(e)} for e in tail_events(home.journal_dir, 8)
         ] if home.journal_dir.exists() else [],
     }
+
+
+def _pending(home: Home, state: dict) -> dict | None:
+    """state.json's pending copy, unless the journal (the authority) already has its outcome."""
+    from .journal import intent_verdict
+    pending = state.get("pending")
+    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
+        return None
+    return pending
 
 
 def _event_summary(event: dict) -> str:

@@ -106,6 +106,8 @@ class Loop:
         self.repeats: dict[str, tuple[str, int]] = {}  # family -> (action key, times in a row)
         self.signal_stop: str | None = None
         self.last_finish: dict[str, Any] | None = None
+        self._state_dirty = False  # state changed in memory only (a cleared pending copy): written at the next write
+        self._action_spaces: dict[tuple[str, ...], str] = {}
 
     # -- journal & state ------------------------------------------------------
 
@@ -116,6 +118,21 @@ class Loop:
         self.state.update(changes, updated_at=self.p.clock.time())
         self.state_store.save(self.state, durable=durable)
         self._saved_at = self.p.clock.monotonic()
+        self._state_dirty = False
+
+    def save_pending(self, pending: dict[str, Any] | None) -> None:
+        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority).
+
+        Setting it is written before dispatch. Clearing it waits for the next state write (the next
+        intent, the progress write, any wait, the end): the journaled result already resolves it for
+        `status`, `preflight` and recovery, and a side effect every cycle then costs one write, not two.
+        """
+        self.state.update(pending=pending, updated_at=self.p.clock.time())
+        if pending is None:
+            self._state_dirty = True
+            return
+        self.state_store.save_current(self.state)
+        self._state_dirty = False
 
     def save_progress(self) -> None:
         """Refresh the step shown by `status` at most once a second (not needed for safety)."""
@@ -140,7 +157,7 @@ class Loop:
             pending = journaled
         elif verdict == "resolved" and pending:
             self.record("recovery", {"what": "pending", "detail": "the pending action's outcome is in the journal; "
-                                     "only the state write clearing it was lost"})
+                                     "state.json's copy had not been cleared yet"})
             pending = None
         if pending:
             self.record("uncertain", {"action": pending.get("action"),
@@ -157,23 +174,9 @@ class Loop:
         self.save_state()
 
     def _journal_verdict(self) -> tuple[str, dict[str, Any] | None]:
-        """Newest-first over the journal tail: was the last intent followed by its outcome?
-
-        The journal's intent is fsynced before dispatch, so it is the authority;
-        state.json's `pending` copy is a convenience for `status`.
-        """
-        from .journal import tail_events
-        events = tail_events(self.p.home.journal_dir, 200)
-        for ev in reversed(events):
-            kind = ev.get("kind")
-            if kind in ("result", "error", "uncertain", "suppressed", "finish") or (
-                    kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
-                return "resolved", None
-            if kind == "intent":
-                p = ev.get("payload") or {}
-                return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
-                                   "session": ev.get("session")}
-        return ("unknown", None) if not events else ("resolved", None)
+        """Was the journal's last intent followed by its outcome? (`journal.intent_verdict`)"""
+        from .journal import intent_verdict
+        return intent_verdict(self.p.home.journal_dir)
 
     # -- waiting and control --------------------------------------------------
 
@@ -201,6 +204,8 @@ class Loop:
 
     def wait(self, seconds: float) -> None:
         """Sleep in short slices, checking control (and the time budget) between them."""
+        if self._state_dirty:  # what waited for the next write goes out before a sleep
+            self.save_state(durable=False)
         end = self.p.clock.monotonic() + seconds
         while True:
             self.check_control()
@@ -290,7 +295,10 @@ class Loop:
 
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
-        action_space = describe_action_space(types) + self.p.toolbox.describe()  # + MCP tools, skill names
+        key = tuple(types)
+        if key not in self._action_spaces:  # the same text every cycle while the tools stay the same
+            self._action_spaces[key] = describe_action_space(types)
+        action_space = self._action_spaces[key] + self.p.toolbox.describe()  # + MCP tools, skill names
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
             goals=goals, memory=self._memory_text(), action_space=action_space,
@@ -357,8 +365,8 @@ class Loop:
         if action.side_effect:
             self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
             # the fsynced intent above is what recovery trusts; this copy is for `status`
-            self.save_state(durable=False, pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
-                                     "at": self.p.clock.time()})
+            self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+                               "at": self.p.clock.time()})
         try:
             result = self.p.toolbox.run(action)
         except FailSafeTriggered as exc:
@@ -370,8 +378,8 @@ class Loop:
                 self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
-        if action.side_effect:  # not fsynced: recovery finds the journaled result if this write is lost
-            self.save_state(durable=False, pending=None)
+        if action.side_effect:  # recovery finds the journaled result if this write is lost
+            self.save_pending(None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.latest = f"{action.summary()} → {shown}"

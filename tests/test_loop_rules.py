@@ -97,6 +97,44 @@ def test_intent_is_journaled_and_state_pending_before_dispatch(conway_home):
     assert kinds.index("intent") < kinds.index("result")
 
 
+def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_shows_it(conway_home):
+    """One state.json write per side effect: the clearing rides on the next write; the journal speaks for it."""
+    from conway.actions import AppendFile, Wait
+    from conway.app import RunRequest, run_agent, status_report
+    from conway.config import load_config
+    from conway.evals.preflight import recovery_checks
+    from conway.home import init_home, resolve_home
+    from conway.protocols import Decision
+
+    home = resolve_home(None)
+    init_home(home)
+    seen = {}
+
+    class Spy:
+        model_id = "spy"
+
+        def __init__(self):
+            self.n = 0
+
+        def decide(self, ctx):  # a slow model's inference, right after a side effect
+            self.n += 1
+            if self.n == 1:
+                return Decision(raw_text="", actions=[AppendFile(path="a.txt", text="x")], model_id="spy")
+            seen["copy"] = read_json(home.state)["pending"]
+            seen["status"] = status_report(home)["pending_intent"]
+            seen["preflight"] = next(c for c in recovery_checks(home) if c.check == "recovery: pending intent")
+            return Decision(raw_text="", actions=[Wait(seconds=5)], model_id="spy")
+
+    clock = FakeClock()
+    clock.on_sleep = lambda _now: seen.setdefault("during_wait", read_json(home.state)["pending"])
+    run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
+              RunRequest(single_session=False, policy=Spy(), clock=clock), say=lambda s: None)
+    assert seen["copy"]["summary"].startswith("append_file(")  # not cleared on disk yet ...
+    assert seen["status"] is None and seen["preflight"].status == "ok"  # ... and nobody is told it is pending
+    assert seen["during_wait"] is None  # written before the loop sleeps
+    assert read_json(home.state)["pending"] is None
+
+
 def test_read_only_actions_write_no_intent():
     run = run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1"])
     assert "intent" not in run.kinds()
