@@ -222,9 +222,23 @@ def build_parser() -> argparse.ArgumentParser:
 # --- command functions -------------------------------------------------------
 
 
-def _home(args):
+def _home(args, writable: bool = True):
     from .home import resolve_home
-    return resolve_home(args.home)
+    return resolve_home(args.home, writable=writable)
+
+
+NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
+            "policy.mmproj_path=MMPROJ.gguf (policy.kind generic, opencua or uitars), or an OpenAI-compatible "
+            "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
+
+
+def _require_model(args, home, cfg) -> None:
+    """The default policy is the offline mock: only use it when asked, never silently in place of a model."""
+    from .config import mock_chosen
+    if cfg.policy.kind != "mock" or getattr(args, "mock", False) or getattr(args, "mock_script", None):
+        return
+    if not mock_chosen(home.config, list(getattr(args, "overrides", []) or [])):
+        raise UserError(NO_MODEL)
 
 
 def _config(args, home, extra: list[str] | None = None):
@@ -284,7 +298,10 @@ def do_run(args) -> int:
     home = _home(args)
     _require_home(home)
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
+    if outcome.failed:
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     return 1 if outcome.reason.startswith(("uncertain", "fail-safe")) else 0
 
 
@@ -299,6 +316,7 @@ def do_start(args) -> int:
     if args.output and task is None:
         raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
                             output=args.output, argv=args._argv)
 
@@ -327,7 +345,7 @@ def read_task(text: str | None, file: str | None) -> str | None:
 
 def do_status(args) -> int:
     from .app import status_report
-    home = _home(args)
+    home = _home(args, writable=False)
     report = status_report(home)
     from .evals.task_acceptance import acceptance_counts, render_counts
     report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
@@ -363,7 +381,7 @@ def _control(request: str) -> Callable:
 
 def do_config(args) -> int:
     from .config import to_yaml
-    home = _home(args)
+    home = _home(args, writable=False)
     cfg = _config(args, home)
     print(f"# configuration valid (digest {cfg.digest()[:12]})")
     print(to_yaml(cfg), end="")
@@ -372,7 +390,7 @@ def do_config(args) -> int:
 
 def do_export(args) -> int:
     from .export import export
-    home = _home(args)
+    home = _home(args, writable=False)
     out = Path(args.output).expanduser()
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
@@ -494,6 +512,7 @@ def do_probe(args) -> int:
     from .probe import probe
     home = _home(args)
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     policy = build_policy(cfg, home)
     try:
         report = probe(policy)
@@ -532,13 +551,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # reports record the command line
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at interpreter exit
+        return code
     except UserError as exc:
         sys.stderr.write(f"conway: error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("conway: interrupted\n")
         return 130
+    except BrokenPipeError:  # `conway status | head -1`: the reader left; nothing more to say
+        from .app import silence_stdout
+        silence_stdout()
+        return 0
+    except OSError as exc:  # the machine refused (full disk, permissions, read-only file system)
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"conway: error: {exc.strerror or exc}{where}\n")
+        return 1
 
 
 if __name__ == "__main__":
