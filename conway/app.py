@@ -106,7 +106,9 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         policy = req.policy or build_policy(config, home)
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
-        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop)
+        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
+                                           home_root=home.root, skills=config.skills,
+                                           api_key_env=config.policy.api_key_env)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say
@@ -177,13 +179,22 @@ def status_report(home: Home) -> dict:
         "step": state.get("step"),
         "model_id": state.get("model_id"),
         "stop_reason": state.get("stop_reason"),
-        "pending_intent": state.get("pending"),
+        "pending_intent": _pending(home, state),
         "state_recovery": note,
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
              "summary": _event_summary(e)} for e in tail_events(home.journal_dir, 8)
         ] if home.journal_dir.exists() else [],
     }
+
+
+def _pending(home: Home, state: dict) -> dict | None:
+    """state.json's pending copy, unless the journal (the authority) already has its outcome."""
+    from .journal import intent_verdict
+    pending = state.get("pending")
+    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
+        return None
+    return pending
 
 
 def _event_summary(event: dict) -> str:

@@ -12,11 +12,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from .protocols import PolicyError
 
-__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel"]
+__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel", "run_cancellable"]
+
+T = TypeVar("T")
+
+ABORT_GRACE_S = 1.0
+"""How long cancelled work may take to come back before the caller goes on without it."""
 
 
 class DecisionAborted(PolicyError):
@@ -83,3 +88,38 @@ def cancel_scope(token: Cancel) -> Iterator[Cancel]:
 
 def current_cancel() -> Cancel | None:
     return _CURRENT.get()
+
+
+def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callable[[], str | None],
+                    poll_s: float, grace_s: float = ABORT_GRACE_S) -> T:
+    """Run `work` in a worker thread inside `cancel_scope(token)`; this thread polls `stop_requested`.
+
+    On a stop the token is set (the work aborts where it can: see the module docstring) and the
+    worker gets `grace_s` to come back; work that cannot be aborted is abandoned (a daemon
+    thread), so a stop takes effect within about `poll_s + grace_s` either way. Raises
+    DecisionAborted when the work was cancelled without a result; the work's own exceptions pass on.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            with cancel_scope(token):
+                box["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="conway-cancellable", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(poll_s)
+        reason = stop_requested() if worker.is_alive() else None
+        if reason:
+            token.set(reason)
+            worker.join(grace_s)
+            break
+    if "result" in box:
+        return box["result"]
+    if "error" in box and not (token.is_set() and isinstance(box["error"], PolicyError)):
+        raise box["error"]
+    raise DecisionAborted(f"aborted: {token.reason}" + ("" if "error" in box else
+                          f"; it did not stop within {grace_s:g} s and was abandoned"))

@@ -212,3 +212,27 @@ def tail_events(folder: Path, n: int = 10) -> list[dict[str, Any]]:
                 if len(out) >= n:
                     return list(reversed(out))
     return list(reversed(out))
+
+
+OUTCOME_KINDS = ("result", "error", "uncertain", "suppressed", "finish")
+"""Events that close the intent before them."""
+
+
+def intent_verdict(folder: Path) -> tuple[str, dict[str, Any] | None]:
+    """Newest-first over the journal tail: was the last intent followed by its outcome?
+
+    ("pending", the intent) when it was not, ("resolved", None) when it was or there is none,
+    ("unknown", None) for an empty journal. The journal's intent is fsynced before dispatch, so
+    this is the authority; state.json's `pending` copy is a convenience for `status` and may lag.
+    """
+    events = tail_events(folder, 200) if folder.exists() else []
+    for ev in reversed(events):
+        kind = ev.get("kind")
+        if kind in OUTCOME_KINDS or (kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
+            return "resolved", None
+        if kind == "intent":
+            p = ev.get("payload") or {}
+            return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
+                               "session": ev.get("session")}
+    return ("unknown", None) if not events else ("resolved", None)
+

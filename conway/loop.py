@@ -13,21 +13,21 @@ import json
 import math
 import os
 import signal
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .actions import ActionProblem, Finish, Wait, _Action, describe_action_space
-from .cancel import Cancel, DecisionAborted, cancel_scope
+from .cancel import Cancel, DecisionAborted, run_cancellable
 from .config import ConwayConfig
-from .context import StepNote, build_parts
+from .context import RecentSteps, StepNote, build_parts
 from .home import Home
 from .journal import Journal, make_event
 from .memory import Memory
 from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
                         Observer, Policy, PolicyError, RateLimited, ToolResult)
+from .ratelimit import rate_limit_wait
 from .state import StateStore, read_control, remove_leftover_temps
 from .tools.bounded import cut_text
 from .tools.registry import Toolbox
@@ -44,10 +44,6 @@ class Clock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
-
-
-ABORT_GRACE_S = 1.0
-"""How long a cancelled decision may take to come back before the loop stops without it."""
 
 
 class StopRun(Exception):
@@ -111,9 +107,14 @@ class Loop:
                              cfg.memory.max_chars, cfg.memory.keep_chars)
         self.state: dict[str, Any] = {}
         self.step = 0
+        self.decisions = 0
+        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
-        self.recent: list[StepNote] = []
+        self.recent = RecentSteps(cfg.context.recent_steps)
+        self.memory_view: str | None = None
+        """memory.md as shown to the model: refreshed when the recent-steps window slides (the steps since are
+        in the window), when memory is compacted or edited by someone else, so the prompt only grows between."""
         self.idle_count = 0
         self.error_count = 0
         self.last_change_key: str | None = None
@@ -121,6 +122,8 @@ class Loop:
         self.signal_stop: str | None = None
         self._cancel: Cancel | None = None
         self.last_finish: dict[str, Any] | None = None
+        self._state_dirty = False  # state changed in memory only (a cleared pending copy): written at the next write
+        self._action_spaces: dict[tuple[str, ...], str] = {}
 
     # -- journal & state ------------------------------------------------------
 
@@ -131,6 +134,21 @@ class Loop:
         self.state.update(changes, updated_at=self.p.clock.time())
         self.state_store.save(self.state, durable=durable)
         self._saved_at = self.p.clock.monotonic()
+        self._state_dirty = False
+
+    def save_pending(self, pending: dict[str, Any] | None) -> None:
+        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority).
+
+        Setting it is written before dispatch. Clearing it waits for the next state write (the next
+        intent, the progress write, any wait, the end): the journaled result already resolves it for
+        `status`, `preflight` and recovery, and a side effect every cycle then costs one write, not two.
+        """
+        self.state.update(pending=pending, updated_at=self.p.clock.time())
+        if pending is None:
+            self._state_dirty = True
+            return
+        self.state_store.save_current(self.state)
+        self._state_dirty = False
 
     def save_progress(self) -> None:
         """Refresh the step shown by `status` at most once a second (not needed for safety)."""
@@ -159,7 +177,7 @@ class Loop:
             pending = journaled
         elif verdict == "resolved" and pending:
             self.record("recovery", {"what": "pending", "detail": "the pending action's outcome is in the journal; "
-                                     "only the state write clearing it was lost"})
+                                     "state.json's copy had not been cleared yet"})
             pending = None
         if pending:
             self.record("uncertain", {"action": pending.get("action"),
@@ -176,23 +194,9 @@ class Loop:
         self.save_state()
 
     def _journal_verdict(self) -> tuple[str, dict[str, Any] | None]:
-        """Newest-first over the journal tail: was the last intent followed by its outcome?
-
-        The journal's intent is fsynced before dispatch, so it is the authority;
-        state.json's `pending` copy is a convenience for `status`.
-        """
-        from .journal import tail_events
-        events = tail_events(self.p.home.journal_dir, 200)
-        for ev in reversed(events):
-            kind = ev.get("kind")
-            if kind in ("result", "error", "uncertain", "suppressed", "finish") or (
-                    kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
-                return "resolved", None
-            if kind == "intent":
-                p = ev.get("payload") or {}
-                return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
-                                   "session": ev.get("session")}
-        return ("unknown", None) if not events else ("resolved", None)
+        """Was the journal's last intent followed by its outcome? (`journal.intent_verdict`)"""
+        from .journal import intent_verdict
+        return intent_verdict(self.p.home.journal_dir)
 
     # -- waiting and control --------------------------------------------------
 
@@ -220,6 +224,8 @@ class Loop:
 
     def wait(self, seconds: float) -> None:
         """Sleep in short slices, checking control (and the time budget) between them."""
+        if self._state_dirty:  # what waited for the next write goes out before a sleep
+            self.save_state(durable=False)
         end = self.p.clock.monotonic() + seconds
         while True:
             self.check_control()
@@ -245,10 +251,13 @@ class Loop:
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
+            for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
+                self.record("session", {"event": "tools", **found})
+                self.say(found["summary"])
             while True:
                 self.check_control()
                 self.check_budget()
-                if self.cfg.agent.max_steps is not None and self.step >= self.cfg.agent.max_steps:
+                if self.cfg.agent.max_steps is not None and self.decisions >= self.cfg.agent.max_steps:
                     raise StopRun(f"max-steps budget ({self.cfg.agent.max_steps}) reached")
                 self.step += 1
                 self.save_progress()
@@ -320,15 +329,21 @@ class Loop:
                                      "dry_run": self.p.dry_run})
             self.check_control()
             raise StopRun(self.signal_stop or "stop requested") from None
-        except RateLimited as exc:
-            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True,
-                                  "retry_after_s": exc.retry_after})
-            self.say(f"rate limited by the model server: waiting {exc.retry_after:g} s")
-            self.wait(exc.retry_after)
+        except RateLimited as exc:  # counts toward recovery backoff; the wait is bounded (conway/ratelimit.py)
+            self.error_count += 1
+            a = self.cfg.agent
+            earned = max(0, self.error_count - a.errors_before_backoff + 1)
+            backoff = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s, earned) if earned else 0.0
+            delay, why = rate_limit_wait(exc.retry_after, backoff, a.recovery_backoff_max_s, exc.source)
+            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
+                                  self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why})
+            self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
+            self.wait(delay)
             return
         except PolicyError as exc:
             self.pre_dispatch_error(f"model request failed: {exc}")
             return
+        self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
         # a stop that arrived during inference: the decision is discarded, never dispatched
         if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
             self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run})
@@ -337,53 +352,36 @@ class Loop:
         self.act(decision, obs, changed)
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        """Ask the policy in a worker thread while this one watches for a stop (signal or `conway stop`).
-
-        A stop cancels the decision: the HTTP request's socket is shut down, an in-process
-        llama.cpp decode ends at its next check (see conway/cancel.py). A policy that cannot be
-        aborted is abandoned after a short grace, so a stop takes effect within about a second.
-        """
-        token = Cancel()
-        box: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                with cancel_scope(token):
-                    box["decision"] = self.p.policy.decide(ctx)
-            except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread below
-                box["error"] = exc
-
-        worker = threading.Thread(target=work, name=f"conway-decide-{self.step}", daemon=True)
-        self._cancel = token
+        """Ask the policy while watching for a stop (a signal or `conway stop`), which aborts the decision."""
+        token = self._cancel = Cancel()
         try:
-            worker.start()
-            while worker.is_alive():
-                worker.join(self.cfg.agent.control_poll_s)
-                if worker.is_alive() and (self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop"):
-                    token.set(self.signal_stop or "stop requested")
-                    worker.join(ABORT_GRACE_S)
-                    break
+            return run_cancellable(lambda: self.p.policy.decide(ctx), token, self._stop_requested,
+                                   self.cfg.agent.control_poll_s)
         finally:
             self._cancel = None
-        if "decision" in box:
-            return box["decision"]
-        if "error" in box and not (token.is_set() and isinstance(box["error"], PolicyError)):
-            raise box["error"]
-        raise DecisionAborted(f"aborted: {token.reason}" + ("" if "error" in box else
-                              f"; the policy did not stop within {ABORT_GRACE_S:g} s and was abandoned"))
+
+    def _stop_requested(self) -> str | None:
+        if self.signal_stop:
+            return self.signal_stop
+        return "stop requested" if read_control(self.p.home.control, self.p.session) == "stop" else None
 
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
+        key = tuple(types)
+        if key not in self._action_spaces:  # the same text every cycle while the tools stay the same
+            self._action_spaces[key] = describe_action_space(types)
+        action_space = self._action_spaces[key] + self.p.toolbox.describe()  # + MCP tools, skill names
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
-            goals=goals, memory=self.memory.read(), action_space=describe_action_space(types),
-            latest=self.latest, recent=self.recent, budget_tokens=self.cfg.context.budget_tokens,
+            goals=goals, memory=self._memory_text(), action_space=action_space,
+            latest=self.latest, recent=self.recent.notes, budget_tokens=self.cfg.context.budget_tokens,
             chars_per_token=self.cfg.context.chars_per_token, accessibility=obs.accessibility)
         return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped)
 
     def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
-        problems = [a for a in decision.actions if isinstance(a, ActionProblem)]
-        actions = [a for a in decision.actions if isinstance(a, _Action)]
+        checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
+        problems = [a for a in checked if isinstance(a, ActionProblem)]
+        actions = [a for a in checked if isinstance(a, _Action)]
         if problems or not actions:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
             self.pre_dispatch_error(f"invalid action: {msg}")
@@ -439,8 +437,8 @@ class Loop:
         if action.side_effect:
             self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
             # the fsynced intent above is what recovery trusts; this copy is for `status`
-            self.save_state(durable=False, pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
-                                     "at": self.p.clock.time()})
+            self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+                               "at": self.p.clock.time()})
         try:
             result = self.p.toolbox.run(action)
         except FailSafeTriggered as exc:
@@ -452,8 +450,8 @@ class Loop:
                 self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
-        if action.side_effect:  # not fsynced: recovery finds the journaled result if this write is lost
-            self.save_state(durable=False, pending=None)
+        if action.side_effect:  # recovery finds the journaled result if this write is lost
+            self.save_pending(None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.latest = f"{action.summary()} → {shown}"
@@ -476,22 +474,28 @@ class Loop:
         self.record("error", {"stage": "pre-dispatch", "error": message, "consecutive": self.error_count,
                               "backoff_s": delay})
         self.latest = f"ERROR: {message}"
-        self.recent.insert(0, StepNote(self.step, "(no action)", f"error: {message[:200]}"))
-        del self.recent[self.cfg.context.recent_steps:]
+        if self.recent.add(StepNote(self.step, "(no action)", f"error: {message[:200]}")):
+            self.memory_view = None
         self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay else ""))
         if delay:
             self.wait(delay)
 
     def note(self, action: _Action, outcome: str) -> None:
-        self.recent.insert(0, StepNote(self.step, action.summary(), outcome))
-        del self.recent[self.cfg.context.recent_steps:]
+        slid = self.recent.add(StepNote(self.step, action.summary(), outcome))
         self.latest = f"{action.summary()} → {outcome}"
         compacted = self.memory.add(f"- step {self.step}: {action.summary()[:200]} → {outcome[:200]}")
         if compacted:
             self.record("recovery", {"what": "memory", "detail": compacted})
+        if slid or compacted:
+            self.memory_view = None
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     # -- helpers --------------------------------------------------------------
+
+    def _memory_text(self) -> str:
+        if self.memory_view is None or self.memory.edited_elsewhere():
+            self.memory_view = self.memory.read()
+        return self.memory_view
 
     def say(self, text: str) -> None:
         self.p.say(text)

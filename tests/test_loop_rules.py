@@ -93,7 +93,8 @@ def test_fourth_identical_side_effect_is_suppressed_and_the_model_is_told():
     told = spy.contexts[4]["latest result"]
     assert told.startswith("append_file(") and "suppressed" in told and "3 times in a row" in told
     assert "suppressed" not in spy.contexts[3]["latest result"]
-    assert "suppressed" in spy.contexts[4]["recent steps (newest first)"].splitlines()[0]
+    from conway.context import RECENT_STEPS
+    assert "suppressed" in spy.contexts[4][RECENT_STEPS].splitlines()[-1]  # the newest step says so too
 
 
 def test_gui_counters_reset_on_screen_change_but_file_counters_survive():
@@ -125,6 +126,44 @@ def test_intent_is_journaled_and_state_pending_before_dispatch(conway_home):
     assert read_json(run.home.state)["pending"] is None
     kinds = run.kinds()
     assert kinds.index("intent") < kinds.index("result")
+
+
+def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_shows_it(conway_home):
+    """One state.json write per side effect: the clearing rides on the next write; the journal speaks for it."""
+    from conway.actions import AppendFile, Wait
+    from conway.app import RunRequest, run_agent, status_report
+    from conway.config import load_config
+    from conway.evals.preflight import recovery_checks
+    from conway.home import init_home, resolve_home
+    from conway.protocols import Decision
+
+    home = resolve_home(None)
+    init_home(home)
+    seen = {}
+
+    class Spy:
+        model_id = "spy"
+
+        def __init__(self):
+            self.n = 0
+
+        def decide(self, ctx):  # a slow model's inference, right after a side effect
+            self.n += 1
+            if self.n == 1:
+                return Decision(raw_text="", actions=[AppendFile(path="a.txt", text="x")], model_id="spy")
+            seen["copy"] = read_json(home.state)["pending"]
+            seen["status"] = status_report(home)["pending_intent"]
+            seen["preflight"] = next(c for c in recovery_checks(home) if c.check == "recovery: pending intent")
+            return Decision(raw_text="", actions=[Wait(seconds=5)], model_id="spy")
+
+    clock = FakeClock()
+    clock.on_sleep = lambda _now: seen.setdefault("during_wait", read_json(home.state)["pending"])
+    run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
+              RunRequest(single_session=False, policy=Spy(), clock=clock), say=lambda s: None)
+    assert seen["copy"]["summary"].startswith("append_file(")  # not cleared on disk yet ...
+    assert seen["status"] is None and seen["preflight"].status == "ok"  # ... and nobody is told it is pending
+    assert seen["during_wait"] is None  # written before the loop sleeps
+    assert read_json(home.state)["pending"] is None
 
 
 def test_read_only_actions_write_no_intent():
@@ -230,8 +269,8 @@ def test_latest_result_comes_first_in_the_next_context_and_goals_are_reread(conw
     run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
               RunRequest(single_session=False, policy=Spy(), clock=FakeClock()), say=lambda s: None)
     names = [p.name for p in seen[1].parts]
-    history = [n for n in names if n in ("latest result", "recent steps (newest first)")]
-    assert history[0] == "latest result"
+    history = [n for n in names if n in ("latest result", "recent steps (oldest first)")]
+    assert history[-1] == "latest result"  # the newest fact sits last, right before the request and the image
     latest = next(p.text for p in seen[1].parts if p.name == "latest result")
     assert latest.startswith("append_file(") and "wrote 5 bytes" in latest
     goals = next(p.text for p in seen[1].parts if p.name == "goals.md")

@@ -193,7 +193,7 @@ def verify_program_launch(tasks: AcceptanceTasks, workdir: Path, original: bytes
 def _task_config(config: ConwayConfig, workdir: Path, max_steps: int, max_seconds: float) -> ConwayConfig:
     data = config.model_dump()
     data["agent"].update(max_steps=max_steps, max_seconds=max_seconds)
-    data["tools"].update(enabled=["files", "shell"], workdir=str(workdir))
+    data["tools"].update(enabled=["files", "shell"], workdir=str(workdir), mcp_servers=[])  # restricted: no MCP
     data["observe"].update(source="synthetic", accessibility=False, keep_screenshots=0)
     return ConwayConfig.model_validate(data)
 
@@ -209,7 +209,7 @@ def _run_session(config: ConwayConfig, policy: Policy, root: Path, task: str, sa
     home.constitution.write_text(CONSTITUTION, encoding="utf-8")
     home.goals.write_text(GOALS, encoding="utf-8")
     workdir = Path(config.tools.workdir or root / "work")
-    toolbox = build_toolbox(config.tools, workdir, gui=False)
+    toolbox = build_toolbox(config.tools, workdir, gui=False, api_key_env=config.policy.api_key_env)
     previous = os.environ.get("CONWAY_HOME")
     os.environ["CONWAY_HOME"] = str(home.root)  # a nested `conway` from the shell meets this session's lock
     try:

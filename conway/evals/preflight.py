@@ -25,7 +25,7 @@ from typing import Callable
 from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
-from ..journal import journal_files
+from ..journal import intent_verdict, journal_files
 from ..state import InstanceLock, StateStore
 from .readiness import Check, model_checks
 from .report import Report, check_new_output, table
@@ -63,6 +63,8 @@ def recovery_checks(home: Home) -> list[Check]:
     out = []
     state, note = StateStore(home.state, home.state_previous).load()
     pending = state.get("pending") if isinstance(state, dict) else None
+    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
+        pending = None  # the journal has its outcome; state.json's copy is cleared lazily
     if note:
         out.append(Check("recovery: state.json", "warn", note))
     if pending:
@@ -160,6 +162,9 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
     checks.append(memory_check())
     if config is not None:
         checks.extend(model_checks(config, home))
+        from .extensions import mcp_checks, skills_check
+        checks.append(skills_check(config, home))
+        checks.extend(mcp_checks(config, home))
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
     if desktop:

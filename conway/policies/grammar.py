@@ -47,6 +47,13 @@ TEXT_MAX_CHARS = 800
 
 _JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 _COORD_FIELDS = {"x": "x", "y": "y", "to_x": "x", "to_y": "y"}
+_JSON_VALUE_RULES = [
+    'json-object ::= "{" ( json-string ": " json-value ( ", " json-string ": " json-value ){0,31} )? "}"',
+    'json-array ::= "[" ( json-value ( ", " json-value ){0,63} )? "]"',
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"',
+    f'json-string ::= "\\"" char{{0,{TEXT_MAX_CHARS}}} "\\""',
+    'json-number ::= "-"? [0-9]{1,15} ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',
+]
 
 
 def literal(text: str) -> str:
@@ -192,6 +199,8 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
         if annotation is float:
             expr = f"({expr}) (\".\" [0-9] [0-9]?)?"
         return f"({expr})"
+    if origin is dict:  # free JSON arguments (an MCP tool's; its own schema is checked after parsing)
+        return "json-object"
     if origin is list:
         (item,) = typing.get_args(annotation)
         inner = typing.get_args(item)[0] if typing.get_origin(item) is typing.Annotated else item
@@ -240,6 +249,8 @@ def action_json_grammar(action_types: list[str] | None, *, convention: Conventio
         lines.append(f"act-{n.replace('_', '-')} ::= {_action_rule(n, ACTION_TYPES[n], coords)}")
     lines.append(f"coord-x ::= {coords['x']}")
     lines.append(f"coord-y ::= {coords['y']}")
+    if any("json-object" in line for line in lines):
+        lines += _JSON_VALUE_RULES
     lines.append(f"char ::= {_JSON_CHAR}")
     return "\n".join(lines) + "\n"
 

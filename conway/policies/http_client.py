@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import math
 import re
 import socket
 import time
@@ -38,6 +39,7 @@ __all__ = [
     "normalize_base_url",
     "png_data_url",
     "retry_after_seconds",
+    "retry_after_source",
 ]
 
 DEFAULT_RETRY_AFTER_S = 10.0
@@ -95,17 +97,29 @@ _TRY_AGAIN = re.compile(
 def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None, message: str = "",
                         now: float | None = None) -> float | None:
     """Seconds to wait from `Retry-After` (seconds or an HTTP date) or "try again in N s"."""
+    found = retry_after_source(headers, message, now)
+    return found[0] if found else None
+
+
+def retry_after_source(headers: httpx.Headers | dict[str, str] | None, message: str = "",
+                       now: float | None = None) -> tuple[float, str] | None:
+    """(seconds, where they came from) of the server's requested delay, clamped to 0..MAX_RETRY_AFTER_S.
+
+    A value that is not a finite number (`nan`, garbage) counts as none given.
+    """
     value = None
     if headers is not None:
         value = headers.get("retry-after") or headers.get("Retry-After")
     if value:
-        value = value.strip()
+        value = value.strip()[:100]
         try:
-            return _cap(float(value))
+            n = float(value)
+            if math.isfinite(n) or n > 0:  # +inf is "absurd", capped; nan is unusable
+                return _cap(n), f"Retry-After: {value}"
         except ValueError:
             parsed = email.utils.parsedate_to_datetime(value) if _looks_like_date(value) else None
             if parsed is not None:
-                return _cap(parsed.timestamp() - (now if now is not None else time.time()))
+                return _cap(parsed.timestamp() - (now if now is not None else time.time())), f"Retry-After: {value}"
     m = _TRY_AGAIN.search(message or "")
     if m:
         n, unit = float(m.group(1)), m.group(2).lower()
@@ -113,7 +127,7 @@ def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None, message:
             n /= 1000.0
         elif unit.startswith("m"):
             n *= 60.0
-        return _cap(n)
+        return _cap(n), f"error message: {m.group(0)!r}"
     return None
 
 
@@ -231,10 +245,14 @@ class OpenAIClient:
     def _check_status(self, resp: httpx.Response, url: str) -> None:
         if resp.status_code == 429:
             msg = self._error_message(resp)
-            wait = retry_after_seconds(resp.headers, msg)
-            said = "" if wait is not None else f" (no delay given: waiting {DEFAULT_RETRY_AFTER_S:g} s)"
-            raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}",
-                              retry_after=wait if wait is not None else DEFAULT_RETRY_AFTER_S)
+            found = retry_after_source(resp.headers, msg)
+            if found is None:
+                found = (DEFAULT_RETRY_AFTER_S, f"no delay given: default {DEFAULT_RETRY_AFTER_S:g} s")
+                said = f" (no delay given: waiting {DEFAULT_RETRY_AFTER_S:g} s)"
+            else:
+                said = ""
+            raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}", retry_after=found[0],
+                              source=found[1])
         if resp.status_code >= 400:
             raise EndpointError(f"{url} answered HTTP {resp.status_code}: {self._error_message(resp)}",
                                 kind="http", status=resp.status_code)

@@ -48,7 +48,7 @@ from ..actions import (GUI_TYPES, Click, DoubleClick, Drag, Hotkey, Key, Move, R
                        TripleClick, TypeText, _Action)
 from ..geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
 from ..protocols import DispatchUncertain, FailSafeTriggered, ToolResult
-from ..observe.screen import display_problem
+from ..platform import display_problem, x11_platform
 
 __all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
 
@@ -66,7 +66,7 @@ KEY_ALIASES = {
 }
 """Common spellings models use, mapped to pyautogui key names (matched case-insensitively)."""
 
-_X11 = not (sys.platform == "darwin" or sys.platform.startswith("win"))
+_X11 = x11_platform()
 _conn: dict[str, Any] = {"display": None, "stale": False}
 """pyautogui's X connection is one per process: the display it belongs to, and
 whether it may be dead (python-xlib can hang on a dead connection's second
