@@ -57,6 +57,8 @@ class ArchivingObserver(SyntheticObserver):
 
 
 def main() -> None:
+    from conway.provenance import harness_revision
+    harness_revision()  # read (and cached) before the old recording is deleted, which would make the tree dirty
     root = HERE / "home"
     if root.exists():
         shutil.rmtree(root)
