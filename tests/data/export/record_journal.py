@@ -82,6 +82,7 @@ def main() -> None:
                  "state.previous.json", "instance.lock", "control.json"):
         (root / name).unlink(missing_ok=True)
     shutil.rmtree(root / "scratch", ignore_errors=True)
+    shutil.rmtree(root / "skills", ignore_errors=True)
     print(f"recorded session {session} in {root}")
 
 
