@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonl (default) or hf (a datasets folder with images)")
     p.add_argument("--style", choices=("generic", "opencua", "uitars"),
                    help="add each step's target turn in this model family's own action format")
-    p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
+    p.add_argument("--skip-missing", action="store_true",
+                   help="leave out steps whose screenshot file is gone (default: keep them, marked image_missing)")
     p.add_argument("--from-report", metavar="REPORT",
                    help="export a vision-check or grounding-check report's cases (labelled by their targets) "
                         "instead of the journal")
@@ -149,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
     p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
     p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
-    p.add_argument("--profile", default=None, choices=("standard", "demo"),
+    p.add_argument("--profile", default=None, choices=("standard", "demo", "offcentre", "choose"),
                    help="vision-check case profile (default: the candidate's manifest, else standard)")
     p.add_argument("--base-model", metavar="GGUF", help="the base model (default: the manifest's base GGUF)")
     p.add_argument("--base-mmproj", metavar="GGUF", help="the base model's vision projector")
@@ -208,9 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    p.add_argument("--profile", default="standard", choices=("standard", "demo"),
-                   help="case difficulty: standard (small targets among distractors) or demo (one large target, "
-                        "for CPU learning demos)")
+    p.add_argument("--profile", default="standard", choices=("standard", "demo", "offcentre", "choose"),
+                   help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
+                        "demo (one large target), offcentre (one target never on the image centre), choose "
+                        "(2-3 squares of different colours, the goal names one)")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_overrides(p)
@@ -447,16 +449,34 @@ def do_export(args) -> int:
     out = Path(args.output).expanduser()
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
-                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report)
+                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
+                 secret_values=_known_secrets(home))
     print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
         print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
     if res.missing:
         print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+    if res.images_missing:
+        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.redacted:
+        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
         print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
               f"{res.unrendered[0]}")
     return 0
+
+
+def _known_secrets(home) -> list[str]:
+    """Values exports must never carry: policy.api_key_env's variable and credential-looking ones."""
+    import os
+
+    from .redact import known_secret_values
+    try:
+        name = _config(argparse.Namespace(), home).policy.api_key_env
+    except UserError:
+        name = None  # an invalid config.yaml does not stop an export; the name-based scan still runs
+    return known_secret_values(os.environ, [name])
 
 
 def do_review(args) -> int:

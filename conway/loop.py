@@ -27,6 +27,7 @@ from .journal import Journal, make_event
 from .memory import Memory
 from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
                         Observer, Policy, PolicyError, RateLimited, ToolResult)
+from .provenance import harness_revision, prompt_record
 from .ratelimit import rate_limit_wait
 from .state import StateStore, read_control, remove_leftover_temps
 from .tools.bounded import cut_text
@@ -108,6 +109,7 @@ class Loop:
         self.state: dict[str, Any] = {}
         self.step = 0
         self.decisions = 0
+        self.revision = harness_revision()
         """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
@@ -249,6 +251,7 @@ class Loop:
         try:
             self.recover()
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
+                                    "harness_revision": self.revision,
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
             for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
@@ -344,6 +347,7 @@ class Loop:
             self.pre_dispatch_error(f"model request failed: {exc}")
             return
         self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
+        decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
         # a stop that arrived during inference: the decision is discarded, never dispatched
         if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
             self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run})
