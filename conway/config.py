@@ -300,9 +300,14 @@ find_secrets = _find_secrets
 
 
 def configs_dir() -> Path:
-    """The Hydra config tree: CONWAY_CONFIGS, else `configs/` beside the package."""
+    """The Hydra config tree: CONWAY_CONFIGS, else the package's own copy (a wheel ships it), else `configs/`."""
     env = os.environ.get("CONWAY_CONFIGS")
-    path = Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    if env:
+        path = Path(env)
+    else:  # package data: conway/configs (in a checkout a symlink to the repository's configs/)
+        path = Path(__file__).resolve().parent / "configs"
+        if not (path / "config.yaml").exists():
+            path = Path(__file__).resolve().parent.parent / "configs"
     if not (path / "config.yaml").exists():
         raise UserError(f"config tree not found at {path} (set CONWAY_CONFIGS to the repository's configs/ folder)")
     return path
