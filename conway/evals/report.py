@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shlex
-import subprocess
 import tempfile
 import threading
 import time
@@ -40,6 +39,7 @@ from .. import __version__
 from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
+from ..provenance import git_facts as _git_facts
 from ..redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
 from .text import _fmt_box, _fmt_point, _short, _yn, table  # noqa: F401 - shared with other renderers
 
@@ -109,22 +109,7 @@ def now_iso(t: float | None = None) -> str:
 
 def git_facts() -> dict[str, Any]:
     """Revision of the checkout Conway runs from, when it is one (None otherwise)."""
-    root = Path(__file__).resolve().parent.parent.parent
-    facts: dict[str, Any] = {"git_revision": None, "git_dirty": None}
-    if not (root / ".git").exists():
-        return facts
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-        if rev.returncode == 0:
-            facts["git_revision"] = rev.stdout.strip()
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=10)
-            if dirty.returncode == 0:
-                facts["git_dirty"] = bool(dirty.stdout.strip())
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return facts
+    return dict(_git_facts())
 
 
 def safe_endpoint(url: str | None) -> str | None:

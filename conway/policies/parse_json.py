@@ -174,11 +174,12 @@ def extract_json(text: str) -> tuple[Any, int, int]:
     first_err: str | None = None
     tries = 0
     i = 0
-    while tries < _MAX_PROSE_TRIES:
+    budget = [_MAX_SCAN_EVENTS]
+    while tries < _MAX_PROSE_TRIES and budget[0] > 0:
         i = _next_start(text, i)
         if i < 0:
             break
-        end = _balanced(text, i)
+        end = _balanced(text, i, budget)
         if end is None:
             if first_err is None and '"' in text[i:]:
                 first_err = "an unbalanced '{' (truncated JSON?)"
@@ -209,32 +210,44 @@ def _next_start(text: str, i: int) -> int:
     return m.start() if m else j
 
 
-def _balanced(text: str, start: int) -> int | None:
-    """End (exclusive) of the bracketed span opening at `start`, strings respected."""
-    pairs = {"{": "}", "[": "]"}
+_BRACKET_EVENT = re.compile(r'[{}\[\]"]')
+_STRING_TAIL = re.compile(r'(?:[^"\\]++|\\.)*+"', re.S)
+"""The rest of a JSON string after its opening quote, escapes included (possessive: no backtracking)."""
+_MAX_SCAN_EVENTS = 10_000
+"""Brackets and strings `_balanced` may look at over all prose tries of one answer (a few ms); then it stops."""
+
+
+def _balanced(text: str, start: int, budget: list[int]) -> int | None:
+    """End (exclusive) of the bracketed span opening at `start`, strings respected.
+
+    Jumps from bracket to bracket and over whole strings (C-speed regex), and
+    spends from `budget` (shared by the tries of one answer) so that no input
+    costs more than a bounded number of steps.
+    """
     stack: list[str] = []
-    in_str = esc = False
-    for i in range(start, len(text)):
+    pos = start
+    while budget[0] > 0:
+        m = _BRACKET_EVENT.search(text, pos)
+        if m is None:
+            return None
+        budget[0] -= 1
+        i = m.start()
         c = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-            continue
         if c == '"':
-            in_str = True
-        elif c in pairs:
-            stack.append(pairs[c])
+            tail = _STRING_TAIL.match(text, i + 1)
+            if tail is None:  # an unterminated string never closes the span
+                return None
+            pos = tail.end()
+            continue
+        if c in "{[":
+            stack.append("}" if c == "{" else "]")
             if len(stack) > 64:
                 return None
-        elif c in "}]":
-            if not stack or stack.pop() != c:
-                return None
-            if not stack:
-                return i + 1
+        elif not stack or stack.pop() != c:
+            return None
+        elif not stack:
+            return i + 1
+        pos = i + 1
     return None
 
 

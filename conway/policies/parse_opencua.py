@@ -71,6 +71,8 @@ from .parsed import (
 __all__ = ["parse", "ALLOWED_CALLS", "MAX_CODE_CHARS"]
 
 MAX_CODE_CHARS = 20_000
+MAX_LINES = 5_000
+"""A real answer has tens of lines; more are refused before the heading scan (its cost grows with lines)."""
 MAX_HEADINGS = 100
 """A real answer has a handful of ## sections; thousands mean garbage (refused, without reading them all)."""
 MAX_KEY_PRESSES = 50
@@ -102,8 +104,8 @@ _CODE_LANGS = {"", "python", "py", "python3", "code"}
 # Possessive quantifiers (*+): a fence opener with no newline after it ("```" + 100k letters) must
 # fail in one pass, not backtrack through every split of the tag (measured quadratic before).
 _FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+.-]*+)[^\n`]*+\n(.*?)(?:```|\Z)", re.S)
-_HEADING = re.compile(
-    r"^[ \t]*+(?P<hash>#{1,6}[ \t]*+)?(?P<name>observation|thought|action|code)\b[ \t]*+"
+_HEADING = re.compile(  # the lookahead lets most lines fail on their first character
+    r"^(?=[ \t#]*+[otac])[ \t]*+(?P<hash>#{1,6}[ \t]*+)?(?P<name>observation|thought|action|code)\b[ \t]*+"
     r"(?P<colon>:)?[ \t]*+(?P<rest>[^\n]*+)$",
     re.M | re.I,
 )
@@ -150,6 +152,9 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
 
 def _split(text: str) -> tuple[dict[str, str], str | None]:
     """Sections (lower-case name -> text) and the code to parse (or None)."""
+    lines = text.count("\n") + 1
+    if lines > MAX_LINES:
+        raise _Reject(f"{lines} lines (a real answer has tens; limit {MAX_LINES})")
     fences = list(_FENCE.finditer(text))
     starts = [m.start() for m in fences]  # fences never overlap, so starts and ends are both sorted
 
@@ -220,10 +225,22 @@ def _shape(stmt: ast.stmt) -> tuple[str, str] | None:
     return None
 
 
+_MAX_TOKENS = 500
+"""Tokens read when looking for non-ASCII names (one or two pyautogui calls have a few dozen)."""
+
+
 def _check_identifiers(code: str) -> None:
-    """Refuse non-ASCII identifiers as written (before `ast` normalizes them)."""
+    """Refuse non-ASCII identifiers as written (before `ast` normalizes them).
+
+    Python's tokenizer is pure Python (~15 µs a token), so it runs only when
+    the code has a non-ASCII character at all, and reads at most _MAX_TOKENS.
+    """
+    if code.isascii():
+        return
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        for n, tok in enumerate(tokenize.generate_tokens(io.StringIO(code).readline)):
+            if n >= _MAX_TOKENS:
+                raise _Reject(f"more than {_MAX_TOKENS} tokens in the code block (one call has a few dozen)")
             if tok.type == tokenize.NAME and not tok.string.isascii():
                 raise _Reject(
                     f"identifier {tok.string!r} contains non-ASCII characters "
