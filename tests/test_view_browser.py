@@ -25,6 +25,8 @@ from view_fixtures import recorded, session  # noqa: F401 - fixtures
 from view_session import CLICK_STEP, INJECTED, SIZE, WINDOW_TITLE
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
+"""Root in a container: no sandbox; a small /dev/shm; no GPU."""
 ARTIFACTS = Path(os.environ.get("CONWAY_TEST_ARTIFACTS") or REPO / "test-artifacts")
 
 
@@ -48,7 +50,7 @@ def browser():
     from playwright.sync_api import sync_playwright  # a pinned dev dependency: missing means a broken setup
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, headless=True, args=["--no-sandbox"])
+        b = pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:
@@ -114,6 +116,14 @@ def test_cards_and_the_click_drawn_at_its_pixel(site, page):
     page.screenshot(path=str(ARTIFACTS / "view-session.png"), full_page=False)
     assert (ARTIFACTS / "view-session.png").stat().st_size > 10_000
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_index_leads_to_the_session(site, page, tmp_path):
+    sid, url = site
+    page.goto((tmp_path / "site" / "index.html").as_uri())
+    page.click(f"text={sid}")
+    page.wait_for_url("**/page-0001.html")
+    assert page.locator("article.card").count() == 4 and page.locator("section.summary details[open]").count() == 1
 
 
 def test_keyboard_steps_through_cards_and_pages(site, page):
