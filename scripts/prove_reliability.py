@@ -46,9 +46,16 @@ def _revision() -> str | None:
         return None
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 1 (2 means "a promise was violated")
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"prove_reliability: error: {message}\n")
+        raise SystemExit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("proofs", nargs="*", choices=PROOFS, metavar="PROOF",
+    ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("proofs", nargs="*", metavar="PROOF",
                     help=f"which proofs to run ({', '.join(PROOFS)}; default: all)")
     ap.add_argument("--quick", action="store_true", help="CI sizes: 20 kills, 2,000 cycles, 10^4 inputs")
     ap.add_argument("--kills", type=int, help="kill9: number of kills (default 100, quick 20)")
@@ -59,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="where to write the figures (default ./prove_reliability.json)")
     ap.add_argument("--keep", metavar="DIR", help="kill9: copy its home, scripts and logs here for inspection")
     args = ap.parse_args(argv)
+    unknown = [p for p in args.proofs if p not in PROOFS]
+    if unknown:
+        ap.error(f"unknown proof {unknown[0]!r} (choose from {', '.join(PROOFS)})")
     sizes = dict(QUICK if args.quick else FULL)
     for key in sizes:
         if getattr(args, key) is not None:

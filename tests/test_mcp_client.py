@@ -314,3 +314,50 @@ def test_the_json_grammar_accepts_free_mcp_arguments():
     assert "act-mcp ::=" in g and "json-object ::=" in g and "json-value ::=" in g
     llama = pytest.importorskip("llama_cpp")
     assert llama.LlamaGrammar.from_string(g, verbose=False) is not None
+
+
+@pytest.mark.slow
+def test_doctor_and_preflight_report_mcp_servers(conway_home, tmp_path):
+    write_config(conway_home, [fx_server(conway_home, "fx", "--bad-schema"), fx_server(conway_home, "down", "--fail-start")])
+    assert run_cli("init").returncode == 0
+    r = run_cli("doctor")
+    assert r.returncode == 0, r.stderr
+    assert "MCP servers (tools.mcp_servers; started and stopped again):" in r.stdout
+    assert "lookup" in r.stdout and "read-only" in r.stdout and "append_line" in r.stdout and "side effect" in r.stdout
+    assert "unusable: its input schema is not valid JSON Schema" in r.stdout
+    assert "fixture: refusing to start" in r.stdout  # the failing server's last stderr line
+    report = tmp_path / "pf.json"
+    run_cli("preflight", "--mock", "--output", str(report))
+    checks = {c["check"]: c for c in json.loads(report.read_text())["cases"]}
+    assert checks["mcp: fx"]["status"] == "warn" and "broken" in checks["mcp: fx"]["detail"]
+    assert checks["mcp: down"]["status"] == "warn" and "not available" in checks["mcp: down"]["detail"]
+    assert no_fixture_servers_left()
+
+
+def test_a_server_that_never_answers_is_reported_and_stopped(tmp_path):
+    from conway.config import ToolsConfig
+    from conway.tools.mcp import McpTool
+    cfg = ToolsConfig.model_validate({"mcp_servers": [
+        {"name": "mute", "command": "sleep", "args": ["120"], "startup_timeout_s": 1.5}]})
+    started = time.monotonic()
+    tool = McpTool(cfg, tmp_path, tmp_path / "home")
+    try:
+        assert time.monotonic() - started < 30
+        ok, detail = tool.availability()
+        assert not ok and "mute: did not answer within 1.5 s (startup_timeout_s)" in detail
+        sleepers = [p for p in psutil.Process().children() if p.name() == "sleep"]
+    finally:
+        tool.close()
+    time.sleep(0.5)
+    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in sleepers)
+
+
+def test_mcp_and_skill_actions_with_nothing_configured_are_refused_before_any_intent(conway_home):
+    from conway.home import init_home, resolve_home
+    init_home(resolve_home(None))
+    (conway_home / "skills" / "conway-home" / "SKILL.md").unlink()  # the folder stays: init leaves it alone
+    run = run_script([mcp("lookup", key="a"), {"action": {"type": "read_skill", "name": "x"}}],
+                     overrides=["agent.max_steps=2"])
+    errors = run.payloads("error")
+    assert "intent" not in run.kinds() and [e["stage"] for e in errors] == ["pre-dispatch", "pre-dispatch"]
+    assert "no MCP server is configured" in errors[0]["error"] and "no Agent Skills" in errors[1]["error"]

@@ -444,6 +444,8 @@ class McpTool:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=2.0)
+        if not self._thread.is_alive():
+            self._loop.close()
         for pgid in self._groups:  # anything the SDK could not stop
             try:
                 os.killpg(pgid, signal.SIGKILL)

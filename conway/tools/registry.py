@@ -11,6 +11,9 @@ from ..geometry import ScreenGeometry
 from ..protocols import Observation, Tool, ToolResult
 
 NO_DESKTOP = "no desktop tools available"
+_REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when none is configured)
+    "mcp": ("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)"),
+    "skill": ("no Agent Skills are available", "no Agent Skills are installed (see `conway skills`)")}
 
 
 class Toolbox:
@@ -44,7 +47,12 @@ class Toolbox:
 
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
-        checker = getattr(self._by_type.get(action.type), "check", None)  # type: ignore[attr-defined]
+        tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
+        if tool is None and action.family in _REFUSED_UNAVAILABLE:  # no intent for what cannot run at all
+            reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
+            down, absent = _REFUSED_UNAVAILABLE[action.family]
+            return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
+        checker = getattr(tool, "check", None)
         return checker(action) if checker else action
 
     def describe(self) -> str:
