@@ -160,6 +160,8 @@ def test_filters_by_kind_outcome_and_thought_text(site, page):
     page.select_option("#f-outcome", "")
     page.select_option("#f-kind", "hotkey")
     assert visible_steps(page) == [7]
+    page.click("#step-7 a.step")  # selecting a card keeps the filter
+    assert current_step(page) == 7 and page.input_value("#f-kind") == "hotkey" and "kind=hotkey" in page.url
     page.select_option("#f-kind", "")
     page.fill("#f-text", "SLIDER")
     assert page.inner_text("#f-count").startswith("1 of 10 match")
