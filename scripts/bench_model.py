@@ -51,31 +51,35 @@ from loop_contexts import loop_contexts  # noqa: E402
 TINY = ROOT / "tests" / "fixtures" / "tiny-vlm"
 TINY_MAX_TOKENS = 768  # random weights write the longest thought the grammar allows (400 chars)
 GEMMA_MAX_TOKENS = 200
+N_CTX = 16384  # the tiny VLM's 384-token vocabulary spends about one token per character
 
 
-def run_cycles(policy: ModelPolicy, ctxs: list, reset=None) -> dict:
-    if reset:
-        reset()
-    rows = []
+def row(d, wall: float) -> dict:
+    t = d.meta.get("timings", {})
+    return {
+        "wall_ms": round(wall * 1000, 1),
+        "ttft_ms": t.get("ttft_ms"),
+        "image_encode_ms": t.get("image_encode_ms"),
+        "prefill_ms": t.get("prefill_ms", t.get("prompt_ms")),
+        "other_ms": t.get("other_ms"),
+        "decode_ms": t.get("decode_ms", t.get("predicted_ms")),
+        "prompt_tokens": d.usage.get("prompt_tokens"),
+        "cached_tokens": d.usage.get("cached_tokens", 0),
+        "completion_tokens": d.usage.get("completion_tokens"),
+        "prompt_cache": t.get("prompt_cache"),
+        "valid": all(getattr(a, "type", None) for a in d.actions),
+    }
+
+
+def run_interleaved(policies: dict[str, ModelPolicy], ctxs: list) -> dict:
+    """Each context goes to every policy in turn, so machine load falls on all runs alike."""
+    rows: dict[str, list[dict]] = {name: [] for name in policies}
     for ctx in ctxs:
-        t0 = time.perf_counter()
-        d = policy.decide(ctx)
-        wall = time.perf_counter() - t0
-        t = d.meta.get("timings", {})
-        rows.append({
-            "wall_ms": round(wall * 1000, 1),
-            "ttft_ms": t.get("ttft_ms"),
-            "image_encode_ms": t.get("image_encode_ms"),
-            "prefill_ms": t.get("prefill_ms", t.get("prompt_ms")),
-            "other_ms": t.get("other_ms"),
-            "decode_ms": t.get("decode_ms", t.get("predicted_ms")),
-            "prompt_tokens": d.usage.get("prompt_tokens"),
-            "cached_tokens": d.usage.get("cached_tokens", 0),
-            "completion_tokens": d.usage.get("completion_tokens"),
-            "prompt_cache": t.get("prompt_cache"),
-            "valid": all(getattr(a, "type", None) for a in d.actions),
-        })
-    return {"cycles": rows, "summary": summarize(rows)}
+        for name, policy in policies.items():
+            t0 = time.perf_counter()
+            d = policy.decide(ctx)
+            rows[name].append(row(d, time.perf_counter() - t0))
+    return {name: {"cycles": r, "summary": summarize(r)} for name, r in rows.items()}
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -109,22 +113,27 @@ RUNS = (("stable-first", "stable-first", True), ("no cache", "stable-first", Fal
 
 def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, ctxs, threads: int,
                     log: Path, max_tokens: int) -> dict:
+    """One backend per run (each keeps its own KV cache), decisions interleaved."""
     from conway.policies.llama_inprocess import LlamaInProcessBackend
 
-    backend = LlamaInProcessBackend(str(model), str(mmproj) if mmproj else None, n_ctx=8192, n_threads=threads,
-                                    n_threads_batch=threads, chat_format=chat_format, log_path=log)
-    result = {"model": name, "backend": "llama-cpp-python in-process", "load_s": round(backend.load_s, 2),
-              "runs": []}
+    result: dict = {"model": name, "backend": "llama-cpp-python in-process", "runs": []}
+    policies: dict[str, ModelPolicy] = {}
+    backends = []
     for run, layout, cache in RUNS:
+        backend = LlamaInProcessBackend(str(model), str(mmproj) if mmproj else None, n_ctx=N_CTX, n_threads=threads,
+                                        n_threads_batch=threads, chat_format=chat_format, log_path=log,
+                                        prompt_cache=cache)
+        backends.append(backend)
+        result.setdefault("load_s", round(backend.load_s, 2))
         if not cache and backend.prompt is None:
             continue  # text-only: llama-cpp-python's own prefix matching, nothing to switch off
-        if backend.prompt is not None:
-            backend.prompt.reuse = cache
-            backend.prompt.forget()
-        policy = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads, max_tokens))
-        result[run] = run_cycles(policy, ctxs, reset=backend.llm.reset)
+        policies[run] = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads, max_tokens))
         result["runs"].append(run)
-    backend.close()
+    try:
+        result.update(run_interleaved(policies, ctxs))
+    finally:
+        for backend in backends:
+            backend.close()
     return result
 
 
@@ -135,21 +144,25 @@ def bench_server(ctxs, threads: int, home: Path) -> dict | None:
     from conway.policies.factory import build_model_policy
 
     result: dict = {"model": "tiny-vlm", "backend": "llama-server (started by Conway, cache_prompt)", "runs": []}
-    for layout in ("stable-first", "variable-first"):
-        cfg = load_config(None, ["policy=generic", "policy.backend=http", f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
-                                 f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}", "runtime.server=llama-server",
-                                 f"runtime.n_threads={threads}", "runtime.n_ctx=8192",
-                                 "policy.structured_output=grammar"])
-        try:
-            policy = build_model_policy(cfg, Home(home))
-        except UserError as exc:
-            print(f"(llama-server part skipped: {exc})", file=sys.stderr)
-            return None
-        policy.settings = settings(layout, "qwen2.5-vl", threads, TINY_MAX_TOKENS)
-        try:
-            result[layout] = run_cycles(policy, ctxs)
+    policies: dict[str, ModelPolicy] = {}
+    try:
+        for layout in ("stable-first", "variable-first"):
+            cfg = load_config(None, ["policy=generic", "policy.backend=http",
+                                     f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
+                                     f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
+                                     "runtime.server=llama-server", f"runtime.n_threads={threads}",
+                                     f"runtime.n_ctx={N_CTX}", "policy.structured_output=grammar"])
+            try:
+                policy = build_model_policy(cfg, Home(home / layout))
+            except UserError as exc:
+                print(f"(llama-server part skipped: {exc})", file=sys.stderr)
+                return None
+            policy.settings = settings(layout, "qwen2.5-vl", threads, TINY_MAX_TOKENS)
+            policies[layout] = policy
             result["runs"].append(layout)
-        finally:
+        result.update(run_interleaved(policies, ctxs))
+    finally:
+        for policy in policies.values():
             policy.close()
     return result
 
