@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,8 +51,32 @@ def build_observer(config: ConwayConfig, home: Home) -> Observer:
 
 def workdir_for(config: ConwayConfig, home: Home) -> Path:
     path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"tools.workdir {path} is a file, not a directory; name a folder (or leave it unset for "
+                        f"{home.scratch})")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the tools working directory {path}: {exc.strerror}") from None
     return path
+
+
+def console_say(text: str) -> None:
+    """print, but a closed stdout (`conway run | head`) only ends the printing, never the run."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so later prints and the interpreter's final flush stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 @dataclass
@@ -66,7 +92,7 @@ class RunRequest:
 
 
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
-              say: Callable[[str], None] = print) -> tuple[RunOutcome, str]:
+              say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
     """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
@@ -81,14 +107,16 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
         toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
-                                           home_root=home.root, skills=config.skills)
+                                           home_root=home.root, skills=config.skills,
+                                           api_key_env=config.policy.api_key_env)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
-            if getattr(policy, "description", None):
-                say(str(policy.description))
+            description = getattr(policy, "description", None) or []
+            for line in [description] if isinstance(description, str) else description:
+                say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
                           single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 from .errors import UserError
 from .journal import read_journal
 from .labels import LabelIndex, label_summary, labels_path, read_labels
+from .redact import redact_known
 
 FORMAT = "conway-traj/1"
 STYLES = ("generic", "opencua", "uitars")
@@ -82,6 +83,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                 rec["discarded"] = True
             rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
             rec["model_id"] = p.get("model_id")
+            if p.get("harness_revision"):
+                rec["harness_revision"] = p["harness_revision"]
             rec["dry_run"] = rec["dry_run"] or bool(p.get("dry_run"))
             geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
             if geo:
@@ -104,7 +107,7 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     out = []
     for key in order:
         rec = steps[key]
-        rec["harness_revision"] = revisions.get(key[0])
+        rec["harness_revision"] = rec["harness_revision"] or revisions.get(key[0])
         if key[0] in checks:
             rec["labels"] = dict(checks[key[0]])
         if rec["geometry"] is None and rec["observation"]:
@@ -454,13 +457,32 @@ def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,
     return kept, missing
 
 
+def mark_missing_images(records: list[dict[str, Any]], home_root: Path | None) -> list[str]:
+    """Keep steps whose archived screenshot was rotated away, marked `observation.image: null` and
+    `image_missing: true` (the normal state of a long run: only the newest screenshots are kept)."""
+    missing = []
+    for rec in records:
+        path = screenshot_file(rec, home_root)
+        if path is not None and not path.is_file():
+            rec["observation"] = {**rec["observation"], "image": None, "image_missing": True}
+            missing.append(f"{rec['session']} step {rec['step']}: {path}")
+    return missing
+
+
 @dataclass
 class ExportResult:
     written: int
     skipped_lines: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    """Steps left out for a missing screenshot (--skip-missing)."""
     unrendered: list[str] = field(default_factory=list)
     labelled: int = 0
+    images_missing: list[str] = field(default_factory=list)
+    """Steps kept without their screenshot (observation.image null, image_missing true)."""
+    left_out_of_images: int = 0
+    """--format hf: steps without an image left out of the image training data."""
+    redacted: int = 0
+    """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
 
 def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
@@ -503,18 +525,70 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
     return unrendered
 
 
+def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -> tuple[list[dict[str, Any]], bytes]:
+    """(messages, image as sent): the step as policy family `style` sees it, with its target turn last.
+
+    messages: system / user (the policy's text parts and one `{"type": "image"}` part where the policy puts
+    the image) / assistant (the target in the family's format). The image went through the loop's resize rule
+    and encoding, so the target's pixel coordinates refer to it. ValueError when the step cannot be rendered.
+    """
+    from .conversation import policy_messages, step_context, typed_parts
+    from .policies.factory import make_adapter
+
+    ctx = step_context(rec, png, config)
+    messages, image = policy_messages(ctx, style, encoding=getattr(config.policy, "image_encoding", "jpeg"))
+    rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
+                               "captured_size": list(image.captured_size),
+                               "convention": make_adapter(style).default_convention.value, "policy": style}}
+    target = render_target(rec, style).text
+    turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
+    turns.append({"role": "assistant", "content": [{"type": "text", "text": target}]})
+    return turns, image.data
+
+
+def write_sharegpt(folder: Path, conversations: list[tuple[list[dict[str, Any]], bytes]]) -> None:
+    """LLaMA-Factory's multimodal ShareGPT layout: data.json (`<image>` where the image goes), images/, and
+    the dataset_info.json entry `conway` (formatting sharegpt, role/content tags, system turns kept)."""
+    images = folder / "images"
+    images.mkdir(parents=True)
+    data = []
+    for i, (turns, image) in enumerate(conversations):
+        ext = "png" if image[:4] == b"\x89PNG" else "jpg"
+        name = f"images/{i:06d}.{ext}"
+        (folder / name).write_bytes(image)
+        msgs = [{"role": t["role"], "content": "".join("<image>" if p["type"] == "image" else p["text"]
+                                                        for p in t["content"])} for t in turns]
+        data.append({"messages": msgs, "images": [name]})
+    (folder / "data.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    info = {"conway": {"file_name": "data.json", "formatting": "sharegpt",
+                       "columns": {"messages": "messages", "images": "images"},
+                       "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                                "assistant_tag": "assistant", "system_tag": "system"}}}
+    (folder / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
 def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
              style: str = "generic") -> list[str]:
-    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON."""
+    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
+    steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
+    subfolder for LLaMA-Factory.
+
+    Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
+    """
+    records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
     try:
-        from datasets import Dataset, Features, Image, Value
+        from datasets import Dataset, Features, Image, List, Value
     except ImportError:
         raise UserError("--format hf needs the train extra (pip install -e '.[train]')") from None
     _refuse_existing(output)
     rows: dict[str, list[Any]] = {k: [] for k in ("session", "step", "image", "image_sha256", "instruction",
                                                   "target", "style", "convention", "sent_width", "sent_height",
                                                   "captured_width", "captured_height", "success",
-                                                  "label_source", "hindsight", "record")}
+                                                  "label_source", "hindsight", "record", "messages",
+                                                  "images")}
+    from .config import load_config
+    config = load_config(None, [])
+    conversations = []
     unrendered = []
     for rec in records:
         try:
@@ -540,18 +614,28 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         rows["label_source"].append(labels.get("source"))
         rows["hindsight"].append(bool(labels.get("hindsight", False)))
         rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+        turns, sent = (conversation_row(rec, data, style, config) if data is not None else ([], None))
+        rows["messages"].append(turns)
+        rows["images"].append([{"bytes": sent, "path": None}] if sent is not None else [])
+        if sent is not None:
+            conversations.append((turns, sent))
     features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
                          "image_sha256": Value("string"), "instruction": Value("string"),
                          "target": Value("string"), "style": Value("string"), "convention": Value("string"),
                          "sent_width": Value("int64"), "sent_height": Value("int64"),
                          "captured_width": Value("int64"), "captured_height": Value("int64"),
                          "success": Value("string"), "label_source": Value("string"),
-                         "hindsight": Value("bool"), "record": Value("string")})
+                         "hindsight": Value("bool"), "record": Value("string"),
+                         "messages": List({"role": Value("string"),
+                                           "content": List({"type": Value("string"), "text": Value("string")})}),
+                         "images": List(Image())})
     ds = Dataset.from_dict(rows, features=features)
     tmp = output.with_name(output.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
     ds.save_to_disk(str(tmp))
+    if conversations:
+        write_sharegpt(tmp / "sharegpt", conversations)
     tmp.replace(output)
     return unrendered
 
@@ -559,7 +643,7 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
 def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
                       include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
                       skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
-    """Export the journal. Refuses to overwrite; refuses missing screenshots unless told to skip them.
+    """Export the journal. Refuses to overwrite; keeps steps whose screenshot is gone (marked), or skips them.
 
     Called the old way (journal_dir, output[, include_dry_runs]) it returns
     (records written, skipped torn lines), as the foundation did.
@@ -571,8 +655,13 @@ def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = 
 
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
-           home_root: Path | None = None, from_report: str | Path | None = None) -> ExportResult:
-    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder."""
+           home_root: Path | None = None, from_report: str | Path | None = None,
+           secret_values: list[str] | None = None) -> ExportResult:
+    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder.
+
+    Every string is scanned for `secret_values` (the API key and other credential-looking variables'
+    values; see `conway.redact.known_secret_values`) and key shapes; each is replaced by <redacted>.
+    """
     if fmt not in ("jsonl", "hf"):
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
     if style is not None and style not in STYLES:
@@ -585,10 +674,17 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     else:
         records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
                                                      include_uncertain=include_uncertain, home_root=root)
-    records, missing = check_screenshots(records, root, skip_missing)
+    missing: list[str] = []
+    if skip_missing:
+        records, missing = check_screenshots(records, root, skip_missing=True)
+    images_missing = mark_missing_images(records, root)
+    records, redacted = redact_known(records, secret_values or [])
     if fmt == "hf":
         unrendered = write_hf(records, output, root, style or "generic")
+        left_out = len(images_missing)
     else:
         unrendered = write_jsonl(records, output, style)
-    return ExportResult(written=len(records) - len(unrendered), skipped_lines=skipped, missing=missing,
-                        unrendered=unrendered, labelled=labelled)
+        left_out = 0
+    return ExportResult(written=len(records) - len(unrendered) - left_out, skipped_lines=skipped, missing=missing,
+                        unrendered=unrendered, labelled=labelled, images_missing=images_missing,
+                        left_out_of_images=left_out, redacted=redacted)

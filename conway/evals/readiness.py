@@ -2,7 +2,8 @@
 
 Uses the model layer's own pieces, so preflight and `conway run` agree:
 `policies.factory.backend_choice` (which backend), `policies.discovery`
-(`/v1/models`: reachable, serving the configured model), `runtime.resolver`
+(`/v1/models`: reachable, serving the configured model) plus one real decision
+on the probe's synthetic image that must parse, `runtime.resolver`
 (local GGUF + mmproj present and fitting, estimates labelled as such) and
 `runtime.server.find_program` (a server program Conway could start). Nothing
 here downloads anything or starts a model.
@@ -20,6 +21,8 @@ from ..errors import UserError
 from ..home import Home
 
 PROBE_TIMEOUT_S = 10.0
+DECISION_TIMEOUT_S = 60.0
+"""Longest preflight waits for one decision request (a cold model's first answer can be slow)."""
 
 
 @dataclass
@@ -45,6 +48,40 @@ def effective_backend(config: ConwayConfig) -> str:
         return backend_choice(config)
     except UserError:
         return "none"
+
+
+def decision_check(config: ConwayConfig, home: Home) -> Check:
+    """One real decision on the probe's synthetic image (never the desktop): ok only when the answer parses.
+
+    Listing `/v1/models` says nothing about whether chat completions work (a
+    server can list its model and answer every request with HTTP 500). The
+    request goes through the same policy, output constraint and parser as
+    `conway run`; each request is bounded by min(policy.request_timeout_s,
+    DECISION_TIMEOUT_S).
+    """
+    from ..policies.factory import build_model_policy
+    from ..probe import probe
+
+    cfg = config.model_copy(deep=True)
+    cfg.policy.request_timeout_s = min(config.policy.request_timeout_s, DECISION_TIMEOUT_S)
+    try:
+        policy = build_model_policy(cfg, home)
+    except UserError as exc:
+        return Check("model answers a decision", "fail", str(exc))
+    try:
+        report = probe(policy)
+    finally:
+        policy.close()
+    data = {"latency_s": round(report.latency_s, 3), "structured_output": report.structured_output,
+            "answer": report.raw_text[:400]}
+    if report.error:
+        return Check("model answers a decision", "fail", f"the decision request failed: {report.error}", data)
+    if not report.ok:
+        why = "; ".join(report.problems) or "no valid action"
+        return Check("model answers a decision", "fail", f"the model answered, but not with a valid action: {why} "
+                     f"(answer: {report.raw_text[:120]!r})", data)
+    return Check("model answers a decision", "ok", f"one decision on a synthetic image in {report.latency_s:.2f} s: "
+                 f"{'; '.join(report.actions)} (output constraint: {report.structured_output})", data)
 
 
 def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
@@ -76,7 +113,8 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
         return [Check("endpoint serves the model", "ok",
                       f"{served.base_url} serves {served.model_id} ({served.server} server; "
                       f"served: {', '.join(served.served)})",
-                      {"model_id": served.model_id, "served": served.served, "server": served.server})]
+                      {"model_id": served.model_id, "served": served.served, "server": served.server}),
+                decision_check(config, home)]
     from ..runtime.resolver import resolve_local_model
     rt = config.runtime
     checks = []

@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -371,7 +372,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     summary["session"] = session
     summary["session_memory"] = str(shome.memory)
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain else (2 if summary["verified"] is False else 0)
+    code = 1 if uncertain or outcome.failed else (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
         for r in results or []:
@@ -395,6 +396,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:
         say(f"report: {out}")
+    if outcome.failed:
+        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
 
 
