@@ -207,3 +207,47 @@ def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_f
         assert a.timings["prompt_cache"] == "no common prefix" and a.usage["cached_tokens"] == 0
         assert a.timings["prompt_evaluated_n"] == a.usage["prompt_tokens"]
         assert a.text == b.text
+
+
+def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
+    """llama.cpp's abort callback ends the decode: measured against the same generation run to the end."""
+    require_llama()
+    import threading
+    import time
+
+    from conway.cancel import Cancel, DecisionAborted, cancel_scope
+    from conway.policies.base import StructuredSpec
+    from conway.policies.llama_inprocess import LlamaInProcessBackend
+
+    backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=2048, n_threads=1,
+                                    log_path=resolve_home(None).runtime_log)
+    messages = [{"role": "user", "content": "Write a long answer."}]
+    spec = StructuredSpec(grammar='root ::= "a"{300}')  # 300 forced tokens: a long decision
+    try:
+        t0 = time.perf_counter()
+        full = backend.complete(messages, mode="grammar", spec=spec, max_tokens=300, temperature=0.0, seed=1)
+        full_s = time.perf_counter() - t0
+        assert len(full.text) == 300
+        token, out = Cancel(), {}
+
+        def decide():
+            try:
+                with cancel_scope(token):
+                    out["result"] = backend.complete(messages, mode="grammar", spec=spec, max_tokens=300,
+                                                     temperature=0.0, seed=1)
+            except DecisionAborted as exc:
+                out["aborted"], out["at"] = exc, time.perf_counter()
+
+        worker = threading.Thread(target=decide)
+        worker.start()
+        time.sleep(full_s / 4)
+        stopped = time.perf_counter()
+        token.set("stop requested")
+        worker.join(full_s * 2)
+        assert "aborted" in out and "result" not in out, out
+        assert out["at"] - stopped < full_s / 4  # ended at the next token, not at the end of the answer
+        after = backend.complete(messages, mode="grammar", spec=StructuredSpec(grammar='root ::= "a"{5}'),
+                                 max_tokens=5, temperature=0.0, seed=1)
+        assert after.text == "aaaaa"  # the context is usable again
+    finally:
+        backend.close()

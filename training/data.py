@@ -35,6 +35,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conway.conversation import policy_messages  # noqa: F401 - re-exported (the policy's own messages)
 from conway.errors import UserError
 
 
@@ -211,26 +212,6 @@ def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) 
     return record_image(rec, home_root)
 
 
-def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention: str = "auto",
-                    encoding: str = "jpeg") -> tuple[list[dict[str, Any]], Any]:
-    """(messages, SentImage) exactly as `ModelPolicy.decide` builds them (image url left as a marker)."""
-    from conway.actions import ACTION_TYPES
-    from conway.geometry import Convention, get_rule
-    from conway.policies.base import build_messages, prepare_image
-    from conway.policies.factory import make_adapter
-
-    adapter = make_adapter(policy_kind)
-    rule_name = adapter.default_resize if resize == "auto" else resize
-    conv = adapter.default_convention if convention == "auto" else Convention(convention)
-    obs = ctx.observation
-    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding)
-    types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
-    messages = build_messages(ctx, instructions=adapter.instructions(types, image.sent_size, conv),
-                              action_space=adapter.action_space(ctx), request_text=adapter.request_text(),
-                              image_url="conway:image", sent_size=image.sent_size)
-    return messages, image
-
-
 def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, config: Any,
                    home_root: Path | None = None) -> tuple[list[Example], dict[str, int]]:
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
@@ -248,7 +229,7 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
         if png is None:
             skipped["no image"] = skipped.get("no image", 0) + 1
             continue
-        from conway.replay import step_context
+        from conway.conversation import step_context
         ctx = step_context(rec, png, config)
         messages, image = policy_messages(ctx, settings.policy_kind, settings.resize, settings.convention,
                                           settings.image_encoding)
