@@ -296,7 +296,7 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
 def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: Any
              ) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
     """Build the policy from `overrides`, `run(policy, cfg)` the suite, summarise; (records, summary, id, cfg)."""
-    from .app import build_policy
+    from .policies.factory import build_policy
     from .config import load_config
 
     cfg = load_config(home.config, overrides)
@@ -458,3 +458,17 @@ def _record_eval(home: Home, name: str, summary: dict[str, Any], report: Path) -
     path = candidate_dir(home, name) / "evals.jsonl"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"ts": time.time(), "report": str(report), **summary}, sort_keys=True, default=str) + "\n")
+
+
+def render_candidates(items: list[dict[str, Any]], home: Home) -> str:
+    """`conway candidates`: one line per candidate (status, recipe, final loss, train-time held-out hits)."""
+    if not items:
+        return f"no candidates under {home.candidates}"
+    lines = []
+    for c in items:
+        m = c.get("metrics") or {}
+        hits, loss = m.get("held_out_hit_rate"), m.get("final_loss")
+        lines.append(f"{c['name']:<24} {c['status']:<26} recipe {c.get('recipe') or '-':<14} "
+                     f"loss {f'{loss:.4f}' if isinstance(loss, (int, float)) else '-'}"
+                     + (f"  train-time held-out hits {hits:.0%}" if isinstance(hits, (int, float)) else ""))
+    return "\n".join(lines)

@@ -413,3 +413,24 @@ def render_counts(counts: dict[str, int]) -> str:
             f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
             f"{counts['not_verified']} not verified")
 
+
+def read_task(text: str | None, file: str | None) -> str | None:
+    if text and file:
+        raise UserError("give either --task or --task-file, not both")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"task file {path} does not exist") from None
+        except OSError as exc:
+            raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"task file {path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        if not text.strip():
+            raise UserError(f"task file {path} is empty")
+    if text is not None and not text.strip():
+        raise UserError("--task is empty")
+    return text
