@@ -200,8 +200,8 @@ def _event_summary(event: dict) -> str:
     return ""
 
 
-def render_status(report: dict) -> str:
-    """`conway status` for a person: one fact a line, then the last events."""
+def render_status(report: dict, tasks: str | None = None) -> str:
+    """`conway status` for a person: one fact a line (`tasks`: the task-acceptance counts, rendered), then the last events."""
     lines = [f"home:     {report['home']}",
              f"session:  {report['session'] or '-'}",
              f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
@@ -212,10 +212,8 @@ def render_status(report: dict) -> str:
     lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
-    tasks = report.get("task_acceptance") or {}
-    if tasks.get("sessions"):
-        from .evals.task_acceptance import render_counts
-        lines.append(f"tasks:    {render_counts(tasks)}")
+    if tasks:
+        lines.append(f"tasks:    {tasks}")
     if report["last_events"]:
         lines.append("last events:")
         lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]

@@ -116,11 +116,12 @@ def do_start(args) -> int:
 
 def do_status(args) -> int:
     from .app import render_status, status_report
-    from .evals.task_acceptance import acceptance_counts
+    from .evals.task_acceptance import acceptance_counts, render_counts
     home = _home(args, writable=False)
     report = status_report(home)
-    report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
-    print(json.dumps(report, indent=2, default=str) if args.json else render_status(report))
+    counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
+    tasks = render_counts(counts) if counts["sessions"] else None
+    print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
     return 0
 
 
