@@ -571,7 +571,8 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
              style: str = "generic") -> list[str]:
     """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
     steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
-    subfolder for LLaMA-Factory.
+    subfolder for LLaMA-Factory. A step whose prompt cannot be rebuilt (no captured size) keeps its Conway
+    columns with empty `messages` / `images` and is left out of `sharegpt/`.
 
     Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
     """
@@ -614,7 +615,10 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         rows["label_source"].append(labels.get("source"))
         rows["hindsight"].append(bool(labels.get("hindsight", False)))
         rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
-        turns, sent = (conversation_row(rec, data, style, config) if data is not None else ([], None))
+        try:
+            turns, sent = conversation_row(rec, data, style, config) if data is not None else ([], None)
+        except ValueError:  # the target rendered above; a prompt that cannot be rebuilt leaves `messages` empty
+            turns, sent = [], None
         rows["messages"].append(turns)
         rows["images"].append([{"bytes": sent, "path": None}] if sent is not None else [])
         if sent is not None:

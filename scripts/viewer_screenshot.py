@@ -40,7 +40,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        sid = record_session(home)
+        sid = record_session(home, title="Text Editor")
         site = Path(tmp) / "site"
         common = ["--home", str(home)]
         assert conway([*common, "review", "--step", "8", "--verdict", "wrong", "--note", "the file is higher up",

@@ -209,6 +209,30 @@ def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_f
         assert a.text == b.text
 
 
+def test_a_family_chat_handler_is_cached_the_same_way(tmp_path):
+    """runtime.chat_handler=qwen2.5-vl (the Llava15ChatHandler family renders its own CHAT_FORMAT)."""
+    require_llama()
+    from llama_cpp import LlamaGrammar
+
+    from conway.policies.base import ModelPolicy
+    from conway.policies.factory import build_model_policy
+    ctxs = loop_contexts(tmp_path, 2)
+    extra = ("policy.max_tokens=160", "policy.seed=5", "runtime.chat_handler=qwen2.5-vl")
+    with build_model_policy(tiny_config(*extra), resolve_home(None)) as built, \
+            build_model_policy(tiny_config(*extra, "runtime.prompt_cache=false"), resolve_home(None)) as full:
+        rec = Recording(built.backend)
+        policy = ModelPolicy(built.adapter, rec, built.settings)
+        first = policy.decide(ctxs[0])
+        messages, kw = rec.calls[-1]
+        own = built.backend.llm.create_chat_completion(
+            messages=messages, grammar=LlamaGrammar.from_string(kw["spec"].grammar, verbose=False),
+            max_tokens=kw["max_tokens"], temperature=kw["temperature"], seed=kw["seed"])
+        assert own["choices"][0]["message"]["content"].strip() == first.raw_text
+        second = policy.decide(ctxs[1])
+        assert second.meta["timings"]["prompt_cache"] == "prefix" and second.usage["cached_tokens"] > 0
+        assert second.raw_text == full.decide(ctxs[1]).raw_text
+
+
 def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
     """llama.cpp's abort callback ends the decode: measured against the same generation run to the end."""
     require_llama()
