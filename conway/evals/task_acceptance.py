@@ -345,14 +345,12 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
                      output: str | None, argv: list[str] | None,
                      say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and report."""
-    from datetime import datetime, timezone
-    import secrets
 
-    from ..app import RunRequest, run_agent, workdir_for
+    from ..app import RunRequest, new_session_id, run_agent, workdir_for
     from .report import Report, check_new_output
 
     out = check_new_output(output, home) if output else None
-    name = "task-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    name = "task-" + new_session_id()
     shome = session_home(home, name)
     prompt = spec.prompt() if spec else task
     report = None
