@@ -54,12 +54,13 @@ class Control:
     """One run's stop/pause requests (control.json for this session), signals, budgets and waits.
 
     `record(kind, payload)` journals control events, `set_status(status)` writes state.json,
-    `say` prints, `before_sleep` flushes what waited for the next state write.
+    `say` prints, `before_sleep` flushes what waited for the next state write, `decisions` counts the
+    model's answers so far (what --max-steps counts).
     """
 
     def __init__(self, control_path: Any, session: str, clock: Clock, agent: AgentConfig, *,
                  record: Callable[[str, dict[str, Any]], None], set_status: Callable[[str], None],
-                 say: Callable[[str], None], before_sleep: Callable[[], None]):
+                 say: Callable[[str], None], before_sleep: Callable[[], None], decisions: Callable[[], int]):
         self.path = control_path
         self.session = session
         self.clock = clock
@@ -68,6 +69,7 @@ class Control:
         self.set_status = set_status
         self.say = say
         self.before_sleep = before_sleep
+        self.decisions = decisions
         self.started = clock.monotonic()
         self.signal_stop: str | None = None
         self._cancel: Cancel | None = None
@@ -109,13 +111,24 @@ class Control:
 
     # -- budgets --------------------------------------------------------------
 
-    def check_budget(self, decisions: int | None = None) -> None:
-        """Raise StopRun once max-seconds is spent, or (given the decisions so far) max-steps."""
+    def check_budget(self, steps: bool = False) -> None:
+        """Raise StopRun once max-seconds is spent, or (with `steps`, before a cycle) max-steps."""
         a = self.agent
         if a.max_seconds is not None and self.clock.monotonic() - self.started >= a.max_seconds:
             raise StopRun(f"max-seconds budget ({a.max_seconds:g} s) reached")
-        if decisions is not None and a.max_steps is not None and decisions >= a.max_steps:
+        if steps and a.max_steps is not None and self.decisions() >= a.max_steps:
             raise StopRun(f"max-steps budget ({a.max_steps}) reached")
+
+    def budget_spent_by(self, seconds: float) -> str | None:
+        """Why a wait of `seconds` now would only sleep towards an end already decided (else None)."""
+        a = self.agent
+        if seconds <= 0:
+            return None
+        if a.max_steps is not None and self.decisions() >= a.max_steps:
+            return f"max-steps budget ({a.max_steps}) reached"
+        if a.max_seconds is not None and self.clock.monotonic() + seconds - self.started >= a.max_seconds:
+            return f"max-seconds budget ({a.max_seconds:g} s) reached (a {seconds:g} s wait would outlast it)"
+        return None
 
     # -- backoff --------------------------------------------------------------
 
@@ -134,7 +147,14 @@ class Control:
     # -- waiting --------------------------------------------------------------
 
     def wait(self, seconds: float) -> None:
-        """Sleep in short slices, checking control (and the time budget) between them."""
+        """Sleep in short slices, checking control (and the time budget) between them.
+
+        Budgets come first: a wait after the last allowed decision, or one that would outlast
+        max-seconds, ends the run at once instead of sleeping towards an end already reached.
+        """
+        spent = self.budget_spent_by(seconds)
+        if spent:
+            raise StopRun(spent)
         self.before_sleep()
         end = self.clock.monotonic() + seconds
         while True:
@@ -144,6 +164,25 @@ class Control:
             if left <= 0:
                 return
             self.clock.sleep(min(self.agent.control_poll_s, left))
+
+    def idle_wait(self, asked: float, idles: int, done: Callable[[str, dict[str, Any]], None]) -> None:
+        """The model's wait: as asked (capped at agent.max_model_wait_s) or the `idles`-th idle backoff, the
+        longer; then `done(outcome, record)` with the time actually waited, also when a stop cut it short."""
+        cap = self.agent.model_wait_cap_s
+        delay = max(min(asked, cap), self.idle_delay(idles))
+        started, ended_by = self.clock.monotonic(), None
+        try:
+            self.wait(delay)
+        except StopRun as stop:
+            ended_by = stop.reason
+            raise
+        finally:
+            waited = round(self.clock.monotonic() - started, 3)
+            capped = asked > cap
+            done(f"waited {waited:g} s" + (f" of {delay:g} s ({ended_by})" if ended_by else "")
+                 + (f" (asked {asked:g} s, capped at {cap:g} s)" if capped else ""),
+                 {"idle_wait_s": waited, "planned_wait_s": delay, **({"capped_at_s": cap} if capped else {}),
+                  **({"ended_by": ended_by} if ended_by else {})})
 
     def cancellable(self, fn: Callable[[], T]) -> T:
         """Run a decision while watching for a stop, which aborts it (DecisionAborted)."""

@@ -1,9 +1,10 @@
-"""Start-up recovery: what a killed or crashed run left behind, put on the record before the first cycle.
+"""Start-up: what a killed or crashed run left behind is put on the record, then the new session begins.
 
 Temp files of interrupted atomic writes are removed; a corrupt state.json falls
 back to its previous copy; a torn journal tail is noted; a pending intent whose
 outcome never reached the journal becomes an `uncertain` record and is never
-replayed (DESIGN §2: intent before side effect, uncertain outcomes not replayed).
+replayed (DESIGN §2: intent before side effect, uncertain outcomes not replayed). Then
+`start_up` writes the running state and records the session's start and what the tools found.
 """
 
 from __future__ import annotations
@@ -12,11 +13,29 @@ from typing import Any, Callable
 
 from .home import Home
 from .journal import Journal, intent_verdict
+from .loop_parts import LoopParts
+from .run_state import RunState
 from .state import StateStore, remove_leftover_temps
 
+Record = Callable[[str, dict[str, Any]], None]
 
-def recover(home: Home, journal: Journal, store: StateStore, record: Callable[[str, dict[str, Any]], None],
-            say: Callable[[str], None]) -> str | None:
+
+def start_up(parts: LoopParts, state: RunState, record: Record, revision: str) -> str | None:
+    """Recover, then begin the session; returns the note the model sees first (an uncertain action), if any."""
+    latest = recover(parts.home, parts.journal, state.store, record, parts.say)
+    model_id, digest = getattr(parts.policy, "model_id", "?"), parts.config.digest()
+    mode = "session" if parts.single_session else "continuous"
+    state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run)
+    record("session", {"event": "start", "model_id": model_id, "harness_revision": revision,
+                       "config_digest": digest, "mode": mode, "dry_run": parts.dry_run,
+                       "tools": parts.toolbox.available_types()})
+    for found in parts.toolbox.findings():  # MCP servers and skills: what started, what was left out
+        record("session", {"event": "tools", **found})
+        parts.say(found["summary"])
+    return latest
+
+
+def recover(home: Home, journal: Journal, store: StateStore, record: Record, say: Callable[[str], None]) -> str | None:
     """Record what the previous run left; return the note the model sees first when an action is uncertain."""
     leftovers = remove_leftover_temps(home.root)
     if leftovers:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
+import traceback
+from typing import Any, Callable
 
 from .home import Home
 from .state import StateStore
@@ -20,11 +21,23 @@ def disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def crash_reason(exc: BaseException) -> str:
-    """The stop reason of a run that an exception ended (one line)."""
+def crash_report(exc: BaseException) -> tuple[str, dict[str, Any]]:
+    """The stop reason (one line) of a run that an exception ended, and its journal error record."""
     if disk_full(exc):
-        return f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
-    return f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        reason = f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+    else:
+        reason = f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    return reason, {"stage": "loop", "error": reason, "exception": type(exc).__name__,
+                    "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+
+
+def best_effort(write: Callable[[], None]) -> bool:
+    """A write on the way out: a full disk or a gone terminal must not hide why the run ended."""
+    try:
+        write()
+        return True
+    except OSError:
+        return False
 
 
 class RunState:
