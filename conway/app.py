@@ -86,8 +86,8 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
-            if getattr(policy, "description", None):
-                say(str(policy.description))
+            for line in getattr(policy, "description", None) or []:
+                say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
                           single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .errors import UserError
+from .errors import NO_VALID_DECISION_EXIT, UserError
 
 EPILOG = """\
 Put --home PATH (or set CONWAY_HOME) before the subcommand; the default home is ~/.conway.
@@ -285,7 +285,9 @@ def do_run(args) -> int:
     _require_home(home)
     cfg = _config(args, home)
     outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
-    return 1 if outcome.reason.startswith(("uncertain", "fail-safe")) else 0
+    if outcome.reason.startswith(("uncertain", "fail-safe")):
+        return 1
+    return NO_VALID_DECISION_EXIT if outcome.no_valid_decision else 0
 
 
 def do_start(args) -> int:

@@ -44,6 +44,8 @@ class AgentConfig(_Section):
     """Identical side-effect actions allowed in a row; the next one is suppressed."""
     control_poll_s: float = Field(default=0.25, gt=0, le=5)
     """Slice length of every wait; pause/stop are checked between slices."""
+    max_model_wait_s: float | None = Field(default=None, gt=0)
+    """Longest wait a model may ask for in one `wait` action (None: idle_backoff_max_s); the prompt says so."""
 
     @model_validator(mode="after")
     def _caps(self) -> "AgentConfig":
@@ -52,6 +54,11 @@ class AgentConfig(_Section):
         if self.recovery_backoff_max_s < self.recovery_backoff_start_s:
             raise ValueError("recovery_backoff_max_s must be >= recovery_backoff_start_s")
         return self
+
+    @property
+    def model_wait_cap_s(self) -> float:
+        """The cap on a model-requested wait."""
+        return self.max_model_wait_s if self.max_model_wait_s is not None else self.idle_backoff_max_s
 
 
 class PolicyConfig(_Section):
@@ -131,8 +138,8 @@ class RuntimeConfig(_Section):
 
 
 class ContextConfig(_Section):
-    budget_tokens: int = Field(default=6000, ge=256)
-    """Token budget of the text part of one decision prompt."""
+    budget_tokens: int | None = Field(default=None, ge=256)
+    """Token budget of the text part of one decision prompt. None: sized from the model's context window (window − image tokens − max_tokens − instructions; 6000 when the model does not say); a number caps that further."""
     chars_per_token: float = Field(default=3.5, gt=0)
     """Estimate used when no tokenizer is at hand."""
     recent_steps: int = Field(default=12, ge=0)

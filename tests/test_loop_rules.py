@@ -12,18 +12,19 @@ WAIT = {"action": {"type": "wait"}}
 
 
 def idle_waits(run) -> list[float]:
-    return [p["idle_wait_s"] for p in run.payloads("result") if "idle_wait_s" in p]
+    """The waits the loop planned (the last step's is not slept: the run ends there)."""
+    return [p["planned_wait_s"] for p in run.payloads("result") if "planned_wait_s" in p]
 
 
 def test_idle_backoff_doubles_to_sixty_on_an_unchanged_screen():
-    run = run_script([WAIT] * 8, overrides=["agent.max_steps=8"])
-    assert idle_waits(run) == [2, 4, 8, 16, 32, 60, 60, 60]
+    run = run_script([WAIT] * 9, overrides=["agent.max_steps=9"])
+    assert idle_waits(run) == [2, 4, 8, 16, 32, 60, 60, 60, 60]
 
 
 def test_idle_backoff_resets_when_the_screen_changes():
     # observations are counted from 0; the screen changes at the 4th observation (step 4)
-    run = run_script([WAIT] * 6, overrides=["agent.max_steps=6"], observer=ChangingObserver({3}))
-    assert idle_waits(run) == [2, 4, 8, 2, 4, 8]
+    run = run_script([WAIT] * 7, overrides=["agent.max_steps=7"], observer=ChangingObserver({3}))
+    assert idle_waits(run) == [2, 4, 8, 2, 4, 8, 16]
 
 
 def test_recovery_backoff_after_repeated_pre_dispatch_errors():
@@ -31,8 +32,8 @@ def test_recovery_backoff_after_repeated_pre_dispatch_errors():
     run = run_script(steps, overrides=["agent.max_steps=9"])
     errors = run.payloads("error")
     assert [e["consecutive"] for e in errors] == list(range(1, 10))
-    # the first error retries at once; then 5, 10, 20 … capped at 300
-    assert [e["backoff_s"] for e in errors] == [0, 5, 10, 20, 40, 80, 160, 300, 300]
+    # the first error retries at once; then 5, 10, 20 … capped at 300; after the last step nothing is slept
+    assert [e["backoff_s"] for e in errors] == [0, 5, 10, 20, 40, 80, 160, 300, 0]
     assert all(e["stage"] == "pre-dispatch" for e in errors)
 
 
@@ -169,7 +170,7 @@ def test_max_seconds_budget_stops_inside_a_wait():
 
 
 def test_waits_are_sliced_so_control_stays_responsive():
-    run = run_script([WAIT], overrides=["agent.max_steps=1", "agent.control_poll_s=0.25"])
+    run = run_script([WAIT], overrides=["agent.max_steps=2", "agent.control_poll_s=0.25"], repeat=True)
     assert max(run.clock.sleeps) <= 0.25 and len(run.clock.sleeps) == 8  # 2 s in 0.25 s slices
 
 

@@ -59,10 +59,12 @@ def test_timeouts_are_pre_dispatch_errors_with_recovery_backoff():
         outcome, events, clock, lines = run_against(fake, 3)
     errors = of(events, "error")
     assert [e["consecutive"] for e in errors] == [1, 2, 3]
-    assert all("did not answer within 0.5 s" in e["error"] for e in errors)
-    assert [e["backoff_s"] for e in errors] == [0.0, 5.0, 10.0]
-    assert sum(clock.sleeps) == pytest.approx(15.0)
+    assert all("did not answer within 0.5 s" in e["error"] and e["cause"] == "timeout" for e in errors)
+    assert [e["backoff_s"] for e in errors] == [0.0, 5.0, 0.0]  # no backoff after the last step
+    assert sum(clock.sleeps) == pytest.approx(5.0)
     assert not of(events, "decision")
+    assert outcome.model_errors == {"timeout": 3} and outcome.no_valid_decision == \
+        "no valid decision in 3 step(s): 3 × timeout"
 
 
 def test_http_500_then_recovery():
@@ -131,5 +133,5 @@ def test_unparseable_answers_are_invalid_actions_shown_next_time():
         outcome, events, _, _ = run_against(fake, 2)
         second = fake.chat_requests[1]["messages"][-1]["content"][0]["text"]
     err = of(events, "error")[0]
-    assert "invalid action" in err["error"] and "no JSON action found" in err["error"]
-    assert "ERROR: invalid action" in second  # the latest result is shown in the next context
+    assert err["cause"] == "unparseable" and "no JSON action found" in err["error"]
+    assert "ERROR: unparseable: no JSON action found" in second  # the latest result is shown next time

@@ -373,6 +373,7 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
     pattern = summary.get("pattern") or {}
     if pattern.get("verdict"):
         out.append(f"pattern: {pattern['verdict']}")
+    out += _model_error_lines(summary)
     out.append("")
     rows = []
     for c in cases[:max_rows]:
@@ -387,6 +388,19 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
                      rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more case(s) in the report")
+    return out
+
+
+def _model_error_lines(summary: dict[str, Any]) -> list[str]:
+    """Model errors by cause, and the "no valid decision" outcome, when the report has them."""
+    from ..protocols import describe_causes
+
+    out = []
+    causes = summary.get("model_errors")
+    if isinstance(causes, dict) and causes:
+        out.append(f"model errors:          {describe_causes(causes)}")
+    if summary.get("no_valid_decision"):
+        out.append(f"outcome:               {summary['no_valid_decision']}")
     return out
 
 
@@ -406,7 +420,7 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
                 f"verified by Conway:    {verdict} ({summary.get('verified_passed', 0)} passed, "
                 f"{summary.get('verified_failed', 0)} failed); {summary.get('note', '')}",
                 f"session:               {summary.get('session', '-')}, {summary.get('steps', '?')} step(s), "
-                f"stopped: {summary.get('stop_reason', '?')}", ""]
+                f"stopped: {summary.get('stop_reason', '?')}", *_model_error_lines(summary), ""]
         rows = [[c.get("check"), _short(c.get("criterion"), 50), _yn(c.get("verified")), _short(c.get("observed"), 80)]
                 for c in cases]
         out.append(table(["check", "criterion", "verified", "observed"], rows) if rows else "(no criteria)")
@@ -415,6 +429,7 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
         out.append("declared by the model: " + ", ".join(f"{k} {v}" for k, v in declared.items()))
     out.append(f"verified by Conway:    {summary.get('verified_passed', 0)} passed, "
                f"{summary.get('verified_failed', 0)} failed")
+    out += _model_error_lines(summary)
     out.append("")
     rows = []
     for c in cases:

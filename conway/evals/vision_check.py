@@ -30,10 +30,11 @@ from typing import Any, Callable
 
 from ..actions import ActionProblem, _Action, describe_action_space
 from ..config import ConwayConfig
-from ..context import build_parts
-from ..errors import UserError
+from ..context import build_parts, resolve_budget
+from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
-from ..protocols import Decision, DecisionContext, Observation, Policy, PolicyError
+from ..protocols import (Decision, DecisionContext, Observation, Policy, PolicyError, decision_problem_cause,
+                         describe_causes)
 from .readiness import effective_backend
 from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
 
@@ -224,7 +225,7 @@ def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
     types = ["click"]
     parts, dropped = build_parts(constitution=PROMPT, goals=case.instruction, memory="",
                                  action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=config.context.budget_tokens,
+                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)
     return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
 
@@ -234,10 +235,13 @@ def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
     out: dict[str, Any] = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": None}
     if not decision.actions:
         out["error"] = "the model proposed no action"
+        out["error_cause"] = decision_problem_cause(decision)
         return out
     first = decision.actions[0]
     if isinstance(first, ActionProblem):
-        out["error"] = f"unusable output: {first.message}"
+        cause = decision_problem_cause(decision)
+        out["error"] = first.message if cause == "cut off" else f"unusable output: {first.message}"
+        out["error_cause"] = cause
         return out
     assert isinstance(first, _Action)
     out["action"] = first.model_dump()
@@ -269,10 +273,10 @@ def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: 
             decision = policy.decide(ctx)
     except PolicyError as exc:
         result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
-                  "error": f"model request failed: {exc}"}
+                  "error": f"model request failed: {exc}", "error_cause": exc.cause}
     except Exception as exc:  # noqa: BLE001 - one broken case must not end the suite
         result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
-                  "error": f"{type(exc).__name__}: {exc}"}
+                  "error": f"{type(exc).__name__}: {exc}", "error_cause": "model error"}
     else:
         result = score(case, decision)
     record["latency_s"] = round(time.perf_counter() - started, 6)
@@ -347,8 +351,14 @@ def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
                rms_error_px=round(raw_rms, 1), rms_after_scale_fit_px=round(scaled_rms, 1),
                spread_predicted_px=round(spread_pred, 1), spread_targets_px=round(spread_target, 1),
                target_half_size_px=round(half, 1))
+    same, same_n = _most_common_point(px, py)
+    out["most_common_point"] = {"point": list(same), "count": same_n}
     if misses == 0:
         out["verdict"] = "no misses"
+    elif same_n >= 3 and same_n * 2 >= n:
+        out["verdict"] = (f"clustered: {same_n} of {n} answers are the same point ({same[0]:.0f}, {same[1]:.0f}) "
+                          "whatever the target; the model is not using the image (is the image reaching it? "
+                          "mmproj loaded?) or cannot ground at all")
     elif spread_target > 0 and spread_pred < 0.25 * spread_target:
         out["verdict"] = (f"clustered: the answers barely move with the target (spread {spread_pred:.0f} px vs "
                           f"{spread_target:.0f} px); the model is not using the image (is the image reaching "
@@ -365,6 +375,16 @@ def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _most_common_point(xs: list[float], ys: list[float], tolerance_px: float = 2.0) -> tuple[tuple[float, float], int]:
+    """The answered point repeated most often (within `tolerance_px`) and how often."""
+    best, best_n = (xs[0], ys[0]), 0
+    for x, y in zip(xs, ys):
+        n = sum(1 for a, b in zip(xs, ys) if abs(a - x) <= tolerance_px and abs(b - y) <= tolerance_px)
+        if n > best_n:
+            best, best_n = (x, y), n
+    return best, best_n
+
+
 def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     n = len(records)
     hits = sum(1 for r in records if r.get("hit"))
@@ -372,8 +392,13 @@ def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     answered = [r["latency_s"] for r in records if r.get("raw_output") is not None]
     lo, hi = wilson(hits, n)
     dists = [r["distance_px"] for r in records if r.get("distance_px") is not None]
+    causes: dict[str, int] = {}
+    for r in records:
+        if r.get("error_cause"):
+            causes[r["error_cause"]] = causes.get(r["error_cause"], 0) + 1
     return {
         "cases": n, "hits": hits, "misses": n - hits - errors, "errors": errors,
+        "valid_decisions": sum(1 for r in records if r.get("action") is not None), "model_errors": causes,
         "hit_rate": hits / n if n else 0.0, "hit_rate_ci95": [round(lo, 4), round(hi, 4)],
         "latency_s": {"p50": percentile(answered, 50), "p95": percentile(answered, 95),
                       "mean": round(sum(answered) / len(answered), 6) if answered else None, "n": len(answered),
@@ -550,6 +575,12 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         if ids:
             report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
         code = 0 if summary["hits"] == samples else 2
+        never = None
+        if summary["valid_decisions"] == 0:
+            never = (f"no valid decision in {samples} case(s): "
+                     f"{describe_causes(summary['model_errors']) or 'no action proposed'}")
+            summary["no_valid_decision"] = never
+            code = NO_VALID_DECISION_EXIT
         sheet_written = None
         if sheet_path is not None:
             png = draw_sheet(records, seed, image_size, profile=profile)
@@ -559,8 +590,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         if not streaming:
             for rec in records:
                 report.add_case(rec)
-        report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary,
-                      sheet=sheet_written)
+        report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
+                      summary=summary, sheet=sheet_written)
     finally:
         close = getattr(policy, "close", None)
         if own_policy and callable(close):
@@ -569,6 +600,10 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
         f"({size_source})")
+    if summary["model_errors"]:
+        say(f"model errors: {describe_causes(summary['model_errors'])}")
+    if summary.get("no_valid_decision"):
+        say(summary["no_valid_decision"])
     lat = summary["latency_s"]
     if lat["p50"] is not None:
         say(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; {summary['cases_per_s']} cases/s")

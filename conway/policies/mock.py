@@ -99,6 +99,8 @@ class MockPolicy:
         self._index = 0
         self._sleep = sleep
         self.feedback_records: list[dict[str, Any]] = []
+        self.last_context: DecisionContext | None = None
+        """The context of the latest decision (what a real model would have been shown)."""
 
     def _next(self) -> MockStep | None:
         steps = self.script.steps
@@ -112,6 +114,7 @@ class MockPolicy:
 
     def decide(self, context: DecisionContext) -> Decision:
         started = time.perf_counter()
+        self.last_context = context
         step = self._next()
         if step is None:
             step = MockStep(thought="script finished; idling", action={"type": "wait"})
