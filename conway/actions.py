@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError,
+                      WithJsonSchema, model_validator)
 
 # --- key names: one set for the validator, the output grammars and schemas, and the GUI tool ---------
 
@@ -41,9 +41,10 @@ KEY_ALIASES = {
 }
 """Common spellings models use, mapped to pyautogui key names (matched case-insensitively)."""
 KEY_CHOICES: tuple[str, ...] = tuple(sorted(NAMED_KEYS | set(KEY_ALIASES))) + \
-    tuple(sorted(k for k in SINGLE_KEYS if k.isprintable()))
-"""The key names output grammars and schemas offer: every one the validator accepts except the
-control characters (a model writes "tab" / "enter"; schema converters mangle raw control characters)."""
+    tuple(sorted(k for k in SINGLE_KEYS if k.isprintable() and k not in ('"', "\\")))
+"""The key names output grammars and schemas offer: every one the validator accepts except the control
+characters, the quote and the backslash (a model writes "tab" / "enter"; llama-cpp-python 0.3.36's schema
+converter mangles those into a grammar that crashes its sampler: segfault, measured)."""
 
 
 def canonical_key(key: str) -> str | None:
@@ -67,12 +68,8 @@ class KeyNameRule:
     """Marks a field whose value must be one of KEY_CHOICES (read by the grammar generator)."""
 
 
-SCHEMA_KEY_CHOICES = tuple(k for k in KEY_CHOICES if k not in ('"', "\\"))
-"""The key names a JSON schema enumerates: llama-cpp-python 0.3.36's schema converter writes an enum
-holding a quote or a backslash into a grammar that crashes its sampler (segfault, measured)."""
-
 KeyName = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_check_key),
-                    WithJsonSchema({"type": "string", "enum": list(SCHEMA_KEY_CHOICES)}), KeyNameRule()]
+                    WithJsonSchema({"type": "string", "enum": list(KEY_CHOICES)}), KeyNameRule()]
 
 
 class _Action(BaseModel):
@@ -225,6 +222,32 @@ class Shell(_Action):
     family: ClassVar[str] = "shell"
 
 
+class Mcp(_Action):
+    """A tool of a configured MCP server; `arguments` are checked against the tool's input schema."""
+
+    type: Literal["mcp"] = "mcp"
+    server: str = Field(min_length=1, max_length=40)
+    tool: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    family: ClassVar[str] = "mcp"
+    _read_only: bool = PrivateAttr(default=False)
+    """Set by the MCP tool's check from the server's readOnlyHint; unknown means a side effect."""
+
+    @property
+    def side_effect(self) -> bool:  # type: ignore[override]
+        return not self._read_only
+
+
+class ReadSkill(_Action):
+    """An Agent Skill's instructions (SKILL.md) or one of its files."""
+
+    type: Literal["read_skill"] = "read_skill"
+    name: str = Field(min_length=1, max_length=64)
+    file: str | None = Field(default=None, min_length=1, max_length=512)
+    side_effect: ClassVar[bool] = False
+    family: ClassVar[str] = "skill"
+
+
 # --- control -----------------------------------------------------------------
 
 
@@ -247,7 +270,7 @@ class Finish(_Action):
 Action = Annotated[
     Union[
         Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey, Scroll,
-        ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish,
+        ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Mcp, ReadSkill, Wait, Finish,
     ],
     Field(discriminator="type"),
 ]
@@ -255,7 +278,8 @@ Action = Annotated[
 ACTION_TYPES: dict[str, type[_Action]] = {
     cls.model_fields["type"].default: cls
     for cls in (Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey,
-                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Wait, Finish)
+                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Mcp, ReadSkill, Wait,
+                Finish)
 }
 GUI_TYPES = frozenset(n for n, c in ACTION_TYPES.items() if c.family == "gui")
 

@@ -80,7 +80,8 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         policy = req.policy or build_policy(config, home)
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
-        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop)
+        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
+                                           home_root=home.root, skills=config.skills)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say

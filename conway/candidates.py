@@ -293,11 +293,11 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
     return out
 
 
-def _run_one(home: Home, label: str, overrides: list[str], *, samples: int, seed: int, size: tuple[int, int],
-             progress: bool, profile: str) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
+def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: Any
+             ) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
+    """Build the policy from `overrides`, `run(policy, cfg)` the suite, summarise; (records, summary, id, cfg)."""
     from .app import build_policy
     from .config import load_config
-    from .evals.vision_check import run_suite, summarize
 
     cfg = load_config(home.config, overrides)
     try:
@@ -308,8 +308,7 @@ def _run_one(home: Home, label: str, overrides: list[str], *, samples: int, seed
         raise UserError(f"no llama.cpp backend could load the {label} model "
                         f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
     try:
-        records, wall = run_suite(policy, cfg, samples=samples, seed=seed, size=size, progress=progress,
-                                  profile=profile)
+        records, wall = run(policy, cfg)
     finally:
         close = getattr(policy, "close", None)
         if callable(close):
@@ -324,7 +323,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                    size: str | None = None, profile: str | None = None, base_model: str | None = None,
                    base_mmproj: str | None = None,
                    backend: str = "llama_cpp", argv: list[str] | None = None, progress: bool = True,
-                   say: Any = print) -> int:
+                   say: Any = print, dataset: str | None = None, apps: str | None = None,
+                   bbox_format: str = "auto") -> int:
     """Run the SAME held-out cases on the base and on candidate `name`; write one report.
 
     Returns 0 when the candidate's hit rate is above the base's with
@@ -334,8 +334,13 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     from .evals.report import Report, check_new_output
     from .evals.vision_check import parse_size
 
-    if suite != "vision-check":
-        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check")
+    if suite not in ("vision-check", "grounding"):
+        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding")
+    if suite == "grounding":
+        from .evals.grounding.check import check_source
+        check_source(dataset, apps, False, samples, None)
+    elif dataset or apps:
+        raise UserError("--dataset and --apps belong to --suite grounding")
     if samples < 1:
         raise UserError(f"--samples must be at least 1 (got {samples})")
     if backend not in ("llama_cpp", "http"):
@@ -352,26 +357,60 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                         "(and --base-mmproj FILE)")
     policy_extra = dict(manifest.get("policy") or {})
     kind = policy_extra.pop("kind", "generic")
-    eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
-    if not eval_size or eval_size == (0, 0):
-        raise UserError("--size WxH is needed (the candidate's manifest records no evaluation image size)")
-    eval_size = (int(eval_size[0]), int(eval_size[1]))
-    profile = profile or manifest.get("eval", {}).get("profile") or "standard"
+    if suite == "grounding":  # one set of cases (one harvest of live screens) for both models
+        from .evals.grounding.cases import summarize as summarize_grounding
+        from .evals.grounding.check import prepare_cases, run_cases
+
+        cases, suite_params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
+                                                     bbox_format=bbox_format, say=say)
+        samples = len(cases)
+        what = f"{samples} grounding case(s) from {dataset or apps}, seed {seed}"
+        params = {"suite": suite, "samples": samples, "seed_sample": seed, **{k: suite_params[k] for k in
+                  ("source", "dataset", "suite_name", "scoring") if k in suite_params}}
+
+        def run(policy: Any, cfg: Any) -> Any:
+            return run_cases(policy, cfg, cases, progress=progress)
+        summarize: Any = summarize_grounding
+
+        def case_key(r: dict[str, Any]) -> str:
+            return f"{r['id']}@{r['image'].get('sha256')}"
+    else:
+        from .evals.vision_check import run_suite, summarize as summarize_vision
+
+        eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
+        if not eval_size or eval_size == (0, 0):
+            raise UserError("--size WxH is needed (the candidate's manifest records no evaluation image size)")
+        eval_size = (int(eval_size[0]), int(eval_size[1]))
+        profile = profile or manifest.get("eval", {}).get("profile") or "standard"
+        what = f"{samples} vision-check case(s), seed {seed}, {eval_size[0]}x{eval_size[1]}, profile {profile}"
+        params = {"suite": suite, "samples": samples, "size": list(eval_size), "profile": profile}
+        cleanup = None
+
+        def run(policy: Any, cfg: Any) -> Any:
+            return run_suite(policy, cfg, samples=samples, seed=seed, size=eval_size, progress=progress,
+                             profile=profile)
+        summarize = summarize_vision
+
+        def case_key(r: dict[str, Any]) -> str:
+            return str(r["image"]["sha256"])
     runs = {}
-    # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
-    for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
-        say(f"candidate-eval: {label} {model} on {samples} vision-check case(s), seed {seed}, "
-            f"{eval_size[0]}x{eval_size[1]}, profile {profile}")
-        runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
-                                                            extra=policy_extra,
-                                                            model_id=f"candidate-{name}" if label == "candidate"
-                                                            else f"base-{model.stem}"),
-                               samples=samples, seed=seed, size=eval_size, progress=progress, profile=profile)
+    try:
+        # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
+        for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
+            say(f"candidate-eval: {label} {model} on {what}")
+            runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
+                                                                extra=policy_extra,
+                                                                model_id=f"candidate-{name}" if label == "candidate"
+                                                                else f"base-{model.stem}"), run, summarize)
+    except BaseException:
+        if cleanup:
+            cleanup()
+        raise
     b_rec, b_sum, b_id, cfg = runs["base"]
     c_rec, c_sum, c_id, _ = runs["candidate"]
-    b_hashes = [r["image"]["sha256"] for r in b_rec]
-    c_hashes = [r["image"]["sha256"] for r in c_rec]
-    if b_hashes != c_hashes:  # same seed and generator: cannot differ unless the generator changed mid-run
+    b_hashes = [case_key(r) for r in b_rec]
+    c_hashes = [case_key(r) for r in c_rec]
+    if b_hashes != c_hashes:  # same cases by construction: cannot differ unless the images changed mid-run
         raise UserError("base and candidate did not see the same cases (image hashes differ)")
     n = len(b_rec)
     diff_lo, diff_hi = newcombe_difference(b_sum["hits"], n, c_sum["hits"], n)
@@ -392,13 +431,13 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         "intervals_separated": separated,
     }
     report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0,
-                    parameters={"suite": suite, "samples": samples, "size": list(eval_size), "backend": backend,
-                                "profile": profile,
-                                "candidate": name, "base_model": str(bm), "base_mmproj": str(bp) if bp else None})
+                    parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
+                                "base_mmproj": str(bp) if bp else None})
     report.set_model(f"{b_id} vs {c_id}")
     code = 0 if separated else 2
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
-                  cases_order=[{"index": b["index"], "image_sha256": b["image"]["sha256"], "target": b["target"],
+                  cases_order=[{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],
+                                **({"id": b["id"], "instruction": b["instruction"]} if "id" in b else {}),
                                 "base": {k: b.get(k) for k in ("hit", "predicted", "error", "raw_output")},
                                 "candidate": {k: c.get(k) for k in ("hit", "predicted", "error", "raw_output")}}
                                for b, c in zip(b_rec, c_rec)])

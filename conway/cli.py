@@ -104,7 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add each step's target turn in this model family's own action format")
     p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
     p.add_argument("--from-report", metavar="REPORT",
-                   help="export a vision-check report's cases (labelled by their targets) instead of the journal")
+                   help="export a vision-check or grounding-check report's cases (labelled by their targets) "
+                        "instead of the journal")
+
+    p = cmd("view", "see sessions (or a vision-, grounding-check or candidate-eval report) in a browser; --serve to label",
+            "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
+            "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
+            "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check or candidate-eval report")
+    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("--last", action="store_true", help="only the latest session")
+    p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
+    p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
+    p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
 
     # --- experience → candidates (labels, training outputs, promotion) ---
     p = cmd("review", "label recorded steps as a person: correct, wrong (with the corrected action) or redundant",
@@ -123,10 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = cmd("candidate-eval", "run the same held-out cases on the base and on a candidate through llama.cpp",
             "Serve the base model and the candidate through llama.cpp one after the other, run the same\n"
-            "seeded vision-check cases on both and report each hit rate with its 95% interval and the\n"
-            "difference. Exit 0 candidate better with separated intervals, 2 not separated, 1 setup error.")
+            "seeded vision-check cases (or --suite grounding: the same --dataset / --apps cases) on both and\n"
+            "report each hit rate with its 95% interval and the difference. Exit 0 candidate better with\n"
+            "separated intervals, 2 not separated, 1 setup error.")
     p.add_argument("name", help="candidate name (a folder under candidates/)")
-    p.add_argument("--suite", default="vision-check", choices=("vision-check",), help="the held-out suite")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
+    p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
+    p.add_argument("--apps", metavar="SUITE", help="grounding: a grounding suite (harvested once, used for both)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"), help="grounding: dataset boxes")
     p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
     p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
     p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
@@ -157,6 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     _add_overrides(p)
 
+    p = cmd("skills", "list the Agent Skills the agent is offered, and the malformed ones left out (with why)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    _add_overrides(p)
+
+    p = cmd("mcp-serve", "serve this home's status, control, export and checks to another agent over MCP",
+            "Expose status, recent journal events, pause/resume/stop, export, vision-check and preflight as\n"
+            "MCP tools (stdio by default). Never the desktop or the agent's tools.")
+    _add_model_args(p)
+    p.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
+    _add_overrides(p)
+
     # --- checks (conway/evals) ---
     p = cmd("preflight", "check configuration, constitution, recovery state, memory and model readiness",
             "Check that this home and setup are ready to run. Never downloads anything.\n"
@@ -181,6 +209,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="standard", choices=("standard", "demo"),
                    help="case difficulty: standard (small targets among distractors) or demo (one large target, "
                         "for CPU learning demos)")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_overrides(p)
+
+    p = cmd("grounding-check", "score the model's clicks on real screens: live apps or a ScreenSpot-style dataset",
+            "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
+            "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
+            "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
+            "--desktop (the current desktop). Exit 0 all hit, 2 misses or errors, 1 setup errors.")
+    _add_model_args(p)
+    p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
+    p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
+    p.add_argument("--desktop", action="store_true", help="harvest targets from the applications on this desktop")
+    p.add_argument("--samples", type=int, metavar="N", help="at most N cases (seeded sample; default all)")
+    p.add_argument("--per-screen", type=int, metavar="N", help="live: at most N targets per screen (default: the suite's)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample and the harvest (default 0)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"),
+                   help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_overrides(p)
@@ -269,7 +318,7 @@ def do_doctor(args) -> int:
     from .doctor import doctor, render_doctor
     home = _home(args)
     cfg = _config(args, home)
-    report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd())
+    report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd(), home_root=home.root)
     print(json.dumps(report, indent=2) if args.json else render_doctor(report))
     return 0
 
@@ -391,11 +440,17 @@ def do_export(args) -> int:
 
 
 def do_review(args) -> int:
-    from .labels import review
+    from .review import review
     home = _home(args)
     review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
            include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
     return 0
+
+
+def do_view(args) -> int:
+    from .view.command import view
+    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+                serve=args.serve, port=args.port, page_size=args.page_size)
 
 
 def do_candidates(args) -> int:
@@ -424,7 +479,7 @@ def do_candidate_eval(args) -> int:
     return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
-                          progress=not args.quiet)
+                          progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format)
 
 
 def do_promote(args) -> int:
@@ -476,6 +531,16 @@ def do_vision_check(args) -> int:
                         profile=args.profile)
 
 
+def do_grounding_check(args) -> int:
+    from .evals.grounding.check import grounding_check
+    home = _home(args)
+    cfg = _config(args, home)
+    return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
+                           samples=args.samples, seed=args.seed, per_screen=args.per_screen,
+                           bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
+                           progress=not args.quiet)
+
+
 def do_acceptance_check(args) -> int:
     from .evals.acceptance import acceptance_check
     home = _home(args)
@@ -510,7 +575,7 @@ def do_probe(args) -> int:
 
 
 def do_models(args) -> int:
-    from .runtime.discovery import models_report, render_models
+    from .policies.discovery import models_report, render_models
     home = _home(args)
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
@@ -519,13 +584,29 @@ def do_models(args) -> int:
     return 0
 
 
+def do_skills(args) -> int:
+    from .skills import find_skills, render_skills, skill_roots
+    home = _home(args)
+    cfg = _config(args, home)
+    found = find_skills(home.root, cfg.skills)
+    print(json.dumps(found.record(), indent=2) if args.json else render_skills(found, skill_roots(home.root, cfg.skills)))
+    return 0
+
+
+def do_mcp_serve(args) -> int:
+    from .mcp_serve import serve
+    home = _home(args)
+    return serve(home, lambda: _config(args, home), http_port=args.http)
+
+
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
-    "config": do_config, "export": do_export, "review": do_review, "candidates": do_candidates,
+    "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
-    "preflight": do_preflight, "vision-check": do_vision_check, "acceptance-check": do_acceptance_check,
-    "report": do_report, "probe": do_probe, "models": do_models,
+    "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
+    "acceptance-check": do_acceptance_check,
+    "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills, "mcp-serve": do_mcp_serve,
 }
 
 

@@ -133,6 +133,8 @@ class RuntimeConfig(_Section):
     """llama-cpp-python vision chat handler (auto: mtmd with the GGUF's own chat template; or qwen2.5-vl, llava-1-5, llava-1-6, minicpm-v-2.6 …)."""
     chat_format: str | None = None
     """llama-cpp-python chat format for a model without a chat template (e.g. gemma)."""
+    prompt_cache: bool = True
+    """In-process: keep the KV cache between decisions and evaluate only what changed after the common prefix (false: the whole prompt every time)."""
     extra_args: list[str] = []
     """Extra command-line arguments for the started server program."""
 
@@ -143,7 +145,7 @@ class ContextConfig(_Section):
     chars_per_token: float = Field(default=3.5, gt=0)
     """Estimate used when no tokenizer is at hand."""
     recent_steps: int = Field(default=12, ge=0)
-    """How many recent steps are offered (newest first) before the budget cuts."""
+    """Size of the recent-steps window shown oldest first; when full it slides by half (cache-friendly)."""
     result_max_chars: int = Field(default=4000, ge=200)
     """Tool output shown to the model is cut (head + tail) to this size."""
 
@@ -177,6 +179,59 @@ class ObserveConfig(_Section):
     """Cap on the accessibility text put into the context."""
 
 
+_SERVER_NAME = r"^[a-z][a-z0-9_-]{0,39}$"
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class McpServerConfig(_Section):
+    """One MCP server: a stdio command Conway starts, or a Streamable HTTP URL it connects to."""
+
+    name: str = Field(pattern=_SERVER_NAME)
+    """Safe identifier (lowercase letters, digits, '_', '-'); the model names the server by it."""
+    command: str | None = Field(default=None, min_length=1)
+    """stdio: the program to start (it runs with your permissions; Conway does not sandbox it)."""
+    args: list[str] = []
+    """stdio: its arguments."""
+    env: dict[str, str] = {}
+    """stdio: extra non-secret environment values (secrets go through inherit_env)."""
+    inherit_env: list[str] = []
+    """stdio: names of variables passed from Conway's environment (e.g. an API token)."""
+    cwd: str | None = None
+    """stdio: working directory (None: the tools' workdir)."""
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    """Streamable HTTP: the endpoint, e.g. http://127.0.0.1:8765/mcp."""
+    headers_env: dict[str, str] = {}
+    """Streamable HTTP: header name → name of the environment variable holding its value."""
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """Deadline of one tool call; a side-effecting call past it is uncertain (never retried)."""
+    startup_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """Deadline to start or connect, answer the handshake and list tools; past it the run goes on without it."""
+    enabled_tools: list[str] | None = None
+    """Offer only these tools (None: all the server lists)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "McpServerConfig":
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r} needs exactly one of command (stdio) or url (HTTP)")
+        if self.url is not None and (self.args or self.env or self.inherit_env or self.cwd):
+            raise ValueError(f"MCP server {self.name!r}: args/env/inherit_env/cwd are for stdio servers (command)")
+        if self.command is not None and self.headers_env:
+            raise ValueError(f"MCP server {self.name!r}: headers_env is for HTTP servers (url)")
+        bad = [n for n in [*self.env, *self.inherit_env, *self.headers_env.values()] if not re.match(_ENV_NAME, n)]
+        if bad:
+            raise ValueError(f"MCP server {self.name!r}: not an environment variable name: {bad[0]!r}")
+        return self
+
+
+class SkillsConfig(_Section):
+    paths: list[str] = []
+    """Extra folders of Agent Skills (each skill a folder with SKILL.md); the home's skills/ is always read."""
+    listing_max_chars: int = Field(default=2000, ge=200)
+    """Cap on the skill names and descriptions put into every prompt (the cut is marked)."""
+    max_file_bytes: int = Field(default=65536, ge=1024)
+    """A SKILL.md or skill file larger than this is reported and left out."""
+
+
 class ToolsConfig(_Section):
     enabled: list[Literal["files", "shell", "browser", "gui"]] = ["files", "shell", "browser", "gui"]
     """Tool groups offered to the model (a routing preference, not a sandbox)."""
@@ -194,6 +249,20 @@ class ToolsConfig(_Section):
     """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
     gui_failsafe: bool = True
     """Moving the pointer into a screen corner ends the run."""
+    mcp_servers: list[McpServerConfig] = []
+    """MCP servers whose tools become `mcp` actions (see README: MCP tools)."""
+    mcp_listing_max_chars: int = Field(default=6000, ge=200)
+    """Cap on the MCP tool descriptions and schemas in the prompt (what is left out is marked)."""
+    mcp_result_max_chars: int = Field(default=32768, ge=256)
+    """An MCP result kept in the journal is cut (head + tail, announced) to this size."""
+
+    @model_validator(mode="after")
+    def _unique_servers(self) -> "ToolsConfig":
+        names = [s.name for s in self.mcp_servers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate MCP server name(s): {', '.join(dup)}")
+        return self
 
 
 class ConwayConfig(_Section):
@@ -205,6 +274,7 @@ class ConwayConfig(_Section):
     journal: JournalConfig = JournalConfig()
     observe: ObserveConfig = ObserveConfig()
     tools: ToolsConfig = ToolsConfig()
+    skills: SkillsConfig = SkillsConfig()
 
     def digest(self) -> str:
         """Stable hash of the resolved config (reports and checkpoints carry it)."""
@@ -225,7 +295,9 @@ def find_secrets(data: Any, prefix: str = "") -> list[str]:
     if isinstance(data, dict):
         for k, v in data.items():
             key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, (dict, list)):
+            if isinstance(v, dict) and _ALLOWED_KEY.search(str(k)):  # headers_env: values name variables
+                found += [f"{key}.{n}" for n, x in v.items() if isinstance(x, str) and _SECRET_VALUE.match(x.strip())]
+            elif isinstance(v, (dict, list)):
                 found += find_secrets(v, key)
             elif v not in (None, "") and _SECRET_KEY.search(str(k)) and not _ALLOWED_KEY.search(str(k)):
                 found.append(key)
@@ -279,7 +351,8 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
         secrets = find_secrets(home_data)
         if secrets:
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
-                            "Remove it and pass keys through the environment (policy.api_key_env names the variable).")
+                            "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
+                            "inherit_env / headers_env, names the variable).")
     secrets = find_secrets({o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides})
     if secrets:
         raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
@@ -324,3 +397,14 @@ def explain_validation(exc: ValidationError) -> str:
 
 def to_yaml(config: ConwayConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def api_key(config: ConwayConfig) -> str | None:
+    """The API key from the environment variable `policy.api_key_env` names (never from a file)."""
+    name = config.policy.api_key_env
+    if not name:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise UserError(f"policy.api_key_env names the environment variable {name}, but it is not set")
+    return value

@@ -1,11 +1,18 @@
 """Assembling one decision's text inside a token budget.
 
-Order on the wire keeps the stable part first (good for prompt caches):
-constitution, action space, goals, memory, then the latest result (always the
-first piece of history), then recent steps newest-first. Priority when the
-budget is short: constitution and goals are always present (cut and marked if
-they alone are too big), then the latest result, then recent steps, then
-memory. Whatever does not fit is dropped and the drop is marked.
+Order on the wire is built for prompt caches (the policy lays the parts out,
+`policies/base.py`): the stable part first (constitution, action space), then
+what only grows, oldest first (goals, memory's step log, the recent-steps
+window), then what changes every cycle, and last the latest result, right
+before the request line and the image (where the model reads it). Priority
+when the budget is short: constitution and goals are always present (cut and
+marked if they alone are too big), then the latest result, then recent steps
+(newest kept), then memory. Whatever does not fit is dropped and the drop is
+marked.
+
+The recent-steps window (`RecentSteps`) is only appended to until it holds
+`size` steps; then it slides by half at once, so between slides the prompt
+text before its newest line stays byte-identical and a KV cache reuses it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,27 @@ class StepNote:
     step: int
     action: str
     outcome: str
+
+
+RECENT_STEPS = "recent steps (oldest first)"
+"""The context part holding the recent-steps window."""
+
+
+class RecentSteps:
+    """The recent-steps window, oldest first: appended every step, slid by half when it outgrows `size`."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.notes: list[StepNote] = []
+
+    def add(self, note: StepNote) -> bool:
+        """Append one step; True when the window slid (its oldest half left)."""
+        self.notes.append(note)
+        if len(self.notes) <= self.size:
+            return False
+        keep = max(1, self.size // 2) if self.size else 0
+        del self.notes[:len(self.notes) - keep]
+        return True
 
 
 DEFAULT_BUDGET_TOKENS = 6000
@@ -46,7 +74,7 @@ def estimate_tokens(text: str, chars_per_token: float) -> int:
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
                 chars_per_token: float, accessibility: str | None = None) -> tuple[list[ContextPart], list[str]]:
-    """Return (parts in wire order, names of what was dropped)."""
+    """Return (parts in wire order, names of what was dropped); `recent` is oldest first."""
     budget_chars = int(budget_tokens * chars_per_token)
     fixed_share = budget_chars // 3  # identity and goals may use at most a third each
     constitution = cut_text(constitution, fixed_share)[0]
@@ -73,13 +101,14 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
         else:
             dropped.append("accessibility snapshot")
     kept_steps: list[StepNote] = []
-    for note in recent:  # newest first
+    for note in reversed(recent):  # the newest are kept when the budget is short
         line = _render_step(note)
         if fits(line + "\n"):
             kept_steps.append(note)
         else:
             dropped.append(f"{len(recent) - len(kept_steps)} older step(s)")
             break
+    kept_steps.reverse()
     memory_text = None
     if memory.strip():
         if fits(memory):
@@ -96,14 +125,14 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
              ContextPart("goals.md", goals)]
     if memory_text is not None:
         parts.append(ContextPart("memory.md", memory_text))
-    if latest_text is not None:
-        parts.append(ContextPart("latest result", latest_text))
+    if kept_steps:
+        parts.append(ContextPart(RECENT_STEPS, "\n".join(_render_step(n) for n in kept_steps)))
     if access_text is not None:
         parts.append(ContextPart("accessibility snapshot", access_text))
-    if kept_steps:
-        parts.append(ContextPart("recent steps (newest first)", "\n".join(_render_step(n) for n in kept_steps)))
     if dropped:
         parts.append(ContextPart("left out", "Left out to stay inside the context budget: " + ", ".join(dropped) + "."))
+    if latest_text is not None:
+        parts.append(ContextPart("latest result", latest_text))
     return parts, dropped
 
 

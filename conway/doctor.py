@@ -63,7 +63,7 @@ def display_report() -> tuple[bool, str]:
         if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
             return False, "Wayland without XWayland DISPLAY: native Wayland input is not implemented"
     try:
-        from .observe.screen import display_problem
+        from .platform import display_problem
     except ImportError:  # the gui extra is missing; the mss probe below says so
         display_problem = None
     if display_problem is not None:
@@ -80,15 +80,18 @@ def display_report() -> tuple[bool, str]:
     return False, (proc.stderr.strip().splitlines() or ["unreachable"])[-1][:160]
 
 
-def doctor(config: ConwayConfig, workdir: Path) -> dict[str, Any]:
+def doctor(config: ConwayConfig, workdir: Path, home_root: Path | None = None) -> dict[str, Any]:
+    from .skills import find_skills
     from .tools.registry import build_toolbox
 
     extras = {}
     for extra, modules in EXTRAS.items():
         extras[extra] = {m: _import_ok(m) for m in modules}
     shown, why = display_report()
-    toolbox = build_toolbox(config.tools, workdir, gui=shown)
+    toolbox = build_toolbox(config.tools, workdir, gui=shown, home_root=home_root)  # starts MCP servers: tried
     tools = {name: {"runs": ok, "detail": reason} for name, (ok, reason) in toolbox.report.items()}
+    mcp = next((t.servers() for t in toolbox.tools if t.name == "mcp"), [])
+    skills = find_skills(home_root, config.skills).record() if home_root is not None else None
     if not shown and "gui" in config.tools.enabled:
         tools["gui"] = {"runs": False, "detail": f"GUI tools unavailable: {why}"}
     toolbox.close()
@@ -101,7 +104,7 @@ def doctor(config: ConwayConfig, workdir: Path) -> dict[str, Any]:
                               "observe.accessibility=true)"},
             "host": host_facts(workdir), "extras": {e: {m: {"ok": ok, "detail": d} for m, (ok, d) in mods.items()}
                                                  for e, mods in extras.items()},
-            "display": {"reachable": shown, "detail": why}, "tools": tools}
+            "display": {"reachable": shown, "detail": why}, "tools": tools, "mcp_servers": mcp, "skills": skills}
 
 
 def render_doctor(report: dict[str, Any]) -> str:
@@ -119,4 +122,15 @@ def render_doctor(report: dict[str, Any]) -> str:
         lines.append(f"  {name:8} {'runs' if t['runs'] else 'unavailable':12} {t['detail']}")
     a = report["accessibility"]
     lines += ["", f"Accessibility snapshots: {'ready' if a['ready'] else 'unavailable'} — {a['detail']}"]
+    lines += ["", "MCP servers (tools.mcp_servers; started and stopped again):" if report["mcp_servers"]
+              else "MCP servers: none configured (tools.mcp_servers)"]
+    for srv in report["mcp_servers"]:
+        lines.append(f"  {srv['server']:12} {'runs' if srv['ok'] else 'unavailable':12} {srv['transport']:6} {srv['detail']}")
+        for t in srv["tools"]:
+            mark = "unusable: " + t["problem"] if t.get("problem") else ("read-only" if t["read_only"] else "side effect")
+            lines.append(f"    {t['name']:24} {mark}")
+    skills = report.get("skills")
+    if skills is not None:
+        names = ", ".join(s["name"] for s in skills["skills"]) or "none"
+        lines += ["", f"Skills: {names}"] + [f"  left out: {p}" for p in skills["problems"]]
     return "\n".join(lines)

@@ -69,6 +69,10 @@ class Home:
     def runtime_log(self) -> Path: return self.root / "llama-runtime.log"
     @property
     def candidates(self) -> Path: return self.root / "candidates"
+    @property
+    def skills(self) -> Path: return self.root / "skills"
+    @property
+    def mcp(self) -> Path: return self.root / "mcp"
 
     def contains(self, path: Path) -> bool:
         """Whether `path` lies inside this home (used to refuse reports there)."""
@@ -125,4 +129,6 @@ def init_home(home: Home) -> list[str]:
             "# Example: policy: {kind: generic, endpoint: http://127.0.0.1:8080/v1}\n{}\n",
             encoding="utf-8")
         messages.append("wrote config.yaml")
+    from .skills import install_example
+    messages.append(install_example(home.root))
     return messages

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .actions import GUI_TYPES, ActionProblem, Finish, Wait, _Action, describe_action_space
 from .config import ConwayConfig
-from .context import StepNote, build_parts, resolve_budget
+from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
 from .journal import Journal, make_event
 from .memory import Memory
@@ -106,7 +106,10 @@ class Loop:
         self.step = 0
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
-        self.recent: list[StepNote] = []
+        self.recent = RecentSteps(cfg.context.recent_steps)
+        self.memory_view: str | None = None
+        """memory.md as shown to the model: refreshed when the recent-steps window slides (the steps since are
+        in the window), when memory is compacted or edited by someone else, so the prompt only grows between."""
         self.idle_count = 0
         self.error_count = 0
         self.last_change_key: str | None = None
@@ -126,6 +129,11 @@ class Loop:
         self.state.update(changes, updated_at=self.p.clock.time())
         self.state_store.save(self.state, durable=durable)
         self._saved_at = self.p.clock.monotonic()
+
+    def save_pending(self, pending: dict[str, Any] | None) -> None:
+        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority)."""
+        self.state.update(pending=pending, updated_at=self.p.clock.time())
+        self.state_store.save_current(self.state)
 
     def save_progress(self) -> None:
         """Refresh the step shown by `status` at most once a second (not needed for safety)."""
@@ -253,6 +261,9 @@ class Loop:
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
+            for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
+                self.record("session", {"event": "tools", **found})
+                self.say(found["summary"])
             while True:
                 self.check_control()
                 self.check_budget()
@@ -332,7 +343,8 @@ class Loop:
         if obs.png is None and getattr(obs, "image", None) is None:
             types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
         cap = self.cfg.agent.model_wait_cap_s
-        action_space = describe_action_space(types) + f"\nA wait lasts at most {cap:g} s (longer requests are cut)."
+        action_space = (describe_action_space(types) + f"\nA wait lasts at most {cap:g} s (longer requests are cut)."
+                        + self.p.toolbox.describe())  # + MCP tools, skill names
         captured = tuple(obs.captured_size) if obs.png is not None or getattr(obs, "image", None) is not None \
             else None
         fit = getattr(self.p.policy, "text_budget", None)
@@ -343,8 +355,8 @@ class Loop:
             chars_per_token = min(chars_per_token, fitted.chars_per_token)
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
-            goals=goals, memory=self.memory.read(), action_space=action_space,
-            latest=self.latest, recent=self.recent, budget_tokens=budget,
+            goals=goals, memory=self._memory_text(), action_space=action_space,
+            latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
             chars_per_token=chars_per_token, accessibility=obs.accessibility)
         if captured is None:
             parts.append(ContextPart("screen", f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
@@ -363,8 +375,9 @@ class Loop:
         return {**ctx.budget, "dropped": list(ctx.dropped), "action_types": list(ctx.action_types)}
 
     def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
-        problems = [a for a in decision.actions if isinstance(a, ActionProblem)]
-        actions = [a for a in decision.actions if isinstance(a, _Action)]
+        checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
+        problems = [a for a in checked if isinstance(a, ActionProblem)]
+        actions = [a for a in checked if isinstance(a, _Action)]
         if problems or not actions:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
             cause = decision_problem_cause(decision)
@@ -436,8 +449,8 @@ class Loop:
         if action.side_effect:
             self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
             # the fsynced intent above is what recovery trusts; this copy is for `status`
-            self.save_state(durable=False, pending={"step": self.step, "action": action.model_dump(), "summary": action.summary(),
-                                     "at": self.p.clock.time()})
+            self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+                               "at": self.p.clock.time()})
         try:
             result = self.p.toolbox.run(action)
         except FailSafeTriggered as exc:
@@ -449,8 +462,8 @@ class Loop:
                 self._uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
-        if action.side_effect:  # not fsynced: recovery finds the journaled result if this write is lost
-            self.save_state(durable=False, pending=None)
+        if action.side_effect:  # recovery finds the journaled result if this write is lost
+            self.save_pending(None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.latest = f"{action.summary()} → {shown}"
@@ -477,22 +490,28 @@ class Loop:
                               "consecutive": self.error_count, "backoff_s": 0.0 if spent else delay,
                               **({"context": context} if context else {})})
         self.latest = f"ERROR: {message}"
-        self.recent.insert(0, StepNote(self.step, "(no action)", f"error: {message[:200]}"))
-        del self.recent[self.cfg.context.recent_steps:]
+        if self.recent.add(StepNote(self.step, "(no action)", f"error: {message[:200]}")):
+            self.memory_view = None
         self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
         if delay:
             self.wait(delay)
 
     def note(self, action: _Action, outcome: str) -> None:
-        self.recent.insert(0, StepNote(self.step, action.summary(), outcome))
-        del self.recent[self.cfg.context.recent_steps:]
+        slid = self.recent.add(StepNote(self.step, action.summary(), outcome))
         self.latest = f"{action.summary()} → {outcome}"
         compacted = self.memory.add(f"- step {self.step}: {action.summary()[:200]} → {outcome[:200]}")
         if compacted:
             self.record("recovery", {"what": "memory", "detail": compacted})
+        if slid or compacted:
+            self.memory_view = None
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     # -- helpers --------------------------------------------------------------
+
+    def _memory_text(self) -> str:
+        if self.memory_view is None or self.memory.edited_elsewhere():
+            self.memory_view = self.memory.read()
+        return self.memory_view
 
     def say(self, text: str) -> None:
         self.p.say(text)

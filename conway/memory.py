@@ -8,6 +8,7 @@ memory.previous.md, so nothing disappears without a trace.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -26,23 +27,44 @@ class Memory:
         self.path, self.previous = path, previous
         self.max_chars, self.keep_chars = max_chars, min(keep_chars, max_chars)
         self.summariser = summariser
+        self._known: tuple[int, int] | None = None  # (size, mtime) as last read or written here
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_size, st.st_mtime_ns
 
     def read(self) -> str:
+        self._known = self._stamp()
+        return self._text()
+
+    def _text(self) -> str:
         try:
             return self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return ""
 
+    def edited_elsewhere(self) -> bool:
+        """Whether memory.md changed since it was last read, other than by `add`."""
+        return self._stamp() != self._known
+
     def add(self, line: str) -> str | None:
         """Append one line; compact when over the threshold. Returns a note when it compacted."""
         line = line.rstrip("\n") + "\n"
-        size = self.path.stat().st_size if self.path.exists() else 0
+        before = self._stamp()
+        ours = before == self._known
+        size = before[0] if before else 0
         if size + len(line.encode("utf-8")) <= self.max_chars:
             with open(self.path, "a", encoding="utf-8") as fh:  # the common case: a cheap append
                 fh.write(line)
-            return None
-        text, note = self._compact(self.read() + line)
-        atomic_write_bytes(self.path, text.encode("utf-8"))
+            note = None
+        else:
+            text, note = self._compact(self._text() + line)
+            atomic_write_bytes(self.path, text.encode("utf-8"))
+        if ours:
+            self._known = self._stamp()
         return note
 
     def _compact(self, text: str) -> tuple[str, str]:

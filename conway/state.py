@@ -64,6 +64,14 @@ class StateStore:
     def __init__(self, path: Path, previous: Path):
         self.path, self.previous = path, previous
 
+    def save_current(self, state: dict[str, Any], durable: bool = False) -> None:
+        """Replace state.json alone (atomically); state.previous.json keeps the last full `save`.
+
+        For the frequent, journal-backed copies (the pending action before and after every side
+        effect): one rename instead of two, and on ext4 each rename over a file costs milliseconds.
+        """
+        atomic_write_json(self.path, state, durable)
+
     def load(self) -> tuple[dict[str, Any], str | None]:
         """Return (state, recovery note). A corrupt state falls back to the previous copy."""
         if not self.path.exists():

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from conway.geometry import get_rule, resize_for_model  # noqa: E402
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff  # noqa: E402
-from conway.observe.encode import ENCODINGS  # noqa: E402
+from conway.imaging import ENCODINGS  # noqa: E402
 from conway.observe.screen import ScreenObserver  # noqa: E402
 
 RULE_NAME = "qwen2.5-vl, 4096-token cap"

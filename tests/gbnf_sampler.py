@@ -190,6 +190,19 @@ def parse_gbnf(text: str) -> dict[str, object]:
     return _Parser(text).rules()
 
 
+def _refs(node: object) -> int:
+    """Rule references inside `node` (a rough size of what it can expand to)."""
+    if isinstance(node, Ref):
+        return 1
+    if isinstance(node, Seq):
+        return sum(_refs(n) for n in node.items)
+    if isinstance(node, Alt):
+        return min(_refs(n) for n in node.options)
+    if isinstance(node, Rep):
+        return _refs(node.item) if node.lo else 0
+    return 0
+
+
 class GrammarSampler:
     """`GrammarSampler(grammar).sample(rng)` → one string the grammar accepts."""
 
@@ -218,7 +231,7 @@ class GrammarSampler:
         return "".join(out)
 
     def _walk(self, node: object, rng: random.Random, out: list[str], depth: int) -> None:
-        assert depth < 200, "grammar recursion too deep"
+        assert depth < 400, "grammar recursion too deep"
         if isinstance(node, Lit):
             out.append(node.text)
         elif isinstance(node, Cls):
@@ -229,9 +242,15 @@ class GrammarSampler:
             for item in node.items:
                 self._walk(item, rng, out, depth + 1)
         elif isinstance(node, Alt):
-            self._walk(rng.choice(node.options), rng, out, depth + 1)
+            options = node.options
+            if depth > 60:  # deep in a recursive rule (nested JSON): head for the way out
+                fewest = min(_refs(o) for o in options)
+                options = [o for o in options if _refs(o) == fewest]
+            self._walk(rng.choice(options), rng, out, depth + 1)
         elif isinstance(node, Rep):
             hi = node.hi if node.hi is not None else node.lo + 3
+            if depth > 60:
+                hi = node.lo
             roll = rng.random()
             if roll < 0.15:
                 n = node.lo

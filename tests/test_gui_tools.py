@@ -18,7 +18,7 @@ from conway.actions import (Click, DoubleClick, Drag, Hotkey, Key, Move, RightCl
                             TypeText)
 from conway.geometry import (Convention, ScreenGeometry, captured_to_model, get_rule, input_to_captured,
                              model_point_error, model_to_captured, resize_for_model)
-from conway.observe.encode import observation_image
+from conway.imaging import observation_image
 from conway.observe.screen import ScreenObserver, geometry_of
 from conway.protocols import FailSafeTriggered
 from conway.tools.gui import GuiTool
@@ -370,7 +370,7 @@ n = server.display.lstrip(":")
 proc = subprocess.Popen(["Xvfb", ":" + n, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 deadline = time.time() + 10
-from conway.observe.screen import display_problem
+from conway.platform import display_problem
 while display_problem() and time.time() < deadline:
     time.sleep(0.02)
 r = gui.run(Move(x=300, y=200))

@@ -201,8 +201,8 @@ def test_latest_result_comes_first_in_the_next_context_and_goals_are_reread(conw
     run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
               RunRequest(single_session=False, policy=Spy(), clock=FakeClock()), say=lambda s: None)
     names = [p.name for p in seen[1].parts]
-    history = [n for n in names if n in ("latest result", "recent steps (newest first)")]
-    assert history[0] == "latest result"
+    history = [n for n in names if n in ("latest result", "recent steps (oldest first)")]
+    assert history[-1] == "latest result"  # the newest fact sits last, right before the request and the image
     latest = next(p.text for p in seen[1].parts if p.name == "latest result")
     assert latest.startswith("append_file(") and "wrote 5 bytes" in latest
     goals = next(p.text for p in seen[1].parts if p.name == "goals.md")

@@ -11,9 +11,10 @@ import pytest
 
 from conway.geometry import ScreenGeometry, get_rule
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff, frame_from_bgra, make_detector
-from conway.observe.encode import (ARCHIVE_ENCODING, MODEL_ENCODING, Encoding, ScreenshotArchive,
+from conway.imaging import (ARCHIVE_ENCODING, MODEL_ENCODING, Encoding, ScreenshotArchive,
                                    observation_image, prepare_for_model)
-from conway.observe.screen import CaptureError, ScreenObserver, display_problem, geometry_of
+from conway.observe.screen import CaptureError, ScreenObserver, geometry_of
+from conway.platform import display_problem
 from conway.protocols import Observation, PolicyError
 
 from desktop_fixtures import App, XServer, desktop, tk_app, wait_until, xdotool, xvfb_session  # noqa: F401

@@ -238,3 +238,44 @@ def test_pathological_inputs() -> None:
         out = parse(text, **ABS)
         assert all(isinstance(a, ActionProblem) for a in out.actions)
         assert not any("internal" in a.message for a in out.actions)  # type: ignore[union-attr]
+
+
+# --- bounded lexing (found by scripts/prove_reliability.py fuzz: 0.3-0.8 s per 200k-char input) ----
+
+
+def test_a_long_unquoted_value_is_refused_without_reading_on() -> None:
+    out = parse("Action: " + "click(start_box=(" * 11_700, **ABS)
+    assert "an unquoted value longer than 1000 characters" in only_problem(out)
+    ok = parse(act("click(start_box=" + "(" * 400 + "10,20" + ")" * 400 + ")"), **ABS)  # nesting itself is fine
+    assert ok.ok, ok.actions
+
+
+def test_a_long_quoted_value_is_refused_and_a_long_text_still_reaches_the_schema() -> None:
+    out = parse("Action: type(content='" + "a" * 199_000, **ABS)
+    assert "a quoted value longer than 20000 characters" in only_problem(out)
+    out = parse("Action: type(content='" + "a" * 19_000, **ABS)
+    assert "unterminated string" in only_problem(out)
+    out = parse(act("type(content='" + "\\t" * 60_000 + "')"), **ABS)  # closed: the loose reading takes it
+    assert "at most 10000 characters" in only_problem(out)
+
+
+def test_more_than_eight_parameters_are_refused() -> None:
+    out = parse(act("click(" + ", ".join(f"p{i}='x'" for i in range(9)) + ")"), **ABS)
+    assert "more than 8 parameters" in only_problem(out)
+
+
+def test_unescape_reads_escapes_left_to_right_like_the_reference_regex() -> None:
+    import random
+    import re
+
+    from conway.policies.parse_uitars import _ESCAPES, _unescape
+
+    def reference(s: str) -> str:
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), s, flags=re.S)
+
+    rng = random.Random(7)
+    alphabet = ["\\", "n", "t", "r", "'", '"', "x", "\n", " "]
+    for _ in range(20_000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        assert _unescape(s) == reference(s), repr(s)
+    assert _unescape("it\\'s\\\\n") == "it's\\n"

@@ -9,6 +9,8 @@ whole pipeline works.
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -57,7 +59,8 @@ def test_image_request_returns_a_grammar_constrained_action_that_parses(inproces
     assert d.meta["sent_size"] == [644, 392] and d.meta["image_tokens"] == 23 * 14
     t = d.meta["timings"]
     assert t["image_encode_ms"] > 0 and t["decode_ms"] > 0 and t["prompt_evaluated_n"] > 322
-    assert d.usage["prompt_tokens"] > 322 and d.usage["cached_tokens"] == 0  # the vision handler resets the cache
+    assert d.usage["prompt_tokens"] > 322 and d.usage["cached_tokens"] == 0  # the first prompt: nothing cached yet
+    assert t["ttft_ms"] > 0 and t["prompt_cache"] in ("cold", "changed outside")
     assert d.model_id == "tiny-vlm"
 
 
@@ -99,3 +102,108 @@ def test_inprocess_probe_cli_passes(initialized_home):
     assert "llama_cpp" in proc.stdout
     log = (initialized_home / "llama-runtime.log").read_text()
     assert "conway loads" in log and "OMP_WAIT_POLICY=PASSIVE" in log
+
+
+# --- the prompt cache: prefix reuse with images --------------------------------------------------
+
+
+def loop_contexts(tmp_path, n):
+    """Contexts the real loop built in a mock-driven run: memory, results and the screenshot change."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from loop_contexts import loop_contexts as build
+    from loop_contexts import previous_session_memory
+    return build(n, tmp_path / "loop-home", memory=previous_session_memory(1500))  # short prompts: a quick test
+
+
+class Recording:
+    """A backend wrapper at the protocol boundary: remembers what the policy sent."""
+
+    def __init__(self, backend):
+        self.backend, self.kind, self.model_id = backend, backend.kind, backend.model_id
+        self.calls = []
+
+    def structured_support(self):
+        return self.backend.structured_support()
+
+    def complete(self, messages, **kw):
+        self.calls.append((messages, kw))
+        return self.backend.complete(messages, **kw)
+
+    def close(self):
+        self.backend.close()
+
+
+def test_cached_decisions_are_token_for_token_the_full_evaluations(tmp_path):
+    """10 consecutive decisions of a real loop run, cached vs a full evaluation every time (greedy, seeded)."""
+    require_llama()
+    from conway.policies.factory import build_model_policy
+    ctxs = loop_contexts(tmp_path, 10)
+    for i in (4, 7):  # an unchanged screen after changed text: the image is decoded again, not re-encoded
+        ctxs[i] = replace(ctxs[i], observation=ctxs[i - 1].observation)
+    extra = ("policy.max_tokens=160", "policy.seed=7")
+    with build_model_policy(tiny_config(*extra), resolve_home(None)) as cached, \
+            build_model_policy(tiny_config(*extra, "runtime.prompt_cache=false"), resolve_home(None)) as full:
+        assert cached.backend.prompt.owner() != full.backend.prompt.owner()  # two contexts: never shared
+        for i, ctx in enumerate(ctxs):
+            a, b = cached.decide(ctx), full.decide(ctx)
+            assert a.raw_text == b.raw_text, f"decision {i + 1} differs"
+            ta, tb = a.meta["timings"], b.meta["timings"]
+            assert a.usage["prompt_tokens"] == b.usage["prompt_tokens"]
+            assert tb["prompt_cache"] == "off" and b.usage["cached_tokens"] == 0
+            assert ta["prompt_evaluated_n"] + a.usage["cached_tokens"] == a.usage["prompt_tokens"]
+            if i == 0:
+                assert ta["prompt_cache"] == "cold" and a.usage["cached_tokens"] == 0
+            else:
+                assert ta["prompt_cache"] == "prefix"
+                assert a.usage["cached_tokens"] > a.usage["prompt_tokens"] * 0.5
+            if i in (4, 7):
+                assert ta["images_from_memory"] == 1
+            else:
+                assert "images_from_memory" not in ta
+
+
+def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_fall_back(tmp_path):
+    require_llama()
+    from llama_cpp import LlamaGrammar
+
+    from conway.policies.base import ModelPolicy
+    from conway.policies.factory import build_model_policy
+    from conway.protocols import ContextPart
+    ctxs = loop_contexts(tmp_path, 3)
+    extra = ("policy.max_tokens=160", "policy.seed=3")
+    with build_model_policy(tiny_config(*extra), resolve_home(None)) as built, \
+            build_model_policy(tiny_config(*extra, "runtime.prompt_cache=false"), resolve_home(None)) as full:
+        rec = Recording(built.backend)
+        policy = ModelPolicy(built.adapter, rec, built.settings)
+        first = policy.decide(ctxs[0])
+        messages, kw = rec.calls[-1]
+        # llama-cpp-python's own vision handler on the same model: the same prompt, the same answer
+        own = built.backend.llm.create_chat_completion(
+            messages=messages, grammar=LlamaGrammar.from_string(kw["spec"].grammar, verbose=False),
+            max_tokens=kw["max_tokens"], temperature=kw["temperature"], seed=kw["seed"])
+        assert own["choices"][0]["message"]["content"].strip() == first.raw_text
+        # ... which refilled the KV cache behind our back with the same prompt: still reusable
+        again = policy.decide(ctxs[1])
+        assert again.meta["timings"]["prompt_cache"] == "prefix"
+        # now the library evaluates another prompt: the cache notices and evaluates in full
+        messages2, _ = rec.calls[-1]
+        built.backend.llm.create_chat_completion(messages=[{"role": "user", "content": [
+            {"type": "text", "text": "something else entirely"}, messages2[1]["content"][1]]}],
+            max_tokens=4, temperature=0.0)
+        fallback = policy.decide(ctxs[2])
+        assert fallback.meta["timings"]["prompt_cache"] == "changed outside"
+        assert fallback.usage["cached_tokens"] == 0
+        assert fallback.raw_text == full.decide(ctxs[2]).raw_text
+        # a changed constitution: the instructions before it stay cached, the rest is evaluated
+        edited = replace(ctxs[2], parts=[ContextPart(p.name, "I am someone else.\n" + p.text)
+                                         if p.name == "constitution.md" else p for p in ctxs[2].parts])
+        changed = policy.decide(edited)
+        assert changed.meta["timings"]["prompt_cache"] == "prefix"
+        assert changed.raw_text == full.decide(edited).raw_text
+        # a system text changed at its start: nothing worth keeping, a full evaluation, the same answer
+        messages, kw = rec.calls[-1]
+        other = [{**messages[0], "content": "You are someone else. " + messages[0]["content"]}, *messages[1:]]
+        a, b = built.backend.complete(other, **kw), full.backend.complete(other, **kw)
+        assert a.timings["prompt_cache"] == "no common prefix" and a.usage["cached_tokens"] == 0
+        assert a.timings["prompt_evaluated_n"] == a.usage["prompt_tokens"]
+        assert a.text == b.text

@@ -35,7 +35,7 @@ def context(size=(1920, 1080), types=None) -> DecisionContext:
              ContextPart("goals.md", "Write the report."),
              ContextPart("memory.md", "- step 1: wait"),
              ContextPart("latest result", "wait → waited 2 s"),
-             ContextPart("recent steps (newest first)", "- step 1: wait() → waited 2 s")]
+             ContextPart("recent steps (oldest first)", "- step 1: wait() → waited 2 s")]
     obs = Observation(png=png(size), captured_size=size, source="synthetic", content_hash="h", change_key="k")
     return DecisionContext(parts=parts, observation=obs, step=2, action_types=types)
 

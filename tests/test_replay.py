@@ -82,7 +82,8 @@ def test_review_labels_a_step_from_the_command_line(tmp_path, capsys):
 
 def test_interactive_review_writes_labels_until_quit(tmp_path):
     from conway.home import Home
-    from conway.labels import read_labels, review
+    from conway.labels import read_labels
+    from conway.review import review
     home = _home(tmp_path)
     (home / "labels.jsonl").unlink()
     answers = iter(["c", "bogus", "r", "w {\"type\": \"key\", \"key\": \"tab\"}", "q"])

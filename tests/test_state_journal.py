@@ -118,13 +118,13 @@ def test_memory_compaction_in_a_run_is_journaled():
 
 def test_context_budget_drops_old_steps_and_marks_it():
     from conway.context import StepNote, build_parts
-    recent = [StepNote(i, f"click(x={i}, y=1)", "ok " + "z" * 80) for i in range(50, 0, -1)]
+    recent = [StepNote(i, f"click(x={i}, y=1)", "ok " + "z" * 80) for i in range(1, 51)]  # oldest first
     parts, dropped = build_parts(constitution="C" * 100, goals="G" * 100, memory="", action_space="A",
                                  latest="the latest result", recent=recent, budget_tokens=500,
                                  chars_per_token=3.5)
     names = [p.name for p in parts]
     assert names[:3] == ["constitution.md", "action space", "goals.md"]
-    assert "latest result" in names and names[-1] == "left out"
+    assert "left out" in names and names[-1] == "latest result"
     assert dropped and "older step(s)" in dropped[0]
     steps_text = next(p.text for p in parts if p.name.startswith("recent"))
     assert "step 50" in steps_text and "step 1:" not in steps_text  # newest kept

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         from peft import PeftModel
 
         from training.recipe import validate
-        from training.train_lora import check_base_model, load_model
+        from training.model_load import check_base_model, load_model
 
         adapter = Path(args.adapter).expanduser()
         if not (adapter / "recipe.yaml").is_file():

@@ -193,7 +193,7 @@ def verify_program_launch(tasks: AcceptanceTasks, workdir: Path, original: bytes
 def _task_config(config: ConwayConfig, workdir: Path, max_steps: int, max_seconds: float) -> ConwayConfig:
     data = config.model_dump()
     data["agent"].update(max_steps=max_steps, max_seconds=max_seconds)
-    data["tools"].update(enabled=["files", "shell"], workdir=str(workdir))
+    data["tools"].update(enabled=["files", "shell"], workdir=str(workdir), mcp_servers=[])  # restricted: no MCP
     data["observe"].update(source="synthetic", accessibility=False, keep_screenshots=0)
     return ConwayConfig.model_validate(data)
 

@@ -153,6 +153,9 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
     checks.append(memory_check())
     if config is not None:
         checks.extend(model_checks(config, home))
+        from .extensions import mcp_checks, skills_check
+        checks.append(skills_check(config, home))
+        checks.extend(mcp_checks(config, home))
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
     if desktop:

@@ -1,7 +1,7 @@
 """Is the configured model there? Runtime/model readiness for preflight.
 
 Uses the model layer's own pieces, so preflight and `conway run` agree:
-`policies.factory.backend_choice` (which backend), `runtime.discovery`
+`policies.factory.backend_choice` (which backend), `policies.discovery`
 (`/v1/models`: reachable, serving the configured model), `runtime.resolver`
 (local GGUF + mmproj present and fitting, estimates labelled as such) and
 `runtime.server.find_program` (a server program Conway could start). Nothing
@@ -53,14 +53,15 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
     if p.kind == "mock":
         return [Check("model", "ok", "mock policy: scripted decisions, no model or server needed",
                       {"model_id": "conway-mock"})]
-    from ..policies.factory import api_key, backend_choice
+    from ..config import api_key
+    from ..policies.factory import backend_choice
     try:
         choice = backend_choice(config)
     except UserError as exc:
         return [Check("model", "fail", str(exc))]
     if choice == "endpoint":
         from ..policies.http_client import OpenAIClient
-        from ..runtime.discovery import discover
+        from ..policies.discovery import discover
         try:
             client = OpenAIClient(p.endpoint or "", api_key=api_key(config), timeout_s=PROBE_TIMEOUT_S,
                                   connect_timeout_s=PROBE_TIMEOUT_S)

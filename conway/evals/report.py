@@ -3,7 +3,7 @@
 A report is one JSON object:
 
     format          "conway-report/1"
-    kind            preflight | vision-check | acceptance-check | session
+    kind            preflight | vision-check | grounding-check | acceptance-check | session
     command         the command line as run (argv list and a shell-quoted string)
     conway          {"version", "git_revision", "git_dirty"} (revision when available)
     config          the resolved configuration (secrets never present; redacted if found)
@@ -40,6 +40,7 @@ from .. import __version__
 from ..config import ConwayConfig, find_secrets
 from ..errors import UserError
 from ..home import Home
+from .text import _fmt_box, _fmt_point, _short, _yn, table  # noqa: F401 - shared with other renderers
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
@@ -292,36 +293,6 @@ def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
     return data, list(cases or [])
 
 
-def table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A plain text table with aligned columns."""
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _fmt_point(p: Any) -> str:
-    if not p:
-        return "-"
-    return f"({p[0]:.0f},{p[1]:.0f})"
-
-
-def _fmt_box(b: Any) -> str:
-    if not b:
-        return "-"
-    return f"[{b[0]},{b[1]}..{b[2]},{b[3]}]"
-
-
-def _short(text: Any, n: int = 60) -> str:
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _yn(v: Any) -> str:
-    return "yes" if v is True else "no" if v is False else "-"
-
-
 def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     data, cases = load_report(path)
     conway = data.get("conway") or {}
@@ -348,6 +319,9 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     body: list[str] = []
     if kind == "vision-check":
         body = _render_vision(summary, cases, max_rows)
+    elif kind == "grounding-check":
+        from .grounding.render import render_grounding
+        body = render_grounding(summary, cases, max_rows, params)
     elif kind == "preflight":
         body = _render_checks(cases)
     elif kind in ("acceptance-check", "session"):

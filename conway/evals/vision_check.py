@@ -23,27 +23,25 @@ import random
 import subprocess
 import sys
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..actions import ActionProblem, _Action, describe_action_space
+from ..actions import describe_action_space
 from ..config import ConwayConfig
 from ..context import build_parts, resolve_budget
 from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
-from ..protocols import (Decision, DecisionContext, Observation, Policy, PolicyError, decision_problem_cause,
-                         describe_causes)
+from ..protocols import Decision, DecisionContext, Observation, Policy, describe_causes
+from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, ask, decision_fields, first_click, parallel_notes,  # noqa: F401
+                     policy_is_serial, run_parallel, serial_lock)
 from .readiness import effective_backend
 from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
+from .sheet import Tile, contact_sheet
+from .stats import Z95, percentile, wilson  # noqa: F401 - re-exported (older imports)
 
 GENERATOR = "conway-vision-images/1"
 """Version of the image generator; the same generator + seed + size gives the same images (hashes)."""
 DEFAULT_SIZE = (1920, 1080)
-RAW_OUTPUT_MAX = 4000
-CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")
-Z95 = 1.959963984540054
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -232,24 +230,13 @@ def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
 
 def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
     """hit / predicted point / distance from a decision's first action (nothing is executed)."""
-    out: dict[str, Any] = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": None}
-    if not decision.actions:
-        out["error"] = "the model proposed no action"
-        out["error_cause"] = decision_problem_cause(decision)
+    point, action, error = first_click(decision)
+    out: dict[str, Any] = {"predicted": None, "action": action, "hit": False, "distance_px": None, "error": error}
+    if getattr(error, "cause", None):
+        out["error_cause"] = error.cause  # type: ignore[union-attr]
+    if point is None:
         return out
-    first = decision.actions[0]
-    if isinstance(first, ActionProblem):
-        cause = decision_problem_cause(decision)
-        out["error"] = first.message if cause == "cut off" else f"unusable output: {first.message}"
-        out["error_cause"] = cause
-        return out
-    assert isinstance(first, _Action)
-    out["action"] = first.model_dump()
-    kind = first.type  # type: ignore[attr-defined]
-    if kind not in CLICK_TYPES:
-        out["error"] = f"the model proposed {first.summary()}, not a click"
-        return out
-    x, y = float(first.x), float(first.y)  # type: ignore[attr-defined]
+    x, y = point
     cx, cy = case.target.centre
     out.update(predicted=[round(x, 2), round(y, 2)], hit=case.target.contains(x, y),
                distance_px=round(math.hypot(x - cx, y - cy), 2))
@@ -263,57 +250,19 @@ def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: 
     record: dict[str, Any] = {"index": index, "instruction": case.instruction, "target": case.target.record(),
                               "distractors": len(case.distractors),
                               "image": {"size": list(case.size), "sha256": case.sha256}}
-    started = time.perf_counter()
-    decision: Decision | None = None
-    try:
-        if lock is not None:
-            with lock:
-                decision = policy.decide(ctx)
-        else:
-            decision = policy.decide(ctx)
-    except PolicyError as exc:
-        result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
-                  "error": f"model request failed: {exc}", "error_cause": exc.cause}
-    except Exception as exc:  # noqa: BLE001 - one broken case must not end the suite
-        result = {"predicted": None, "action": None, "hit": False, "distance_px": None,
-                  "error": f"{type(exc).__name__}: {exc}", "error_cause": "model error"}
+    decision, error, seconds = ask(policy, ctx, lock)
+    if decision is None:
+        result = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": error,
+                  "error_cause": getattr(error, "cause", None) or "model error"}
     else:
         result = score(case, decision)
-    record["latency_s"] = round(time.perf_counter() - started, 6)
+    record["latency_s"] = round(seconds, 6)
     record.update(result)
-    if decision is not None:
-        raw = decision.raw_text or ""
-        record.update(raw_output=raw[:RAW_OUTPUT_MAX], raw_output_truncated=len(raw) > RAW_OUTPUT_MAX,
-                      model_id=decision.model_id, model_latency_s=round(decision.latency_s, 6),
-                      usage=decision.usage, decision_meta=decision.meta)
-    else:
-        record.update(raw_output=None, model_id=getattr(policy, "model_id", None))
+    record.update(decision_fields(decision, policy))
     return record
 
 
 # --- the summary -----------------------------------------------------------------
-
-
-def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (95% by default)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = hits / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    lo = 0.0 if hits == 0 else max(0.0, centre - half)
-    hi = 1.0 if hits == n else min(1.0, centre + half)
-    return (lo, hi)
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (q in 0..100)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -452,47 +401,21 @@ def resolve_size(explicit: str | None) -> tuple[tuple[int, int], str]:
 def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], thumb_w: int = 360,
                profile: str = "standard") -> bytes | None:
     """A contact sheet of misses and errors: image, target box (green), predicted point (magenta)."""
-    from PIL import Image, ImageDraw
-
-    bad = [r for r in records if not r.get("hit")]
-    if not bad:
-        return None
-    scale = thumb_w / size[0]
-    thumb_h = max(1, round(size[1] * scale))
-    caption_h = 30
-    cols = min(4, len(bad))
-    rows = math.ceil(len(bad) / cols)
-    sheet = Image.new("RGB", (cols * (thumb_w + 8) + 8, rows * (thumb_h + caption_h + 8) + 8), (255, 255, 255))
-    draw = ImageDraw.Draw(sheet)
-    for k, rec in enumerate(bad):
+    tiles = []
+    for rec in (r for r in records if not r.get("hit")):
         case = generate_case(seed, rec["index"], size, profile)
-        with Image.open(io.BytesIO(case.png)) as src:
-            thumb = src.convert("RGB").resize((thumb_w, thumb_h))
-        ox = 8 + (k % cols) * (thumb_w + 8)
-        oy = 8 + (k // cols) * (thumb_h + caption_h + 8)
-        sheet.paste(thumb, (ox, oy))
-        x0, y0, x1, y1 = case.target.box
-        draw.rectangle([ox + x0 * scale - 2, oy + y0 * scale - 2, ox + x1 * scale + 2, oy + y1 * scale + 2],
-                       outline=(0, 200, 0), width=2)
+        what = case.instruction[10:-1]
         if rec.get("predicted"):
-            px, py = rec["predicted"]
-            qx = ox + min(max(px * scale, 0), thumb_w - 1)
-            qy = oy + min(max(py * scale, 0), thumb_h - 1)
-            draw.line([qx - 8, qy, qx + 8, qy], fill=(255, 0, 255), width=2)
-            draw.line([qx, qy - 8, qx, qy + 8], fill=(255, 0, 255), width=2)
-            draw.ellipse([qx - 5, qy - 5, qx + 5, qy + 5], outline=(255, 0, 255), width=2)
-            label = f"#{rec['index']} {case.instruction[10:-1]}: miss by {rec.get('distance_px', 0):.0f} px"
+            label = f"#{rec['index']} {what}: miss by {rec.get('distance_px', 0):.0f} px"
         else:
-            label = f"#{rec['index']} {case.instruction[10:-1]}: {str(rec.get('error') or 'no click')[:40]}"
-        draw.text((ox, oy + thumb_h + 4), label, fill=(0, 0, 0))
-        draw.text((ox, oy + thumb_h + 16), f"predicted {rec.get('predicted') or '-'}", fill=(90, 90, 90))
-    buf = io.BytesIO()
-    sheet.save(buf, format="PNG")
-    return buf.getvalue()
+            label = f"#{rec['index']} {what}: {str(rec.get('error') or 'no click')[:40]}"
+        tiles.append(Tile(load=lambda png=case.png: png, box=case.target.box, predicted=rec.get("predicted"),
+                          caption=label, detail=f"predicted {rec.get('predicted') or '-'}"))
+    return contact_sheet(tiles, thumb_w)
 
 
 def _policy_is_serial(config: ConwayConfig) -> bool:
-    return effective_backend(config) in ("inprocess", "mock")
+    return policy_is_serial(config)
 
 
 def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, size: tuple[int, int],
@@ -500,30 +423,10 @@ def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, 
               on_record: Callable[[dict[str, Any]], None] | None = None,
               profile: str = "standard") -> tuple[list[dict[str, Any]], float]:
     """Run every case (K at a time); returns (records in case order, wall seconds)."""
-    lock = threading.Lock() if _policy_is_serial(config) and parallel > 1 else None
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=samples, desc="vision-check", unit="case", file=sys.stderr, leave=False)
-    records: list[dict[str, Any]] = []
-    started = time.perf_counter()
-    try:
-        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="vision-check") as pool:
-            futures = [pool.submit(run_case, policy, config, seed, i, size, lock, profile) for i in range(samples)]
-            for fut in as_completed(futures):
-                rec = fut.result()
-                records.append(rec)
-                if on_record:
-                    on_record(rec)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(hits=sum(1 for r in records if r.get("hit")), refresh=False)
-    finally:
-        if bar is not None:
-            bar.close()
-    wall = time.perf_counter() - started
-    records.sort(key=lambda r: r["index"])
-    return records, wall
+    lock = serial_lock(config, parallel)
+    return run_parallel(lambda i: run_case(policy, config, seed, i, size, lock, profile), range(samples),
+                        total=samples, parallel=parallel, progress=progress, desc="vision-check",
+                        on_record=on_record)
 
 
 def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int, seed: int,
@@ -549,12 +452,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         from ..app import build_policy
         policy = build_policy(config, home)
     try:
-        if parallel > 1 and effective_backend(config) == "server" and config.runtime.parallel < parallel:
-            say(f"note: the server Conway starts has {config.runtime.parallel} slot(s) (runtime.parallel); "
-                f"--parallel {parallel} requests will queue there: add runtime.parallel={parallel}")
-        if parallel > 1 and _policy_is_serial(config):
-            say(f"note: the {effective_backend(config)} policy answers one request at a time; "
-                f"--parallel {parallel} only overlaps image preparation")
+        for note in parallel_notes(config, parallel):
+            say(note)
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
                         parameters={"samples": samples, "size": list(image_size), "size_source": size_source,
                                     "parallel": parallel, "generator": GENERATOR, "profile": profile,

@@ -5,7 +5,7 @@ One `ScreenObserver.observe()` grabs the monitor once and returns a
 
 * ``image``: a Pillow RGB image of the capture, built once without copying
   the pixels; the model pipeline resizes and encodes it
-  (see `conway.observe.encode.prepare_for_model`);
+  (see `conway.imaging.prepare_for_model`);
 * ``png``: the same frame PNG-encoded, computed lazily on first access (and
   cached), so a cycle that never archives or sends PNG never pays for it;
 * ``captured_size`` (physical pixels), ``logical_size`` (the monitor in
@@ -27,85 +27,31 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..geometry import ScreenGeometry
+from ..platform import display_problem, x11_platform
 from ..protocols import Observation, PolicyError
 from .change import ChangeDetector, frame_from_bgra, make_detector
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image
 
-    from .encode import ScreenshotArchive
+    from ..imaging import ScreenshotArchive
 
 __all__ = [
     "CaptureError",
     "Capture",
     "ScreenObservation",
     "ScreenObserver",
-    "display_problem",
     "geometry_of",
 ]
 
 
 class CaptureError(PolicyError):
     """The screen could not be captured (no display, lost display, capture failure)."""
-
-
-# --------------------------------------------------------------------------
-# Is there an X display we can talk to?
-# --------------------------------------------------------------------------
-
-
-def _x11_platform() -> bool:
-    return not (sys.platform == "darwin" or sys.platform.startswith("win"))
-
-
-def display_problem(display: str | None = None, timeout_s: float = 2.0) -> str | None:
-    """``None`` when the X display accepts connections, else why not.
-
-    Cheap (one socket connect, no X handshake) and bounded by ``timeout_s``,
-    so it is safe to call before every dispatch. ``display`` defaults to
-    ``$DISPLAY``. On macOS and Windows there is no X server to check and the
-    answer is always ``None``: the platform's own screen is used.
-    """
-    if not _x11_platform():
-        return None
-    name = os.environ.get("DISPLAY") if display is None else display
-    if not name:
-        if os.environ.get("WAYLAND_DISPLAY"):
-            return "DISPLAY is not set (a Wayland session without XWayland; Conway needs X11)"
-        return "DISPLAY is not set (no X display)"
-    host, sep, rest = name.rpartition(":")
-    number = rest.split(".", 1)[0]
-    if not sep or not number.isdigit():
-        return f"DISPLAY={name!r} is not a valid X display name (expected [host]:N[.S])"
-    n = int(number)
-    try:
-        if host in ("", "unix") or host.startswith("/"):
-            path = host if host.startswith("/") else f"/tmp/.X11-unix/X{n}"
-            candidates = [path] if host.startswith("/") else ["\0" + path, path]
-            last: OSError | None = None
-            for addr in candidates:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(timeout_s)
-                try:
-                    s.connect(addr)
-                    return None
-                except OSError as exc:
-                    last = exc
-                finally:
-                    s.close()
-            reason = last.strerror if last and last.strerror else str(last)
-            return f"X display {name} is unreachable ({path}: {reason})"
-        with socket.create_connection((host, 6000 + n), timeout=timeout_s):
-            return None
-    except OSError as exc:
-        return f"X display {name} is unreachable ({exc.strerror or exc})"
 
 
 # --------------------------------------------------------------------------
@@ -125,7 +71,7 @@ class ScreenObservation(Observation):
     @property  # type: ignore[override]
     def png(self) -> bytes | None:  # noqa: D401 - dataclass field turned property
         if self._png is None and self.image is not None:
-            from .encode import encode_png
+            from ..imaging import encode_png
 
             self._png = encode_png(self.image, level=self._png_level)
         return self._png
@@ -184,7 +130,7 @@ class ScreenObserver:
         detector: a change detector or its name (``caret``, ``tile``,
             ``greyhash``; see `conway.observe.change`).
         png_level: zlib level of the lazily encoded ``png`` (1: measured
-            best trade-off, see `conway.observe.encode`).
+            best trade-off, see `conway.imaging`).
         accessibility: add an AT-SPI snapshot of the foreground application
             to each observation (Linux; off by default, costs ~0.2-0.4 s).
         accessibility_timeout_s, accessibility_max_chars: its time limit and
@@ -228,7 +174,7 @@ class ScreenObserver:
     @classmethod
     def from_config(cls, config: Any, home: Any) -> ScreenObserver:
         """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there)."""
-        from .encode import ScreenshotArchive
+        from ..imaging import ScreenshotArchive
 
         oc = config.observe
         archive = ScreenshotArchive(home.screenshots, keep=oc.keep_screenshots) if oc.keep_screenshots else None
@@ -252,7 +198,7 @@ class ScreenObserver:
             raise CaptureError(f"cannot capture the screen: mss is not installed ({exc}); "
                                "pip install 'conway[gui]'") from exc
         kwargs: dict[str, Any] = {}
-        if _x11_platform() and self.display is not None:
+        if x11_platform() and self.display is not None:
             kwargs["display"] = self.display
         try:
             self._mss = mss.MSS(**kwargs)

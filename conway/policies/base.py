@@ -9,10 +9,13 @@ of them:
 1. resize the screenshot with the family's rule (`geometry`), never letting
    the server do it (llama.cpp would shrink Qwen-VL images to its own
    image-token limit and absolute coordinates would land in the wrong place);
-2. lay out the prompt with the **stable part first** — adapter instructions,
-   the constitution tagged with its file name, the action space — then goals,
-   memory, recent steps, the latest result, and the image last, so a prompt
-   cache can reuse everything up to the first part that changed;
+2. lay out the prompt for prompt caches: the **stable part first** — adapter
+   instructions, the constitution tagged with its file name, the action space
+   — then what only grows, oldest first (goals, memory's step log, the
+   recent-steps window), then what changes every cycle (accessibility, what
+   the budget left out), and last the latest result, the request line and
+   the image, so a cache reuses everything up to the first part that changed
+   and the model reads the newest facts right before the screenshot;
 3. ask the backend, constrained where it can be (GBNF grammar, JSON schema);
 4. parse with the adapter's parser (never executing anything the model wrote)
    and record per decision the size sent, the convention, the resize rule, the
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol
 
 from ..actions import ACTION_TYPES, ActionProblem
+from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation,
                          PolicyError, cut_off_message)
@@ -39,6 +43,8 @@ from .parsed import ParsedOutput
 
 __all__ = [
     "STABLE_PARTS",
+    "GROWING_PARTS",
+    "VOLATILE_PARTS",
     "VARIABLE_ORDER",
     "StructuredSpec",
     "Backend",
@@ -54,9 +60,12 @@ __all__ = [
 
 STABLE_PARTS = ("constitution.md", "action space", "tools")
 """Context parts that rarely change: they go first, in the system message."""
-VARIABLE_ORDER = ("goals.md", "memory.md", "recent steps (newest first)", "accessibility snapshot",
-                  "latest result", "left out")
-"""Order of the changing parts, least volatile first; the image follows them."""
+GROWING_PARTS = ("goals.md", "memory.md", RECENT_STEPS)
+"""Parts that change rarely or only grow at their end (oldest first): right after the stable part."""
+VOLATILE_PARTS = ("accessibility snapshot", "left out", "latest result")
+"""Parts that change every cycle, in this order at the end; the request line and the image follow them."""
+VARIABLE_ORDER = GROWING_PARTS + VOLATILE_PARTS
+"""Order of the changing parts, least volatile first (parts of other names go between the two groups)."""
 TAGGED_FILES = ("constitution.md", "goals.md", "memory.md")
 """Parts sent inside `<file name="…">` tags (identity text names its source file)."""
 
@@ -189,7 +198,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     """
     from PIL import UnidentifiedImageError
 
-    from ..observe.encode import Encoding, observation_image
+    from ..imaging import Encoding, observation_image
 
     started = time.perf_counter()
     captured = tuple(obs.captured_size)
@@ -224,8 +233,9 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     """OpenAI chat messages for one decision.
 
     `stable-first` (the default): system = instructions + constitution + action
-    space; user = goals, memory, recent steps, accessibility, latest result,
-    the request line, then the image. `variable-first` puts the changing parts
+    space; user = goals, memory, recent steps (oldest first), other parts,
+    accessibility, what was left out, the latest result, the request line,
+    then the image. `variable-first` puts the changing parts
     before the stable ones (only for measuring what the layout is worth).
     """
     by_name = {p.name: p.text for p in ctx.parts}
@@ -234,9 +244,7 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if n in by_name]
     known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
     extra = [p.name for p in ctx.parts if p.name not in known]
-    order = [n for n in VARIABLE_ORDER if n in by_name and n != "latest result" and n != "left out"]
-    order += extra
-    order += [n for n in ("latest result", "left out") if n in by_name]
+    order = [n for n in GROWING_PARTS if n in by_name] + extra + [n for n in VOLATILE_PARTS if n in by_name]
     variable = [_render_part(n, by_name[n]) for n in order]
     closing = request_text
     if image_url is not None:

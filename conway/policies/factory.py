@@ -16,18 +16,17 @@ Which backend (no guessing; each refusal says what to set):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from ..config import ConwayConfig
+from ..config import ConwayConfig, api_key
 from ..errors import UserError
 from ..geometry import Convention, get_rule
 from ..home import Home
 from ..protocols import ContextWindow
 from .base import Adapter, ModelPolicy, PolicySettings
 
-__all__ = ["build_model_policy", "make_adapter", "backend_choice", "api_key"]
+__all__ = ["build_model_policy", "make_adapter", "backend_choice"]
 
 
 def make_adapter(kind: str) -> Adapter:
@@ -58,16 +57,6 @@ def backend_choice(config: ConwayConfig) -> str:
     return "server" if pol.backend == "http" else "inprocess"
 
 
-def api_key(config: ConwayConfig) -> str | None:
-    name = config.policy.api_key_env
-    if not name:
-        return None
-    value = os.environ.get(name)
-    if not value:
-        raise UserError(f"policy.api_key_env names the environment variable {name}, but it is not set")
-    return value
-
-
 def _settings(config: ConwayConfig, adapter: Adapter, meta: dict[str, Any]) -> PolicySettings:
     pol = config.policy
     convention = adapter.default_convention if pol.convention == "auto" else Convention(pol.convention)
@@ -91,7 +80,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     choice = backend_choice(config)
 
     if choice == "endpoint":
-        from ..runtime.discovery import discover
+        from .discovery import discover
         try:
             client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
         except ValueError as exc:
@@ -118,7 +107,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
 
     if choice == "server":
-        from ..runtime.discovery import discover
+        from .discovery import discover
         from ..runtime.server import LocalServer
 
         server = LocalServer.from_config(config, home.runtime_log, alias=model_id)
@@ -151,7 +140,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         local.model.path, local.projector.path if local.projector else None, model_id=model_id, n_ctx=rt.n_ctx,
         n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
         chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
-        seed=pol.seed, log_path=home.runtime_log)
+        seed=pol.seed, log_path=home.runtime_log, prompt_cache=rt.prompt_cache)
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note

@@ -49,6 +49,13 @@ _JSON_CHAR = (r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F]
               r'[dD] [0-7] [0-9a-fA-F]{2}))')
 """One JSON string character; a \\u escape never names a lone surrogate (D800–DFFF: not valid text)."""
 _COORD_FIELDS = {"x": "x", "y": "y", "to_x": "x", "to_y": "y"}
+_JSON_VALUE_RULES = [
+    'json-object ::= "{" ( json-string ": " json-value ( ", " json-string ": " json-value ){0,31} )? "}"',
+    'json-array ::= "[" ( json-value ( ", " json-value ){0,63} )? "]"',
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"',
+    f'json-string ::= "\\"" char{{0,{TEXT_MAX_CHARS}}} "\\""',
+    'json-number ::= "-"? ("0" | [1-9] [0-9]{0,14}) ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',  # no leading 0s
+]
 
 
 def literal(text: str) -> str:
@@ -208,6 +215,8 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
         if annotation is float and hi > lo:  # a fraction only below the upper bound
             expr = f"({expr}) | ({int_range(lo, hi - 1)}) \".\" [0-9] [0-9]?"
         return f"({expr})"
+    if origin is dict:  # free JSON arguments (an MCP tool's; its own schema is checked after parsing)
+        return "json-object"
     if origin is list:
         (item,) = typing.get_args(annotation)
         inner = typing.get_args(item)[0] if typing.get_origin(item) is typing.Annotated else item
@@ -295,6 +304,8 @@ def action_json_grammar(action_types: list[str] | None, *, convention: Conventio
         lines.append(f"act-{n.replace('_', '-')} ::= {_action_rule(n, ACTION_TYPES[n], coords)}")
     lines.append(f"coord-x ::= {coords['x']}")
     lines.append(f"coord-y ::= {coords['y']}")
+    if any("json-object" in line for line in lines):
+        lines += _JSON_VALUE_RULES
     lines.append(f"char ::= {_JSON_CHAR}")
     lines.append(key_name_rule())
     return "\n".join(lines) + "\n"

@@ -15,10 +15,16 @@ descriptor 2 goes to the home's `llama-runtime.log`.
 
 Per decision the backend records timings: image encode (libmtmd's vision
 encoder), prefill (text and image embeddings; the image's share separately),
-decode, the rest (grammar sampling, template, Python), and how many prompt
-tokens were evaluated vs reused. Note: the vision handlers of
-llama-cpp-python 0.3.36 clear the KV cache on every request, so image
-requests reuse nothing in-process (llama-server keeps it; see runtime/).
+decode, the rest (grammar sampling, template, Python), time to first token,
+and how many prompt tokens were evaluated vs reused.
+
+Prompt cache: llama-cpp-python 0.3.36's vision handlers clear the KV cache on
+every request. With a vision handler this backend evaluates the prompt itself
+through `llama_prompt_cache.MtmdPromptCache` (the handler's template and
+libmtmd's tokenizer, the longest common prefix with the KV cache kept, only
+the tail evaluated) and then samples with `Llama.create_completion`;
+`runtime.prompt_cache=false` evaluates every prompt in full. Text-only models
+go through `create_chat_completion`, whose own prefix matching reuses the cache.
 Structured output: a GBNF `LlamaGrammar`, or a JSON schema via
 `response_format: json_object` (OpenAI's `json_schema` is ignored in-process).
 """
@@ -38,6 +44,7 @@ from typing import Any, Iterator
 from ..errors import UserError
 from ..protocols import ContextExceeded, ContextWindow, PolicyError
 from .http_client import ChatResult
+from .llama_prompt_cache import MtmdPromptCache
 
 __all__ = ["LlamaInProcessBackend", "HANDLERS", "prepare_llama_env", "quiet_stderr"]
 
@@ -149,7 +156,7 @@ class LlamaInProcessBackend:
     def __init__(self, model_path: str, mmproj_path: str | None, *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int = 1, n_threads_batch: int | None = None, n_gpu_layers: int = 0,
                  chat_handler: str = "auto", chat_format: str | None = None, omp_wait_policy: str = "PASSIVE",
-                 seed: int | None = None, log_path: Path | None = None):
+                 seed: int | None = None, log_path: Path | None = None, prompt_cache: bool = True):
         self.note = prepare_llama_env(omp_wait_policy)
         try:
             import llama_cpp
@@ -202,6 +209,9 @@ class LlamaInProcessBackend:
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
         self.load_s = time.perf_counter() - t0
         self.has_vision = handler is not None
+        self.prompt: MtmdPromptCache | None = None
+        if handler is not None and MtmdPromptCache.supports(handler):
+            self.prompt = MtmdPromptCache(self.llm, handler, reuse=prompt_cache)
         self._lock = threading.Lock()  # one llama.cpp context: callers from several threads take turns
         atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
 
@@ -272,25 +282,49 @@ class LlamaInProcessBackend:
     def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
                   temperature: float, seed: int | None) -> ChatResult:
         llama_cpp = self._llama_cpp
-        kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
-                                      temperature=temperature)
-        if seed is not None:
-            kwargs["seed"] = seed
+        grammar = None
+        response_format = None
         try:
             if mode == "grammar" and spec.grammar:
                 with quiet_stderr(self.log_path):
-                    kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
+                    grammar = llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
             elif mode == "json_object" and spec.schema:
-                kwargs["response_format"] = {"type": "json_object", "schema": spec.schema}
+                response_format = {"type": "json_object", "schema": spec.schema}
+                if self.prompt is not None:
+                    from llama_cpp.llama_chat_format import _grammar_for_response_format
+                    with quiet_stderr(self.log_path):
+                        grammar = _grammar_for_response_format(response_format)  # what the chat handler does
         except (ValueError, RuntimeError) as exc:
             raise PolicyError(f"llama.cpp rejected the output grammar: {exc}") from None
         if self._timed is not None:
             self._timed.reset()
         llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
+        first_token: list[float] = []
+
+        def first_token_clock(_ids: Any, _logits: Any) -> bool:
+            if not first_token:
+                first_token.append(time.perf_counter())
+            return False
+
+        run = None
         t0 = time.perf_counter()
         try:
             with quiet_stderr(self.log_path):
-                out = self.llm.create_chat_completion(**kwargs)
+                if self.prompt is not None:
+                    run = self.prompt.prepare(messages)
+                    out = self.llm.create_completion(
+                        prompt=run.prompt_ids, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                        grammar=grammar, stopping_criteria=llama_cpp.StoppingCriteriaList([first_token_clock]))
+                    text = out["choices"][0].get("text") or ""
+                else:
+                    kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
+                                                  temperature=temperature, grammar=grammar)
+                    if response_format is not None:
+                        kwargs["response_format"] = response_format
+                    if seed is not None:
+                        kwargs["seed"] = seed
+                    out = self.llm.create_chat_completion(**kwargs)
+                    text = out["choices"][0]["message"].get("content") or ""
         except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
             exceeded = context_exceeded_from(str(exc))
             if exceeded is not None:
@@ -299,7 +333,6 @@ class LlamaInProcessBackend:
         latency = time.perf_counter() - t0
         perf = self._perf()
         choice = out["choices"][0]
-        text = choice["message"].get("content") or ""
         from .parsed import split_reasoning
 
         text, reasoning = split_reasoning(text)
@@ -312,15 +345,32 @@ class LlamaInProcessBackend:
             "predicted_n": int(perf.n_eval),
         }
         image_ms = 0.0
-        if self._timed is not None and self._timed.images:
+        if run is not None:
+            # text + image tokens as llama-server counts them; what stayed in the KV cache is "cached"
+            usage["prompt_tokens"] = run.prompt_tokens
+            usage["cached_tokens"] = run.reused_tokens
+            usage["total_tokens"] = run.prompt_tokens + usage.get("completion_tokens", 0)
+            timings["prompt_evaluated_n"] = run.evaluated_tokens
+            timings["prompt_cache"] = run.reuse
+            timings.update(run.timings)
+            if run.images_encoded or run.images_from_memory:
+                image_ms = run.image_encode_ms
+                timings["image_encode_ms"] = round(image_ms, 3)
+                timings["prefill_image_ms"] = round(run.image_decode_ms, 3)
+                if run.images_from_memory:
+                    timings["images_from_memory"] = run.images_from_memory
+        elif self._timed is not None and self._timed.images:
             image_ms = self._timed.image_ms  # libmtmd's vision encoder (the embeddings' decode is prefill)
             timings["image_encode_ms"] = round(image_ms, 3)
             timings["prefill_image_ms"] = round(self._timed.image_decode_ms, 3)
+        if first_token:
+            timings["ttft_ms"] = round((first_token[0] - t0) * 1000, 3)
         # grammar-constrained sampling, detokenizing, the chat template and Python around them
         timings["other_ms"] = round(max(0.0, latency * 1000 - image_ms - perf.t_p_eval_ms - perf.t_eval_ms), 3)
-        prompt_tokens = usage.get("prompt_tokens")
-        if isinstance(prompt_tokens, int):
-            usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
+        if run is None:
+            prompt_tokens = usage.get("prompt_tokens")
+            if isinstance(prompt_tokens, int):
+                usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
         return ChatResult(text=text.strip(), reasoning=reasoning, finish_reason=choice.get("finish_reason"),
                           model=self.model_id, usage=usage, timings=timings, latency_s=latency, raw=out)
 

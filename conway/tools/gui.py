@@ -48,14 +48,14 @@ from ..actions import (GUI_TYPES, KEY_ALIASES, Click, DoubleClick, Drag, Hotkey,
                        TripleClick, TypeText, _Action, canonical_key)
 from ..geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
 from ..protocols import DispatchUncertain, FailSafeTriggered, ToolResult
-from ..observe.screen import display_problem
+from ..platform import display_problem, x11_platform
 
 __all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
 
 UNAVAILABLE = "GUI tools unavailable"
 
 
-_X11 = not (sys.platform == "darwin" or sys.platform.startswith("win"))
+_X11 = x11_platform()
 _conn: dict[str, Any] = {"display": None, "stale": False}
 """pyautogui's X connection is one per process: the display it belongs to, and
 whether it may be dead (python-xlib can hang on a dead connection's second

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from ..actions import ACTION_TYPES, GUI_TYPES, _Action
-from ..config import ToolsConfig
+from ..actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
+from ..config import SkillsConfig, ToolsConfig
 from ..geometry import ScreenGeometry
 from ..protocols import Observation, Tool, ToolResult
 
 NO_DESKTOP = "no desktop tools available"
+_REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when none is configured)
+    "mcp": ("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)"),
+    "skill": ("no Agent Skills are available", "no Agent Skills are installed (see `conway skills`)")}
 
 
 class Toolbox:
@@ -41,6 +45,26 @@ class Toolbox:
             return ToolResult(ok=False, error=reason or f"no tool for {kind} is enabled here")
         return tool.run(action)
 
+    def check(self, action: _Action) -> "_Action | ActionProblem":
+        """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
+        tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
+        if tool is None and action.family in _REFUSED_UNAVAILABLE:  # no intent for what cannot run at all
+            reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
+            down, absent = _REFUSED_UNAVAILABLE[action.family]
+            return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
+        checker = getattr(tool, "check", None)
+        return checker(action) if checker else action
+
+    def describe(self) -> str:
+        """Prompt text the runnable tools add to the action space (MCP tools, skill names); bounded by each."""
+        texts = [getattr(t, "describe")() for t in self.tools
+                 if hasattr(t, "describe") and self.report.get(t.name, (False, ""))[0]]
+        return "".join(f"\n\n{t}" for t in texts if t)
+
+    def findings(self) -> list[dict[str, Any]]:
+        """What the tools found at start (MCP servers and their tools, skills), for the journal."""
+        return [f for t in self.tools if hasattr(t, "findings") for f in t.findings()]
+
     def note_observation(self, obs: Observation) -> None:
         """Tell screen-bound tools where the latest screenshot came from (HiDPI scale, origin)."""
         if obs.source != "screen":
@@ -61,9 +85,20 @@ class Toolbox:
                 close()
 
 
-def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True) -> Toolbox:
-    """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs)."""
+def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
+                  skills: SkillsConfig | None = None) -> Toolbox:
+    """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs).
+
+    With `home_root`, Agent Skills are offered and MCP servers keep logs and images in the home.
+    Configured MCP servers are started here (each within its timeout) and stopped by `close`.
+    """
     tools: list[Tool] = []
+    if home_root is not None and skills is not None:
+        from .skills import SkillsTool
+        tools.append(SkillsTool(home_root, skills))
+    if cfg.mcp_servers:
+        from .mcp import McpTool
+        tools.append(McpTool(cfg, workdir, home_root))
     if "files" in cfg.enabled:
         from .files import FileTools
         tools.append(FileTools(workdir, read_max_bytes=cfg.read_max_bytes, list_max_entries=cfg.list_max_entries))

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..geometry import ResizeRule, resize_for_model
-from ..protocols import Observation
+from .geometry import ResizeRule, resize_for_model
+from .protocols import Observation
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image

@@ -1,0 +1,184 @@
+"""The `conway grounding-check` command: build the cases, run them through the policy, write the report.
+
+Exit codes: 0 every case hit; 2 misses or errors; 1 setup errors (bad
+arguments, a missing dataset folder, no harvestable target, an unreachable
+model).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ...config import ConwayConfig
+from ...errors import UserError
+from ...home import Home
+from ...protocols import Policy
+from ..clicks import parallel_notes, run_parallel, serial_lock
+from ..readiness import effective_backend
+from ..report import Report, cases_file_for, check_new_output, write_new_file
+from ..sheet import Tile, contact_sheet
+from .cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
+
+SCORING = ("hit = click inside the target box (x0 <= x <= x1 and y0 <= y <= y1, screenshot pixels; the "
+           "ScreenSpot rule); distance to the box centre; nothing executed")
+
+
+def run_cases(policy: Policy, config: ConwayConfig, cases: list[GroundingCase], *, parallel: int = 1,
+              progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
+              ) -> tuple[list[dict[str, Any]], float]:
+    """Every case through the policy (K at a time); (records in case order, wall seconds)."""
+    lock = serial_lock(config, parallel)
+    cache = ImageCache()
+    return run_parallel(lambda c: run_case(policy, config, c, cache, lock), cases, total=len(cases),
+                        parallel=parallel, progress=progress, desc="grounding-check", on_record=on_record)
+
+
+def draw_sheet(records: list[dict[str, Any]], cases: list[GroundingCase], thumb_w: int = 480) -> bytes | None:
+    """Contact sheet of misses and errors: screenshot, target box (green), the click (magenta)."""
+    by_index = {c.index: c for c in cases}
+    tiles = []
+    for rec in records:
+        if rec.get("hit") or rec["index"] not in by_index:
+            continue
+        case = by_index[rec["index"]]
+        what = case.instruction if len(case.instruction) <= 48 else case.instruction[:47] + "…"
+        outcome = (f"miss by {rec['distance_px']:.0f} px" if rec.get("predicted")
+                   else str(rec.get("error") or "no click")[:48])
+        tiles.append(Tile(load=case.load_image, box=case.box, predicted=rec.get("predicted"),
+                          caption=f"#{rec['index']} {what}", detail=f"{case.source} / {case.type}: {outcome}"))
+    return contact_sheet(tiles, thumb_w, cols_max=3)
+
+
+def check_source(dataset: str | None, apps: str | None, desktop: bool, samples: int | None,
+                 per_screen: int | None) -> str:
+    """The one source of cases asked for ("--dataset", "--apps" or "--desktop"); UserError otherwise."""
+    chosen = [name for name, on in (("--dataset", dataset), ("--apps", apps), ("--desktop", desktop)) if on]
+    if len(chosen) != 1:
+        raise UserError("give exactly one source of cases: --dataset DIR, --apps SUITE or --desktop"
+                        + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if samples is not None and samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {samples})")
+    if per_screen is not None and per_screen < 1:
+        raise UserError(f"--per-screen must be at least 1 (got {per_screen})")
+    return chosen[0]
+
+
+def prepare_cases(out: Path, *, dataset: str | None = None, apps: str | None = None, desktop: bool = False,
+                  samples: int | None = None, seed: int = 0, per_screen: int | None = None,
+                  bbox_format: str = "auto", say: Callable[[str], None] = print
+                  ) -> tuple[list[GroundingCase], dict[str, Any], Callable[[], None] | None]:
+    """(cases, report parameters, cleanup on failure) from one source; live screenshots go beside `out`."""
+    source = check_source(dataset, apps, desktop, samples, per_screen)
+    params: dict[str, Any] = {"source": source.lstrip("-"), "scoring": SCORING,
+                              "size_buckets": [name for name, _ in SIZE_BUCKETS],
+                              "size_bucket_rule": "target area / screen area"}
+    if dataset:
+        from .dataset import load_dataset_dir, sample_cases
+
+        loaded = load_dataset_dir(dataset, bbox_format=bbox_format)
+        cases = sample_cases(loaded.cases, samples, seed)
+        params.update(dataset=str(loaded.root), rows=loaded.total_rows, usable=len(loaded.cases),
+                      samples=len(cases), bbox_format=bbox_format, files=[f.record() for f in loaded.files],
+                      skipped_count=len(loaded.skipped), skipped=loaded.skipped[:200])
+        for f in loaded.files:
+            say(f"{f.file}: {f.rows} row(s), {f.used} used" + (f"; bbox {f.bbox_format}: {f.why}" if f.bbox_format
+                                                                 else ""))
+        if loaded.skipped:
+            say(f"skipped {len(loaded.skipped)} malformed row(s) (listed in the report), e.g. "
+                + "; ".join(f"{s['file']} row {s['row']}: {s['reason']}" for s in loaded.skipped[:3]))
+        return cases, params, None
+    from .live import harvest_for_check
+
+    harvest = harvest_for_check(out, suite=apps, desktop=desktop, per_screen=per_screen, seed=seed,
+                                samples=samples, say=say)
+    params.update(harvest.parameters)
+    return harvest.cases, params, harvest.discard
+
+
+def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: str | None = None,
+                    apps: str | None = None, desktop: bool = False, samples: int | None = None, seed: int = 0,
+                    per_screen: int | None = None, bbox_format: str = "auto", parallel: int = 1,
+                    sheet: str | None = None, argv: list[str] | None = None, progress: bool = True,
+                    policy: Policy | None = None, say: Callable[[str], None] = print) -> int:
+    """The whole command; returns the exit code (UserError for setup problems)."""
+    check_source(dataset, apps, desktop, samples, per_screen)
+    if parallel < 1:
+        raise UserError(f"--parallel must be at least 1 (got {parallel})")
+    out = check_new_output(output, home)
+    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
+    if sheet_path is not None and sheet_path == out:
+        raise UserError("--sheet and --output must be different files")
+    if cases_file_for(out).exists():
+        raise UserError(f"{cases_file_for(out)} (where the cases of a long run go) already exists; "
+                        "choose a new report name")
+    cases, params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, desktop=desktop, samples=samples,
+                                           seed=seed, per_screen=per_screen, bbox_format=bbox_format, say=say)
+    params.update(parallel=parallel, backend=effective_backend(config))
+    own_policy = policy is None
+    try:
+        if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
+            from ...app import build_policy
+            policy = build_policy(config, home)
+    except BaseException:
+        if cleanup:
+            cleanup()
+        raise
+    try:
+        for note in parallel_notes(config, parallel):
+            say(note)
+        report = Report("grounding-check", out, argv=argv, config=config, seed=seed, expected_cases=len(cases),
+                        parameters=params)
+        report.set_model(getattr(policy, "model_id", None))
+        streaming = report.cases_path is not None
+        try:
+            records, wall = run_cases(policy, config, cases, parallel=parallel, progress=progress,
+                                      on_record=report.add_case if streaming else None)
+        except BaseException:
+            report.abandon()
+            raise
+        summary = summarize(records, wall)
+        ids = sorted({r["model_id"] for r in records if r.get("model_id")})
+        if ids:
+            report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
+        code = 0 if summary["hits"] == len(cases) else 2
+        sheet_written = None
+        if sheet_path is not None:
+            png = draw_sheet(records, cases)
+            if png is not None:
+                write_new_file(sheet_path, png)
+                sheet_written = str(sheet_path)
+        if not streaming:
+            for rec in records:
+                report.add_case(rec)
+        report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary, sheet=sheet_written)
+    finally:
+        close = getattr(policy, "close", None)
+        if own_policy and callable(close):
+            close()
+    for line in summary_lines(summary):
+        say(line)
+    say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
+                            ("; sheet: none (no misses)" if sheet_path else "")))
+    return code
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    ci = summary["hit_rate_ci95"]
+    lines = [f"grounding-check: {summary['hits']}/{summary['cases']} hit ({summary['hit_rate']:.1%}, 95% CI "
+             f"{ci[0]:.1%}–{ci[1]:.1%}), {summary['misses']} missed, {summary['errors']} error(s)"]
+    if summary["invalid_output"]:
+        lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["invalid_output"].items())))
+    for key, title in (("by_size", "by target size"), ("by_type", "by type"), ("by_source", "by source")):
+        groups = summary.get(key) or {}
+        if len(groups) > 1 or key == "by_size":
+            lines.append(f"{title}: " + ", ".join(f"{k} {g['hits']}/{g['n']}" for k, g in groups.items()))
+    lat = summary["latency_s"]
+    if lat["p50"] is not None:
+        lines.append(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; "
+                     f"distance to centre median {summary['distance_px']['median']} px")
+    verdict = (summary.get("pattern") or {}).get("verdict")
+    if verdict and verdict != "no misses":
+        lines.append(f"pattern: {verdict}")
+    return lines
+

@@ -1,0 +1,134 @@
+"""Subprocess half of grounding-check's target harvest: every showing, named node of some applications.
+
+Run by `conway.observe.targets.harvest_atspi` as a script, under a time limit:
+
+    python _atspi_targets.py [--pid PID ...] [--max-nodes N] [--max-depth D]
+
+Prints one JSON object: ``{"ok": true, "app": ..., "nodes": [...], "apps":
+[...], "truncated": bool}`` or ``{"ok": false, "reason": ...}``. A node is
+``{"app", "pid", "window", "window_bounds", "role", "name", "states",
+"bounds"}`` with bounds ``[x, y, w, h]`` in screen (input) coordinates and
+every state nick (``showing``, ``visible``, ``sensitive``, ...). With
+``--pid`` only applications whose process id is listed are read; without,
+every application with a showing window. Read-only: no action is invoked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _states(node) -> list[str]:
+    try:
+        return sorted(s.value_nick for s in node.get_state_set().get_states())
+    except Exception:
+        return []
+
+
+def _bounds(node, Atspi):
+    try:
+        e = node.get_extents(Atspi.CoordType.SCREEN)
+    except Exception:
+        return None
+    if e.width <= 0 or e.height <= 0:
+        return None
+    return [int(e.x), int(e.y), int(e.width), int(e.height)]
+
+
+def _children(node):
+    try:
+        n = node.get_child_count()
+    except Exception:
+        return []
+    out = []
+    for i in range(min(n, 5000)):
+        try:
+            c = node.get_child_at_index(i)
+        except Exception:
+            continue
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
+    try:
+        import gi
+
+        gi.require_version("Atspi", "2.0")
+        from gi.repository import Atspi
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
+                "gir1.2-atspi-2.0 and PyGObject"}
+    try:
+        apps = _children(Atspi.get_desktop(0))
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
+    seen = []
+    nodes: list[dict] = []
+    truncated = False
+    for app in apps:
+        try:
+            name = app.get_name() or ""
+            pid = int(app.get_process_id())
+        except Exception:
+            continue
+        seen.append({"name": name, "pid": pid})
+        if pids is not None and pid not in pids:
+            continue
+        for w_index, window in enumerate(_children(app)):
+            wstates = _states(window)
+            if "showing" not in wstates:
+                continue
+            try:
+                title = window.get_name() or ""
+            except Exception:
+                title = ""
+            wbounds = _bounds(window, Atspi)
+            stack = [(window, 0)]
+            while stack:
+                node, depth = stack.pop()
+                if len(nodes) >= max_nodes:
+                    truncated = True
+                    break
+                states = _states(node)
+                if "showing" not in states:
+                    continue  # hidden subtree
+                try:
+                    role = node.get_role_name() or ""
+                    label = node.get_name() or ""
+                except Exception:
+                    continue
+                bounds = _bounds(node, Atspi)
+                if label.strip() and bounds:
+                    nodes.append({"app": name, "pid": pid, "window": w_index, "window_title": title,
+                                  "window_bounds": wbounds, "role": role, "name": label[:200], "states": states,
+                                  "bounds": bounds})
+                if depth < max_depth:
+                    stack.extend((c, depth + 1) for c in reversed(_children(node)))
+    if pids is not None and not any(a["pid"] in pids for a in seen):
+        return {"ok": False, "reason": f"no accessible application with process id {sorted(pids)} (yet)",
+                "apps": seen}
+    return {"ok": True, "app": ", ".join(sorted({n["app"] for n in nodes})) or None, "nodes": nodes,
+            "apps": seen, "truncated": truncated}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pid", type=int, action="append")
+    ap.add_argument("--max-nodes", type=int, default=4000)
+    ap.add_argument("--max-depth", type=int, default=60)
+    args = ap.parse_args(argv)
+    try:
+        result = dump(set(args.pid) if args.pid else None, args.max_nodes, args.max_depth)
+    except Exception as exc:  # noqa: BLE001 - always answer in JSON
+        result = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

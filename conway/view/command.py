@@ -1,0 +1,71 @@
+"""The `conway view` command: a static site in a folder, or `--serve` from 127.0.0.1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UserError
+from ..home import Home
+from .model import load_sessions, pick_sessions
+from .site import Report, Site, write_site
+
+DEFAULT_PAGE_SIZE = 100
+
+
+def build_site(home: Home, *, report: str | None = None, session: str | None = None, last: bool = False,
+               page_size: int = DEFAULT_PAGE_SIZE) -> Site:
+    if not 1 <= page_size <= 5000:
+        raise UserError(f"--page-size must be between 1 and 5000 (got {page_size})")
+    if report:
+        from ..evals.report import load_report
+        from .reports import check_kind
+
+        if session or last:
+            raise UserError("a report view shows the report's cases; --session and --last are for the journal")
+        data, cases = load_report(report)
+        return Site(home.root, page_size=page_size,
+                    report=Report(check_kind(data, report), data, cases, Path(report).name,
+                                  Path(report).expanduser().resolve().parent))
+    sessions, skipped = load_sessions(home.journal_dir, home.root)
+    return Site(home.root, pick_sessions(sessions, session, last), skipped, page_size=page_size)
+
+
+def view(home: Home, *, report: str | None = None, session: str | None = None, last: bool = False,
+         output: str | None = None, serve: bool = False, port: int = 0, page_size: int = DEFAULT_PAGE_SIZE,
+         say: Callable[[str], None] = print) -> int:
+    if serve and output:
+        raise UserError("--serve answers from memory and writes no site; --output is for the static site: "
+                        "give one or the other")
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be 0 (any free port) to 65535 (got {port})")
+    if port and not serve:
+        raise UserError("--port goes with --serve")
+    site = build_site(home, report=report, session=session, last=last, page_size=page_size)
+    if serve:
+        from .server import ViewServer
+
+        try:
+            server = ViewServer(site, port)
+        except OSError as exc:
+            raise UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+        say(f"serving {server.url} (Ctrl+C to stop)")
+        if not report:
+            say(f"labels you give in the browser go to {home.root / 'labels.jsonl'} (source: review)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.httpd.server_close()
+        return 0
+    out = Path(output).expanduser() if output else home.root / "view"
+    out = out if out.is_absolute() else Path.cwd() / out
+    counts = write_site(site, out)
+    first = out / "index.html"
+    if not report and len(site.sessions) == 1:
+        first = out / "s" / site.sessions[0].folder / "page-0001.html"
+    say(f"wrote {counts['pages']} page(s) and {counts['images']} image(s) to {out} "
+        f"({counts['bytes'] / 1e6:.1f} MB)")
+    say(f"open {first.as_uri()}")
+    return 0

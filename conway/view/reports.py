@@ -1,0 +1,188 @@
+"""HTML for reports: vision-check, grounding-check and candidate-eval cases with the target box and the click.
+
+Vision-check images are not in a report; they are regenerated from the
+generator, seed, size and index it records (and checked against the recorded
+sha256), so such a report renders on any machine that has the same Conway.
+Grounding-check cases name their screenshot file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import UserError
+from .overlay import crosshair, svg, target_box
+from .page import esc, facts_table, pager, shell
+from .render import TEXT_MAX, pages_of, toolbar
+
+KINDS = ("vision-check", "grounding-check", "candidate-eval")
+CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
+"""case -> (image url, why not)."""
+
+
+def check_kind(data: dict[str, Any], path: Any) -> str:
+    kind = str(data.get("kind"))
+    if kind not in KINDS:
+        raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check, grounding-check and "
+                        "candidate-eval reports "
+                        f"(use `conway report {path}` for this one)")
+    return kind
+
+
+def case_outcome(kind: str, c: dict[str, Any]) -> str:
+    if kind == "candidate-eval":
+        b, k = bool((c.get("base") or {}).get("hit")), bool((c.get("candidate") or {}).get("hit"))
+        return "both" if b and k else "only-base" if b else "only-candidate" if k else "neither"
+    return "hit" if c.get("hit") else "error" if c.get("error") else "miss"
+
+
+def _click(pred: Any, size: tuple[int, int], hit: bool) -> str:
+    try:
+        x, y = float(pred[0]), float(pred[1])
+    except (TypeError, ValueError, IndexError):
+        return ""
+    return (f'<g class="mark click {"hit" if hit else "miss"}" data-x="{x:g}" data-y="{y:g}">'
+            f"{crosshair(x, y, max(size) / 70)}</g>")
+
+
+def _frame(url: str | None, why: str, size: tuple[int, int], content: str, label: str) -> str:
+    pic = (f'<img loading="lazy" src="{esc(url)}" data-full="{esc(url)}" data-thumb="{esc(url)}" alt="{esc(label)}">'
+           if url else f'<div class="why">{esc(why or "no image")}</div>')
+    return (f'<figure class="shot"><div class="frame" style="aspect-ratio:{size[0]}/{size[1]}" data-w="{size[0]}" '
+            f'data-h="{size[1]}">{pic}{svg(size, content)}</div><figcaption>{esc(label)}</figcaption></figure>')
+
+
+def _answer_lines(who: str, a: dict[str, Any]) -> str:
+    pred = a.get("predicted")
+    where = f"({pred[0]:g}, {pred[1]:g})" if isinstance(pred, list) and len(pred) == 2 else "no click"
+    lines = [f'<div class="line"><span class="k">{esc(who)}</span>{"hit" if a.get("hit") else "miss"} at {esc(where)}'
+             + (f' · {a["distance_px"]:g} px from the centre' if isinstance(a.get("distance_px"), (int, float)) else "")
+             + (f' · {a["latency_s"]:.3f} s' if isinstance(a.get("latency_s"), (int, float)) else "") + "</div>"]
+    if a.get("error"):
+        lines.append(f'<div class="line err"><span class="k">error</span>{esc(a["error"])}</div>')
+    if a.get("raw_output") is not None:
+        lines.append(f'<details class="raw"><summary>{esc(who)} raw output</summary>'
+                     f'<pre class="text">{esc(str(a["raw_output"])[:TEXT_MAX])}</pre></details>')
+    return "".join(lines)
+
+
+def case_size(c: dict[str, Any], default: tuple[int, int]) -> tuple[int, int]:
+    size = (c.get("image") or {}).get("size")
+    try:
+        return (int(size[0]), int(size[1])) if size else default
+    except (TypeError, ValueError, IndexError):
+        return default
+
+
+def case_kind(kind: str, c: dict[str, Any]) -> str:
+    """What the report's `kind` filter sorts by: the target colour, or a grounding case's type."""
+    if kind == "grounding-check":
+        return str(c.get("type") or c.get("source") or "")
+    return str((c.get("target") or {}).get("colour", ""))
+
+
+def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], image: CaseImage) -> str:
+    t = c.get("target") or {}
+    size = case_size(c, size)
+    outcome = case_outcome(kind, c)
+    url, why = image(c)
+    box = target_box(t.get("box"), pixels=kind != "grounding-check")  # grounding boxes are spans (ScreenSpot rule)
+    if kind == "candidate-eval":
+        sides = [(who, c.get(who) or {}) for who in ("base", "candidate")]
+        figs = "".join(_frame(url, why, size, box + _click(a.get("predicted"), size, bool(a.get("hit"))), who)
+                       for who, a in sides)
+        pics = f'<div class="pair">{figs}</div>'
+        lines = "".join(_answer_lines(who, a) for who, a in sides)
+    else:
+        what = (f"{c.get('type') or '?'} · {c.get('source') or '?'} · {c.get('size_bucket') or ''}"
+                if kind == "grounding-check" else f"{t.get('colour', '?')} {t.get('shape', '?')}")
+        pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
+                      f"{what}, box {t.get('box')}")
+        lines = _answer_lines("model", c)
+    head = (f'<header><a class="step" href="#s={esc(c.get("index"))}">case {esc(c.get("index"))}</a>'
+            f'<span class="badge outcome">{esc(outcome)}</span>'
+            f'<span>{esc(c.get("instruction") or "")}</span></header>')
+    name = f"{t.get('colour')} {t.get('shape')} · " if t.get("colour") else ""
+    target = (f'<div class="line"><span class="k">target</span>{esc(name)}box {esc(t.get("box"))} (inclusive) · '
+              f'centre {esc(t.get("centre"))}</div>')
+    body_cls = "body big" if kind == "candidate-eval" else "body"
+    return (f'<article class="card o-{esc(outcome)}{" big" if kind == "candidate-eval" else ""}" id="step-{esc(c.get("index"))}" '
+            f'data-step="{esc(c.get("index"))}" data-index="{pos}" data-outcome="{esc(outcome)}">{head}'
+            f'<div class="{body_cls}">{pics}<div class="facts-col">{target}{lines}</div></div></article>')
+
+
+def _pct(v: Any) -> str:
+    return f"{v:.1%}" if isinstance(v, (int, float)) else "—"
+
+
+def _ci(v: Any) -> str:
+    return f"{_pct(v[0])}–{_pct(v[1])}" if isinstance(v, list) and len(v) == 2 else "—"
+
+
+def report_summary(kind: str, data: dict[str, Any]) -> str:
+    s = data.get("summary") or {}
+    rows: list[tuple[str, str]] = [("status", esc(f"{data.get('status')} (exit {data.get('exit_code')})")),
+                                   ("command", f"<code>{esc((data.get('command') or {}).get('line'))}</code>"),
+                                   ("model", esc(data.get("model_id") or "—")),
+                                   ("revision", esc(((data.get("conway") or {}).get("git_revision") or "not recorded")[:12])),
+                                   ("seed", esc(data.get("seed")))]
+    if (data.get("parameters") or {}).get("size"):
+        rows.append(("image size", esc(data["parameters"]["size"])))
+    if kind in ("vision-check", "grounding-check"):
+        pat = s.get("pattern") or {}
+        lat = s.get("latency_s") or {}
+        rows += [("hits", esc(f"{s.get('hits')}/{s.get('cases')} = {_pct(s.get('hit_rate'))} "
+                             f"(95% CI {_ci(s.get('hit_rate_ci95'))}); misses {s.get('misses')}, errors {s.get('errors')}")),
+                 ("latency", esc(f"p50 {lat.get('p50')} s, p95 {lat.get('p95')} s")),
+                 ("miss pattern", esc(pat.get("verdict") or "—")),
+                 ("pattern numbers", esc(", ".join(f"{k} {v}" for k, v in pat.items() if k != "verdict")))]
+        for key in ("by_type", "by_source", "by_size"):
+            groups = s.get(key) or {}
+            if groups:
+                rows.append((key.replace("_", " "), esc("; ".join(
+                    f"{name} {g.get('hits')}/{g.get('n')} ({_pct(g.get('hit_rate'))})" for name, g in groups.items()))))
+    else:
+        for who in ("base", "candidate"):
+            x = s.get(who) or {}
+            rows.append((who, esc(f"{x.get('hits')}/{s.get('cases')} = {_pct(x.get('hit_rate'))} (95% CI "
+                                  f"{_ci(x.get('hit_rate_ci95'))}) · {x.get('model_id')}")))
+        d = s.get("difference_ci95")
+        rows += [("difference", esc(f"{s.get('difference')} (95% CI {d}); intervals "
+                                    f"{'separated' if s.get('intervals_separated') else 'overlap'}")),
+                 ("paired", esc(", ".join(f"{k} {v}" for k, v in (s.get("paired") or {}).items())))]
+    return f'<section class="summary"><details open><summary>{esc(kind)} report</summary>{facts_table(rows)}</details></section>'
+
+
+def report_data(kind: str, cases: list[dict[str, Any]], page_size: int) -> dict[str, Any]:
+    outcomes = (["neither", "only-base", "only-candidate", "both"] if kind == "candidate-eval"
+                else ["error", "miss", "hit"])
+    text = []
+    for c in cases:
+        parts = [c.get("instruction") or ""] + [str((c.get(w) or {}).get("raw_output") or "") for w in ("base", "candidate")]
+        text.append(" ".join(parts + [str(c.get("raw_output") or ""), str(c.get("error") or "")])[:600])
+    return {"title": kind, "page_size": page_size, "pages": pages_of(len(cases), page_size),
+            "steps": [c.get("index", i) for i, c in enumerate(cases)],
+            "outcome": [case_outcome(kind, c) for c in cases],
+            "kind": [case_kind(kind, c) for c in cases],
+            "text": text, "label": ["" for _ in cases], "outcomes": outcomes,
+            "error_outcomes": ["neither", "only-base"] if kind == "candidate-eval" else ["error", "miss"]}
+
+
+def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], page: int, page_size: int,
+                image: CaseImage, source: str) -> str:
+    size_raw = (data.get("parameters") or {}).get("size") or [1920, 1080]
+    size = (int(size_raw[0]), int(size_raw[1]))
+    pages = pages_of(len(cases), page_size)
+    chunk = cases[(page - 1) * page_size: page * page_size]
+    d = report_data(kind, cases, page_size)
+    colours = sorted(set(d["kind"]) - {""})
+    outcomes = [o for o in d["outcomes"] if o in d["outcome"]]
+    cards = "\n".join(case_card(kind, (page - 1) * page_size + i, c, size, image) for i, c in enumerate(chunk))
+    bar = toolbar(colours, outcomes, "search outputs").replace(
+        "<kbd>e</kbd> next error", "<kbd>e</kbd> next " + ("loss" if kind == "candidate-eval" else "miss"))
+    bar = bar.replace("<label>kind ", "<label>type " if kind == "grounding-check" else "<label>target colour ")
+    body = (f'<header class="top"><h1>{esc(kind)} report <span class="crumb">{esc(source)}</span></h1>{bar}</header>'
+            f"{report_summary(kind, data)}{pager(page, pages, 'page')}<main id=\"steps\">"
+            f"{cards or '<div class=empty>The report has no cases.</div>'}</main>{pager(page, pages, 'page')}")
+    return shell(f"{kind} report — Conway", body, data_src="data.js",
+                 body_attrs={"view": "report", "page": page, "pages": pages, "mode": "static"})

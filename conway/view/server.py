@@ -1,0 +1,194 @@
+"""`conway view --serve`: the same pages from 127.0.0.1, and the one way the browser can write labels.
+
+A label is a POST to /api/label with the server's random token in an
+`X-Conway-Token` header (the token is in the served pages, which another
+origin cannot read) and a JSON body; the label is written with the same
+`Label` model and `append_labels` as `conway review` (source `review`), so
+export picks it up unchanged. Requests whose Host is not this server's
+address (DNS rebinding) and cross-origin POSTs are refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from pydantic import ValidationError
+
+from ..actions import ActionProblem, parse_action
+from ..labels import VERDICTS, Label, append_labels, label_summary, labels_path
+from .site import Site
+
+BODY_MAX = 64 * 1024
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png",
+         ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
+
+
+class LabelRefused(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def make_label(site: Site, body: Any) -> Label:
+    """A review label from a POSTed body, checked like `conway review` checks what a person typed."""
+    if not isinstance(body, dict):
+        raise LabelRefused(400, "the body must be a JSON object")
+    unknown = set(body) - {"session", "step", "verdict", "corrected_action", "note"}
+    if unknown:
+        raise LabelRefused(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+    session, step, verdict = body.get("session"), body.get("step"), body.get("verdict")
+    if not isinstance(session, str) or not isinstance(step, int) or isinstance(step, bool):
+        raise LabelRefused(400, "session (text) and step (integer) are required")
+    if verdict not in VERDICTS:
+        raise LabelRefused(400, f"verdict must be one of {', '.join(VERDICTS)}")
+    if site.find_step(session, step) is None:
+        raise LabelRefused(404, f"no recorded step {step} in session {session!r}")
+    corrected = body.get("corrected_action")
+    if corrected is not None:
+        if verdict != "wrong":
+            raise LabelRefused(400, "a corrected action only goes with wrong")
+        parsed = parse_action(corrected)
+        if isinstance(parsed, ActionProblem):
+            raise LabelRefused(400, f"the corrected action is not valid: {parsed.message}")
+        corrected = parsed.model_dump()
+    note = body.get("note") or ""
+    if not isinstance(note, str):
+        raise LabelRefused(400, "note must be text")
+    try:
+        return Label(session=session, step=step, source="review", verdict=verdict, corrected_action=corrected,
+                     note=note)
+    except ValidationError as exc:
+        raise LabelRefused(400, "; ".join(e["msg"] for e in exc.errors())) from None
+
+
+class ViewServer:
+    """A ThreadingHTTPServer on 127.0.0.1 answering the site's routes; `start()` runs it in a thread."""
+
+    def __init__(self, site: Site, port: int = 0):
+        self.site = site
+        self.token = site.token or secrets.token_urlsafe(24)
+        site.token = self.token
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self._thread: threading.Thread | None = None
+
+    @property
+    def hosts(self) -> set[str]:
+        return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def start(self) -> str:
+        self._thread = threading.Thread(target=self.serve_forever, name="conway-view", daemon=True)
+        self._thread.start()
+        return self.url
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def write_label(self, body: Any) -> dict[str, Any]:
+        lab = make_label(self.site, body)
+        with self.lock:
+            append_labels(labels_path(self.site.home_root), [lab])
+        s = label_summary(lab)
+        words = [s.get("verdict"), f"source {s['source']}"] + (
+            [f"corrected: {lab.corrected_action}"] if lab.corrected_action else []) + (
+            [f"note: {lab.note}"] if lab.note else [])
+        return {"ok": True, "label": lab.record(), "summary": "; ".join(str(w) for w in words if w)}
+
+
+def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "conway-view"
+        sys_version = ""
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: the terminal shows the URL only
+            pass
+
+        def _send(self, status: int, content: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(content)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("X-Frame-Options", "DENY")
+            self.send_header("Referrer-Policy", "no-referrer")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(content)
+
+        def _json(self, status: int, data: dict[str, Any]) -> None:
+            self._send(status, json.dumps(data).encode(), "application/json")
+
+        def _host_ok(self) -> bool:
+            if self.headers.get("Host", "") not in server.hosts:
+                self._json(403, {"error": "wrong Host header"})
+                return False
+            return True
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if not self._host_ok():
+                return
+            route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
+            if route.endswith("/"):
+                route += "index.html"
+            if ".." in route.split("/"):
+                self._json(404, {"error": "not found"})
+                return
+            with server.lock:
+                content = server.site.get(route)
+            if content is None:
+                self._json(404, {"error": "not found"})
+                return
+            ctype = TYPES.get(Path(route).suffix.lower(), "application/octet-stream")
+            data = content.read_bytes() if isinstance(content, Path) else content
+            self._send(200, data, ctype)
+
+        do_HEAD = do_GET
+
+        def do_POST(self) -> None:  # noqa: N802
+            if not self._host_ok():
+                return
+            if urlsplit(self.path).path != "/api/label":
+                self._json(404, {"error": "not found"})
+                return
+            origin = self.headers.get("Origin")
+            if origin is not None and origin.rstrip("/") not in {f"http://{h}" for h in server.hosts}:
+                self._json(403, {"error": "cross-origin request refused"})
+                return
+            if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), server.token):
+                self._json(403, {"error": "missing or wrong token (reload the page from this server)"})
+                return
+            if "application/json" not in self.headers.get("Content-Type", ""):
+                self._json(415, {"error": "send JSON (Content-Type: application/json)"})
+                return
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+            except ValueError:
+                length = -1
+            if length < 0 or length > BODY_MAX:
+                self._json(413, {"error": f"the body must be at most {BODY_MAX} bytes"})
+                return
+            try:
+                body = json.loads(self.rfile.read(length) or b"null")
+            except (ValueError, UnicodeDecodeError):
+                self._json(400, {"error": "the body is not JSON"})
+                return
+            try:
+                self._json(200, server.write_label(body))
+            except LabelRefused as exc:
+                self._json(exc.status, {"error": str(exc)})
+
+    return Handler
