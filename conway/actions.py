@@ -301,13 +301,53 @@ def parse_action(raw: Any) -> "_Action | ActionProblem":
     if not isinstance(raw, dict):
         return ActionProblem(message=f"an action must be a JSON object, got {type(raw).__name__}", raw=raw)
     kind = raw.get("type")
-    if kind not in ACTION_TYPES:
+    if not isinstance(kind, str) or kind not in ACTION_TYPES:  # {"type": {}} is unhashable: check str first
         known = ", ".join(sorted(ACTION_TYPES))
-        return ActionProblem(message=f"unknown action type {kind!r}; known types: {known}", raw=raw)
+        what = f"{kind!r}" if isinstance(kind, str) and len(kind) <= 60 else _show(kind)
+        return ActionProblem(message=f"unknown action type {what}; known types: {known}", raw=raw)
+    too_big = _giant_number(raw)
+    if too_big is not None:
+        return ActionProblem(message=f"invalid {kind} action: {too_big}", raw=raw)
     try:
         return _adapter.validate_python(raw)
     except ValidationError as exc:
         return ActionProblem(message=f"invalid {kind} action: {_describe(exc)}", raw=raw)
+    except Exception as exc:  # noqa: BLE001 - the contract is: bad input is a problem, never an exception
+        return ActionProblem(message=f"invalid {kind} action: {type(exc).__name__}: {str(exc)[:200]}", raw=raw)
+
+
+MAX_FIELD_NUMBER = 10**15
+"""No field of any action comes near this; a bigger number is refused before validation
+(converting a 400-digit integer to a float raises OverflowError)."""
+
+
+def _giant_number(raw: dict[str, Any]) -> str | None:
+    for key, value in raw.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_FIELD_NUMBER:
+                return f"{key}: a {digits(v)}-digit number is not a plausible value"
+    return None
+
+
+def digits(v: int) -> int:
+    """How many decimal digits `v` has (estimated beyond Python's int-to-str limit)."""
+    try:
+        return len(str(abs(v)))
+    except ValueError:
+        return int(v.bit_length() * 0.30103) + 1
+
+
+def _show(v: Any) -> str:
+    """A type-named, length-bounded rendering of a value that is not a valid type name."""
+    if v is None:
+        return "None (the \"type\" field is missing)"
+    try:
+        text = repr(v)
+    except Exception:  # noqa: BLE001
+        text = object.__repr__(v)
+    text = text if len(text) <= 60 else text[:60] + "…"
+    return f"{text} ({type(v).__name__}, not a type name)" if not isinstance(v, str) else text
 
 
 def _describe(exc: ValidationError) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,8 +51,32 @@ def build_observer(config: ConwayConfig, home: Home) -> Observer:
 
 def workdir_for(config: ConwayConfig, home: Home) -> Path:
     path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"tools.workdir {path} is a file, not a directory; name a folder (or leave it unset for "
+                        f"{home.scratch})")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the tools working directory {path}: {exc.strerror}") from None
     return path
+
+
+def console_say(text: str) -> None:
+    """print, but a closed stdout (`conway run | head`) only ends the printing, never the run."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so later prints and the interpreter's final flush stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 @dataclass
@@ -66,7 +92,7 @@ class RunRequest:
 
 
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
-              say: Callable[[str], None] = print) -> tuple[RunOutcome, str]:
+              say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
     """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
@@ -81,13 +107,15 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
         toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
-                                           home_root=home.root, skills=config.skills)
+                                           home_root=home.root, skills=config.skills,
+                                           api_key_env=config.policy.api_key_env)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
-            for line in getattr(policy, "description", None) or []:
+            description = getattr(policy, "description", None) or []
+            for line in [description] if isinstance(description, str) else description:
                 say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
@@ -141,6 +169,8 @@ def status_report(home: Home) -> dict:
     holder = InstanceLock(home.lock).holder() if home.lock.exists() else None
     pid = state.get("pid")
     alive = bool(holder)
+    events = tail_events(home.journal_dir, 8) if home.journal_dir.exists() else []
+    step, phase = _current_step(state, events, alive)
     return {
         "home": str(home.root),
         "session": state.get("session"),
@@ -148,20 +178,50 @@ def status_report(home: Home) -> dict:
         else ("not running (last run ended without a clean stop)" if state else "never run"),
         "pid": holder or pid,
         "pid_alive": alive,
-        "step": state.get("step"),
+        "step": step,
+        "phase": phase,
         "model_id": state.get("model_id"),
         "stop_reason": state.get("stop_reason"),
-        "pending_intent": state.get("pending"),
+        "pending_intent": _pending(home, state),
         "state_recovery": note,
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
-             "summary": _event_summary(e)} for e in tail_events(home.journal_dir, 8)
-        ] if home.journal_dir.exists() else [],
+             "summary": _event_summary(e)} for e in events
+        ],
     }
+
+
+_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
+
+
+def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | None, str | None]:
+    """The step a running agent is on: state.json's copy is refreshed at most once a second, the journal's
+    newest event of the session is not (step 1 is being decided while state.json still says 0)."""
+    step = state.get("step")
+    if not alive:
+        return step, None
+    own = [e for e in events if e.get("session") == state.get("session") and isinstance(e.get("step"), int)]
+    if not own:
+        return step, None
+    last = own[-1]
+    newest = max(step or 0, last["step"])
+    return newest, _PHASES.get(str(last.get("kind"))) if last["step"] == newest else None
+
+
+def _pending(home: Home, state: dict) -> dict | None:
+    """state.json's pending copy, unless the journal (the authority) already has its outcome."""
+    from .journal import intent_verdict
+    pending = state.get("pending")
+    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
+        return None
+    return pending
 
 
 def _event_summary(event: dict) -> str:
     p = event.get("payload") or {}
+    pointed = _pointed(event.get("kind"), p)
+    if pointed:
+        return pointed
     for key in ("summary", "error", "detail", "reason", "request", "event"):
         if p.get(key):
             return str(p[key])[:100]
@@ -170,4 +230,32 @@ def _event_summary(event: dict) -> str:
     if event.get("kind") == "decision":
         return (p.get("raw_text") or "")[:100]
     return ""
+
+
+def _pointed(kind: object, p: dict) -> str | None:
+    """A pointing action with each coordinate pair labelled: the model's (in the image it was sent),
+    the screenshot's, and the input's (where the pointer went; they differ on HiDPI screens)."""
+    from .geometry import captured_to_model
+
+    action = p.get("action")
+    if kind == "decision":
+        acts = p.get("actions") or []
+        action = acts[0] if acts and isinstance(acts[0], dict) else None
+    if not isinstance(action, dict) or not isinstance(action.get("x"), (int, float)) or \
+            not isinstance(action.get("y"), (int, float)):
+        return None
+    x, y = float(action["x"]), float(action["y"])
+    text = f"{action.get('type')} at screen ({x:.0f}, {y:.0f})"
+    if kind == "decision" and p.get("sent_size") and p.get("captured_size") and p.get("convention"):
+        try:
+            mx, my = captured_to_model(x, y, p["convention"], tuple(p["sent_size"]), tuple(p["captured_size"]))
+            text = f"{action.get('type')} at model ({mx:.4g}, {my:.4g}) → screen ({x:.0f}, {y:.0f})"
+        except (ValueError, TypeError, ZeroDivisionError):
+            pass
+    point = (p.get("data") or {}).get("input") if isinstance(p.get("data"), dict) else None
+    if isinstance(point, list) and len(point) == 2:
+        text += f" → input ({point[0]}, {point[1]})"
+    if kind in ("result", "error") and p.get("ok") is False and p.get("error"):
+        text += f": {str(p['error'])[:60]}"
+    return text
 

@@ -428,6 +428,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         "difference": round(c_sum["hit_rate"] - b_sum["hit_rate"], 4),
         "difference_ci95": [round(diff_lo, 4), round(diff_hi, 4)],
         "paired": {"both_hit": both, "only_base_hit": only_b, "only_candidate_hit": only_c},
+        **({"references": b_sum["references"]} if b_sum.get("references") else {}),
         "intervals_separated": separated,
     }
     report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0,

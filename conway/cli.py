@@ -38,7 +38,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-steps", type=int, metavar="N", help="stop after N cycles")
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop after the model has made N decisions (cycles without an answer -- rate limits, "
+                        "failed or timed-out requests -- do not count; --max-seconds bounds those)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds (checked between steps)")
     p.add_argument("--quiet", action="store_true", help="print nothing per cycle (state and journal still record all)")
 
@@ -102,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonl (default) or hf (a datasets folder with images)")
     p.add_argument("--style", choices=("generic", "opencua", "uitars"),
                    help="add each step's target turn in this model family's own action format")
-    p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
+    p.add_argument("--skip-missing", action="store_true",
+                   help="leave out steps whose screenshot file is gone (default: keep them, marked image_missing)")
     p.add_argument("--from-report", metavar="REPORT",
                    help="export a vision-check or grounding-check report's cases (labelled by their targets) "
                         "instead of the journal")
@@ -147,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
     p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
     p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
-    p.add_argument("--profile", default=None, choices=("standard", "demo"),
+    p.add_argument("--profile", default=None, choices=("standard", "demo", "offcentre", "choose"),
                    help="vision-check case profile (default: the candidate's manifest, else standard)")
     p.add_argument("--base-model", metavar="GGUF", help="the base model (default: the manifest's base GGUF)")
     p.add_argument("--base-mmproj", metavar="GGUF", help="the base model's vision projector")
@@ -206,9 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    p.add_argument("--profile", default="standard", choices=("standard", "demo"),
-                   help="case difficulty: standard (small targets among distractors) or demo (one large target, "
-                        "for CPU learning demos)")
+    p.add_argument("--profile", default="standard", choices=("standard", "demo", "offcentre", "choose"),
+                   help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
+                        "demo (one large target), offcentre (one target never on the image centre), choose "
+                        "(2-3 squares of different colours, the goal names one)")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_overrides(p)
@@ -239,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
             "tasks in a temporary directory and verify each independently.\n"
             "Exit 0 all verified, 2 any not verified, 1 setup errors.")
     _add_model_args(p)
-    p.add_argument("--max-steps", type=int, default=10, metavar="N", help="step budget per task (default 10)")
+    p.add_argument("--max-steps", type=int, default=10, metavar="N",
+                   help="decisions the model may make per task (default 10; rate limits and failed requests "
+                        "do not count)")
     p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
     p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
     p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
@@ -271,9 +277,23 @@ def build_parser() -> argparse.ArgumentParser:
 # --- command functions -------------------------------------------------------
 
 
-def _home(args):
+def _home(args, writable: bool = True):
     from .home import resolve_home
-    return resolve_home(args.home)
+    return resolve_home(args.home, writable=writable)
+
+
+NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
+            "policy.mmproj_path=MMPROJ.gguf (policy.kind generic, opencua or uitars), or an OpenAI-compatible "
+            "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
+
+
+def _require_model(args, home, cfg) -> None:
+    """The default policy is the offline mock: only use it when asked, never silently in place of a model."""
+    from .config import mock_chosen
+    if cfg.policy.kind != "mock" or getattr(args, "mock", False) or getattr(args, "mock_script", None):
+        return
+    if not mock_chosen(home.config, list(getattr(args, "overrides", []) or [])):
+        raise UserError(NO_MODEL)
 
 
 def _config(args, home, extra: list[str] | None = None):
@@ -333,7 +353,10 @@ def do_run(args) -> int:
     home = _home(args)
     _require_home(home)
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
+    if outcome.failed:
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.reason.startswith(("uncertain", "fail-safe")):
         return 1
     return NO_VALID_DECISION_EXIT if outcome.no_valid_decision else 0
@@ -350,6 +373,7 @@ def do_start(args) -> int:
     if args.output and task is None:
         raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
                             output=args.output, argv=args._argv)
 
@@ -378,7 +402,7 @@ def read_task(text: str | None, file: str | None) -> str | None:
 
 def do_status(args) -> int:
     from .app import status_report
-    home = _home(args)
+    home = _home(args, writable=False)
     report = status_report(home)
     from .evals.task_acceptance import acceptance_counts, render_counts
     report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
@@ -389,7 +413,8 @@ def do_status(args) -> int:
     print(f"session:  {report['session'] or '-'}")
     print(f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""))
     print(f"pid:      {report['pid'] or '-'} ({'alive' if report['pid_alive'] else 'not running'})")
-    print(f"step:     {report['step'] if report['step'] is not None else '-'}")
+    print(f"step:     {report['step'] if report['step'] is not None else '-'}"
+          + (f" ({report['phase']})" if report.get("phase") else ""))
     print(f"model:    {report['model_id'] or '-'}")
     pending = report["pending_intent"]
     print(f"pending:  {pending['summary'] if pending else 'none'}")
@@ -414,7 +439,7 @@ def _control(request: str) -> Callable:
 
 def do_config(args) -> int:
     from .config import to_yaml
-    home = _home(args)
+    home = _home(args, writable=False)
     cfg = _config(args, home)
     print(f"# configuration valid (digest {cfg.digest()[:12]})")
     print(to_yaml(cfg), end="")
@@ -423,20 +448,38 @@ def do_config(args) -> int:
 
 def do_export(args) -> int:
     from .export import export
-    home = _home(args)
+    home = _home(args, writable=False)
     out = Path(args.output).expanduser()
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
-                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report)
+                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
+                 secret_values=_known_secrets(home))
     print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
         print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
     if res.missing:
         print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+    if res.images_missing:
+        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.redacted:
+        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
         print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
               f"{res.unrendered[0]}")
     return 0
+
+
+def _known_secrets(home) -> list[str]:
+    """Values exports must never carry: policy.api_key_env's variable and credential-looking ones."""
+    import os
+
+    from .redact import known_secret_values
+    try:
+        name = _config(argparse.Namespace(), home).policy.api_key_env
+    except UserError:
+        name = None  # an invalid config.yaml does not stop an export; the name-based scan still runs
+    return known_secret_values(os.environ, [name])
 
 
 def do_review(args) -> int:
@@ -561,6 +604,7 @@ def do_probe(args) -> int:
     from .probe import probe
     home = _home(args)
     cfg = _config(args, home)
+    _require_model(args, home, cfg)
     policy = build_policy(cfg, home)
     try:
         report = probe(policy)
@@ -615,13 +659,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # reports record the command line
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at interpreter exit
+        return code
     except UserError as exc:
         sys.stderr.write(f"conway: error: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("conway: interrupted\n")
         return 130
+    except BrokenPipeError:  # `conway status | head -1`: the reader left; nothing more to say
+        from .app import silence_stdout
+        silence_stdout()
+        return 0
+    except OSError as exc:  # the machine refused (full disk, permissions, read-only file system)
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"conway: error: {exc.strerror or exc}{where}\n")
+        return 1
 
 
 if __name__ == "__main__":

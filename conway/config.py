@@ -19,6 +19,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .redact import _secret_name
+from .redact import find_secrets as _find_secrets
+from .redact import redact
 
 
 class _Section(BaseModel):
@@ -27,7 +30,8 @@ class _Section(BaseModel):
 
 class AgentConfig(_Section):
     max_steps: int | None = Field(default=None, ge=1)
-    """Stop after this many cycles (None: run until stopped)."""
+    """Stop after the model has made this many decisions (None: run until stopped). Cycles without an
+    answer (rate limits, failed or timed-out requests) do not count; max_seconds bounds those."""
     max_seconds: float | None = Field(default=None, gt=0)
     """Stop after this much wall time (checked between steps; not a hard OS deadline)."""
     idle_backoff_start_s: float = Field(default=2.0, gt=0)
@@ -136,7 +140,15 @@ class RuntimeConfig(_Section):
     prompt_cache: bool = True
     """In-process: keep the KV cache between decisions and evaluate only what changed after the common prefix (false: the whole prompt every time)."""
     extra_args: list[str] = []
-    """Extra command-line arguments for the started server program."""
+    """Extra command-line arguments for the started server program (a --host here needs allow_remote)."""
+
+    @model_validator(mode="after")
+    def _no_host_override(self) -> "RuntimeConfig":
+        hosts = [a for a in self.extra_args if a == "--host" or a.startswith("--host=")]
+        if hosts and not self.allow_remote:
+            raise ValueError(f"extra_args sets {hosts[0]}, which would override the loopback bind: set "
+                             "runtime.host instead (anything but loopback also needs runtime.allow_remote=true)")
+        return self
 
 
 class ContextConfig(_Section):
@@ -245,6 +257,11 @@ class ToolsConfig(_Section):
     """Shell commands are killed (whole process group) after this."""
     shell_max_output_bytes: int = Field(default=32768, ge=256)
     """Shell output kept (head and tail, the cut announced)."""
+    shell_env_drop: list[str] = []
+    """More environment variable names (fnmatch patterns) removed from shell commands; policy.api_key_env's
+    variable and names that look like credentials (*TOKEN, *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
+    shell_env_keep: list[str] = []
+    """Credential-looking variable names the shell may still see (never policy.api_key_env's)."""
     gui_pause_s: float = Field(default=0.02, ge=0, le=2)
     """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
     gui_failsafe: bool = True
@@ -283,39 +300,22 @@ class ConwayConfig(_Section):
 
 
 # --- secrets -----------------------------------------------------------------
-
-_SECRET_KEY = re.compile(r"(api[_-]?key|apikey|secret|password|passwd|authorization|bearer|access[_-]?token|auth[_-]?token|^token$|_token$)", re.I)
-_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|xox[bp]-[A-Za-z0-9-]{10,}|Bearer\s+\S{8,})$")
-_ALLOWED_KEY = re.compile(r"(_env|_tokens|tokens_.*)$", re.I)  # e.g. api_key_env, max_tokens
-
-
-def find_secrets(data: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose name or value looks like a credential."""
-    found = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, dict) and _ALLOWED_KEY.search(str(k)):  # headers_env: values name variables
-                found += [f"{key}.{n}" for n, x in v.items() if isinstance(x, str) and _SECRET_VALUE.match(x.strip())]
-            elif isinstance(v, (dict, list)):
-                found += find_secrets(v, key)
-            elif v not in (None, "") and _SECRET_KEY.search(str(k)) and not _ALLOWED_KEY.search(str(k)):
-                found.append(key)
-            elif isinstance(v, str) and _SECRET_VALUE.match(v.strip()):
-                found.append(key)
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            found += find_secrets(v, f"{prefix}[{i}]")
-    return found
+# Recognising credentials lives in conway/redact.py (every string at every depth); re-exported here.
+find_secrets = _find_secrets
 
 
 # --- composition -------------------------------------------------------------
 
 
 def configs_dir() -> Path:
-    """The Hydra config tree: CONWAY_CONFIGS, else `configs/` beside the package."""
+    """The Hydra config tree: CONWAY_CONFIGS, else the package's own copy (a wheel ships it), else `configs/`."""
     env = os.environ.get("CONWAY_CONFIGS")
-    path = Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    if env:
+        path = Path(env)
+    else:  # package data: conway/configs (in a checkout a symlink to the repository's configs/)
+        path = Path(__file__).resolve().parent / "configs"
+        if not (path / "config.yaml").exists():
+            path = Path(__file__).resolve().parent.parent / "configs"
     if not (path / "config.yaml").exists():
         raise UserError(f"config tree not found at {path} (set CONWAY_CONFIGS to the repository's configs/ folder)")
     return path
@@ -328,9 +328,35 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path} is not valid YAML: {exc}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} must hold a mapping of settings, not {type(data).__name__}")
     return data
+
+
+def _nested(overrides: list[str]) -> dict[str, Any]:
+    """`policy.token=x` → {"policy": {"token": x}}: each key name is checked as itself, not as a dotted path."""
+    out: dict[str, Any] = {}
+    for item in overrides:
+        key, value = item.split("=", 1)
+        *parents, last = key.lstrip("+").split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+        node[last] = value
+    return out
+
+
+def mock_chosen(home_config: Path | None, overrides: list[str]) -> bool:
+    """Whether the mock policy was chosen (override or the home's config.yaml), not just the default."""
+    keys = {o.lstrip("+").split("=", 1)[0] for o in overrides}
+    if keys & {"policy", "policy.kind", "policy.mock_script"}:
+        return True
+    if home_config is None or not home_config.is_file():
+        return False
+    policy = _read_yaml(home_config).get("policy")
+    return isinstance(policy, dict) and ("kind" in policy or "mock_script" in policy)
 
 
 def load_config(home_config: Path | None = None, overrides: list[str] | None = None) -> ConwayConfig:
@@ -353,7 +379,11 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
                             "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
                             "inherit_env / headers_env, names the variable).")
-    secrets = find_secrets({o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides})
+    for item in overrides:  # a typo is an unknown key (with the closest names), before any secret check
+        key = item.split("=", 1)[0].lstrip("+~")
+        if "." in key and unknown_key(key):
+            raise UserError(f"override {key}: {unknown_key(key)}")
+    secrets = find_secrets(_nested(overrides))
     if secrets:
         raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
 
@@ -370,11 +400,15 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
         cli = OmegaConf.from_dotlist(values)
         merged = OmegaConf.merge(base, OmegaConf.create(home_data), cli)
         data = OmegaConf.to_container(merged, resolve=True)
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+    except (HydraException, OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
         raise UserError(f"cannot compose configuration: {exc}".splitlines()[0]) from None
     finally:
         GlobalHydra.instance().clear()
     data.pop("hydra", None)  # type: ignore[union-attr]
+    secrets = find_secrets(data)  # a list item or URL inside an override (`runtime.extra_args=[--api-key,…]`)
+    if secrets:
+        raise UserError(f"the configuration holds what looks like a secret at: {', '.join(secrets)}; "
+                        "pass keys through the environment (policy.api_key_env names the variable)")
     try:
         return ConwayConfig.model_validate(data)
     except ValidationError as exc:
@@ -391,12 +425,40 @@ def explain_validation(exc: ValidationError) -> str:
         elif err["type"] == "literal_error":
             msg = f"must be one of {err['ctx']['expected']}"
         lines.append(f"  {key}: {msg} (got {err.get('input')!r})" if err["type"] != "extra_forbidden"
-                     else f"  {key}: unknown key")
+                     else f"  {key}: {unknown_key(key) or 'unknown key'}")
     return "\n".join(lines)
 
 
+def unknown_key(dotted: str) -> str | None:
+    """None when `dotted` names a setting (or lies inside a free-form one), else "unknown key" with the
+    closest valid names (a typo like policy.max_token is not mistaken for anything else)."""
+    import difflib
+
+    model: Any = ConwayConfig
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        fields = getattr(model, "model_fields", None)
+        if fields is None:
+            return None  # below a free-form value (a dict of MCP servers, a list …)
+        if part not in fields:
+            prefix = ".".join(parts[:i])
+            close = difflib.get_close_matches(part, list(fields), n=3, cutoff=0.6)
+            names = [f"{prefix}.{c}" if prefix else c for c in close]
+            hint = f" (did you mean {' or '.join(names)}?)" if names else \
+                f" (known in {prefix or 'the configuration'}: {', '.join(sorted(fields))})"
+            secret = " Keys and tokens never go in settings: policy.api_key_env names the environment variable." \
+                if _secret_name(part) and not names else ""
+            return f"unknown key{hint}{secret}"
+        annotation = fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return None
+    return None
+
+
 def to_yaml(config: ConwayConfig) -> str:
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    """The resolved configuration as YAML, anything secret-looking redacted (it is printed)."""
+    return yaml.safe_dump(redact(config.model_dump(mode="json")), sort_keys=False)
 
 
 def api_key(config: ConwayConfig) -> str | None:

@@ -3,6 +3,7 @@
 Format `conway-traj/1`, one JSON object per step:
 
     format, session, step, t_start, t_end
+    instruction   the goals / task text the model saw at that step (journaled when it changes)
     observation   the journal's observation record: screenshot path + sha256,
                   captured size, logical size, accessibility length, ...
     geometry      captured_size, sent_size, convention, resize_rule (what the
@@ -34,6 +35,7 @@ from typing import Any, Iterable
 from .errors import UserError
 from .journal import read_journal
 from .labels import LabelIndex, label_summary, labels_path, read_labels
+from .redact import redact_known
 
 FORMAT = "conway-traj/1"
 STYLES = ("generic", "opencua", "uitars")
@@ -51,12 +53,15 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     order: list[tuple[str, int]] = []
     revisions: dict[str, str | None] = {}
     checks: dict[str, dict[str, Any]] = {}
+    goals: dict[str, str] = {}
     for ev in events:
         kind = ev.get("kind")
         p = ev.get("payload") or {}
         if kind == "session":
             if p.get("event") == "start":
                 revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
+            elif p.get("event") == "goals":  # the goals / task text the model saw from here on
+                goals[ev.get("session", "?")] = p.get("text")
             elif p.get("event") == "acceptance" and p.get("verified") is not None:
                 # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
                 checks[ev.get("session", "?")] = {"success": "success" if p["verified"] else "failure",
@@ -73,6 +78,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                                 "decision": None, "actions": [], "errors": [], "uncertain": False,
                                 "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
                                 "labels": {"success": "unknown"}}
+            if goals.get(key[0]):
+                rec["instruction"] = goals[key[0]]
             order.append(key)
         rec["t_end"] = ev.get("ts")
         if kind == "observation":
@@ -82,6 +89,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                 rec["discarded"] = True
             rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
             rec["model_id"] = p.get("model_id")
+            if p.get("harness_revision"):
+                rec["harness_revision"] = p["harness_revision"]
             rec["dry_run"] = rec["dry_run"] or bool(p.get("dry_run"))
             geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
             if geo:
@@ -104,7 +113,7 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     out = []
     for key in order:
         rec = steps[key]
-        rec["harness_revision"] = revisions.get(key[0])
+        rec["harness_revision"] = rec["harness_revision"] or revisions.get(key[0])
         if key[0] in checks:
             rec["labels"] = dict(checks[key[0]])
         if rec["geometry"] is None and rec["observation"]:
@@ -454,13 +463,32 @@ def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,
     return kept, missing
 
 
+def mark_missing_images(records: list[dict[str, Any]], home_root: Path | None) -> list[str]:
+    """Keep steps whose archived screenshot was rotated away, marked `observation.image: null` and
+    `image_missing: true` (the normal state of a long run: only the newest screenshots are kept)."""
+    missing = []
+    for rec in records:
+        path = screenshot_file(rec, home_root)
+        if path is not None and not path.is_file():
+            rec["observation"] = {**rec["observation"], "image": None, "image_missing": True}
+            missing.append(f"{rec['session']} step {rec['step']}: {path}")
+    return missing
+
+
 @dataclass
 class ExportResult:
     written: int
     skipped_lines: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    """Steps left out for a missing screenshot (--skip-missing)."""
     unrendered: list[str] = field(default_factory=list)
     labelled: int = 0
+    images_missing: list[str] = field(default_factory=list)
+    """Steps kept without their screenshot (observation.image null, image_missing true)."""
+    left_out_of_images: int = 0
+    """--format hf: steps without an image left out of the image training data."""
+    redacted: int = 0
+    """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
 
 def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
@@ -505,7 +533,11 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
 
 def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
              style: str = "generic") -> list[str]:
-    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON."""
+    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON.
+
+    Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
+    """
+    records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
     try:
         from datasets import Dataset, Features, Image, Value
     except ImportError:
@@ -559,7 +591,7 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
 def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
                       include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
                       skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
-    """Export the journal. Refuses to overwrite; refuses missing screenshots unless told to skip them.
+    """Export the journal. Refuses to overwrite; keeps steps whose screenshot is gone (marked), or skips them.
 
     Called the old way (journal_dir, output[, include_dry_runs]) it returns
     (records written, skipped torn lines), as the foundation did.
@@ -571,8 +603,13 @@ def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = 
 
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
-           home_root: Path | None = None, from_report: str | Path | None = None) -> ExportResult:
-    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder."""
+           home_root: Path | None = None, from_report: str | Path | None = None,
+           secret_values: list[str] | None = None) -> ExportResult:
+    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder.
+
+    Every string is scanned for `secret_values` (the API key and other credential-looking variables'
+    values; see `conway.redact.known_secret_values`) and key shapes; each is replaced by <redacted>.
+    """
     if fmt not in ("jsonl", "hf"):
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
     if style is not None and style not in STYLES:
@@ -585,10 +622,17 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     else:
         records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
                                                      include_uncertain=include_uncertain, home_root=root)
-    records, missing = check_screenshots(records, root, skip_missing)
+    missing: list[str] = []
+    if skip_missing:
+        records, missing = check_screenshots(records, root, skip_missing=True)
+    images_missing = mark_missing_images(records, root)
+    records, redacted = redact_known(records, secret_values or [])
     if fmt == "hf":
         unrendered = write_hf(records, output, root, style or "generic")
+        left_out = len(images_missing)
     else:
         unrendered = write_jsonl(records, output, style)
-    return ExportResult(written=len(records) - len(unrendered), skipped_lines=skipped, missing=missing,
-                        unrendered=unrendered, labelled=labelled)
+        left_out = 0
+    return ExportResult(written=len(records) - len(unrendered) - left_out, skipped_lines=skipped, missing=missing,
+                        unrendered=unrendered, labelled=labelled, images_missing=images_missing,
+                        left_out_of_images=left_out, redacted=redacted)

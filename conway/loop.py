@@ -8,14 +8,18 @@ replayed and ends the run.
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .actions import GUI_TYPES, ActionProblem, Finish, Wait, _Action, describe_action_space
+from .cancel import Cancel, DecisionAborted, run_cancellable
 from .config import ConwayConfig
 from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
@@ -24,9 +28,15 @@ from .memory import Memory
 from .protocols import (ContextPart, Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
                         Observer, Policy, PolicyError, RateLimited, ToolResult, decision_problem_cause,
                         describe_causes)
-from .state import StateStore, read_control
+from .provenance import harness_revision, prompt_record
+from .ratelimit import rate_limit_wait
+from .state import StateStore, read_control, remove_leftover_temps
 from .tools.bounded import cut_text
 from .tools.registry import Toolbox
+
+
+GOALS_JOURNAL_MAX_CHARS = 20_000
+"""The goals / task text is journaled (when it changes) up to this size, for exports' instruction."""
 
 
 class Clock:
@@ -51,8 +61,11 @@ class StopRun(Exception):
 
 
 def backoff_delay(start: float, cap: float, count: int) -> float:
-    """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1)."""
-    return min(cap, start * (2 ** (count - 1)))
+    """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1), for any count."""
+    doublings = max(0, count - 1)
+    if start >= cap or doublings >= math.log2(cap / start):
+        return cap  # decided before computing 2**n, which overflows a float past n = 1023
+    return start * 2.0 ** doublings
 
 
 @dataclass
@@ -84,6 +97,10 @@ class RunOutcome:
     """Decisions that held at least one valid action."""
     model_errors: dict[str, int] = field(default_factory=dict)
     """Steps without a valid decision, counted by cause (`HTTP 500`, `timeout`, `cut off` …)."""
+    failed: bool = False
+    """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
+    journal: str | None = None
+    """The journal file holding the last events (named in the CLI's one-line error)."""
 
     @property
     def no_valid_decision(self) -> str | None:
@@ -92,6 +109,9 @@ class RunOutcome:
             return None
         return f"no valid decision in {self.steps} step(s): {describe_causes(self.model_errors)}"
 
+
+def disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 class Loop:
@@ -104,6 +124,9 @@ class Loop:
                              cfg.memory.max_chars, cfg.memory.keep_chars)
         self.state: dict[str, Any] = {}
         self.step = 0
+        self.decisions = 0
+        self.revision = harness_revision()
+        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
         self.started_mono = parts.clock.monotonic()
         self.latest: str | None = None
         self.recent = RecentSteps(cfg.context.recent_steps)
@@ -115,10 +138,13 @@ class Loop:
         self.last_change_key: str | None = None
         self.repeats: dict[str, tuple[str, int]] = {}  # family -> (action key, times in a row)
         self.signal_stop: str | None = None
+        self._cancel: Cancel | None = None
         self.last_finish: dict[str, Any] | None = None
         self.valid_decisions = 0
         self.model_errors: dict[str, int] = {}
         self.screen_problem: str | None = None
+        self._state_dirty = False  # state changed in memory only (a cleared pending copy): written at the next write
+        self._action_spaces: dict[tuple[str, ...], str] = {}
 
     # -- journal & state ------------------------------------------------------
 
@@ -129,11 +155,21 @@ class Loop:
         self.state.update(changes, updated_at=self.p.clock.time())
         self.state_store.save(self.state, durable=durable)
         self._saved_at = self.p.clock.monotonic()
+        self._state_dirty = False
 
     def save_pending(self, pending: dict[str, Any] | None) -> None:
-        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority)."""
+        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority).
+
+        Setting it is written before dispatch. Clearing it waits for the next state write (the next
+        intent, the progress write, any wait, the end): the journaled result already resolves it for
+        `status`, `preflight` and recovery, and a side effect every cycle then costs one write, not two.
+        """
         self.state.update(pending=pending, updated_at=self.p.clock.time())
+        if pending is None:
+            self._state_dirty = True
+            return
         self.state_store.save_current(self.state)
+        self._state_dirty = False
 
     def save_progress(self) -> None:
         """Refresh the step shown by `status` at most once a second (not needed for safety)."""
@@ -146,6 +182,10 @@ class Loop:
 
     def recover(self) -> None:
         """Read prior state; turn a pending intent into an `uncertain` record (never replayed)."""
+        leftovers = remove_leftover_temps(self.p.home.root)
+        if leftovers:
+            self.record("recovery", {"what": "temp files", "detail": "removed temp files a killed run left: "
+                                     + ", ".join(leftovers)})
         prior, note = self.state_store.load()
         if note:
             self.record("recovery", {"what": "state", "detail": note})
@@ -158,7 +198,7 @@ class Loop:
             pending = journaled
         elif verdict == "resolved" and pending:
             self.record("recovery", {"what": "pending", "detail": "the pending action's outcome is in the journal; "
-                                     "only the state write clearing it was lost"})
+                                     "state.json's copy had not been cleared yet"})
             pending = None
         if pending:
             self.record("uncertain", {"action": pending.get("action"),
@@ -175,23 +215,9 @@ class Loop:
         self.save_state()
 
     def _journal_verdict(self) -> tuple[str, dict[str, Any] | None]:
-        """Newest-first over the journal tail: was the last intent followed by its outcome?
-
-        The journal's intent is fsynced before dispatch, so it is the authority;
-        state.json's `pending` copy is a convenience for `status`.
-        """
-        from .journal import tail_events
-        events = tail_events(self.p.home.journal_dir, 200)
-        for ev in reversed(events):
-            kind = ev.get("kind")
-            if kind in ("result", "error", "uncertain", "suppressed", "finish") or (
-                    kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
-                return "resolved", None
-            if kind == "intent":
-                p = ev.get("payload") or {}
-                return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
-                                   "session": ev.get("session")}
-        return ("unknown", None) if not events else ("resolved", None)
+        """Was the journal's last intent followed by its outcome? (`journal.intent_verdict`)"""
+        from .journal import intent_verdict
+        return intent_verdict(self.p.home.journal_dir)
 
     # -- waiting and control --------------------------------------------------
 
@@ -220,12 +246,14 @@ class Loop:
     def wait(self, seconds: float) -> None:
         """Sleep in short slices, checking control (and the time budget) between them.
 
-        Budgets come first: a wait after the last allowed step, or one that would outlast
+        Budgets come first: a wait after the last allowed decision, or one that would outlast
         max-seconds, ends the run at once instead of sleeping towards an end already reached.
         """
         spent = self.budget_spent_by(seconds)
         if spent:
             raise StopRun(spent)
+        if self._state_dirty:  # what waited for the next write goes out before a sleep
+            self.save_state(durable=False)
         end = self.p.clock.monotonic() + seconds
         while True:
             self.check_control()
@@ -240,7 +268,7 @@ class Loop:
         a = self.cfg.agent
         if seconds <= 0:
             return None
-        if a.max_steps is not None and self.step >= a.max_steps:
+        if a.max_steps is not None and self.decisions >= a.max_steps:
             return f"max-steps budget ({a.max_steps}) reached"
         if a.max_seconds is not None and self.p.clock.monotonic() + seconds - self.started_mono >= a.max_seconds:
             return f"max-seconds budget ({a.max_seconds:g} s) reached (a {seconds:g} s wait would outlast it)"
@@ -256,9 +284,11 @@ class Loop:
     def run(self) -> RunOutcome:
         self._install_signals()
         reason = "ended"
+        failed = False
         try:
             self.recover()
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
+                                    "harness_revision": self.revision,
                                     "config_digest": self.state["config_digest"], "mode": self.state["mode"],
                                     "dry_run": self.p.dry_run, "tools": self.p.toolbox.available_types()})
             for found in self.p.toolbox.findings():  # MCP servers and skills: what started, what was left out
@@ -267,7 +297,7 @@ class Loop:
             while True:
                 self.check_control()
                 self.check_budget()
-                if self.cfg.agent.max_steps is not None and self.step >= self.cfg.agent.max_steps:
+                if self.cfg.agent.max_steps is not None and self.decisions >= self.cfg.agent.max_steps:
                     raise StopRun(f"max-steps budget ({self.cfg.agent.max_steps}) reached")
                 self.step += 1
                 self.save_progress()
@@ -276,24 +306,60 @@ class Loop:
             reason = stop.reason
         except KeyboardInterrupt:
             reason = "interrupted (Ctrl+C)"
+        except Exception as exc:  # noqa: BLE001 - a crash ends the run on the record, never as "ended"
+            failed = True
+            if disk_full(exc):
+                self.p.journal.release_reserve()  # room for the last events and state.json
+                reason = f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+            else:
+                reason = f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            self._try(lambda: self.record("error", {
+                "stage": "loop", "error": reason, "exception": type(exc).__name__,
+                "traceback": "".join(traceback.format_exception(exc))[-4000:]}))
         finally:
             self._restore_signals()
-            outcome = RunOutcome(reason=reason, steps=self.step, finish=self.last_finish,
+            outcome = RunOutcome(reason=reason, steps=self.step, finish=self.last_finish, failed=failed,
                                  valid_decisions=self.valid_decisions, model_errors=dict(self.model_errors))
-            self.record("session", {"event": "end", "reason": reason, "steps": self.step,
-                                    "valid_decisions": self.valid_decisions, "model_errors": outcome.model_errors})
-            self.save_state(status="stopped", stop_reason=reason, pid=None)
-            self.p.say(f"stopped after {self.step} step(s): {reason}"
-                       + (f"; {outcome.no_valid_decision}" if outcome.no_valid_decision else ""))
+            self._try(lambda: self.record("session", {
+                "event": "end", "reason": reason, "steps": self.step, "valid_decisions": self.valid_decisions,
+                "model_errors": outcome.model_errors}))
+            self._save_final(reason)
+            self._try(lambda: self.p.say(f"stopped after {self.step} step(s): {reason}"
+                                         + (f"; {outcome.no_valid_decision}" if outcome.no_valid_decision else "")))
+        path = self.p.journal.path
+        outcome.journal = str(path) if path else None
         return outcome
+
+    def _try(self, write: Callable[[], None]) -> bool:
+        """A write on the way out: a full disk or a gone terminal must not hide why the run ended."""
+        try:
+            write()
+            return True
+        except OSError:
+            return False
+
+    def _save_final(self, reason: str) -> None:
+        self.state.update(status="stopped", stop_reason=reason, pid=None, updated_at=self.p.clock.time())
+        try:
+            self.state_store.save(self.state)
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            self.state_store.save_in_place(self.state)  # no room for a new file: reuse the current one's
 
     def cycle(self) -> None:
         goals = self._read(self.p.home.goals, "(no goals.md: write current work there)")
         if self.p.task:
             goals = f"Task for this session:\n{self.p.task}\n\nStanding goals:\n{goals}"
+        if goals != getattr(self, "_journaled_goals", None):  # exports carry the instruction the model saw
+            self._journaled_goals = goals
+            self.record("session", {"event": "goals", "text": goals[:GOALS_JOURNAL_MAX_CHARS],
+                                    "chars": len(goals)})
         try:
             obs = self.p.observer.observe()
         except Exception as exc:  # no screen: decide without an image; direct tools still run
+            if disk_full(exc):
+                raise  # no room for screenshots: stop rather than retry forever
             obs = self.screenless(exc)
         else:
             if self.screen_problem is not None:
@@ -308,18 +374,32 @@ class Loop:
 
         ctx = self.build_context(goals, obs)
         try:
-            decision = self.p.policy.decide(ctx)
-        except RateLimited as exc:
+            decision = self.decide(ctx)
+        except DecisionAborted as exc:  # a stop arrived and the request was abandoned: nothing to dispatch
+            self.record("decision", {"raw_text": None, "actions": [], "model_id": getattr(self.p.policy, "model_id", "?"),
+                                     "discarded": True, "aborted": True, "detail": str(exc),
+                                     "dry_run": self.p.dry_run})
+            self.check_control()
+            raise StopRun(self.signal_stop or "stop requested") from None
+        except RateLimited as exc:  # counts toward recovery backoff; the wait is bounded (conway/ratelimit.py)
+            self.error_count += 1
             self.model_errors[exc.cause] = self.model_errors.get(exc.cause, 0) + 1
-            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "cause": exc.cause,
-                                  "retry_after_s": exc.retry_after, "context": self.context_record(ctx)})
-            self.say(f"rate limited by the model server: waiting {exc.retry_after:g} s")
-            self.wait(exc.retry_after)
+            a = self.cfg.agent
+            earned = max(0, self.error_count - a.errors_before_backoff + 1)
+            backoff = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s, earned) if earned else 0.0
+            delay, why = rate_limit_wait(exc.retry_after, backoff, a.recovery_backoff_max_s, exc.source)
+            self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
+                                  self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why,
+                                  "cause": exc.cause, "context": self.context_record(ctx)})
+            self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
+            self.wait(delay)
             return
         except PolicyError as exc:
             self.pre_dispatch_error(f"model request failed: {exc}", cause=exc.cause,
                                     context=self.context_record(ctx))
             return
+        self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
+        decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
         # a stop that arrived during inference: the decision is discarded, never dispatched
         if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
             self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run,
@@ -327,6 +407,20 @@ class Loop:
             self.check_control()
         self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": self.context_record(ctx)})
         self.act(decision, obs, changed)
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        """Ask the policy while watching for a stop (a signal or `conway stop`), which aborts the decision."""
+        token = self._cancel = Cancel()
+        try:
+            return run_cancellable(lambda: self.p.policy.decide(ctx), token, self._stop_requested,
+                                   self.cfg.agent.control_poll_s)
+        finally:
+            self._cancel = None
+
+    def _stop_requested(self) -> str | None:
+        if self.signal_stop:
+            return self.signal_stop
+        return "stop requested" if read_control(self.p.home.control, self.p.session) == "stop" else None
 
     def screenless(self, exc: Exception) -> Observation:
         """An observation without an image when the screen cannot be captured (said once, journaled)."""
@@ -342,9 +436,12 @@ class Loop:
         types = self.p.toolbox.available_types()
         if obs.png is None and getattr(obs, "image", None) is None:
             types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
-        cap = self.cfg.agent.model_wait_cap_s
-        action_space = (describe_action_space(types) + f"\nA wait lasts at most {cap:g} s (longer requests are cut)."
-                        + self.p.toolbox.describe())  # + MCP tools, skill names
+        key = tuple(types)
+        if key not in self._action_spaces:  # the same text every cycle while the tools stay the same
+            cap = self.cfg.agent.model_wait_cap_s
+            self._action_spaces[key] = (describe_action_space(types)
+                                        + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
+        action_space = self._action_spaces[key] + self.p.toolbox.describe()  # + MCP tools, skill names
         captured = tuple(obs.captured_size) if obs.png is not None or getattr(obs, "image", None) is not None \
             else None
         fit = getattr(self.p.policy, "text_budget", None)
@@ -522,6 +619,8 @@ class Loop:
             return path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return default
+        except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
+            return f"(cannot read {path.name}: {exc.strerror})"
 
     def _install_signals(self) -> None:
         self._old_handlers = {}
@@ -530,6 +629,8 @@ class Loop:
             if self.signal_stop and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self.signal_stop = "interrupted (Ctrl+C)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+            if self._cancel is not None:  # a decision in flight: abort it now rather than at the next poll
+                self._cancel.set(self.signal_stop)
 
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):

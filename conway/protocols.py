@@ -133,13 +133,15 @@ class PolicyError(Exception):
 
 
 class RateLimited(PolicyError):
-    """The model server asked us to wait `retry_after` seconds."""
+    """The model server asked us to wait `retry_after` seconds (the loop bounds the wait it uses)."""
 
     cause = "HTTP 429"
 
-    def __init__(self, message: str, retry_after: float):
+    def __init__(self, message: str, retry_after: float, source: str = "server"):
         super().__init__(message)
         self.retry_after = retry_after
+        self.source = source
+        """Where the value came from: `Retry-After header`, `error message`, `none given (default)` …"""
 
 
 class ContextExceeded(PolicyError):

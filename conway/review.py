@@ -38,8 +38,9 @@ def parse_review_line(text: str) -> tuple[str, dict[str, Any] | None]:
             raise UserError("a corrected action only goes with w (wrong)")
         try:
             raw = json.loads(rest)
-        except ValueError as exc:
-            raise UserError(f"the corrected action is not JSON: {exc}") from None
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+            raise UserError(f"the corrected action is not JSON: {reason}") from None
         parsed = parse_action(raw)
         if isinstance(parsed, ActionProblem):
             raise UserError(f"the corrected action is not valid: {parsed.message}")

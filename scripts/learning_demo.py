@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-""".venv/bin/python scripts/learning_demo.py [--work DIR] [--practice 600] [--heldout 100]
+""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|choose] [--work DIR] [--practice 600] [--heldout 100]
 
 Conway's research loop, end to end, on a CPU, from a fresh home:
 
@@ -7,7 +7,9 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
      configs/tiny_vlm_demo.yaml) and its GGUF + mmproj;
   2. practice: `conway vision-check` runs the base through llama.cpp on
      generated cases (profile `demo`: one large red square per 84x84 image on a
-     light background); every case is labelled by its own target box;
+     light background; `offcentre`: one red square that never covers the centre;
+     `choose`: 2-3 squares of different colours, the goal names one); every
+     case is labelled by its own target box;
   3. `conway export --from-report` turns the practice report into a Hugging
      Face dataset (misses become hindsight examples with the true target);
   4. `training.train_lora --recipe tiny_cpu` trains a LoRA candidate, merges
@@ -18,7 +20,8 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
 
 Every step is the real command, run as a subprocess and printed first. The
 always-click-the-centre baseline on the held-out cases is printed too (large
-centred targets make it strong). Exit 0 when the candidate beats the base
+centred targets make it strong under `demo`; `offcentre` makes it 0), and for
+`choose` the expected score of clicking a random shape of the image. Exit 0 when the candidate beats the base
 with non-overlapping intervals, 2 when it does not, 1 on a setup error.
 
 Measured on the shared 2-core CPU machine (no GPU), 100 held-out cases each:
@@ -42,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 SIZE = "84x84"
-PROFILE = "demo"
+PROFILES = ("demo", "offcentre", "choose")
 
 
 def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.CompletedProcess:
@@ -58,14 +61,18 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
     return proc
 
 
-def centre_baseline(seed: int, n: int) -> tuple[int, int]:
-    """Hits of a policy that always clicks the image centre, on the same held-out cases."""
+def baselines(seed: int, n: int, profile: str) -> dict:
+    """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
     sys.path.insert(0, str(REPO))
-    from conway.evals.vision_check import generate_case
+    from conway.evals.vision_check import generate_case, references
 
     w, h = (int(v) for v in SIZE.split("x"))
-    hits = sum(1 for i in range(n) if generate_case(seed, i, (w, h), PROFILE).target.contains(w / 2, h / 2))
-    return hits, n
+    records = []
+    for i in range(n):
+        case = generate_case(seed, i, (w, h), profile)
+        records.append({"image": {"size": [w, h]}, "target": case.target.record(),
+                        "distractors": len(case.distractors)})
+    return references(records)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,9 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--practice-seed", type=int, default=1)
     ap.add_argument("--heldout", type=int, default=100, help="held-out cases for candidate-eval, default 100")
     ap.add_argument("--heldout-seed", type=int, default=1000)
+    ap.add_argument("--profile", default="demo", choices=PROFILES,
+                    help="vision-check profile of practice and held-out cases (default demo)")
     ap.add_argument("--recipe", default="tiny_cpu")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="extra recipe overrides (train.max_steps=...)")
     args = ap.parse_args(argv)
+    PROFILE = args.profile
 
     started = time.time()
     work = Path(args.work or tempfile.mkdtemp(prefix="conway-learning-demo-")).resolve()
@@ -117,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     t_train = time.time()
     step([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
           f"data.path={dataset}", "output.candidate=demo", f"convert.base_gguf={model}",
-          f"convert.base_mmproj={mmproj}", *args.overrides])
+          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}", *args.overrides])
     train_s = time.time() - t_train
     step(conway + ["candidates"])
     evaluation = work / "candidate-eval.json"
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                           "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(evaluation)], ok=(0, 2))
     report = json.loads(evaluation.read_text(encoding="utf-8"))
     s = report["summary"]
-    ch, cn = centre_baseline(args.heldout_seed, args.heldout)
+    ref = baselines(args.heldout_seed, args.heldout, PROFILE)
     wall = time.time() - started
     print("\n=== learning demo: base vs candidate on the same held-out vision-check cases ===")
     print(f"cases: {s['cases']} (seed {args.heldout_seed}, {SIZE}, profile {PROFILE}; practice used seed "
@@ -137,7 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = s["difference_ci95"]
     print(f"difference {s['difference']:+.1%} (95% CI {lo:+.1%} to {hi:+.1%}); intervals "
           f"{'do not overlap' if s['intervals_separated'] else 'overlap'}")
-    print(f"reference: always clicking the centre hits {ch}/{cn} = {ch / cn:.1%} of these cases")
+    print(f"reference: always clicking the centre hits {ref['centre_click_hits']}/{args.heldout} = "
+          f"{ref['centre_click_rate']:.1%} of these cases")
+    if ref["random_shape_rate"] < 1:
+        print(f"reference: clicking a random shape of the image hits {ref['random_shape_rate']:.1%} (expected)")
+    curve = sorted((home / "candidates" / "demo" / "train").glob("metrics.jsonl"))
+    if curve:
+        points = [json.loads(line) for line in curve[0].read_text(encoding="utf-8").splitlines()]
+        rates = [f"{m['step']}:{m['hit_rate']:.0%}" for m in points if m.get("hit_rate") is not None]
+        print(f"learning curve (step: held-out hit rate while training): {' '.join(rates)}")
     print(f"wall time: {wall / 60:.1f} min end to end (training + conversion {train_s / 60:.1f} min)")
     print(f"report: {evaluation}")
     return 0 if proc.returncode == 0 else 2

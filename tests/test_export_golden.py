@@ -49,6 +49,12 @@ def test_jsonl_matches_golden_exactly(recorded_home, tmp_path):
     assert recs[1]["labels"] == {"success": "unknown"}  # no independent source: unknown
     assert recs[6]["finish"]["declared_by"] == "model" and recs[6]["labels"] == {"success": "unknown"}
     assert all("png" not in json.dumps(r["observation"]).lower().replace(".png", "") for r in recs)
+    # provenance: the decision event wrote the revision and the prompt the step was decided from
+    assert all(isinstance(r["harness_revision"], str) and len(r["harness_revision"]) >= 40 for r in recs)
+    assert all(len(r["prompt"]["sha256"]) == 64 for r in recs)
+    assert recs[0]["prompt"]["parts"][:2] == ["constitution.md", "action space"]
+    assert "latest result" in recs[1]["prompt"]["parts"]
+    assert len({r["prompt"]["sha256"] for r in recs}) == len(recs)  # each step saw a different prompt
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -131,14 +137,50 @@ def test_hf_format_has_images_as_an_image_feature(recorded_home, tmp_path):
     assert json.loads(first["record"])["step"] == 1
 
 
-def test_missing_screenshots_are_named_and_can_be_skipped(recorded_home, tmp_path, capsys):
+def test_rotated_away_screenshots_keep_their_steps_marked_and_counted(recorded_home, tmp_path, capsys):
     (recorded_home / "screenshots" / "step-004.png").unlink()
+    (recorded_home / "screenshots" / "step-005.png").unlink()
     out = tmp_path / "t.jsonl"
-    assert _export(recorded_home, out) == 1
-    err = capsys.readouterr().err
-    assert "step-004.png" in err and "--skip-missing" in err and not out.exists()
-    assert _export(recorded_home, out, "--skip-missing") == 0
-    assert [json.loads(line)["step"] for line in out.read_text().splitlines()] == [1, 2, 3, 5, 6, 7]
+    assert _export(recorded_home, out) == 0
+    assert "2 step(s) kept without their screenshot" in capsys.readouterr().out
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["step"] for r in recs] == [1, 2, 3, 4, 5, 6, 7]
+    gone = [r for r in recs if r["observation"].get("image_missing")]
+    assert [r["step"] for r in gone] == [4, 5]
+    assert all(r["observation"]["image"] is None for r in gone)
+    assert all("image_missing" not in r["observation"] for r in recs if r["step"] not in (4, 5))
+    out2 = tmp_path / "skipped.jsonl"
+    assert _export(recorded_home, out2, "--skip-missing") == 0  # asked for: left out, and said
+    assert "left out 2 step(s) whose screenshot is missing" in capsys.readouterr().out
+    assert len(out2.read_text().splitlines()) == 5
+
+
+def test_hf_leaves_steps_without_an_image_out_of_the_image_data_only(recorded_home, tmp_path, capsys):
+    datasets = pytest.importorskip("datasets")
+    (recorded_home / "screenshots" / "step-004.png").unlink()
+    out = tmp_path / "ds"
+    assert _export(recorded_home, out, "--format", "hf") == 0
+    assert "left out of the hf image data" in capsys.readouterr().out
+    ds = datasets.load_from_disk(str(out))
+    assert sorted(ds["step"]) == [1, 2, 3, 5, 6, 7]
+    out = tmp_path / "t.jsonl"
+    assert _export(recorded_home, out) == 0 and len(out.read_text().splitlines()) == 7
+
+
+def test_exports_redact_known_secret_values(recorded_home, tmp_path, monkeypatch, capsys):
+    """A key that reached the journal (say, echoed by a shell command) never reaches an export."""
+    journal = next((recorded_home / "journal").glob("*.jsonl"))
+    secret = "value-of-the-key-0123456789"
+    lines = journal.read_text().splitlines()
+    lines = [line.replace("Type the name.", f"Type the name. key={secret}") for line in lines]
+    journal.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("THE_API_KEY_VAR", secret)
+    (recorded_home / "config.yaml").write_text("policy:\n  api_key_env: THE_API_KEY_VAR\n")
+    out = tmp_path / "t.jsonl"
+    assert _export(recorded_home, out) == 0
+    assert "redacted" in capsys.readouterr().out
+    text = out.read_text()
+    assert secret not in text and "<redacted>" in text
 
 
 def test_a_verified_task_session_labels_its_steps_and_review_still_wins():

@@ -169,3 +169,23 @@ def test_detect_structured_output_keeps_only_what_is_honoured():
     assert tried["grammar"] == "honoured"
     assert tried["json_object"].startswith("ignored")
     assert tried["json_schema"].startswith("refused") and "500" in tried["json_schema"]
+
+
+def test_retry_after_values_that_are_not_a_delay():
+    from conway.policies.http_client import retry_after_source
+    assert retry_after_source({"retry-after": "nan"}) is None  # unusable: the caller's default applies
+    assert retry_after_source({"retry-after": "-inf"}) is None
+    assert retry_after_source({"retry-after": "-5"}) == (0.0, "Retry-After: -5")
+    assert retry_after_source({"retry-after": "inf"}) == (3600, "Retry-After: inf")
+    assert retry_after_source({}, "try again in 2s")[1].startswith("error message")
+
+
+def test_rate_limit_wait_bounds():
+    from conway.ratelimit import rate_limit_wait
+    assert rate_limit_wait(0, 0, 300) == (1.0, "the server asked 0 s (server); raised to the 1 s minimum")
+    assert rate_limit_wait(7, 0, 300)[0] == 7
+    assert rate_limit_wait(7, 20, 300)[0] == 20
+    assert rate_limit_wait(5000, 0, 300)[0] == 300
+    assert rate_limit_wait(5000, 900, 300)[0] == 300
+    assert rate_limit_wait(float("nan"), 0, 300)[0] == 1.0
+    assert rate_limit_wait(None, 0, 0.5)[0] == 1.0  # the floor wins over a tiny cap

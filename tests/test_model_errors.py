@@ -54,7 +54,7 @@ def test_http_400_for_length_is_context_exceeded_with_the_numbers():
 
 def test_a_plain_message_form_of_the_length_refusal_is_recognised_too():
     body = {"error": {"message": "request (9000 tokens) exceeds the available context size (8192 tokens)"}}
-    with ScriptedFakeServer(replies=[Reply(status=400, body=body)]) as fake:
+    with ScriptedFakeServer(replies=[Reply(status=400, body=body), Reply.text(WAIT)]) as fake:
         outcome, events, _, _ = run_against(fake, 1)
     assert "context exceeded (9000 > 8192 tokens)" in of(events, "error")[0]["error"]
 
@@ -133,12 +133,22 @@ def test_the_journal_records_the_time_actually_waited_when_a_stop_cuts_the_wait(
 # --- 4. no sleeping past the end ---------------------------------------------------------------------
 
 
-def test_max_steps_5_with_errors_spends_no_time_on_a_retry_that_cannot_happen():
-    run = run_script([{"error": "HTTP 500"}] * 5, overrides=["agent.max_steps=5"])
-    assert run.outcome.reason == "max-steps budget (5) reached"
-    # backoffs 5, 10, 20 between steps 2..5; the last step's 40 s is not slept
-    assert sum(run.clock.sleeps) == 35
-    assert not any("retrying in 40" in line for line in run.lines)
+def test_the_last_decision_s_wait_is_not_slept_and_retries_still_happen_before_it():
+    # errors do not use up --max-steps (answers do): their backoffs are real retries; the one decision
+    # allowed is a wait, and after it the run is over, so nothing is slept for it
+    run = run_script([{"error": "HTTP 500"}] * 3 + [{"action": {"type": "wait", "seconds": 40}}],
+                     overrides=["agent.max_steps=1"])
+    assert run.outcome.reason == "max-steps budget (1) reached"
+    assert sum(run.clock.sleeps) == 15  # backoffs 5 and 10 before the answer; its 40 s wait is not slept
+    (res,) = [p for p in run.payloads("result") if "idle_wait_s" in p]
+    assert res["idle_wait_s"] == 0 and res["ended_by"] == "max-steps budget (1) reached"
+
+
+def test_a_backoff_that_would_outlast_max_seconds_ends_the_run_at_once():
+    run = run_script([{"error": "HTTP 500"}] * 10, overrides=["agent.max_seconds=30"])
+    assert run.outcome.reason.startswith("max-seconds budget (30 s) reached")
+    assert sum(run.clock.sleeps) == 15  # 5 + 10; the 20 s backoff would end past 30 s: not slept
+    assert not any("retrying in 20" in line for line in run.lines)
 
 
 def test_a_wait_that_would_outlast_max_seconds_ends_the_run_at_once():
@@ -154,15 +164,16 @@ def test_a_wait_that_would_outlast_max_seconds_ends_the_run_at_once():
 def test_a_run_whose_model_never_answers_exits_3_and_says_why(initialized_home, capsys):
     fail = Reply(status=500, body={"error": {"message": "model crashed"}})
     with ScriptedFakeServer(replies=[fail]) as fake:
-        code = main(["run", "--endpoint", fake.base_url, "--max-steps", "3", "observe.source=synthetic",
+        code = main(["run", "--endpoint", fake.base_url, "--max-seconds", "1", "observe.source=synthetic",
                      "policy.structured_output=none", "agent.recovery_backoff_start_s=0.01",
                      "agent.recovery_backoff_max_s=0.02"])
     out = capsys.readouterr().out
     assert code == 3
-    assert "no valid decision in 3 step(s): 3 × HTTP 500" in out
     end = [e for e in read_journal(initialized_home / "journal").events
            if e["kind"] == "session" and e["payload"].get("event") == "end"][-1]["payload"]
-    assert end["model_errors"] == {"HTTP 500": 3} and end["valid_decisions"] == 0
+    n = end["steps"]
+    assert n >= 2 and end["model_errors"] == {"HTTP 500": n} and end["valid_decisions"] == 0
+    assert f"no valid decision in {n} step(s): {n} × HTTP 500" in out
 
 
 def test_a_task_session_that_never_got_a_decision_is_not_verified_0_of_n_but_exit_3(tmp_path, initialized_home,
@@ -180,9 +191,10 @@ def test_a_task_session_that_never_got_a_decision_is_not_verified_0_of_n_but_exi
     data = json.loads(out.read_text())
     s = data["summary"]
     assert data["status"] == "no valid decision" and data["exit_code"] == 3
-    assert s["model_errors"] == {"HTTP 500": 1, "HTTP 503": 1, "unparseable": 2}
-    assert s["no_valid_decision"].startswith("no valid decision in 4 step(s): 2 × unparseable")
+    # failed requests do not use up --max-steps (4 answers do): 6 steps in all
+    assert s["model_errors"] == {"HTTP 500": 1, "HTTP 503": 1, "unparseable": 4}
+    assert s["no_valid_decision"] == "no valid decision in 6 step(s): 4 × unparseable, 1 × HTTP 500, 1 × HTTP 503"
     printed = capsys.readouterr().out
-    assert "no valid decision in 4 step(s)" in printed
+    assert "no valid decision in 6 step(s)" in printed
     from conway.evals.report import render_report
     assert "1 × HTTP 500" in render_report(out)

@@ -228,3 +228,57 @@ def test_pathological_inputs() -> None:
         out = parse(text, **ABS)
         assert all(isinstance(a, ActionProblem) for a in out.actions)
         assert not any("internal" in a.message for a in out.actions)  # type: ignore[union-attr]
+
+
+# --- bounded bracket matching (found by scripts/prove_reliability.py fuzz: 0.1-1 s per input) ----
+
+
+def _reference_balanced(text: str, start: int) -> int | None:
+    """The character-by-character matcher the parser used before (the specification)."""
+    pairs = {"{": "}", "[": "]"}
+    stack: list[str] = []
+    in_str = esc = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+            continue
+        if c == '"':
+            in_str = True
+        elif c in pairs:
+            stack.append(pairs[c])
+            if len(stack) > 64:
+                return None
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return None
+            if not stack:
+                return i + 1
+    return None
+
+
+def test_balanced_jumps_over_strings_but_matches_like_the_reference() -> None:
+    import random
+
+    from conway.policies.parse_json import _balanced
+
+    rng = random.Random(11)
+    alphabet = ["{", "}", "[", "]", '"', "\\", "a", ":", ","]
+    for _ in range(30_000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        start = rng.randint(0, len(s))
+        assert _balanced(s, start, [10**9]) == _reference_balanced(s, start), (s, start)
+
+
+def test_prose_search_stops_after_its_budget_with_an_ordinary_rejection() -> None:
+    for text in ['I think {"a": "' + "x {" * 66_000, "x [" + "{}" * 99_000, "x " + '{"a":[], ' * 20_000]:
+        out = parse(text, **ABS)
+        assert out.actions and all(isinstance(a, ActionProblem) for a in out.actions)
+        assert not any("internal" in a.message for a in out.actions)  # type: ignore[union-attr]
+    ok = parse("[" * 3 + " " + '{"type": "wait"}', **ABS)  # a real action after noise is still found
+    assert ok.ok, ok.actions

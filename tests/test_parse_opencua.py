@@ -287,3 +287,25 @@ def test_pathological_inputs() -> None:
         out = parse(text, **ABS)
         assert all(isinstance(a, ActionProblem) for a in out.actions)
         assert not any("internal" in a.message for a in out.actions)  # type: ignore[union-attr]
+
+
+# --- the identifier check reads a bounded number of tokens (found by the fuzz proof: 90 ms per 19k chars) ----
+
+
+def test_a_token_dense_non_ascii_code_block_is_refused_after_500_tokens() -> None:
+    out = parse("```python\npyautogui.click(x=1" + "+1" * 9000 + ", y=2) # é\n```", **ABS)
+    assert "more than 500 tokens" in only_problem(out)
+
+
+def test_non_ascii_names_are_still_refused_and_non_ascii_text_still_typed() -> None:
+    assert "non-ASCII" in only_problem(parse("```python\npyautogui.clіck(x=1, y=2)\n```", **ABS))  # Cyrillic і
+    out = parse("```python\npyautogui.write(message='héllo ✓')\n```", **ABS)
+    assert out.ok and out.actions[0].model_dump()["text"] == "héllo ✓"
+
+
+def test_an_answer_of_thousands_of_lines_is_refused_before_the_heading_scan() -> None:
+    out = parse("\n" * 199_000, **ABS)
+    assert "not an OpenCUA answer: 199001 lines" in only_problem(out)
+    ok = parse("## Thought:\n" + "a line of thought\n" * 4000 + "## Code:\n```python\npyautogui.click(x=1, y=2)\n```",
+               **ABS)
+    assert ok.ok, ok.actions

@@ -13,7 +13,7 @@ import pytest
 
 from conway.cli import main
 from conway.state import InstanceLock, atomic_write_json
-from fixtures.vision_fixture_server import VisionFixtureServer
+from fixtures.scripted_server import Reply, ScriptedFakeServer
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "fixtures" / "tiny-vlm"
@@ -81,11 +81,27 @@ def test_recovery_state_is_reported(tmp_path, initialized_home):
     assert checks["recovery: pending intent"]["status"] == "warn"
     assert "click(x=1, y=2)" in checks["recovery: pending intent"]["detail"]
     assert "not replay" in checks["recovery: pending intent"]["detail"]
-    assert checks["recovery: lock"]["status"] == "warn" and "stale" in checks["recovery: lock"]["detail"]
+    # a lock file nobody holds is not a problem (the next run takes it); its pid is mentioned
+    assert checks["recovery: lock"]["status"] == "ok"
+    assert "not held" in checks["recovery: lock"]["detail"] and "12345" in checks["recovery: lock"]["detail"]
     assert checks["recovery: journal tail"]["status"] == "warn"
     assert "torn" in checks["recovery: journal tail"]["detail"]
-    assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: lock",
-                                                "recovery: journal tail"}
+    assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: journal tail"}
+
+
+def test_the_empty_lock_a_clean_run_leaves_is_not_reported(tmp_path, initialized_home):
+    from conway.app import RunRequest, run_agent
+    from conway.config import load_config
+    from conway.home import resolve_home
+    home = resolve_home(None)
+    run_agent(home, load_config(home.config, ["policy=mock", "agent.max_steps=1"]),
+              RunRequest(single_session=False, quiet=True), say=lambda _s: None)
+    assert (initialized_home / "instance.lock").exists()  # the file stays; nobody holds it
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 0
+    lock = _checks(data)["recovery: lock"]
+    assert lock["status"] == "ok" and "stale" not in lock["detail"] and "ended without" not in lock["detail"]
+    assert data["summary"]["warnings"] == []
 
 
 def test_live_lock_holder_reported(tmp_path, initialized_home):
@@ -101,7 +117,8 @@ def test_live_lock_holder_reported(tmp_path, initialized_home):
 
 
 def test_endpoint_serving_the_model_is_ready(tmp_path, initialized_home):
-    with VisionFixtureServer(model_id="served-vlm") as server:
+    good = Reply.text('{"thought": "the window", "action": {"type": "click", "x": 100, "y": 100}}')
+    with ScriptedFakeServer(models=["served-vlm"], replies=[good]) as server:
         code, data = _preflight(tmp_path, "--endpoint", server.base_url, "policy=generic")
         assert code == 0
         check = _checks(data)["endpoint serves the model"]
@@ -145,12 +162,63 @@ def test_local_tiny_vlm_present_and_fitting(tmp_path, initialized_home):
     model = next(p for p in ggufs if "mmproj" not in p.name)
     mmproj = next(p for p in ggufs if "mmproj" in p.name)
     code, data = _preflight(tmp_path, "policy=generic", "policy.backend=http", f"policy.model_path={model}",
-                            f"policy.mmproj_path={mmproj}")
+                            f"policy.mmproj_path={mmproj}", "policy.image_max_tokens=1024", "runtime.n_ctx=4096")
     checks = _checks(data)
     assert checks["local model"]["status"] == "ok"
     assert checks["model fits"]["status"] == "ok" and "estimate" in checks["model fits"]["detail"]
+    assert checks["context fits"]["status"] == "ok", checks["context fits"]
     assert "server program" in checks  # ok when llama-server or llama-cpp-python is here, else the reason
     assert code == (0 if checks["server program"]["status"] == "ok" else 2)
+
+
+def test_a_context_that_cannot_fit_is_not_ready_with_the_numbers(tmp_path, initialized_home, capsys):
+    """The tiny VLM was trained for 4,096 tokens: a 1920x1080 screen's image alone takes 2,691 of them."""
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    code, data = _preflight(tmp_path, "policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
+                            "runtime.n_ctx=16384")
+    check = _checks(data)["context fits"]
+    assert code == 2 and check["status"] == "fail"
+    assert check["detail"].startswith("window 4096 tokens (runtime.n_ctx held to the GGUF's context_length) − "
+                                      "image 2691")
+    assert check["data"]["n_ctx_train"] == 4096 and check["data"]["text_tokens"] < 512
+    assert "not ready: context fits: window 4096 tokens" in capsys.readouterr().out
+
+
+def test_the_configured_port_already_taken_is_not_ready_like_run(tmp_path, initialized_home):
+    import socket
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        code, data = _preflight(tmp_path, "policy=generic", "policy.backend=http", f"policy.model_path={model}",
+                                f"policy.mmproj_path={mmproj}", f"runtime.port={port}", "policy.image_max_tokens=1024")
+    check = _checks(data)["server start-up"]
+    assert code == 2 and check["status"] == "fail" and f"port {port} on 127.0.0.1 is already in use" in check["detail"]
+
+
+def test_an_unwritable_tools_workdir_is_not_ready(tmp_path, initialized_home):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        code, data = _preflight(tmp_path, "--mock", f"tools.workdir={locked / 'work'}")
+    finally:
+        locked.chmod(0o700)
+    check = _checks(data)["tools working directory"]
+    if os.geteuid() == 0:  # root writes anywhere: the check passes, honestly
+        assert check["status"] == "ok"
+    else:
+        assert code == 2 and check["status"] == "fail" and "not writable" in check["detail"]
+
+
+def test_the_report_records_the_command_s_whole_duration(tmp_path, initialized_home):
+    code, data = _preflight(tmp_path, "--mock")
+    from datetime import datetime
+    started = datetime.fromisoformat(data["started_at"])
+    ended = datetime.fromisoformat(data["ended_at"])
+    assert data["duration_s"] == pytest.approx((ended - started).total_seconds(), abs=0.01)
+    assert data["duration_s"] > 0.05  # configuration, recovery and model checks are inside it
 
 
 def test_desktop_without_display_fails_clearly(tmp_path, initialized_home, monkeypatch):
@@ -205,3 +273,41 @@ def test_output_refused(tmp_path, initialized_home, capsys, where):
     assert main(["preflight", "--mock", "--output", str(out)]) == 1
     err = capsys.readouterr().err
     assert ("already exists" if where == "exists" else "inside the Conway home") in err
+
+
+# --- one real decision: listing the model is not enough ---------------------------------------------------
+
+GOOD = '{"thought": "the window", "action": {"type": "click", "x": 100, "y": 100}}'
+
+
+@pytest.mark.parametrize("reply,reason", [
+    (Reply(status=500, body={"error": {"message": "CUDA out of memory"}}), "HTTP 500: CUDA out of memory"),
+    (Reply(body="<html>gateway error</html>", content_type="text/html"), "not valid JSON"),
+    (Reply.text("I am sorry, I cannot help with screenshots."), "not with a valid action"),
+    (Reply.text(GOOD, delay_s=3.0), "did not answer within 1 s"),
+], ids=["http-500", "garbage-body", "prose-answer", "timeout"])
+def test_a_server_that_lists_its_model_but_cannot_decide_is_not_ready(tmp_path, initialized_home, capsys,
+                                                                      reply, reason):
+    with ScriptedFakeServer(replies=[reply]) as fake:
+        code, data = _preflight(tmp_path, "--endpoint", fake.base_url, "policy=generic",
+                                "policy.structured_output=none", "policy.request_timeout_s=1")
+        sent = len(fake.chat_requests)
+    assert code == 2
+    checks = _checks(data)
+    assert checks["endpoint serves the model"]["status"] == "ok"
+    check = checks["model answers a decision"]
+    assert check["status"] == "fail" and reason in check["detail"], check
+    assert sent >= 1  # a real chat completion was asked for
+    assert "not ready: model answers a decision" in capsys.readouterr().out
+
+
+def test_ready_only_when_one_real_decision_parses(tmp_path, initialized_home):
+    with ScriptedFakeServer(replies=[Reply.text(GOOD)]) as fake:
+        code, data = _preflight(tmp_path, "--endpoint", fake.base_url, "policy=generic",
+                                "policy.structured_output=none")
+        body = fake.chat_requests[-1]
+    assert code == 0, data["summary"]
+    check = _checks(data)["model answers a decision"]
+    assert check["status"] == "ok" and "click(" in check["detail"]
+    image = [p for p in body["messages"][-1]["content"] if p["type"] == "image_url"]
+    assert image and image[0]["image_url"]["url"].startswith("data:image/")  # the probe's synthetic image

@@ -123,14 +123,11 @@ def test_fuzz_quick_no_exception_escapes(fuzz):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defects 5-6: {\"type\": {}} TypeError and huge-number "
-                   "OverflowError end as internal parser errors")
 def test_fuzz_quick_no_internal_errors(fuzz):
     _holds(fuzz, "internal parser errors")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defect 7: the OpenCUA parser is quadratic on repeated fences")
 def test_fuzz_quick_no_input_over_50_ms(fuzz):
     _holds(fuzz, "inputs over 50 ms")
 

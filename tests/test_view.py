@@ -126,7 +126,8 @@ def test_rotated_screenshot_shows_a_placeholder(session, conway_home, tmp_path):
 def test_session_summary(session, tmp_path):
     html = _page(_site(tmp_path, "--last"), session)
     summary = html.split('<section class="summary">')[1].split("</section>")[0]
-    assert "conway-mock" in summary and "not recorded" in summary  # model id; harness revision
+    from conway.provenance import harness_revision
+    assert "conway-mock" in summary and harness_revision()[:12] in summary  # model id; harness revision
     assert "none 2, click 1, type 1, drag 1, scroll 1, hotkey 1, right_click 1, wait 1, finish 1" in summary
     assert "steps 5–6 (2 in a row, waited 5 s)" in summary
     assert "step 10: DONE “saved notes.txt”" in summary and "not verified" in summary

@@ -91,8 +91,9 @@ def record_session(root: Path, script: list[dict] | None = None, dry_run: bool =
     init_home(home)
     path = root / "mock-script.jsonl"
     path.write_text("".join(json.dumps(s) + "\n" for s in script), encoding="utf-8")
+    decisions = sum(1 for s in script if "error" not in s and "rate_limit" not in s)  # what --max-steps counts
     cfg = load_config(home.config, ["policy=mock", f"policy.mock_script={path}", "observe.source=synthetic",
-                                    f"agent.max_steps={len(script)}", "journal.fsync=none"])
+                                    f"agent.max_steps={decisions}", "journal.fsync=none"])
     toolbox = Toolbox([RecordingDesktop(), *build_toolbox(cfg.tools, home.scratch, gui=False).tools])
     observer = ArchivingObserver(home, first=len(list((root / "screenshots").glob("*.png"))), still=still)
     outcome, session = run_agent(home, cfg, RunRequest(single_session=False, dry_run=dry_run, observer=observer,

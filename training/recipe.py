@@ -119,7 +119,7 @@ class ConvertSettings(_Section):
 class EvalSettings(_Section):
     size: tuple[int, int] | None = None
     """Vision-check image size candidate-eval uses by default (recorded in the manifest)."""
-    profile: Literal["standard", "demo"] = "standard"
+    profile: Literal["standard", "demo", "offcentre", "choose"] = "standard"
     """Vision-check case profile candidate-eval uses by default (recorded in the manifest)."""
 
 

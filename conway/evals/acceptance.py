@@ -209,7 +209,7 @@ def _run_session(config: ConwayConfig, policy: Policy, root: Path, task: str, sa
     home.constitution.write_text(CONSTITUTION, encoding="utf-8")
     home.goals.write_text(GOALS, encoding="utf-8")
     workdir = Path(config.tools.workdir or root / "work")
-    toolbox = build_toolbox(config.tools, workdir, gui=False)
+    toolbox = build_toolbox(config.tools, workdir, gui=False, api_key_env=config.policy.api_key_env)
     previous = os.environ.get("CONWAY_HOME")
     os.environ["CONWAY_HOME"] = str(home.root)  # a nested `conway` from the shell meets this session's lock
     try:

@@ -2,7 +2,7 @@
 
 Checks, each reported with what was observed: the configuration validates;
 constitution.md is there; recovery state (a pending intent in state.json, a
-stale lock file, a torn journal tail); available memory; the model (endpoint
+a lock held by a running agent, a torn journal tail); available memory; the model (endpoint
 reachable and serving the configured model, or the local GGUF + mmproj
 present and fitting). It never downloads anything. `--desktop` adds a
 time-bounded screenshot in a subprocess; its temporary image is deleted and
@@ -19,13 +19,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
 from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
-from ..journal import journal_files
+from ..journal import intent_verdict, journal_files
 from ..state import InstanceLock, StateStore
 from .readiness import Check, model_checks
 from .report import Report, check_new_output, table
@@ -63,6 +64,8 @@ def recovery_checks(home: Home) -> list[Check]:
     out = []
     state, note = StateStore(home.state, home.state_previous).load()
     pending = state.get("pending") if isinstance(state, dict) else None
+    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
+        pending = None  # the journal has its outcome; state.json's copy is cleared lazily
     if note:
         out.append(Check("recovery: state.json", "warn", note))
     if pending:
@@ -73,16 +76,14 @@ def recovery_checks(home: Home) -> list[Check]:
                          {"pending": pending}))
     else:
         out.append(Check("recovery: pending intent", "ok", "none"))
-    if home.lock.exists():
-        holder = InstanceLock(home.lock).holder()
-        if holder:
-            out.append(Check("recovery: lock", "warn", f"an agent is running on this home (pid {holder}); "
-                             "run/start are refused until it stops"))
-        else:
-            out.append(Check("recovery: lock", "warn", "stale lock file (present, no holder): the previous run "
-                             "did not release it; the next run takes it over"))
+    holder = InstanceLock(home.lock).holder()
+    if holder:  # only a lock actually held matters: the file itself stays after every run
+        out.append(Check("recovery: lock", "warn", f"an agent is running on this home (pid {holder}); "
+                         "run/start are refused until it stops"))
     else:
-        out.append(Check("recovery: lock", "ok", "no lock file"))
+        left = _lock_pid(home.lock)
+        out.append(Check("recovery: lock", "ok", "not held (no agent is running on this home)" + (
+            f"; the run with pid {left} ended without releasing it (killed?)" if left else "")))
     files = journal_files(home.journal_dir) if home.journal_dir.exists() else []
     if not files:
         out.append(Check("recovery: journal tail", "ok", "no journal yet"))
@@ -102,11 +103,33 @@ def recovery_checks(home: Home) -> list[Check]:
     return out
 
 
+def _lock_pid(path: Path) -> str | None:
+    """The pid a killed run left in the lock file (a clean run empties it)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None
+
+
 def memory_check() -> Check:
     import psutil
     vm = psutil.virtual_memory()
     return Check("memory", "ok", f"{vm.available / 2**30:.1f} GiB available of {vm.total / 2**30:.1f} GiB",
                  {"available_bytes": vm.available, "total_bytes": vm.total})
+
+
+def workdir_check(config: ConwayConfig, home: Home) -> Check:
+    """The tools' working directory `run` uses (tools.workdir, else the home's scratch/) can be written."""
+    path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # `run` creates the missing folders below the first existing one
+    if not probe.is_dir():
+        return Check("tools working directory", "fail", f"{path}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return Check("tools working directory", "fail", f"{path}: {probe} is not writable")
+    return Check("tools working directory", "ok", f"{path}" + ("" if path.exists() else " (created at start)"))
 
 
 def desktop_check(timeout_s: float = DESKTOP_TIMEOUT_S) -> Check:
@@ -140,6 +163,7 @@ def desktop_check(timeout_s: float = DESKTOP_TIMEOUT_S) -> Check:
 
 def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: str, desktop: bool = False,
               argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+    started = time.time()
     out = check_new_output(output, home)
     checks: list[Check] = []
     config: ConwayConfig | None = None
@@ -158,6 +182,8 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
         checks.extend(mcp_checks(config, home))
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
+    if config is not None:
+        checks.append(workdir_check(config, home))
     if desktop:
         checks.append(desktop_check())
     else:
@@ -165,7 +191,7 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
     failed = [c for c in checks if c.status == "fail"]
     code = 2 if failed else 0
     report = Report("preflight", out, argv=argv, config=config,
-                    parameters={"desktop": desktop, "downloads": "never"})
+                    parameters={"desktop": desktop, "downloads": "never"}, started=started)
     found = [c.data["model_id"] for c in checks if c.data.get("model_id")]
     report.set_model(found[0] if found else (config.policy.model if config is not None else None))
     for c in checks:

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shlex
-import subprocess
 import tempfile
 import threading
 import time
@@ -37,15 +36,16 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import __version__
-from ..config import ConwayConfig, find_secrets
+from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
+from ..provenance import git_facts as _git_facts
+from ..redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
 from .text import _fmt_box, _fmt_point, _short, _yn, table  # noqa: F401 - shared with other renderers
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
 """More cases than this go into `<report stem>.cases.jsonl` beside the report."""
-REDACTED = "<redacted>"
 
 
 # --- output paths --------------------------------------------------------------
@@ -109,22 +109,7 @@ def now_iso(t: float | None = None) -> str:
 
 def git_facts() -> dict[str, Any]:
     """Revision of the checkout Conway runs from, when it is one (None otherwise)."""
-    root = Path(__file__).resolve().parent.parent.parent
-    facts: dict[str, Any] = {"git_revision": None, "git_dirty": None}
-    if not (root / ".git").exists():
-        return facts
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-        if rev.returncode == 0:
-            facts["git_revision"] = rev.stdout.strip()
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=10)
-            if dirty.returncode == 0:
-                facts["git_dirty"] = bool(dirty.stdout.strip())
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return facts
+    return dict(_git_facts())
 
 
 def safe_endpoint(url: str | None) -> str | None:
@@ -141,21 +126,6 @@ def safe_endpoint(url: str | None) -> str | None:
             host += f":{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
     return url
-
-
-def redact(data: Any) -> Any:
-    """A copy with every secret-looking value replaced (config never should hold one)."""
-    if isinstance(data, dict):
-        out = {}
-        for k, v in data.items():
-            if not isinstance(v, (dict, list)) and find_secrets({k: v}):
-                out[k] = REDACTED
-            else:
-                out[k] = redact(v)
-        return out
-    if isinstance(data, list):
-        return [REDACTED if not isinstance(v, (dict, list)) and find_secrets([v]) else redact(v) for v in data]
-    return data
 
 
 def config_record(config: ConwayConfig) -> dict[str, Any]:
@@ -181,12 +151,14 @@ class Report:
     """Collects one run's provenance and cases; `finish()` writes the file (exclusive create)."""
 
     def __init__(self, kind: str, path: Path, *, argv: list[str] | None, config: ConwayConfig | None,
-                 seed: int | None = None, parameters: dict[str, Any] | None = None, expected_cases: int = 0):
+                 seed: int | None = None, parameters: dict[str, Any] | None = None, expected_cases: int = 0,
+                 started: float | None = None):
         self.path = path
         self._lock = threading.Lock()
         self._cases: list[dict[str, Any]] = []
         self._count = 0
-        self._started = time.time()
+        self._started = started if started is not None else time.time()
+        """When the command began (a check that builds its report at the end passes its own start)."""
         self._stream = None
         self.cases_path: Path | None = None
         argv = list(argv) if argv is not None else []
@@ -217,6 +189,7 @@ class Report:
             self.data["endpoint"] = safe_endpoint(endpoint)
 
     def add_case(self, record: dict[str, Any]) -> None:
+        record = redact(record)  # a case can quote a command line, an endpoint or a server message
         with self._lock:
             self._count += 1
             if self._stream is not None:
@@ -245,7 +218,7 @@ class Report:
             self.data["cases_file"] = {"path": self.cases_path.name, "count": self._count, "sha256": digest}
         else:
             self.data["cases"] = list(cases_order) if cases_order is not None else self._cases
-        blob = json.dumps(self.data, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
+        blob = json.dumps(redact(self.data), ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
         write_new_file(self.path, blob.encode("utf-8"))
         return self.path
 
@@ -273,9 +246,12 @@ def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise UserError(f"{p} is not a Conway report (not UTF-8 JSON)") from None
+        raise UserError(f"{p} is not a Conway report: {what_file_is(raw)}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else None
+        what = what_file_is(raw)
+        if found is None or found == "conway-traj/1":
+            raise UserError(f"{p} is not a Conway report: {what}")
         raise UserError(f"{p} is not a Conway report (format {found!r}, expected {FORMAT!r})")
     cases = data.get("cases")
     if cases is None and isinstance(data.get("cases_file"), dict):
@@ -414,3 +390,27 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
                      said or "(nothing)", _short(c.get("observed"), 70)])
     out.append(table(["check", "criterion", "verified", "declared", "observed"], rows))
     return out
+
+
+def what_file_is(raw: bytes) -> str:
+    """What a file that is not one JSON object seems to be, and which command reads it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not UTF-8 text"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return "it is not JSON"
+    if isinstance(head, dict):
+        if head.get("format") == "conway-traj/1":
+            return ("it is a conway-traj/1 trajectory (JSON lines from `conway export`); read it with "
+                    "`conway replay --trajectory FILE` or `conway view`")
+        if {"session", "kind", "ts"} <= set(head):
+            return "it is a Conway journal (JSON lines); `conway status`, `conway view` and `conway export` read it"
+        if "index" in head or "check" in head:
+            return ("it is the per-case file (JSON lines) beside a report; give `conway report` the report "
+                    "itself (the .json next to it)")
+        return "it holds JSON without a \"format\" field; `conway report` reads the .json a check wrote"
+    return "it is not one JSON object"

@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -376,7 +377,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     if never:
         summary["no_valid_decision"] = never
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain else NO_VALID_DECISION_EXIT if never else (2 if summary["verified"] is False else 0)
+    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+        (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
         for r in results or []:
@@ -403,6 +405,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:
         say(f"report: {out}")
+    if outcome.failed:
+        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
 
 

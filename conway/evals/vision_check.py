@@ -69,6 +69,12 @@ class Profile:
     """Target shapes to draw from (None: all of SHAPES)."""
     colours: tuple[str, ...] | None = None
     """Target colours to draw from (None: all of PALETTE)."""
+    avoid_centre: bool = False
+    """The target never covers the image centre (always clicking the centre then scores 0)."""
+    cells: int = 0
+    """If > 0: every shape sits inside its own cell of a cells x cells grid and covers that cell's centre
+    (shapes never overlap; with cells=3 at 84 px one cell is one Qwen-VL image token); distractor colours are
+    drawn from `colours` too, so each shape has its own colour."""
 
 
 PROFILES: dict[str, Profile] = {
@@ -78,6 +84,14 @@ PROFILES: dict[str, Profile] = {
     # nothing else (a tiny random model did not learn varied colours, shapes and dark backgrounds in minutes)
     "demo": Profile(target_frac=(0.34, 0.40), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0),
                     backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red",)),
+    # one red square of random size (33-43% of the side) and place that never covers the image centre:
+    # always clicking the centre hits 0% (the `demo` profile lets it hit 40-48%)
+    "offcentre": Profile(target_frac=(0.33, 0.43), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0),
+                         backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red",), avoid_centre=True),
+    # 2-3 squares of different colours (red, green, blue), each in its own cell of a 3x3 grid; the goal names
+    # one: clicking a random shape hits ~42%, the centre ~11% (only when the named one is in the middle cell)
+    "choose": Profile(target_frac=(0.20, 0.28), target_min_px=(12, 16), distractors=(1, 2), panels=(0, 0),
+                      backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red", "green", "blue"), cells=3),
 }
 
 
@@ -167,9 +181,16 @@ def generate_case(seed: int, index: int, size: tuple[int, int], profile: str = "
         pw, ph = rng.randint(w // 6, w // 2), rng.randint(h // 6, h // 2)
         px, py = rng.randint(0, w - pw), rng.randint(0, h - ph)
         panels.append(((px, py, px + pw - 1, py + ph - 1), rng.choice(PANELS)))
+    if prof.cells:
+        return _cell_case(rng, index, size, prof, background, lo, hi)
     colour = rng.choice(sorted(prof.colours or PALETTE))
     shape = rng.choice(prof.shapes or SHAPES)
-    box = _place(rng, size, rng.randint(lo, hi), [], 0)
+    if prof.avoid_centre:
+        box = None
+        while box is None or _covers_centre(box, size):
+            box = _place(rng, size, rng.randint(lo, hi), [], 0)
+    else:
+        box = _place(rng, size, rng.randint(lo, hi), [], 0)
     assert box is not None
     target = Shape(colour, shape, box)
     taken = [box]
@@ -184,6 +205,56 @@ def generate_case(seed: int, index: int, size: tuple[int, int], profile: str = "
     png = _render(size, background, panels, [*distractors, target])
     return VisionCase(index=index, size=size, instruction=f"Click the {colour} {shape}.", target=target,
                       distractors=tuple(distractors), png=png)
+
+
+def _covers_centre(box: tuple[int, int, int, int], size: tuple[int, int]) -> bool:
+    return box[0] <= size[0] / 2 <= box[2] and box[1] <= size[1] / 2 <= box[3]
+
+
+def _cell_case(rng: random.Random, index: int, size: tuple[int, int], prof: Profile,
+               background: tuple[int, int, int], lo: int, hi: int) -> VisionCase:
+    """Shapes in distinct grid cells, each covering its cell's centre, each of its own colour; one is named."""
+    w, h = size
+    n = prof.cells
+    cw, ch = w // n, h // n
+    count = 1 + rng.randint(*prof.distractors)
+    colours = sorted(prof.colours or PALETTE)
+    if count > len(colours):
+        raise ValueError("a cells profile needs at least as many colours as shapes")
+    picked = rng.sample(colours, count)
+    cells = rng.sample(range(n * n), count)
+    shapes = []
+    for colour, cell in zip(picked, cells):
+        cx0, cy0 = (cell % n) * cw, (cell // n) * ch
+        side = min(rng.randint(lo, hi), cw, ch)
+        side = max(side, (max(cw, ch) + 1) // 2 + 1)  # at least half a cell: the shape covers the cell centre
+        x0 = cx0 + rng.randint(0, max(0, cw - side))
+        y0 = cy0 + rng.randint(0, max(0, ch - side))
+        shapes.append(Shape(colour, rng.choice(prof.shapes or SHAPES), (x0, y0, x0 + side - 1, y0 + side - 1)))
+    target, distractors = shapes[0], tuple(shapes[1:])
+    png = _render(size, background, [], list(shapes))
+    return VisionCase(index=index, size=size, instruction=f"Click the {target.colour} {target.shape}.",
+                      target=target, distractors=distractors, png=png)
+
+
+def references(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What trivial policies would score on the same cases: always the centre; a random shape of the image.
+
+    From the records alone (target box, number of distractors, image size), so every report carries them.
+    """
+    n = len(records)
+    centre = 0
+    random_shape = 0.0
+    for r in records:
+        w, h = r["image"]["size"]
+        x0, y0, x1, y1 = r["target"]["box"]
+        centre += int(x0 <= w / 2 <= x1 and y0 <= h / 2 <= y1)
+        random_shape += 1 / (1 + int(r.get("distractors") or 0))
+    return {"centre_click_hits": centre, "centre_click_rate": centre / n if n else 0.0,
+            "random_shape_expected_hits": round(random_shape, 2),
+            "random_shape_rate": round(random_shape / n, 4) if n else 0.0,
+            "note": "centre: always click the image centre; random shape: click the centre of a shape drawn "
+                    "uniformly from the image's shapes (expected value)"}
 
 
 def _render(size: tuple[int, int], background: tuple[int, int, int],
@@ -355,6 +426,7 @@ def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         "distance_px": {"median": percentile(dists, 50), "p95": percentile(dists, 95)},
         "wall_s": round(wall_s, 3), "cases_per_s": round(n / wall_s, 4) if wall_s > 0 else None,
         "pattern": miss_pattern(records),
+        "references": references(records) if records else None,
     }
 
 

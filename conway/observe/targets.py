@@ -62,7 +62,7 @@ def window_stack(display: str | None = None) -> tuple[list[Window] | None, str |
     except ImportError:
         return None, "python-xlib is not installed"
     try:
-        d = xdisplay.Display(name)
+        d = _open_display(xdisplay, name)
     except Exception as exc:  # noqa: BLE001 - Xlib raises its own kinds
         return None, f"cannot open X display {name}: {exc}"
     try:
@@ -93,6 +93,30 @@ def window_stack(display: str | None = None) -> tuple[list[Window] | None, str |
             d.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _open_display(xdisplay: Any, name: str) -> Any:
+    """Xlib's Display; with no Xauthority file, connect without cookies as libX11 does.
+
+    (python3-xlib 0.15, pulled in by pyautogui, raises on a missing ~/.Xauthority.)
+    """
+    default = Path(os.environ.get("XAUTHORITY") or Path.home() / ".Xauthority")
+    if default.exists():
+        return xdisplay.Display(name)
+    import contextlib
+    import io
+
+    saved = os.environ.get("XAUTHORITY")
+    os.environ["XAUTHORITY"] = os.devnull
+    try:
+        # it prints "no xauthority details available" on stdout
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return xdisplay.Display(name)
+    finally:
+        if saved is None:
+            os.environ.pop("XAUTHORITY", None)
+        else:
+            os.environ["XAUTHORITY"] = saved
 
 
 def _contains(outer: tuple[int, int, int, int], inner: tuple[float, float, float, float], slack: float = 2) -> bool:

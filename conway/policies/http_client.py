@@ -19,13 +19,16 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import math
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
 from .parsed import split_reasoning
 
@@ -36,6 +39,7 @@ __all__ = [
     "normalize_base_url",
     "png_data_url",
     "retry_after_seconds",
+    "retry_after_source",
 ]
 
 DEFAULT_RETRY_AFTER_S = 10.0
@@ -96,17 +100,29 @@ _TRY_AGAIN = re.compile(
 def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None, message: str = "",
                         now: float | None = None) -> float | None:
     """Seconds to wait from `Retry-After` (seconds or an HTTP date) or "try again in N s"."""
+    found = retry_after_source(headers, message, now)
+    return found[0] if found else None
+
+
+def retry_after_source(headers: httpx.Headers | dict[str, str] | None, message: str = "",
+                       now: float | None = None) -> tuple[float, str] | None:
+    """(seconds, where they came from) of the server's requested delay, clamped to 0..MAX_RETRY_AFTER_S.
+
+    A value that is not a finite number (`nan`, garbage) counts as none given.
+    """
     value = None
     if headers is not None:
         value = headers.get("retry-after") or headers.get("Retry-After")
     if value:
-        value = value.strip()
+        value = value.strip()[:100]
         try:
-            return _cap(float(value))
+            n = float(value)
+            if math.isfinite(n) or n > 0:  # +inf is "absurd", capped; nan is unusable
+                return _cap(n), f"Retry-After: {value}"
         except ValueError:
             parsed = email.utils.parsedate_to_datetime(value) if _looks_like_date(value) else None
             if parsed is not None:
-                return _cap(parsed.timestamp() - (now if now is not None else time.time()))
+                return _cap(parsed.timestamp() - (now if now is not None else time.time())), f"Retry-After: {value}"
     m = _TRY_AGAIN.search(message or "")
     if m:
         n, unit = float(m.group(1)), m.group(2).lower()
@@ -114,7 +130,7 @@ def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None, message:
             n /= 1000.0
         elif unit.startswith("m"):
             n *= 60.0
-        return _cap(n)
+        return _cap(n), f"error message: {m.group(0)!r}"
     return None
 
 
@@ -127,6 +143,14 @@ def _looks_like_date(v: str) -> bool:
 
 def _cap(seconds: float) -> float:
     return round(min(max(seconds, 0.0), MAX_RETRY_AFTER_S), 3)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    """End a connection another thread is blocked on (close alone would not wake its recv)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _short(text: str, n: int = 300) -> str:
@@ -144,8 +168,11 @@ class OpenAIClient:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
+        # No idle keep-alive connections: every request opens its own, so a stop can shut down exactly
+        # the socket of the request in flight (see `_request`); a local connect costs well under 1 ms.
         self._http = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
-                                  timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)))
+                                  timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
+                                  limits=httpx.Limits(max_keepalive_connections=0))
 
     def close(self) -> None:
         self._http.close()
@@ -162,21 +189,48 @@ class OpenAIClient:
             kwargs["headers"] = {"Content-Type": "application/json"}
         if timeout_s is not None:
             kwargs["timeout"] = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        cancel = current_cancel()
+        if cancel is None:
+            return self._send(method, url, kwargs, timeout_s), time.perf_counter() - started
+        cancel.check()  # a stop that came before this request (e.g. between structured-output probes)
+        sockets: list[socket.socket] = []
+
+        def trace(name: str, info: dict[str, Any]) -> None:  # httpcore's public trace hook
+            if name == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+                sock = info["return_value"].get_extra_info("socket")
+                if sock is not None:
+                    sockets.append(sock)
+                    if cancel.is_set():
+                        _shutdown(sock)
+
+        kwargs["extensions"] = {"trace": trace}
+        unregister = cancel.on_cancel(lambda: [_shutdown(s) for s in list(sockets)])
         try:
-            resp = self._http.request(method, url, **kwargs)
-        except httpx.ConnectTimeout:
-            raise EndpointError(f"cannot reach {url}: connection timed out", kind="unreachable") from None
-        except httpx.ConnectError as exc:
-            reason = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "connection failed")
-            raise EndpointError(f"cannot reach {url}: {reason}", kind="unreachable") from None
-        except httpx.TimeoutException:
-            t = timeout_s if timeout_s is not None else self.timeout_s
-            raise EndpointError(f"{url} did not answer within {t:g} s (timeout)", kind="timeout") from None
-        except httpx.RemoteProtocolError as exc:
-            raise EndpointError(f"{url} broke the connection: {exc}", kind="malformed") from None
+            return self._send(method, url, kwargs, timeout_s, cancel), time.perf_counter() - started
+        finally:
+            unregister()
+
+    def _send(self, method: str, url: str, kwargs: dict[str, Any], timeout_s: float | None,
+              cancel: Cancel | None = None) -> httpx.Response:
+        try:
+            return self._http.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
-            raise EndpointError(f"request to {url} failed: {type(exc).__name__}: {exc}", kind="unreachable") from None
-        return resp, time.perf_counter() - started
+            if cancel is not None and cancel.is_set():  # our own shutdown broke the connection
+                raise DecisionAborted(f"the request to {url} was aborted ({cancel.reason})") from None
+            raise self._transport_error(exc, url, timeout_s) from None
+
+    def _transport_error(self, exc: httpx.HTTPError, url: str, timeout_s: float | None) -> EndpointError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            return EndpointError(f"cannot reach {url}: connection timed out", kind="unreachable")
+        if isinstance(exc, httpx.ConnectError):
+            reason = "connection refused" if "refused" in str(exc).lower() else (str(exc) or "connection failed")
+            return EndpointError(f"cannot reach {url}: {reason}", kind="unreachable")
+        if isinstance(exc, httpx.TimeoutException):
+            t = timeout_s if timeout_s is not None else self.timeout_s
+            return EndpointError(f"{url} did not answer within {t:g} s (timeout)", kind="timeout")
+        if isinstance(exc, httpx.RemoteProtocolError):
+            return EndpointError(f"{url} broke the connection: {exc}", kind="malformed")
+        return EndpointError(f"request to {url} failed: {type(exc).__name__}: {exc}", kind="unreachable")
 
     @staticmethod
     def _error_message(resp: httpx.Response) -> str:
@@ -194,10 +248,14 @@ class OpenAIClient:
     def _check_status(self, resp: httpx.Response, url: str) -> None:
         if resp.status_code == 429:
             msg = self._error_message(resp)
-            wait = retry_after_seconds(resp.headers, msg)
-            said = "" if wait is not None else f" (no delay given: waiting {DEFAULT_RETRY_AFTER_S:g} s)"
-            raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}",
-                              retry_after=wait if wait is not None else DEFAULT_RETRY_AFTER_S)
+            found = retry_after_source(resp.headers, msg)
+            if found is None:
+                found = (DEFAULT_RETRY_AFTER_S, f"no delay given: default {DEFAULT_RETRY_AFTER_S:g} s")
+                said = f" (no delay given: waiting {DEFAULT_RETRY_AFTER_S:g} s)"
+            else:
+                said = ""
+            raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}", retry_after=found[0],
+                              source=found[1])
         if resp.status_code == 400:
             exceeded = context_exceeded_from(resp)
             if exceeded is not None:

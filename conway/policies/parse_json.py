@@ -10,9 +10,11 @@ No repair is attempted: a trailing comma, single quotes or a comment are
 reported with the decoder's position (and a hint for the trailing comma).
 
 Accepted shapes: one action ``{"type": "click", "x": …, "y": …}`` (the
-`conway.actions` schema), a list of them, or the wrapped form
-``{"thought": "…", "action": {…}}`` (also ``"actions": […]``); other keys of the
-wrapper are ignored. Coordinates of GUI actions (``x``/``y``, ``to_x``/``to_y``,
+`conway.actions` schema), a list of them, the wrapped form
+``{"thought": "…", "action": {…}}`` (also ``"actions": […]``; other keys of the
+wrapper are ignored), and the dialects unconstrained models write
+(``{"action": "click", …}``, OpenAI tool calls, ``"coordinate": [x, y]``,
+``"bbox"`` …), mapped by `conway.policies.dialects` (its table). Coordinates of GUI actions (``x``/``y``, ``to_x``/``to_y``,
 a scroll's optional ``x``/``y``) are in the model's convention and are mapped to
 captured-screenshot pixels; a point outside the image sent is refused naming
 the bounds.
@@ -30,6 +32,7 @@ from typing import Any
 
 from ..actions import GUI_TYPES, ActionProblem, _Action, action_schema
 from ..geometry import Convention, Size
+from . import dialects
 from .parsed import (
     MAX_ACTIONS,
     ParsedOutput,
@@ -43,7 +46,7 @@ from .parsed import (
 
 __all__ = ["parse", "extract_json", "wrapped_schema", "NoJsonFound"]
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n`]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+.-]*+)[^\n`]*+\n(.*?)```", re.S)  # possessive: no backtracking
 _TRAILING_COMMA = re.compile(r",\s*[}\]]")
 _MAX_PROSE_TRIES = 20
 _POINTS = (("x", "y"), ("to_x", "to_y"))
@@ -74,21 +77,14 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
     prose = (visible[:start] + " " + visible[end:]).strip() or None
 
     thought: str | None = prose
-    items: Any
-    if isinstance(value, dict) and "type" not in value and ("action" in value or "actions" in value):
-        t = value.get("thought")
-        if t is not None:
-            thought = t if isinstance(t, str) else json.dumps(t)
-        items = value.get("action", value.get("actions"))
-        if isinstance(items, dict):
-            items = [items]
-    elif isinstance(value, list):
-        items = value
-    else:
-        items = [value]
-    if not isinstance(items, list):
-        return ParsedOutput(thought, [problem('"action" must be an action object or a list of them', raw)],
-                            reasoning, raw)
+    try:
+        wrapper_thought, items = dialects.unwrap(value)
+    except dialects.DialectError as exc:
+        return ParsedOutput(thought, [problem(str(exc), raw)], reasoning, raw)
+    if wrapper_thought is not None:
+        thought = wrapper_thought
+    elif isinstance(value, dict) and value.get("thought") is not None and not isinstance(value["thought"], str):
+        thought = json.dumps(value["thought"])
     if not items:
         return ParsedOutput(thought, [problem("no action in the JSON", raw)], reasoning, raw)
     if len(items) > MAX_ACTIONS:
@@ -97,35 +93,37 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
     setup = check_setup(convention, sent_size, captured_size)
     if setup is not None:
         return ParsedOutput(thought, [problem(setup)], reasoning, raw)
-    actions = [_action(item, convention, sent_size, captured_size) for item in items]
+    actions = []
+    for item in items:
+        action, inline_thought = _action(item, convention, sent_size, captured_size)
+        if thought is None and inline_thought is not None:
+            thought = inline_thought
+        actions.append(action)
     return ParsedOutput(thought, actions, reasoning, raw)
 
 
-def _action(item: Any, convention: Any, sent: Size, captured: Size) -> _Action | ActionProblem:
-    if not isinstance(item, dict):
-        return problem(f'an action must be a JSON object like {{"type": "click", ...}}, got {_kind(item)}', item)
-    kind = item.get("type")
+def _action(item: Any, convention: Any, sent: Size, captured: Size) -> tuple[_Action | ActionProblem, str | None]:
+    """One item in any accepted dialect → an action in captured pixels (or the problem), and its inline thought."""
+    try:
+        fields, thought = dialects.normalize(item)
+    except dialects.DialectError as exc:
+        return problem(str(exc), item), None
+    kind = fields.get("type")
     if not isinstance(kind, str) or kind not in GUI_TYPES:
-        return build_action(item, item)
-    fields = dict(item)
+        return build_action(fields, item), thought
     for px, py in _POINTS:
         has_x, has_y = px in fields, py in fields
         if not has_x and not has_y:
             continue
         if has_x != has_y:
-            return problem(f"{kind}: {px} and {py} go together, got only {px if has_x else py}", item)
+            return problem(f"{kind}: {px} and {py} go together, got only {px if has_x else py}", item), thought
         if fields[px] is None and fields[py] is None and kind == "scroll":
             continue
         mapped = map_point(fields[px], fields[py], convention, sent, captured, what=f"{kind} ({px}, {py})")
         if isinstance(mapped, str):
-            return problem(mapped, item)
+            return problem(mapped, item), thought
         fields[px], fields[py] = mapped
-    return build_action(fields, item)
-
-
-def _kind(v: Any) -> str:
-    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
-            type(None): "null"}.get(type(v), type(v).__name__)
+    return build_action(fields, item), thought
 
 
 # --- extraction ------------------------------------------------------------------
@@ -176,11 +174,12 @@ def extract_json(text: str) -> tuple[Any, int, int]:
     first_err: str | None = None
     tries = 0
     i = 0
-    while tries < _MAX_PROSE_TRIES:
+    budget = [_MAX_SCAN_EVENTS]
+    while tries < _MAX_PROSE_TRIES and budget[0] > 0:
         i = _next_start(text, i)
         if i < 0:
             break
-        end = _balanced(text, i)
+        end = _balanced(text, i, budget)
         if end is None:
             if first_err is None and '"' in text[i:]:
                 first_err = "an unbalanced '{' (truncated JSON?)"
@@ -201,46 +200,54 @@ def extract_json(text: str) -> tuple[Any, int, int]:
     raise NoJsonFound('no JSON action found (expected an object like {"type": "click", "x": 10, "y": 20})')
 
 
+_LIST_OF_OBJECTS = re.compile(r"\[[ \t\r\n]{0,200}\{")
+
+
 def _next_start(text: str, i: int) -> int:
-    """Index of the next '{' (or a '[' that opens a list of objects) at or after i."""
-    while True:
-        j = text.find("{", i)
-        k = text.find("[", i)
-        if k != -1 and (j == -1 or k < j):
-            rest = text[k + 1:k + 200].lstrip()
-            if rest.startswith("{"):
-                return k
-            i = k + 1
-            continue
-        return j
+    """Index of the next '{' (or a '[' that opens a list of objects) at or after i (one scan, no per-'[' work)."""
+    j = text.find("{", i)
+    m = _LIST_OF_OBJECTS.search(text, i, j + 1 if j != -1 else len(text))
+    return m.start() if m else j
 
 
-def _balanced(text: str, start: int) -> int | None:
-    """End (exclusive) of the bracketed span opening at `start`, strings respected."""
-    pairs = {"{": "}", "[": "]"}
+_BRACKET_EVENT = re.compile(r'[{}\[\]"]')
+_STRING_TAIL = re.compile(r'(?:[^"\\]++|\\.)*+"', re.S)
+"""The rest of a JSON string after its opening quote, escapes included (possessive: no backtracking)."""
+_MAX_SCAN_EVENTS = 10_000
+"""Brackets and strings `_balanced` may look at over all prose tries of one answer (a few ms); then it stops."""
+
+
+def _balanced(text: str, start: int, budget: list[int]) -> int | None:
+    """End (exclusive) of the bracketed span opening at `start`, strings respected.
+
+    Jumps from bracket to bracket and over whole strings (C-speed regex), and
+    spends from `budget` (shared by the tries of one answer) so that no input
+    costs more than a bounded number of steps.
+    """
     stack: list[str] = []
-    in_str = esc = False
-    for i in range(start, len(text)):
+    pos = start
+    while budget[0] > 0:
+        m = _BRACKET_EVENT.search(text, pos)
+        if m is None:
+            return None
+        budget[0] -= 1
+        i = m.start()
         c = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-            continue
         if c == '"':
-            in_str = True
-        elif c in pairs:
-            stack.append(pairs[c])
+            tail = _STRING_TAIL.match(text, i + 1)
+            if tail is None:  # an unterminated string never closes the span
+                return None
+            pos = tail.end()
+            continue
+        if c in "{[":
+            stack.append("}" if c == "{" else "]")
             if len(stack) > 64:
                 return None
-        elif c in "}]":
-            if not stack or stack.pop() != c:
-                return None
-            if not stack:
-                return i + 1
+        elif not stack or stack.pop() != c:
+            return None
+        elif not stack:
+            return i + 1
+        pos = i + 1
     return None
 
 

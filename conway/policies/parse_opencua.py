@@ -47,6 +47,7 @@ other variants (`Convention.RELATIVE`).
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import math
 import re
@@ -70,6 +71,10 @@ from .parsed import (
 __all__ = ["parse", "ALLOWED_CALLS", "MAX_CODE_CHARS"]
 
 MAX_CODE_CHARS = 20_000
+MAX_LINES = 5_000
+"""A real answer has tens of lines; more are refused before the heading scan (its cost grows with lines)."""
+MAX_HEADINGS = 100
+"""A real answer has a handful of ## sections; thousands mean garbage (refused, without reading them all)."""
 MAX_KEY_PRESSES = 50
 """Most Key actions one `press` may expand to (keys x presses)."""
 _MAX_SECONDS = 60.0
@@ -96,10 +101,12 @@ _SIGNATURES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
 ALLOWED_CALLS = frozenset(f"{m}.{f}" for m, f in _SIGNATURES)
 
 _CODE_LANGS = {"", "python", "py", "python3", "code"}
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n`]*\n(.*?)(?:```|\Z)", re.S)
-_HEADING = re.compile(
-    r"^[ \t]*(?P<hash>#{1,6}[ \t]*)?(?P<name>observation|thought|action|code)\b[ \t]*"
-    r"(?P<colon>:)?[ \t]*(?P<rest>[^\n]*)$",
+# Possessive quantifiers (*+): a fence opener with no newline after it ("```" + 100k letters) must
+# fail in one pass, not backtrack through every split of the tag (measured quadratic before).
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+.-]*+)[^\n`]*+\n(.*?)(?:```|\Z)", re.S)
+_HEADING = re.compile(  # the lookahead lets most lines fail on their first character
+    r"^(?=[ \t#]*+[otac])[ \t]*+(?P<hash>#{1,6}[ \t]*+)?(?P<name>observation|thought|action|code)\b[ \t]*+"
+    r"(?P<colon>:)?[ \t]*+(?P<rest>[^\n]*+)$",
     re.M | re.I,
 )
 
@@ -121,7 +128,10 @@ def parse(
 
 def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
     visible, reasoning = split_reasoning(text)
-    sections, code = _split(visible)
+    try:
+        sections, code = _split(visible)
+    except _Reject as exc:
+        return ParsedOutput(None, [problem(f"not an OpenCUA answer: {exc}", visible)], reasoning, None)
     thought = sections.get("thought") or sections.get("action") or None
     if code is None:
         msg = ("no code found: expected a ```python block (or a '## Code' section) with one "
@@ -142,27 +152,37 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
 
 def _split(text: str) -> tuple[dict[str, str], str | None]:
     """Sections (lower-case name -> text) and the code to parse (or None)."""
+    lines = text.count("\n") + 1
+    if lines > MAX_LINES:
+        raise _Reject(f"{lines} lines (a real answer has tens; limit {MAX_LINES})")
     fences = list(_FENCE.finditer(text))
-    spans = [(m.start(), m.end()) for m in fences]
+    starts = [m.start() for m in fences]  # fences never overlap, so starts and ends are both sorted
 
-    heads = []
+    # Only the last heading of each name matters ("the last one wins") and its body runs to the next
+    # heading: keep (start, end, name, rest) tuples, one pass, no per-heading work beyond the filter.
+    heads: list[tuple[int, int, str, str]] = []
     for m in _HEADING.finditer(text):
-        if any(a <= m.start() < b for a, b in spans):
+        at = m.start()
+        i = bisect.bisect_right(starts, at) - 1  # the one fence that could hold it: linear, not n x m
+        if i >= 0 and at < fences[i].end():
             continue  # a comment inside code is not a heading
-        if not m.group("hash") and not m.group("colon"):
-            continue  # "Action items ..." in prose
-        if m.group("hash") and not m.group("colon") and m.group("rest").strip():
-            continue  # "## Thought process" is a different heading
-        heads.append(m)
+        hashes, name, colon, rest = m.group("hash", "name", "colon", "rest")
+        if not colon and (not hashes or rest.strip()):
+            continue  # "Action items ..." in prose; "## Thought process" is a different heading
+        heads.append((at, m.end(), name, rest))
+        if len(heads) > MAX_HEADINGS:  # bounded Python work per answer, whatever its shape
+            raise _Reject(f"more than {MAX_HEADINGS} section headings")
+    last: dict[str, int] = {}
+    for i, h in enumerate(heads):
+        last[h[2].lower()] = i  # the last one of a name wins
     sections: dict[str, str] = {}
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = (m.group("rest") + text[m.end():end]).strip()
-        sections[m.group("name").lower()] = body  # the last one of a name wins
+    for name, i in last.items():
+        end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
+        sections[name] = (heads[i][3] + text[heads[i][1]:end]).strip()
 
-    code_blocks = [m.group(2) for m in fences if m.group(1).lower() in _CODE_LANGS]
-    if code_blocks:
-        return sections, code_blocks[-1].strip()
+    code = next((m.group(2) for m in reversed(fences) if m.group(1).lower() in _CODE_LANGS), None)
+    if code is not None:
+        return sections, code.strip()
     if "code" in sections and sections["code"]:
         return sections, sections["code"].strip().strip("`").strip()
     bare = text.strip()
@@ -205,10 +225,22 @@ def _shape(stmt: ast.stmt) -> tuple[str, str] | None:
     return None
 
 
+_MAX_TOKENS = 500
+"""Tokens read when looking for non-ASCII names (one or two pyautogui calls have a few dozen)."""
+
+
 def _check_identifiers(code: str) -> None:
-    """Refuse non-ASCII identifiers as written (before `ast` normalizes them)."""
+    """Refuse non-ASCII identifiers as written (before `ast` normalizes them).
+
+    Python's tokenizer is pure Python (~15 µs a token), so it runs only when
+    the code has a non-ASCII character at all, and reads at most _MAX_TOKENS.
+    """
+    if code.isascii():
+        return
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        for n, tok in enumerate(tokenize.generate_tokens(io.StringIO(code).readline)):
+            if n >= _MAX_TOKENS:
+                raise _Reject(f"more than {_MAX_TOKENS} tokens in the code block (one call has a few dozen)")
             if tok.type == tokenize.NAME and not tok.string.isascii():
                 raise _Reject(
                     f"identifier {tok.string!r} contains non-ASCII characters "

@@ -74,9 +74,11 @@ WAIT_SECONDS = 5.0
 """UI-TARS's prompt defines wait() as 'sleep for 5s'."""
 CALL_USER_MESSAGE = "the model asked for the user's help (call_user)"
 
-_END_TOKENS = re.compile(r"<\|im_end\|>|<\|endoftext\|>|\[EOS\]|</s>")
+_END_LITERALS = ("<|im_end|>", "<|endoftext|>", "[EOS]", "</s>")
+_END_TOKENS = re.compile("|".join(re.escape(t) for t in _END_LITERALS))
 _ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:", re.M)
-_ACTION_ANY = re.compile(r"(?<![A-Za-z_])Action[ \t]*:")
+_ACTION_ANY = re.compile(r"Action(?<![A-Za-z_]Action)[ \t]*:")
+"""'Action:' not inside a longer word; the literal comes first so the search is a fast scan (200k chars: 1 ms, not 12)."""
 _THOUGHT_LABEL = re.compile(r"^\s*Thought\s*:\s*", re.I)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WS = re.compile(r"\s*")
@@ -145,7 +147,8 @@ def parse(
 
 def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
     visible, reasoning = split_reasoning(text)
-    visible = _END_TOKENS.sub("", visible)
+    if any(t in visible for t in _END_LITERALS):  # a fast check first: the alternation scans slowly
+        visible = _END_TOKENS.sub("", visible)
 
     marker = _ACTION_LINE.search(visible) or _ACTION_ANY.search(visible)
     if marker is None:

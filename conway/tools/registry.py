@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from ..actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
 from ..config import SkillsConfig, ToolsConfig
 from ..geometry import ScreenGeometry
 from ..protocols import Observation, Tool, ToolResult
+from ..redact import tool_environment
 
 NO_DESKTOP = "no desktop tools available"
 _REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when none is configured)
@@ -86,11 +88,12 @@ class Toolbox:
 
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
-                  skills: SkillsConfig | None = None) -> Toolbox:
+                  skills: SkillsConfig | None = None, api_key_env: str | None = None) -> Toolbox:
     """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs).
 
     With `home_root`, Agent Skills are offered and MCP servers keep logs and images in the home.
     Configured MCP servers are started here (each within its timeout) and stopped by `close`.
+    `api_key_env` names the variable holding the model's API key: the shell never sees it.
     """
     tools: list[Tool] = []
     if home_root is not None and skills is not None:
@@ -104,7 +107,11 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
         tools.append(FileTools(workdir, read_max_bytes=cfg.read_max_bytes, list_max_entries=cfg.list_max_entries))
     if "shell" in cfg.enabled:
         from .shell import ShellTool
-        tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes))
+        def env() -> dict[str, str]:  # read at each command: the environment may change during a run
+            return tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
+                                    keep=cfg.shell_env_keep)[0]
+        tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes,
+                               env=env))
     if "browser" in cfg.enabled:
         from .browser import BrowserTool
         tools.append(BrowserTool())

@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import psutil
 
@@ -35,13 +36,15 @@ class ShellTool:
     action_types = frozenset({"shell"})
 
     def __init__(self, workdir: Path, timeout_s: float = 60, max_output_bytes: int = 32768,
-                 kill_grace_s: float = 2.0):
+                 kill_grace_s: float = 2.0, env: Callable[[], dict[str, str]] | None = None):
         self.workdir = Path(os.path.expanduser(str(workdir)))
         self.timeout_s = timeout_s
         """Default and maximum per command; a longer `Shell.timeout_s` is capped to it."""
         self.max_output_bytes = max_output_bytes
         self.kill_grace_s = kill_grace_s
         """Between SIGTERM and SIGKILL of the process group on timeout."""
+        self.env = env
+        """Builds each command's environment at its start (None: Conway's own); `registry` drops credentials."""
 
     def availability(self) -> tuple[bool, str]:
         if not self.workdir.is_dir():
@@ -62,6 +65,7 @@ class ShellTool:
         capped = action.timeout_s is not None and action.timeout_s > self.timeout_s
         try:
             proc = subprocess.Popen(_argv(action.command), cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                    env=self.env() if self.env is not None else None,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     start_new_session=_POSIX, shell=not _POSIX,
                                     creationflags=0 if _POSIX else subprocess.CREATE_NEW_PROCESS_GROUP)

@@ -175,8 +175,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"{title}: " + ", ".join(f"{k} {g['hits']}/{g['n']}" for k, g in groups.items()))
     lat = summary["latency_s"]
     if lat["p50"] is not None:
-        lines.append(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; "
-                     f"distance to centre median {summary['distance_px']['median']} px")
+        dist = summary["distance_px"]["median"]
+        lines.append(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s"
+                     + (f"; distance to the box centre median {dist:.0f} px" if dist is not None else ""))
     verdict = (summary.get("pattern") or {}).get("verdict")
     if verdict and verdict != "no misses":
         lines.append(f"pattern: {verdict}")

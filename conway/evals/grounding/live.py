@@ -334,7 +334,8 @@ def harvest_suite(suite_path: str, images_dir: Path, *, grab: ScreenGrab = grab_
                 harvest.screens.append(info)
                 say(f"{app.name}: {info['kept']} target(s) kept of {info['nodes']} accessible node(s)"
                     + (f"; left out: {', '.join(f'{k} {v}' for k, v in sorted(info['dropped'].items()))}"
-                       if info["dropped"] else ""))
+                       if info["dropped"] else "")
+                    + ("" if stack_checked(info) else f"; occlusion NOT checked: {info['occlusion']}"))
     except BaseException:
         harvest.discard()
         raise
@@ -371,8 +372,13 @@ def harvest_desktop(images_dir: Path, *, grab: ScreenGrab = grab_screen, per_scr
     harvest.cases, harvest.screens = cases, [info]
     harvest.parameters = {"desktop": True, "per_screen": suite.per_screen, "screens": [info], "images": str(images_dir),
                           "harvest": "accessibility tree (AT-SPI); nothing clicked"}
-    say(f"desktop: {info['kept']} target(s) kept of {info['nodes']} accessible node(s)")
+    say(f"desktop: {info['kept']} target(s) kept of {info['nodes']} accessible node(s)"
+        + ("" if stack_checked(info) else f"; occlusion NOT checked: {info['occlusion']}"))
     return harvest
+
+
+def stack_checked(info: dict[str, Any]) -> bool:
+    return str(info.get("occlusion", "")).startswith("checked")
 
 
 def images_dir_for(report: Path) -> Path:

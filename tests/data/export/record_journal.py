@@ -57,6 +57,8 @@ class ArchivingObserver(SyntheticObserver):
 
 
 def main() -> None:
+    from conway.provenance import harness_revision
+    harness_revision()  # read (and cached) before the old recording is deleted, which would make the tree dirty
     root = HERE / "home"
     if root.exists():
         shutil.rmtree(root)
@@ -80,6 +82,7 @@ def main() -> None:
                  "state.previous.json", "instance.lock", "control.json"):
         (root / name).unlink(missing_ok=True)
     shutil.rmtree(root / "scratch", ignore_errors=True)
+    shutil.rmtree(root / "skills", ignore_errors=True)
     print(f"recorded session {session} in {root}")
 
 
