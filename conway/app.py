@@ -16,6 +16,7 @@ from .errors import UserError
 from .home import Home
 from .journal import Journal, tail_events
 from .loop import Clock, Loop, LoopParts, RunOutcome
+from .policies.factory import build_policy
 from .protocols import Observer, Policy
 from .state import InstanceLock, StateStore, write_control
 from .tools.registry import Toolbox, build_toolbox
@@ -23,16 +24,6 @@ from .tools.registry import Toolbox, build_toolbox
 
 def new_session_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-
-
-def build_policy(config: ConwayConfig, home: Home) -> Policy:
-    kind = config.policy.kind
-    if kind == "mock":
-        from .policies.mock import MockPolicy, load_script
-        script = load_script(config.policy.mock_script) if config.policy.mock_script else None
-        return MockPolicy(script)
-    from .policies.factory import build_model_policy  # real models (llama.cpp, HTTP)
-    return build_model_policy(config, home)
 
 
 def build_observer(config: ConwayConfig, home: Home) -> Observer:
@@ -259,3 +250,23 @@ def _pointed(kind: object, p: dict) -> str | None:
         text += f": {str(p['error'])[:60]}"
     return text
 
+
+def render_status(report: dict, tasks: str | None = None) -> str:
+    """`conway status` for a person: one fact a line (`tasks`: the task-acceptance counts, rendered), then the last events."""
+    lines = [f"home:     {report['home']}",
+             f"session:  {report['session'] or '-'}",
+             f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
+             f"pid:      {report['pid'] or '-'} ({'alive' if report['pid_alive'] else 'not running'})",
+             f"step:     {report['step'] if report['step'] is not None else '-'}"
+             + (f" ({report['phase']})" if report.get("phase") else ""),
+             f"model:    {report['model_id'] or '-'}"]
+    pending = report["pending_intent"]
+    lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
+    if report["state_recovery"]:
+        lines.append(f"recovery: {report['state_recovery']}")
+    if tasks:
+        lines.append(f"tasks:    {tasks}")
+    if report["last_events"]:
+        lines.append("last events:")
+        lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]
+    return "\n".join(lines)

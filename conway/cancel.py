@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from .protocols import PolicyError
 
-__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel", "run_cancellable"]
+__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
 
 T = TypeVar("T")
 
@@ -123,3 +123,25 @@ def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callab
         raise box["error"]
     raise DecisionAborted(f"aborted: {token.reason}" + ("" if "error" in box else
                           f"; it did not stop within {grace_s:g} s and was abandoned"))
+
+
+@contextlib.contextmanager
+def watching(token: Cancel, stop_requested: Callable[[], str | None], poll_s: float) -> Iterator[Cancel]:
+    """Work done in this thread (a tool running) inside `cancel_scope(token)`, while a watcher thread
+    polls `stop_requested` and sets the token; the work checks `current_cancel()` between its slices."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(poll_s) and not token.is_set():
+            reason = stop_requested()
+            if reason:
+                token.set(reason)
+
+    watcher = threading.Thread(target=watch, name="conway-stop-watch", daemon=True)
+    watcher.start()
+    try:
+        with cancel_scope(token):
+            yield token
+    finally:
+        done.set()
+        watcher.join()

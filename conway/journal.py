@@ -105,9 +105,13 @@ class Journal:
         self._open(self.folder / f"{seq:06d}-{stamp}.jsonl")
         self._enforce_total()
 
-    def _enforce_total(self) -> None:
-        """Delete the oldest files until they fit beside a full current file: the cap counts it too."""
-        budget = self.max_total_bytes - self.max_file_bytes
+    def _enforce_total(self, current: int = 0) -> None:
+        """Delete the oldest files until they fit beside a full current file: the cap counts it too.
+
+        `current`: the size the file being written is about to reach when one event alone is
+        bigger than a file (a large tool output under small caps); room is made for that too.
+        """
+        budget = self.max_total_bytes - max(self.max_file_bytes, current)
         closed = [(f, f.stat().st_size) for f in journal_files(self.folder) if f != self._path]
         total = sum(size for _, size in closed)
         for old, size in closed:  # oldest first; never the file being written
@@ -125,6 +129,8 @@ class Journal:
         line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
         if self._size and self._size + len(line) > self.max_file_bytes:
             self._rotate()
+        if self._size + len(line) > self.max_file_bytes:  # one event bigger than a whole file
+            self._enforce_total(self._size + len(line))
         assert self._fh is not None
         try:
             self._fh.write(line)

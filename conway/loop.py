@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .actions import GUI_TYPES, ActionProblem, Finish, Wait, _Action, describe_action_space
-from .cancel import Cancel, DecisionAborted, run_cancellable
+from .cancel import Cancel, DecisionAborted, run_cancellable, watching
 from .config import ConwayConfig
 from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
@@ -417,6 +417,15 @@ class Loop:
         finally:
             self._cancel = None
 
+    def _run_tool(self, action: _Action) -> ToolResult:
+        """Dispatch; a stop meanwhile ends a long tool (a shell command) early, its outcome recorded."""
+        token = self._cancel = Cancel()
+        try:
+            with watching(token, self._stop_requested, self.cfg.agent.control_poll_s):
+                return self.p.toolbox.run(action)
+        finally:
+            self._cancel = None
+
     def _stop_requested(self) -> str | None:
         if self.signal_stop:
             return self.signal_stop
@@ -549,7 +558,7 @@ class Loop:
             self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
                                "at": self.p.clock.time()})
         try:
-            result = self.p.toolbox.run(action)
+            result = self._run_tool(action)
         except FailSafeTriggered as exc:
             self._uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
         except DispatchUncertain as exc:

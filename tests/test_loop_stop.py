@@ -152,6 +152,37 @@ def test_a_real_run_stops_within_about_a_second_during_inference(initialized_hom
     assert hung_up  # the in-flight request was aborted by the stop, not left to finish
 
 
+@pytest.mark.slow
+def test_sigterm_during_a_long_shell_command_stops_within_about_a_second(initialized_home, tmp_path):
+    import yaml
+    marker = tmp_path / "started"
+    script = tmp_path / "s.yaml"
+    script.write_text(yaml.safe_dump([{"action": {"type": "shell", "command": f"touch {marker}; sleep 60"}}]))
+    env = {**os.environ, "CONWAY_HOME": str(initialized_home)}
+    agent = subprocess.Popen([sys.executable, "-m", "conway.cli", "run", "--mock-script", str(script)], cwd=REPO,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sent = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        code = agent.wait(timeout=20)
+        latency = time.monotonic() - sent
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert code == 0 and latency < 10, (code, latency, agent.communicate())
+    events = read_journal(initialized_home / "journal").events
+    kinds = [e["kind"] for e in events]
+    assert "intent" in kinds and "uncertain" not in kinds  # the outcome is known: it was killed
+    err = next(e["payload"] for e in events if e["kind"] == "error" and e["payload"].get("action"))
+    assert err["data"]["stopped"] is True and "because the agent was stopped" in err["error"]
+    assert read_json(initialized_home / "state.json")["stop_reason"] == "terminated (SIGTERM)"
+
+
 # --- a crash inside the loop ---------------------------------------------------------
 
 
@@ -196,3 +227,15 @@ def test_the_cli_reports_a_crash_in_one_line_with_the_journal_path(initialized_h
     import json
     st = json.loads(status.stdout)
     assert st["status"] == "stopped" and st["stop_reason"].startswith("crashed: IsADirectoryError")
+
+
+def test_the_start_banner_prints_the_model_description_as_lines_not_a_list():
+    home = resolve_home(None)
+    init_home(home)
+    with ScriptedFakeServer(models=["fake-vlm"]) as fake:
+        cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "agent.max_steps=1",
+                                        "observe.source=synthetic", "policy.structured_output=none"])
+        lines: list[str] = []
+        run_agent(home, cfg, RunRequest(single_session=False, clock=FakeClock()), say=lines.append)
+    assert lines[1] == f"model fake-vlm at {fake.base_url} (unknown server)", lines[:3]
+    assert not any(line.startswith("[") for line in lines)

@@ -164,6 +164,18 @@ def test_journal_rotates_by_size_and_caps_the_total(tmp_path):
     assert steps == sorted(steps) and steps[-1] == 399  # the newest survive, in order
 
 
+def test_journal_cap_holds_when_one_event_is_bigger_than_a_file(tmp_path):
+    """A large tool output under small caps (found by scripts/prove_reliability.py soak)."""
+    j = Journal(tmp_path, max_file_bytes=4096, max_total_bytes=16384, fsync="none")
+    for i in range(200):
+        pad = "y" * 6000 if i % 15 == 7 else "x" * 100
+        j.append(make_event("s", i, "result", {"output": pad}))
+        total = sum(f.stat().st_size for f in journal_files(tmp_path))
+        assert total <= 16384, (i, total)
+    j.close()
+    assert read_journal(tmp_path).events[-1]["step"] == 199
+
+
 def test_journal_cap_holds_when_a_new_run_reopens_the_current_file(tmp_path):
     j = Journal(tmp_path, max_file_bytes=4096, max_total_bytes=40000, fsync="none")
     for i in range(300):

@@ -345,14 +345,12 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
                      output: str | None, argv: list[str] | None,
                      say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and report."""
-    from datetime import datetime, timezone
-    import secrets
 
-    from ..app import RunRequest, run_agent, workdir_for
+    from ..app import RunRequest, new_session_id, run_agent, workdir_for
     from .report import Report, check_new_output
 
     out = check_new_output(output, home) if output else None
-    name = "task-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    name = "task-" + new_session_id()
     shome = session_home(home, name)
     prompt = spec.prompt() if spec else task
     report = None
@@ -422,3 +420,24 @@ def render_counts(counts: dict[str, int]) -> str:
             f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
             f"{counts['not_verified']} not verified")
 
+
+def read_task(text: str | None, file: str | None) -> str | None:
+    if text and file:
+        raise UserError("give either --task or --task-file, not both")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"task file {path} does not exist") from None
+        except OSError as exc:
+            raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"task file {path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        if not text.strip():
+            raise UserError(f"task file {path} is empty")
+    if text is not None and not text.strip():
+        raise UserError("--task is empty")
+    return text

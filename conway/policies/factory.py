@@ -23,10 +23,10 @@ from ..config import ConwayConfig, api_key
 from ..errors import UserError
 from ..geometry import Convention, get_rule
 from ..home import Home
-from ..protocols import ContextWindow
+from ..protocols import ContextWindow, Policy
 from .base import Adapter, ModelPolicy, PolicySettings
 
-__all__ = ["build_model_policy", "make_adapter", "backend_choice"]
+__all__ = ["build_policy", "build_model_policy", "make_adapter", "backend_choice"]
 
 
 def make_adapter(kind: str) -> Adapter:
@@ -167,3 +167,12 @@ def _served_meta(served: Any) -> dict[str, Any]:
         if entry.get("id") == served.model_id and isinstance(entry.get("meta"), dict):
             return entry["meta"]
     return {}
+
+
+def build_policy(config: ConwayConfig, home: Home) -> Policy:
+    """The configured policy: the offline mock, or a real model behind llama.cpp or an HTTP server."""
+    if config.policy.kind == "mock":
+        from .mock import MockPolicy, load_script
+        script = load_script(config.policy.mock_script) if config.policy.mock_script else None
+        return MockPolicy(script)
+    return build_model_policy(config, home)
