@@ -590,7 +590,8 @@ def do_probe(args) -> int:
         close = getattr(policy, "close", None)
         if close:
             close()
-    print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.render())
+    from .redact import redact, redact_text  # the answer or an error can quote a key
+    print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
     if not report.ok:
         raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
     return 0
