@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,6 +16,7 @@ from .errors import UserError
 from .home import Home
 from .journal import Journal, tail_events
 from .loop import Clock, Loop, LoopParts, RunOutcome
+from .policies.factory import build_policy
 from .protocols import Observer, Policy
 from .state import InstanceLock, StateStore, write_control
 from .tools.registry import Toolbox, build_toolbox
@@ -21,16 +24,6 @@ from .tools.registry import Toolbox, build_toolbox
 
 def new_session_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
-
-
-def build_policy(config: ConwayConfig, home: Home) -> Policy:
-    kind = config.policy.kind
-    if kind == "mock":
-        from .policies.mock import MockPolicy, load_script
-        script = load_script(config.policy.mock_script) if config.policy.mock_script else None
-        return MockPolicy(script)
-    from .policies.factory import build_model_policy  # real models (llama.cpp, HTTP)
-    return build_model_policy(config, home)
 
 
 def build_observer(config: ConwayConfig, home: Home) -> Observer:
@@ -49,8 +42,32 @@ def build_observer(config: ConwayConfig, home: Home) -> Observer:
 
 def workdir_for(config: ConwayConfig, home: Home) -> Path:
     path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"tools.workdir {path} is a file, not a directory; name a folder (or leave it unset for "
+                        f"{home.scratch})")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the tools working directory {path}: {exc.strerror}") from None
     return path
+
+
+def console_say(text: str) -> None:
+    """print, but a closed stdout (`conway run | head`) only ends the printing, never the run."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so later prints and the interpreter's final flush stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 @dataclass
@@ -66,7 +83,7 @@ class RunRequest:
 
 
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
-              say: Callable[[str], None] = print) -> tuple[RunOutcome, str]:
+              say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
     """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
@@ -88,8 +105,9 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
-            if getattr(policy, "description", None):
-                say(str(policy.description))
+            description = getattr(policy, "description", None) or []
+            for line in [description] if isinstance(description, str) else description:
+                say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
                           single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)
@@ -181,3 +199,22 @@ def _event_summary(event: dict) -> str:
         return (p.get("raw_text") or "")[:100]
     return ""
 
+
+def render_status(report: dict, tasks: str | None = None) -> str:
+    """`conway status` for a person: one fact a line (`tasks`: the task-acceptance counts, rendered), then the last events."""
+    lines = [f"home:     {report['home']}",
+             f"session:  {report['session'] or '-'}",
+             f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
+             f"pid:      {report['pid'] or '-'} ({'alive' if report['pid_alive'] else 'not running'})",
+             f"step:     {report['step'] if report['step'] is not None else '-'}",
+             f"model:    {report['model_id'] or '-'}"]
+    pending = report["pending_intent"]
+    lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
+    if report["state_recovery"]:
+        lines.append(f"recovery: {report['state_recovery']}")
+    if tasks:
+        lines.append(f"tasks:    {tasks}")
+    if report["last_events"]:
+        lines.append("last events:")
+        lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]
+    return "\n".join(lines)

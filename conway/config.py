@@ -320,9 +320,35 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path} is not valid YAML: {exc}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path} must hold a mapping of settings, not {type(data).__name__}")
     return data
+
+
+def _nested(overrides: list[str]) -> dict[str, Any]:
+    """`policy.token=x` → {"policy": {"token": x}}: each key name is checked as itself, not as a dotted path."""
+    out: dict[str, Any] = {}
+    for item in overrides:
+        key, value = item.split("=", 1)
+        *parents, last = key.lstrip("+").split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+        node[last] = value
+    return out
+
+
+def mock_chosen(home_config: Path | None, overrides: list[str]) -> bool:
+    """Whether the mock policy was chosen (override or the home's config.yaml), not just the default."""
+    keys = {o.lstrip("+").split("=", 1)[0] for o in overrides}
+    if keys & {"policy", "policy.kind", "policy.mock_script"}:
+        return True
+    if home_config is None or not home_config.is_file():
+        return False
+    policy = _read_yaml(home_config).get("policy")
+    return isinstance(policy, dict) and ("kind" in policy or "mock_script" in policy)
 
 
 def load_config(home_config: Path | None = None, overrides: list[str] | None = None) -> ConwayConfig:
@@ -345,7 +371,7 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
                             "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
                             "inherit_env / headers_env, names the variable).")
-    secrets = find_secrets({o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides})
+    secrets = find_secrets(_nested(overrides))
     if secrets:
         raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
 

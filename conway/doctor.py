@@ -88,7 +88,8 @@ def doctor(config: ConwayConfig, workdir: Path, home_root: Path | None = None) -
     for extra, modules in EXTRAS.items():
         extras[extra] = {m: _import_ok(m) for m in modules}
     shown, why = display_report()
-    toolbox = build_toolbox(config.tools, workdir, gui=shown, home_root=home_root)  # starts MCP servers: tried
+    logs_in = home_root if home_root is not None and home_root.is_dir() else None  # never creates a home
+    toolbox = build_toolbox(config.tools, workdir, gui=shown, home_root=logs_in)  # starts MCP servers: tried
     tools = {name: {"runs": ok, "detail": reason} for name, (ok, reason) in toolbox.report.items()}
     mcp = next((t.servers() for t in toolbox.tools if t.name == "mcp"), [])
     skills = find_skills(home_root, config.skills).record() if home_root is not None else None

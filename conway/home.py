@@ -83,16 +83,32 @@ class Home:
             return False
 
     def ensure_dirs(self) -> None:
+        self.check_layout()
         for d in (self.root, self.journal_dir, self.screenshots, self.scratch):
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(f"cannot create {d}: {exc.strerror}") from None
+
+    def check_layout(self) -> None:
+        """Folders Conway keeps are folders and files are files; otherwise one line saying which."""
+        for d in (self.journal_dir, self.screenshots, self.scratch):
+            if d.exists() and not d.is_dir():
+                raise UserError(f"{d} is a file, but Conway keeps its {d.name} folder there; move the file away")
+        for f in (self.state, self.state_previous, self.goals, self.constitution, self.memory,
+                  self.memory_previous, self.control, self.lock, self.config):
+            if f.is_dir():
+                raise UserError(f"{f} is a folder, but Conway keeps its {f.name} file there; move the folder away")
 
 
-def resolve_home(cli_home: str | None) -> Home:
-    """`--home` beats CONWAY_HOME beats ~/.conway; refuse files and unwritable places."""
+def resolve_home(cli_home: str | None, writable: bool = True) -> Home:
+    """`--home` beats CONWAY_HOME beats ~/.conway; refuse files and (unless only read) unwritable places."""
     raw = cli_home or os.environ.get("CONWAY_HOME") or str(DEFAULT_HOME)
     root = Path(raw).expanduser()
     if root.exists() and not root.is_dir():
         raise UserError(f"Conway home {root} is a file, not a directory; pass --home DIR or set CONWAY_HOME")
+    if not writable:  # status, export, report, config --check: a read-only home is fine
+        return Home(root.resolve() if root.exists() else root.absolute())
     probe = root
     while not probe.exists():  # the nearest existing ancestor decides writability
         probe = probe.parent

@@ -36,12 +36,16 @@ def make_event(session: str, step: int, kind: str, payload: dict[str, Any], now:
     }
 
 
+RESERVE_BYTES = 64 << 10
+"""Space set aside in `journal/.reserve`: freed on a full disk so the run's last events still fit."""
+
+
 class Journal:
     def __init__(self, folder: Path, max_file_bytes: int = 8 << 20, max_total_bytes: int = 512 << 20,
                  fsync: str = "intents"):
         self.folder = folder
-        self.max_file_bytes = max_file_bytes
         self.max_total_bytes = max_total_bytes
+        self.max_file_bytes = min(max_file_bytes, max_total_bytes)  # one file alone never passes the cap
         self.fsync_mode = fsync
         self.folder.mkdir(parents=True, exist_ok=True)
         self._fh = None
@@ -49,6 +53,24 @@ class Journal:
         self._size = 0
         self.torn_on_open: str | None = None
         self._open_latest()
+        self._make_reserve()
+
+    def _make_reserve(self) -> None:
+        reserve = self.folder / ".reserve"
+        try:
+            if not reserve.exists() or reserve.stat().st_size < RESERVE_BYTES:
+                with open(reserve, "wb") as fh:  # written, not sparse: the blocks are really taken
+                    fh.write(b"\0" * RESERVE_BYTES)
+        except OSError:  # no room even for that: there is nothing to set aside
+            reserve.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        """On a full disk: free the reserve so the stop can still be journaled. True when there was one."""
+        try:
+            (self.folder / ".reserve").unlink()
+            return True
+        except OSError:
+            return False
 
     # -- writing --------------------------------------------------------------
 
@@ -60,6 +82,7 @@ class Journal:
                 fh.seek(max(0, path.stat().st_size - 1))
                 last = fh.read(1)
             self._open(path)
+            self._enforce_total()  # the cap may have been lowered since the last run
             if last not in (b"", b"\n"):  # isolate a torn tail so the next event starts clean
                 self._fh.write(b"\n")  # type: ignore[union-attr]
                 self._fh.flush()  # type: ignore[union-attr]
@@ -82,33 +105,62 @@ class Journal:
         self._open(self.folder / f"{seq:06d}-{stamp}.jsonl")
         self._enforce_total()
 
-    def _enforce_total(self) -> None:
-        files = journal_files(self.folder)
-        total = sum(f.stat().st_size for f in files)
-        for old in files[:-1]:  # never the file being written
-            if total <= self.max_total_bytes:
+    def _enforce_total(self, current: int = 0) -> None:
+        """Delete the oldest files until they fit beside a full current file: the cap counts it too.
+
+        `current`: the size the file being written is about to reach when one event alone is
+        bigger than a file (a large tool output under small caps); room is made for that too.
+        """
+        budget = self.max_total_bytes - max(self.max_file_bytes, current)
+        closed = [(f, f.stat().st_size) for f in journal_files(self.folder) if f != self._path]
+        total = sum(size for _, size in closed)
+        for old, size in closed:  # oldest first; never the file being written
+            if total <= budget:
                 break
-            total -= old.stat().st_size
+            total -= size
             old.unlink(missing_ok=True)
+
+    @property
+    def path(self) -> Path | None:
+        """The file being written."""
+        return self._path
 
     def append(self, event: dict[str, Any], sync: bool | None = None) -> None:
         line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
         if self._size and self._size + len(line) > self.max_file_bytes:
             self._rotate()
+        if self._size + len(line) > self.max_file_bytes:  # one event bigger than a whole file
+            self._enforce_total(self._size + len(line))
         assert self._fh is not None
-        self._fh.write(line)
-        self._fh.flush()
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+        except OSError as exc:
+            self._drop_partial()
+            raise OSError(exc.errno, exc.strerror, str(self._path)) from exc  # say which file
         self._size += len(line)
         if sync is None:
             sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
         if sync and self.fsync_mode != "none":
             os.fsync(self._fh.fileno())
 
+    def _drop_partial(self) -> None:
+        """A failed write (a full disk) must not leave half a line: cut the file back to its last whole line."""
+        assert self._fh is not None and self._path is not None
+        try:
+            self._fh.close()  # drops whatever the buffer still held (its flush fails the same way)
+        except OSError:
+            pass
+        try:
+            os.truncate(self._path, self._size)
+        except OSError:
+            pass
+        self._fh = open(self._path, "ab")
+
     def close(self) -> None:
         if self._fh:
-            self._fh.flush()
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            fh.close()
 
 
 def journal_files(folder: Path) -> list[Path]:

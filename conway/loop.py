@@ -8,14 +8,18 @@ replayed and ends the run.
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import signal
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .actions import ActionProblem, Finish, Wait, _Action, describe_action_space
+from .cancel import Cancel, DecisionAborted, run_cancellable, watching
 from .config import ConwayConfig
 from .context import RecentSteps, StepNote, build_parts
 from .home import Home
@@ -25,7 +29,7 @@ from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTr
                         Observer, Policy, PolicyError, RateLimited, ToolResult)
 from .provenance import harness_revision, prompt_record
 from .ratelimit import rate_limit_wait
-from .state import StateStore, read_control
+from .state import StateStore, read_control, remove_leftover_temps
 from .tools.bounded import cut_text
 from .tools.registry import Toolbox
 
@@ -52,8 +56,11 @@ class StopRun(Exception):
 
 
 def backoff_delay(start: float, cap: float, count: int) -> float:
-    """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1)."""
-    return min(cap, start * (2 ** (count - 1)))
+    """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1), for any count."""
+    doublings = max(0, count - 1)
+    if start >= cap or doublings >= math.log2(cap / start):
+        return cap  # decided before computing 2**n, which overflows a float past n = 1023
+    return start * 2.0 ** doublings
 
 
 @dataclass
@@ -81,6 +88,14 @@ class RunOutcome:
     steps: int
     finish: dict[str, Any] | None = None
     """The model's last finish (its own word, never a verified success)."""
+    failed: bool = False
+    """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
+    journal: str | None = None
+    """The journal file holding the last events (named in the CLI's one-line error)."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 class Loop:
@@ -107,6 +122,7 @@ class Loop:
         self.last_change_key: str | None = None
         self.repeats: dict[str, tuple[str, int]] = {}  # family -> (action key, times in a row)
         self.signal_stop: str | None = None
+        self._cancel: Cancel | None = None
         self.last_finish: dict[str, Any] | None = None
         self._state_dirty = False  # state changed in memory only (a cleared pending copy): written at the next write
         self._action_spaces: dict[tuple[str, ...], str] = {}
@@ -147,6 +163,10 @@ class Loop:
 
     def recover(self) -> None:
         """Read prior state; turn a pending intent into an `uncertain` record (never replayed)."""
+        leftovers = remove_leftover_temps(self.p.home.root)
+        if leftovers:
+            self.record("recovery", {"what": "temp files", "detail": "removed temp files a killed run left: "
+                                     + ", ".join(leftovers)})
         prior, note = self.state_store.load()
         if note:
             self.record("recovery", {"what": "state", "detail": note})
@@ -227,6 +247,7 @@ class Loop:
     def run(self) -> RunOutcome:
         self._install_signals()
         reason = "ended"
+        failed = False
         try:
             self.recover()
             self.record("session", {"event": "start", "model_id": self.state["model_id"],
@@ -248,12 +269,41 @@ class Loop:
             reason = stop.reason
         except KeyboardInterrupt:
             reason = "interrupted (Ctrl+C)"
+        except Exception as exc:  # noqa: BLE001 - a crash ends the run on the record, never as "ended"
+            failed = True
+            if disk_full(exc):
+                self.p.journal.release_reserve()  # room for the last events and state.json
+                reason = f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+            else:
+                reason = f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            self._try(lambda: self.record("error", {
+                "stage": "loop", "error": reason, "exception": type(exc).__name__,
+                "traceback": "".join(traceback.format_exception(exc))[-4000:]}))
         finally:
             self._restore_signals()
-            self.record("session", {"event": "end", "reason": reason, "steps": self.step})
-            self.save_state(status="stopped", stop_reason=reason, pid=None)
-            self.p.say(f"stopped after {self.step} step(s): {reason}")
-        return RunOutcome(reason=reason, steps=self.step, finish=self.last_finish)
+            self._try(lambda: self.record("session", {"event": "end", "reason": reason, "steps": self.step}))
+            self._save_final(reason)
+            self._try(lambda: self.p.say(f"stopped after {self.step} step(s): {reason}"))
+        path = self.p.journal.path
+        return RunOutcome(reason=reason, steps=self.step, finish=self.last_finish, failed=failed,
+                          journal=str(path) if path else None)
+
+    def _try(self, write: Callable[[], None]) -> bool:
+        """A write on the way out: a full disk or a gone terminal must not hide why the run ended."""
+        try:
+            write()
+            return True
+        except OSError:
+            return False
+
+    def _save_final(self, reason: str) -> None:
+        self.state.update(status="stopped", stop_reason=reason, pid=None, updated_at=self.p.clock.time())
+        try:
+            self.state_store.save(self.state)
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            self.state_store.save_in_place(self.state)  # no room for a new file: reuse the current one's
 
     def cycle(self) -> None:
         goals = self._read(self.p.home.goals, "(no goals.md: write current work there)")
@@ -262,6 +312,8 @@ class Loop:
         try:
             obs = self.p.observer.observe()
         except Exception as exc:  # a lost display is a pre-dispatch error, not a crash
+            if disk_full(exc):
+                raise  # no room for screenshots: stop rather than retry forever
             self.pre_dispatch_error(f"observation failed: {exc}")
             return
         changed = obs.change_key != self.last_change_key
@@ -273,7 +325,13 @@ class Loop:
 
         ctx = self.build_context(goals, obs)
         try:
-            decision = self.p.policy.decide(ctx)
+            decision = self.decide(ctx)
+        except DecisionAborted as exc:  # a stop arrived and the request was abandoned: nothing to dispatch
+            self.record("decision", {"raw_text": None, "actions": [], "model_id": getattr(self.p.policy, "model_id", "?"),
+                                     "discarded": True, "aborted": True, "detail": str(exc),
+                                     "dry_run": self.p.dry_run})
+            self.check_control()
+            raise StopRun(self.signal_stop or "stop requested") from None
         except RateLimited as exc:  # counts toward recovery backoff; the wait is bounded (conway/ratelimit.py)
             self.error_count += 1
             a = self.cfg.agent
@@ -296,6 +354,29 @@ class Loop:
             self.check_control()
         self.record("decision", {**decision.record(), "dry_run": self.p.dry_run})
         self.act(decision, obs, changed)
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        """Ask the policy while watching for a stop (a signal or `conway stop`), which aborts the decision."""
+        token = self._cancel = Cancel()
+        try:
+            return run_cancellable(lambda: self.p.policy.decide(ctx), token, self._stop_requested,
+                                   self.cfg.agent.control_poll_s)
+        finally:
+            self._cancel = None
+
+    def _run_tool(self, action: _Action) -> ToolResult:
+        """Dispatch; a stop meanwhile ends a long tool (a shell command) early, its outcome recorded."""
+        token = self._cancel = Cancel()
+        try:
+            with watching(token, self._stop_requested, self.cfg.agent.control_poll_s):
+                return self.p.toolbox.run(action)
+        finally:
+            self._cancel = None
+
+    def _stop_requested(self) -> str | None:
+        if self.signal_stop:
+            return self.signal_stop
+        return "stop requested" if read_control(self.p.home.control, self.p.session) == "stop" else None
 
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
@@ -372,7 +453,7 @@ class Loop:
             self.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
                                "at": self.p.clock.time()})
         try:
-            result = self.p.toolbox.run(action)
+            result = self._run_tool(action)
         except FailSafeTriggered as exc:
             self._uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
         except DispatchUncertain as exc:
@@ -438,6 +519,8 @@ class Loop:
             return path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return default
+        except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
+            return f"(cannot read {path.name}: {exc.strerror})"
 
     def _install_signals(self) -> None:
         self._old_handlers = {}
@@ -446,6 +529,8 @@ class Loop:
             if self.signal_stop and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self.signal_stop = "interrupted (Ctrl+C)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+            if self._cancel is not None:  # a decision in flight: abort it now rather than at the next poll
+                self._cancel.set(self.signal_stop)
 
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):

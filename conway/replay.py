@@ -24,52 +24,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .actions import _Action
+from .conversation import step_context  # noqa: F401 - moved there; replay and training use it
 from .errors import UserError
 
 POINT_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag")
-
-
-def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
-    """The DecisionContext a step was decided in, as closely as the record allows.
-
-    Vision-check steps rebuild exactly (fixed prompt + instruction). Loop
-    steps: the journal keeps the prompt's hash and part names, not its text,
-    so the goal recorded with the step and the action space are rebuilt.
-    """
-    from .actions import describe_action_space
-    from .context import build_parts
-    from .protocols import DecisionContext, Observation
-
-    task = rec.get("task") or {}
-    obs_rec = rec.get("observation") or {}
-    captured = tuple((rec.get("geometry") or {}).get("captured_size") or obs_rec.get("captured_size") or ())
-    if len(captured) != 2:
-        raise ValueError("the step records no captured size")
-    digest = hashlib.sha256(png).hexdigest()
-    if task.get("kind") == "vision-check":
-        from .evals.vision_check import PROMPT
-        obs = Observation(png=png, captured_size=captured, source="vision-check", content_hash=digest,  # type: ignore[arg-type]
-                          change_key=digest[:16], logical_size=captured,  # type: ignore[arg-type]
-                          meta={"vision_check_case": task.get("index")})
-        types = ["click"]
-        parts, dropped = build_parts(constitution=PROMPT, goals=task.get("instruction") or "", memory="",
-                                     action_space=describe_action_space(types), latest=None, recent=[],
-                                     budget_tokens=config.context.budget_tokens,
-                                     chars_per_token=config.context.chars_per_token)
-        return DecisionContext(parts=parts, observation=obs, step=int(task.get("index", 0)) + 1,
-                               action_types=types, dropped=dropped)
-    obs = Observation(png=png, captured_size=captured, source=obs_rec.get("source", "screen"),  # type: ignore[arg-type]
-                      content_hash=digest, change_key=digest[:16],
-                      logical_size=tuple(obs_rec.get("logical_size") or captured))  # type: ignore[arg-type]
-    recorded = [a.get("type") for a in (rec.get("decision") or {}).get("actions") or [] if isinstance(a, dict)]
-    types = sorted({t for t in recorded if t} | {"click", "double_click", "type", "key", "hotkey", "scroll", "wait"})
-    parts, dropped = build_parts(constitution=task.get("constitution", ""),
-                                 goals=task.get("instruction") or rec.get("instruction") or "",
-                                 memory="", action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=config.context.budget_tokens,
-                                 chars_per_token=config.context.chars_per_token)
-    return DecisionContext(parts=parts, observation=obs, step=int(rec.get("step", 0)), action_types=types,
-                           dropped=dropped)
 
 
 def reference_action(rec: dict[str, Any], against: str) -> tuple[dict[str, Any] | None, str]:
@@ -148,7 +106,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
                         f"(--against {against}); label steps with `conway review` or use --against recorded")
     own = policy is None
     if policy is None:
-        from .app import build_policy
+        from .policies.factory import build_policy
         policy = build_policy(config, home)
     cases = []
     started = time.perf_counter()

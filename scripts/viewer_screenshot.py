@@ -23,6 +23,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from conway.cli import main as conway  # noqa: E402
 from view_session import record_session  # noqa: E402
 
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -38,7 +40,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        sid = record_session(home)
+        sid = record_session(home, title="Text Editor")
         site = Path(tmp) / "site"
         common = ["--home", str(home)]
         assert conway([*common, "review", "--step", "8", "--verdict", "wrong", "--note", "the file is higher up",
@@ -46,7 +48,7 @@ def main() -> int:
         assert conway([*common, "view", "--last", "--output", str(site)]) == 0
         url = (site / "s" / sid / "page-0001.html").as_uri() + "#s=8"
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+            browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
             page.goto(url)
             page.evaluate("document.querySelector('section.summary details').open = false")

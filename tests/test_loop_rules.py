@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from conway.policies.mock import MockPolicy, MockScript
 from conway.state import read_json, write_control
 
 from loop_harness import ChangingObserver, FakeClock, run_script
@@ -54,16 +57,44 @@ def test_invalid_actions_are_data_shown_to_the_model_not_crashes():
     assert run.outcome.reason.startswith("max-steps")
 
 
+class ContextSpy(MockPolicy):
+    """The scripted mock, remembering every context it was shown (what the model would read)."""
+
+    def __init__(self, steps):
+        super().__init__(MockScript.model_validate({"steps": steps}))
+        self.contexts = []
+
+    def decide(self, context):
+        self.contexts.append({p.name: p.text for p in context.parts})
+        return super().decide(context)
+
+
+def run_policy(policy, overrides):
+    from conway.app import RunRequest, run_agent
+    from conway.config import load_config
+    from conway.home import init_home, resolve_home
+    home = resolve_home(None)
+    init_home(home)
+    lines = []
+    outcome, session = run_agent(home, load_config(home.config, overrides), RunRequest(
+        single_session=False, policy=policy, clock=FakeClock()), say=lines.append)
+    from conway.journal import read_journal
+    return home, outcome, [e for e in read_journal(home.journal_dir).events if e["session"] == session]
+
+
 def test_fourth_identical_side_effect_is_suppressed_and_the_model_is_told():
     append = {"action": {"type": "append_file", "path": "log.txt", "text": "x"}}
-    run = run_script([append] * 5, overrides=["agent.max_steps=5"])
-    assert (run.home.scratch / "log.txt").read_text() == "xxx"
-    sup = run.payloads("suppressed")
+    spy = ContextSpy([append] * 5)
+    home, outcome, events = run_policy(spy, ["agent.max_steps=5"])
+    assert (home.scratch / "log.txt").read_text() == "xxx"
+    sup = [e["payload"] for e in events if e["kind"] == "suppressed"]
     assert len(sup) == 2 and sup[0]["times"] == 3
-    assert any("suppressed" in line for line in run.lines)
-    # and the next context shows the suppression as the latest result
-    decisions = run.payloads("decision")
-    assert len(decisions) == 5
+    # the model is told: the context after the 4th decision says the action was suppressed and why
+    told = spy.contexts[4]["latest result"]
+    assert told.startswith("append_file(") and "suppressed" in told and "3 times in a row" in told
+    assert "suppressed" not in spy.contexts[3]["latest result"]
+    from conway.context import RECENT_STEPS
+    assert "suppressed" in spy.contexts[4][RECENT_STEPS].splitlines()[-1]  # the newest step says so too
 
 
 def test_gui_counters_reset_on_screen_change_but_file_counters_survive():
@@ -262,6 +293,16 @@ def test_feedback_hook_receives_every_result():
     assert run.policy.feedback_records[0]["ok"] is True
 
 
+def test_the_mock_keeps_a_bounded_number_of_tool_results():
+    from conway.policies.mock import FEEDBACK_KEEP
+    policy = MockPolicy()
+    big = "y" * 100_000
+    for i in range(FEEDBACK_KEEP * 20):  # what thousands of cycles of large reads feed it
+        policy.feedback({"step": i, "output": big})
+    assert len(policy.feedback_records) == FEEDBACK_KEEP
+    assert policy.feedback_records[-1]["step"] == FEEDBACK_KEEP * 20 - 1  # the latest are the ones kept
+
+
 def test_rate_limit_waits_the_server_s_retry_after_and_says_so():
     run = run_script([{"rate_limit": 7}, WAIT], overrides=["agent.max_steps=2"])
     err = run.payloads("error")[0]
@@ -305,6 +346,131 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     state = read_json(home.state)
     assert state["pending"] is None and state["status"] == "stopped"
     from conway.journal import read_journal
-    kinds = [e["kind"] for e in read_journal(home.journal_dir).events]
-    assert "uncertain" in kinds
-    assert ToolResult  # noqa: the protocol type exists
+    events = read_journal(home.journal_dir).events
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("uncertain") == 1 and kinds.count("intent") == 1
+    assert kinds.index("intent") < kinds.index("uncertain")
+    unc = next(e["payload"] for e in events if e["kind"] == "uncertain")
+    assert unc["action"]["type"] == "append_file" and "disk vanished" in unc["detail"]
+    assert not any(e["kind"] == "result" and e["payload"].get("action", {}).get("type") == "append_file"
+                   for e in events)  # no made-up outcome
+    assert isinstance(ToolResult(ok=True), ToolResult)
+
+
+class _Raising:
+    """A tool whose every call raises an ordinary exception (not DispatchUncertain)."""
+
+    name = "files"
+    action_types = frozenset({"append_file", "read_file"})
+
+    def __init__(self):
+        self.calls = []
+
+    def availability(self):
+        return True, "ok"
+
+    def run(self, action):
+        self.calls.append(action.type)
+        raise RuntimeError("the tool broke halfway")
+
+
+def _run_with_tool(tool, steps, max_steps):
+    from conway.app import RunRequest, run_agent
+    from conway.config import load_config
+    from conway.home import init_home, resolve_home
+    from conway.journal import read_journal
+    from conway.tools.registry import Toolbox
+    home = resolve_home(None)
+    init_home(home)
+    policy = MockPolicy(MockScript.model_validate({"steps": steps}))
+    outcome, session = run_agent(home, load_config(home.config, [f"agent.max_steps={max_steps}"]), RunRequest(
+        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=FakeClock()), say=lambda s: None)
+    return home, outcome, [e for e in read_journal(home.journal_dir).events if e["session"] == session]
+
+
+def test_an_ordinary_exception_during_a_side_effect_is_uncertain_too():
+    tool = _Raising()
+    append = {"action": {"type": "append_file", "path": "a", "text": "b"}}
+    home, outcome, events = _run_with_tool(tool, [append, append], 5)
+    assert outcome.reason == "uncertain side-effect failure"
+    assert tool.calls == ["append_file"]  # never retried
+    unc = [e["payload"] for e in events if e["kind"] == "uncertain"]
+    assert len(unc) == 1 and "RuntimeError: the tool broke halfway" in unc[0]["detail"]
+    assert read_json(home.state)["pending"] is None
+
+
+def test_an_exception_in_a_read_only_action_is_an_ordinary_error():
+    tool = _Raising()
+    read = {"action": {"type": "read_file", "path": "a"}}
+    home, outcome, events = _run_with_tool(tool, [read, read], 2)
+    assert outcome.reason.startswith("max-steps") and tool.calls == ["read_file", "read_file"]
+    assert not [e for e in events if e["kind"] == "uncertain"]
+    errors = [e["payload"] for e in events if e["kind"] == "error"]
+    assert len(errors) == 2 and "RuntimeError: the tool broke halfway" in errors[0]["error"]
+
+
+# --- recovery: the journal is the authority --------------------------------------
+
+
+def _append_event(home, kind, payload, session="s-old", step=7):
+    from conway.journal import Journal, make_event
+    j = Journal(home.journal_dir, fsync="none")
+    j.append(make_event(session, step, kind, payload))
+    j.close()
+
+
+def test_an_intent_found_only_in_the_journal_is_recorded_uncertain(conway_home):
+    from conway.state import atomic_write_json
+    run_script([WAIT], overrides=["agent.max_steps=1"])
+    # the intent reached the journal (fsynced) but the state write marking it pending was lost
+    action = {"type": "append_file", "path": "x.txt", "text": "once"}
+    _append_event(run_home(), "intent", {"action": action, "summary": "append_file(path='x.txt')"})
+    state = read_json(conway_home / "state.json")
+    state.update(status="running", pending=None)
+    atomic_write_json(conway_home / "state.json", state)
+    run = run_script([WAIT], overrides=["agent.max_steps=1"])
+    unc = run.payloads("uncertain")
+    assert len(unc) == 1 and unc[0]["action"] == action and unc[0]["from_session"] == "s-old"
+    assert unc[0]["intent_step"] == 7
+
+
+def test_a_pending_intent_whose_outcome_is_journaled_is_not_uncertain(conway_home):
+    from conway.state import atomic_write_json
+    run_script([WAIT], overrides=["agent.max_steps=1"])
+    action = {"type": "append_file", "path": "x.txt", "text": "once"}
+    _append_event(run_home(), "intent", {"action": action, "summary": "append_file(path='x.txt')"})
+    _append_event(run_home(), "result", {"action": action, "ok": True, "output": "wrote 4 bytes"})
+    # the process died after journaling the result, before the state write clearing `pending`
+    state = read_json(conway_home / "state.json")
+    state.update(status="running", pending={"step": 7, "action": action, "summary": "append_file(path='x.txt')"})
+    atomic_write_json(conway_home / "state.json", state)
+    run = run_script([WAIT], overrides=["agent.max_steps=1"])
+    assert run.payloads("uncertain") == []
+    rec = [p for p in run.payloads("recovery") if p["what"] == "pending"]
+    assert rec and "outcome is in the journal" in rec[0]["detail"]
+    assert read_json(conway_home / "state.json")["pending"] is None
+
+
+def run_home():
+    from conway.home import resolve_home
+    return resolve_home(None)
+
+
+# --- long runs -----------------------------------------------------------------------
+
+
+def test_backoff_delay_is_capped_at_any_count():
+    from conway.loop import backoff_delay
+    assert [backoff_delay(2, 60, n) for n in (1, 2, 3, 5, 6)] == [2, 4, 8, 32, 60]
+    assert backoff_delay(2, 60, 2000) == 60  # ~17 hours of an unchanged screen
+    assert backoff_delay(5, 300, 10**9) == 300
+    assert backoff_delay(1e-300, 60, 5000) == 60
+
+
+@pytest.mark.slow
+def test_the_2000th_consecutive_idle_wait_is_the_cap(conway_home):
+    """The loop itself at the 2000th idle wait on an unchanged screen (a fake clock, real loop)."""
+    run = run_script([WAIT], repeat=True, overrides=["agent.max_steps=2000", "agent.control_poll_s=5",
+                                                     "journal.fsync=none"])
+    waits = idle_waits(run)
+    assert len(waits) == 2000 and waits[-1] == 60 and run.outcome.reason.startswith("max-steps")

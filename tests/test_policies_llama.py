@@ -207,3 +207,71 @@ def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_f
         assert a.timings["prompt_cache"] == "no common prefix" and a.usage["cached_tokens"] == 0
         assert a.timings["prompt_evaluated_n"] == a.usage["prompt_tokens"]
         assert a.text == b.text
+
+
+def test_a_family_chat_handler_is_cached_the_same_way(tmp_path):
+    """runtime.chat_handler=qwen2.5-vl (the Llava15ChatHandler family renders its own CHAT_FORMAT)."""
+    require_llama()
+    from llama_cpp import LlamaGrammar
+
+    from conway.policies.base import ModelPolicy
+    from conway.policies.factory import build_model_policy
+    ctxs = loop_contexts(tmp_path, 2)
+    extra = ("policy.max_tokens=160", "policy.seed=5", "runtime.chat_handler=qwen2.5-vl")
+    with build_model_policy(tiny_config(*extra), resolve_home(None)) as built, \
+            build_model_policy(tiny_config(*extra, "runtime.prompt_cache=false"), resolve_home(None)) as full:
+        rec = Recording(built.backend)
+        policy = ModelPolicy(built.adapter, rec, built.settings)
+        first = policy.decide(ctxs[0])
+        messages, kw = rec.calls[-1]
+        own = built.backend.llm.create_chat_completion(
+            messages=messages, grammar=LlamaGrammar.from_string(kw["spec"].grammar, verbose=False),
+            max_tokens=kw["max_tokens"], temperature=kw["temperature"], seed=kw["seed"])
+        assert own["choices"][0]["message"]["content"].strip() == first.raw_text
+        second = policy.decide(ctxs[1])
+        assert second.meta["timings"]["prompt_cache"] == "prefix" and second.usage["cached_tokens"] > 0
+        assert second.raw_text == full.decide(ctxs[1]).raw_text
+
+
+def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
+    """llama.cpp's abort callback ends the decode: measured against the same generation run to the end."""
+    require_llama()
+    import threading
+    import time
+
+    from conway.cancel import Cancel, DecisionAborted, cancel_scope
+    from conway.policies.base import StructuredSpec
+    from conway.policies.llama_inprocess import LlamaInProcessBackend
+
+    backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=2048, n_threads=1,
+                                    log_path=resolve_home(None).runtime_log)
+    messages = [{"role": "user", "content": "Write a long answer."}]
+    spec = StructuredSpec(grammar='root ::= "a"{300}')  # 300 forced tokens: a long decision
+    try:
+        t0 = time.perf_counter()
+        full = backend.complete(messages, mode="grammar", spec=spec, max_tokens=300, temperature=0.0, seed=1)
+        full_s = time.perf_counter() - t0
+        assert len(full.text) == 300
+        token, out = Cancel(), {}
+
+        def decide():
+            try:
+                with cancel_scope(token):
+                    out["result"] = backend.complete(messages, mode="grammar", spec=spec, max_tokens=300,
+                                                     temperature=0.0, seed=1)
+            except DecisionAborted as exc:
+                out["aborted"], out["at"] = exc, time.perf_counter()
+
+        worker = threading.Thread(target=decide)
+        worker.start()
+        time.sleep(full_s / 4)
+        stopped = time.perf_counter()
+        token.set("stop requested")
+        worker.join(full_s * 2)
+        assert "aborted" in out and "result" not in out, out
+        assert out["at"] - stopped < full_s / 4  # ended at the next token, not at the end of the answer
+        after = backend.complete(messages, mode="grammar", spec=StructuredSpec(grammar='root ::= "a"{5}'),
+                                 max_tokens=5, temperature=0.0, seed=1)
+        assert after.text == "aaaaa"  # the context is usable again
+    finally:
+        backend.close()

@@ -81,11 +81,27 @@ def test_recovery_state_is_reported(tmp_path, initialized_home):
     assert checks["recovery: pending intent"]["status"] == "warn"
     assert "click(x=1, y=2)" in checks["recovery: pending intent"]["detail"]
     assert "not replay" in checks["recovery: pending intent"]["detail"]
-    assert checks["recovery: lock"]["status"] == "warn" and "stale" in checks["recovery: lock"]["detail"]
+    # a lock file nobody holds is not a problem (the next run takes it); its pid is mentioned
+    assert checks["recovery: lock"]["status"] == "ok"
+    assert "not held" in checks["recovery: lock"]["detail"] and "12345" in checks["recovery: lock"]["detail"]
     assert checks["recovery: journal tail"]["status"] == "warn"
     assert "torn" in checks["recovery: journal tail"]["detail"]
-    assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: lock",
-                                                "recovery: journal tail"}
+    assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: journal tail"}
+
+
+def test_the_empty_lock_a_clean_run_leaves_is_not_reported(tmp_path, initialized_home):
+    from conway.app import RunRequest, run_agent
+    from conway.config import load_config
+    from conway.home import resolve_home
+    home = resolve_home(None)
+    run_agent(home, load_config(home.config, ["policy=mock", "agent.max_steps=1"]),
+              RunRequest(single_session=False, quiet=True), say=lambda _s: None)
+    assert (initialized_home / "instance.lock").exists()  # the file stays; nobody holds it
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 0
+    lock = _checks(data)["recovery: lock"]
+    assert lock["status"] == "ok" and "stale" not in lock["detail"] and "ended without" not in lock["detail"]
+    assert data["summary"]["warnings"] == []
 
 
 def test_live_lock_holder_reported(tmp_path, initialized_home):

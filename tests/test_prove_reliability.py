@@ -79,14 +79,12 @@ def test_kill9_quick_core_promises(kill9, promise):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defect 1: state.json is renamed away for a moment on every save")
 def test_kill9_quick_state_json_exists_after_every_kill(kill9):
     _holds(kill9, "state.json exists after every kill")
     _holds(kill9, "status works after every kill")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defect 1: temp files of a killed run are not cleaned at the next start")
 def test_kill9_quick_temp_files_cleaned(kill9):
     _holds(kill9, "temp files cleaned at the next start")
     _holds(kill9, "no temp files at the end")
@@ -118,8 +116,9 @@ def test_fuzz_quick_nothing_is_evaluated(fuzz):
 
 
 @pytest.mark.slow
-def test_fuzz_quick_no_exception_escapes(fuzz):
+def test_fuzz_quick_no_exception_escapes_and_nothing_is_printed(fuzz):
     _holds(fuzz, "exceptions escaping parse")
+    _holds(fuzz, "warnings printed by parsers")
 
 
 @pytest.mark.slow
@@ -141,9 +140,9 @@ def soak(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
-def test_soak_quick_runs_two_thousand_cycles(soak):
-    assert soak["figures"]["cycles"] == 2_000
-    _holds(soak, "ran every cycle")
+def test_soak_quick_runs_two_thousand_decisions(soak):
+    assert soak["figures"]["decisions"] == 2_000 and soak["figures"]["cycles"] >= 2_000
+    _holds(soak, "ran to its budget")
     assert soak["figures"]["journal_peak_files"] >= 2  # the journal really rotated
     assert soak["figures"]["screenshots_peak"] >= 1
 
@@ -160,13 +159,11 @@ def test_soak_quick_no_file_descriptor_leak(soak):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defect 23: the journal cap does not count the current file")
 def test_soak_quick_journal_total_within_cap(soak):
     _holds(soak, "journal total <= cap")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 9 defect 22: the mock policy keeps every tool result")
 def test_soak_quick_rss_drift_within_5_mib(soak):
     _holds(soak, "RSS drift")
 

@@ -448,3 +448,19 @@ def test_grounding_check_report_draws_each_screenshot_with_box_and_click(conway_
     assert f'<rect class="target" x="{c["target"]["box"][0]:g}"' in card
     assert (out / "img" / f"case-{c['index']}.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
     assert "<th>by type</th>" in html and '<option value="icon">icon</option>' in html
+
+
+def test_the_server_follows_a_growing_journal(session, conway_home):
+    home = Home(conway_home)
+    srv = ViewServer(build_site(home), rebuild=lambda: build_site(home), journal=home.journal_dir)
+    srv.start()
+    try:
+        later = record_session(conway_home, [{"action": {"type": "wait"}}])  # the agent ran again
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        conn.request("GET", "/")
+        index = conn.getresponse().read().decode()
+        assert later in index and session in index
+        code, reply = _post(srv, {"session": later, "step": 1, "verdict": "redundant"})
+        assert code == 200 and reply["label"]["session"] == later
+    finally:
+        srv.close()

@@ -25,6 +25,8 @@ from view_fixtures import recorded, session  # noqa: F401 - fixtures
 from view_session import CLICK_STEP, INJECTED, SIZE, WINDOW_TITLE
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
+"""Root in a container: no sandbox; a small /dev/shm; no GPU."""
 ARTIFACTS = Path(os.environ.get("CONWAY_TEST_ARTIFACTS") or REPO / "test-artifacts")
 
 
@@ -48,7 +50,7 @@ def browser():
     from playwright.sync_api import sync_playwright  # a pinned dev dependency: missing means a broken setup
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, headless=True, args=["--no-sandbox"])
+        b = pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:
@@ -116,6 +118,14 @@ def test_cards_and_the_click_drawn_at_its_pixel(site, page):
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_the_index_leads_to_the_session(site, page, tmp_path):
+    sid, url = site
+    page.goto((tmp_path / "site" / "index.html").as_uri())
+    page.click(f"text={sid}")
+    page.wait_for_url("**/page-0001.html")
+    assert page.locator("article.card").count() == 4 and page.locator("section.summary details[open]").count() == 1
+
+
 def test_keyboard_steps_through_cards_and_pages(site, page):
     sid, url = site
     page.goto(url(1))
@@ -150,6 +160,8 @@ def test_filters_by_kind_outcome_and_thought_text(site, page):
     page.select_option("#f-outcome", "")
     page.select_option("#f-kind", "hotkey")
     assert visible_steps(page) == [7]
+    page.click("#step-7 a.step")  # selecting a card keeps the filter
+    assert current_step(page) == 7 and page.input_value("#f-kind") == "hotkey" and "kind=hotkey" in page.url
     page.select_option("#f-kind", "")
     page.fill("#f-text", "SLIDER")
     assert page.inner_text("#f-count").startswith("1 of 10 match")

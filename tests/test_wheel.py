@@ -41,6 +41,7 @@ def test_the_wheel_ships_configs_and_a_fresh_install_runs(tmp_path: Path) -> Non
     expected = {f"conway/configs/{p.relative_to(REPO / 'configs').as_posix()}"
                 for p in (REPO / "configs").rglob("*") if p.is_file()}
     assert expected and expected <= shipped, sorted(expected - shipped)
+    assert {"conway/view/static/viewer.js", "conway/view/static/viewer.css"} <= set(names)  # `conway view`'s assets
 
     venv = tmp_path / "venv"
     r = _run([sys.executable, "-m", "venv", str(venv)], env, tmp_path)
@@ -67,3 +68,7 @@ def test_the_wheel_ships_configs_and_a_fresh_install_runs(tmp_path: Path) -> Non
     assert r.returncode == 0, r.stderr
     assert "stopped after 2 step(s)" in r.stdout and "Traceback" not in r.stderr
     assert list((home / "journal").glob("*.jsonl"))
+    r = _run([conway, "--home", str(home), "view", "--last", "--output", str(tmp_path / "site")], env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    page = next((tmp_path / "site" / "s").rglob("page-0001.html")).read_text()
+    assert "window.CONWAY_DATA" in page and "--error:" in page  # script and stylesheet read from the wheel

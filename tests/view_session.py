@@ -65,11 +65,12 @@ class RecordingDesktop:
 
 
 class ArchivingObserver(SyntheticObserver):
-    def __init__(self, home: Home, first: int = 0, still: bool = False):
+    def __init__(self, home: Home, first: int = 0, still: bool = False, title: str = WINDOW_TITLE):
         super().__init__(size=SIZE, label_for_step=lambda step: "window: editor" if still else
                          f"window: editor (frame {first + step + 1})")
         self.home = home
         self.first = first
+        self.title = title
         """Frames already in screenshots/ (a second session in the same home numbers on)."""
 
     def observe(self):  # type: ignore[no-untyped-def]
@@ -77,14 +78,16 @@ class ArchivingObserver(SyntheticObserver):
         rel = f"screenshots/step-{self.first + self._step:03d}.png"
         (self.home.root / rel).write_bytes(obs.png)
         obs.screenshot_path = rel
-        obs.meta["accessibility"] = f"ok: 12 nodes of {WINDOW_TITLE!r} in 3 ms"  # as the screen observer words it
+        obs.meta["accessibility"] = f"ok: 12 nodes of {self.title!r} in 3 ms"  # as the screen observer words it
         return obs
 
 
-def record_session(root: Path, script: list[dict] | None = None, dry_run: bool = False, still: bool = False) -> str:
+def record_session(root: Path, script: list[dict] | None = None, dry_run: bool = False, still: bool = False,
+                   title: str = WINDOW_TITLE) -> str:
     """Run the loop over the script into the home at `root` (a second call adds a session); returns its id.
 
-    `still`: the screen never changes (so repeating an action gets it suppressed).
+    `still`: the screen never changes (so repeating an action gets it suppressed); `title`: the
+    application name the observer reports (hostile by default).
     """
     script = script or SCRIPT
     home = Home(root)
@@ -95,7 +98,8 @@ def record_session(root: Path, script: list[dict] | None = None, dry_run: bool =
     cfg = load_config(home.config, ["policy=mock", f"policy.mock_script={path}", "observe.source=synthetic",
                                     f"agent.max_steps={decisions}", "journal.fsync=none"])
     toolbox = Toolbox([RecordingDesktop(), *build_toolbox(cfg.tools, home.scratch, gui=False).tools])
-    observer = ArchivingObserver(home, first=len(list((root / "screenshots").glob("*.png"))), still=still)
+    observer = ArchivingObserver(home, first=len(list((root / "screenshots").glob("*.png"))), still=still,
+                                 title=title)
     outcome, session = run_agent(home, cfg, RunRequest(single_session=False, dry_run=dry_run, observer=observer,
                                                        toolbox=toolbox, clock=FakeClock()), say=lambda _s: None)
     return session

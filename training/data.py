@@ -29,12 +29,14 @@ import hashlib
 import io
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conway.conversation import policy_messages  # noqa: F401 - re-exported (the policy's own messages)
 from conway.errors import UserError
 
 
@@ -70,6 +72,10 @@ class DataSettings(BaseModel):
     """Seed of the shuffle and the split."""
 
 
+GOALS_BLOCK = re.compile(r'<file name="goals\.md">.*?</file>', re.S)
+"""The goals part of a user turn as `conway.context.build_parts` writes it."""
+
+
 @dataclass
 class Example:
     """One training row before tokenization."""
@@ -82,19 +88,25 @@ class Example:
     """The assistant's answer to learn (target turn), without the end-of-turn token."""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def short(self) -> "Example":
+    def short(self, keep_goals: bool = False) -> "Example":
         """The same row with only the end of the prompt: the user turn's last text line and the image.
 
         Everything between that line and the answer is unchanged, so what a
         model learns about where the image tokens sit relative to its answer
         carries over to the full prompt (the curriculum's first phase).
+        `keep_goals` also keeps the goals block (`<file name="goals.md">…`):
+        without it a task whose answer depends on the goal ("click the green
+        square" among several) cannot be learned in this phase at all.
         """
         user = self.messages[-1]
         parts = user["content"] if isinstance(user["content"], list) else [{"type": "text", "text": user["content"]}]
         kept = []
         for part in parts:
             if part.get("type") == "text":
-                kept.append({"type": "text", "text": part["text"].strip().splitlines()[-1]})
+                text = part["text"].strip()
+                goals = GOALS_BLOCK.search(text) if keep_goals else None
+                last = text.splitlines()[-1]
+                kept.append({"type": "text", "text": (goals.group(0) + "\n\n" + last) if goals else last})
             else:
                 kept.append(part)
         return Example(messages=[{"role": user["role"], "content": kept}], image_png=self.image_png,
@@ -211,26 +223,6 @@ def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) 
     return record_image(rec, home_root)
 
 
-def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention: str = "auto",
-                    encoding: str = "jpeg") -> tuple[list[dict[str, Any]], Any]:
-    """(messages, SentImage) exactly as `ModelPolicy.decide` builds them (image url left as a marker)."""
-    from conway.actions import ACTION_TYPES
-    from conway.geometry import Convention, get_rule
-    from conway.policies.base import build_messages, prepare_image
-    from conway.policies.factory import make_adapter
-
-    adapter = make_adapter(policy_kind)
-    rule_name = adapter.default_resize if resize == "auto" else resize
-    conv = adapter.default_convention if convention == "auto" else Convention(convention)
-    obs = ctx.observation
-    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding)
-    types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
-    messages = build_messages(ctx, instructions=adapter.instructions(types, image.sent_size, conv),
-                              action_space=adapter.action_space(ctx), request_text=adapter.request_text(),
-                              image_url="conway:image", sent_size=image.sent_size)
-    return messages, image
-
-
 def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, config: Any,
                    home_root: Path | None = None) -> tuple[list[Example], dict[str, int]]:
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
@@ -248,7 +240,7 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
         if png is None:
             skipped["no image"] = skipped.get("no image", 0) + 1
             continue
-        from conway.replay import step_context
+        from conway.conversation import step_context
         ctx = step_context(rec, png, config)
         messages, image = policy_messages(ctx, settings.policy_kind, settings.resize, settings.convention,
                                           settings.image_encoding)

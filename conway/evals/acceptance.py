@@ -238,7 +238,7 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
     tasks = make_tasks(seed)
     own_policy = policy is None
     if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
-        from ..app import build_policy
+        from ..policies.factory import build_policy
         policy = build_policy(config, home)
     base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
     report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={

@@ -2,7 +2,7 @@
 
 Checks, each reported with what was observed: the configuration validates;
 constitution.md is there; recovery state (a pending intent in state.json, a
-stale lock file, a torn journal tail); available memory; the model (endpoint
+a lock held by a running agent, a torn journal tail); available memory; the model (endpoint
 reachable and serving the configured model, or the local GGUF + mmproj
 present and fitting). It never downloads anything. `--desktop` adds a
 time-bounded screenshot in a subprocess; its temporary image is deleted and
@@ -76,16 +76,14 @@ def recovery_checks(home: Home) -> list[Check]:
                          {"pending": pending}))
     else:
         out.append(Check("recovery: pending intent", "ok", "none"))
-    if home.lock.exists():
-        holder = InstanceLock(home.lock).holder()
-        if holder:
-            out.append(Check("recovery: lock", "warn", f"an agent is running on this home (pid {holder}); "
-                             "run/start are refused until it stops"))
-        else:
-            out.append(Check("recovery: lock", "warn", "stale lock file (present, no holder): the previous run "
-                             "did not release it; the next run takes it over"))
+    holder = InstanceLock(home.lock).holder()
+    if holder:  # only a lock actually held matters: the file itself stays after every run
+        out.append(Check("recovery: lock", "warn", f"an agent is running on this home (pid {holder}); "
+                         "run/start are refused until it stops"))
     else:
-        out.append(Check("recovery: lock", "ok", "no lock file"))
+        left = _lock_pid(home.lock)
+        out.append(Check("recovery: lock", "ok", "not held (no agent is running on this home)" + (
+            f"; the run with pid {left} ended without releasing it (killed?)" if left else "")))
     files = journal_files(home.journal_dir) if home.journal_dir.exists() else []
     if not files:
         out.append(Check("recovery: journal tail", "ok", "no journal yet"))
@@ -103,6 +101,15 @@ def recovery_checks(home: Home) -> list[Check]:
         else:
             out.append(Check("recovery: journal tail", "ok", f"{last.name} ends cleanly"))
     return out
+
+
+def _lock_pid(path: Path) -> str | None:
+    """The pid a killed run left in the lock file (a clean run empties it)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None
 
 
 def memory_check() -> Check:

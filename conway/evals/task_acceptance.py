@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,14 +345,12 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
                      output: str | None, argv: list[str] | None,
                      say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and report."""
-    from datetime import datetime, timezone
-    import secrets
 
-    from ..app import RunRequest, run_agent, workdir_for
+    from ..app import RunRequest, new_session_id, run_agent, workdir_for
     from .report import Report, check_new_output
 
     out = check_new_output(output, home) if output else None
-    name = "task-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    name = "task-" + new_session_id()
     shome = session_home(home, name)
     prompt = spec.prompt() if spec else task
     report = None
@@ -371,7 +370,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     summary["session"] = session
     summary["session_memory"] = str(shome.memory)
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain else (2 if summary["verified"] is False else 0)
+    code = 1 if uncertain or outcome.failed else (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
         for r in results or []:
@@ -395,6 +394,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:
         say(f"report: {out}")
+    if outcome.failed:
+        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
 
 
@@ -410,3 +411,24 @@ def render_counts(counts: dict[str, int]) -> str:
             f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
             f"{counts['not_verified']} not verified")
 
+
+def read_task(text: str | None, file: str | None) -> str | None:
+    if text and file:
+        raise UserError("give either --task or --task-file, not both")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"task file {path} does not exist") from None
+        except OSError as exc:
+            raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"task file {path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        if not text.strip():
+            raise UserError(f"task file {path} is empty")
+    if text is not None and not text.strip():
+        raise UserError("--task is empty")
+    return text

@@ -497,7 +497,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     image_size, size_source = resolve_size(size)
     own_policy = policy is None
     if policy is None:  # builds the client: an unreachable or missing model is a UserError (exit 1) here
-        from ..app import build_policy
+        from ..policies.factory import build_policy
         policy = build_policy(config, home)
     try:
         for note in parallel_notes(config, parallel):

@@ -28,13 +28,13 @@ from the loop's context parts every cycle, which never include model text.
 
 from __future__ import annotations
 
-import io
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, get_args
 
 from ..actions import ACTION_TYPES
+from ..config import PolicyConfig
 from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from ..protocols import Decision, DecisionContext, Observation, PolicyError
@@ -66,7 +66,7 @@ VARIABLE_ORDER = GROWING_PARTS + VOLATILE_PARTS
 TAGGED_FILES = ("constitution.md", "goals.md", "memory.md")
 """Parts sent inside `<file name="…">` tags (identity text names its source file)."""
 
-STRUCTURED_MODES = ("grammar", "json_object", "json_schema", "none")
+STRUCTURED_MODES = tuple(m for m in get_args(PolicyConfig.model_fields["structured_output"].annotation) if m != "auto")
 """Output constraints, in order of preference: a GBNF grammar generated from the action schema
 (enforces numeric bounds), a JSON schema through `response_format: json_object` (llama-cpp-python),
 OpenAI's `json_schema` (llama-server, vLLM …), or none (free text, robust extraction)."""

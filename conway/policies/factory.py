@@ -23,9 +23,10 @@ from ..config import ConwayConfig, api_key
 from ..errors import UserError
 from ..geometry import Convention, get_rule
 from ..home import Home
+from ..protocols import Policy
 from .base import Adapter, ModelPolicy, PolicySettings
 
-__all__ = ["build_model_policy", "make_adapter", "backend_choice"]
+__all__ = ["build_policy", "build_model_policy", "make_adapter", "backend_choice"]
 
 
 def make_adapter(kind: str) -> Adapter:
@@ -138,3 +139,12 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
     return policy
+
+
+def build_policy(config: ConwayConfig, home: Home) -> Policy:
+    """The configured policy: the offline mock, or a real model behind llama.cpp or an HTTP server."""
+    if config.policy.kind == "mock":
+        from .mock import MockPolicy, load_script
+        script = load_script(config.policy.mock_script) if config.policy.mock_script else None
+        return MockPolicy(script)
+    return build_model_policy(config, home)

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..errors import UserError
 from ..protocols import PolicyError
 from .http_client import ChatResult
@@ -199,7 +200,20 @@ class LlamaInProcessBackend:
         if handler is not None and MtmdPromptCache.supports(handler):
             self.prompt = MtmdPromptCache(self.llm, handler, reuse=prompt_cache)
         self._lock = threading.Lock()  # one llama.cpp context: callers from several threads take turns
+        self._cancel: Cancel | None = None
+        self._abort_cb = None
+        set_abort = getattr(llama_cpp, "llama_set_abort_callback", None)
+        if set_abort is not None:  # a stop ends llama_decode (the prompt, the next token) at its next graph node
+            self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
+            set_abort(self.llm._ctx.ctx, self._abort_cb, None)
         atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
+
+    # -- cancellation -------------------------------------------------------------------
+
+    def _should_abort(self, _data: Any) -> bool:
+        """llama.cpp's abort callback, polled during every llama_decode: the prompt's and each new token's."""
+        cancel = self._cancel
+        return cancel is not None and cancel.is_set()
 
     # -- perf counters ------------------------------------------------------------------
 
@@ -263,6 +277,9 @@ class LlamaInProcessBackend:
             raise PolicyError(f"llama.cpp rejected the output grammar: {exc}") from None
         if self._timed is not None:
             self._timed.reset()
+        cancel = current_cancel()
+        if cancel is not None:
+            cancel.check()
         llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
         first_token: list[float] = []
 
@@ -273,6 +290,7 @@ class LlamaInProcessBackend:
 
         run = None
         t0 = time.perf_counter()
+        self._cancel = cancel
         try:
             with quiet_stderr(self.log_path):
                 if self.prompt is not None:
@@ -291,7 +309,13 @@ class LlamaInProcessBackend:
                     out = self.llm.create_chat_completion(**kwargs)
                     text = out["choices"][0]["message"].get("content") or ""
         except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
+            if cancel is not None and cancel.is_set():  # our abort callback ended llama_decode
+                raise DecisionAborted(f"llama.cpp decision aborted ({cancel.reason})") from None
             raise PolicyError(f"llama.cpp failed on this request: {exc}") from None
+        finally:
+            self._cancel = None
+        if cancel is not None:
+            cancel.check()  # the stop came during the last token
         latency = time.perf_counter() - t0
         perf = self._perf()
         choice = out["choices"][0]

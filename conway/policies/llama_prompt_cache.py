@@ -319,7 +319,7 @@ class MtmdPromptCache:
 
         llm, mtmd, lc = self.llm, self._mtmd, self._llama_cpp
         mctx = self.handler.mtmd_ctx
-        if self._embd is not None and self._embd[0] == span.digest:
+        if self.reuse and self._embd is not None and self._embd[0] == span.digest:
             embd = self._embd[1]
             run.images_from_memory += 1
         else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ from ..errors import UserError
 from ..protocols import Decision, DecisionContext, PolicyError, RateLimited
 
 MODEL_ID = "conway-mock"
+FEEDBACK_KEEP = 32
+"""Tool results the mock keeps (it never reads them; tests look at the latest)."""
 
 
 class MockStep(BaseModel):
@@ -98,7 +101,8 @@ class MockPolicy:
         self.model_id = MODEL_ID
         self._index = 0
         self._sleep = sleep
-        self.feedback_records: list[dict[str, Any]] = []
+        self.feedback_records: deque[dict[str, Any]] = deque(maxlen=FEEDBACK_KEEP)
+        """The latest tool results (bounded: a run of any length keeps only these)."""
 
     def _next(self) -> MockStep | None:
         steps = self.script.steps

@@ -85,7 +85,18 @@ class _Conn:
     task: Any = None
     stop: Any = None  # asyncio.Event, made on the connection thread
     ready: threading.Event = field(default_factory=threading.Event)
+    settled: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the start-up outcome is decided (ready on time, or given up by the waiting thread)."""
     protocol: str | None = None
+
+    def settle(self, ok: bool, detail: str) -> bool:
+        """Record the start-up outcome once; False when it was already decided."""
+        with self.settled:
+            if self.ready.is_set():
+                return False
+            self.ok, self.detail = ok, detail
+            self.ready.set()
+            return True
 
 
 class McpTool:
@@ -118,10 +129,9 @@ class McpTool:
         started = time.monotonic()
         for conn in self.conns.values():
             left = conn.cfg.startup_timeout_s - (time.monotonic() - started)
-            if not conn.ready.wait(max(0.0, left)):
-                conn.ok, conn.detail = False, f"did not answer within {conn.cfg.startup_timeout_s:g} s (startup_timeout_s)"
-                self._loop.call_soon_threadsafe(conn.stop.set) if conn.stop else None
-                conn.task.cancel()
+            if not conn.ready.wait(max(0.0, left)) and conn.settle(
+                    False, f"did not answer within {conn.cfg.startup_timeout_s:g} s (startup_timeout_s)"):
+                conn.task.cancel()  # its shutdown stops the process; close() kills the group if that fails
         self._groups = _session_children() - before  # a safety net for close(); the SDK stops them first
 
     async def _serve(self, conn: _Conn) -> None:
@@ -140,21 +150,16 @@ class McpTool:
                 tools = await _list_all(client)
                 conn.client, conn.protocol = client, client.protocol_version
                 self._take_tools(conn, tools)
-                conn.ok = True
-                conn.detail = (f"{len(conn.tools)} tool(s)" + (f", {len(conn.left_out)} left out" if conn.left_out
-                                                                 else ""))
-                conn.ready.set()
-                await conn.stop.wait()
+                left_out = f", {len(conn.left_out)} left out" if conn.left_out else ""
+                if conn.settle(True, f"{len(conn.tools)} tool(s){left_out}"):
+                    await conn.stop.wait()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - a failing server is reported, never fatal
-            if not conn.ready.is_set():
-                conn.detail = _describe_start_error(exc) + self._log_hint(conn.cfg)
+            conn.settle(False, _describe_start_error(exc) + self._log_hint(conn.cfg))
         finally:
-            if not conn.ready.is_set():
-                conn.ok = False
-                conn.ready.set()
-            elif conn.ok and not conn.stop.is_set():
+            conn.settle(False, "stopped before it answered")
+            if conn.ok and not conn.stop.is_set():
                 conn.dead = conn.dead or "the connection ended"
 
     async def _target(self, s: McpServerConfig, stack: AsyncExitStack) -> Any:

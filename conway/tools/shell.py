@@ -22,6 +22,7 @@ from typing import Callable
 import psutil
 
 from ..actions import Shell, _Action
+from ..cancel import current_cancel
 from ..protocols import ToolResult
 from .bounded import HeadTail
 
@@ -73,7 +74,8 @@ class ShellTool:
             return ToolResult(ok=False, error=f"could not start the shell: {exc}")
         buf = HeadTail(self.max_output_bytes)
         start = time.monotonic()
-        timed_out, eof, linger_until = False, False, None
+        timed_out, stopped, eof, linger_until = False, False, False, None
+        cancel = current_cancel()  # the agent is being stopped: the command does not get to finish
         try:
             with _Reader(proc.stdout) as reader:
                 while not eof:
@@ -86,6 +88,10 @@ class ShellTool:
                         timed_out = True
                         self._kill_group(proc)
                         continue
+                    elif cancel is not None and cancel.is_set():
+                        stopped = True
+                        self._kill_group(proc)
+                        continue
                     eof = reader.read_into(buf, _SLICE_S)
         except BaseException:  # interrupted (Ctrl+C in the loop): leave nothing running behind us
             if proc.poll() is None:
@@ -96,6 +102,9 @@ class ShellTool:
         text, truncated = buf.text()
         if timed_out:
             status = f"timed out after {timeout:g} s; its process group and descendants were killed (output so far is above)"
+        elif stopped:
+            status = (f"stopped after {elapsed:.1f} s because the agent was stopped ({cancel.reason}); its process "
+                      "group and descendants were killed (output so far is above)")
         else:
             status = f"exit code {code}" + (f" (killed by signal {-code})" if code < 0 else "")
         if not eof:
@@ -103,10 +112,11 @@ class ShellTool:
         if capped:
             status += f"; the requested timeout {action.timeout_s:g} s was capped to {self.timeout_s:g} s"
         shown = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}[{status}]"
-        ok = code == 0 and not timed_out
+        ok = code == 0 and not timed_out and not stopped
         # On failure the error carries the output too, since a result shows only its error then.
         return ToolResult(ok=ok, output=shown, error=None if ok else shown, truncated=truncated,
-                          data={"exit_code": code, "timed_out": timed_out, "elapsed_s": round(elapsed, 3),
+                          data={"exit_code": code, "timed_out": timed_out, "stopped": stopped,
+                                "elapsed_s": round(elapsed, 3),
                                 "output_bytes": buf.total})
 
     def _kill_group(self, proc: subprocess.Popen) -> None:

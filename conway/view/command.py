@@ -46,7 +46,8 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
         from .server import ViewServer
 
         try:
-            server = ViewServer(site, port)
+            rebuild = None if report else (lambda: build_site(home, session=session, last=last, page_size=page_size))
+            server = ViewServer(site, port, rebuild=rebuild, journal=None if report else home.journal_dir)
         except OSError as exc:
             raise UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
         say(f"serving {server.url} (Ctrl+C to stop)")

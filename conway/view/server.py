@@ -16,12 +16,14 @@ import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from pydantic import ValidationError
 
 from ..actions import ActionProblem, parse_action
+from ..errors import UserError
+from ..journal import journal_files
 from ..labels import VERDICTS, Label, append_labels, label_summary, labels_path
 from .site import Site
 
@@ -69,10 +71,18 @@ def make_label(site: Site, body: Any) -> Label:
 
 
 class ViewServer:
-    """A ThreadingHTTPServer on 127.0.0.1 answering the site's routes; `start()` runs it in a thread."""
+    """A ThreadingHTTPServer on 127.0.0.1 answering the site's routes; `start()` runs it in a thread.
 
-    def __init__(self, site: Site, port: int = 0):
+    With `rebuild` and `journal`, a page asked for after the journal grew is
+    answered from a site rebuilt from it (a running agent can be watched).
+    """
+
+    def __init__(self, site: Site, port: int = 0, *, rebuild: Callable[[], Site] | None = None,
+                 journal: Path | None = None):
         self.site = site
+        self.rebuild = rebuild
+        self.journal = journal
+        self._seen = self._journal_state()
         self.token = site.token or secrets.token_urlsafe(24)
         site.token = self.token
         self.lock = threading.Lock()
@@ -98,9 +108,33 @@ class ViewServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def _journal_state(self) -> tuple[tuple[str, int], ...]:
+        if self.journal is None:
+            return ()
+        out = []
+        for f in journal_files(self.journal):
+            try:
+                out.append((f.name, f.stat().st_size))
+            except OSError:
+                continue
+        return tuple(out)
+
+    def refresh(self) -> None:
+        """Rebuild the site when the journal changed since it was read (call with the lock held)."""
+        if self.rebuild is None:
+            return
+        now = self._journal_state()
+        if now != self._seen:
+            try:
+                site = self.rebuild()
+            except UserError:  # e.g. the journal was emptied: keep showing what was read
+                return
+            site.token = self.token
+            self.site, self._seen = site, now
+
     def write_label(self, body: Any) -> dict[str, Any]:
-        lab = make_label(self.site, body)
         with self.lock:
+            lab = make_label(self.site, body)
             append_labels(labels_path(self.site.home_root), [lab])
         s = label_summary(lab)
         words = [s.get("verdict"), f"source {s['source']}"] + (
@@ -148,6 +182,8 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": "not found"})
                 return
             with server.lock:
+                if route.endswith((".html", ".js")):
+                    server.refresh()
                 content = server.site.get(route)
             if content is None:
                 self._json(404, {"error": "not found"})

@@ -1,7 +1,9 @@
 """A long soak of the real loop with the journal, memory and screenshot caps set small.
 
 The real `run_agent` (lock, journal with rotation and fsync of intents,
-state.json, memory.md, file and shell tools, the mock policy) runs N cycles in
+state.json, memory.md, file and shell tools, the mock policy) runs N decisions
+(`agent.max_steps`, which counts decisions the model made; the errors and
+rate limits in between make the cycles about 15% more) in
 this process on a temporary home. Waits advance a clock instead of sleeping.
 The mock script repeats a mix of everything a long run sees: appends, an
 alternating replace, reads (one of a 48 KB file, as a model reading logs would), listings, a shell command,
@@ -161,18 +163,19 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
                 gc.collect()
                 samples.append((n, _rss(), _fds()))
             if n and n % max(1, cycles // 10) == 0:
-                say(f"  soak: {n}/{cycles} cycles")
+                say(f"  soak: {n} cycles ({cycles} decisions to run)")
 
         policy = MockPolicy(MockScript.model_validate({"steps": soak_script(), "repeat": True}))
         observer = ArchivingObserver(home, KEEP_SCREENSHOTS, on_cycle)
         outcome, _session = run_agent(home, cfg, RunRequest(single_session=False, quiet=True, policy=policy,
                                                             observer=observer, clock=NoSleepClock()))
         in_run = samples[-1]  # the last look while the run held its journal, lock and tools
-        on_cycle(cycles, sample=False)  # one last check after the run closed everything
+        ran = observer.n
+        on_cycle(ran, sample=False)  # one last check after the run closed everything
         gc.collect()
-        samples.append((cycles, _rss(), _fds()))
-        if outcome.steps != cycles:
-            v.add("ran every cycle", f"the run ended after {outcome.steps} of {cycles} cycles: {outcome.reason}")
+        samples.append((ran, _rss(), _fds()))
+        if not outcome.reason.startswith("max-steps") or ran < cycles:
+            v.add("ran to its budget", f"the run ended after {ran} cycles ({cycles} decisions asked): {outcome.reason}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     base = next((s for s in samples[:-1] if s[0] >= warmup), in_run)
@@ -181,7 +184,7 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
     peak = (max(s[1] for s in after) - base[1]) / MIB
     fd_drift = in_run[2] - base[2]
     checks = [
-        v.zero_check("ran every cycle"),
+        v.zero_check("ran to its budget"),
         Check(f"RSS drift after warm-up (cycle {base[0]} → {samples[-1][0]}), MiB", round(drift, 2),
               f"<= {RSS_DRIFT_LIMIT_MIB:g}", drift <= RSS_DRIFT_LIMIT_MIB,
               [] if drift <= RSS_DRIFT_LIMIT_MIB else [f"RSS {base[1] / MIB:.1f} MiB at cycle {base[0]} → "
@@ -192,14 +195,14 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
         v.zero_check("screenshots <= keep at every cycle"),
         v.zero_check("memory.md <= max_chars at every cycle"),
     ]
-    figures = {"cycles": cycles, "warmup_cycles": warmup, "rss_mib_at_warmup": round(base[1] / MIB, 2),
+    figures = {"decisions": cycles, "cycles": ran, "warmup_cycles": warmup, "rss_mib_at_warmup": round(base[1] / MIB, 2),
                "rss_mib_end": round(samples[-1][1] / MIB, 2), "rss_drift_mib": round(drift, 2),
                "rss_peak_over_warmup_mib": round(peak, 2), "fds_drift": fd_drift,
                "journal_cap_bytes": JOURNAL_TOTAL_BYTES, "journal_file_bytes": JOURNAL_FILE_BYTES,
                "journal_peak_bytes": peaks["journal_bytes"], "journal_peak_files": peaks["journal_files"],
                "screenshots_keep": KEEP_SCREENSHOTS, "screenshots_peak": peaks["screenshots"],
                "memory_max_chars": MEMORY_MAX_CHARS, "memory_peak_chars": peaks["memory_chars"],
-               "cycles_per_s": round(cycles / max(1e-9, time.monotonic() - started), 1),
+               "cycles_per_s": round(ran / max(1e-9, time.monotonic() - started), 1),
                "rss_samples_mib": [[c, round(r / MIB, 2)] for c, r, _ in samples]}
-    return ProofResult("soak", {"cycles": cycles, "sample_every": sample_every, "warmup": warmup}, figures, checks,
+    return ProofResult("soak", {"decisions": cycles, "sample_every": sample_every, "warmup": warmup}, figures, checks,
                        time.monotonic() - started)

@@ -33,6 +33,10 @@
     if (f.q) p.set("q", f.q);
     return "#" + p.toString();
   }
+  function setHash(i) {  // no bare "#" left behind when there is nothing to keep
+    var h = hashFor(i);
+    history.replaceState(null, "", h === "#" ? location.pathname + location.search : h);
+  }
   function readHash() {
     var p = new URLSearchParams(location.hash.slice(1));
     f.kind = p.get("kind") || ""; f.outcome = p.get("outcome") || ""; f.q = p.get("q") || "";
@@ -56,7 +60,7 @@
       c.classList.add("current");
       if (scroll) c.scrollIntoView({ block: "start" });
     }
-    history.replaceState(null, "", hashFor(i));
+    setHash(i);
     draw();
   }
   function apply() {
@@ -64,7 +68,7 @@
     cards.forEach(function (c, i) { var m = matches(i); c.hidden = !m; if (m) shown++; });
     for (var i = 0; i < n; i++) if (matches(i)) total++;
     if (count) count.textContent = total + " of " + n + " match" + (D.pages > 1 ? " (" + shown + " on this page)" : "");
-    history.replaceState(null, "", hashFor(current));
+    setHash(current);
     draw();
   }
   function next(from, dir, pred) {
@@ -127,7 +131,10 @@
   // --- filters and keyboard ---
   function onFilter() {
     f.kind = fk ? fk.value : ""; f.outcome = fo ? fo.value : ""; f.q = ft ? ft.value : "";
-    if (current >= 0 && !matches(current)) current = -1;
+    if (current >= 0 && !matches(current)) {
+      if (cards.get(current)) cards.get(current).classList.remove("current");
+      current = -1;
+    }
     apply();
   }
   [fk, fo].forEach(function (el) { if (el) el.addEventListener("change", onFilter); });
@@ -146,6 +153,9 @@
     if (i >= 0) go(i);
   });
   window.addEventListener("hashchange", function () { var i = readHash(); apply(); if (i >= 0) select(i, true); });
+  document.querySelectorAll("article.card a.step").forEach(function (a) {  // keep the filters: select, no new hash
+    a.addEventListener("click", function (ev) { ev.preventDefault(); select(+a.closest("article.card").dataset.index, true); });
+  });
 
   // --- screenshots: click to toggle full size (or, while correcting, to set the point) ---
   document.querySelectorAll(".frame").forEach(function (fr) {

@@ -1,0 +1,147 @@
+"""Cancelling work in flight when a stop arrives (a model request, a llama.cpp decision).
+
+The loop runs a decision inside `cancel_scope(token)`; code deep inside it (the
+HTTP client, the in-process llama.cpp backend) finds the token with
+`current_cancel()` and aborts at its next chance: the HTTP client shuts its
+socket down, llama.cpp's abort callback ends the decode. Outside a scope
+`current_cancel()` is None and nothing changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+
+from .protocols import PolicyError
+
+__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
+
+T = TypeVar("T")
+
+ABORT_GRACE_S = 1.0
+"""How long cancelled work may take to come back before the caller goes on without it."""
+
+
+class DecisionAborted(PolicyError):
+    """A stop arrived during the decision: it was abandoned and nothing comes back to dispatch."""
+
+
+class Cancel:
+    """Set once; callbacks registered with `on_cancel` run in the thread that sets it."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.RLock()  # re-entrant: a signal handler may set it mid-registration
+        self._callbacks: list[Callable[[], None]] = []
+        self.reason: str | None = None
+
+    def set(self, reason: str = "stop requested") -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            callbacks = list(self._callbacks)
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - aborting is best effort; the stop goes on regardless
+                pass
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def on_cancel(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Run `fn` when cancelled (at once when it already is); returns a function that unregisters it."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(fn)
+
+                def unregister() -> None:
+                    with self._lock:
+                        if fn in self._callbacks:
+                            self._callbacks.remove(fn)
+                return unregister
+        fn()
+        return lambda: None
+
+    def check(self) -> None:
+        """Raise DecisionAborted when cancelled (call between units of work)."""
+        if self._event.is_set():
+            raise DecisionAborted(f"aborted: {self.reason}")
+
+
+_CURRENT: contextvars.ContextVar[Cancel | None] = contextvars.ContextVar("conway_cancel", default=None)
+
+
+@contextlib.contextmanager
+def cancel_scope(token: Cancel) -> Iterator[Cancel]:
+    """Make `token` the current one for the code run inside (this thread only)."""
+    reset = _CURRENT.set(token)
+    try:
+        yield token
+    finally:
+        _CURRENT.reset(reset)
+
+
+def current_cancel() -> Cancel | None:
+    return _CURRENT.get()
+
+
+def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callable[[], str | None],
+                    poll_s: float, grace_s: float = ABORT_GRACE_S) -> T:
+    """Run `work` in a worker thread inside `cancel_scope(token)`; this thread polls `stop_requested`.
+
+    On a stop the token is set (the work aborts where it can: see the module docstring) and the
+    worker gets `grace_s` to come back; work that cannot be aborted is abandoned (a daemon
+    thread), so a stop takes effect within about `poll_s + grace_s` either way. Raises
+    DecisionAborted when the work was cancelled without a result; the work's own exceptions pass on.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            with cancel_scope(token):
+                box["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="conway-cancellable", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(poll_s)
+        reason = stop_requested() if worker.is_alive() else None
+        if reason:
+            token.set(reason)
+            worker.join(grace_s)
+            break
+    if "result" in box:
+        return box["result"]
+    if "error" in box and not (token.is_set() and isinstance(box["error"], PolicyError)):
+        raise box["error"]
+    raise DecisionAborted(f"aborted: {token.reason}" + ("" if "error" in box else
+                          f"; it did not stop within {grace_s:g} s and was abandoned"))
+
+
+@contextlib.contextmanager
+def watching(token: Cancel, stop_requested: Callable[[], str | None], poll_s: float) -> Iterator[Cancel]:
+    """Work done in this thread (a tool running) inside `cancel_scope(token)`, while a watcher thread
+    polls `stop_requested` and sets the token; the work checks `current_cancel()` between its slices."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(poll_s) and not token.is_set():
+            reason = stop_requested()
+            if reason:
+                token.set(reason)
+
+    watcher = threading.Thread(target=watch, name="conway-stop-watch", daemon=True)
+    watcher.start()
+    try:
+        with cancel_scope(token):
+            yield token
+    finally:
+        done.set()
+        watcher.join()
