@@ -291,7 +291,8 @@ def do_probe(args) -> int:
     cfg = _config(args, home)
     _require_model(args, home, cfg)
     report = probe_configured(cfg, home)
-    print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.render())
+    from .redact import redact, redact_text  # the answer or an error can quote a key
+    print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
     if not report.ok:
         raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
     return 0

@@ -367,7 +367,7 @@ def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     """PNG bytes of a step's image: the archived screenshot, or a regenerated vision-check case (hash-checked)."""
     gen = (rec.get("task") or {}).get("generator")
     if gen:
-        from .evals.vision_check import GENERATOR, generate_case
+        from .evals.vision_cases import GENERATOR, generate_case
 
         if gen.get("name") != GENERATOR:
             raise UserError(f"{rec['session']} step {rec['step']}: made by image generator {gen.get('name')!r}, "

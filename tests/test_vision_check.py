@@ -17,8 +17,8 @@ from PIL import Image
 from conway.actions import ActionProblem, Click, TypeText
 from conway.cli import main
 from conway.config import load_config
-from conway.evals.vision_check import (PALETTE, Shape, draw_sheet, generate_case, miss_pattern, percentile,
-                                       score, vision_check, wilson)
+from conway.evals.vision_cases import PALETTE, Shape, generate_case
+from conway.evals.vision_check import draw_sheet, miss_pattern, percentile, score, vision_check, wilson
 from conway.home import resolve_home
 from conway.protocols import Decision
 from fixtures.vision_fixture_server import VisionFixtureServer, find_colour_centre

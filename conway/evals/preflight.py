@@ -27,6 +27,7 @@ from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
 from ..journal import intent_verdict, journal_files
+from ..redact import redact_text
 from ..state import InstanceLock, StateStore
 from .readiness import Check, model_checks
 from .report import Report, check_new_output, table
@@ -200,9 +201,9 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
                   summary={"ready": not failed, "failed": [c.check for c in failed],
                            "warnings": [c.check for c in checks if c.status == "warn"],
                            "desktop_checked": desktop})
-    say(table(["check", "status", "detail"], [[c.check, c.status, c.detail] for c in checks]))
+    say(redact_text(table(["check", "status", "detail"], [[c.check, c.status, c.detail] for c in checks])))
     if failed:
-        say("not ready: " + "; ".join(f"{c.check}: {c.detail}" for c in failed))
+        say(redact_text("not ready: " + "; ".join(f"{c.check}: {c.detail}" for c in failed)))
     else:
         say("ready" + ("" if desktop else " (desktop readiness not checked; add --desktop)"))
     say(f"report: {out}")
