@@ -106,7 +106,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
                         f"(--against {against}); label steps with `conway review` or use --against recorded")
     own = policy is None
     if policy is None:
-        from .app import build_policy
+        from .policies.factory import build_policy
         policy = build_policy(config, home)
     cases = []
     started = time.perf_counter()

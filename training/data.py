@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -71,6 +72,10 @@ class DataSettings(BaseModel):
     """Seed of the shuffle and the split."""
 
 
+GOALS_BLOCK = re.compile(r'<file name="goals\.md">.*?</file>', re.S)
+"""The goals part of a user turn as `conway.context.build_parts` writes it."""
+
+
 @dataclass
 class Example:
     """One training row before tokenization."""
@@ -83,19 +88,25 @@ class Example:
     """The assistant's answer to learn (target turn), without the end-of-turn token."""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def short(self) -> "Example":
+    def short(self, keep_goals: bool = False) -> "Example":
         """The same row with only the end of the prompt: the user turn's last text line and the image.
 
         Everything between that line and the answer is unchanged, so what a
         model learns about where the image tokens sit relative to its answer
         carries over to the full prompt (the curriculum's first phase).
+        `keep_goals` also keeps the goals block (`<file name="goals.md">…`):
+        without it a task whose answer depends on the goal ("click the green
+        square" among several) cannot be learned in this phase at all.
         """
         user = self.messages[-1]
         parts = user["content"] if isinstance(user["content"], list) else [{"type": "text", "text": user["content"]}]
         kept = []
         for part in parts:
             if part.get("type") == "text":
-                kept.append({"type": "text", "text": part["text"].strip().splitlines()[-1]})
+                text = part["text"].strip()
+                goals = GOALS_BLOCK.search(text) if keep_goals else None
+                last = text.splitlines()[-1]
+                kept.append({"type": "text", "text": (goals.group(0) + "\n\n" + last) if goals else last})
             else:
                 kept.append(part)
         return Example(messages=[{"role": user["role"], "content": kept}], image_png=self.image_png,

@@ -219,7 +219,8 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
 
     encoder = Encoder.from_pretrained(base)
     encoded_train = [encoder.encode(e) for e in train_ex]
-    encoded_short = ([encoder.encode(e.short()) for e in train_ex] if recipe.train.short_prompt_steps else [])
+    encoded_short = ([encoder.encode(e.short(recipe.train.short_prompt_keep_goals)) for e in train_ex]
+                     if recipe.train.short_prompt_steps else [])
     encoded_eval = [encoder.encode(e) for e in eval_ex]
     seq = max(len(e["input_ids"]) for e in encoded_train)
     say(f"tokens per example: up to {seq} (prompt + image + answer; loss on the answer only)")
