@@ -18,20 +18,25 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .actions import ActionProblem, Finish, Wait, _Action, describe_action_space
+from .actions import GUI_TYPES, ActionProblem, Finish, Wait, _Action, describe_action_space
 from .cancel import Cancel, DecisionAborted, run_cancellable, watching
 from .config import ConwayConfig
-from .context import RecentSteps, StepNote, build_parts
+from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
 from .journal import Journal, make_event
 from .memory import Memory
-from .protocols import (Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
-                        Observer, Policy, PolicyError, RateLimited, ToolResult)
+from .protocols import (ContextPart, Decision, DecisionContext, DispatchUncertain, FailSafeTriggered, Observation,
+                        Observer, Policy, PolicyError, RateLimited, ToolResult, decision_problem_cause,
+                        describe_causes)
 from .provenance import harness_revision, prompt_record
 from .ratelimit import rate_limit_wait
 from .state import StateStore, read_control, remove_leftover_temps
 from .tools.bounded import cut_text
 from .tools.registry import Toolbox
+
+
+GOALS_JOURNAL_MAX_CHARS = 20_000
+"""The goals / task text is journaled (when it changes) up to this size, for exports' instruction."""
 
 
 class Clock:
@@ -88,10 +93,21 @@ class RunOutcome:
     steps: int
     finish: dict[str, Any] | None = None
     """The model's last finish (its own word, never a verified success)."""
+    valid_decisions: int = 0
+    """Decisions that held at least one valid action."""
+    model_errors: dict[str, int] = field(default_factory=dict)
+    """Steps without a valid decision, counted by cause (`HTTP 500`, `timeout`, `cut off` …)."""
     failed: bool = False
     """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
     journal: str | None = None
     """The journal file holding the last events (named in the CLI's one-line error)."""
+
+    @property
+    def no_valid_decision(self) -> str | None:
+        """"no valid decision in N steps: …" when the model never produced a valid action, else None."""
+        if self.valid_decisions or not self.model_errors:
+            return None
+        return f"no valid decision in {self.steps} step(s): {describe_causes(self.model_errors)}"
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -124,6 +140,9 @@ class Loop:
         self.signal_stop: str | None = None
         self._cancel: Cancel | None = None
         self.last_finish: dict[str, Any] | None = None
+        self.valid_decisions = 0
+        self.model_errors: dict[str, int] = {}
+        self.screen_problem: str | None = None
         self._state_dirty = False  # state changed in memory only (a cleared pending copy): written at the next write
         self._action_spaces: dict[tuple[str, ...], str] = {}
 
@@ -225,7 +244,14 @@ class Loop:
             self.say("resumed")
 
     def wait(self, seconds: float) -> None:
-        """Sleep in short slices, checking control (and the time budget) between them."""
+        """Sleep in short slices, checking control (and the time budget) between them.
+
+        Budgets come first: a wait after the last allowed decision, or one that would outlast
+        max-seconds, ends the run at once instead of sleeping towards an end already reached.
+        """
+        spent = self.budget_spent_by(seconds)
+        if spent:
+            raise StopRun(spent)
         if self._state_dirty:  # what waited for the next write goes out before a sleep
             self.save_state(durable=False)
         end = self.p.clock.monotonic() + seconds
@@ -236,6 +262,17 @@ class Loop:
             if left <= 0:
                 return
             self.p.clock.sleep(min(self.cfg.agent.control_poll_s, left))
+
+    def budget_spent_by(self, seconds: float) -> str | None:
+        """Why a wait of `seconds` now would only sleep towards an end already decided (else None)."""
+        a = self.cfg.agent
+        if seconds <= 0:
+            return None
+        if a.max_steps is not None and self.decisions >= a.max_steps:
+            return f"max-steps budget ({a.max_steps}) reached"
+        if a.max_seconds is not None and self.p.clock.monotonic() + seconds - self.started_mono >= a.max_seconds:
+            return f"max-seconds budget ({a.max_seconds:g} s) reached (a {seconds:g} s wait would outlast it)"
+        return None
 
     def check_budget(self) -> None:
         a = self.cfg.agent
@@ -281,12 +318,17 @@ class Loop:
                 "traceback": "".join(traceback.format_exception(exc))[-4000:]}))
         finally:
             self._restore_signals()
-            self._try(lambda: self.record("session", {"event": "end", "reason": reason, "steps": self.step}))
+            outcome = RunOutcome(reason=reason, steps=self.step, finish=self.last_finish, failed=failed,
+                                 valid_decisions=self.valid_decisions, model_errors=dict(self.model_errors))
+            self._try(lambda: self.record("session", {
+                "event": "end", "reason": reason, "steps": self.step, "valid_decisions": self.valid_decisions,
+                "model_errors": outcome.model_errors}))
             self._save_final(reason)
-            self._try(lambda: self.p.say(f"stopped after {self.step} step(s): {reason}"))
+            self._try(lambda: self.p.say(f"stopped after {self.step} step(s): {reason}"
+                                         + (f"; {outcome.no_valid_decision}" if outcome.no_valid_decision else "")))
         path = self.p.journal.path
-        return RunOutcome(reason=reason, steps=self.step, finish=self.last_finish, failed=failed,
-                          journal=str(path) if path else None)
+        outcome.journal = str(path) if path else None
+        return outcome
 
     def _try(self, write: Callable[[], None]) -> bool:
         """A write on the way out: a full disk or a gone terminal must not hide why the run ended."""
@@ -309,13 +351,20 @@ class Loop:
         goals = self._read(self.p.home.goals, "(no goals.md: write current work there)")
         if self.p.task:
             goals = f"Task for this session:\n{self.p.task}\n\nStanding goals:\n{goals}"
+        if goals != getattr(self, "_journaled_goals", None):  # exports carry the instruction the model saw
+            self._journaled_goals = goals
+            self.record("session", {"event": "goals", "text": goals[:GOALS_JOURNAL_MAX_CHARS],
+                                    "chars": len(goals)})
         try:
             obs = self.p.observer.observe()
-        except Exception as exc:  # a lost display is a pre-dispatch error, not a crash
+        except Exception as exc:  # no screen: decide without an image; direct tools still run
             if disk_full(exc):
                 raise  # no room for screenshots: stop rather than retry forever
-            self.pre_dispatch_error(f"observation failed: {exc}")
-            return
+            obs = self.screenless(exc)
+        else:
+            if self.screen_problem is not None:
+                self.say("the screen is available again: screenshots and GUI actions are back")
+                self.screen_problem = None
         changed = obs.change_key != self.last_change_key
         if changed:
             self.repeats.pop("gui", None)  # GUI repetition counters reset on a changed screen
@@ -334,25 +383,29 @@ class Loop:
             raise StopRun(self.signal_stop or "stop requested") from None
         except RateLimited as exc:  # counts toward recovery backoff; the wait is bounded (conway/ratelimit.py)
             self.error_count += 1
+            self.model_errors[exc.cause] = self.model_errors.get(exc.cause, 0) + 1
             a = self.cfg.agent
             earned = max(0, self.error_count - a.errors_before_backoff + 1)
             backoff = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s, earned) if earned else 0.0
             delay, why = rate_limit_wait(exc.retry_after, backoff, a.recovery_backoff_max_s, exc.source)
             self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
-                                  self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why})
+                                  self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why,
+                                  "cause": exc.cause, "context": self.context_record(ctx)})
             self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
             self.wait(delay)
             return
         except PolicyError as exc:
-            self.pre_dispatch_error(f"model request failed: {exc}")
+            self.pre_dispatch_error(f"model request failed: {exc}", cause=exc.cause,
+                                    context=self.context_record(ctx))
             return
         self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
         decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
         # a stop that arrived during inference: the decision is discarded, never dispatched
         if self.signal_stop or read_control(self.p.home.control, self.p.session) == "stop":
-            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run})
+            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run,
+                                     "context": self.context_record(ctx)})
             self.check_control()
-        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run})
+        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": self.context_record(ctx)})
         self.act(decision, obs, changed)
 
     def decide(self, ctx: DecisionContext) -> Decision:
@@ -378,18 +431,54 @@ class Loop:
             return self.signal_stop
         return "stop requested" if read_control(self.p.home.control, self.p.session) == "stop" else None
 
+    def screenless(self, exc: Exception) -> Observation:
+        """An observation without an image when the screen cannot be captured (said once, journaled)."""
+        reason = str(exc) or type(exc).__name__
+        if reason != self.screen_problem:
+            self.say(f"screen unavailable: {reason}; deciding without a screenshot, GUI actions left out, "
+                     "direct tools still run")
+            self.screen_problem = reason
+        return Observation(png=None, captured_size=(0, 0), source="none", content_hash="", change_key="no-screen",
+                           meta={"screen_unavailable": reason})
+
     def build_context(self, goals: str, obs: Observation) -> DecisionContext:
         types = self.p.toolbox.available_types()
+        if obs.png is None and getattr(obs, "image", None) is None:
+            types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
         key = tuple(types)
         if key not in self._action_spaces:  # the same text every cycle while the tools stay the same
-            self._action_spaces[key] = describe_action_space(types)
+            cap = self.cfg.agent.model_wait_cap_s
+            self._action_spaces[key] = (describe_action_space(types)
+                                        + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
         action_space = self._action_spaces[key] + self.p.toolbox.describe()  # + MCP tools, skill names
+        captured = tuple(obs.captured_size) if obs.png is not None or getattr(obs, "image", None) is not None \
+            else None
+        fit = getattr(self.p.policy, "text_budget", None)
+        fitted = fit(captured, types) if fit is not None else None
+        budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
+        chars_per_token = self.cfg.context.chars_per_token
+        if fitted is not None:
+            chars_per_token = min(chars_per_token, fitted.chars_per_token)
         parts, dropped = build_parts(
             constitution=self._read(self.p.home.constitution, "(no constitution.md)"),
             goals=goals, memory=self._memory_text(), action_space=action_space,
-            latest=self.latest, recent=self.recent.notes, budget_tokens=self.cfg.context.budget_tokens,
-            chars_per_token=self.cfg.context.chars_per_token, accessibility=obs.accessibility)
-        return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped)
+            latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
+            chars_per_token=chars_per_token, accessibility=obs.accessibility)
+        if captured is None:
+            parts.append(ContextPart("screen", f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
+                                               "GUI actions are not available; use the direct tools."))
+        info: dict[str, Any] = {"budget_tokens": budget, "chars_per_token": round(chars_per_token, 3)}
+        if fitted is not None:
+            info.update({k: v for k, v in fitted.record().items() if k not in info})
+        elif self.cfg.context.budget_tokens is None:
+            info["window_source"] = "unknown (the model does not say): the default budget"
+        return DecisionContext(parts=parts, observation=obs, step=self.step, action_types=types, dropped=dropped,
+                               budget=info)
+
+    @staticmethod
+    def context_record(ctx: DecisionContext) -> dict[str, Any]:
+        """What the journal keeps about one decision's prompt: its budget and what was left out."""
+        return {**ctx.budget, "dropped": list(ctx.dropped), "action_types": list(ctx.action_types)}
 
     def act(self, decision: Decision, obs: Observation, changed: bool) -> None:
         checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
@@ -397,9 +486,11 @@ class Loop:
         actions = [a for a in checked if isinstance(a, _Action)]
         if problems or not actions:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
-            self.pre_dispatch_error(f"invalid action: {msg}")
+            cause = decision_problem_cause(decision)
+            self.pre_dispatch_error(msg if cause == "cut off" else f"{cause}: {msg}", cause=cause)
             return
         self.error_count = 0
+        self.valid_decisions += 1
         for action in actions:
             self.check_control()
             if isinstance(action, Wait):
@@ -413,13 +504,27 @@ class Loop:
     # -- the parts of act -----------------------------------------------------
 
     def idle(self, action: Wait, changed: bool) -> None:
+        """Wait as asked (capped at agent.max_model_wait_s) or by the idle backoff; record what was waited."""
         self.idle_count = 1 if changed else self.idle_count + 1
         a = self.cfg.agent
-        delay = max(action.seconds or 0.0, backoff_delay(a.idle_backoff_start_s, a.idle_backoff_max_s, self.idle_count))
-        self.note(action, f"waited {delay:g} s")
-        self.record("result", {"action": action.model_dump(), "ok": True, "idle_wait_s": delay,
-                               "dry_run": self.p.dry_run})
-        self.wait(delay)
+        cap = a.model_wait_cap_s
+        asked = action.seconds or 0.0
+        delay = max(min(asked, cap), backoff_delay(a.idle_backoff_start_s, a.idle_backoff_max_s, self.idle_count))
+        started = self.p.clock.monotonic()
+        ended_by = None
+        try:
+            self.wait(delay)
+        except StopRun as stop:
+            ended_by = stop.reason
+            raise
+        finally:  # written after the wait: the time actually waited, also when a stop cut it short
+            waited = round(self.p.clock.monotonic() - started, 3)
+            outcome = f"waited {waited:g} s" + (f" of {delay:g} s ({ended_by})" if ended_by else "") + \
+                (f" (asked {asked:g} s, capped at {cap:g} s)" if asked > cap else "")
+            self.note(action, outcome)
+            self.record("result", {"action": action.model_dump(), "ok": True, "idle_wait_s": waited,
+                                   "planned_wait_s": delay, **({"capped_at_s": cap} if asked > cap else {}),
+                                   **({"ended_by": ended_by} if ended_by else {}), "dry_run": self.p.dry_run})
 
     def finish(self, action: Finish) -> None:
         self.last_finish = action.model_dump()
@@ -477,19 +582,23 @@ class Loop:
         self.save_state(pending=None)  # recorded once; a restart must not record it again
         raise StopRun(reason)
 
-    def pre_dispatch_error(self, message: str) -> None:
+    def pre_dispatch_error(self, message: str, cause: str = "model error",
+                           context: dict[str, Any] | None = None) -> None:
         self.error_count += 1
+        self.model_errors[cause] = self.model_errors.get(cause, 0) + 1
         a = self.cfg.agent
         delay = 0.0
         if self.error_count >= a.errors_before_backoff:
             delay = backoff_delay(a.recovery_backoff_start_s, a.recovery_backoff_max_s,
                                   self.error_count - a.errors_before_backoff + 1)
-        self.record("error", {"stage": "pre-dispatch", "error": message, "consecutive": self.error_count,
-                              "backoff_s": delay})
+        spent = self.budget_spent_by(delay) if delay else None
+        self.record("error", {"stage": "pre-dispatch", "error": message, "cause": cause,
+                              "consecutive": self.error_count, "backoff_s": 0.0 if spent else delay,
+                              **({"context": context} if context else {})})
         self.latest = f"ERROR: {message}"
         if self.recent.add(StepNote(self.step, "(no action)", f"error: {message[:200]}")):
             self.memory_view = None
-        self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay else ""))
+        self.say(f"step {self.step}: {message}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
         if delay:
             self.wait(delay)
 

@@ -4,6 +4,7 @@
 Format `conway-traj/1`, one JSON object per step:
 
     format, session, step, t_start, t_end
+    instruction   the goals / task text the model saw at that step (journaled when it changes)
     observation   the journal's observation record: screenshot path + sha256,
                   captured size, logical size, accessibility length, ...
     geometry      captured_size, sent_size, convention, resize_rule (what the
@@ -47,12 +48,15 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     order: list[tuple[str, int]] = []
     revisions: dict[str, str | None] = {}
     checks: dict[str, dict[str, Any]] = {}
+    goals: dict[str, str] = {}
     for ev in events:
         kind = ev.get("kind")
         p = ev.get("payload") or {}
         if kind == "session":
             if p.get("event") == "start":
                 revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
+            elif p.get("event") == "goals":  # the goals / task text the model saw from here on
+                goals[ev.get("session", "?")] = p.get("text")
             elif p.get("event") == "acceptance" and p.get("verified") is not None:
                 # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
                 checks[ev.get("session", "?")] = {"success": "success" if p["verified"] else "failure",
@@ -69,6 +73,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                                 "decision": None, "actions": [], "errors": [], "uncertain": False,
                                 "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
                                 "labels": {"success": "unknown"}}
+            if goals.get(key[0]):
+                rec["instruction"] = goals[key[0]]
             order.append(key)
         rec["t_end"] = ev.get("ts")
         if kind == "observation":

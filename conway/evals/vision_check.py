@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 from ..actions import describe_action_space
 from ..config import ConwayConfig
-from ..context import build_parts
-from ..errors import UserError
+from ..context import build_parts, resolve_budget
+from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
-from ..protocols import Decision, DecisionContext, Observation, Policy
+from ..protocols import Decision, DecisionContext, Observation, Policy, describe_causes
 from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, ask, decision_fields, first_click, parallel_notes,  # noqa: F401
                      policy_is_serial, run_parallel, serial_lock)
 from .readiness import effective_backend
@@ -47,7 +47,7 @@ def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
     types = ["click"]
     parts, dropped = build_parts(constitution=PROMPT, goals=case.instruction, memory="",
                                  action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=config.context.budget_tokens,
+                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)
     return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
 
@@ -56,6 +56,8 @@ def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
     """hit / predicted point / distance from a decision's first action (nothing is executed)."""
     point, action, error = first_click(decision)
     out: dict[str, Any] = {"predicted": None, "action": action, "hit": False, "distance_px": None, "error": error}
+    if getattr(error, "cause", None):
+        out["error_cause"] = error.cause  # type: ignore[union-attr]
     if point is None:
         return out
     x, y = point
@@ -74,7 +76,8 @@ def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: 
                               "image": {"size": list(case.size), "sha256": case.sha256}}
     decision, error, seconds = ask(policy, ctx, lock)
     if decision is None:
-        result = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": error}
+        result = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": error,
+                  "error_cause": getattr(error, "cause", None) or "model error"}
     else:
         result = score(case, decision)
     record["latency_s"] = round(seconds, 6)
@@ -121,8 +124,14 @@ def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
                rms_error_px=round(raw_rms, 1), rms_after_scale_fit_px=round(scaled_rms, 1),
                spread_predicted_px=round(spread_pred, 1), spread_targets_px=round(spread_target, 1),
                target_half_size_px=round(half, 1))
+    same, same_n = _most_common_point(px, py)
+    out["most_common_point"] = {"point": list(same), "count": same_n}
     if misses == 0:
         out["verdict"] = "no misses"
+    elif same_n >= 3 and same_n * 2 >= n:
+        out["verdict"] = (f"clustered: {same_n} of {n} answers are the same point ({same[0]:.0f}, {same[1]:.0f}) "
+                          "whatever the target; the model is not using the image (is the image reaching it? "
+                          "mmproj loaded?) or cannot ground at all")
     elif spread_target > 0 and spread_pred < 0.25 * spread_target:
         out["verdict"] = (f"clustered: the answers barely move with the target (spread {spread_pred:.0f} px vs "
                           f"{spread_target:.0f} px); the model is not using the image (is the image reaching "
@@ -139,6 +148,16 @@ def miss_pattern(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _most_common_point(xs: list[float], ys: list[float], tolerance_px: float = 2.0) -> tuple[tuple[float, float], int]:
+    """The answered point repeated most often (within `tolerance_px`) and how often."""
+    best, best_n = (xs[0], ys[0]), 0
+    for x, y in zip(xs, ys):
+        n = sum(1 for a, b in zip(xs, ys) if abs(a - x) <= tolerance_px and abs(b - y) <= tolerance_px)
+        if n > best_n:
+            best, best_n = (x, y), n
+    return best, best_n
+
+
 def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     n = len(records)
     hits = sum(1 for r in records if r.get("hit"))
@@ -146,8 +165,13 @@ def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     answered = [r["latency_s"] for r in records if r.get("raw_output") is not None]
     lo, hi = wilson(hits, n)
     dists = [r["distance_px"] for r in records if r.get("distance_px") is not None]
+    causes: dict[str, int] = {}
+    for r in records:
+        if r.get("error_cause"):
+            causes[r["error_cause"]] = causes.get(r["error_cause"], 0) + 1
     return {
         "cases": n, "hits": hits, "misses": n - hits - errors, "errors": errors,
+        "valid_decisions": sum(1 for r in records if r.get("action") is not None), "model_errors": causes,
         "hit_rate": hits / n if n else 0.0, "hit_rate_ci95": [round(lo, 4), round(hi, 4)],
         "latency_s": {"p50": percentile(answered, 50), "p95": percentile(answered, 95),
                       "mean": round(sum(answered) / len(answered), 6) if answered else None, "n": len(answered),
@@ -275,6 +299,12 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         if ids:
             report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
         code = 0 if summary["hits"] == samples else 2
+        never = None
+        if summary["valid_decisions"] == 0:
+            never = (f"no valid decision in {samples} case(s): "
+                     f"{describe_causes(summary['model_errors']) or 'no action proposed'}")
+            summary["no_valid_decision"] = never
+            code = NO_VALID_DECISION_EXIT
         sheet_written = None
         if sheet_path is not None:
             png = draw_sheet(records, seed, image_size, profile=profile)
@@ -284,8 +314,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         if not streaming:
             for rec in records:
                 report.add_case(rec)
-        report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary,
-                      sheet=sheet_written)
+        report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
+                      summary=summary, sheet=sheet_written)
     finally:
         close = getattr(policy, "close", None)
         if own_policy and callable(close):
@@ -294,6 +324,10 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
         f"({size_source})")
+    if summary["model_errors"]:
+        say(f"model errors: {describe_causes(summary['model_errors'])}")
+    if summary.get("no_valid_decision"):
+        say(summary["no_valid_decision"])
     lat = summary["latency_s"]
     if lat["p50"] is not None:
         say(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; {summary['cases_per_s']} cases/s")
