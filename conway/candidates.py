@@ -29,6 +29,7 @@ import yaml
 
 from .errors import UserError
 from .home import Home, validate_name
+from .state import atomic_write_bytes, atomic_write_json
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "conway-candidate/1"
@@ -37,16 +38,6 @@ PROMOTIONS = "promotions.jsonl"
 
 def candidate_dir(home: Home, name: str) -> Path:
     return home.candidates / validate_name(name, "candidate name")
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> Path:
@@ -60,7 +51,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> Path:
             raise ValueError(f"manifest names {rel} but {folder / rel} does not exist")
     data = {"schema": MANIFEST_SCHEMA, "created": time.time(), **manifest}
     path = folder / MANIFEST
-    write_json_atomic(path, data)
+    atomic_write_json(path, data)
     return path
 
 
@@ -147,12 +138,7 @@ def _write_home_config(home: Home, data: dict[str, Any], why: str) -> None:
             "# Never put API keys here: they come from the environment.\n"
             f"# Last changed by `conway {why}` (previous policy in {PROMOTIONS}).\n"
             + yaml.safe_dump(data, sort_keys=False))
-    tmp = home.config.with_name(home.config.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, home.config)
+    atomic_write_bytes(home.config, text.encode("utf-8"))
 
 
 def _validate(home: Home, data: dict[str, Any]) -> None:
@@ -296,7 +282,7 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
 def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: Any
              ) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
     """Build the policy from `overrides`, `run(policy, cfg)` the suite, summarise; (records, summary, id, cfg)."""
-    from .app import build_policy
+    from .policies.factory import build_policy
     from .config import load_config
 
     cfg = load_config(home.config, overrides)
@@ -458,3 +444,17 @@ def _record_eval(home: Home, name: str, summary: dict[str, Any], report: Path) -
     path = candidate_dir(home, name) / "evals.jsonl"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"ts": time.time(), "report": str(report), **summary}, sort_keys=True, default=str) + "\n")
+
+
+def render_candidates(items: list[dict[str, Any]], home: Home) -> str:
+    """`conway candidates`: one line per candidate (status, recipe, final loss, train-time held-out hits)."""
+    if not items:
+        return f"no candidates under {home.candidates}"
+    lines = []
+    for c in items:
+        m = c.get("metrics") or {}
+        hits, loss = m.get("held_out_hit_rate"), m.get("final_loss")
+        lines.append(f"{c['name']:<24} {c['status']:<26} recipe {c.get('recipe') or '-':<14} "
+                     f"loss {f'{loss:.4f}' if isinstance(loss, (int, float)) else '-'}"
+                     + (f"  train-time held-out hits {hits:.0%}" if isinstance(hits, (int, float)) else ""))
+    return "\n".join(lines)

@@ -136,3 +136,15 @@ def probe(policy: Policy, size: tuple[int, int] = PROBE_SIZE) -> ProbeReport:
         report.problems.append("the answer held no action")
     report.ok = bool(report.actions) and not report.problems
     return report
+
+
+def probe_configured(config: Any, home: Any) -> ProbeReport:
+    """Build the configured policy, probe it once, and always close it (a server Conway started stops)."""
+    from .policies.factory import build_policy
+    policy = build_policy(config, home)
+    try:
+        return probe(policy)
+    finally:
+        close = getattr(policy, "close", None)
+        if close:
+            close()

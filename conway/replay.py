@@ -87,7 +87,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     """Replay a trajectory through a policy; write a report; exit 0 (all agree) / 2 (disagreements)."""
     from .evals.report import Report, check_new_output
     from .evals.vision_check import wilson
-    from .export import check_screenshots, record_image
+    from .steps import check_screenshots, record_image
 
     if against not in ("labels", "recorded"):
         raise UserError(f"--against must be labels or recorded (got {against!r})")
@@ -106,7 +106,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
                         f"(--against {against}); label steps with `conway review` or use --against recorded")
     own = policy is None
     if policy is None:
-        from .app import build_policy
+        from .policies.factory import build_policy
         policy = build_policy(config, home)
     cases = []
     started = time.perf_counter()

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = None
     try:
         cfg = load_config(None, overrides)
-        from conway.app import build_policy
+        from conway.policies.factory import build_policy
         started = time.perf_counter()
         policy = build_policy(cfg, home)
         results["server_start_s"] = round(time.perf_counter() - started, 2)

@@ -67,7 +67,7 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
 def baselines(seed: int, n: int, profile: str) -> dict:
     """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
     sys.path.insert(0, str(REPO))
-    from conway.evals.vision_check import generate_case, references
+    from conway.evals.vision_cases import generate_case, references
 
     w, h = (int(v) for v in SIZE.split("x"))
     records = []
@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     t_train = time.time()
     step([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
           f"data.path={dataset}", "output.candidate=demo", f"convert.base_gguf={model}",
-          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}", *args.overrides])
+          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}",
+          # under `choose` the goal decides which shape: the curriculum's short prompt must keep it
+          *(["train.short_prompt_keep_goals=true"] if PROFILE == "choose" else []), *args.overrides])
     train_s = time.time() - t_train
     step(conway + ["candidates"])
     evaluation = work / "candidate-eval.json"

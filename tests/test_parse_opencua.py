@@ -309,3 +309,14 @@ def test_an_answer_of_thousands_of_lines_is_refused_before_the_heading_scan() ->
     ok = parse("## Thought:\n" + "a line of thought\n" * 4000 + "## Code:\n```python\npyautogui.click(x=1, y=2)\n```",
                **ABS)
     assert ok.ok, ok.actions
+
+
+def test_python_syntax_warnings_stay_inside_the_parser() -> None:
+    """ast.parse warns on stderr about '0x7fin' (found by the fuzz proof); the rejection is the message."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = parse("```python\npyautogui.click(x=0x7fffffffin, y=1e5in)\n```", **ABS)
+    assert "not valid Python" in only_problem(out)
+    assert not caught, [str(w.message) for w in caught]

@@ -116,8 +116,9 @@ def test_fuzz_quick_nothing_is_evaluated(fuzz):
 
 
 @pytest.mark.slow
-def test_fuzz_quick_no_exception_escapes(fuzz):
+def test_fuzz_quick_no_exception_escapes_and_nothing_is_printed(fuzz):
     _holds(fuzz, "exceptions escaping parse")
+    _holds(fuzz, "warnings printed by parsers")
 
 
 @pytest.mark.slow

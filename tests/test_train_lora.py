@@ -214,7 +214,8 @@ def test_candidate_gguf_loads_in_llama_cpp_and_answers_an_image(tiny_base, datas
     assert model.stat().st_size > 100_000 and mmproj.stat().st_size > 100_000
 
     from conway.config import load_config
-    from conway.evals.vision_check import decision_context, generate_case
+    from conway.evals.vision_cases import generate_case
+    from conway.evals.vision_check import decision_context
     from conway.home import resolve_home
     from conway.policies.factory import build_model_policy
     home = resolve_home(str(tmp_path / "home"))
@@ -227,3 +228,20 @@ def test_candidate_gguf_loads_in_llama_cpp_and_answers_an_image(tiny_base, datas
         policy.close()
     assert decision.raw_text.startswith('{"thought": ')  # the grammar-constrained answer of a real model
     assert decision.meta["image_tokens"] == 9 and decision.meta["timings"].get("image_encode_ms") is not None
+
+
+def test_curriculum_short_prompt_keeps_the_goal_only_when_asked(dataset):
+    """Without the goal the curriculum's first phase cannot learn a task where the goal decides (choose)."""
+    from conway.config import load_config
+    from training.data import DataSettings, build_examples, load_rows
+    from training.recipe import load_recipe
+    ex = build_examples(load_rows(dataset), DataSettings(), load_config(None, []))[0][0]
+    goal = ex.messages[-1]["content"][0]["text"]
+    assert "Click the red square." in goal
+    plain, kept = ex.short().messages[0]["content"][0]["text"], ex.short(True).messages[0]["content"][0]["text"]
+    assert "Click the red square." not in plain and plain == kept.splitlines()[-1]
+    assert kept.startswith('<file name="goals.md">') and "Click the red square." in kept
+    assert ex.short(True).messages[0]["content"][-1]["type"] == "image_url"  # the image still comes last
+    recipe = load_recipe("tiny_cpu", ["model.path=/m", "train.short_prompt_keep_goals=true"])
+    assert recipe.train.short_prompt_keep_goals is True
+    assert load_recipe("tiny_cpu", ["model.path=/m"]).train.short_prompt_keep_goals is False

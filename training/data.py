@@ -13,7 +13,7 @@ What makes a row train what the loop will later ask:
 * the image goes through the loop's resize rule (`policies.base.prepare_image`)
   and then through the model's own image processor;
 * the completion is the target turn in the adapter family's format
-  (`conway.export.render_target`), with the recorded sent size and
+  (`conway.policies.targets.render_target`), with the recorded sent size and
   convention, so coordinates stay right;
 * the loss covers the assistant's tokens only (labels are -100 elsewhere).
 
@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -71,6 +72,10 @@ class DataSettings(BaseModel):
     """Seed of the shuffle and the split."""
 
 
+GOALS_BLOCK = re.compile(r'<file name="goals\.md">.*?</file>', re.S)
+"""The goals part of a user turn as `conway.context.build_parts` writes it."""
+
+
 @dataclass
 class Example:
     """One training row before tokenization."""
@@ -83,19 +88,25 @@ class Example:
     """The assistant's answer to learn (target turn), without the end-of-turn token."""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def short(self) -> "Example":
+    def short(self, keep_goals: bool = False) -> "Example":
         """The same row with only the end of the prompt: the user turn's last text line and the image.
 
         Everything between that line and the answer is unchanged, so what a
         model learns about where the image tokens sit relative to its answer
         carries over to the full prompt (the curriculum's first phase).
+        `keep_goals` also keeps the goals block (`<file name="goals.md">…`):
+        without it a task whose answer depends on the goal ("click the green
+        square" among several) cannot be learned in this phase at all.
         """
         user = self.messages[-1]
         parts = user["content"] if isinstance(user["content"], list) else [{"type": "text", "text": user["content"]}]
         kept = []
         for part in parts:
             if part.get("type") == "text":
-                kept.append({"type": "text", "text": part["text"].strip().splitlines()[-1]})
+                text = part["text"].strip()
+                goals = GOALS_BLOCK.search(text) if keep_goals else None
+                last = text.splitlines()[-1]
+                kept.append({"type": "text", "text": (goals.group(0) + "\n\n" + last) if goals else last})
             else:
                 kept.append(part)
         return Example(messages=[{"role": user["role"], "content": kept}], image_png=self.image_png,
@@ -188,7 +199,7 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
         return None, f"labelled {verdict} without a correction"
     if labels.get("success") == "failure" and not labels.get("corrected_action"):
         return None, "failed without a correction"
-    from conway.export import target_action
+    from conway.policies.targets import target_action
     action, _ = target_action(rec)
     if action is None:
         return None, "no action"
@@ -208,14 +219,14 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
 def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     if row.get("image"):
         return row["image"]
-    from conway.export import record_image
+    from conway.steps import record_image
     return record_image(rec, home_root)
 
 
 def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, config: Any,
                    home_root: Path | None = None) -> tuple[list[Example], dict[str, int]]:
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
-    from conway.export import render_target
+    from conway.policies.targets import render_target
 
     examples: list[Example] = []
     skipped: dict[str, int] = {}

@@ -92,6 +92,9 @@ class TrainSettings(_Section):
     short_prompt_steps: int = Field(default=0, ge=0)
     """Curriculum: the first N steps train on the end of the prompt only (last user line + image + answer),
     so a random model finds the image before the full prompt dilutes its attention (0: off)."""
+    short_prompt_keep_goals: bool = False
+    """The curriculum's short prompt also keeps the goals block (needed when the goal decides the answer,
+    e.g. the `choose` profile; off reproduces the measured `demo`/`offcentre` runs)."""
 
 
 class OutputSettings(_Section):

@@ -219,7 +219,8 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
 
     encoder = Encoder.from_pretrained(base)
     encoded_train = [encoder.encode(e) for e in train_ex]
-    encoded_short = ([encoder.encode(e.short()) for e in train_ex] if recipe.train.short_prompt_steps else [])
+    encoded_short = ([encoder.encode(e.short(recipe.train.short_prompt_keep_goals)) for e in train_ex]
+                     if recipe.train.short_prompt_steps else [])
     encoded_eval = [encoder.encode(e) for e in eval_ex]
     seq = max(len(e["input_ids"]) for e in encoded_train)
     say(f"tokens per example: up to {seq} (prompt + image + answer; loss on the answer only)")
@@ -229,6 +230,10 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
     total = sum(p.numel() for p in model.parameters())
     say(f"model: {base.name} ({total:,} parameters, {trainable:,} trainable = {trainable / total:.1%})")
 
+    # accelerate keeps one process-wide state; another trainer in this process (TRL's, an earlier run)
+    # may have set it differently, and Accelerator() refuses to change it: start from a clean one
+    from accelerate.state import AcceleratorState
+    AcceleratorState._reset_state(reset_partial_state=True)
     accelerator = Accelerator(gradient_accumulation_steps=recipe.train.grad_accum,
                               mixed_precision="bf16" if recipe.model.dtype == "bfloat16" and torch.cuda.is_available()
                               else "no")

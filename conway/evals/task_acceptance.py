@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from ..errors import UserError
+from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
 
 KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
@@ -345,14 +345,12 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
                      output: str | None, argv: list[str] | None,
                      say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and report."""
-    from datetime import datetime, timezone
-    import secrets
 
-    from ..app import RunRequest, run_agent, workdir_for
+    from ..app import RunRequest, new_session_id, run_agent, workdir_for
     from .report import Report, check_new_output
 
     out = check_new_output(output, home) if output else None
-    name = "task-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    name = "task-" + new_session_id()
     shome = session_home(home, name)
     prompt = spec.prompt() if spec else task
     report = None
@@ -371,14 +369,21 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     summary = session_summary(spec, results, declared, executed=execute, steps=outcome.steps, reason=outcome.reason)
     summary["session"] = session
     summary["session_memory"] = str(shome.memory)
+    summary["valid_decisions"] = outcome.valid_decisions
+    summary["model_errors"] = dict(outcome.model_errors)
+    never = outcome.no_valid_decision
+    if never:
+        summary["no_valid_decision"] = never
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain or outcome.failed else (2 if summary["verified"] is False else 0)
+    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+        (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
         for r in results or []:
             report.add_case(r)
-        report.finish(status={True: "verified", False: "not verified", None: "unverified"}[summary["verified"]],
-                      exit_code=code, summary=summary, task=prompt)
+        status = "no valid decision" if never and not uncertain else \
+            {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
+        report.finish(status=status, exit_code=code, summary=summary, task=prompt)
     recorded = record_in_journal(home, session, outcome.steps, summary, str(out) if out else None,
                                  config.journal)
     if not execute:
@@ -392,6 +397,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say(f"verified by Conway: {summary['verified_passed']}/{len(results)} criteria passed")
     else:
         say(f"verified by Conway: - ({summary['note']})")
+    if never:
+        say(never)
     if not recorded:
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:
@@ -413,3 +420,24 @@ def render_counts(counts: dict[str, int]) -> str:
             f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
             f"{counts['not_verified']} not verified")
 
+
+def read_task(text: str | None, file: str | None) -> str | None:
+    if text and file:
+        raise UserError("give either --task or --task-file, not both")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"task file {path} does not exist") from None
+        except OSError as exc:
+            raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"task file {path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        if not text.strip():
+            raise UserError(f"task file {path} is empty")
+    if text is not None and not text.strip():
+        raise UserError("--task is empty")
+    return text

@@ -39,6 +39,10 @@ or expression, names, calls or attribute access inside arguments, f-strings,
 the source (``ast`` NFKC-normalizes identifiers, so a full-width ``ｐyautogui``
 would otherwise pass as ``pyautogui``).
 
+Work is linear in the answer's length whatever its shape: fence and
+heading patterns cannot backtrack, and an answer with more than
+`MAX_HEADINGS` section headings is refused as not an OpenCUA answer.
+
 Coordinates are in the caller's convention: absolute pixels of the
 smart-resized image for OpenCUA-7B/32B (`Convention.ABSOLUTE`), 0..1 for the
 other variants (`Convention.RELATIVE`).
@@ -52,6 +56,7 @@ import io
 import math
 import re
 import tokenize
+import warnings
 from typing import Any
 
 from ..actions import ActionProblem, _Action
@@ -201,7 +206,9 @@ def _code_to_actions(code: str, convention: Any, sent: Size, captured: Size) -> 
         raise _Reject(f"the code block is {len(code)} chars (limit {MAX_CODE_CHARS})")
     _check_identifiers(code)
     try:
-        tree = ast.parse(code, mode="exec")  # parse only: nothing is compiled to run
+        with warnings.catch_warnings():  # "SyntaxWarning: invalid decimal literal" would reach the user's terminal
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code, mode="exec")  # parse only: nothing is compiled to run
     except SyntaxError as exc:
         raise _Reject(f"not valid Python ({exc.msg}, line {exc.lineno})") from None
     except (ValueError, MemoryError, RecursionError) as exc:

@@ -10,7 +10,8 @@ environment if anything evaluated them), giant numbers, deep nesting, unicode
 NUL) and giant repeats of one fragment up to the 200,000-character input limit.
 
 Promises checked: no exception escapes `parse`, no "internal … parser error"
-problem (the guard's last resort), no input over 50 ms (an input over 50 ms
+problem (the guard's last resort), no warning (Python's SyntaxWarning would reach
+the user's terminal), no input over 50 ms (an input over 50 ms
 of wall time is timed again three times in this thread's CPU time and the
 minimum counts, so a busy shared machine does not; a parse still running
 after 3 s is stopped by an alarm and counted), the canary untouched. The canary
@@ -24,6 +25,7 @@ violations name the parser, the index and the mutators.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import random
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -298,10 +301,14 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
     slow_by = dict.fromkeys(fns, 0)
     internal_by = dict.fromkeys(fns, 0)
     old_handler = signal.signal(signal.SIGALRM, _on_alarm) if _ALARM else None
+    stack = contextlib.ExitStack()
     try:
         control = work / "control"
         control.mkdir()
         armed, tried, unarmed = canary_positive_control(control)
+        caught = stack.enter_context(warnings.catch_warnings(record=True))  # a parser must not print warnings
+        warnings.simplefilter("always")
+        n_warnings = 0
         for i in range(inputs):
             rng = random.Random(f"{seed}:{i}")
             text, recipe = mutate(rng, seeds, canary)
@@ -335,6 +342,10 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
                         v.add(f"inputs over {SLOW_MS:g} ms", f"{where}: {ms:.0f} ms; starts {text[:60]!r}")
                         slow_by[pname] += 1
                 times_ms.append(ms)
+                if len(caught) > n_warnings:
+                    w = caught[-1]
+                    v.add("warnings printed by parsers", f"{where}: {w.category.__name__}: {w.message}")
+                    n_warnings = len(caught)
                 slowest.append((ms, f"input {i} ({'+'.join(recipe)}, {len(text)} chars) → {pname}"))
                 if len(slowest) > 50:
                     slowest.sort(reverse=True)
@@ -356,6 +367,7 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
         if os.environ.get(FLAG):
             v.add("canary untouched (nothing evaluated)", f"${FLAG} was set")
     finally:
+        stack.close()
         if _ALARM:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old_handler)
@@ -369,6 +381,7 @@ def prove(inputs: int = 100_000, seed: int = 0, say=print) -> ProofResult:
         Check("inputs", inputs, f"{inputs}", True),
         v.zero_check("exceptions escaping parse"),
         v.zero_check("internal parser errors"),
+        v.zero_check("warnings printed by parsers"),
         v.zero_check(f"inputs over {SLOW_MS:g} ms"),
         Check("canary armed (payloads that do create it when run)", f"{armed}/{tried}", f"{tried}/{tried}",
               armed == tried, [f"payload did not create its canary when run: {p}" for p in unarmed]),

@@ -118,7 +118,7 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
     own_policy = policy is None
     try:
         if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
-            from ...app import build_policy
+            from ...policies.factory import build_policy
             policy = build_policy(config, home)
     except BaseException:
         if cleanup:
