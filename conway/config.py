@@ -379,13 +379,18 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
                             "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
                             "inherit_env / headers_env, names the variable).")
+    hints: list[str] = []
     for item in overrides:  # a typo is an unknown key (with the closest names), before any secret check
         key = item.split("=", 1)[0].lstrip("+~")
-        if "." in key and unknown_key(key):
-            raise UserError(f"override {key}: {unknown_key(key)}")
+        problem = unknown_key(key) if "." in key else None
+        if problem and _secret_name(key.rsplit(".", 1)[-1]) and not _typo_of_a_setting(key):
+            hints.append(f"{key}: {problem}")  # policy.api_key is someone's key, not a slip of the finger
+        elif problem:
+            raise UserError(f"override {key}: {problem}")
     secrets = find_secrets(_nested(overrides))
     if secrets:
-        raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
+        raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables"
+                        + (f" ({'; '.join(hints)})" if hints else ""))
 
     GlobalHydra.instance().clear()
     try:
@@ -427,6 +432,21 @@ def explain_validation(exc: ValidationError) -> str:
         lines.append(f"  {key}: {msg} (got {err.get('input')!r})" if err["type"] != "extra_forbidden"
                      else f"  {key}: {unknown_key(key) or 'unknown key'}")
     return "\n".join(lines)
+
+
+def _typo_of_a_setting(dotted: str, cutoff: float = 0.85) -> bool:
+    """Whether the last part of `dotted` is one slip away from a real setting (policy.max_token)."""
+    import difflib
+
+    model: Any = ConwayConfig
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        fields = getattr(model, "model_fields", None) or {}
+        annotation = fields[part].annotation if part in fields else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return False
+    return bool(difflib.get_close_matches(leaf, list(model.model_fields), n=1, cutoff=cutoff))
 
 
 def unknown_key(dotted: str) -> str | None:

@@ -14,7 +14,6 @@ from conway.cli import main
 @pytest.mark.parametrize("override,expected", [
     ("policy.max_token=100", "override policy.max_token: unknown key (did you mean policy.max_tokens"),
     ("agent.max_step=3", "override agent.max_step: unknown key (did you mean agent.max_steps"),
-    ("policy.api_key=abc", "override policy.api_key: unknown key (did you mean policy.api_key_env?)"),
     ("context.budget=9", "override context.budget: unknown key (did you mean context.budget_tokens"),
 ])
 def test_a_typo_is_an_unknown_key_with_the_closest_names_not_a_secret(override, expected, capsys):
@@ -26,6 +25,14 @@ def test_a_typo_is_an_unknown_key_with_the_closest_names_not_a_secret(override, 
 def test_an_unknown_section_lists_what_is_there(capsys):
     assert main(["config", "polcy.kind=mock"]) == 1
     assert "override polcy.kind: unknown key (did you mean policy?)" in capsys.readouterr().err
+
+
+def test_a_secret_named_unknown_key_is_refused_as_a_secret_with_the_hint(capsys):
+    # not a typo: policy.api_key is where people try to put a key; refuse it as one and point the right way
+    assert main(["config", "policy.api_key=abc"]) == 1
+    err = capsys.readouterr().err
+    assert "refusing secret-looking override(s): policy.api_key" in err
+    assert "did you mean policy.api_key_env?" in err and "Traceback" not in err
 
 
 def test_a_real_secret_is_still_refused(capsys):
