@@ -38,6 +38,8 @@ class Observation:
     screenshot_path: str | None = None
     """Where the archived copy was saved, if it was."""
     meta: dict[str, Any] = field(default_factory=dict)
+    image: Any = field(default=None, repr=False, compare=False)
+    """The capture as a decoded Pillow image when the observer has one (saves a PNG decode); else None."""
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps of an observation (never the image bytes)."""
