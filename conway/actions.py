@@ -10,7 +10,66 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError,
+                      WithJsonSchema, model_validator)
+
+# --- key names: one set for the validator, the output grammars and schemas, and the GUI tool ---------
+
+NAMED_KEYS = frozenset("""
+accept add alt altleft altright apps backspace browserback browserfavorites browserforward browserhome
+browserrefresh browsersearch browserstop capslock clear convert ctrl ctrlleft ctrlright decimal del delete
+divide down end enter esc escape execute f1 f2 f3 f4 f5 f6 f7 f8 f9 f10 f11 f12 f13 f14 f15 f16 f17 f18 f19
+f20 f21 f22 f23 f24 final fn hanguel hangul hanja help home insert junja kana kanji launchapp1 launchapp2
+launchmail launchmediaselect left modechange multiply nexttrack nonconvert num0 num1 num2 num3 num4 num5 num6
+num7 num8 num9 numlock pagedown pageup pause pgdn pgup playpause prevtrack print printscreen prntscrn prtsc
+prtscr return right scrolllock select separator shift shiftleft shiftright sleep space stop subtract tab up
+volumedown volumemute volumeup win winleft winright yen command option optionleft optionright
+""".split())
+"""pyautogui's multi-character KEY_NAMES (0.9.54), lowercase."""
+SINGLE_KEYS = frozenset("\t\n\r !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+"""Single characters a key action may name (pyautogui's, plus capital letters)."""
+KEY_ALIASES = {
+    "control": "ctrl", "ctl": "ctrl", "lctrl": "ctrlleft", "rctrl": "ctrlright",
+    "return": "enter", "escape": "esc", "del": "delete", "ins": "insert",
+    "page_up": "pageup", "pgup": "pageup", "page_down": "pagedown", "pgdn": "pagedown",
+    "arrowup": "up", "arrowdown": "down", "arrowleft": "left", "arrowright": "right",
+    "arrow_up": "up", "arrow_down": "down", "arrow_left": "left", "arrow_right": "right",
+    "spacebar": "space", "back_space": "backspace", "bksp": "backspace",
+    "super": "win", "meta": "win", "cmd": "command", "opt": "option", "caps_lock": "capslock",
+    "print_screen": "printscreen", "plus": "+", "minus": "-",
+}
+"""Common spellings models use, mapped to pyautogui key names (matched case-insensitively)."""
+KEY_CHOICES: tuple[str, ...] = tuple(sorted(NAMED_KEYS | set(KEY_ALIASES))) + \
+    tuple(sorted(k for k in SINGLE_KEYS if k.isprintable() and k not in ('"', "\\")))
+"""The key names output grammars and schemas offer: every one the validator accepts except the control
+characters, the quote and the backslash (a model writes "tab" / "enter"; llama-cpp-python 0.3.36's schema
+converter mangles those into a grammar that crashes its sampler: segfault, measured)."""
+
+
+def canonical_key(key: str) -> str | None:
+    """The pyautogui key name `key` stands for (aliases and case resolved), or None when it names no key."""
+    k = key.strip() if key.strip() else key
+    if len(k) == 1:
+        return k if k in SINGLE_KEYS else None
+    k = k.lower()
+    k = KEY_ALIASES.get(k, k)
+    return k if k in NAMED_KEYS or (len(k) == 1 and k in SINGLE_KEYS) else None
+
+
+def _check_key(key: str) -> str:
+    if canonical_key(key) is None:
+        raise ValueError(f"unknown key {key!r} (examples: enter, esc, tab, backspace, delete, up, pagedown, f5, "
+                         "ctrl, alt, shift, win, a, 1)")
+    return key
+
+
+class KeyNameRule:
+    """Marks a field whose value must be one of KEY_CHOICES (read by the grammar generator)."""
+
+
+KeyName = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_check_key),
+                    WithJsonSchema({"type": "string", "enum": list(KEY_CHOICES)}), KeyNameRule()]
 
 
 class _Action(BaseModel):
@@ -80,12 +139,12 @@ class TypeText(_Action):
 
 class Key(_Action):
     type: Literal["key"] = "key"
-    key: str = Field(min_length=1, max_length=40)
+    key: KeyName
 
 
 class Hotkey(_Action):
     type: Literal["hotkey"] = "hotkey"
-    keys: list[Annotated[str, Field(min_length=1, max_length=40)]] = Field(min_length=1, max_length=6)
+    keys: list[KeyName] = Field(min_length=1, max_length=6)
 
 
 class Scroll(_Action):
@@ -96,6 +155,26 @@ class Scroll(_Action):
     """Horizontal wheel clicks; positive scrolls right."""
     x: Coord | None = None
     y: Coord | None = None
+
+    paired: ClassVar[tuple[tuple[str, str], ...]] = (("x", "y"),)
+    """Optional fields that come together or not at all (the grammar and schema say so too)."""
+    one_nonzero: ClassVar[tuple[str, ...]] = ("dy", "dx")
+    """At least one of these must be non-zero (the grammar and schema say so too)."""
+
+    @model_validator(mode="after")
+    def _rules(self) -> "Scroll":
+        check_rules(self)
+        return self
+
+
+def check_rules(action: _Action) -> None:
+    """The cross-field rules a class declares (`paired`, `one_nonzero`): the validator's half."""
+    for a, b in getattr(action, "paired", ()):
+        if (getattr(action, a) is None) != (getattr(action, b) is None):
+            raise ValueError(f"{a} and {b} go together: give both or neither")
+    nonzero = getattr(action, "one_nonzero", ())
+    if nonzero and not any(getattr(action, f) for f in nonzero):
+        raise ValueError(f"give a non-zero {' or '.join(nonzero)}")
 
 
 # --- direct tools ------------------------------------------------------------
@@ -280,8 +359,55 @@ def _describe(exc: ValidationError) -> str:
 
 
 def action_schema() -> dict[str, Any]:
-    """JSON schema of one action (used by structured-output policies)."""
-    return _adapter.json_schema()
+    """JSON schema of one action (used by structured-output policies).
+
+    Cross-field rules (`paired`, `one_nonzero`) become `anyOf` variants of the class's schema, so a
+    schema-constrained answer obeys the same rules the validator checks.
+    """
+    schema = _adapter.json_schema()
+    defs = schema.get("$defs", {})
+    for cls in ACTION_TYPES.values():
+        name = cls.__name__
+        if name in defs and (getattr(cls, "paired", ()) or getattr(cls, "one_nonzero", ())):
+            defs[name] = _rule_variants(defs[name], cls)
+    return schema
+
+
+def _rule_variants(base: dict[str, Any], cls: type[_Action]) -> dict[str, Any]:
+    """`base` split into variants that each satisfy the class's cross-field rules."""
+    import copy
+    import itertools
+
+    variants = []
+    nonzero = list(getattr(cls, "one_nonzero", ())) or [None]
+    pairs = list(getattr(cls, "paired", ()))
+    for lead, with_pairs in itertools.product(range(len(nonzero)), itertools.product((False, True),
+                                                                                     repeat=len(pairs))):
+        v = copy.deepcopy(base)
+        props = v["properties"]
+        required = [r for r in v.get("required", [])]
+        field = nonzero[lead]
+        if field is not None:
+            for earlier in nonzero[:lead]:  # an earlier lead field is zero here: leave it out
+                props.pop(earlier, None)
+            lo, hi = props[field].get("minimum", -(10**6)), props[field].get("maximum", 10**6)
+            kept = {k: val for k, val in props[field].items() if k not in ("minimum", "maximum", "default")}
+            props[field] = {"anyOf": [{**kept, "minimum": lo, "maximum": -1}, {**kept, "minimum": 1, "maximum": hi}]}
+            required.append(field)
+        for (a, b), present in zip(pairs, with_pairs):
+            if present:
+                for f in (a, b):
+                    props[f] = next((alt for alt in props[f].get("anyOf", []) if alt.get("type") != "null"), props[f])
+                    required.append(f)
+            else:
+                props.pop(a, None)
+                props.pop(b, None)
+        if "type" in props and "type" not in required:
+            required.insert(0, "type")
+        v["required"] = required
+        v["additionalProperties"] = False
+        variants.append(v)
+    return {"anyOf": variants, "title": base.get("title")}
 
 
 def describe_action_space(types: list[str] | None = None) -> str:

@@ -160,6 +160,8 @@ def status_report(home: Home) -> dict:
     holder = InstanceLock(home.lock).holder() if home.lock.exists() else None
     pid = state.get("pid")
     alive = bool(holder)
+    events = tail_events(home.journal_dir, 8) if home.journal_dir.exists() else []
+    step, phase = _current_step(state, events, alive)
     return {
         "home": str(home.root),
         "session": state.get("session"),
@@ -167,16 +169,34 @@ def status_report(home: Home) -> dict:
         else ("not running (last run ended without a clean stop)" if state else "never run"),
         "pid": holder or pid,
         "pid_alive": alive,
-        "step": state.get("step"),
+        "step": step,
+        "phase": phase,
         "model_id": state.get("model_id"),
         "stop_reason": state.get("stop_reason"),
         "pending_intent": _pending(home, state),
         "state_recovery": note,
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
-             "summary": _event_summary(e)} for e in tail_events(home.journal_dir, 8)
-        ] if home.journal_dir.exists() else [],
+             "summary": _event_summary(e)} for e in events
+        ],
     }
+
+
+_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
+
+
+def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | None, str | None]:
+    """The step a running agent is on: state.json's copy is refreshed at most once a second, the journal's
+    newest event of the session is not (step 1 is being decided while state.json still says 0)."""
+    step = state.get("step")
+    if not alive:
+        return step, None
+    own = [e for e in events if e.get("session") == state.get("session") and isinstance(e.get("step"), int)]
+    if not own:
+        return step, None
+    last = own[-1]
+    newest = max(step or 0, last["step"])
+    return newest, _PHASES.get(str(last.get("kind"))) if last["step"] == newest else None
 
 
 def _pending(home: Home, state: dict) -> dict | None:
@@ -190,6 +210,9 @@ def _pending(home: Home, state: dict) -> dict | None:
 
 def _event_summary(event: dict) -> str:
     p = event.get("payload") or {}
+    pointed = _pointed(event.get("kind"), p)
+    if pointed:
+        return pointed
     for key in ("summary", "error", "detail", "reason", "request", "event"):
         if p.get(key):
             return str(p[key])[:100]
@@ -200,13 +223,42 @@ def _event_summary(event: dict) -> str:
     return ""
 
 
+def _pointed(kind: object, p: dict) -> str | None:
+    """A pointing action with each coordinate pair labelled: the model's (in the image it was sent),
+    the screenshot's, and the input's (where the pointer went; they differ on HiDPI screens)."""
+    from .geometry import captured_to_model
+
+    action = p.get("action")
+    if kind == "decision":
+        acts = p.get("actions") or []
+        action = acts[0] if acts and isinstance(acts[0], dict) else None
+    if not isinstance(action, dict) or not isinstance(action.get("x"), (int, float)) or \
+            not isinstance(action.get("y"), (int, float)):
+        return None
+    x, y = float(action["x"]), float(action["y"])
+    text = f"{action.get('type')} at screen ({x:.0f}, {y:.0f})"
+    if kind == "decision" and p.get("sent_size") and p.get("captured_size") and p.get("convention"):
+        try:
+            mx, my = captured_to_model(x, y, p["convention"], tuple(p["sent_size"]), tuple(p["captured_size"]))
+            text = f"{action.get('type')} at model ({mx:.4g}, {my:.4g}) → screen ({x:.0f}, {y:.0f})"
+        except (ValueError, TypeError, ZeroDivisionError):
+            pass
+    point = (p.get("data") or {}).get("input") if isinstance(p.get("data"), dict) else None
+    if isinstance(point, list) and len(point) == 2:
+        text += f" → input ({point[0]}, {point[1]})"
+    if kind in ("result", "error") and p.get("ok") is False and p.get("error"):
+        text += f": {str(p['error'])[:60]}"
+    return text
+
+
 def render_status(report: dict, tasks: str | None = None) -> str:
     """`conway status` for a person: one fact a line (`tasks`: the task-acceptance counts, rendered), then the last events."""
     lines = [f"home:     {report['home']}",
              f"session:  {report['session'] or '-'}",
              f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
              f"pid:      {report['pid'] or '-'} ({'alive' if report['pid_alive'] else 'not running'})",
-             f"step:     {report['step'] if report['step'] is not None else '-'}",
+             f"step:     {report['step'] if report['step'] is not None else '-'}"
+             + (f" ({report['phase']})" if report.get("phase") else ""),
              f"model:    {report['model_id'] or '-'}"]
     pending = report["pending_intent"]
     lines.append(f"pending:  {pending['summary'] if pending else 'none'}")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .errors import UserError
+from .errors import NO_VALID_DECISION_EXIT, UserError
 
 
 def _home(args, writable: bool = True):
@@ -95,7 +95,9 @@ def do_run(args) -> int:
     outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
     if outcome.failed:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
-    return 1 if outcome.reason.startswith(("uncertain", "fail-safe")) else 0
+    if outcome.reason.startswith(("uncertain", "fail-safe")):
+        return 1
+    return NO_VALID_DECISION_EXIT if outcome.no_valid_decision else 0
 
 
 def do_start(args) -> int:
@@ -289,7 +291,8 @@ def do_probe(args) -> int:
     cfg = _config(args, home)
     _require_model(args, home, cfg)
     report = probe_configured(cfg, home)
-    print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.render())
+    from .redact import redact, redact_text  # the answer or an error can quote a key
+    print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
     if not report.ok:
         raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
     return 0

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .redact import _secret_name
 from .redact import find_secrets as _find_secrets
 from .redact import redact
 
@@ -47,6 +48,8 @@ class AgentConfig(_Section):
     """Identical side-effect actions allowed in a row; the next one is suppressed."""
     control_poll_s: float = Field(default=0.25, gt=0, le=5)
     """Slice length of every wait; pause/stop are checked between slices."""
+    max_model_wait_s: float | None = Field(default=None, gt=0)
+    """Longest wait a model may ask for in one `wait` action (None: idle_backoff_max_s); the prompt says so."""
 
     @model_validator(mode="after")
     def _caps(self) -> "AgentConfig":
@@ -55,6 +58,11 @@ class AgentConfig(_Section):
         if self.recovery_backoff_max_s < self.recovery_backoff_start_s:
             raise ValueError("recovery_backoff_max_s must be >= recovery_backoff_start_s")
         return self
+
+    @property
+    def model_wait_cap_s(self) -> float:
+        """The cap on a model-requested wait."""
+        return self.max_model_wait_s if self.max_model_wait_s is not None else self.idle_backoff_max_s
 
 
 class PolicyConfig(_Section):
@@ -144,8 +152,8 @@ class RuntimeConfig(_Section):
 
 
 class ContextConfig(_Section):
-    budget_tokens: int = Field(default=6000, ge=256)
-    """Token budget of the text part of one decision prompt."""
+    budget_tokens: int | None = Field(default=None, ge=256)
+    """Token budget of the text part of one decision prompt. None: sized from the model's context window (window − image tokens − max_tokens − instructions; 6000 when the model does not say); a number caps that further."""
     chars_per_token: float = Field(default=3.5, gt=0)
     """Estimate used when no tokenizer is at hand."""
     recent_steps: int = Field(default=12, ge=0)
@@ -371,6 +379,10 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
                             "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
                             "inherit_env / headers_env, names the variable).")
+    for item in overrides:  # a typo is an unknown key (with the closest names), before any secret check
+        key = item.split("=", 1)[0].lstrip("+~")
+        if "." in key and unknown_key(key):
+            raise UserError(f"override {key}: {unknown_key(key)}")
     secrets = find_secrets(_nested(overrides))
     if secrets:
         raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables")
@@ -413,8 +425,35 @@ def explain_validation(exc: ValidationError) -> str:
         elif err["type"] == "literal_error":
             msg = f"must be one of {err['ctx']['expected']}"
         lines.append(f"  {key}: {msg} (got {err.get('input')!r})" if err["type"] != "extra_forbidden"
-                     else f"  {key}: unknown key")
+                     else f"  {key}: {unknown_key(key) or 'unknown key'}")
     return "\n".join(lines)
+
+
+def unknown_key(dotted: str) -> str | None:
+    """None when `dotted` names a setting (or lies inside a free-form one), else "unknown key" with the
+    closest valid names (a typo like policy.max_token is not mistaken for anything else)."""
+    import difflib
+
+    model: Any = ConwayConfig
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        fields = getattr(model, "model_fields", None)
+        if fields is None:
+            return None  # below a free-form value (a dict of MCP servers, a list …)
+        if part not in fields:
+            prefix = ".".join(parts[:i])
+            close = difflib.get_close_matches(part, list(fields), n=3, cutoff=0.6)
+            names = [f"{prefix}.{c}" if prefix else c for c in close]
+            hint = f" (did you mean {' or '.join(names)}?)" if names else \
+                f" (known in {prefix or 'the configuration'}: {', '.join(sorted(fields))})"
+            secret = " Keys and tokens never go in settings: policy.api_key_env names the environment variable." \
+                if _secret_name(part) and not names else ""
+            return f"unknown key{hint}{secret}"
+        annotation = fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return None
+    return None
 
 
 def to_yaml(config: ConwayConfig) -> str:

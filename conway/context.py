@@ -51,6 +51,22 @@ class RecentSteps:
         return True
 
 
+DEFAULT_BUDGET_TOKENS = 6000
+"""Text budget when neither the configuration nor the model's context window sizes it."""
+MIN_BUDGET_TOKENS = 64
+
+
+def resolve_budget(configured: int | None, fitted: int | None) -> int:
+    """The text budget: what the model's window leaves (`fitted`), capped by `context.budget_tokens`.
+
+    A configured budget never lets a prompt exceed the window; with neither known, the default.
+    """
+    if fitted is None:
+        return configured if configured is not None else DEFAULT_BUDGET_TOKENS
+    fitted = max(MIN_BUDGET_TOKENS, fitted)
+    return fitted if configured is None else min(configured, fitted)
+
+
 def estimate_tokens(text: str, chars_per_token: float) -> int:
     return int(len(text) / chars_per_token) + 1
 

@@ -26,7 +26,7 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
     so the goal recorded with the step and the action space are rebuilt.
     """
     from .actions import describe_action_space
-    from .context import build_parts
+    from .context import build_parts, resolve_budget
     from .protocols import DecisionContext, Observation
 
     task = rec.get("task") or {}
@@ -36,14 +36,14 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
         raise ValueError("the step records no captured size")
     digest = hashlib.sha256(png).hexdigest()
     if task.get("kind") == "vision-check":
-        from .evals.vision_check import PROMPT
+        from .evals.vision_cases import PROMPT
         obs = Observation(png=png, captured_size=captured, source="vision-check", content_hash=digest,  # type: ignore[arg-type]
                           change_key=digest[:16], logical_size=captured,  # type: ignore[arg-type]
                           meta={"vision_check_case": task.get("index")})
         types = ["click"]
         parts, dropped = build_parts(constitution=PROMPT, goals=task.get("instruction") or "", memory="",
                                      action_space=describe_action_space(types), latest=None, recent=[],
-                                     budget_tokens=config.context.budget_tokens,
+                                     budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                      chars_per_token=config.context.chars_per_token)
         return DecisionContext(parts=parts, observation=obs, step=int(task.get("index", 0)) + 1,
                                action_types=types, dropped=dropped)
@@ -55,7 +55,7 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
     parts, dropped = build_parts(constitution=task.get("constitution", ""),
                                  goals=task.get("instruction") or rec.get("instruction") or "",
                                  memory="", action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=config.context.budget_tokens,
+                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)
     return DecisionContext(parts=parts, observation=obs, step=int(rec.get("step", 0)), action_types=types,
                            dropped=dropped)

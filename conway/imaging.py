@@ -120,7 +120,7 @@ ENCODINGS = {e.name: e for e in (Encoding("png", level=6), Encoding("png", level
 
 def observation_image(obs: Observation) -> Image.Image:
     """The observation's image: the one a screen observer kept, else decoded from ``png``."""
-    image = getattr(obs, "image", None)
+    image = obs.image
     if image is not None:
         return image
     if obs.png is None:

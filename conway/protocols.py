@@ -38,6 +38,8 @@ class Observation:
     screenshot_path: str | None = None
     """Where the archived copy was saved, if it was."""
     meta: dict[str, Any] = field(default_factory=dict)
+    image: Any = field(default=None, repr=False, compare=False)
+    """The capture as a decoded Pillow image when the observer has one (saves a PNG decode); else None."""
 
     def record(self) -> dict[str, Any]:
         """What the journal keeps of an observation (never the image bytes)."""
@@ -79,7 +81,10 @@ class DecisionContext:
     action_types: list[str]
     """Action types the tools can run here (the policy should only propose these)."""
     dropped: list[str] = field(default_factory=list)
-    """Names of parts left out to stay inside the token budget."""
+    """Names of parts left out to stay inside the token budget (a policy that must cut further to fit
+    the model's context window appends what it cut)."""
+    budget: dict[str, Any] = field(default_factory=dict)
+    """How the text budget was sized (tokens, window, where the window came from); journaled with the decision."""
 
     def text(self) -> str:
         return "\n\n".join(f"## {p.name}\n{p.text}" for p in self.parts)
@@ -112,18 +117,68 @@ class Decision:
         }
 
 
+@dataclass
+class ContextWindow:
+    """Tokens one model request may hold (prompt and reply together), and where that was learned."""
+
+    n_ctx: int
+    source: str
+    n_ctx_train: int | None = None
+    """What the model was trained for (GGUF context_length / n_ctx_train), when known."""
+
+
 class PolicyError(Exception):
     """A transient failure before dispatch (HTTP error, timeout, bad server reply)."""
+
+    cause: str = "model error"
+    """Short cause reports count by (`HTTP 500`, `timeout`, `context exceeded` …; see ERROR_CAUSES)."""
 
 
 class RateLimited(PolicyError):
     """The model server asked us to wait `retry_after` seconds (the loop bounds the wait it uses)."""
+
+    cause = "HTTP 429"
 
     def __init__(self, message: str, retry_after: float, source: str = "server"):
         super().__init__(message)
         self.retry_after = retry_after
         self.source = source
         """Where the value came from: `Retry-After header`, `error message`, `none given (default)` …"""
+
+
+class ContextExceeded(PolicyError):
+    """The prompt does not fit the model's context window (refused by the server, or before sending)."""
+
+    cause = "context exceeded"
+
+    def __init__(self, n_tokens: int | None, n_ctx: int | None, detail: str = ""):
+        n = "?" if n_tokens is None else str(n_tokens)
+        m = "?" if n_ctx is None else str(n_ctx)
+        super().__init__(f"context exceeded ({n} > {m} tokens)" + (f": {detail}" if detail else ""))
+        self.n_tokens = n_tokens
+        self.n_ctx = n_ctx
+
+
+ERROR_CAUSES = ("HTTP <status>", "timeout", "unreachable", "malformed reply", "context exceeded", "cut off",
+                "unparseable", "invalid action", "model error")
+"""Why a step produced no valid decision, as reports count them: a failed request (HTTP status,
+timeout, unreachable server, a reply that is not a completion, a prompt over the context window),
+or an answer that was cut off at max_tokens, could not be parsed, or named an invalid action."""
+
+
+def cut_off_message(max_tokens: int | None) -> str:
+    """How an answer that stopped at max_tokens (finish_reason "length") is reported everywhere."""
+    return f"output cut off at max_tokens ({max_tokens if max_tokens is not None else '?'})"
+
+
+def describe_causes(counts: dict[str, int]) -> str:
+    """`{"HTTP 500": 4, "timeout": 1}` → "4 × HTTP 500, 1 × timeout" (most frequent first)."""
+    return ", ".join(f"{n} × {cause}" for cause, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def decision_problem_cause(decision: "Decision") -> str:
+    """Cause of a decision that holds no valid action (cut off, unparseable or invalid action)."""
+    return str(decision.meta.get("error_cause") or "invalid action")
 
 
 @runtime_checkable

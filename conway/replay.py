@@ -87,7 +87,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     """Replay a trajectory through a policy; write a report; exit 0 (all agree) / 2 (disagreements)."""
     from .evals.report import Report, check_new_output
     from .evals.vision_check import wilson
-    from .export import check_screenshots, record_image
+    from .steps import check_screenshots, record_image
 
     if against not in ("labels", "recorded"):
         raise UserError(f"--against must be labels or recorded (got {against!r})")

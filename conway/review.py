@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from .actions import ActionProblem, parse_action
 from .errors import UserError
-from .export import collect_records
+from .steps import collect_records
 from .labels import Label, append_labels, labels_path, read_labels
 
 

@@ -73,7 +73,7 @@ class Meter:
         return wrapper
 
     def cycle(self, fn):
-        """The loop's `save_progress` runs first in every cycle: it opens the cycle's record."""
+        """The loop's progress write (`RunState.progress`) runs first in every cycle: it opens the cycle's record."""
         def wrapper(*a, **kw):
             self.cycles.append({"_start": time.perf_counter()})
             return fn(*a, **kw)
@@ -181,10 +181,11 @@ def run_block(home: Home, cycles: int, meter: Meter) -> None:
     observer.observe = meter.timed("observe (synthetic PNG, cached)", observer.observe)
     loop = Loop(LoopParts(home=home, config=cfg, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session="bench", clock=NoSleepClock(), say=lambda s: None))
-    loop.save_progress = meter.cycle(loop.save_progress)
-    loop.build_context = meter.timed("context build", loop.build_context)
-    loop.state_store.save = meter.timed("state.json write (atomic, + previous)", loop.state_store.save)
-    loop.state_store.save_current = meter.timed("state.json pending copy (atomic)", loop.state_store.save_current)
+    loop.state.progress = meter.cycle(loop.state.progress)
+    loop.contexts.build = meter.timed("context build", loop.contexts.build)
+    loop.state.store.save = meter.timed("state.json write (atomic, + previous)", loop.state.store.save)
+    loop.state.store.save_current = meter.timed("state.json pending copy (atomic)",
+                                                loop.state.store.save_current)
     loop.memory.add = meter.timed("memory.md append", loop.memory.add)
     first = len(meter.cycles)
     real_fsync = os.fsync

@@ -152,7 +152,10 @@ def bench_server(ctxs, threads: int, home: Path) -> dict | None:
                                      f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
                                      f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
                                      "runtime.server=llama-server", f"runtime.n_threads={threads}",
-                                     f"runtime.n_ctx={N_CTX}", "policy.structured_output=grammar"])
+                                     f"runtime.n_ctx={N_CTX}", "policy.structured_output=grammar",
+                                     # llama-server caps a slot at the trained context (4,096 for the tiny VLM);
+                                     # in-process llama.cpp only warns. Same room for both:
+                                     f"runtime.extra_args=['--override-kv','qwen2vl.context_length=int:{N_CTX}']"])
             try:
                 policy = build_model_policy(cfg, Home(home / layout))
             except UserError as exc:

@@ -68,7 +68,7 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
 def baselines(seed: int, n: int, profile: str) -> dict:
     """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
     sys.path.insert(0, str(REPO))
-    from conway.evals.vision_check import generate_case, references
+    from conway.evals.vision_cases import generate_case, references
 
     w, h = (int(v) for v in SIZE.split("x"))
     records = []

@@ -109,7 +109,7 @@ def test_corrected_label_is_what_the_target_teaches():
 
 
 def test_dry_runs_and_uncertain_steps_are_excluded_by_default(tmp_path):
-    from conway.export import steps_from_events
+    from conway.steps import steps_from_events
     events = [
         {"session": "s", "step": 1, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},
         {"session": "s", "step": 1, "kind": "decision", "ts": "t", "payload": {"actions": [], "dry_run": True}},
@@ -184,7 +184,7 @@ def test_exports_redact_known_secret_values(recorded_home, tmp_path, monkeypatch
 
 
 def test_a_verified_task_session_labels_its_steps_and_review_still_wins():
-    from conway.export import attach_labels, steps_from_events
+    from conway.steps import attach_labels, steps_from_events
     from conway.labels import Label, LabelIndex
     events = [
         {"session": "s", "step": 1, "kind": "observation", "ts": "t", "payload": {"captured_size": [10, 10]}},

@@ -15,18 +15,19 @@ WAIT = {"action": {"type": "wait"}}
 
 
 def idle_waits(run) -> list[float]:
-    return [p["idle_wait_s"] for p in run.payloads("result") if "idle_wait_s" in p]
+    """The waits the loop planned (the last step's is not slept: the run ends there)."""
+    return [p["planned_wait_s"] for p in run.payloads("result") if "planned_wait_s" in p]
 
 
 def test_idle_backoff_doubles_to_sixty_on_an_unchanged_screen():
-    run = run_script([WAIT] * 8, overrides=["agent.max_steps=8"])
-    assert idle_waits(run) == [2, 4, 8, 16, 32, 60, 60, 60]
+    run = run_script([WAIT] * 9, overrides=["agent.max_steps=9"])
+    assert idle_waits(run) == [2, 4, 8, 16, 32, 60, 60, 60, 60]
 
 
 def test_idle_backoff_resets_when_the_screen_changes():
     # observations are counted from 0; the screen changes at the 4th observation (step 4)
-    run = run_script([WAIT] * 6, overrides=["agent.max_steps=6"], observer=ChangingObserver({3}))
-    assert idle_waits(run) == [2, 4, 8, 2, 4, 8]
+    run = run_script([WAIT] * 7, overrides=["agent.max_steps=7"], observer=ChangingObserver({3}))
+    assert idle_waits(run) == [2, 4, 8, 2, 4, 8, 16]
 
 
 def test_recovery_backoff_after_repeated_pre_dispatch_errors():
@@ -151,14 +152,15 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
             self.n += 1
             if self.n == 1:
                 return Decision(raw_text="", actions=[AppendFile(path="a.txt", text="x")], model_id="spy")
-            seen["copy"] = read_json(home.state)["pending"]
-            seen["status"] = status_report(home)["pending_intent"]
-            seen["preflight"] = next(c for c in recovery_checks(home) if c.check == "recovery: pending intent")
+            if self.n == 2:
+                seen["copy"] = read_json(home.state)["pending"]
+                seen["status"] = status_report(home)["pending_intent"]
+                seen["preflight"] = next(c for c in recovery_checks(home) if c.check == "recovery: pending intent")
             return Decision(raw_text="", actions=[Wait(seconds=5)], model_id="spy")
 
     clock = FakeClock()
     clock.on_sleep = lambda _now: seen.setdefault("during_wait", read_json(home.state)["pending"])
-    run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
+    run_agent(home, load_config(home.config, ["agent.max_steps=3"]),  # the last decision's wait is not slept
               RunRequest(single_session=False, policy=Spy(), clock=clock), say=lambda s: None)
     assert seen["copy"]["summary"].startswith("append_file(")  # not cleared on disk yet ...
     assert seen["status"] is None and seen["preflight"].status == "ok"  # ... and nobody is told it is pending
@@ -238,7 +240,7 @@ def test_max_seconds_budget_stops_inside_a_wait():
 
 
 def test_waits_are_sliced_so_control_stays_responsive():
-    run = run_script([WAIT], overrides=["agent.max_steps=1", "agent.control_poll_s=0.25"])
+    run = run_script([WAIT], overrides=["agent.max_steps=2", "agent.control_poll_s=0.25"], repeat=True)
     assert max(run.clock.sleeps) <= 0.25 and len(run.clock.sleeps) == 8  # 2 s in 0.25 s slices
 
 

@@ -59,9 +59,9 @@ def test_timeouts_are_pre_dispatch_errors_with_recovery_backoff():
         outcome, events, clock, lines = run_against(fake, 1, "agent.idle_backoff_start_s=1")
     errors = of(events, "error")
     assert [e["consecutive"] for e in errors] == [1, 2, 3]
-    assert all("did not answer within 0.5 s" in e["error"] for e in errors)
+    assert all("did not answer within 0.5 s" in e["error"] and e["cause"] == "timeout" for e in errors)
     assert [e["backoff_s"] for e in errors] == [0.0, 5.0, 10.0]
-    assert sum(clock.sleeps) == pytest.approx(15.0 + 1.0)  # the backoffs, then the one decision's idle wait
+    assert sum(clock.sleeps) == pytest.approx(15.0)  # the backoffs; the one decision's wait ends the run at once
     assert len(of(events, "decision")) == 1  # timed-out requests do not use up --max-steps
 
 
@@ -138,8 +138,8 @@ def test_unparseable_answers_are_invalid_actions_shown_next_time():
         outcome, events, _, _ = run_against(fake, 2)
         second = fake.chat_requests[1]["messages"][-1]["content"][0]["text"]
     err = of(events, "error")[0]
-    assert "invalid action" in err["error"] and "no JSON action found" in err["error"]
-    assert "ERROR: invalid action" in second  # the latest result is shown in the next context
+    assert err["cause"] == "unparseable" and "no JSON action found" in err["error"]
+    assert "ERROR: unparseable: no JSON action found" in second  # the latest result is shown next time
 
 
 def _rate_limited(value: str) -> Reply:

@@ -162,12 +162,63 @@ def test_local_tiny_vlm_present_and_fitting(tmp_path, initialized_home):
     model = next(p for p in ggufs if "mmproj" not in p.name)
     mmproj = next(p for p in ggufs if "mmproj" in p.name)
     code, data = _preflight(tmp_path, "policy=generic", "policy.backend=http", f"policy.model_path={model}",
-                            f"policy.mmproj_path={mmproj}")
+                            f"policy.mmproj_path={mmproj}", "policy.image_max_tokens=1024", "runtime.n_ctx=4096")
     checks = _checks(data)
     assert checks["local model"]["status"] == "ok"
     assert checks["model fits"]["status"] == "ok" and "estimate" in checks["model fits"]["detail"]
+    assert checks["context fits"]["status"] == "ok", checks["context fits"]
     assert "server program" in checks  # ok when llama-server or llama-cpp-python is here, else the reason
     assert code == (0 if checks["server program"]["status"] == "ok" else 2)
+
+
+def test_a_context_that_cannot_fit_is_not_ready_with_the_numbers(tmp_path, initialized_home, capsys):
+    """The tiny VLM was trained for 4,096 tokens: a 1920x1080 screen's image alone takes 2,691 of them."""
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    code, data = _preflight(tmp_path, "policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
+                            "runtime.n_ctx=16384")
+    check = _checks(data)["context fits"]
+    assert code == 2 and check["status"] == "fail"
+    assert check["detail"].startswith("window 4096 tokens (runtime.n_ctx held to the GGUF's context_length) − "
+                                      "image 2691")
+    assert check["data"]["n_ctx_train"] == 4096 and check["data"]["text_tokens"] < 512
+    assert "not ready: context fits: window 4096 tokens" in capsys.readouterr().out
+
+
+def test_the_configured_port_already_taken_is_not_ready_like_run(tmp_path, initialized_home):
+    import socket
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        code, data = _preflight(tmp_path, "policy=generic", "policy.backend=http", f"policy.model_path={model}",
+                                f"policy.mmproj_path={mmproj}", f"runtime.port={port}", "policy.image_max_tokens=1024")
+    check = _checks(data)["server start-up"]
+    assert code == 2 and check["status"] == "fail" and f"port {port} on 127.0.0.1 is already in use" in check["detail"]
+
+
+def test_an_unwritable_tools_workdir_is_not_ready(tmp_path, initialized_home):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        code, data = _preflight(tmp_path, "--mock", f"tools.workdir={locked / 'work'}")
+    finally:
+        locked.chmod(0o700)
+    check = _checks(data)["tools working directory"]
+    if os.geteuid() == 0:  # root writes anywhere: the check passes, honestly
+        assert check["status"] == "ok"
+    else:
+        assert code == 2 and check["status"] == "fail" and "not writable" in check["detail"]
+
+
+def test_the_report_records_the_command_s_whole_duration(tmp_path, initialized_home):
+    code, data = _preflight(tmp_path, "--mock")
+    from datetime import datetime
+    started = datetime.fromisoformat(data["started_at"])
+    ended = datetime.fromisoformat(data["ended_at"])
+    assert data["duration_s"] == pytest.approx((ended - started).total_seconds(), abs=0.01)
+    assert data["duration_s"] > 0.05  # configuration, recovery and model checks are inside it
 
 
 def test_desktop_without_display_fails_clearly(tmp_path, initialized_home, monkeypatch):

@@ -177,3 +177,16 @@ def test_an_env_mapping_names_variables_and_is_not_a_secret() -> None:
     assert redact(data) == data
     data["tools"]["mcp_servers"][0]["headers_env"]["Authorization"] = KEY  # a key where a name belongs
     assert find_secrets(data) == ["tools.mcp_servers[0].headers_env.Authorization"]
+
+
+def test_preflight_printout_never_shows_a_key(tmp_path, initialized_home, capsys) -> None:
+    from conway.cli import main
+    from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+    leaky = Reply(status=500, body={"error": {"message": f"bad key {KEY} for http://u:{KEY}@h"}})
+    with ScriptedFakeServer(replies=[leaky]) as fake:
+        assert main(["preflight", "--output", str(tmp_path / "pf.json"), "--endpoint", fake.base_url,
+                     "policy=generic", "policy.structured_output=none"]) == 2
+    out = capsys.readouterr()
+    assert KEY not in out.out + out.err and REDACTED in out.out
+    assert KEY not in (tmp_path / "pf.json").read_text()

@@ -15,7 +15,7 @@ import pytest
 
 from conway.cli import main
 from conway.evals.report import Report
-from conway.evals.vision_check import generate_case
+from conway.evals.vision_cases import generate_case
 from conway.home import Home
 from conway.journal import Journal, make_event
 from conway.labels import Label

@@ -17,8 +17,8 @@ from PIL import Image
 from conway.actions import ActionProblem, Click, TypeText
 from conway.cli import main
 from conway.config import load_config
-from conway.evals.vision_check import (PALETTE, Shape, draw_sheet, generate_case, miss_pattern, percentile,
-                                       score, vision_check, wilson)
+from conway.evals.vision_cases import PALETTE, Shape, generate_case
+from conway.evals.vision_check import draw_sheet, miss_pattern, percentile, score, vision_check, wilson
 from conway.home import resolve_home
 from conway.protocols import Decision
 from fixtures.vision_fixture_server import VisionFixtureServer, find_colour_centre
@@ -154,11 +154,13 @@ def test_answers_outside_exit_2_with_misses(tmp_path):
     assert all(c["predicted"] and not c["hit"] and c["distance_px"] > 0 for c in data["cases"])
 
 
-def test_garbage_counts_errors_exit_2(tmp_path):
+def test_garbage_is_no_valid_decision_exit_3_counted_by_cause(tmp_path):
     with VisionFixtureServer(mode="garbage") as server:
         code, data = _run(server, tmp_path, samples=3)
-    assert code == 2
+    assert code == 3 and data["status"] == "no valid decision"
     assert data["summary"]["errors"] == 3 and data["summary"]["misses"] == 0 and data["summary"]["hits"] == 0
+    assert data["summary"]["model_errors"] == {"unparseable": 3} and data["summary"]["valid_decisions"] == 0
+    assert data["summary"]["no_valid_decision"] == "no valid decision in 3 case(s): 3 × unparseable"
     assert all(c["error"] and c["raw_output"].startswith("I am not sure") for c in data["cases"])
 
 
@@ -403,7 +405,10 @@ def test_vision_check_on_the_real_tiny_vlm(tmp_path, backend):
             assert case["distance_px"] == pytest.approx(((x - cx) ** 2 + (y - cy) ** 2) ** 0.5, abs=0.02)
             hits += case["hit"]
     assert (s["hits"], s["errors"], s["misses"]) == (hits, errors, 4 - hits - errors)
-    assert code == (0 if hits == 4 else 2)
+    assert code == (0 if hits == 4 else 3 if s["valid_decisions"] == 0 else 2)
+    for case in data["cases"]:  # an answer stopped at max_tokens says so (random weights ramble)
+        if case["decision_meta"].get("finish_reason") == "length" and case["error"]:
+            assert case["error"] == "output cut off at max_tokens (48)" and case["error_cause"] == "cut off"
     assert sheet.exists() == (hits < 4)
 
 

@@ -11,7 +11,8 @@ from PIL import Image
 
 from conway.config import load_config
 from conway.errors import UserError
-from conway.evals.vision_check import PALETTE, generate_case, references, vision_check
+from conway.evals.vision_cases import PALETTE, generate_case, references
+from conway.evals.vision_check import vision_check
 from conway.home import init_home, resolve_home
 
 SIZES = [(84, 84), (112, 112), (168, 168), (224, 224), (640, 400)]

@@ -13,7 +13,7 @@ What makes a row train what the loop will later ask:
 * the image goes through the loop's resize rule (`policies.base.prepare_image`)
   and then through the model's own image processor;
 * the completion is the target turn in the adapter family's format
-  (`conway.export.render_target`), with the recorded sent size and
+  (`conway.policies.targets.render_target`), with the recorded sent size and
   convention, so coordinates stay right;
 * the loss covers the assistant's tokens only (labels are -100 elsewhere).
 
@@ -199,7 +199,7 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
         return None, f"labelled {verdict} without a correction"
     if labels.get("success") == "failure" and not labels.get("corrected_action"):
         return None, "failed without a correction"
-    from conway.export import target_action
+    from conway.policies.targets import target_action
     action, _ = target_action(rec)
     if action is None:
         return None, "no action"
@@ -219,14 +219,14 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
 def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     if row.get("image"):
         return row["image"]
-    from conway.export import record_image
+    from conway.steps import record_image
     return record_image(rec, home_root)
 
 
 def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, config: Any,
                    home_root: Path | None = None) -> tuple[list[Example], dict[str, int]]:
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
-    from conway.export import render_target
+    from conway.policies.targets import render_target
 
     examples: list[Example] = []
     skipped: dict[str, int] = {}

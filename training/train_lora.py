@@ -230,6 +230,10 @@ def train(recipe: Recipe, *, home: str | None = None, progress: bool = True,
     total = sum(p.numel() for p in model.parameters())
     say(f"model: {base.name} ({total:,} parameters, {trainable:,} trainable = {trainable / total:.1%})")
 
+    # accelerate keeps one process-wide state; another trainer in this process (TRL's, an earlier run)
+    # may have set it differently, and Accelerator() refuses to change it: start from a clean one
+    from accelerate.state import AcceleratorState
+    AcceleratorState._reset_state(reset_partial_state=True)
     accelerator = Accelerator(gradient_accumulation_steps=recipe.train.grad_accum,
                               mixed_precision="bf16" if recipe.model.dtype == "bfloat16" and torch.cuda.is_available()
                               else "no")

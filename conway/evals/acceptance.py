@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import ConwayConfig
-from ..errors import UserError
+from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
 from ..journal import read_journal
-from ..protocols import Policy
+from ..protocols import Policy, describe_causes
 from .report import Report, check_new_output
 from .task_acceptance import declared_record
 
@@ -281,20 +281,37 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
     declared_done = sum(1 for c in cases if (c["declared"] or {}).get("status") == "DONE")
     declared_fail = sum(1 for c in cases if (c["declared"] or {}).get("status") == "FAIL")
     code = 0 if verified == len(cases) else 2
+    causes: dict[str, int] = {}
+    for c in cases:
+        for cause, n in c["model_errors"].items():
+            causes[cause] = causes.get(cause, 0) + n
+    never = None
+    if cases and all(c.get("no_valid_decision") for c in cases):
+        never = (f"no valid decision in {sum(c['steps'] for c in cases)} step(s) over {len(cases)} task(s): "
+                 f"{describe_causes(causes)}")
+        code = NO_VALID_DECISION_EXIT
     summary = {"checks": len(cases), "verified_passed": verified, "verified_failed": len(cases) - verified,
                "declared": {"DONE": declared_done, "FAIL": declared_fail,
                             "nothing": len(cases) - declared_done - declared_fail},
                "declared_done_but_not_verified": sum(1 for c in cases if not c["verified"] and
                                                      (c["declared"] or {}).get("status") == "DONE"),
-               "note": "verified = Conway's own checks of files and markers; declared = the model's finish"}
+               "note": "verified = Conway's own checks of files and markers; declared = the model's finish",
+               "valid_decisions": sum(c["valid_decisions"] for c in cases), "model_errors": causes}
+    if never:
+        summary["no_valid_decision"] = never
     for c in cases:
         report.add_case(c)
-    report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary)
+    report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
+                  summary=summary)
     for c in cases:
         d = c["declared"]
         say(f"  {c['check']:15} verified: {'yes' if c['verified'] else 'NO '}  declared: "
             f"{d['status'] if d else 'nothing'}  — {c['observed']}")
     say(f"acceptance-check: {verified}/{len(cases)} verified; the model declared DONE on {declared_done}")
+    if causes:
+        say(f"model errors: {describe_causes(causes)}")
+    if never:
+        say(never)
     say(f"report: {out}" + (f" (working files kept in {base})" if keep else ""))
     return code
 
@@ -303,4 +320,6 @@ def _case(name: str, task: str, criterion: str, outcome: Any, ok: bool, observed
           events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"check": name, "task": task, "criterion": criterion, "verified": ok, "observed": observed,
             "declared": declared_record(outcome.finish), "steps": outcome.steps, "stop_reason": outcome.reason,
+            "valid_decisions": outcome.valid_decisions, "model_errors": dict(outcome.model_errors),
+            "no_valid_decision": outcome.no_valid_decision,
             "actions": _action_log(events), "details": details}

@@ -18,20 +18,33 @@ from typing import Any, Callable, Iterable
 
 from ..actions import ActionProblem, _Action
 from ..config import ConwayConfig
-from ..protocols import Decision, DecisionContext, Policy, PolicyError
+from ..protocols import Decision, DecisionContext, Policy, PolicyError, decision_problem_cause
 from .readiness import effective_backend
 
 RAW_OUTPUT_MAX = 4000
 CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")
 
 
+class CaseError(str):
+    """An error text that also carries its model-error cause (`HTTP 500`, `cut off` …; see ERROR_CAUSES)."""
+
+    cause: str
+
+    def __new__(cls, text: str, cause: str) -> "CaseError":
+        obj = str.__new__(cls, text)
+        obj.cause = cause
+        return obj
+
+
 def first_click(decision: Decision) -> tuple[tuple[float, float] | None, dict[str, Any] | None, str | None]:
     """(point in screenshot pixels, the action as a dict, error) of a decision's first action."""
     if not decision.actions:
-        return None, None, "the model proposed no action"
+        return None, None, CaseError("the model proposed no action", decision_problem_cause(decision))
     first = decision.actions[0]
     if isinstance(first, ActionProblem):
-        return None, None, f"unusable output: {first.message}"
+        cause = decision_problem_cause(decision)
+        return None, None, CaseError(first.message if cause == "cut off" else f"unusable output: {first.message}",
+                                     cause)
     assert isinstance(first, _Action)
     action = first.model_dump()
     if first.type not in CLICK_TYPES:  # type: ignore[attr-defined]
@@ -52,9 +65,9 @@ def ask(policy: Policy, ctx: DecisionContext, lock: threading.Lock | None = None
         else:
             decision = policy.decide(ctx)
     except PolicyError as exc:
-        error = f"model request failed: {exc}"
+        error = CaseError(f"model request failed: {exc}", exc.cause)
     except Exception as exc:  # noqa: BLE001 - one broken case must not end the suite
-        error = f"{type(exc).__name__}: {exc}"
+        error = CaseError(f"{type(exc).__name__}: {exc}", "model error")
     return decision, error, time.perf_counter() - started
 
 

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +27,7 @@ from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
 from ..journal import intent_verdict, journal_files
+from ..redact import redact_text
 from ..state import InstanceLock, StateStore
 from .readiness import Check, model_checks
 from .report import Report, check_new_output, table
@@ -118,6 +120,19 @@ def memory_check() -> Check:
                  {"available_bytes": vm.available, "total_bytes": vm.total})
 
 
+def workdir_check(config: ConwayConfig, home: Home) -> Check:
+    """The tools' working directory `run` uses (tools.workdir, else the home's scratch/) can be written."""
+    path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # `run` creates the missing folders below the first existing one
+    if not probe.is_dir():
+        return Check("tools working directory", "fail", f"{path}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return Check("tools working directory", "fail", f"{path}: {probe} is not writable")
+    return Check("tools working directory", "ok", f"{path}" + ("" if path.exists() else " (created at start)"))
+
+
 def desktop_check(timeout_s: float = DESKTOP_TIMEOUT_S) -> Check:
     """One screenshot in a subprocess with a deadline; the temporary image is deleted, never sent anywhere."""
     tmpdir = Path(tempfile.mkdtemp(prefix="conway-preflight-"))
@@ -149,6 +164,7 @@ def desktop_check(timeout_s: float = DESKTOP_TIMEOUT_S) -> Check:
 
 def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: str, desktop: bool = False,
               argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+    started = time.time()
     out = check_new_output(output, home)
     checks: list[Check] = []
     config: ConwayConfig | None = None
@@ -167,6 +183,8 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
         checks.extend(mcp_checks(config, home))
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
+    if config is not None:
+        checks.append(workdir_check(config, home))
     if desktop:
         checks.append(desktop_check())
     else:
@@ -174,7 +192,7 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
     failed = [c for c in checks if c.status == "fail"]
     code = 2 if failed else 0
     report = Report("preflight", out, argv=argv, config=config,
-                    parameters={"desktop": desktop, "downloads": "never"})
+                    parameters={"desktop": desktop, "downloads": "never"}, started=started)
     found = [c.data["model_id"] for c in checks if c.data.get("model_id")]
     report.set_model(found[0] if found else (config.policy.model if config is not None else None))
     for c in checks:
@@ -183,9 +201,9 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
                   summary={"ready": not failed, "failed": [c.check for c in failed],
                            "warnings": [c.check for c in checks if c.status == "warn"],
                            "desktop_checked": desktop})
-    say(table(["check", "status", "detail"], [[c.check, c.status, c.detail] for c in checks]))
+    say(redact_text(table(["check", "status", "detail"], [[c.check, c.status, c.detail] for c in checks])))
     if failed:
-        say("not ready: " + "; ".join(f"{c.check}: {c.detail}" for c in failed))
+        say(redact_text("not ready: " + "; ".join(f"{c.check}: {c.detail}" for c in failed)))
     else:
         say("ready" + ("" if desktop else " (desktop readiness not checked; add --desktop)"))
     say(f"report: {out}")

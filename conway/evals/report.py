@@ -151,12 +151,14 @@ class Report:
     """Collects one run's provenance and cases; `finish()` writes the file (exclusive create)."""
 
     def __init__(self, kind: str, path: Path, *, argv: list[str] | None, config: ConwayConfig | None,
-                 seed: int | None = None, parameters: dict[str, Any] | None = None, expected_cases: int = 0):
+                 seed: int | None = None, parameters: dict[str, Any] | None = None, expected_cases: int = 0,
+                 started: float | None = None):
         self.path = path
         self._lock = threading.Lock()
         self._cases: list[dict[str, Any]] = []
         self._count = 0
-        self._started = time.time()
+        self._started = started if started is not None else time.time()
+        """When the command began (a check that builds its report at the end passes its own start)."""
         self._stream = None
         self.cases_path: Path | None = None
         argv = list(argv) if argv is not None else []
@@ -244,9 +246,12 @@ def load_report(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise UserError(f"{p} is not a Conway report (not UTF-8 JSON)") from None
+        raise UserError(f"{p} is not a Conway report: {what_file_is(raw)}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else None
+        what = what_file_is(raw)
+        if found is None or found == "conway-traj/1":
+            raise UserError(f"{p} is not a Conway report: {what}")
         raise UserError(f"{p} is not a Conway report (format {found!r}, expected {FORMAT!r})")
     cases = data.get("cases")
     if cases is None and isinstance(data.get("cases_file"), dict):
@@ -318,6 +323,7 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
     pattern = summary.get("pattern") or {}
     if pattern.get("verdict"):
         out.append(f"pattern: {pattern['verdict']}")
+    out += _model_error_lines(summary)
     out.append("")
     rows = []
     for c in cases[:max_rows]:
@@ -332,6 +338,19 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
                      rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more case(s) in the report")
+    return out
+
+
+def _model_error_lines(summary: dict[str, Any]) -> list[str]:
+    """Model errors by cause, and the "no valid decision" outcome, when the report has them."""
+    from ..protocols import describe_causes
+
+    out = []
+    causes = summary.get("model_errors")
+    if isinstance(causes, dict) and causes:
+        out.append(f"model errors:          {describe_causes(causes)}")
+    if summary.get("no_valid_decision"):
+        out.append(f"outcome:               {summary['no_valid_decision']}")
     return out
 
 
@@ -351,7 +370,7 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
                 f"verified by Conway:    {verdict} ({summary.get('verified_passed', 0)} passed, "
                 f"{summary.get('verified_failed', 0)} failed); {summary.get('note', '')}",
                 f"session:               {summary.get('session', '-')}, {summary.get('steps', '?')} step(s), "
-                f"stopped: {summary.get('stop_reason', '?')}", ""]
+                f"stopped: {summary.get('stop_reason', '?')}", *_model_error_lines(summary), ""]
         rows = [[c.get("check"), _short(c.get("criterion"), 50), _yn(c.get("verified")), _short(c.get("observed"), 80)]
                 for c in cases]
         out.append(table(["check", "criterion", "verified", "observed"], rows) if rows else "(no criteria)")
@@ -360,6 +379,7 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
         out.append("declared by the model: " + ", ".join(f"{k} {v}" for k, v in declared.items()))
     out.append(f"verified by Conway:    {summary.get('verified_passed', 0)} passed, "
                f"{summary.get('verified_failed', 0)} failed")
+    out += _model_error_lines(summary)
     out.append("")
     rows = []
     for c in cases:
@@ -370,3 +390,27 @@ def _render_acceptance(summary: dict[str, Any], cases: list[dict[str, Any]], kin
                      said or "(nothing)", _short(c.get("observed"), 70)])
     out.append(table(["check", "criterion", "verified", "declared", "observed"], rows))
     return out
+
+
+def what_file_is(raw: bytes) -> str:
+    """What a file that is not one JSON object seems to be, and which command reads it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not UTF-8 text"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return "it is not JSON"
+    if isinstance(head, dict):
+        if head.get("format") == "conway-traj/1":
+            return ("it is a conway-traj/1 trajectory (JSON lines from `conway export`); read it with "
+                    "`conway replay --trajectory FILE` or `conway view`")
+        if {"session", "kind", "ts"} <= set(head):
+            return "it is a Conway journal (JSON lines); `conway status`, `conway view` and `conway export` read it"
+        if "index" in head or "check" in head:
+            return ("it is the per-case file (JSON lines) beside a report; give `conway report` the report "
+                    "itself (the .json next to it)")
+        return "it holds JSON without a \"format\" field; `conway report` reads the .json a check wrote"
+    return "it is not one JSON object"

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from ..errors import UserError
+from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
 
 KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
@@ -369,14 +369,21 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     summary = session_summary(spec, results, declared, executed=execute, steps=outcome.steps, reason=outcome.reason)
     summary["session"] = session
     summary["session_memory"] = str(shome.memory)
+    summary["valid_decisions"] = outcome.valid_decisions
+    summary["model_errors"] = dict(outcome.model_errors)
+    never = outcome.no_valid_decision
+    if never:
+        summary["no_valid_decision"] = never
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain or outcome.failed else (2 if summary["verified"] is False else 0)
+    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+        (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
         for r in results or []:
             report.add_case(r)
-        report.finish(status={True: "verified", False: "not verified", None: "unverified"}[summary["verified"]],
-                      exit_code=code, summary=summary, task=prompt)
+        status = "no valid decision" if never and not uncertain else \
+            {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
+        report.finish(status=status, exit_code=code, summary=summary, task=prompt)
     recorded = record_in_journal(home, session, outcome.steps, summary, str(out) if out else None,
                                  config.journal)
     if not execute:
@@ -390,6 +397,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say(f"verified by Conway: {summary['verified_passed']}/{len(results)} criteria passed")
     else:
         say(f"verified by Conway: - ({summary['note']})")
+    if never:
+        say(never)
     if not recorded:
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:

@@ -63,10 +63,9 @@ class ScreenObservation(Observation):
     """An `Observation` that also carries the Pillow image and encodes PNG lazily."""
 
     def __init__(self, *, image: Image.Image, png_level: int = 1, **fields: Any):
-        self.image = image
         self._png_level = png_level
         self._png: bytes | None = None
-        super().__init__(png=None, **fields)
+        super().__init__(png=None, image=image, **fields)
 
     @property  # type: ignore[override]
     def png(self) -> bytes | None:  # noqa: D401 - dataclass field turned property

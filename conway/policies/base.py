@@ -33,11 +33,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, get_args
 
-from ..actions import ACTION_TYPES
+from ..actions import ACTION_TYPES, ActionProblem
 from ..config import PolicyConfig
 from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
-from ..protocols import Decision, DecisionContext, Observation, PolicyError
+from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation,
+                         PolicyError, cut_off_message)
 from .parsed import ParsedOutput
 
 __all__ = [
@@ -53,6 +54,8 @@ __all__ = [
     "build_messages",
     "ModelPolicy",
     "STRUCTURED_MODES",
+    "ContextWindow",
+    "TextBudget",
 ]
 
 STABLE_PARTS = ("constitution.md", "action space", "tools")
@@ -72,6 +75,48 @@ STRUCTURED_MODES = tuple(m for m in get_args(PolicyConfig.model_fields["structur
 OpenAI's `json_schema` (llama-server, vLLM …), or none (free text, robust extraction)."""
 
 Layout = Literal["stable-first", "variable-first"]
+
+
+@dataclass
+class TextBudget:
+    """Room left for the loop's context parts once everything else in the window is paid for."""
+
+    text_tokens: int
+    n_ctx: int
+    source: str
+    image_tokens: int
+    reply_tokens: int
+    instruction_tokens: int
+    margin_tokens: int
+    chars_per_token: float
+    """Characters per token of this model's tokenizer on the instructions (None counted: the config's estimate)."""
+
+    def record(self) -> dict[str, Any]:
+        return {"budget_tokens": self.text_tokens, "n_ctx": self.n_ctx, "window_source": self.source,
+                "image_tokens": self.image_tokens, "reply_tokens": self.reply_tokens,
+                "instruction_tokens": self.instruction_tokens, "margin_tokens": self.margin_tokens,
+                "chars_per_token": round(self.chars_per_token, 3)}
+
+
+TEMPLATE_MARGIN_TOKENS = 64
+"""Allowance for the chat template (role markers, image delimiters) and the part headers."""
+FALLBACK_CHARS_PER_TOKEN = 3.0
+"""Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
+UNKNOWN_IMAGE_TOKENS = 1024
+"""Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
+_SHRINK_ORDER = ("accessibility snapshot", "recent steps", "memory.md", "latest result", "goals.md",
+                 "constitution.md")
+"""Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """Head and tail of `text` in `keep` characters, the cut marked."""
+    if len(text) <= keep:
+        return text
+    marker = f"\n[… {len(text) - keep} chars left out to fit the model's context window …]\n"
+    head = max(0, (keep - len(marker)) // 3)
+    tail = max(0, keep - len(marker) - head)
+    return text[:head] + marker + (text[-tail:] if tail else "")
 
 
 @dataclass
@@ -157,7 +202,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
 
     started = time.perf_counter()
     captured = tuple(obs.captured_size)
-    if obs.png is None and getattr(obs, "image", None) is None:
+    if obs.png is None and obs.image is None:
         return SentImage(None, "", captured, captured, rule_name, None, 0.0)  # type: ignore[arg-type]
     try:
         img = observation_image(obs)  # a screen observation keeps its decoded pixels
@@ -258,6 +303,10 @@ class ModelPolicy:
         self._mode_lock = threading.Lock()
         self._on_close = list(on_close or [])
         self._closed = False
+        self._window: ContextWindow | None = None
+        self._window_known = False
+        self._calibration = 0
+        """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self.description: list[str] = []
         """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
 
@@ -294,6 +343,115 @@ class ModelPolicy:
             return False
         return spec.grammar is not None
 
+    # -- the context window --------------------------------------------------------
+
+    def context_window(self) -> ContextWindow | None:
+        """Tokens one request may hold, learned once from the backend (None: it does not say)."""
+        if not self._window_known:
+            fn = getattr(self.backend, "context_window", None)
+            self._window = fn() if fn is not None else None
+            self._window_known = True
+        return self._window
+
+    def _count(self, text: str) -> tuple[int, bool]:
+        """(tokens, exact?): the backend's tokenizer when it has one, else an estimate."""
+        fn = getattr(self.backend, "count_tokens", None)
+        n = fn(text) if fn is not None else None
+        if isinstance(n, int):
+            return n, True
+        return int(len(text) / FALLBACK_CHARS_PER_TOKEN) + 1, False
+
+    def image_tokens_for(self, captured_size: Size | None) -> int:
+        """Image tokens an observation of `captured_size` costs (the family's resize rule decides)."""
+        if not captured_size or min(captured_size) <= 0:
+            return 0
+        if self.rule.passthrough:
+            return self.settings.image_max_tokens or UNKNOWN_IMAGE_TOKENS
+        return image_tokens(self.rule.target_size(captured_size), self.rule.factor)
+
+    def text_budget(self, captured_size: Size | None, action_types: list[str]) -> TextBudget | None:
+        """Tokens left for the context parts: window − image − reply (max_tokens) − instructions − margin."""
+        window = self.context_window()
+        if window is None:
+            return None
+        types = [t for t in action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
+        has_image = bool(captured_size) and min(captured_size or (0, 0)) > 0
+        sent = self.rule.target_size(captured_size) if has_image else (1, 1)  # type: ignore[arg-type]
+        fixed = self.adapter.instructions(types, sent, self.settings.convention) + "\n" + self.adapter.request_text()
+        n_instr, exact = self._count(fixed)
+        cpt = len(fixed) / max(1, n_instr) if exact else FALLBACK_CHARS_PER_TOKEN
+        image_n = self.image_tokens_for(captured_size) if has_image else 0
+        margin = TEMPLATE_MARGIN_TOKENS + self._calibration
+        text = window.n_ctx - image_n - self.settings.max_tokens - n_instr - margin
+        return TextBudget(text_tokens=text, n_ctx=window.n_ctx, source=window.source, image_tokens=image_n,
+                          reply_tokens=self.settings.max_tokens, instruction_tokens=n_instr, margin_tokens=margin,
+                          chars_per_token=cpt)
+
+    def _prompt_estimate(self, messages: list[dict[str, Any]], image: "SentImage") -> tuple[int, float]:
+        """(prompt tokens with the template allowance, characters per text token) of these messages."""
+        texts = []
+        for m in messages:
+            content = m.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts += [p.get("text", "") for p in content if p.get("type") == "text"]
+        text = "\n".join(texts)
+        text_n, _ = self._count(text)
+        image_n = (image.image_tokens if image.image_tokens is not None else UNKNOWN_IMAGE_TOKENS) \
+            if image.data is not None else 0
+        return text_n + image_n + TEMPLATE_MARGIN_TOKENS + self._calibration, len(text) / max(1, text_n)
+
+    def _fit(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
+             image: "SentImage") -> tuple[list[dict[str, Any]], int]:
+        """Messages that fit the window with room for the reply; cuts parts (marked, recorded) when needed.
+
+        Raises ContextExceeded, before anything is sent, when even the cut prompt does not fit.
+        """
+        messages = build()
+        estimate, cpt = self._prompt_estimate(messages, image)
+        window = self.context_window()
+        if window is None:
+            return messages, estimate
+        limit = window.n_ctx - self.settings.max_tokens
+        cut: list[str] = []
+        for _ in range(6):
+            if estimate <= limit:
+                break
+            need = int((estimate - limit) * max(1.0, cpt) * 1.15) + 64
+            for prefix in _SHRINK_ORDER:
+                for part in context.parts:
+                    if need <= 0 or not part.name.startswith(prefix):
+                        continue
+                    floor = 100 if prefix in ("goals.md", "constitution.md") else 0  # their head stays
+                    take = min(need, len(part.text) - floor)
+                    if take <= 0:
+                        continue
+                    part.text = _cut_middle(part.text, len(part.text) - take) if len(part.text) - take > 80 else ""
+                    need -= take
+                    if part.name not in cut:
+                        cut.append(part.name)
+            context.parts = [p for p in context.parts if p.text or p.name in ("goals.md", "constitution.md")]
+            messages = build()
+            estimate, cpt = self._prompt_estimate(messages, image)
+        if estimate > limit:
+            raise ContextExceeded(estimate + self.settings.max_tokens, window.n_ctx,
+                                  f"the prompt needs {estimate} tokens (image {image.image_tokens or 0}) and the "
+                                  f"reply up to {self.settings.max_tokens} (policy.max_tokens), but {window.source} "
+                                  "allows this many; lower policy.max_tokens or policy.image_max_tokens, or raise "
+                                  "runtime.n_ctx")
+        if cut:
+            note = [f"{name} (cut to fit the model's context window)" for name in cut]
+            context.dropped.extend(note)
+            left = next((p for p in context.parts if p.name == "left out"), None)
+            line = "Cut to fit the model's context window: " + ", ".join(cut) + "."
+            if left is None:
+                context.parts.append(ContextPart("left out", line))
+            else:
+                left.text = left.text + " " + line
+            messages = build()
+        return messages, estimate
+
     # -- decide -----------------------------------------------------------------
 
     def decide(self, context: DecisionContext) -> Decision:
@@ -303,22 +461,38 @@ class ModelPolicy:
         url = image.data_url()
         conv = self.settings.convention
         types = [t for t in context.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
-        messages = build_messages(
-            context, instructions=self.adapter.instructions(types, image.sent_size, conv),
-            action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
-            image_url=url, sent_size=image.sent_size, layout=self.settings.layout)
+        sent, captured = image.sent_size, image.captured_size
+        if image.data is None or min(sent) <= 0 or min(captured) <= 0:
+            sent = captured = (1, 1)  # no screenshot: GUI actions are not offered, coordinates never map
+
+        def build() -> list[dict[str, Any]]:
+            return build_messages(
+                context, instructions=self.adapter.instructions(types, sent, conv),
+                action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
+                image_url=url, sent_size=image.sent_size, layout=self.settings.layout)
+
+        messages, estimate = self._fit(context, build, image)
         mode = self.structured_mode()
         spec = StructuredSpec()
         if mode != "none":
             try:
-                spec = self.adapter.structured(types, convention=conv, sent_size=image.sent_size,
-                                               captured_size=image.captured_size)
+                spec = self.adapter.structured(types, convention=conv, sent_size=sent, captured_size=captured)
             except ValueError as exc:
                 raise PolicyError(f"cannot build the output constraint: {exc}") from None
         result = self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
                                        temperature=self.settings.temperature, seed=self.settings.seed)
-        parsed = self.adapter.parse(result.text, convention=conv, sent_size=image.sent_size,
-                                    captured_size=image.captured_size)
+        served_prompt = result.usage.get("prompt_tokens") if isinstance(result.usage, dict) else None
+        if isinstance(served_prompt, int) and served_prompt > estimate:  # learn what the estimate missed
+            self._calibration += served_prompt - estimate
+        parsed = self.adapter.parse(result.text, convention=conv, sent_size=sent, captured_size=captured)
+        actions: list[Any] = list(parsed.actions)
+        error_cause = None
+        if not parsed.ok:
+            if result.finish_reason == "length":
+                actions = [ActionProblem(message=cut_off_message(self.settings.max_tokens), raw=result.text[:2000])]
+                error_cause = "cut off"
+            else:
+                error_cause = "unparseable" if parsed.raw_action_text is None else "invalid action"
         reasoning = "\n\n".join(r for r in (result.reasoning, parsed.reasoning) if r) or None
         meta = {
             **self.settings.meta,
@@ -338,7 +512,10 @@ class ModelPolicy:
             meta["served_model"] = result.model
         if result.finish_reason == "length":
             meta["truncated"] = True
-        return Decision(raw_text=result.text, actions=list(parsed.actions), model_id=self.model_id,
+        if error_cause:
+            meta["error_cause"] = error_cause
+        meta["prompt_tokens_estimate"] = estimate
+        return Decision(raw_text=result.text, actions=actions, model_id=self.model_id,
                         thought=parsed.thought, reasoning=reasoning, usage=dict(result.usage),
                         latency_s=time.perf_counter() - started, meta=meta)
 

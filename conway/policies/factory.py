@@ -23,7 +23,7 @@ from ..config import ConwayConfig, api_key
 from ..errors import UserError
 from ..geometry import Convention, get_rule
 from ..home import Home
-from ..protocols import Policy
+from ..protocols import ContextWindow, Policy
 from .base import Adapter, ModelPolicy, PolicySettings
 
 __all__ = ["build_policy", "build_model_policy", "make_adapter", "backend_choice"]
@@ -90,7 +90,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         except BaseException:
             client.close()
             raise
-        backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s)
+        backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
+                              model_meta=_served_meta(served))
         policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
             "endpoint": served.base_url, "server": served.server}))
         policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
@@ -102,6 +103,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
                                 headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
     model_id = pol.model or Path(local.model.path).stem
+    trained = local.model.context_length
+    warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
 
     if choice == "server":
         from .discovery import discover
@@ -115,13 +118,19 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         except BaseException:
             server.stop()
             raise
+        known = ContextWindow(min(rt.n_ctx, trained) if trained else rt.n_ctx,
+                              "runtime.n_ctx" + (" held to the GGUF's context_length" if trained and trained < rt.n_ctx
+                                                 else ""), trained)
         backend = HTTPBackend(client, served.model_id, server=server.program.kind,
-                              request_timeout_s=pol.request_timeout_s)
+                              request_timeout_s=pol.request_timeout_s, known_window=known,
+                              model_meta=_served_meta(served))
         policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
             "endpoint": url, "server": server.program.kind, "started_by_conway": True}), on_close=[server.stop])
         policy.server = server  # type: ignore[attr-defined]
         policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
                               f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
+        if warning:
+            policy.description.append("warning: " + warning)
         return policy
 
     from .llama_inprocess import LlamaInProcessBackend
@@ -138,7 +147,26 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     policy = ModelPolicy(adapter, backend, _settings(config, adapter, meta))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
+    if warning:
+        policy.description.append("warning: " + warning)
     return policy
+
+
+def n_ctx_warning(n_ctx: int, trained: int | None, name: str) -> str | None:
+    """A warning when runtime.n_ctx asks for more context than the model was trained for."""
+    if not trained or n_ctx <= trained:
+        return None
+    return (f"runtime.n_ctx={n_ctx} exceeds the {trained} tokens {name} was trained for (GGUF context_length): "
+            f"each request is held to {trained} tokens; set runtime.n_ctx={trained} to stop paying for the unused "
+            "KV cache")
+
+
+def _served_meta(served: Any) -> dict[str, Any]:
+    """The `meta` of the served model's /v1/models entry (llama-server: n_ctx_train …)."""
+    for entry in served.entries:
+        if entry.get("id") == served.model_id and isinstance(entry.get("meta"), dict):
+            return entry["meta"]
+    return {}
 
 
 def build_policy(config: ConwayConfig, home: Home) -> Policy:

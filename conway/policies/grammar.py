@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic.fields import FieldInfo
 
-from ..actions import ACTION_TYPES, _Action
+from ..actions import ACTION_TYPES, KEY_CHOICES, KeyNameRule, _Action
 from ..geometry import Convention, Size
 
 __all__ = [
@@ -45,14 +45,16 @@ THOUGHT_MAX_CHARS = 400
 TEXT_MAX_CHARS = 800
 """Longest free-text field (typed text, paths, commands) a grammar allows."""
 
-_JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
+_JSON_CHAR = (r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | '
+              r'[dD] [0-7] [0-9a-fA-F]{2}))')
+"""One JSON string character; a \\u escape never names a lone surrogate (D800–DFFF: not valid text)."""
 _COORD_FIELDS = {"x": "x", "y": "y", "to_x": "x", "to_y": "y"}
 _JSON_VALUE_RULES = [
     'json-object ::= "{" ( json-string ": " json-value ( ", " json-string ": " json-value ){0,31} )? "}"',
     'json-array ::= "[" ( json-value ( ", " json-value ){0,63} )? "]"',
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"',
     f'json-string ::= "\\"" char{{0,{TEXT_MAX_CHARS}}} "\\""',
-    'json-number ::= "-"? [0-9]{1,15} ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',
+    'json-number ::= "-"? ("0" | [1-9] [0-9]{0,14}) ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?',  # no leading 0s
 ]
 
 
@@ -179,8 +181,21 @@ def _inner_bounds(annotation: Any) -> dict[str, Any]:
     return out
 
 
+def _is_key_name(metadata: Any) -> bool:
+    return any(isinstance(m, KeyNameRule) for m in metadata or ())
+
+
+def _number_range(bounds: dict[str, Any]) -> tuple[int, int]:
+    """Integer bounds the grammar may write; an exclusive bound moves inward (a subset of the valid range)."""
+    import math
+
+    lo = math.ceil(bounds["ge"]) if "ge" in bounds else (math.floor(bounds["gt"]) + 1 if "gt" in bounds else -(10**6))
+    hi = math.floor(bounds["le"]) if "le" in bounds else (math.ceil(bounds["lt"]) - 1 if "lt" in bounds else 10**6)
+    return lo, hi
+
+
 def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, str]) -> str:
-    """GBNF expression for one field's value."""
+    """GBNF expression for one field's value (always inside what the action's validator accepts)."""
     if field in _COORD_FIELDS:
         return f"coord-{_COORD_FIELDS[field]}"
     annotation, _ = _annotation_parts(info.annotation)
@@ -188,16 +203,17 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
     origin = typing.get_origin(annotation)
     if origin is Literal:
         return "(" + " | ".join(literal(json.dumps(v)) for v in typing.get_args(annotation)) + ")"
+    if annotation is str and _is_key_name(info.metadata):
+        return "keyname"
     if annotation is str:
         hi = min(int(bounds.get("max_length", TEXT_MAX_CHARS)), TEXT_MAX_CHARS)
         lo = int(bounds.get("min_length", 0))
         return _json_string(hi, lo)
     if annotation is int or annotation is float:
-        lo = int(bounds.get("ge", bounds.get("gt", -(10**6))))
-        hi = int(bounds.get("le", bounds.get("lt", 10**6)))
+        lo, hi = _number_range(bounds)
         expr = int_range(lo, hi)
-        if annotation is float:
-            expr = f"({expr}) (\".\" [0-9] [0-9]?)?"
+        if annotation is float and hi > lo:  # a fraction only below the upper bound
+            expr = f"({expr}) | ({int_range(lo, hi - 1)}) \".\" [0-9] [0-9]?"
         return f"({expr})"
     if origin is dict:  # free JSON arguments (an MCP tool's; its own schema is checked after parsing)
         return "json-object"
@@ -207,8 +223,11 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
         item_bounds = _inner_bounds(item)
         if inner is not str:
             raise TypeError(f"{name}.{field}: lists of {inner} are not supported")
-        item_rule = _json_string(min(int(item_bounds.get("max_length", 40)), TEXT_MAX_CHARS),
-                                 int(item_bounds.get("min_length", 0)))
+        if _is_key_name(getattr(item, "__metadata__", ())):
+            item_rule = "keyname"
+        else:
+            item_rule = _json_string(min(int(item_bounds.get("max_length", 40)), TEXT_MAX_CHARS),
+                                     int(item_bounds.get("min_length", 0)))
         lo = int(bounds.get("min_length", 0))
         hi = int(bounds.get("max_length", 8))
         if lo < 1:
@@ -218,15 +237,51 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
 
 
 def _action_rule(name: str, cls: type[_Action], coord_rules: dict[str, str]) -> str:
-    body = [literal('{"type": ' + json.dumps(name))]
-    for field, info in cls.model_fields.items():
-        if field == "type":
-            continue
-        value = _value_rule(name, field, info, coord_rules)
-        piece = f'{literal(", " + json.dumps(field) + ": ")} {value}'
-        body.append(piece if info.is_required() else f"({piece})?")
-    body.append('"}"')
-    return " ".join(body)
+    """One action's JSON, fields in schema order; the class's cross-field rules shape the optional ones.
+
+    `paired` fields are written together or not at all; of `one_nonzero` fields at least one is
+    written, non-zero (one alternative per leading field, the ones before it left out).
+    """
+    paired = {f: pair for pair in getattr(cls, "paired", ()) for f in pair}
+    nonzero = list(getattr(cls, "one_nonzero", ()))
+
+    def piece(field: str, value: str) -> str:
+        return f'{literal(", " + json.dumps(field) + ": ")} {value}'
+
+    def fields_rule(lead: str | None) -> str:
+        body: list[str] = []
+        done: set[str] = set()
+        for field, info in cls.model_fields.items():
+            if field == "type" or field in done:
+                continue
+            if field in nonzero and lead is not None:
+                if nonzero.index(field) < nonzero.index(lead):
+                    continue  # zero: left out
+                if field == lead:
+                    lo, hi = _number_range(_bounds(info))
+                    body.append(piece(field, f"({int_range(lo, -1)} | {int_range(1, hi)})"))
+                    continue
+            if field in paired:
+                group = paired[field]
+                done.update(group)
+                joined = " ".join(piece(f, _value_rule(name, f, cls.model_fields[f], coord_rules)) for f in group)
+                required = all(cls.model_fields[f].is_required() for f in group)
+                body.append(joined if required else f"({joined})?")
+                continue
+            value = _value_rule(name, field, info, coord_rules)
+            body.append(piece(field, value) if info.is_required() else f"({piece(field, value)})?")
+        return " ".join(body)
+
+    head = literal('{"type": ' + json.dumps(name))
+    if nonzero:
+        alts = " | ".join(f"({fields_rule(lead)})" for lead in nonzero)
+        return f'{head} ({alts}) "}}"'
+    return f'{head} {fields_rule(None)} "}}"'.replace("  ", " ")
+
+
+def key_name_rule(choices: tuple[str, ...] = KEY_CHOICES) -> str:
+    """GBNF for a JSON string holding one accepted key name (the validator's key set)."""
+    return "keyname ::= " + " | ".join(literal(json.dumps(k)) for k in choices)
 
 
 def action_json_grammar(action_types: list[str] | None, *, convention: Convention | str,
@@ -252,6 +307,7 @@ def action_json_grammar(action_types: list[str] | None, *, convention: Conventio
     if any("json-object" in line for line in lines):
         lines += _JSON_VALUE_RULES
     lines.append(f"char ::= {_JSON_CHAR}")
+    lines.append(key_name_rule())
     return "\n".join(lines) + "\n"
 
 
@@ -295,7 +351,7 @@ _OPENCUA_CALLS = {  # in the order the alternatives appear in the grammar
     "type": "\"pyautogui.write(message='\" pychar{1,200} \"')\"",
     "key": "\"pyautogui.press('\" keyname \"')\"",
     "hotkey": "\"pyautogui.hotkey('\" keyname \"', '\" keyname \"')\"",
-    "scroll": f'"pyautogui.scroll(" ({int_range(-20, 20)}) ")"',
+    "scroll": f'"pyautogui.scroll(" ({int_range(-20, -1)} | {int_range(1, 20)}) ")"',  # 0 scrolls nothing
     "wait": f'"computer.wait(seconds=" ({int_range(1, 30)}) ")"',
     "finish": "\"computer.terminate(status='\" (\"success\" | \"failure\") \"')\"",
 }
@@ -306,7 +362,7 @@ _UITARS_CALLS = {  # in the order the alternatives appear in the grammar
     "double_click": f'"left_double(start_box=" {_BOX} ")"',
     "right_click": f'"right_single(start_box=" {_BOX} ")"',
     "drag": f'"drag(start_box=" {_BOX} ", end_box=" {_BOX} ")"',
-    "hotkey": "\"hotkey(key='\" [a-z]{1,8} \" \" [a-z0-9]{1,8} \"')\"",
+    "hotkey": "\"hotkey(key='\" keyname \" \" keyname \"')\"",
     "type": "\"type(content='\" pychar{1,200} \"')\"",
     "scroll": f"\"scroll(start_box=\" {_BOX} \", direction='\" (\"up\" | \"down\") \"')\"",
     "wait": '"wait()"',
@@ -322,7 +378,7 @@ def opencua_grammar(action_types: list[str] | None, *, convention: Convention | 
     return _call_grammar(
         _OPENCUA_CALLS, action_types, coords=coords, thought_max_chars=thought_max_chars, family="an OpenCUA",
         root='root ::= "## Thought:\\n" prose "\\n\\n## Action:\\n" prose "\\n\\n## Code:\\n```python\\n" call "\\n```"',
-        extra_rules=("keyname ::= [a-z0-9]{1,10}",),
+        extra_rules=(f"keyname ::= {_plain_key_names()}",),
     )
 
 
@@ -334,4 +390,11 @@ def uitars_grammar(action_types: list[str] | None, *, convention: Convention | s
     return _call_grammar(
         _UITARS_CALLS, action_types, coords=coords, thought_max_chars=thought_max_chars, family="a UI-TARS",
         root='root ::= "Thought: " prose "\\nAction: " call',
+        extra_rules=(f"keyname ::= {_plain_key_names()}",),
     )
+
+
+def _plain_key_names() -> str:
+    """Alternatives for the key names that are plain lowercase letters and digits (safe inside quotes)."""
+    names = [k for k in KEY_CHOICES if k.isascii() and k.isalnum() and k == k.lower()]
+    return " | ".join(literal(k) for k in names)

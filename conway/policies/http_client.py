@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from ..cancel import Cancel, DecisionAborted, current_cancel
-from ..protocols import PolicyError, RateLimited
+from ..protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
 from .parsed import split_reasoning
 
 __all__ = [
@@ -56,6 +56,9 @@ class EndpointError(PolicyError):
         self.kind = kind
         """`unreachable`, `timeout`, `http`, `not-openai`, `malformed`."""
         self.status = status
+        self.cause = (f"HTTP {status}" if status is not None else
+                      {"timeout": "timeout", "unreachable": "unreachable", "malformed": "malformed reply",
+                       "not-openai": "malformed reply"}.get(kind, "model error"))
 
 
 @dataclass
@@ -253,6 +256,10 @@ class OpenAIClient:
                 said = ""
             raise RateLimited(f"{url} answered 429 Too Many Requests: {msg}{said}", retry_after=found[0],
                               source=found[1])
+        if resp.status_code == 400:
+            exceeded = context_exceeded_from(resp)
+            if exceeded is not None:
+                raise exceeded
         if resp.status_code >= 400:
             raise EndpointError(f"{url} answered HTTP {resp.status_code}: {self._error_message(resp)}",
                                 kind="http", status=resp.status_code)
@@ -336,6 +343,31 @@ class OpenAIClient:
                           model=data.get("model") if isinstance(data.get("model"), str) else None,
                           usage=_usage(data.get("usage"), data.get("timings")),
                           timings=_timings(data.get("timings")), latency_s=latency, raw=data)
+
+
+_EXCEEDS = re.compile(r"\((\d+) tokens\).*?context size \((\d+) tokens\)", re.I | re.S)
+
+
+def context_exceeded_from(resp: httpx.Response) -> ContextExceeded | None:
+    """llama-server's "request (N tokens) exceeds the available context size (M tokens)" as ContextExceeded."""
+    try:
+        data = resp.json()
+    except ValueError:
+        return None
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return None
+    message = str(err.get("message") or "")
+    n, m = err.get("n_prompt_tokens"), err.get("n_ctx")
+    if err.get("type") != "exceed_context_size_error":
+        match = _EXCEEDS.search(message)
+        if not match:
+            return None
+        n, m = int(match.group(1)), int(match.group(2))
+    elif not (isinstance(n, int) and isinstance(m, int)):
+        match = _EXCEEDS.search(message)
+        n, m = (int(match.group(1)), int(match.group(2))) if match else (None, None)
+    return ContextExceeded(n, m, "the server refused the request for length (HTTP 400)")
 
 
 def _usage(usage: Any, timings: Any) -> dict[str, Any]:
@@ -424,7 +456,8 @@ class HTTPBackend:
     kind = "http"
 
     def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
-                 request_timeout_s: float | None = None):
+                 request_timeout_s: float | None = None, known_window: Any = None,
+                 model_meta: dict[str, Any] | None = None):
         self.client = client
         self.model_id = model_id
         self.server = server
@@ -433,6 +466,61 @@ class HTTPBackend:
         self.cache_prompt = server == "llama-server"
         self._support: list[str] | None = None
         self.structured_report: dict[str, str] = {}
+        self._known_window = known_window
+        """A `ContextWindow` Conway knows from the GGUF and runtime.n_ctx (a server it started itself)."""
+        self._model_meta = model_meta or {}
+        """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
+        self._window: Any = None
+        self._token_counts: dict[int, int] = {}
+
+    def context_window(self) -> Any:
+        """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), else what Conway knows.
+
+        llama-server caps each slot at the model's trained context (a log line is its only word on it),
+        so /props is the real limit; a server that says nothing leaves the window unknown (None).
+        """
+        if self._window is not None:
+            return self._window
+        train = self._model_meta.get("n_ctx_train")
+        train = train if isinstance(train, int) and train > 0 else None
+        window = None
+        if self.server == "llama-server":
+            props = self.client.get_json("/props")
+            n = ((props or {}).get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) \
+                else None
+            if isinstance(n, int) and n > 0:
+                window = ContextWindow(n, "llama-server /props (per-slot n_ctx)", train)
+            else:
+                slots = self.client.get_json("/slots")
+                n = slots[0].get("n_ctx") if isinstance(slots, list) and slots and isinstance(slots[0], dict) \
+                    else None
+                if isinstance(n, int) and n > 0:
+                    window = ContextWindow(n, "llama-server /slots (per-slot n_ctx)", train)
+        if window is None and self._known_window is not None:
+            window = self._known_window
+        self._window = window
+        return window
+
+    def count_tokens(self, text: str) -> int | None:
+        """Exact token count through llama-server's /tokenize (None elsewhere); stable texts are cached."""
+        if self.server != "llama-server":
+            return None
+        key = hash(text)
+        if key in self._token_counts:
+            return self._token_counts[key]
+        root = re.sub(r"/v1$", "", self.client.base_url)
+        try:
+            resp = self.client._http.post(root + "/tokenize", json={"content": text, "add_special": False},
+                                          timeout=10.0)
+            tokens = resp.json().get("tokens") if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(tokens, list):
+            return None
+        if len(self._token_counts) > 64:
+            self._token_counts.clear()
+        self._token_counts[key] = len(tokens)
+        return len(tokens)
 
     def structured_support(self) -> list[str]:
         if self._support is None:

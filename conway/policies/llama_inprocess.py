@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -42,7 +43,7 @@ from typing import Any, Iterator
 
 from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..errors import UserError
-from ..protocols import PolicyError
+from ..protocols import ContextExceeded, ContextWindow, PolicyError
 from .http_client import ChatResult
 from .llama_prompt_cache import MtmdPromptCache
 
@@ -133,6 +134,19 @@ class _TimedMtmd:
     def reset(self) -> None:
         self.image_ms = self.image_decode_ms = 0.0
         self.images = 0
+
+
+_EXCEEDS = (re.compile(r"Prompt exceeds n_ctx: (\d+) > (\d+)"),
+            re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"))
+
+
+def context_exceeded_from(message: str) -> ContextExceeded | None:
+    """llama-cpp-python's length refusals ("Prompt exceeds n_ctx: N > M" …) as ContextExceeded."""
+    for pattern in _EXCEEDS:
+        match = pattern.search(message)
+        if match:
+            return ContextExceeded(int(match.group(1)), int(match.group(2)), "llama.cpp refused the prompt")
+    return None
 
 
 class LlamaInProcessBackend:
@@ -228,6 +242,27 @@ class LlamaInProcessBackend:
         except Exception:  # noqa: BLE001 - timing is best effort
             return 0.0
 
+    # -- context ------------------------------------------------------------------------
+
+    def context_window(self) -> Any:
+        """This process's n_ctx, held to the model's trained context (llama.cpp would run past it, badly)."""
+        n_ctx = int(self.llm.n_ctx())
+        try:
+            train = int(self.llm._model.n_ctx_train())
+        except Exception:  # noqa: BLE001 - an older binding: n_ctx alone
+            train = None
+        if train and train < n_ctx:
+            return ContextWindow(train, f"the model's trained context (n_ctx_train; runtime.n_ctx is {n_ctx})",
+                                 train)
+        return ContextWindow(n_ctx, "llama.cpp n_ctx (in-process)", train)
+
+    def count_tokens(self, text: str) -> int | None:
+        """Exact token count with the model's own tokenizer."""
+        try:
+            return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        except Exception:  # noqa: BLE001 - counting is best effort; the estimate stands in
+            return None
+
     # -- backend protocol -----------------------------------------------------------------
 
     def structured_support(self) -> list[str]:
@@ -311,6 +346,9 @@ class LlamaInProcessBackend:
         except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
             if cancel is not None and cancel.is_set():  # our abort callback ended llama_decode
                 raise DecisionAborted(f"llama.cpp decision aborted ({cancel.reason})") from None
+            exceeded = context_exceeded_from(str(exc))
+            if exceeded is not None:
+                raise exceeded from None
             raise PolicyError(f"llama.cpp failed on this request: {exc}") from None
         finally:
             self._cancel = None

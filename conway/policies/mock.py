@@ -103,6 +103,8 @@ class MockPolicy:
         self._sleep = sleep
         self.feedback_records: deque[dict[str, Any]] = deque(maxlen=FEEDBACK_KEEP)
         """The latest tool results (bounded: a run of any length keeps only these)."""
+        self.last_context: DecisionContext | None = None
+        """The context of the latest decision (what a real model would have been shown)."""
 
     def _next(self) -> MockStep | None:
         steps = self.script.steps
@@ -116,6 +118,7 @@ class MockPolicy:
 
     def decide(self, context: DecisionContext) -> Decision:
         started = time.perf_counter()
+        self.last_context = context
         step = self._next()
         if step is None:
             step = MockStep(thought="script finished; idling", action={"type": "wait"})

@@ -39,6 +39,10 @@ or expression, names, calls or attribute access inside arguments, f-strings,
 the source (``ast`` NFKC-normalizes identifiers, so a full-width ``ｐyautogui``
 would otherwise pass as ``pyautogui``).
 
+Work is linear in the answer's length whatever its shape: fence and
+heading patterns cannot backtrack, and an answer with more than
+`MAX_HEADINGS` section headings is refused as not an OpenCUA answer.
+
 Coordinates are in the caller's convention: absolute pixels of the
 smart-resized image for OpenCUA-7B/32B (`Convention.ABSOLUTE`), 0..1 for the
 other variants (`Convention.RELATIVE`).

@@ -44,8 +44,8 @@ import subprocess
 import sys
 from typing import Any, Iterator
 
-from ..actions import (GUI_TYPES, Click, DoubleClick, Drag, Hotkey, Key, Move, RightClick, Scroll,
-                       TripleClick, TypeText, _Action)
+from ..actions import (GUI_TYPES, KEY_ALIASES, Click, DoubleClick, Drag, Hotkey, Key, Move, RightClick, Scroll,
+                       TripleClick, TypeText, _Action, canonical_key)
 from ..geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
 from ..protocols import DispatchUncertain, FailSafeTriggered, ToolResult
 from ..platform import display_problem, x11_platform
@@ -54,17 +54,6 @@ __all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
 
 UNAVAILABLE = "GUI tools unavailable"
 
-KEY_ALIASES = {
-    "control": "ctrl", "ctl": "ctrl", "lctrl": "ctrlleft", "rctrl": "ctrlright",
-    "return": "enter", "escape": "esc", "del": "delete", "ins": "insert",
-    "page_up": "pageup", "pgup": "pageup", "page_down": "pagedown", "pgdn": "pagedown",
-    "arrowup": "up", "arrowdown": "down", "arrowleft": "left", "arrowright": "right",
-    "arrow_up": "up", "arrow_down": "down", "arrow_left": "left", "arrow_right": "right",
-    "spacebar": "space", "back_space": "backspace", "bksp": "backspace",
-    "super": "win", "meta": "win", "cmd": "command", "opt": "option", "caps_lock": "capslock",
-    "print_screen": "printscreen", "plus": "+", "minus": "-",
-}
-"""Common spellings models use, mapped to pyautogui key names (matched case-insensitively)."""
 
 _X11 = x11_platform()
 _conn: dict[str, Any] = {"display": None, "stale": False}
@@ -346,16 +335,12 @@ class GuiTool:
         return None
 
     def _key_name(self, key: str) -> str:
-        k = key.strip() if key.strip() else key
-        if len(k) > 1:
-            k = k.lower()
-            k = KEY_ALIASES.get(k, k)
-        return k
+        return canonical_key(key) or key
 
     def _key_problem(self, key: str) -> str | None:
-        k = self._key_name(key)
+        k = canonical_key(key)  # the same key set the action schema, its grammars and validator use
         mapping = getattr(self._pg.platformModule, "keyboardMapping", None)
-        known = k in self._pg.KEY_NAMES or (len(k) == 1 and k.isalnum() and k.isascii())
+        known = k is not None and (k in self._pg.KEY_NAMES or (len(k) == 1 and k.isalnum() and k.isascii()))
         if known and (mapping is None or mapping.get(k)):
             return None
         return (f"unknown key {key!r} (examples: enter, esc, tab, backspace, delete, up, pagedown, f5, "

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..export import attach_labels, screenshot_file, steps_from_events
+from ..steps import attach_labels, screenshot_file, steps_from_events
 from ..journal import read_journal
 from ..labels import LabelIndex, labels_path, read_labels
 

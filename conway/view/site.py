@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UserError
-from ..export import attach_labels
+from ..steps import attach_labels
 from ..labels import labels_path, read_labels
 from .images import CASE_WIDTH, case_image, thumbnail
 from .model import SessionView, StepView, screenshot_state

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ...actions import describe_action_space
 from ...config import ConwayConfig
-from ...context import build_parts
+from ...context import build_parts, resolve_budget
 from ...protocols import DecisionContext, Observation, Policy
 from ..clicks import ask, decision_fields, first_click
 from ..stats import percentile, rate_record
@@ -110,7 +110,7 @@ def decision_context(case: GroundingCase, data: bytes, config: ConwayConfig) -> 
     types = ["click"]
     parts, dropped = build_parts(constitution=PROMPT, goals=case.instruction, memory="",
                                  action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=config.context.budget_tokens,
+                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)
     return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
 
