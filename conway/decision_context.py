@@ -88,7 +88,7 @@ class ContextBuilder:
 
     def build(self, goals: str, obs: Observation, step: int) -> DecisionContext:
         types = self.toolbox.available_types()
-        screen = obs.png is not None or getattr(obs, "image", None) is not None
+        screen = obs.png is not None or obs.image is not None
         if not screen:
             types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
         key = tuple(types)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import signal
 import time
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from .cancel import Cancel, run_cancellable, watching
@@ -58,7 +59,7 @@ class Control:
     model's answers so far (what --max-steps counts).
     """
 
-    def __init__(self, control_path: Any, session: str, clock: Clock, agent: AgentConfig, *,
+    def __init__(self, control_path: Path, session: str, clock: Clock, agent: AgentConfig, *,
                  record: Callable[[str, dict[str, Any]], None], set_status: Callable[[str], None],
                  say: Callable[[str], None], before_sleep: Callable[[], None], decisions: Callable[[], int]):
         self.path = control_path

@@ -30,7 +30,8 @@ Measured on the shared 2-core CPU machine (no GPU), 100 held-out cases each:
   (always clicking the centre: 40% and 44% of the same cases)
   --profile offcentre, seeds 1/1000: base 28% (20.1-37.5)  candidate 98% (93.0-99.5)  25.2 min end to end
   (load average ~10; clicking the centre hits 0%; the base's constant click is (35, 35))
-See training/README.md for `choose` and the learning curves.
+  --profile choose, seeds 1/1000: base 5% (2.1-11.2)  candidate 6% (2.8-12.5): NOT learned (one constant
+  click; a random shape would score 42%), 25.2 min. See training/README.md for what was tried.
 """
 
 from __future__ import annotations
