@@ -93,7 +93,7 @@ def test_a_run_with_mcp_servers_follows_the_loop_rules(conway_home, tmp_path):
         by_step.setdefault(e["step"], []).append(e)
 
     def kinds(step: int) -> list[str]:
-        return [e["kind"] for e in by_step[step] if e["kind"] not in ("observation", "decision")]
+        return [e["kind"] for e in by_step[step] if e["kind"] not in ("observation", "decision", "session")]
 
     assert kinds(1) == ["result"]  # read-only: no intent
     r1 = by_step[1][-1]["payload"]
