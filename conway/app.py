@@ -104,8 +104,8 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
-            say(f"session {session} · model {getattr(policy, 'model_id', '?')} · home {home.root}")
-            description = getattr(policy, "description", None) or []
+            say(f"session {session} · model {policy.model_id} · home {home.root}")
+            description = list(policy.description)
             for line in [description] if isinstance(description, str) else description:
                 say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
@@ -120,9 +120,8 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
             observer.close()
         if toolbox:
             toolbox.close()
-        close = getattr(policy, "close", None) if req.policy is None else None
-        if close:  # stops a model server Conway started for this run
-            close()
+        if req.policy is None:  # stops a model server Conway started for this run
+            policy.close()
         lock.release()
 
 

@@ -296,13 +296,11 @@ def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: 
     try:
         records, wall = run(policy, cfg)
     finally:
-        close = getattr(policy, "close", None)
-        if callable(close):
-            close()
+        policy.close()
     errors = [r for r in records if r.get("error", "") and "model request failed" in str(r.get("error"))]
     if errors and len(errors) == len(records):
         raise UserError(f"the {label} model answered no case: {errors[0]['error']}")
-    return records, summarize(records, wall), getattr(policy, "model_id", label), cfg
+    return records, summarize(records, wall), policy.model_id, cfg
 
 
 def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,

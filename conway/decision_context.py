@@ -98,8 +98,7 @@ class ContextBuilder:
                                         + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
         action_space = self._action_spaces[key] + self.toolbox.describe()  # + MCP tools, skill names
         captured = tuple(obs.captured_size) if screen else None
-        fit = getattr(self.policy, "text_budget", None)
-        fitted = fit(captured, types) if fit is not None else None
+        fitted = self.policy.text_budget(captured, types)
         budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
         chars_per_token = self.cfg.context.chars_per_token
         if fitted is not None:

@@ -116,7 +116,7 @@ class Loop:
         try:
             decision = self.control.cancellable(lambda: self.p.policy.decide(ctx))  # a stop aborts it
         except DecisionAborted as exc:  # a stop arrived and the request was abandoned: nothing to dispatch
-            self.record("decision", {"raw_text": None, "actions": [], "model_id": getattr(self.p.policy, "model_id", "?"),
+            self.record("decision", {"raw_text": None, "actions": [], "model_id": self.p.policy.model_id,
                                      "discarded": True, "aborted": True, "detail": str(exc), "dry_run": self.p.dry_run})
             self.control.check()
             raise StopRun(self.control.signal_stop or "stop requested") from None
@@ -204,8 +204,8 @@ class Loop:
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.contexts.latest = f"{action.summary()} → {shown}"
-        if feedback := getattr(self.p.policy, "feedback", None):  # optional Policy.feedback
-            feedback({"step": self.step, "action": action.model_dump(), **result.record()})
+        # Policy.feedback: every recorded result (a no-op unless the policy learns from them)
+        self.p.policy.feedback({"step": self.step, "action": action.model_dump(), **result.record()})
 
     def uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
         self.record("uncertain", {"action": action.model_dump(), "detail": detail})

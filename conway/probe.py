@@ -101,9 +101,9 @@ def probe_context(size: tuple[int, int] = PROBE_SIZE) -> DecisionContext:
 
 def probe(policy: Policy, size: tuple[int, int] = PROBE_SIZE) -> ProbeReport:
     """One decision on a synthetic image; never raises for model/protocol failures."""
-    model_id = getattr(policy, "model_id", "?")
+    model_id = policy.model_id
     report = ProbeReport(ok=False, model_id=model_id, latency_s=0.0,
-                         description=list(getattr(policy, "description", []) or []))
+                         description=list(policy.description))
     started = time.perf_counter()
     try:
         structured = getattr(policy, "structured_mode", None)
@@ -145,6 +145,4 @@ def probe_configured(config: Any, home: Any) -> ProbeReport:
     try:
         return probe(policy)
     finally:
-        close = getattr(policy, "close", None)
-        if close:
-            close()
+        policy.close()

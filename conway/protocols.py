@@ -183,9 +183,25 @@ def decision_problem_cause(decision: "Decision") -> str:
 
 @runtime_checkable
 class Policy(Protocol):
+    """What the loop asks of a model. Implementations subclass it and so inherit the optional members' defaults."""
+
     model_id: str
+    description: list[str] | tuple[str, ...] = ()
+    """Lines the run prints at start (where the model is, warnings); none by default."""
 
     def decide(self, context: DecisionContext) -> Decision: ...
+
+    def feedback(self, record: dict[str, Any]) -> None:
+        """Every recorded result, for stateful or learning policies; ignored by default."""
+        return None
+
+    def close(self) -> None:
+        """Release what the policy holds (a server it started, a loaded model); nothing by default."""
+        return None
+
+    def text_budget(self, captured_size: tuple[int, int] | None, action_types: list[str]) -> Any:
+        """Tokens the prompt's text may use in the model's window (None: not known, the configured budget holds)."""
+        return None
 
 
 # --- tools -------------------------------------------------------------------

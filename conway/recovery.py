@@ -23,7 +23,7 @@ Record = Callable[[str, dict[str, Any]], None]
 def start_up(parts: LoopParts, state: RunState, record: Record, revision: str) -> str | None:
     """Recover, then begin the session; returns the note the model sees first (an uncertain action), if any."""
     latest = recover(parts.home, parts.journal, state.store, record, parts.say)
-    model_id, digest = getattr(parts.policy, "model_id", "?"), parts.config.digest()
+    model_id, digest = parts.policy.model_id, parts.config.digest()
     mode = "session" if parts.single_session else "continuous"
     state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run)
     record("session", {"event": "start", "model_id": model_id, "harness_revision": revision,

@@ -134,9 +134,8 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
                         error=None if proposed is not None else (getattr(first, "message", None) or "no action"))
             cases.append(case)
     finally:
-        close = getattr(policy, "close", None)
-        if own and callable(close):
-            close()
+        if own:
+            policy.close()
     n = len(cases)
     agreed = sum(1 for c in cases if c["agree"])
     lo, hi = wilson(agreed, n)
@@ -146,7 +145,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     report = Report("replay", out, argv=argv, config=config, parameters={
         "trajectory": str(Path(trajectory).expanduser().resolve()), "against": against,
         "tolerance_px": tolerance_px, "executed": "nothing (decisions only)"})
-    report.set_model(getattr(policy, "model_id", None))
+    report.set_model(policy.model_id)
     code = 0 if agreed == n else 2
     report.finish(status="pass" if code == 0 else "disagreements", exit_code=code, summary=summary,
                   cases_order=cases)

@@ -30,6 +30,7 @@ from conway.evals.grounding.live import grab_screen, harvest_desktop, harvest_su
 from conway.evals.report import render_report
 from conway.geometry import ScreenGeometry
 from conway.protocols import Decision
+from conway.protocols import Policy  # noqa: E402
 
 from desktop_fixtures import APPS, AppLog, XServer, desktop, start_app, wait_until, xvfb_session  # noqa: F401
 
@@ -185,7 +186,7 @@ def test_a_2x_capture_with_an_origin_maps_boxes(a11y: XServer, tmp_path: Path):
         assert img.size == (2000, 1400)
 
 
-class BoxPolicy:
+class BoxPolicy(Policy):
     """Scripted: answers each case's harvested box centre plus an offset, in screenshot pixels."""
 
     def __init__(self, cases, offset=(0.0, 0.0)):

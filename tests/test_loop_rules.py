@@ -8,6 +8,7 @@ import pytest
 
 from conway.policies.mock import MockPolicy, MockScript
 from conway.state import read_json, write_control
+from conway.protocols import Policy  # noqa: E402
 
 from loop_harness import ChangingObserver, FakeClock, run_script
 
@@ -142,7 +143,7 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
     init_home(home)
     seen = {}
 
-    class Spy:
+    class Spy(Policy):
         model_id = "spy"
 
         def __init__(self):
@@ -247,7 +248,7 @@ def test_waits_are_sliced_so_control_stays_responsive():
 def test_latest_result_comes_first_in_the_next_context_and_goals_are_reread(conway_home):
     seen = []
 
-    class Spy:
+    class Spy(Policy):
         model_id = "spy"
 
         def __init__(self):

@@ -21,6 +21,7 @@ from conway.config import load_config
 from conway.home import init_home, resolve_home
 from conway.journal import read_journal
 from conway.state import read_json, write_control
+from conway.protocols import Policy  # noqa: E402
 from fixtures.scripted_server import Reply, ScriptedFakeServer
 from conftest import REPO
 from loop_harness import FakeClock
@@ -186,7 +187,7 @@ def test_sigterm_during_a_long_shell_command_stops_within_about_a_second(initial
 # --- a crash inside the loop ---------------------------------------------------------
 
 
-class _BuggyPolicy:
+class _BuggyPolicy(Policy):
     model_id = "buggy"
 
     def decide(self, context):

@@ -13,6 +13,7 @@ from conway.memory import Memory
 from conway.policies.base import build_messages
 from conway.policies.generic import GenericAdapter
 from conway.policies.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
+from conway.protocols import Policy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
@@ -109,7 +110,7 @@ def test_memory_in_the_prompt_is_frozen_between_slides_but_shows_outside_edits_a
 
     seen = []
 
-    class Spy:
+    class Spy(Policy):
         model_id = "spy"
 
         def decide(self, ctx):

@@ -23,9 +23,10 @@ sys.path.insert(0, str(REPO))
 
 from conway.cli import main  # noqa: E402
 from conway.errors import UserError  # noqa: E402
+from conway.protocols import Policy  # noqa: E402
 
 
-class CentreClicker:
+class CentreClicker(Policy):
     """A scripted policy for practice data: always the centre (labels come from the targets, not from it)."""
 
     model_id = "centre-clicker"

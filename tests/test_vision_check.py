@@ -21,6 +21,7 @@ from conway.evals.vision_cases import PALETTE, Shape, generate_case
 from conway.evals.vision_check import draw_sheet, miss_pattern, percentile, score, vision_check, wilson
 from conway.home import resolve_home
 from conway.protocols import Decision
+from conway.protocols import Policy  # noqa: E402
 from fixtures.vision_fixture_server import VisionFixtureServer, find_colour_centre
 
 SIZE = "640x400"
@@ -285,7 +286,7 @@ def test_default_size_without_display(tmp_path, monkeypatch):
     home = resolve_home(None)
     cfg = load_config(None, ["policy=mock"])
 
-    class Centre:
+    class Centre(Policy):
         model_id = "oracle"
 
         def decide(self, ctx):

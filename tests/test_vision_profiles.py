@@ -14,6 +14,7 @@ from conway.errors import UserError
 from conway.evals.vision_cases import PALETTE, generate_case, references
 from conway.evals.vision_check import vision_check
 from conway.home import init_home, resolve_home
+from conway.protocols import Policy  # noqa: E402
 
 SIZES = [(84, 84), (112, 112), (168, 168), (224, 224), (640, 400)]
 
@@ -98,7 +99,7 @@ def test_unknown_profile_is_refused_with_the_known_ones():
     assert "offcentre" in str(err.value) and "choose" in str(err.value)
 
 
-class CentreClicker:
+class CentreClicker(Policy):
     model_id = "centre-clicker"
 
     def decide(self, ctx):

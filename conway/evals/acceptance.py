@@ -244,7 +244,7 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
     report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
         "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
         "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
-    report.set_model(getattr(policy, "model_id", None))
+    report.set_model(policy.model_id)
     cases = []
     try:
         # 1. file round trip
@@ -272,9 +272,8 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
                            f"{tasks.program_copy} is an unchanged copy and launching it left {tasks.marker}",
                            outcome, ok, observed, details, events))
     finally:
-        close = getattr(policy, "close", None)
-        if own_policy and callable(close):
-            close()
+        if own_policy:
+            policy.close()
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
     verified = sum(1 for c in cases if c["verified"])

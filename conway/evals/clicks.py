@@ -74,7 +74,7 @@ def ask(policy: Policy, ctx: DecisionContext, lock: threading.Lock | None = None
 def decision_fields(decision: Decision | None, policy: Policy) -> dict[str, Any]:
     """What a case record keeps of the model's answer (raw output capped)."""
     if decision is None:
-        return {"raw_output": None, "model_id": getattr(policy, "model_id", None)}
+        return {"raw_output": None, "model_id": policy.model_id}
     raw = decision.raw_text or ""
     return {"raw_output": raw[:RAW_OUTPUT_MAX], "raw_output_truncated": len(raw) > RAW_OUTPUT_MAX,
             "model_id": decision.model_id, "model_latency_s": round(decision.latency_s, 6),

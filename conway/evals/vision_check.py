@@ -285,7 +285,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                                     "backend": effective_backend(config),
                                     "instruction_form": "Click the <colour> <shape>.",
                                     "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
-        report.set_model(getattr(policy, "model_id", None))
+        report.set_model(policy.model_id)
         streaming = report.cases_path is not None
         try:
             records, wall = run_suite(policy, config, samples=samples, seed=seed, size=image_size,
@@ -317,9 +317,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
                       summary=summary, sheet=sheet_written)
     finally:
-        close = getattr(policy, "close", None)
-        if own_policy and callable(close):
-            close()
+        if own_policy:
+            policy.close()
     ci = summary["hit_rate_ci95"]
     say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "

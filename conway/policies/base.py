@@ -37,7 +37,7 @@ from ..actions import ACTION_TYPES, ActionProblem
 from ..config import PolicyConfig
 from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
-from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation,
+from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation, Policy,
                          PolicyError, cut_off_message)
 from .parsed import ParsedOutput
 
@@ -283,7 +283,7 @@ class PolicySettings:
     """Facts recorded with every decision (backend, endpoint, server program …)."""
 
 
-class ModelPolicy:
+class ModelPolicy(Policy):
     """One adapter on one backend; implements the `Policy` protocol."""
 
     def __init__(self, adapter: Adapter, backend: Backend, settings: PolicySettings,

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..actions import ActionProblem, Wait, parse_action
 from ..errors import UserError
-from ..protocols import Decision, DecisionContext, PolicyError, RateLimited
+from ..protocols import Decision, DecisionContext, Policy, PolicyError, RateLimited
 
 MODEL_ID = "conway-mock"
 FEEDBACK_KEEP = 32
@@ -95,7 +95,7 @@ def load_script(path: str | Path) -> MockScript:
         raise UserError(f"mock script {p} is malformed at {where}: {first['msg']}") from None
 
 
-class MockPolicy:
+class MockPolicy(Policy):
     def __init__(self, script: MockScript | None = None, sleep=time.sleep):
         self.script = script or default_script()
         self.model_id = MODEL_ID

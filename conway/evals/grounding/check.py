@@ -129,7 +129,7 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
             say(note)
         report = Report("grounding-check", out, argv=argv, config=config, seed=seed, expected_cases=len(cases),
                         parameters=params)
-        report.set_model(getattr(policy, "model_id", None))
+        report.set_model(policy.model_id)
         streaming = report.cases_path is not None
         try:
             records, wall = run_cases(policy, config, cases, parallel=parallel, progress=progress,
@@ -153,9 +153,8 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
                 report.add_case(rec)
         report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary, sheet=sheet_written)
     finally:
-        close = getattr(policy, "close", None)
-        if own_policy and callable(close):
-            close()
+        if own_policy:
+            policy.close()
     for line in summary_lines(summary):
         say(line)
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
