@@ -105,8 +105,7 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         printer = (lambda _text: None) if req.quiet else say
         if not req.quiet:
             say(f"session {session} · model {policy.model_id} · home {home.root}")
-            description = list(policy.description)
-            for line in [description] if isinstance(description, str) else description:
+            for line in policy.description:
                 say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
@@ -120,7 +119,7 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
             observer.close()
         if toolbox:
             toolbox.close()
-        if req.policy is None:  # stops a model server Conway started for this run
+        if policy is not None and req.policy is None:  # stops a model server Conway started for this run
             policy.close()
         lock.release()
 
