@@ -47,13 +47,13 @@ def _bounds(node, Atspi) -> list[int] | None:
     return [int(e.x), int(e.y), int(e.width), int(e.height)]
 
 
-def _children(node):
+def _children(node, limit: int = 2000):
     try:
         n = node.get_child_count()
     except Exception:
         return []
     out = []
-    for i in range(min(n, 2000)):
+    for i in range(min(n, limit)):
         try:
             c = node.get_child_at_index(i)
         except Exception:

@@ -19,38 +19,14 @@ import argparse
 import json
 import sys
 
+from _atspi_snapshot import _bounds, _children  # a sibling file: both run as scripts in a subprocess
+
 
 def _states(node) -> list[str]:
     try:
         return sorted(s.value_nick for s in node.get_state_set().get_states())
     except Exception:
         return []
-
-
-def _bounds(node, Atspi):
-    try:
-        e = node.get_extents(Atspi.CoordType.SCREEN)
-    except Exception:
-        return None
-    if e.width <= 0 or e.height <= 0:
-        return None
-    return [int(e.x), int(e.y), int(e.width), int(e.height)]
-
-
-def _children(node):
-    try:
-        n = node.get_child_count()
-    except Exception:
-        return []
-    out = []
-    for i in range(min(n, 5000)):
-        try:
-            c = node.get_child_at_index(i)
-        except Exception:
-            continue
-        if c is not None:
-            out.append(c)
-    return out
 
 
 def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
@@ -63,7 +39,7 @@ def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
         return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
                 "gir1.2-atspi-2.0 and PyGObject"}
     try:
-        apps = _children(Atspi.get_desktop(0))
+        apps = _children(Atspi.get_desktop(0), 5000)
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
     seen = []
@@ -78,7 +54,7 @@ def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
         seen.append({"name": name, "pid": pid})
         if pids is not None and pid not in pids:
             continue
-        for w_index, window in enumerate(_children(app)):
+        for w_index, window in enumerate(_children(app, 5000)):
             wstates = _states(window)
             if "showing" not in wstates:
                 continue
@@ -107,7 +83,7 @@ def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
                                   "window_bounds": wbounds, "role": role, "name": label[:200], "states": states,
                                   "bounds": bounds})
                 if depth < max_depth:
-                    stack.extend((c, depth + 1) for c in reversed(_children(node)))
+                    stack.extend((c, depth + 1) for c in reversed(_children(node, 5000)))
     if pids is not None and not any(a["pid"] in pids for a in seen):
         return {"ok": False, "reason": f"no accessible application with process id {sorted(pids)} (yet)",
                 "apps": seen}
