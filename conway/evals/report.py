@@ -188,6 +188,12 @@ class Report:
         if endpoint is not None:
             self.data["endpoint"] = safe_endpoint(endpoint)
 
+    def set_model_from_cases(self, records: list[dict[str, Any]]) -> None:
+        """The model id(s) the cases were actually answered by (a server may serve another than configured)."""
+        ids = sorted({r["model_id"] for r in records if r.get("model_id")})
+        if ids:
+            self.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
+
     def add_case(self, record: dict[str, Any]) -> None:
         record = redact(record)  # a case can quote a command line, an endpoint or a server message
         with self._lock:

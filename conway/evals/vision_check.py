@@ -295,9 +295,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
             report.abandon()
             raise
         summary = summarize(records, wall)
-        ids = sorted({r["model_id"] for r in records if r.get("model_id")})
-        if ids:
-            report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
+        report.set_model_from_cases(records)
         code = 0 if summary["hits"] == samples else 2
         never = None
         if summary["valid_decisions"] == 0:

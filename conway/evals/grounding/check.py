@@ -138,9 +138,7 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
             report.abandon()
             raise
         summary = summarize(records, wall)
-        ids = sorted({r["model_id"] for r in records if r.get("model_id")})
-        if ids:
-            report.set_model(ids[0] if len(ids) == 1 else ", ".join(ids))
+        report.set_model_from_cases(records)
         code = 0 if summary["hits"] == len(cases) else 2
         sheet_written = None
         if sheet_path is not None:
