@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from conway.app import RunRequest, run_agent
 from conway.config import load_config
-from conway.home import resolve_home
+from conway.home import init_home, resolve_home
 from conway.journal import read_journal
 from conway.loop import Clock
 from conway.observe.synthetic import SyntheticObserver
@@ -87,3 +87,25 @@ class ChangingObserver(SyntheticObserver):
 
 def home_path(run: Run) -> Path:
     return run.home.root
+
+
+def run_against(fake: Any, steps: int, *extra: str, timeout_s: float = 0.5):
+    """The generic policy against a scripted HTTP fixture for `steps` decisions, on a fake clock.
+
+    Returns (outcome, this session's events, clock, printed lines).
+    """
+    home = resolve_home(None)
+    init_home(home)
+    cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "observe.source=synthetic",
+                                    f"agent.max_steps={steps}", "policy.structured_output=none",
+                                    f"policy.request_timeout_s={timeout_s:g}", *extra])
+    clock = FakeClock()
+    lines: list[str] = []
+    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=clock), say=lines.append)
+    events = [e for e in read_journal(home.journal_dir).events if e["session"] == session]
+    return outcome, events, clock, lines
+
+
+def of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The payloads of the events of one kind."""
+    return [e["payload"] for e in events if e["kind"] == kind]

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 
-from conway.app import RunRequest, run_agent
 from conway.cli import main
-from conway.config import load_config
-from conway.home import init_home, resolve_home
 from conway.journal import read_journal
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
-from loop_harness import FakeClock, run_script
+from loop_harness import FakeClock, of, run_script, run_against as _run_against
 
 WAIT = '{"thought": "nothing to do", "action": {"type": "wait"}}'
 EXCEEDED = {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 5234, "n_ctx": 4096,
@@ -23,20 +20,7 @@ EXCEEDED = {"error": {"code": 400, "type": "exceed_context_size_error", "n_promp
 
 
 def run_against(fake: ScriptedFakeServer, steps: int, *extra: str):
-    home = resolve_home(None)
-    init_home(home)
-    cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "observe.source=synthetic",
-                                    f"agent.max_steps={steps}", "policy.structured_output=none",
-                                    "policy.request_timeout_s=5", *extra])
-    clock = FakeClock()
-    lines: list[str] = []
-    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=clock), say=lines.append)
-    events = [e for e in read_journal(home.journal_dir).events if e["session"] == session]
-    return outcome, events, clock, lines
-
-
-def of(events, kind):
-    return [e["payload"] for e in events if e["kind"] == kind]
+    return _run_against(fake, steps, *extra, timeout_s=5)
 
 
 # --- 1. a length refusal is "context exceeded (N > M tokens)", not a parse error -------------------

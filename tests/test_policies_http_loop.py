@@ -11,32 +11,11 @@ import json
 
 import pytest
 
-from conway.app import RunRequest, run_agent
-from conway.config import load_config
 from conway.errors import UserError
-from conway.home import init_home, resolve_home
-from conway.journal import read_journal
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
-from loop_harness import FakeClock
+from loop_harness import of, run_against
 
 WAIT = '{"thought": "nothing to do", "action": {"type": "wait"}}'
-
-
-def run_against(fake: ScriptedFakeServer, steps: int, *extra: str):
-    home = resolve_home(None)
-    init_home(home)
-    cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "observe.source=synthetic",
-                                    f"agent.max_steps={steps}", "policy.structured_output=none",
-                                    "policy.request_timeout_s=0.5", *extra])
-    clock = FakeClock()
-    lines: list[str] = []
-    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=clock), say=lines.append)
-    events = [e for e in read_journal(home.journal_dir).events if e["session"] == session]
-    return outcome, events, clock, lines
-
-
-def of(events, kind):
-    return [e["payload"] for e in events if e["kind"] == kind]
 
 
 def test_decisions_record_model_sizes_convention_usage_and_timings():
