@@ -208,6 +208,17 @@ class Policy(Protocol):
         """Tokens the prompt's text may use in the model's window (None: not known, the configured budget holds)."""
         return None
 
+    def structured_mode(self) -> str | None:
+        """The output constraint decisions use (grammar, json_object, json_schema, none), detected on first use;
+        None when there is no model output to constrain (the default). PolicyError when a requested one is not
+        honoured."""
+        return None
+
+    def structured_support(self) -> tuple[list[str], dict[str, str]] | None:
+        """What the model's backend honours, best first, and what each try showed (mode → detail), detected by
+        trying; None when not detected (the default). `conway probe` reports it."""
+        return None
+
 
 # --- tools -------------------------------------------------------------------
 

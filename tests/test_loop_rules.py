@@ -135,7 +135,7 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
     from conway.actions import AppendFile, Wait
     from conway.app import RunRequest, run_agent, status_report
     from conway.config import load_config
-    from conway.evals.preflight import recovery_checks
+    from conway.readiness.home import recovery_checks
     from conway.home import init_home, resolve_home
     from conway.protocols import Decision
 

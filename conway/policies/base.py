@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, get_args
+from typing import Any, Callable, Literal, Mapping, Protocol, get_args
 
 from ..actions import ACTION_TYPES, ActionProblem
 from ..config import PolicyConfig
@@ -132,6 +132,10 @@ class Backend(Protocol):
 
     kind: str
     model_id: str
+
+    structured_report: Mapping[str, str]
+    """What each structured-output try showed (mode → detail), filled by `structured_support`; empty when the
+    modes are known without trying."""
 
     def structured_support(self) -> list[str]:
         """Modes this backend honours, best first (detected by trying, cached)."""
@@ -334,6 +338,10 @@ class ModelPolicy(Policy):
             raise PolicyError(f"policy.structured_output={wanted} but {self.backend.kind} backend "
                               f"{self.model_id} does not honour it (it does: {', '.join(supported) or 'none'})")
         return self._mode
+
+    def structured_support(self) -> tuple[list[str], dict[str, str]]:
+        """The backend's honoured modes (detected by trying, cached) and what each try showed."""
+        return self.backend.structured_support(), dict(self.backend.structured_report)
 
     def _grammar_available(self) -> bool:
         try:

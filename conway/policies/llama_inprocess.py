@@ -39,7 +39,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
 
 from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..errors import UserError
@@ -153,6 +154,8 @@ class LlamaInProcessBackend:
     """A GGUF model (+ mmproj) loaded in this process."""
 
     kind = "llama_cpp"
+    structured_report: Mapping[str, str] = MappingProxyType({})
+    """Nothing to try: llama-cpp-python always honours a grammar and json_object."""
 
     def __init__(self, model_path: str, mmproj_path: str | None, *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int = 1, n_threads_batch: int | None = None, n_gpu_layers: int = 0,
