@@ -30,7 +30,7 @@ from ..home import Home
 from ..protocols import Decision, DecisionContext, Observation, Policy, describe_causes
 from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, ask, decision_fields, first_click, parallel_notes,  # noqa: F401
                      policy_is_serial, run_parallel, serial_lock)
-from .readiness import effective_backend
+from ..readiness.model import effective_backend
 from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
 from .sheet import Tile, contact_sheet
 from .stats import Z95, percentile, wilson  # noqa: F401 - re-exported (older imports)
