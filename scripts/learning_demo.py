@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX] [--work DIR] [--practice 600] [--heldout 100]
+""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX]
+                                          [--work DIR] [--practice 600] [--heldout 100]
 
 Conway's research loop, end to end, on a CPU, from a fresh home:
 
