@@ -17,9 +17,9 @@ from .home import Home
 from .journal import Journal, tail_events
 from .loop import Clock, Loop, LoopParts, RunOutcome
 from .policies.factory import build_policy
-from .protocols import Observer, Policy
+from .protocols import Actuator, Observer, Policy
 from .state import InstanceLock, StateStore, write_control
-from .tools.registry import Toolbox, build_toolbox
+from .tools.registry import build_toolbox
 
 
 def new_session_id() -> str:
@@ -78,7 +78,7 @@ class RunRequest:
     task: str | None = None
     policy: Policy | None = None
     observer: Observer | None = None
-    toolbox: Toolbox | None = None
+    toolbox: Actuator | None = None
     clock: Clock | None = None
 
 

@@ -22,8 +22,7 @@ from .config import ConwayConfig
 from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
 from .memory import Memory
-from .protocols import ContextPart, DecisionContext, Observation, Policy
-from .tools.registry import Toolbox
+from .protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 
 
 GOALS_JOURNAL_MAX_CHARS = 20_000
@@ -46,7 +45,7 @@ def context_record(ctx: DecisionContext) -> dict[str, Any]:
 
 
 class ContextBuilder:
-    def __init__(self, home: Home, config: ConwayConfig, toolbox: Toolbox, policy: Policy, memory: Memory):
+    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory):
         self.home = home
         self.cfg = config
         self.toolbox = toolbox

@@ -1,111 +1,31 @@
-"""`conway doctor`: what this machine is and what actually runs here (tried, not guessed)."""
+"""`conway doctor`: what this machine is and what actually runs here (tried, not guessed).
+
+The checks live in `conway/readiness/` (shared with preflight and probe); this
+module selects the machine's checks and renders them.
+"""
 
 from __future__ import annotations
 
-import os
-import platform
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from .config import ConwayConfig
-
-EXTRAS = {
-    "gui": ["mss", "pyautogui"],
-    "llama": ["llama_cpp"],
-    "train": ["torch", "transformers", "peft", "datasets"],
-}
-
-
-def host_facts(path: Path | None = None) -> dict[str, Any]:
-    import psutil
-
-    vm = psutil.virtual_memory()
-    disk = shutil.disk_usage(path or Path.cwd())
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "memory_total_gb": round(vm.total / 2**30, 1),
-        "memory_available_gb": round(vm.available / 2**30, 1),
-        "disk_free_gb": round(disk.free / 2**30, 1),
-    }
-
-
-def _import_ok(module: str) -> tuple[bool, str]:
-    """Installed or not, with its version. Found, not imported: pyautogui cannot even be
-    imported without a display, and that is the display's problem, reported below."""
-    import importlib.metadata as md
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        return False, "not installed"
-    dists = md.packages_distributions().get(module, [])
-    for dist in dists:
-        try:
-            return True, md.version(dist)
-        except md.PackageNotFoundError:
-            continue
-    return True, "installed"
-
-
-def display_report() -> tuple[bool, str]:
-    if sys.platform.startswith("linux"):
-        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-            return False, "no DISPLAY set"
-        if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
-            return False, "Wayland without XWayland DISPLAY: native Wayland input is not implemented"
-    try:
-        from .platform import display_problem
-    except ImportError:  # the gui extra is missing; the mss probe below says so
-        display_problem = None
-    if display_problem is not None:
-        problem = display_problem()
-        if problem:
-            return False, problem
-    try:
-        proc = subprocess.run([sys.executable, "-c", "import mss; m = mss.MSS(); print(m.monitors[1])"],
-                              capture_output=True, text=True, timeout=20)
-    except subprocess.TimeoutExpired:
-        return False, "screenshot probe timed out"
-    if proc.returncode == 0:
-        return True, f"display reachable, primary monitor {proc.stdout.strip()}"
-    return False, (proc.stderr.strip().splitlines() or ["unreachable"])[-1][:160]
+from .readiness.extensions import skills_check, toolbox_checks
+from .readiness.host import accessibility_check, display_check, extras_checks, host_facts
 
 
 def doctor(config: ConwayConfig, workdir: Path, home_root: Path | None = None) -> dict[str, Any]:
-    from .skills import find_skills
-    from .tools.registry import build_toolbox
-
-    extras = {}
-    for extra, modules in EXTRAS.items():
-        extras[extra] = {m: _import_ok(m) for m in modules}
-    shown, why = display_report()
-    logs_in = home_root if home_root is not None and home_root.is_dir() else None  # never creates a home
-    toolbox = build_toolbox(config.tools, workdir, gui=shown, home_root=logs_in)  # starts MCP servers: tried
-    tools = {name: {"runs": ok, "detail": reason} for name, (ok, reason) in toolbox.report.items()}
-    mcp = next((t.servers() for t in toolbox.tools if t.name == "mcp"), [])
-    skills = find_skills(home_root, config.skills).record() if home_root is not None else None
-    if not shown and "gui" in config.tools.enabled:
-        tools["gui"] = {"runs": False, "detail": f"GUI tools unavailable: {why}"}
-    toolbox.close()
-    try:
-        from .observe.accessibility import accessibility_problem
-        access = accessibility_problem()
-    except ImportError as exc:
-        access = str(exc)
-    return {"accessibility": {"ready": access is None, "detail": access or "AT-SPI available (off by default: "
-                              "observe.accessibility=true)"},
-            "host": host_facts(workdir), "extras": {e: {m: {"ok": ok, "detail": d} for m, (ok, d) in mods.items()}
-                                                 for e, mods in extras.items()},
-            "display": {"reachable": shown, "detail": why}, "tools": tools, "mcp_servers": mcp, "skills": skills}
+    extras = extras_checks()
+    display = display_check()
+    tools, servers = toolbox_checks(config, workdir, display, home_root)
+    access = accessibility_check()
+    return {"accessibility": {"ready": access.ok, "detail": access.detail},
+            "host": host_facts(workdir),
+            "extras": {e: {c.check: {"ok": c.ok, "detail": c.detail} for c in checks} for e, checks in extras.items()},
+            "display": {"reachable": display.ok, "detail": display.detail},
+            "tools": {c.check: {"runs": c.ok, "detail": c.detail} for c in tools},
+            "mcp_servers": [c.data for c in servers],
+            "skills": skills_check(config, home_root).data if home_root is not None else None}
 
 
 def render_doctor(report: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from .actions import ActionProblem, Finish, Wait, _Action
 from .cancel import DecisionAborted
 from .decision_context import ContextBuilder, context_record
+from .geometry import ScreenGeometry
 from .journal import make_event
 from .loop_control import Clock, Control, StopRun, backoff_delay
 from .loop_parts import LoopParts, RunOutcome
@@ -109,7 +110,6 @@ class Loop:
         if changed:
             self.repeats.screen_changed()
         self.last_change_key = obs.change_key
-        self.p.toolbox.note_observation(obs)
         self.record("observation", obs.record())
 
         ctx = self.contexts.build(goals, obs, self.step)
@@ -129,10 +129,10 @@ class Loop:
                                      "context": context_record(ctx)})
             self.control.check()
         self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": context_record(ctx)})
-        self.act(decision, changed)
+        self.act(decision, changed, obs.geometry)
 
-    def act(self, decision: Decision, changed: bool) -> None:
-        """Validate every proposed action, then carry them out in order (`changed`: the screen changed)."""
+    def act(self, decision: Decision, changed: bool, screen: ScreenGeometry | None) -> None:
+        """Validate every proposed action, then run them in order (`screen`: the observation's, for the tools)."""
         checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
         problems = [a for a in checked if isinstance(a, ActionProblem)]
         actions = [a for a in checked if isinstance(a, _Action)]
@@ -150,7 +150,7 @@ class Loop:
                 self.finish(action)
             else:
                 self.idle_count = 0
-                self.dispatch(action)
+                self.dispatch(action, screen)
 
     def idle(self, action: Wait, changed: bool) -> None:
         """The model waits (idle backoff while the screen is unchanged); what was waited is recorded after."""
@@ -170,7 +170,7 @@ class Loop:
         if self.p.single_session:
             raise StopRun(f"finish {action.status}")
 
-    def dispatch(self, action: _Action) -> None:
+    def dispatch(self, action: _Action, screen: ScreenGeometry | None = None) -> None:
         """Intent (fsynced) → side effect → result; an uncertain outcome ends the run."""
         times = self.repeats.suppressed(action)
         if times is not None:
@@ -189,7 +189,7 @@ class Loop:
             self.state.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
                                      "at": self.p.clock.time()})
         try:
-            result = self.control.watched(lambda: self.p.toolbox.run(action))  # a stop ends a long tool early
+            result = self.control.watched(lambda: self.p.toolbox.run(action, screen))  # a stop ends long tools early
         except FailSafeTriggered as exc:
             self.uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
         except DispatchUncertain as exc:

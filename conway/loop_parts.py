@@ -9,8 +9,7 @@ from .config import ConwayConfig
 from .home import Home
 from .journal import Journal
 from .loop_control import Clock
-from .protocols import Observer, Policy, describe_causes
-from .tools.registry import Toolbox
+from .protocols import Actuator, Observer, Policy, describe_causes
 
 
 @dataclass
@@ -19,7 +18,7 @@ class LoopParts:
     config: ConwayConfig
     policy: Policy
     observer: Observer
-    toolbox: Toolbox
+    toolbox: Actuator
     journal: Journal
     session: str
     clock: Clock = field(default_factory=Clock)

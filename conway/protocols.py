@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .actions import ActionProblem, _Action
+from .geometry import ScreenGeometry
 
 
 # --- observation -------------------------------------------------------------
@@ -33,6 +34,10 @@ class Observation:
     """Input coordinate space size (differs from captured_size on HiDPI screens)."""
     origin: tuple[int, int] = (0, 0)
     """Monitor origin in input coordinates."""
+    geometry: ScreenGeometry | None = None
+    """Where the capture sits in input space (origin, captured and logical sizes), computed once when the
+    screenshot is taken; the loop hands it to the toolbox with each action (GUI coordinates are mapped with
+    it). None when the observation did not come from a screen (synthetic, replayed, no screen)."""
     accessibility: str | None = None
     """Optional accessibility snapshot rendered as text."""
     screenshot_path: str | None = None
@@ -203,6 +208,17 @@ class Policy(Protocol):
         """Tokens the prompt's text may use in the model's window (None: not known, the configured budget holds)."""
         return None
 
+    def structured_mode(self) -> str | None:
+        """The output constraint decisions use (grammar, json_object, json_schema, none), detected on first use;
+        None when there is no model output to constrain (the default). PolicyError when a requested one is not
+        honoured."""
+        return None
+
+    def structured_support(self) -> tuple[list[str], dict[str, str]] | None:
+        """What the model's backend honours, best first, and what each try showed (mode → detail), detected by
+        trying; None when not detected (the default). `conway probe` reports it."""
+        return None
+
 
 # --- tools -------------------------------------------------------------------
 
@@ -224,6 +240,9 @@ class ToolResult:
 
 
 class Tool(Protocol):
+    """One family of actions (files, shell, GUI, MCP …). Implementations subclass it and so inherit the
+    optional members' defaults; the toolbox calls every member directly."""
+
     name: str
     action_types: frozenset[str]
 
@@ -231,7 +250,56 @@ class Tool(Protocol):
         """(can run here, reason); tried, not guessed."""
         ...
 
-    def run(self, action: _Action) -> ToolResult: ...
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
+        """Carry out `action`. `screen`: the geometry of the observation it was decided on (None: none from a
+        screen); only screen-bound tools (GUI) use it, to map screenshot pixels to input coordinates."""
+        ...
+
+    def check(self, action: _Action) -> _Action | ActionProblem:
+        """Validation this tool owns before any intent is written (an MCP argument schema); none by default."""
+        return action
+
+    def describe(self) -> str:
+        """Text for the prompt's action space (MCP tools, skill names); none by default."""
+        return ""
+
+    def findings(self) -> list[dict[str, Any]]:
+        """What the tool found at start (servers, skills), for the journal, each with a printed `summary` line;
+        none by default."""
+        return []
+
+    def close(self) -> None:
+        """Stop what the tool started (MCP servers); nothing by default."""
+        return None
+
+
+class Actuator(Protocol):
+    """What the loop and its parts ask of the tools (`conway.tools.registry.Toolbox` is the one in use)."""
+
+    def available_types(self) -> list[str]:
+        """Action types the model may propose here (runnable tools plus `wait` and `finish`)."""
+        ...
+
+    def describe(self) -> str:
+        """Text the runnable tools add to the prompt's action space (MCP tools, skill names); may be empty."""
+        ...
+
+    def findings(self) -> list[dict[str, Any]]:
+        """What the tools found at start (MCP servers, skills): records journaled once by start-up, each with a
+        `summary` line that is printed."""
+        ...
+
+    def check(self, action: _Action) -> _Action | ActionProblem:
+        """Validation a tool owns before any intent is written (an MCP tool's argument schema); sends nothing."""
+        ...
+
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
+        """Dispatch `action` to its tool; `screen` is the geometry of the observation it was decided on."""
+        ...
+
+    def close(self) -> None:
+        """Stop what the tools started (MCP servers); the run's owner calls it once at the end."""
+        ...
 
 
 class DispatchUncertain(Exception):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|choose] [--work DIR] [--practice 600] [--heldout 100]
+""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX] [--work DIR] [--practice 600] [--heldout 100]
    .venv/bin/python scripts/learning_demo.py --agent [--tasks 100] [--eval-tasks 30] [--buttons 1] [--work DIR]
 
 `--agent` learns from the agent's own loop instead (button-board tasks on Xvfb, labelled by Conway's
@@ -11,7 +11,8 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
      configs/tiny_vlm_demo.yaml) and its GGUF + mmproj;
   2. practice: `conway vision-check` runs the base through llama.cpp on
      generated cases (profile `demo`: one large red square per 84x84 image on a
-     light background; `offcentre`: one red square that never covers the centre;
+     light background; `offcentre`: one red square that never covers the centre
+     (`offcentre-fixed`: of 28-36 px whatever the image size);
      `choose`: 2-3 squares of different colours, the goal names one); every
      case is labelled by its own target box;
   3. `conway export --from-report` turns the practice report into a Hugging
@@ -21,6 +22,11 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
   5. `conway candidate-eval demo` runs the SAME held-out cases (another seed,
      never practised) on the base and on the candidate through llama.cpp and
      prints both hit rates with 95% intervals.
+
+`--size PX` sets the side of the square images of practice, training and
+held-out cases (default 84: 3x3 image tokens of 28x28 px; a multiple of 28,
+so the loop's resize rule leaves the image as generated). WORK/summary.json
+records the result (scripts/plot_image_size.py reads such summaries).
 
 Every step is the real command, run as a subprocess and printed first. The
 always-click-the-centre baseline on the held-out cases is printed too (large
@@ -54,8 +60,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agent_demo  # noqa: E402 - `--agent`: learning from the agent's own loop
 PY = sys.executable
-SIZE = "84x84"
-PROFILES = ("demo", "offcentre", "choose")
+PROFILES = ("demo", "offcentre", "offcentre-fixed", "choose")
+CELL = 28  # one image token of the tiny Qwen2-VL covers 28x28 px (patch 14, 2x2 merge)
+MIN_SIDE, MAX_SIDE = 3 * CELL, 40 * CELL  # llama.cpp upsizes images under 8 tokens; the base's context is 4096
+
+
+def image_side(text: str) -> int | None:
+    """The --size value as pixels per side, or None when it is not a usable square side."""
+    try:
+        px = int(text)
+    except ValueError:
+        return None
+    return px if MIN_SIDE <= px <= MAX_SIDE and px % CELL == 0 else None
 
 
 def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.CompletedProcess:
@@ -71,12 +87,12 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
     return proc
 
 
-def baselines(seed: int, n: int, profile: str) -> dict:
+def baselines(seed: int, n: int, profile: str, side: int) -> dict:
     """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
     sys.path.insert(0, str(REPO))
     from conway.evals.vision_cases import generate_case, references
 
-    w, h = (int(v) for v in SIZE.split("x"))
+    w = h = side
     records = []
     for i in range(n):
         case = generate_case(seed, i, (w, h), profile)
@@ -94,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heldout-seed", type=int, default=1000)
     ap.add_argument("--profile", default="demo", choices=PROFILES,
                     help="vision-check profile of practice and held-out cases (default demo)")
+    ap.add_argument("--size", default=str(3 * CELL), metavar="PX",
+                    help=f"side of the square images in pixels, a multiple of {CELL} from {MIN_SIDE} to {MAX_SIDE} "
+                         f"(default {3 * CELL})")
     ap.add_argument("--recipe", default="tiny_cpu")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="extra recipe overrides (train.max_steps=...)")
     agent_demo.add_arguments(ap)
@@ -101,8 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.agent:  # learning from the agent's own loop: scripts/agent_demo.py
         return agent_demo.main_agent(args)
     PROFILE = args.profile
+    side = image_side(args.size)
+    if side is None:
+        print(f"learning demo: --size must be a multiple of {CELL} from {MIN_SIDE} to {MAX_SIDE} pixels "
+              f"(one image token per {CELL}x{CELL} px), got {args.size!r}", file=sys.stderr)
+        return 1
+    size = f"{side}x{side}"
 
     started = time.time()
+    load_start = os.getloadavg()[0]
     work = Path(args.work or tempfile.mkdtemp(prefix="conway-learning-demo-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     home = work / "home"
@@ -131,29 +157,31 @@ def main(argv: list[str] | None = None) -> int:
     practice = work / "practice.json"
     # Practice answers only need to exist (the labels come from the targets), so the base may stop early:
     # a random model rambles for hundreds of tokens. The held-out evaluation below uses the default budget.
+    # Exit 3 (no valid decision: every answer cut off, as the base does at 112 px) still gives every case a
+    # hindsight label from its target, so it is practice too.
     step(conway + ["vision-check", "--samples", str(args.practice), "--seed", str(args.practice_seed),
-                   "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy,
-                   "policy.max_tokens=48"], ok=(0, 2))
+                   "--size", size, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy,
+                   "policy.max_tokens=48"], ok=(0, 2, 3))
     dataset = work / "dataset"
     step(conway + ["export", "--from-report", str(practice), "--format", "hf", "--style", "generic",
                    "--output", str(dataset)])
     t_train = time.time()
     step([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
           f"data.path={dataset}", "output.candidate=demo", f"convert.base_gguf={model}",
-          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}",
+          f"convert.base_mmproj={mmproj}", f"eval.profile={PROFILE}", f"eval.size=[{side},{side}]",
           # under `choose` the goal decides which shape: the curriculum's short prompt must keep it
           *(["train.short_prompt_keep_goals=true"] if PROFILE == "choose" else []), *args.overrides])
     train_s = time.time() - t_train
     step(conway + ["candidates"])
     evaluation = work / "candidate-eval.json"
     proc = step(conway + ["candidate-eval", "demo", "--samples", str(args.heldout), "--seed", str(args.heldout_seed),
-                          "--size", SIZE, "--profile", PROFILE, "--quiet", "--output", str(evaluation)], ok=(0, 2))
+                          "--size", size, "--profile", PROFILE, "--quiet", "--output", str(evaluation)], ok=(0, 2))
     report = json.loads(evaluation.read_text(encoding="utf-8"))
     s = report["summary"]
-    ref = baselines(args.heldout_seed, args.heldout, PROFILE)
+    ref = baselines(args.heldout_seed, args.heldout, PROFILE, side)
     wall = time.time() - started
     print("\n=== learning demo: base vs candidate on the same held-out vision-check cases ===")
-    print(f"cases: {s['cases']} (seed {args.heldout_seed}, {SIZE}, profile {PROFILE}; practice used seed "
+    print(f"cases: {s['cases']} (seed {args.heldout_seed}, {size}, profile {PROFILE}; practice used seed "
           f"{args.practice_seed}); case hashes sha256 {s['cases_sha256'][:16]}")
     for label in ("base", "candidate"):
         r = s[label]
@@ -172,7 +200,22 @@ def main(argv: list[str] | None = None) -> int:
         rates = [f"{m['step']}:{m['hit_rate']:.0%}" for m in points if m.get("hit_rate") is not None]
         print(f"learning curve (step: held-out hit rate while training): {' '.join(rates)}")
     print(f"wall time: {wall / 60:.1f} min end to end (training + conversion {train_s / 60:.1f} min)")
-    print(f"report: {evaluation}")
+    trained_path = home / "candidates" / "demo" / "train" / "summary.json"
+    trained = json.loads(trained_path.read_text(encoding="utf-8")) if trained_path.is_file() else {}
+    result = {"profile": PROFILE, "size": side, "practice": args.practice, "practice_seed": args.practice_seed,
+              "heldout": s["cases"], "heldout_seed": args.heldout_seed, "recipe": args.recipe,
+              "overrides": args.overrides, "cases_sha256": s["cases_sha256"],
+              **{label: {k: s[label][k] for k in ("hits", "hit_rate", "hit_rate_ci95")}
+                 for label in ("base", "candidate")},
+              "intervals_separated": s["intervals_separated"], "references": ref,
+              "train": {k: trained.get(k) for k in ("steps", "stop_reason", "train_s", "best_held_out_hit_rate")},
+              "train_and_convert_s": round(train_s, 1), "wall_s": round(wall, 1),
+              # the caps are wall-clock seconds: on a shared machine the load decides how many steps fit
+              "machine": {"cpus": os.cpu_count(), "load_1min_start": round(load_start, 2),
+                          "load_1min_end": round(os.getloadavg()[0], 2)},
+              "commands": log}
+    (work / "summary.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"report: {evaluation}; summary: {work / 'summary.json'}")
     return 0 if proc.returncode == 0 else 2
 
 

@@ -15,7 +15,7 @@ import pytest
 from conway.actions import Click
 from conway.observe import accessibility as acc
 from conway.observe.accessibility import NOT_IMPLEMENTED, AccessibilitySnapshot, render, snapshot
-from conway.observe.screen import ScreenObserver, geometry_of
+from conway.observe.screen import ScreenObserver
 from conway.tools.gui import GuiTool
 
 from desktop_fixtures import APPS, AppLog, XServer, desktop, wait_until, xvfb_session  # noqa: F401
@@ -187,14 +187,13 @@ def test_gtk_tree_lists_controls_and_a_click_through_it_lands(gtk_app, desktop: 
     assert 'frame "Conway GTK probe"' in text and 'check box "Remember me"' in text
     assert "screenshot pixels (1280x800)" in text and len(text) <= 6000
 
-    snap = snapshot(geometry=geometry_of(obs), timeout_s=10)
+    snap = snapshot(geometry=obs.geometry, timeout_s=10)
     assert snap.ok, snap.reason
     node = next(n for n in snap.nodes if n["role"] == "push button" and n["name"] == "Save draft")
     x, y, w, h = node["bounds"]
     gui = GuiTool(pause_s=0.01)
-    gui.set_screen(geometry_of(obs))
     mark = log.mark()
-    result = gui.run(Click(x=x + w / 2, y=y + h / 2))
+    result = gui.run(Click(x=x + w / 2, y=y + h / 2), obs.geometry)
     assert result.ok, result.error
     ev = log.wait_for(mark, lambda e: e["event"] == "clicked", what="the GTK button click")
     assert ev["widget"] == "Save draft"

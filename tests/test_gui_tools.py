@@ -19,7 +19,7 @@ from conway.actions import (Click, DoubleClick, Drag, Hotkey, Key, Move, RightCl
 from conway.geometry import (Convention, ScreenGeometry, captured_to_model, get_rule, input_to_captured,
                              model_point_error, model_to_captured, resize_for_model)
 from conway.imaging import observation_image
-from conway.observe.screen import ScreenObserver, geometry_of
+from conway.observe.screen import ScreenObserver
 from conway.protocols import FailSafeTriggered
 from conway.tools.gui import GuiTool
 
@@ -37,17 +37,18 @@ class Pipeline:
         self.tool = tool
         self.convention = convention
         self.observer = ScreenObserver()
+        self.screen: ScreenGeometry | None = None
 
     def look(self):
         obs = self.observer.observe()
         sent, sent_size = resize_for_model(observation_image(obs), RULE)
         assert sent.size == sent_size and sent_size != obs.captured_size
-        self.tool.set_screen(geometry_of(obs))
+        self.screen = obs.geometry  # what the toolbox hands the tool with each action decided on this look
         return obs, sent, sent_size
 
     def model_point(self, obs, sent_size, ix: int, iy: int) -> tuple[float, float]:
         """Where a model would point for the input point (ix, iy), rounded as a model writes it."""
-        cx, cy = input_to_captured(ix, iy, geometry_of(obs))
+        cx, cy = input_to_captured(ix, iy, obs.geometry)
         mx, my = captured_to_model(cx, cy, self.convention, sent_size, obs.captured_size)
         if self.convention is Convention.RELATIVE:
             mx, my = round(mx, 3), round(my, 3)
@@ -87,8 +88,8 @@ def inside(widget: dict[str, int], x: int, y: int, slack: int = 2) -> bool:
             and widget["y"] - slack <= y < widget["y"] + widget["h"] + slack)
 
 
-def run_ok(tool: GuiTool, action) -> dict:
-    result = tool.run(action)
+def run_ok(tool: GuiTool, action, screen: ScreenGeometry | None = None) -> dict:
+    result = tool.run(action, screen)
     assert result.ok, result.error
     return result.data
 
@@ -104,7 +105,7 @@ def test_click_found_by_colour_in_the_resized_image(gui: GuiTool, pipe: Pipeline
     mx, my = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2  # the model's answer, in sent pixels
     x, y = model_to_captured(mx, my, Convention.ABSOLUTE, sent_size, obs.captured_size)
     mark = tk_app.log.mark()
-    data = run_ok(gui, Click(x=x, y=y))
+    data = run_ok(gui, Click(x=x, y=y), pipe.screen)
     assert inside(tk_app.widgets["button"], *data["input"])
     tk_app.log.wait_for(mark, lambda e: e["event"] == "click", what="the button click")
 
@@ -118,7 +119,7 @@ def test_click_each_convention(gui: GuiTool, convention: Convention, tk_app: App
     finally:
         pipe.close()
     mark = tk_app.log.mark()
-    run_ok(gui, Click(x=x, y=y))
+    run_ok(gui, Click(x=x, y=y), pipe.screen)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "click", what=f"a click ({convention})")
 
 
@@ -126,16 +127,16 @@ def test_click_each_convention(gui: GuiTool, convention: Convention, tk_app: App
 def test_double_triple_and_right_click(gui: GuiTool, pipe: Pipeline, tk_app: App) -> None:
     x, y = pipe.target(tk_app.widgets["dbl"])
     mark = tk_app.log.mark()
-    run_ok(gui, DoubleClick(x=x, y=y))
+    run_ok(gui, DoubleClick(x=x, y=y), pipe.screen)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "double", what="a double click")
     # a right click elsewhere in between also ends Tk's multi-click sequence
     mark = tk_app.log.mark()
     rx, ry = pipe.target(tk_app.widgets["ctx"])
-    run_ok(gui, RightClick(x=rx, y=ry))
+    run_ok(gui, RightClick(x=rx, y=ry), pipe.screen)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "right", what="a right click")
     assert not tk_app.log.since(mark, "click")
     mark = tk_app.log.mark()
-    run_ok(gui, TripleClick(x=x, y=y))
+    run_ok(gui, TripleClick(x=x, y=y), pipe.screen)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "triple", what="a triple click")
 
 
@@ -147,7 +148,7 @@ def test_drag_start_and_end(gui: GuiTool, pipe: Pipeline, tk_app: App) -> None:
     x, y = pipe.target(start)
     tx, ty = pipe.target(end)
     mark = tk_app.log.mark()
-    data = run_ok(gui, Drag(x=x, y=y, to_x=tx, to_y=ty))
+    data = run_ok(gui, Drag(x=x, y=y, to_x=tx, to_y=ty), pipe.screen)
     s = tk_app.log.wait_for(mark, lambda e: e["event"] == "drag_start", what="the drag start")
     e = tk_app.log.wait_for(mark, lambda e: e["event"] == "drag_end", what="the drag end")
     assert abs(s["x"] - start["cx"]) <= 2 and abs(s["y"] - start["cy"]) <= 2, (s, start)
@@ -161,8 +162,8 @@ def _type_into_entry(gui: GuiTool, pipe: Pipeline, app: App, text: str, replace:
     mark = app.log.mark()
     # focus follows the pointer (no window manager): clicking the entry puts it there;
     # a triple click also selects what is there, so the typed text replaces it
-    run_ok(gui, TripleClick(x=x, y=y) if replace else Click(x=x, y=y))
-    data = run_ok(gui, TypeText(text=text))
+    run_ok(gui, TripleClick(x=x, y=y) if replace else Click(x=x, y=y), pipe.screen)
+    data = run_ok(gui, TypeText(text=text), pipe.screen)
     app.log.wait_for(mark, lambda e: e["event"] == "text" and e["value"] == text, timeout=15,
                      what=f"the entry to read {text!r}")
     return data
@@ -188,13 +189,13 @@ def test_type_non_ascii_exactly(gui: GuiTool, pipe: Pipeline, tk_app: App) -> No
 @pytest.mark.desktop
 def test_key_and_hotkey(gui: GuiTool, pipe: Pipeline, tk_app: App) -> None:
     x, y = pipe.target(tk_app.widgets["entry"])
-    run_ok(gui, Click(x=x, y=y))
+    run_ok(gui, Click(x=x, y=y), pipe.screen)
     mark = tk_app.log.mark()
-    run_ok(gui, Key(key="F5"))
+    run_ok(gui, Key(key="F5"), pipe.screen)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "key" and e["keysym"] == "F5", what="F5")
-    run_ok(gui, Key(key="Return"))  # an alias
+    run_ok(gui, Key(key="Return"), pipe.screen)  # an alias
     tk_app.log.wait_for(mark, lambda e: e["event"] == "key" and e["keysym"] == "Return", what="Return")
-    run_ok(gui, Hotkey(keys=["ctrl", "shift", "k"]))
+    run_ok(gui, Hotkey(keys=["ctrl", "shift", "k"]), pipe.screen)
     ev = tk_app.log.wait_for(mark, lambda e: e["event"] == "key" and e["keysym"].lower() == "k",
                              what="ctrl+shift+k")
     assert "Control" in ev["mods"] and "Shift" in ev["mods"], ev
@@ -205,7 +206,7 @@ def test_scroll_both_axes(gui: GuiTool, pipe: Pipeline, tk_app: App) -> None:
     x, y = pipe.target(tk_app.widgets["scroll"])
     for dy, dx, want in ((2, 0, "up"), (-1, 0, "down"), (0, 3, "right"), (0, -2, "left")):
         mark = tk_app.log.mark()
-        run_ok(gui, Scroll(x=x, y=y, dy=dy, dx=dx))
+        run_ok(gui, Scroll(x=x, y=y, dy=dy, dx=dx), pipe.screen)
         n = abs(dy or dx)
         wait_until(lambda: len(tk_app.log.since(mark, "scroll")) >= n, what=f"{n} scroll(s) {want}")
         assert [e["dir"] for e in tk_app.log.since(mark, "scroll")] == [want] * n
@@ -218,12 +219,12 @@ def test_move_and_hidpi_mapping(gui: GuiTool, desktop: XServer, tk_app: App) -> 
     b = tk_app.widgets["button"]
     # a pretend 2x Retina capture of this screen: captured pixels are twice the input pixels
     w, h = desktop.size
-    gui.set_screen(ScreenGeometry(0, 0, 2 * w, 2 * h, w, h))
-    data = run_ok(gui, Move(x=2 * b["cx"], y=2 * b["cy"]))
+    retina = ScreenGeometry(0, 0, 2 * w, 2 * h, w, h)
+    data = run_ok(gui, Move(x=2 * b["cx"], y=2 * b["cy"]), retina)
     assert data["input"] == [b["cx"], b["cy"]]
     assert tuple(pyautogui.position()) == (b["cx"], b["cy"])
     mark = tk_app.log.mark()
-    run_ok(gui, Click(x=2 * b["cx"] + 1, y=2 * b["cy"] + 1))
+    run_ok(gui, Click(x=2 * b["cx"] + 1, y=2 * b["cy"] + 1), retina)
     tk_app.log.wait_for(mark, lambda e: e["event"] == "click", what="a click at HiDPI coordinates")
 
 
@@ -232,11 +233,11 @@ def test_move_and_hidpi_mapping(gui: GuiTool, desktop: XServer, tk_app: App) -> 
 
 @pytest.mark.desktop
 def test_coordinates_outside_the_image_are_rejected(gui: GuiTool, desktop: XServer, tk_app: App) -> None:
-    gui.set_screen(ScreenGeometry(0, 0, 1280, 800, 1280, 800))
+    screen = ScreenGeometry(0, 0, 1280, 800, 1280, 800)
     mark = tk_app.log.mark()
-    r = gui.run(Click(x=1280, y=10))
+    r = gui.run(Click(x=1280, y=10), screen)
     assert not r.ok and "x=1280" in r.error and "1280x800" in r.error and "0 <= x < 1280" in r.error
-    r = gui.run(Drag(x=10, y=10, to_x=50, to_y=900))
+    r = gui.run(Drag(x=10, y=10, to_x=50, to_y=900), screen)
     assert not r.ok and "y=900" in r.error and "1280x800" in r.error
     # a lone coordinate and an unknown key are refused by the action validator itself, before any dispatch
     from conway.actions import ActionProblem, parse_action

@@ -8,7 +8,7 @@ import pytest
 
 from conway.policies.mock import MockPolicy, MockScript
 from conway.state import read_json, write_control
-from conway.protocols import Policy  # noqa: E402
+from conway.protocols import Policy, Tool  # noqa: E402
 
 from loop_harness import ChangingObserver, FakeClock, run_script
 
@@ -135,7 +135,7 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
     from conway.actions import AppendFile, Wait
     from conway.app import RunRequest, run_agent, status_report
     from conway.config import load_config
-    from conway.evals.preflight import recovery_checks
+    from conway.readiness.home import recovery_checks
     from conway.home import init_home, resolve_home
     from conway.protocols import Decision
 
@@ -316,10 +316,10 @@ def test_rate_limit_waits_the_server_s_retry_after_and_says_so():
 
 def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     # a shell command that cannot even start in a missing workdir is certain; an exploding tool is not
-    from conway.protocols import DispatchUncertain, ToolResult
+    from conway.protocols import DispatchUncertain, Tool, ToolResult
     from conway.tools.registry import Toolbox
 
-    class Exploding:
+    class Exploding(Tool):
         name = "files"
         action_types = frozenset({"append_file"})
 
@@ -329,7 +329,7 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
         def availability(self):
             return True, "ok"
 
-        def run(self, action):
+        def run(self, action, screen=None):
             self.calls += 1
             raise DispatchUncertain("disk vanished halfway through the write")
 
@@ -360,7 +360,7 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     assert isinstance(ToolResult(ok=True), ToolResult)
 
 
-class _Raising:
+class _Raising(Tool):
     """A tool whose every call raises an ordinary exception (not DispatchUncertain)."""
 
     name = "files"
@@ -372,7 +372,7 @@ class _Raising:
     def availability(self):
         return True, "ok"
 
-    def run(self, action):
+    def run(self, action, screen=None):
         self.calls.append(action.type)
         raise RuntimeError("the tool broke halfway")
 

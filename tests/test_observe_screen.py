@@ -13,7 +13,7 @@ from conway.geometry import ScreenGeometry, get_rule
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff, frame_from_bgra, make_detector
 from conway.imaging import (ARCHIVE_ENCODING, MODEL_ENCODING, Encoding, ScreenshotArchive,
                                    observation_image, prepare_for_model)
-from conway.observe.screen import CaptureError, ScreenObserver, geometry_of
+from conway.observe.screen import CaptureError, ScreenObserver
 from conway.platform import display_problem
 from conway.protocols import Observation, PolicyError
 
@@ -198,7 +198,7 @@ def test_observe_records_geometry_hash_and_lazy_png(desktop: XServer) -> None:
         b = so.observe()
     assert a.source == "screen" and a.captured_size == (1280, 800)
     assert a.logical_size == (1280, 800) and a.origin == (0, 0)
-    assert geometry_of(a) == ScreenGeometry(0, 0, 1280, 800, 1280, 800) == so.last_geometry
+    assert a.geometry == ScreenGeometry(0, 0, 1280, 800, 1280, 800)  # computed once, at capture
     assert len(a.content_hash) == 64 and a.content_hash == b.content_hash and a.change_key == b.change_key
     assert b.meta["change"] == "identical" and a.meta["capture_ms"] >= 0
     assert a._png is None  # not encoded until asked for

@@ -195,7 +195,7 @@ def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monk
     from conway.config import load_config
     from conway.home import init_home, resolve_home
     from conway.policies.mock import MockPolicy, MockScript
-    from conway.protocols import ToolResult
+    from conway.protocols import Tool, ToolResult
     from conway.tools.registry import Toolbox
 
     synced: list[tuple[str, int]] = []
@@ -208,7 +208,7 @@ def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monk
         except OSError:
             pass
 
-    class Checking:  # at dispatch time: the journal holding the intent has been fsynced up to its end
+    class Checking(Tool):  # at dispatch time: the journal holding the intent has been fsynced up to its end
         name = "files"
         action_types = frozenset({"append_file"})
         seen: list[bool] = []
@@ -216,7 +216,7 @@ def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monk
         def availability(self):
             return True, "ok"
 
-        def run(self, action):
+        def run(self, action, screen=None):
             jfile = journal_files(conway_home / "journal")[-1]
             end = jfile.stat().st_size
             assert b'"kind":"intent"' in jfile.read_bytes().splitlines()[-1]

@@ -21,9 +21,10 @@ if str(TESTS) not in sys.path:
 from conway.actions import GUI_TYPES, _Action  # noqa: E402
 from conway.app import RunRequest, run_agent  # noqa: E402
 from conway.config import load_config  # noqa: E402
+from conway.geometry import ScreenGeometry  # noqa: E402
 from conway.home import Home, init_home  # noqa: E402
 from conway.observe.synthetic import SyntheticObserver  # noqa: E402
-from conway.protocols import DispatchUncertain, ToolResult  # noqa: E402
+from conway.protocols import DispatchUncertain, Tool, ToolResult  # noqa: E402
 from conway.tools.registry import Toolbox, build_toolbox  # noqa: E402
 from loop_harness import FakeClock  # noqa: E402
 
@@ -49,7 +50,7 @@ CLICK_STEP = 1
 """The step whose click at (320, 200) the tests look for on the image."""
 
 
-class RecordingDesktop:
+class RecordingDesktop(Tool):
     """Accepts every GUI action and says it was done (the desktop is not the point of these tests)."""
 
     name = "desktop"
@@ -58,7 +59,7 @@ class RecordingDesktop:
     def availability(self) -> tuple[bool, str]:
         return True, "recording desktop (tests)"
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if getattr(action, "text", None) == UNCERTAIN_TEXT:
             raise DispatchUncertain("the keyboard went away halfway through")
         return ToolResult(ok=True, output=f"did {action.summary()}")

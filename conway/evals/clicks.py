@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from ..actions import ActionProblem, _Action
 from ..config import ConwayConfig
 from ..protocols import Decision, DecisionContext, Policy, PolicyError, decision_problem_cause
-from .readiness import effective_backend
+from ..readiness.model import effective_backend
 
 RAW_OUTPUT_MAX = 4000
 CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")

@@ -9,7 +9,7 @@ A report is one JSON object:
     config          the resolved configuration (secrets never present; redacted if found)
     config_digest   sha256 of the resolved configuration
     model_id, endpoint, seed, parameters
-    machine         doctor.host_facts() of the machine that ran it
+    machine         readiness.host.host_facts() of the machine that ran it
     started_at, ended_at, duration_s
     status, exit_code, summary
     cases           per-case records, inline; or
@@ -137,7 +137,7 @@ def config_record(config: ConwayConfig) -> dict[str, Any]:
 
 
 def machine_facts() -> dict[str, Any]:
-    from ..doctor import host_facts
+    from ..readiness.host import host_facts
     try:
         return host_facts()
     except Exception as exc:  # noqa: BLE001 - facts are nice to have, never a reason to fail

@@ -8,10 +8,11 @@ One `ScreenObserver.observe()` grabs the monitor once and returns a
   (see `conway.imaging.prepare_for_model`);
 * ``png``: the same frame PNG-encoded, computed lazily on first access (and
   cached), so a cycle that never archives or sends PNG never pays for it;
-* ``captured_size`` (physical pixels), ``logical_size`` (the monitor in
-  input coordinates, from mss's monitor rectangle), ``origin`` (the monitor's
-  top-left in input coordinates): together a `ScreenGeometry` for mapping
-  action coordinates (`geometry_of`);
+* ``geometry``: the `ScreenGeometry` of the capture, computed once here from
+  the captured size (physical pixels), mss's monitor rectangle (its size in
+  input coordinates) and its top-left (the origin); the loop hands it to the
+  toolbox with each action, and ``captured_size``, ``logical_size`` and
+  ``origin`` repeat it for the journal;
 * ``content_hash``: sha256 of the packed pixels plus the size (equal only
   for identical frames), and ``change_key`` from a change detector that
   forgives a blinking caret (`conway.observe.change`).
@@ -46,7 +47,6 @@ __all__ = [
     "Capture",
     "ScreenObservation",
     "ScreenObserver",
-    "geometry_of",
 ]
 
 
@@ -84,14 +84,6 @@ class ScreenObservation(Observation):
                 f"hash={self.content_hash[:12]}, change_key={self.change_key})")
 
 
-def geometry_of(obs: Observation) -> ScreenGeometry:
-    """The `ScreenGeometry` an observation was captured with (for the GUI tool)."""
-    cw, ch = obs.captured_size
-    lw, lh = obs.logical_size or obs.captured_size
-    return ScreenGeometry(origin_x=int(obs.origin[0]), origin_y=int(obs.origin[1]),
-                          captured_w=int(cw), captured_h=int(ch), logical_w=int(lw), logical_h=int(lh))
-
-
 class Capture:
     """One raw grab: packed BGRA bytes, sizes and origin (no encoding, no hashing)."""
 
@@ -110,6 +102,11 @@ class Capture:
         from PIL import Image
 
         return Image.frombuffer("RGB", self.captured_size, self.raw, "raw", "BGRX", 0, 1)
+
+    def geometry(self) -> ScreenGeometry:
+        """Where this grab sits in input space: the one `ScreenGeometry` its observation carries."""
+        (cw, ch), (lw, lh), (x, y) = self.captured_size, self.logical_size, self.origin
+        return ScreenGeometry(origin_x=x, origin_y=y, captured_w=cw, captured_h=ch, logical_w=lw, logical_h=lh)
 
     def frame(self):  # -> numpy (h, w) uint32
         return frame_from_bgra(self.raw, *self.captured_size)
@@ -168,7 +165,6 @@ class ScreenObserver:
         self.accessibility_max_chars = accessibility_max_chars
         self.display = display
         self._mss: Any = None
-        self.last_geometry: ScreenGeometry | None = None
 
     @classmethod
     def from_config(cls, config: Any, home: Any) -> ScreenObserver:
@@ -254,9 +250,7 @@ class ScreenObserver:
         cap = self.capture()
         digest = cap.content_hash()
         verdict = self.detector.update(cap.frame(), digest)
-        geometry = ScreenGeometry(cap.origin[0], cap.origin[1], cap.captured_size[0], cap.captured_size[1],
-                                  cap.logical_size[0], cap.logical_size[1])
-        self.last_geometry = geometry
+        geometry = cap.geometry()
         meta: dict[str, Any] = {"capture_ms": round(cap.elapsed_s * 1000, 3), "change": verdict.why}
         text = None
         if self.accessibility:
@@ -273,8 +267,9 @@ class ScreenObserver:
             source=self.source,
             content_hash=digest,
             change_key=verdict.key,
-            logical_size=cap.logical_size,
-            origin=cap.origin,
+            logical_size=geometry.logical_size,
+            origin=(geometry.origin_x, geometry.origin_y),
+            geometry=geometry,
             accessibility=text,
             meta=meta,
         )

@@ -39,6 +39,7 @@ from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation, Policy,
                          PolicyError, cut_off_message)
+from .backend import Backend, StructuredSpec
 from .parsed import ParsedOutput
 
 __all__ = [
@@ -117,32 +118,6 @@ def _cut_middle(text: str, keep: int) -> str:
     head = max(0, (keep - len(marker)) // 3)
     tail = max(0, keep - len(marker) - head)
     return text[:head] + marker + (text[-tail:] if tail else "")
-
-
-@dataclass
-class StructuredSpec:
-    """The constraint an adapter offers for one decision; the backend uses the mode it supports."""
-
-    grammar: str | None = None
-    schema: dict[str, Any] | None = None
-
-
-class Backend(Protocol):
-    """Where completions come from (HTTP endpoint or in-process llama.cpp)."""
-
-    kind: str
-    model_id: str
-
-    def structured_support(self) -> list[str]:
-        """Modes this backend honours, best first (detected by trying, cached)."""
-        ...
-
-    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: StructuredSpec,
-                 max_tokens: int, temperature: float, seed: int | None) -> Any:
-        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class Adapter(Protocol):
@@ -335,6 +310,10 @@ class ModelPolicy(Policy):
                               f"{self.model_id} does not honour it (it does: {', '.join(supported) or 'none'})")
         return self._mode
 
+    def structured_support(self) -> tuple[list[str], dict[str, str]]:
+        """The backend's honoured modes (detected by trying, cached) and what each try showed."""
+        return self.backend.structured_support(), dict(self.backend.structured_report)
+
     def _grammar_available(self) -> bool:
         try:
             spec = self.adapter.structured(["wait"], convention=self.settings.convention,
@@ -348,15 +327,13 @@ class ModelPolicy(Policy):
     def context_window(self) -> ContextWindow | None:
         """Tokens one request may hold, learned once from the backend (None: it does not say)."""
         if not self._window_known:
-            fn = getattr(self.backend, "context_window", None)
-            self._window = fn() if fn is not None else None
+            self._window = self.backend.context_window()
             self._window_known = True
         return self._window
 
     def _count(self, text: str) -> tuple[int, bool]:
         """(tokens, exact?): the backend's tokenizer when it has one, else an estimate."""
-        fn = getattr(self.backend, "count_tokens", None)
-        n = fn(text) if fn is not None else None
+        n = self.backend.count_tokens(text)
         if isinstance(n, int):
             return n, True
         return int(len(text) / FALLBACK_CHARS_PER_TOKEN) + 1, False

@@ -44,6 +44,7 @@ from typing import Any, Iterator
 from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..errors import UserError
 from ..protocols import ContextExceeded, ContextWindow, PolicyError
+from .backend import Backend
 from .http_client import ChatResult
 from .llama_prompt_cache import MtmdPromptCache
 
@@ -149,7 +150,7 @@ def context_exceeded_from(message: str) -> ContextExceeded | None:
     return None
 
 
-class LlamaInProcessBackend:
+class LlamaInProcessBackend(Backend):
     """A GGUF model (+ mmproj) loaded in this process."""
 
     kind = "llama_cpp"
@@ -400,6 +401,7 @@ class LlamaInProcessBackend:
 
     def close(self) -> None:
         atexit.unregister(self.close)
+        # getattr: close() also runs on an instance whose __init__ failed before these were set
         with getattr(self, "_lock", threading.Lock()):
             llm = getattr(self, "llm", None)
             if llm is not None:

@@ -16,7 +16,8 @@ from typing import Sequence
 from urllib.parse import urlsplit
 
 from ..actions import OpenBrowser, _Action
-from ..protocols import ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import Tool, ToolResult
 
 SCHEMES = ("http", "https", "file")
 
@@ -37,7 +38,7 @@ def check_url(url: str) -> str | None:
     return None
 
 
-class BrowserTool:
+class BrowserTool(Tool):
     name = "browser"
     action_types = frozenset({"open_browser"})
 
@@ -60,7 +61,7 @@ class BrowserTool:
             return False, f"only a console browser is registered ({browser.name}); it would block the agent"
         return True, f"browser {getattr(browser, 'name', type(browser).__name__)}"
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, OpenBrowser):
             return ToolResult(ok=False, error=f"the browser tool cannot run {getattr(action, 'type', action)!r}")
         problem = check_url(action.url)

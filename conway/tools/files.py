@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 from ..actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action
-from ..protocols import DispatchUncertain, ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import DispatchUncertain, Tool, ToolResult
 from .bounded import HeadTail, utf8_edges
 
 _CHUNK = 1 << 16
@@ -39,7 +40,7 @@ def _describe(exc: OSError, path: Path) -> str:
     return f"{exc.strerror or exc}: {path}"
 
 
-class FileTools:
+class FileTools(Tool):
     name = "files"
     action_types = frozenset({"read_file", "replace_text", "append_file", "list_dir"})
 
@@ -60,7 +61,7 @@ class FileTools:
         p = Path(os.path.expanduser(path))
         return p if p.is_absolute() else self.workdir / p
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if isinstance(action, ReadFile):
             return self.read(self.resolve(action.path))
         if isinstance(action, ReplaceText):

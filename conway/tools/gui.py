@@ -3,8 +3,9 @@
 Action coordinates are pixels of the *captured screenshot*; the tool maps
 them to input coordinates with `conway.geometry.captured_to_input` (HiDPI
 scale, monitor origin, clamp, one pixel away from the corners) using the
-`ScreenGeometry` of the latest observation, which the loop hands over with
-`set_screen()` (without it: the pyautogui screen, origin 0, scale 1).
+`ScreenGeometry` of the observation the action was decided on, which the
+toolbox hands over with each `run(action, screen)` (without one: the
+pyautogui screen, origin 0, scale 1).
 
 Import safety. ``import pyautogui`` connects to the display at import time
 and fails in many ways: ``KeyError: 'DISPLAY'`` without a display, an Xlib
@@ -47,7 +48,7 @@ from typing import Any, Iterator
 from ..actions import (GUI_TYPES, KEY_ALIASES, Click, DoubleClick, Drag, Hotkey, Key, Move, RightClick, Scroll,
                        TripleClick, TypeText, _Action, canonical_key)
 from ..geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
-from ..protocols import DispatchUncertain, FailSafeTriggered, ToolResult
+from ..protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
 from ..platform import display_problem, x11_platform
 
 __all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
@@ -141,7 +142,7 @@ def load_pyautogui(display: str | None = None) -> tuple[Any, str | None]:
     return pyautogui, None
 
 
-class GuiTool:
+class GuiTool(Tool):
     """Pointer and keyboard actions on the local display.
 
     Args:
@@ -153,7 +154,6 @@ class GuiTool:
         type_interval_s: pause between characters typed through pyautogui.
         xdotool_delay_ms: delay between characters typed by ``xdotool type``
             (non-ASCII; below ~10 ms X clients can miss the remapped key).
-        screen: initial `ScreenGeometry` (usually set later by `set_screen`).
         display: the X display to use (default ``$DISPLAY`` at first use).
     """
 
@@ -168,7 +168,6 @@ class GuiTool:
         drag_duration_s: float = 0.25,
         type_interval_s: float = 0.0,
         xdotool_delay_ms: int = 12,
-        screen: ScreenGeometry | None = None,
         display: str | None = None,
     ):
         if pause_s < 0 or drag_duration_s < 0 or type_interval_s < 0 or xdotool_delay_ms < 0:
@@ -178,7 +177,6 @@ class GuiTool:
         self.drag_duration_s = drag_duration_s
         self.type_interval_s = type_interval_s
         self.xdotool_delay_ms = xdotool_delay_ms
-        self.screen = screen
         self.display = display
         self._pg: Any = None
         self._reason: str | None = None
@@ -223,16 +221,14 @@ class GuiTool:
             notes.append("non-ASCII typing not supported on this platform")
         return True, "; ".join(notes)
 
-    def set_screen(self, screen: ScreenGeometry | None) -> None:
-        """Geometry of the latest screenshot (from `conway.observe.screen.geometry_of`)."""
-        self.screen = screen
-
     def close(self) -> None:
         pass
 
     # --- run -------------------------------------------------------------------
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
+        """`screen`: the geometry of the screenshot the action's coordinates refer to (its observation's);
+        None maps them onto the pyautogui screen (origin 0, scale 1)."""
         kind = getattr(action, "type", None)
         if kind not in GUI_TYPES:
             return ToolResult(ok=False, error=f"the gui tool cannot run {kind!r}")
@@ -244,7 +240,7 @@ class GuiTool:
             return ToolResult(ok=False, error=lost)
         self._configure()
         try:
-            screen = self.screen or self._default_screen()
+            screen = screen or self._default_screen()
         except KeyboardInterrupt:
             raise
         except BaseException as exc:

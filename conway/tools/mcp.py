@@ -38,7 +38,8 @@ import psutil
 
 from ..actions import ActionProblem, Mcp, _Action
 from ..config import McpServerConfig, ToolsConfig
-from ..protocols import DispatchUncertain, ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import DispatchUncertain, Tool, ToolResult
 from .bounded import cut_text
 
 _CALL_MARGIN_S = 5.0  # the SDK's own deadline answers first; ours only catches a stuck transport
@@ -99,7 +100,7 @@ class _Conn:
             return True
 
 
-class McpTool:
+class McpTool(Tool):
     name = "mcp"
     action_types = frozenset({"mcp"})
 
@@ -318,7 +319,7 @@ class McpTool:
 
     # --- the call ------------------------------------------------------------
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, Mcp):
             return ToolResult(ok=False, error=f"the mcp tool cannot run {getattr(action, 'type', action)!r}")
         checked = self.check(action)

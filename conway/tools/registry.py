@@ -1,4 +1,4 @@
-"""The toolbox: which tool runs which action type, and what can run here."""
+"""The toolbox: which tool runs which action type, and what can run here (the loop's `Actuator`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from ..actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
 from ..config import SkillsConfig, ToolsConfig
 from ..geometry import ScreenGeometry
-from ..protocols import Observation, Tool, ToolResult
+from ..protocols import Tool, ToolResult
 from ..redact import tool_environment
 
 NO_DESKTOP = "no desktop tools available"
@@ -19,6 +19,8 @@ _REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when
 
 
 class Toolbox:
+    """Routes each action type to the tool that runs it here; implements `conway.protocols.Actuator`."""
+
     def __init__(self, tools: list[Tool]):
         self.tools = tools
         self._by_type: dict[str, Tool] = {}
@@ -37,7 +39,8 @@ class Toolbox:
         """Action types the model may propose: runnable tools plus the control actions."""
         return [t for t in ACTION_TYPES if t in self._by_type or t in ("wait", "finish")]
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
+        """Dispatch to the action's tool; `screen` (the observation's geometry) goes with it."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
         if tool is None:
             kind = action.type  # type: ignore[attr-defined]
@@ -45,7 +48,7 @@ class Toolbox:
             if kind in GUI_TYPES:
                 return ToolResult(ok=False, error=f"{NO_DESKTOP}: {reason}" if reason else NO_DESKTOP)
             return ToolResult(ok=False, error=reason or f"no tool for {kind} is enabled here")
-        return tool.run(action)
+        return tool.run(action, screen)
 
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
@@ -54,37 +57,20 @@ class Toolbox:
             reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
             down, absent = _REFUSED_UNAVAILABLE[action.family]
             return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
-        checker = getattr(tool, "check", None)
-        return checker(action) if checker else action
+        return tool.check(action) if tool is not None else action
 
     def describe(self) -> str:
         """Prompt text the runnable tools add to the action space (MCP tools, skill names); bounded by each."""
-        texts = [getattr(t, "describe")() for t in self.tools
-                 if hasattr(t, "describe") and self.report.get(t.name, (False, ""))[0]]
+        texts = [t.describe() for t in self.tools if self.report.get(t.name, (False, ""))[0]]
         return "".join(f"\n\n{t}" for t in texts if t)
 
     def findings(self) -> list[dict[str, Any]]:
         """What the tools found at start (MCP servers and their tools, skills), for the journal."""
-        return [f for t in self.tools if hasattr(t, "findings") for f in t.findings()]
-
-    def note_observation(self, obs: Observation) -> None:
-        """Tell screen-bound tools where the latest screenshot came from (HiDPI scale, origin)."""
-        if obs.source != "screen":
-            return
-        cw, ch = obs.captured_size
-        lw, lh = obs.logical_size or obs.captured_size
-        screen = ScreenGeometry(origin_x=int(obs.origin[0]), origin_y=int(obs.origin[1]),
-                                captured_w=int(cw), captured_h=int(ch), logical_w=int(lw), logical_h=int(lh))
-        for tool in self.tools:
-            setter = getattr(tool, "set_screen", None)
-            if setter:
-                setter(screen)
+        return [f for t in self.tools for f in t.findings()]
 
     def close(self) -> None:
         for tool in self.tools:
-            close = getattr(tool, "close", None)
-            if close:
-                close()
+            tool.close()
 
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
@@ -127,12 +113,12 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     return Toolbox(tools)
 
 
-class _Unavailable:
+class _Unavailable(Tool):
     def __init__(self, name: str, types: frozenset[str], reason: str):
         self.name, self.action_types, self._reason = name, types, reason
 
     def availability(self) -> tuple[bool, str]:
         return False, self._reason
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         return ToolResult(ok=False, error=self._reason)

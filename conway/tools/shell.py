@@ -23,7 +23,8 @@ import psutil
 
 from ..actions import Shell, _Action
 from ..cancel import current_cancel
-from ..protocols import ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import Tool, ToolResult
 from .bounded import HeadTail
 
 _POSIX = os.name == "posix"
@@ -32,7 +33,7 @@ _LINGER_S = 1.0  # after the shell exits, how long to wait for background holder
 _SHELL = "/bin/sh" if _POSIX else os.environ.get("COMSPEC", "cmd.exe")
 
 
-class ShellTool:
+class ShellTool(Tool):
     name = "shell"
     action_types = frozenset({"shell"})
 
@@ -59,7 +60,7 @@ class ShellTool:
             return False, f"{_SHELL} exited {done.returncode} on a no-op command"
         return True, f"{_SHELL} in {self.workdir}, timeout {self.timeout_s:g} s"
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, Shell):
             return ToolResult(ok=False, error=f"the shell tool cannot run {getattr(action, 'type', action)!r}")
         timeout = min(action.timeout_s or self.timeout_s, self.timeout_s)

@@ -7,11 +7,12 @@ from typing import Any
 
 from ..actions import ReadSkill, _Action
 from ..config import SkillsConfig
-from ..protocols import ToolResult
+from ..geometry import ScreenGeometry
+from ..protocols import Tool, ToolResult
 from ..skills import SkillSet, find_skills, listing, read_skill
 
 
-class SkillsTool:
+class SkillsTool(Tool):
     name = "skills"
     action_types = frozenset({"read_skill"})
 
@@ -36,7 +37,7 @@ class SkillsTool:
             p.line() for p in f.problems[:3]) if f.problems else "")
         return [{"tool": "skills", "summary": summary, **f.record()}]
 
-    def run(self, action: _Action) -> ToolResult:
+    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, ReadSkill):
             return ToolResult(ok=False, error=f"the skills tool cannot run {getattr(action, 'type', action)!r}")
         skill = self.found.by_name(action.name)

@@ -15,7 +15,7 @@ from ...errors import UserError
 from ...home import Home
 from ...protocols import Policy
 from ..clicks import parallel_notes, run_parallel, serial_lock
-from ..readiness import effective_backend
+from ...readiness.model import effective_backend
 from ..report import Report, cases_file_for, check_new_output, write_new_file
 from ..sheet import Tile, contact_sheet
 from .cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize

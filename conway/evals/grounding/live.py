@@ -47,8 +47,7 @@ def grab_screen() -> tuple[Any, ScreenGeometry]:
 
     with ScreenObserver() as so:
         cap = so.capture()
-    return cap.image().copy(), ScreenGeometry(cap.origin[0], cap.origin[1], cap.captured_size[0],
-                                              cap.captured_size[1], cap.logical_size[0], cap.logical_size[1])
+    return cap.image().copy(), cap.geometry()
 
 
 # --- choosing targets ----------------------------------------------------------------------

@@ -3,40 +3,25 @@
 Uses the model layer's own pieces, so preflight and `conway run` agree:
 `policies.factory.backend_choice` (which backend), `policies.discovery`
 (`/v1/models`: reachable, serving the configured model) plus one real decision
-on the probe's synthetic image that must parse, `runtime.resolver`
-(local GGUF + mmproj present and fitting, estimates labelled as such) and
-`runtime.server.find_program` (a server program Conway could start). Nothing
-here downloads anything or starts a model.
+on the probe's synthetic image that must parse (`decision.probe`),
+`runtime.resolver` (local GGUF + mmproj present and fitting, estimates
+labelled as such) and `runtime.server.find_program` (a server program Conway
+could start). Nothing here downloads anything or starts a model.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
+from . import Check
 
 PROBE_TIMEOUT_S = 10.0
 DECISION_TIMEOUT_S = 60.0
 """Longest preflight waits for one decision request (a cold model's first answer can be slow)."""
-
-
-@dataclass
-class Check:
-    """One named readiness check: status ok | warn | fail | not_checked, and what was observed."""
-
-    check: str
-    status: str
-    detail: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def record(self) -> dict[str, Any]:
-        return {"check": self.check, "status": self.status, "detail": self.detail,
-                **({"data": self.data} if self.data else {})}
 
 
 def effective_backend(config: ConwayConfig) -> str:
@@ -60,7 +45,7 @@ def decision_check(config: ConwayConfig, home: Home) -> Check:
     DECISION_TIMEOUT_S).
     """
     from ..policies.factory import build_model_policy
-    from ..probe import probe
+    from .decision import probe
 
     cfg = config.model_copy(deep=True)
     cfg.policy.request_timeout_s = min(config.policy.request_timeout_s, DECISION_TIMEOUT_S)
