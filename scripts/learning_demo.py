@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """.venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX]
                                           [--work DIR] [--practice 600] [--heldout 100]
+   .venv/bin/python scripts/learning_demo.py --agent [--tasks 100] [--eval-tasks 30] [--buttons 1] [--work DIR]
+
+`--agent` learns from the agent's own loop instead (button-board tasks on Xvfb, labelled by Conway's
+acceptance checks and hindsight; scripts/agent_demo.py). Without it:
 
 Conway's research loop, end to end, on a CPU, from a fresh home:
 
@@ -54,6 +58,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agent_demo  # noqa: E402 - `--agent`: learning from the agent's own loop
 PY = sys.executable
 PROFILES = ("demo", "offcentre", "offcentre-fixed", "choose")
 CELL = 28  # one image token of the tiny Qwen2-VL covers 28x28 px (patch 14, 2x2 merge)
@@ -110,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"(default {3 * CELL})")
     ap.add_argument("--recipe", default="tiny_cpu")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="extra recipe overrides (train.max_steps=...)")
+    agent_demo.add_arguments(ap)
     args = ap.parse_args(argv)
+    if args.agent:  # learning from the agent's own loop: scripts/agent_demo.py
+        return agent_demo.main_agent(args)
     PROFILE = args.profile
     side = image_side(args.size)
     if side is None:
