@@ -79,6 +79,10 @@ class _Action(BaseModel):
     """Whether dispatching this action may change the world (intent is journaled first)."""
     family: ClassVar[str] = "gui"
     """Repetition counter family: gui counters reset on screen change, others survive."""
+    paired: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """Cross-field rule: fields given together or not at all (validator, JSON schema and grammar obey it)."""
+    one_nonzero: ClassVar[tuple[str, ...]] = ()
+    """Cross-field rule: at least one of these fields is given and non-zero."""
 
     def summary(self) -> str:
         """Short human/model readable rendering, e.g. `click(x=10, y=20)`."""
@@ -169,10 +173,10 @@ class Scroll(_Action):
 
 def check_rules(action: _Action) -> None:
     """The cross-field rules a class declares (`paired`, `one_nonzero`): the validator's half."""
-    for a, b in getattr(action, "paired", ()):
+    for a, b in action.paired:
         if (getattr(action, a) is None) != (getattr(action, b) is None):
             raise ValueError(f"{a} and {b} go together: give both or neither")
-    nonzero = getattr(action, "one_nonzero", ())
+    nonzero = action.one_nonzero
     if nonzero and not any(getattr(action, f) for f in nonzero):
         raise ValueError(f"give a non-zero {' or '.join(nonzero)}")
 
@@ -368,7 +372,7 @@ def action_schema() -> dict[str, Any]:
     defs = schema.get("$defs", {})
     for cls in ACTION_TYPES.values():
         name = cls.__name__
-        if name in defs and (getattr(cls, "paired", ()) or getattr(cls, "one_nonzero", ())):
+        if name in defs and (cls.paired or cls.one_nonzero):
             defs[name] = _rule_variants(defs[name], cls)
     return schema
 
@@ -379,8 +383,8 @@ def _rule_variants(base: dict[str, Any], cls: type[_Action]) -> dict[str, Any]:
     import itertools
 
     variants = []
-    nonzero = list(getattr(cls, "one_nonzero", ())) or [None]
-    pairs = list(getattr(cls, "paired", ()))
+    nonzero = list(cls.one_nonzero) or [None]
+    pairs = list(cls.paired)
     for lead, with_pairs in itertools.product(range(len(nonzero)), itertools.product((False, True),
                                                                                      repeat=len(pairs))):
         v = copy.deepcopy(base)

@@ -8,6 +8,7 @@ import sys
 from . import __version__
 from .commands import run_command
 from .errors import UserError
+from .evals.vision_cases import PROFILES as VISION_PROFILES
 
 EPILOG = """\
 Put --home PATH (or set CONWAY_HOME) before the subcommand; the default home is ~/.conway.
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
     p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
     p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
-    p.add_argument("--profile", default=None, choices=("standard", "demo", "offcentre", "choose"),
+    p.add_argument("--profile", default=None, choices=tuple(VISION_PROFILES),
                    help="vision-check case profile (default: the candidate's manifest, else standard)")
     p.add_argument("--base-model", metavar="GGUF", help="the base model (default: the manifest's base GGUF)")
     p.add_argument("--base-mmproj", metavar="GGUF", help="the base model's vision projector")
@@ -207,9 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    p.add_argument("--profile", default="standard", choices=("standard", "demo", "offcentre", "choose"),
+    p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
                    help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
-                        "demo (one large target), offcentre (one target never on the image centre), choose "
+                        "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
+                        "of 28-36 px at any image size), choose "
                         "(2-3 squares of different colours, the goal names one)")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

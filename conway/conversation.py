@@ -23,7 +23,12 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
 
     Vision-check steps rebuild exactly (fixed prompt + instruction). Loop
     steps: the journal keeps the prompt's hash and part names, not its text,
-    so the goal recorded with the step and the action space are rebuilt.
+    so the goal recorded with the step and the action space (from the action
+    types the loop offered, when journaled) are rebuilt; constitution,
+    memory and recent steps are not. A home with an empty constitution.md,
+    no memory and no skills, on a step without history, rebuilds exactly:
+    `provenance.prompt_record(ctx.parts)` then equals the journaled
+    `prompt_sha256`.
     """
     from .actions import describe_action_space
     from .context import build_parts, resolve_budget
@@ -50,11 +55,20 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
     obs = Observation(png=png, captured_size=captured, source=obs_rec.get("source", "screen"),  # type: ignore[arg-type]
                       content_hash=digest, change_key=digest[:16],
                       logical_size=tuple(obs_rec.get("logical_size") or captured))  # type: ignore[arg-type]
-    recorded = [a.get("type") for a in (rec.get("decision") or {}).get("actions") or [] if isinstance(a, dict)]
-    types = sorted({t for t in recorded if t} | {"click", "double_click", "type", "key", "hotkey", "scroll", "wait"})
+    decision = rec.get("decision") or {}
+    offered = (decision.get("context") or {}).get("action_types")
+    if offered:  # the loop journals the action types it offered: the same action space text, wait cap included
+        types = [str(t) for t in offered]
+        action_space = (describe_action_space(types)
+                        + f"\nA wait lasts at most {config.agent.model_wait_cap_s:g} s (longer requests are cut).")
+    else:
+        recorded = [a.get("type") for a in decision.get("actions") or [] if isinstance(a, dict)]
+        types = sorted({t for t in recorded if t} | {"click", "double_click", "type", "key", "hotkey", "scroll",
+                                                     "wait"})
+        action_space = describe_action_space(types)
     parts, dropped = build_parts(constitution=task.get("constitution", ""),
                                  goals=task.get("instruction") or rec.get("instruction") or "",
-                                 memory="", action_space=describe_action_space(types), latest=None, recent=[],
+                                 memory="", action_space=action_space, latest=None, recent=[],
                                  budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)
     return DecisionContext(parts=parts, observation=obs, step=int(rec.get("step", 0)), action_types=types,

@@ -55,7 +55,7 @@ def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -
     from .policies.factory import make_adapter
 
     ctx = step_context(rec, png, config)
-    messages, image = policy_messages(ctx, style, encoding=getattr(config.policy, "image_encoding", "jpeg"))
+    messages, image = policy_messages(ctx, style, encoding=config.policy.image_encoding)
     rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
                                "captured_size": list(image.captured_size),
                                "convention": make_adapter(style).default_convention.value, "policy": style}}

@@ -60,6 +60,9 @@ class Label(BaseModel):
     """The action that should have been taken (captured-screenshot pixels), if given."""
     hindsight: bool = False
     """True when the label was made after the fact from a known answer (e.g. a missed target)."""
+    target_box: list[float] | None = Field(default=None, min_length=4, max_length=4)
+    """Where a right action lands, [x0, y0, x1, y1] in captured-screenshot pixels, when the source knows it
+    (e.g. a button's box from the application's own layout log); training snaps and scores answers with it."""
     note: str = Field(default="", max_length=4000)
     """Free text from the reviewer or checker."""
     ts: float = Field(default_factory=time.time)
@@ -76,7 +79,10 @@ class Label(BaseModel):
         return parsed.model_dump()
 
     def record(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True)
+        out = self.model_dump(by_alias=True)
+        if out.get("target_box") is None:
+            out.pop("target_box", None)
+        return out
 
 
 def labels_path(home_root: Path) -> Path:
@@ -139,6 +145,8 @@ def label_summary(label: Label | None) -> dict[str, Any]:
         out["verdict"] = label.verdict
     if label.corrected_action:
         out["corrected_action"] = label.corrected_action
+    if label.target_box:
+        out["target_box"] = label.target_box
     if label.note:
         out["note"] = label.note
     return out

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .actions import _Action
+from .actions import ActionProblem, _Action
 from .conversation import step_context  # noqa: F401 - moved there; replay and training use it
 from .errors import UserError
 
@@ -131,7 +131,8 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
             ok, dist = agree(proposed, ref, (rec.get("task") or {}).get("target_box"), tolerance_px)
             case.update(proposed=proposed, agree=ok, distance_px=dist, raw_output=(decision.raw_text or "")[:2000],
                         model_id=decision.model_id,
-                        error=None if proposed is not None else (getattr(first, "message", None) or "no action"))
+                        error=None if proposed is not None else (
+                            (first.message if isinstance(first, ActionProblem) else None) or "no action"))
             cases.append(case)
     finally:
         if own:

@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|choose] [--size PX] [--work DIR] [--practice 600] [--heldout 100]
+""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX]
+                                          [--work DIR] [--practice 600] [--heldout 100]
+   .venv/bin/python scripts/learning_demo.py --agent [--tasks 100] [--eval-tasks 30] [--buttons 1] [--work DIR]
+
+`--agent` learns from the agent's own loop instead (button-board tasks on Xvfb, labelled by Conway's
+acceptance checks and hindsight; scripts/agent_demo.py). Without it:
 
 Conway's research loop, end to end, on a CPU, from a fresh home:
 
@@ -7,7 +12,8 @@ Conway's research loop, end to end, on a CPU, from a fresh home:
      configs/tiny_vlm_demo.yaml) and its GGUF + mmproj;
   2. practice: `conway vision-check` runs the base through llama.cpp on
      generated cases (profile `demo`: one large red square per 84x84 image on a
-     light background; `offcentre`: one red square that never covers the centre;
+     light background; `offcentre`: one red square that never covers the centre
+     (`offcentre-fixed`: of 28-36 px whatever the image size);
      `choose`: 2-3 squares of different colours, the goal names one); every
      case is labelled by its own target box;
   3. `conway export --from-report` turns the practice report into a Hugging
@@ -52,8 +58,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import agent_demo  # noqa: E402 - `--agent`: learning from the agent's own loop
 PY = sys.executable
-PROFILES = ("demo", "offcentre", "choose")
+PROFILES = ("demo", "offcentre", "offcentre-fixed", "choose")
 CELL = 28  # one image token of the tiny Qwen2-VL covers 28x28 px (patch 14, 2x2 merge)
 MIN_SIDE, MAX_SIDE = 3 * CELL, 40 * CELL  # llama.cpp upsizes images under 8 tokens; the base's context is 4096
 
@@ -108,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"(default {3 * CELL})")
     ap.add_argument("--recipe", default="tiny_cpu")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="extra recipe overrides (train.max_steps=...)")
+    agent_demo.add_arguments(ap)
     args = ap.parse_args(argv)
+    if args.agent:  # learning from the agent's own loop: scripts/agent_demo.py
+        return agent_demo.main_agent(args)
     PROFILE = args.profile
     side = image_side(args.size)
     if side is None:
@@ -118,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     size = f"{side}x{side}"
 
     started = time.time()
+    load_start = os.getloadavg()[0]
     work = Path(args.work or tempfile.mkdtemp(prefix="conway-learning-demo-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     home = work / "home"
@@ -198,7 +210,11 @@ def main(argv: list[str] | None = None) -> int:
                  for label in ("base", "candidate")},
               "intervals_separated": s["intervals_separated"], "references": ref,
               "train": {k: trained.get(k) for k in ("steps", "stop_reason", "train_s", "best_held_out_hit_rate")},
-              "train_and_convert_s": round(train_s, 1), "wall_s": round(wall, 1), "commands": log}
+              "train_and_convert_s": round(train_s, 1), "wall_s": round(wall, 1),
+              # the caps are wall-clock seconds: on a shared machine the load decides how many steps fit
+              "machine": {"cpus": os.cpu_count(), "load_1min_start": round(load_start, 2),
+                          "load_1min_end": round(os.getloadavg()[0], 2)},
+              "commands": log}
     (work / "summary.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"report: {evaluation}; summary: {work / 'summary.json'}")
     return 0 if proc.returncode == 0 else 2

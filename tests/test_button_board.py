@@ -78,3 +78,22 @@ def test_pressing_on_a_real_display_is_verified_by_the_acceptance_check(desktop,
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4])
+def test_small_boards_fit_the_tiny_models_image_one_token_centre_per_button(count):
+    centres = (14, 42, 70)  # 28-px image-token centres of an 84x84 screenshot
+    for i in range(100):
+        target, boxes = bb.layout(2, i, count, "small")
+        assert len(boxes) == count and target in boxes
+        for x0, y0, x1, y1 in boxes.values():
+            assert 0 <= x0 < x1 < 84 and 0 <= y0 < y1 < 84
+            inside = [(cx, cy) for cx in centres for cy in centres if x0 <= cx <= x1 and y0 <= cy <= y1]
+            assert len(inside) == 1
+    assert bb.task_file(2, 0, count=1, board="small").count("shows a button") == 1
+
+
+def test_a_board_refuses_more_buttons_than_it_holds():
+    with pytest.raises(ValueError, match="small board holds 1-4 buttons"):
+        bb.layout(1, 0, 5, "small")
+    assert bb.max_buttons("large") == 20

@@ -28,6 +28,9 @@ NEVER = [
     ("conway.evals", "conway.cli", "evals know no command line"),
     ("conway.evals", "conway.commands", "evals know no command line"),
     ("training", "conway.loop", "training reads exported data, never the live loop"),
+    ("conway.readiness", "conway.evals", "readiness checks sit below the commands and reports that select them"),
+    ("conway.readiness", "conway.commands", "readiness checks know no command line"),
+    ("conway.readiness", "conway.cli", "readiness checks know no command line"),
 ]
 
 

@@ -18,6 +18,7 @@ import pytest
 from conway.actions import _Action
 from conway.config import load_config
 from conway.home import resolve_home
+from conway.policies.backend import Backend
 
 TINY = Path(__file__).resolve().parent / "fixtures" / "tiny-vlm"
 MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
@@ -115,7 +116,7 @@ def loop_contexts(tmp_path, n):
     return build(n, tmp_path / "loop-home", memory=previous_session_memory(1500))  # short prompts: a quick test
 
 
-class Recording:
+class Recording(Backend):
     """A backend wrapper at the protocol boundary: remembers what the policy sent."""
 
     def __init__(self, backend):

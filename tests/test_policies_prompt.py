@@ -13,6 +13,7 @@ from PIL import Image
 
 from conway.actions import ACTION_TYPES, describe_action_space
 from conway.geometry import Convention, get_rule
+from conway.policies.backend import Backend
 from conway.policies.base import ModelPolicy, PolicySettings, StructuredSpec, build_messages, prepare_image
 from conway.policies.generic import GenericAdapter
 from conway.policies.grammar import action_json_grammar, int_range, opencua_grammar, uitars_grammar
@@ -86,7 +87,7 @@ def test_image_is_smart_resized_on_our_side_and_recorded():
     assert Image.open(io.BytesIO(same.data)).format == "PNG"
 
 
-class ScriptedBackend:
+class ScriptedBackend(Backend):
     """A backend stub for one unit test of decide(); HTTP and llama.cpp are tested for real elsewhere."""
 
     kind = "stub"

@@ -123,3 +123,23 @@ def test_the_report_carries_references_that_match_a_centre_clicker(tmp_path, pro
     assert s["references"]["centre_click_hits"] == s["hits"]  # the reference is what the centre clicker scored
     if profile == "offcentre":
         assert s["hits"] == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_offcentre_fixed_targets_keep_their_pixels_at_every_size(size):
+    """`offcentre-fixed` draws the 28-36 px squares `offcentre` draws at 84 px, at any image size (as buttons on a
+    larger screen), never on the centre; a 28-px cell centre always lies inside, so snap_to_grid teaches a hit."""
+    from training.data import snap_point
+    w, h = size
+    sides = set()
+    for i in range(150):
+        case = generate_case(5, i, size, "offcentre-fixed")
+        x0, y0, x1, y1 = case.target.box
+        assert 28 <= x1 - x0 + 1 <= 36 and x1 - x0 == y1 - y0, (i, case.target.box)  # inclusive pixel box
+        assert not case.target.contains(w / 2, h / 2) and not case.distractors
+        assert _pixel(case.png, *case.target.centre) == PALETTE["red"]
+        x, y = snap_point(list(case.target.box), 28, size, size)
+        assert case.target.contains(x, y), (i, case.target.box, (x, y))
+        sides.add(x1 - x0)
+    assert len(sides) >= 4
+    assert references(_records(5, 150, size, "offcentre-fixed"))["centre_click_hits"] == 0

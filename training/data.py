@@ -186,6 +186,12 @@ def snap_point(box: list[float], grid: int, sent: tuple[int, int], captured: tup
     return out[0], out[1]
 
 
+def target_box(rec: dict[str, Any]) -> list[float] | None:
+    """Where a right answer lands (captured px): a generated case's target, else a label's (e.g. hindsight from
+    an application's own layout log)."""
+    return (rec.get("task") or {}).get("target_box") or (rec.get("labels") or {}).get("target_box")
+
+
 def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[str, Any] | None, str]:
     """The record to render, with the action to teach in `labels.corrected_action`; (None, why) to skip."""
     labels = rec.get("labels") or {}
@@ -203,7 +209,7 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
     action, _ = target_action(rec)
     if action is None:
         return None, "no action"
-    box = (rec.get("task") or {}).get("target_box")
+    box = target_box(rec)
     if settings.snap_to_grid and box and action.get("x") is not None:
         geo = rec.get("geometry") or {}
         captured = tuple(geo.get("captured_size") or (rec.get("observation") or {}).get("captured_size"))
@@ -257,7 +263,7 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
         examples.append(Example(messages=messages, image_png=image.data, completion=target.text,
                                 meta={"session": rec.get("session"), "step": rec.get("step"),
                                       "hindsight": bool((rec.get("labels") or {}).get("hindsight")),
-                                      "target_box": (rec.get("task") or {}).get("target_box"),
+                                      "target_box": target_box(rec),
                                       "sent_size": list(image.sent_size),
                                       "captured_size": list(image.captured_size)}))
     if not examples:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from conway.errors import UserError
 
@@ -122,8 +122,16 @@ class ConvertSettings(_Section):
 class EvalSettings(_Section):
     size: tuple[int, int] | None = None
     """Vision-check image size candidate-eval uses by default (recorded in the manifest)."""
-    profile: Literal["standard", "demo", "offcentre", "choose"] = "standard"
+    profile: str = "standard"
     """Vision-check case profile candidate-eval uses by default (recorded in the manifest)."""
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        from conway.evals.vision_cases import PROFILES
+        if value not in PROFILES:
+            raise ValueError(f"unknown vision-check profile {value!r}; known: {', '.join(PROFILES)}")
+        return value
 
 
 class Recipe(_Section):

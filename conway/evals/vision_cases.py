@@ -64,6 +64,10 @@ PROFILES: dict[str, Profile] = {
     # always clicking the centre hits 0% (the `demo` profile lets it hit 40-48%)
     "offcentre": Profile(target_frac=(0.33, 0.43), target_min_px=(12, 16), distractors=(0, 0), panels=(0, 0),
                          backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red",), avoid_centre=True),
+    # `offcentre` with targets of a fixed 28-36 px whatever the image size (what `offcentre` draws at 84 px): as on
+    # real screens, where a larger screen shows more, not larger, buttons; at 224 px a target is 13-16% of the side
+    "offcentre-fixed": Profile(target_frac=(0.0, 0.0), target_min_px=(28, 36), distractors=(0, 0), panels=(0, 0),
+                               backgrounds=BACKGROUNDS[:3], shapes=("square",), colours=("red",), avoid_centre=True),
     # 2-3 squares of different colours (red, green, blue), each in its own cell of a 3x3 grid; the goal names
     # one: clicking a random shape hits ~42%, the centre ~11% (only when the named one is in the middle cell)
     "choose": Profile(target_frac=(0.20, 0.28), target_min_px=(12, 16), distractors=(1, 2), panels=(0, 0),

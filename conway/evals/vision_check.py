@@ -28,8 +28,8 @@ from ..context import build_parts, resolve_budget
 from ..errors import NO_VALID_DECISION_EXIT, UserError
 from ..home import Home
 from ..protocols import Decision, DecisionContext, Observation, Policy, describe_causes
-from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, ask, decision_fields, first_click, parallel_notes,  # noqa: F401
-                     policy_is_serial, run_parallel, serial_lock)
+from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, CaseError, ask, decision_fields, first_click,  # noqa: F401
+                     parallel_notes, policy_is_serial, run_parallel, serial_lock)
 from ..readiness.model import effective_backend
 from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
 from .sheet import Tile, contact_sheet
@@ -56,8 +56,8 @@ def score(case: VisionCase, decision: Decision) -> dict[str, Any]:
     """hit / predicted point / distance from a decision's first action (nothing is executed)."""
     point, action, error = first_click(decision)
     out: dict[str, Any] = {"predicted": None, "action": action, "hit": False, "distance_px": None, "error": error}
-    if getattr(error, "cause", None):
-        out["error_cause"] = error.cause  # type: ignore[union-attr]
+    if isinstance(error, CaseError) and error.cause:
+        out["error_cause"] = error.cause
     if point is None:
         return out
     x, y = point
@@ -77,7 +77,7 @@ def run_case(policy: Policy, config: ConwayConfig, seed: int, index: int, size: 
     decision, error, seconds = ask(policy, ctx, lock)
     if decision is None:
         result = {"predicted": None, "action": None, "hit": False, "distance_px": None, "error": error,
-                  "error_cause": getattr(error, "cause", None) or "model error"}
+                  "error_cause": (error.cause if isinstance(error, CaseError) else None) or "model error"}
     else:
         result = score(case, decision)
     record["latency_s"] = round(seconds, 6)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Protocol, get_args
+from typing import Any, Callable, Literal, Protocol, get_args
 
 from ..actions import ACTION_TYPES, ActionProblem
 from ..config import PolicyConfig
@@ -39,6 +39,7 @@ from ..context import RECENT_STEPS
 from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation, Policy,
                          PolicyError, cut_off_message)
+from .backend import Backend, StructuredSpec
 from .parsed import ParsedOutput
 
 __all__ = [
@@ -117,36 +118,6 @@ def _cut_middle(text: str, keep: int) -> str:
     head = max(0, (keep - len(marker)) // 3)
     tail = max(0, keep - len(marker) - head)
     return text[:head] + marker + (text[-tail:] if tail else "")
-
-
-@dataclass
-class StructuredSpec:
-    """The constraint an adapter offers for one decision; the backend uses the mode it supports."""
-
-    grammar: str | None = None
-    schema: dict[str, Any] | None = None
-
-
-class Backend(Protocol):
-    """Where completions come from (HTTP endpoint or in-process llama.cpp)."""
-
-    kind: str
-    model_id: str
-
-    structured_report: Mapping[str, str]
-    """What each structured-output try showed (mode → detail), filled by `structured_support`; empty when the
-    modes are known without trying."""
-
-    def structured_support(self) -> list[str]:
-        """Modes this backend honours, best first (detected by trying, cached)."""
-        ...
-
-    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: StructuredSpec,
-                 max_tokens: int, temperature: float, seed: int | None) -> Any:
-        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class Adapter(Protocol):
@@ -356,15 +327,13 @@ class ModelPolicy(Policy):
     def context_window(self) -> ContextWindow | None:
         """Tokens one request may hold, learned once from the backend (None: it does not say)."""
         if not self._window_known:
-            fn = getattr(self.backend, "context_window", None)
-            self._window = fn() if fn is not None else None
+            self._window = self.backend.context_window()
             self._window_known = True
         return self._window
 
     def _count(self, text: str) -> tuple[int, bool]:
         """(tokens, exact?): the backend's tokenizer when it has one, else an estimate."""
-        fn = getattr(self.backend, "count_tokens", None)
-        n = fn(text) if fn is not None else None
+        n = self.backend.count_tokens(text)
         if isinstance(n, int):
             return n, True
         return int(len(text) / FALLBACK_CHARS_PER_TOKEN) + 1, False

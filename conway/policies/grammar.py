@@ -242,8 +242,8 @@ def _action_rule(name: str, cls: type[_Action], coord_rules: dict[str, str]) -> 
     `paired` fields are written together or not at all; of `one_nonzero` fields at least one is
     written, non-zero (one alternative per leading field, the ones before it left out).
     """
-    paired = {f: pair for pair in getattr(cls, "paired", ()) for f in pair}
-    nonzero = list(getattr(cls, "one_nonzero", ()))
+    paired = {f: pair for pair in cls.paired for f in pair}
+    nonzero = list(cls.one_nonzero)
 
     def piece(field: str, value: str) -> str:
         return f'{literal(", " + json.dumps(field) + ": ")} {value}'

@@ -30,6 +30,7 @@ import httpx
 
 from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
+from .backend import Backend
 from .parsed import split_reasoning
 
 __all__ = [
@@ -450,7 +451,7 @@ def detect_structured_output(client: OpenAIClient, model: str, *, timeout_s: flo
     return supported, tried
 
 
-class HTTPBackend:
+class HTTPBackend(Backend):
     """An OpenAI-compatible endpoint as a policy backend."""
 
     kind = "http"

@@ -39,12 +39,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from ..cancel import Cancel, DecisionAborted, current_cancel
 from ..errors import UserError
 from ..protocols import ContextExceeded, ContextWindow, PolicyError
+from .backend import Backend
 from .http_client import ChatResult
 from .llama_prompt_cache import MtmdPromptCache
 
@@ -150,12 +150,10 @@ def context_exceeded_from(message: str) -> ContextExceeded | None:
     return None
 
 
-class LlamaInProcessBackend:
+class LlamaInProcessBackend(Backend):
     """A GGUF model (+ mmproj) loaded in this process."""
 
     kind = "llama_cpp"
-    structured_report: Mapping[str, str] = MappingProxyType({})
-    """Nothing to try: llama-cpp-python always honours a grammar and json_object."""
 
     def __init__(self, model_path: str, mmproj_path: str | None, *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int = 1, n_threads_batch: int | None = None, n_gpu_layers: int = 0,
@@ -403,6 +401,7 @@ class LlamaInProcessBackend:
 
     def close(self) -> None:
         atexit.unregister(self.close)
+        # getattr: close() also runs on an instance whose __init__ failed before these were set
         with getattr(self, "_lock", threading.Lock()):
             llm = getattr(self, "llm", None)
             if llm is not None:

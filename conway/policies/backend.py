@@ -1,0 +1,53 @@
+"""What a model backend is to a policy: where completions come from (HTTP endpoint or in-process llama.cpp).
+
+Backends subclass `Backend` and so inherit the optional members' defaults
+(no per-try report, an unknown context window, no exact token count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping, Protocol
+
+from ..protocols import ContextWindow
+
+
+@dataclass
+class StructuredSpec:
+    """The constraint an adapter offers for one decision; the backend uses the mode it supports."""
+
+    grammar: str | None = None
+    schema: dict[str, Any] | None = None
+
+
+class Backend(Protocol):
+    """Where completions come from. Implementations subclass it and so inherit the optional members' defaults."""
+
+    kind: str
+    model_id: str
+
+    structured_report: Mapping[str, str] = MappingProxyType({})
+    """What each structured-output try showed (mode → detail), filled by `structured_support`; empty when the
+    modes are known without trying (the default)."""
+
+    def structured_support(self) -> list[str]:
+        """Modes this backend honours, best first (detected by trying, cached)."""
+        ...
+
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: StructuredSpec,
+                 max_tokens: int, temperature: float, seed: int | None) -> Any:
+        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures."""
+        ...
+
+    def context_window(self) -> ContextWindow | None:
+        """Tokens one request may hold, and where that was learned; None when the backend does not say (default)."""
+        return None
+
+    def count_tokens(self, text: str) -> int | None:
+        """Exact tokens `text` costs with the model's tokenizer; None when there is none to ask (the default)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the backend holds (a connection, a loaded model); nothing by default."""
+        return None
