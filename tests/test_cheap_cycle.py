@@ -81,9 +81,13 @@ def _control(tmp_path: Path) -> Control:
 
 def test_a_quick_tool_runs_in_the_loop_thread_with_no_watcher(tmp_path):
     control = _control(tmp_path)
-    before = threading.active_count()
-    seen = control.watched(lambda: (current_cancel(), threading.active_count(), threading.get_ident()), False)
-    assert seen == (None, before, threading.get_ident())
+
+    def watchers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "conway-stop-watch"]
+
+    seen = control.watched(lambda: (current_cancel(), watchers(), threading.get_ident()), False)
+    assert seen == (None, [], threading.get_ident())
+    assert control.watched(lambda: watchers(), True) == ["conway-stop-watch"]  # a cancellable one is watched
 
 
 def test_a_cancellable_tool_is_ended_by_a_stop_that_arrives_while_it_runs(tmp_path):
