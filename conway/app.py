@@ -198,12 +198,13 @@ def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | N
 
 
 def _pending(home: Home, state: dict) -> dict | None:
-    """state.json's pending copy, unless the journal (the authority) already has its outcome."""
+    """The journal's open intent (the authority: state.json copies only actions that may take a while); with
+    no journal to tell, state.json's copy."""
     from .journal import intent_verdict
-    pending = state.get("pending")
-    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
-        return None
-    return pending
+    verdict, intent = intent_verdict(home.journal_dir)
+    if verdict == "unknown":
+        return state.get("pending")
+    return intent
 
 
 def _event_summary(event: dict) -> str:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX] [--work DIR] [--practice 600] [--heldout 100]
+""".venv/bin/python scripts/learning_demo.py [--profile demo|offcentre|offcentre-fixed|choose] [--size PX]
+                                          [--work DIR] [--practice 600] [--heldout 100]
    .venv/bin/python scripts/learning_demo.py --agent [--tasks 100] [--eval-tasks 30] [--buttons 1] [--work DIR]
 
 `--agent` learns from the agent's own loop instead (button-board tasks on Xvfb, labelled by Conway's

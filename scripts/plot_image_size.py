@@ -2,11 +2,12 @@
 """.venv/bin/python scripts/plot_image_size.py [SUMMARY.json|DIR ...] [--output PNG]
 
 Hit rate against image size for learning-demo runs of one profile: reads the
-WORK/summary.json files that `scripts/learning_demo.py --size PX` writes (default:
-training/results/image_size/*.json), draws base and candidate held-out hit rates with
-their 95% intervals and the always-click-the-centre reference against the image side,
-and prints the same figures as a Markdown table. Exit 1 with one line when there is
-nothing to plot or a summary cannot be read.
+WORK/summary.json files that `scripts/learning_demo.py --size PX` writes, draws base
+and candidate held-out hit rates with their 95% intervals and the always-click-the-
+centre reference against the image side, and prints the same figures as a Markdown
+table. Without arguments: one plot per folder of training/results/image_size/ (the
+measured runs, one folder per profile), written to training/results/PROFILE_image_size.png.
+Exit 1 with one line when there is nothing to plot or a summary cannot be read.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
                     label=f"{label} (95% interval)")
     ax.plot(sizes, [r["references"]["centre_click_rate"] for r in runs], "k:", label="always click the centre")
     ax.set_xticks(sizes)
+    span = (max(sizes) - min(sizes)) or 100
+    ax.set_xlim(min(sizes) - 0.1 * span, max(sizes) + 0.15 * span)  # room for the step labels
     ax.set_xticklabels([f"{s}\n({s // CELL}x{s // CELL} tok)" for s in sizes])
     ax.set_xlabel("image side in px (image tokens)")
     ax.set_ylabel(f"held-out hit rate ({runs[0]['heldout']} cases)")
@@ -120,18 +123,25 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("summaries", nargs="*", type=Path, help=f"summary files or folders (default {DEFAULT_DIR})")
+    ap.add_argument("summaries", nargs="*", type=Path,
+                    help="summaries or folders of one profile (default: each folder of training/results/image_size)")
     ap.add_argument("--output", type=Path, help="PNG to write (default training/results/PROFILE_image_size.png)")
     args = ap.parse_args(argv)
+    folders = sorted(p for p in DEFAULT_DIR.iterdir() if p.is_dir()) if DEFAULT_DIR.is_dir() else []
+    groups = [args.summaries] if args.summaries else [[p] for p in folders]
+    if args.output and len(groups) > 1:
+        print("plot_image_size: --output names one plot: give the summaries of one profile", file=sys.stderr)
+        return 1
     try:
-        runs = load(args.summaries or [DEFAULT_DIR])
+        loaded = [load(g) for g in groups] or [load([DEFAULT_DIR])]
     except Refused as exc:
         print(f"plot_image_size: {exc}", file=sys.stderr)
         return 1
-    out = args.output or REPO / "training" / "results" / f"{runs[0]['profile']}_image_size.png"
-    plot(runs, out)
-    print(table(runs))
-    print(f"\nplot: {out}")
+    for runs in loaded:
+        out = args.output or REPO / "training" / "results" / f"{runs[0]['profile']}_image_size.png"
+        plot(runs, out)
+        shown = out.relative_to(REPO) if out.is_relative_to(REPO) else out
+        print(f"profile {runs[0]['profile']}:\n{table(runs)}\nplot: {shown}\n")
     return 0
 
 

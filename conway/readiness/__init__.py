@@ -25,8 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-STATUSES = ("ok", "warn", "fail", "not_checked")
-
 
 @dataclass
 class Check:
