@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import queue
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
 from .protocols import PolicyError
 
-__all__ = ["Cancel", "DecisionAborted", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
+__all__ = ["Cancel", "DecisionAborted", "Worker", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
 
 T = TypeVar("T")
 
@@ -90,16 +91,53 @@ def current_cancel() -> Cancel | None:
     return _CURRENT.get()
 
 
+class Worker:
+    """One long-lived daemon thread that runs cancellable work, one piece at a time.
+
+    A loop keeps one for the whole run: starting and joining a thread for every decision cost more
+    than the rest of a mock cycle's bookkeeping. Work that had to be abandoned keeps its thread; the
+    worker then leaves it behind and starts a fresh one for the next piece of work.
+    """
+
+    def __init__(self, name: str = "conway-cancellable"):
+        self.name = name
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def start(self, job: Callable[[], None]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=_serve, args=(self._jobs,), name=self.name, daemon=True)
+            self._thread.start()
+        self._jobs.put(job)
+
+    def abandon(self) -> None:
+        """The running job will not come back in time: its thread ends after it, later work gets a new one."""
+        self.close()
+        self._jobs = queue.SimpleQueue()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None
+
+
+def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    while (job := jobs.get()) is not None:
+        job()
+
+
 def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callable[[], str | None],
-                    poll_s: float, grace_s: float = ABORT_GRACE_S) -> T:
+                    poll_s: float, grace_s: float = ABORT_GRACE_S, worker: Worker | None = None) -> T:
     """Run `work` in a worker thread inside `cancel_scope(token)`; this thread polls `stop_requested`.
 
-    On a stop the token is set (the work aborts where it can: see the module docstring) and the
-    worker gets `grace_s` to come back; work that cannot be aborted is abandoned (a daemon
-    thread), so a stop takes effect within about `poll_s + grace_s` either way. Raises
-    DecisionAborted when the work was cancelled without a result; the work's own exceptions pass on.
+    `worker`: a long-lived `Worker` to run it on (default: a thread of its own). On a stop the token is
+    set (the work aborts where it can: see the module docstring) and the work gets `grace_s` to come
+    back; work that cannot be aborted is abandoned (a daemon thread), so a stop takes effect within
+    about `poll_s + grace_s` either way. Raises DecisionAborted when the work was cancelled without a
+    result; the work's own exceptions pass on.
     """
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def run() -> None:
         try:
@@ -107,15 +145,19 @@ def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callab
                 box["result"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
             box["error"] = exc
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=run, name="conway-cancellable", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(poll_s)
-        reason = stop_requested() if worker.is_alive() else None
+    if worker is None:
+        threading.Thread(target=run, name="conway-cancellable", daemon=True).start()
+    else:
+        worker.start(run)
+    while not done.wait(poll_s):
+        reason = stop_requested()
         if reason:
             token.set(reason)
-            worker.join(grace_s)
+            if not done.wait(grace_s) and worker is not None:
+                worker.abandon()
             break
     if "result" in box:
         return box["result"]

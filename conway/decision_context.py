@@ -1,7 +1,7 @@
 """What one decision sees: the files of the home, the action space of the tools at hand, the latest result.
 
-`ContextBuilder.build` reads constitution.md and memory.md, describes the action space
-(cached while the tools stay the same, so the prompt's prefix does too), sizes the text
+`ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
+the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
 budget from the model's window when the policy can say it (`text_budget`) and lets
 `context.build_parts` lay it all out inside that budget. Without a screenshot, GUI actions
 are left out and the prompt says so.
@@ -23,6 +23,7 @@ from .context import RecentSteps, StepNote, build_parts, resolve_budget
 from .home import Home
 from .memory import Memory
 from .protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
+from .state import ReadIfChanged
 
 
 GOALS_JOURNAL_MAX_CHARS = 20_000
@@ -37,6 +38,11 @@ def read_text(path: Path, default: str) -> str:
         return default
     except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
         return f"(cannot read {path.name}: {exc.strerror})"
+
+
+def _home_text(path: Path, default: str) -> ReadIfChanged[str]:
+    """goals.md / constitution.md, checked every cycle and read again when changed (a stat when not)."""
+    return ReadIfChanged(path, lambda p: read_text(p, default), default)
 
 
 def context_record(ctx: DecisionContext) -> dict[str, Any]:
@@ -58,11 +64,13 @@ class ContextBuilder:
         """memory.md as shown to the model: refreshed when the recent-steps window slides (the steps since are
         in the window), when memory is compacted or edited by someone else, so the prompt only grows between."""
         self._action_spaces: dict[tuple[str, ...], str] = {}
+        self._goals = _home_text(home.goals, "(no goals.md: write current work there)")
+        self._constitution = _home_text(home.constitution, "(no constitution.md)")
         self._journaled_goals: str | None = None
 
     def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
-        """goals.md, reread every cycle (a single-session task first), and the journal event when it changed."""
-        goals = read_text(self.home.goals, "(no goals.md: write current work there)")
+        """goals.md, checked every cycle (a single-session task first), and the journal event when it changed."""
+        goals = self._goals.get()
         if task:
             goals = f"Task for this session:\n{task}\n\nStanding goals:\n{goals}"
         if goals == self._journaled_goals:
@@ -103,7 +111,7 @@ class ContextBuilder:
         if fitted is not None:
             chars_per_token = min(chars_per_token, fitted.chars_per_token)
         parts, dropped = build_parts(
-            constitution=read_text(self.home.constitution, "(no constitution.md)"),
+            constitution=self._constitution.get(),
             goals=goals, memory=self._memory_text(), action_space=action_space,
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
             chars_per_token=chars_per_token, accessibility=obs.accessibility)

@@ -68,7 +68,7 @@ class Loop:
     # -- the run --------------------------------------------------------------
 
     def run(self) -> RunOutcome:
-        self.control.install_signals()
+        self.control.start()  # signals are cooperative stops until `close`
         reason, failed = "ended", False
         try:
             self.contexts.latest = start_up(self.p, self.state, self.record, self.revision)  # recovery first
@@ -91,7 +91,7 @@ class Loop:
                 self.p.journal.release_reserve()  # room for the last events and state.json
             best_effort(lambda: self.record("error", error))
         finally:
-            self.control.restore_signals()
+            self.control.close()
             out = self.outcome.ended(reason, self.step, failed)
             best_effort(lambda: self.record("session", out.end_record()))
             self.state.final(reason)
@@ -183,13 +183,14 @@ class Loop:
                                    "detail": "planned only; not dispatched"})
             self.note(action, "planned only (dry run)")
             return
-        if action.side_effect:
-            self.record("intent", {"action": action.model_dump(), "summary": action.summary()})
-            # the fsynced intent above is what recovery trusts; this copy is for `status`
-            self.state.save_pending({"step": self.step, "action": action.model_dump(), "summary": action.summary(),
+        dumped, long = action.model_dump(), self.p.toolbox.cancellable(action)  # long: a stop ends it early
+        if action.side_effect:  # the fsynced intent is the authority (recovery, `status`) ...
+            self.record("intent", {"action": dumped, "summary": action.summary()})
+        if action.side_effect and long:  # ... and what may take a while (a shell command) is shown in state.json
+            self.state.save_pending({"step": self.step, "action": dumped, "summary": action.summary(),
                                      "at": self.p.clock.time()})
         try:
-            result = self.control.watched(lambda: self.p.toolbox.run(action, screen))  # a stop ends long tools early
+            result = self.control.watched(lambda: self.p.toolbox.run(action, screen), long)
         except FailSafeTriggered as exc:
             self.uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
         except DispatchUncertain as exc:
@@ -198,14 +199,14 @@ class Loop:
             if action.side_effect:
                 self.uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
-        self.record("result" if result.ok else "error", {"action": action.model_dump(), **result.record()})
+        self.record("result" if result.ok else "error", {"action": dumped, **result.record()})
         if action.side_effect:  # recovery finds the journaled result if this write is lost
             self.state.save_pending(None)
         self.note(action, "ok" if result.ok else f"failed: {result.error}")
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
         self.contexts.latest = f"{action.summary()} → {shown}"
         # Policy.feedback: every recorded result (a no-op unless the policy learns from them)
-        self.p.policy.feedback({"step": self.step, "action": action.model_dump(), **result.record()})
+        self.p.policy.feedback({"step": self.step, "action": dumped, **result.record()})
 
     def uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
         self.record("uncertain", {"action": action.model_dump(), "detail": detail})

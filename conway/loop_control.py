@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from .cancel import Cancel, run_cancellable, watching
+from .cancel import Cancel, Worker, run_cancellable, watching
 from .config import AgentConfig
-from .state import read_control
+from .state import ReadIfChanged, read_control
 
 T = TypeVar("T")
 
@@ -75,11 +75,14 @@ class Control:
         self.signal_stop: str | None = None
         self._cancel: Cancel | None = None
         self._old_handlers: dict[int, Any] = {}
+        self._worker = Worker()  # the decisions' thread, one for the whole run
+        self._requests = ReadIfChanged(control_path, lambda path: read_control(path, session), None)
 
     # -- requests -------------------------------------------------------------
 
     def request(self) -> str | None:
-        return read_control(self.path, self.session)
+        """This session's control request (control.json is parsed again only when it changed)."""
+        return self._requests.get()
 
     def stop_requested(self) -> str | None:
         """Why the run should stop now (a signal or `conway stop`), else None."""
@@ -186,15 +189,18 @@ class Control:
                   **({"ended_by": ended_by} if ended_by else {})})
 
     def cancellable(self, fn: Callable[[], T]) -> T:
-        """Run a decision while watching for a stop, which aborts it (DecisionAborted)."""
+        """Run a decision (on the run's worker thread) while watching for a stop, which aborts it (DecisionAborted)."""
         token = self._cancel = Cancel()
         try:
-            return run_cancellable(fn, token, self.stop_requested, self.agent.control_poll_s)
+            return run_cancellable(fn, token, self.stop_requested, self.agent.control_poll_s, worker=self._worker)
         finally:
             self._cancel = None
 
-    def watched(self, fn: Callable[[], T]) -> T:
-        """Run a tool; a stop meanwhile ends a long one (a shell command) early."""
+    def watched(self, fn: Callable[[], T], cancellable: bool) -> T:
+        """Run a tool. A `cancellable` one (a shell command) is watched and a stop meanwhile ends it early; any
+        other runs as it is (it is short: a stop or a signal takes effect as soon as it returns)."""
+        if not cancellable:
+            return fn()
         token = self._cancel = Cancel()
         try:
             with watching(token, self.stop_requested, self.agent.control_poll_s):
@@ -204,7 +210,8 @@ class Control:
 
     # -- signals --------------------------------------------------------------
 
-    def install_signals(self) -> None:
+    def start(self) -> None:
+        """The run begins: SIGINT and SIGTERM become cooperative stops."""
         def handler(signum, frame):  # cooperative: the current step finishes its bookkeeping
             if self.signal_stop and signum == signal.SIGINT:
                 raise KeyboardInterrupt
@@ -218,6 +225,8 @@ class Control:
         except ValueError:  # not the main thread (tests drive the loop from threads)
             self._old_handlers = {}
 
-    def restore_signals(self) -> None:
+    def close(self) -> None:
+        """The run ends: the previous signal handlers come back and the decisions' thread ends."""
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
+        self._worker.close()

@@ -245,6 +245,9 @@ class Tool(Protocol):
 
     name: str
     action_types: frozenset[str]
+    cancellable: bool = False
+    """A stop during `run` ends it early (it checks `conway.cancel.current_cancel()` while it works; the shell).
+    Other tools are short and run unwatched: a stop takes effect when they return."""
 
     def availability(self) -> tuple[bool, str]:
         """(can run here, reason); tried, not guessed."""
@@ -295,6 +298,10 @@ class Actuator(Protocol):
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         """Dispatch `action` to its tool; `screen` is the geometry of the observation it was decided on."""
+        ...
+
+    def cancellable(self, action: _Action) -> bool:
+        """Whether a stop can end this action early (its tool watches for one): only then is it run watched."""
         ...
 
     def close(self) -> None:

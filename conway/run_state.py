@@ -1,8 +1,8 @@
 """state.json of the running session, as the loop writes it: what `status` shows and recovery falls back on.
 
 Every write is atomic (`state.StateStore`). The journal, not this file, is the authority on
-side effects: the pending action's copy here is a convenience for `status`, so it is written
-without fsync and its clearing waits for the next write (one state write per side effect, not two).
+side effects: the pending action's copy here is kept for actions that may take a while (a shell
+command), written without fsync, and its clearing waits for the next write.
 Progress (the step number) is refreshed at most once a second.
 """
 
@@ -61,12 +61,16 @@ class RunState:
         self._dirty = False
 
     def save_pending(self, pending: dict[str, Any] | None) -> None:
-        """The pending action's copy for `status`: state.json alone, not fsynced (the journal is the authority).
+        """The pending action's copy: state.json alone, not fsynced (the journal is the authority).
 
-        Setting it is written before dispatch. Clearing it waits for the next state write (the next
-        intent, the progress write, any wait, the end): the journaled result already resolves it for
-        `status`, `preflight` and recovery, and a side effect every cycle then costs one write, not two.
+        The loop copies only actions that may take a while (a shell command); a quick one is over before
+        anyone could look, and `status` and recovery read its fsynced intent from the journal. Setting it
+        is written before dispatch. Clearing it waits for the next state write (the next intent, the
+        progress write, any wait, the end): the journaled result already resolves it for `status`,
+        `preflight` and recovery. Clearing a copy that was never set writes nothing.
         """
+        if pending is None and self.data.get("pending") is None:
+            return
         self.data.update(pending=pending, updated_at=self.clock.time())
         if pending is None:
             self._dirty = True

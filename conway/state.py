@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import tempfile
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 from .errors import UserError
+
+T = TypeVar("T")
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True,
@@ -19,20 +21,30 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True,
     `durable=False` skips the fsyncs (still atomic for readers); used for writes whose
     loss in a power cut is harmless because the journal says the same thing.
     `before_replace` runs once the new content is safely in its temp file.
+    The temp file is `.NAME.<pid>-<random>.tmp` (what `remove_leftover_temps` clears after a kill),
+    (mode 0600, as before), written with plain os calls: this runs every cycle, and tempfile cost as much as the write.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        fd = os.open(tmp, flags, 0o600)
+    except FileNotFoundError:  # the folder is not there (yet)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if durable:
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     if durable:
         _fsync_dir(path.parent)
@@ -65,6 +77,39 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path.name} is corrupt: {exc}") from None
+
+
+RECENT_NS = 2_000_000_000
+"""A file modified this recently is read again every time: timestamps are coarse (a clock tick on Linux,
+a second or two on some file systems), so an edit in the same tick as the last read could look unchanged."""
+
+
+class ReadIfChanged(Generic[T]):
+    """A small file the loop consults every cycle (control.json, goals.md), read again only when it changed.
+
+    Each `get` stats the file. Another inode (an atomic replace, an editor's save), size or modification
+    time means it changed; a file modified in the last `RECENT_NS` is read every time. Otherwise a stat
+    is all it costs: an open, read and parse every cycle cost several times as much. `read(path)` does the
+    reading; `missing` stands for a file that is not there (or cannot be stat-ed).
+    """
+
+    def __init__(self, path: Path, read: Callable[[Path], T], missing: T):
+        self.path, self._read, self.missing = path, read, missing
+        self._seen: tuple[tuple[int, int, int] | None, T] = (None, missing)
+
+    def get(self) -> T:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._seen = (None, self.missing)
+            return self.missing
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        seen, value = self._seen
+        if key != seen:
+            value = self._read(self.path)
+            settled = time.time_ns() - st.st_mtime_ns > RECENT_NS
+            self._seen = (key if settled else None, value)
+        return value
 
 
 class StateStore:
@@ -160,8 +205,6 @@ CONTROL_REQUESTS = ("pause", "resume", "stop")
 def write_control(path: Path, session: str, request: str) -> None:
     if request not in CONTROL_REQUESTS:
         raise ValueError(request)
-    import time
-
     atomic_write_json(path, {"session": session, "request": request, "at": time.time()})
 
 

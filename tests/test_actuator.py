@@ -134,6 +134,9 @@ class PlainActuator:
     def check(self, action: _Action):
         return action
 
+    def cancellable(self, action: _Action) -> bool:
+        return False
+
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         self.ran.append((action.type, screen))  # type: ignore[attr-defined]
         return ToolResult(ok=True, output="read")
@@ -144,7 +147,7 @@ class PlainActuator:
 
 def test_the_loop_needs_nothing_from_the_toolbox_beyond_the_actuator_protocol():
     declared = {n for n, v in vars(Actuator).items() if inspect.isfunction(v) and not n.startswith("_")}
-    assert declared == {"available_types", "describe", "findings", "check", "run", "close"}
+    assert declared == {"available_types", "describe", "findings", "check", "cancellable", "run", "close"}
     assert declared <= {n for n in dir(Toolbox) if not n.startswith("_")}
     plain = PlainActuator()
     read = {"action": {"type": "read_file", "path": "notes.txt"}}

@@ -108,6 +108,31 @@ def test_a_prompt_that_cannot_fit_is_refused_before_sending_with_the_numbers(con
         policy.close()
 
 
+def test_cutting_to_fit_leaves_the_callers_context_as_built(conway_home):
+    """Deciding one oversized context twice (a retry, a comparison) sends the same prompt both times."""
+    require_inprocess()
+    from conway.policies.factory import build_model_policy
+    from conway.probe import probe_context
+    ctx = probe_context((640, 400))
+    ctx.parts.append(ContextPart("memory.md", "".join(f"- step {i}: looked, nothing new\n" for i in range(400))))
+    before = [(p.name, p.text) for p in ctx.parts]
+    policy = build_model_policy(load_config(None, model_args("runtime.n_ctx=2048", "policy.max_tokens=16")),
+                                resolve_home(None))
+    sent = []
+    complete = policy.backend.complete
+    policy.backend.complete = lambda messages, **kw: sent.append(repr(messages)) or complete(messages, **kw)
+    try:
+        policy.decide(ctx)
+        assert [(p.name, p.text) for p in ctx.parts] == before  # nothing cut in place, no part added
+        assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]
+        policy._calibration = 0  # the second call must not see a better estimate either: same inputs
+        policy.decide(ctx)
+        assert sent[0] == sent[1] and "Cut to fit the model" in sent[0], ctx.dropped
+        assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]  # reported once
+    finally:
+        policy.close()
+
+
 def test_llama_cpp_s_own_length_refusal_is_context_exceeded(conway_home):
     require_inprocess()
     from conway.policies.factory import build_model_policy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -131,8 +132,8 @@ def test_intent_is_journaled_and_state_pending_before_dispatch(conway_home):
 
 
 def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_shows_it(conway_home):
-    """One state.json write per side effect: the clearing rides on the next write; the journal speaks for it."""
-    from conway.actions import AppendFile, Wait
+    """One state.json write per long side effect: the clearing rides on the next write; the journal speaks for it."""
+    from conway.actions import Shell, Wait
     from conway.app import RunRequest, run_agent, status_report
     from conway.config import load_config
     from conway.readiness.home import recovery_checks
@@ -152,7 +153,7 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
         def decide(self, ctx):  # a slow model's inference, right after a side effect
             self.n += 1
             if self.n == 1:
-                return Decision(raw_text="", actions=[AppendFile(path="a.txt", text="x")], model_id="spy")
+                return Decision(raw_text="", actions=[Shell(command="true")], model_id="spy")
             if self.n == 2:
                 seen["copy"] = read_json(home.state)["pending"]
                 seen["status"] = status_report(home)["pending_intent"]
@@ -163,10 +164,47 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
     clock.on_sleep = lambda _now: seen.setdefault("during_wait", read_json(home.state)["pending"])
     run_agent(home, load_config(home.config, ["agent.max_steps=3"]),  # the last decision's wait is not slept
               RunRequest(single_session=False, policy=Spy(), clock=clock), say=lambda s: None)
-    assert seen["copy"]["summary"].startswith("append_file(")  # not cleared on disk yet ...
+    assert seen["copy"]["summary"].startswith("shell(")  # not cleared on disk yet ...
     assert seen["status"] is None and seen["preflight"].status == "ok"  # ... and nobody is told it is pending
     assert seen["during_wait"] is None  # written before the loop sleeps
     assert read_json(home.state)["pending"] is None
+
+
+def test_a_quick_side_effect_leaves_state_json_alone_and_status_reads_its_intent_from_the_journal(conway_home):
+    """Only actions that may take a while (a shell command) are copied to state.json; `status` trusts the journal."""
+    from conway.app import RunRequest, run_agent, status_report
+    from conway.config import load_config
+    from conway.home import init_home, resolve_home
+    from conway.tools.files import FileTools
+    from conway.tools.registry import Toolbox
+
+    home = resolve_home(None)
+    init_home(home)
+    seen: list[tuple] = []
+    writes: list[str] = []
+    real_replace = os.replace
+
+    def counting_replace(src, dst):
+        writes.append(os.path.basename(dst))
+        return real_replace(src, dst)
+
+    class LookingFiles(FileTools):  # while its append runs: what state.json and `status` say
+        def run(self, action, screen=None):
+            seen.append((read_json(home.state)["pending"], status_report(home)["pending_intent"], list(writes)))
+            return super().run(action, screen)
+
+    append = {"action": {"type": "append_file", "path": "a.txt", "text": "x"}}
+    policy = MockPolicy(MockScript.model_validate({"steps": [append, append, append]}))
+    cfg = load_config(home.config, ["agent.max_steps=3"])
+    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, policy=policy, clock=FakeClock(),
+                                                       toolbox=Toolbox([LookingFiles(home.scratch)])),
+                                 say=lambda s: None)
+    assert outcome.reason == "max-steps budget (3) reached" and (home.scratch / "a.txt").read_text() == "xxx"
+    assert [copy for copy, _status, _writes in seen] == [None, None, None]  # no state.json copy ...
+    assert all(status["summary"] == "append_file(path='a.txt', text='x')" and status["session"] == session
+               for _copy, status, _writes in seen)  # ... yet `status` shows the action in flight
+    assert seen[2][2].count("state.json") == seen[0][2].count("state.json")  # no state write per side effect
+    assert status_report(home)["pending_intent"] is None
 
 
 def test_read_only_actions_write_no_intent():

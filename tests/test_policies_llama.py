@@ -113,7 +113,7 @@ def loop_contexts(tmp_path, n):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
     from loop_contexts import loop_contexts as build
     from loop_contexts import previous_session_memory
-    return build(n, tmp_path / "loop-home", memory=previous_session_memory(1500))  # short prompts: a quick test
+    return build(n, tmp_path / "loop-home", memory=previous_session_memory(300))  # short: nothing is cut to fit
 
 
 class Recording(Backend):
@@ -195,6 +195,7 @@ def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_f
         assert fallback.meta["timings"]["prompt_cache"] == "changed outside"
         assert fallback.usage["cached_tokens"] == 0
         assert fallback.raw_text == full.decide(ctxs[2]).raw_text
+        assert not any(c.dropped for c in ctxs)  # both saw the whole prompt (a cut depends on calibration)
         # a changed constitution: the instructions before it stay cached, the rest is evaluated
         edited = replace(ctxs[2], parts=[ContextPart(p.name, "I am someone else.\n" + p.text)
                                          if p.name == "constitution.md" else p for p in ctxs[2].parts])

@@ -40,9 +40,13 @@ class Board:
     font: int
     inset: int = 0
     """A button keeps this far from its cell's edges (small: off the 28-px token centres on cell borders)."""
+    colour: str = "#4a78c2"
+    """Button face (white text). The small board's is the vision-check red, (220, 30, 30): the tiny demo model
+    stayed at chance on blue buttons (training/README.md)."""
 
 
-BOARDS = {"large": Board(WINDOW, BUTTON, 24, 12), "small": Board((84, 84), (34, 28), 4, 7, inset=1)}
+BOARDS = {"large": Board(WINDOW, BUTTON, 24, 12),
+          "small": Board((84, 84), (34, 28), 4, 7, inset=1, colour="#dc1e1e")}
 
 
 def max_buttons(board: str = "large") -> int:
@@ -128,7 +132,9 @@ def run_app(log_path: Path, seed: int, index: int, x: int, y: int, count: int = 
     root.configure(background="#e6e6e6")
     for label, (x0, y0, x1, y1) in boxes.items():
         b = tk.Button(root, text=label, command=lambda lab=label: log("pressed", label=lab),
-                      background="#4a78c2", foreground="white", activebackground="#2f5aa0", font=("DejaVu Sans", font), borderwidth=1 if board == "small" else 2,
+                      background=BOARDS[board].colour, foreground="white",
+                      activebackground="#2f5aa0" if board == "large" else BOARDS[board].colour,
+                      font=("DejaVu Sans", font), borderwidth=1 if board == "small" else 2,
                       padx=0, pady=0, highlightthickness=0)
         b.place(x=x0, y=y0, width=x1 - x0 + 1, height=y1 - y0 + 1)
     root.update_idletasks()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Protocol, get_args
 
 from ..actions import ACTION_TYPES, ActionProblem
@@ -442,13 +442,18 @@ class ModelPolicy(Policy):
         if image.data is None or min(sent) <= 0 or min(captured) <= 0:
             sent = captured = (1, 1)  # no screenshot: GUI actions are not offered, coordinates never map
 
+        # cutting to fit works on a copy: the caller's context stays as built, so deciding it again (a retry,
+        # a comparison) starts from the same text; only the names of what was cut are reported back
+        work = replace(context, parts=[replace(p) for p in context.parts], dropped=[])
+
         def build() -> list[dict[str, Any]]:
             return build_messages(
-                context, instructions=self.adapter.instructions(types, sent, conv),
+                work, instructions=self.adapter.instructions(types, sent, conv),
                 action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
                 image_url=url, sent_size=image.sent_size, layout=self.settings.layout)
 
-        messages, estimate = self._fit(context, build, image)
+        messages, estimate = self._fit(work, build, image)
+        context.dropped.extend(d for d in work.dropped if d not in context.dropped)
         mode = self.structured_mode()
         spec = StructuredSpec()
         if mode != "none":

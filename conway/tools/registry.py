@@ -50,6 +50,11 @@ class Toolbox:
             return ToolResult(ok=False, error=reason or f"no tool for {kind} is enabled here")
         return tool.run(action, screen)
 
+    def cancellable(self, action: _Action) -> bool:
+        """Whether the tool that runs `action` ends it early on a stop (the shell); unknown types are not."""
+        tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
+        return tool is not None and tool.cancellable
+
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]

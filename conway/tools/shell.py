@@ -36,6 +36,7 @@ _SHELL = "/bin/sh" if _POSIX else os.environ.get("COMSPEC", "cmd.exe")
 class ShellTool(Tool):
     name = "shell"
     action_types = frozenset({"shell"})
+    cancellable = True  # a stop kills the command's process group (see `run`)
 
     def __init__(self, workdir: Path, timeout_s: float = 60, max_output_bytes: int = 32768,
                  kill_grace_s: float = 2.0, env: Callable[[], dict[str, str]] | None = None):
