@@ -91,18 +91,19 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
 
     sizes = [r["size"] for r in runs]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, colour, marker, shift in (("base", "tab:grey", "o", -2), ("candidate", "tab:green", "s", 2)):
+    for label, colour, marker, shift in (("base", "tab:grey", "o", 0.985), ("candidate", "tab:green", "s", 1.015)):
         rates = [r[label]["hit_rate"] for r in runs]
         lo = [r[label]["hit_rate"] - r[label]["hit_rate_ci95"][0] for r in runs]
         hi = [r[label]["hit_rate_ci95"][1] - r[label]["hit_rate"] for r in runs]
-        ax.errorbar([s + shift for s in sizes], rates, yerr=[lo, hi], marker=marker, color=colour, capsize=4,
+        ax.errorbar([s * shift for s in sizes], rates, yerr=[lo, hi], marker=marker, color=colour, capsize=4,
                     label=f"{label} (95% interval)")
     ax.plot(sizes, [r["references"]["centre_click_rate"] for r in runs], "k:", label="always click the centre")
+    ax.set_xscale("log")  # sizes grow by ratios (84, 112, 168, 224, ...): even spacing
+    ax.minorticks_off()
     ax.set_xticks(sizes)
-    span = (max(sizes) - min(sizes)) or 100
-    ax.set_xlim(min(sizes) - 0.1 * span, max(sizes) + 0.15 * span)  # room for the step labels
+    ax.set_xlim(min(sizes) / 1.12, max(sizes) * 1.25)  # room for the step labels
     ax.set_xticklabels([f"{s}\n({s // CELL}x{s // CELL} tok)" for s in sizes])
-    ax.set_xlabel("image side in px (image tokens)")
+    ax.set_xlabel("image side in px, log scale (image tokens)")
     ax.set_ylabel(f"held-out hit rate ({runs[0]['heldout']} cases)")
     ax.set_ylim(-0.02, 1.04)
     caps = sorted({cap(r) for r in runs})
@@ -111,8 +112,10 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
                  f"training capped at {' / '.join(caps)} (2-core CPU)", fontsize=10)
     for r in runs:
         t = r.get("train") or {}
-        ax.annotate(f"{t.get('steps')} steps", (r["size"], r["candidate"]["hit_rate"]), textcoords="offset points",
-                    xytext=(6, -14), fontsize=8, color="tab:green")
+        capped = str(t.get("stop_reason") or "").startswith("max_seconds")
+        ax.annotate(f"{t.get('steps')} steps" + (" (cap)" if capped else ""),
+                    (r["size"], r["candidate"]["hit_rate"]), textcoords="offset points", xytext=(6, -14), fontsize=8,
+                    color="tab:green")
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
