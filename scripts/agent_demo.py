@@ -18,7 +18,6 @@ Exit 0 promoted, 2 not promoted (intervals overlap), 1 setup error (one line on 
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -167,6 +166,7 @@ def _pipeline(args: Any) -> int:
     from conway.home import Home
 
     started = time.time()
+    load_start = os.getloadavg()[0]
     work = Path(args.work or tempfile.mkdtemp(prefix="conway-agent-demo-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     home_dir = work / "home"
@@ -202,11 +202,9 @@ def _pipeline(args: Any) -> int:
         practice = run_tasks("practice", home_dir, args.task_seed, args.tasks, work / "practice", policy, display,
                              args.buttons, env, log)
         practice_s = time.time() - t
-        labels = br.practice_labels(home, practice, GRID)
-        from conway.labels import append_labels, labels_path
-        append_labels(labels_path(home_dir), labels)
+        labels = br.label_practice(home, practice, GRID)
         hind = sum(1 for lab in labels if lab.hindsight)
-        print(f"\nlabels: {len(labels)} step(s) of {len(practice)} practised session(s) → {labels_path(home_dir)}: "
+        print(f"\nlabels: {len(labels)} step(s) of {len(practice)} practised session(s) → {home_dir / 'labels.jsonl'}: "
               f"{len(labels) - hind} verified by the acceptance check, {hind} relabelled in hindsight with the "
               f"target's box from the board's ready log (hindsight: true)", flush=True)
         dataset = work / "dataset"
@@ -247,7 +245,9 @@ def _pipeline(args: Any) -> int:
     summary["candidate"]["model"] = str(cand_model)
     summary["base"]["model"] = str(model)
     summary["seconds"] = {"practice": round(practice_s, 1), "train_and_convert": round(train_s, 1),
-                          "eval": round(eval_s, 1)}
+                          "eval": round(eval_s, 1), "total": round(time.time() - started, 1)}
+    summary["load_average"] = {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2),
+                               "cpus": os.cpu_count()}
     separated = summary["intervals_separated"]
     out = work / "agent-eval.json"
     report = Report("agent-eval", out, argv=["agent-eval (scripts/learning_demo.py --agent)"], config=None,
@@ -289,7 +289,8 @@ def _pipeline(args: Any) -> int:
               f"({summary['base']['ci95'][0]:.1%} – {summary['base']['ci95'][1]:.1%})")
     wall = time.time() - started
     print(f"wall time: {wall / 60:.1f} min end to end (practice {practice_s / 60:.1f}, training + conversion "
-          f"{train_s / 60:.1f}, evaluation {eval_s / 60:.1f})")
+          f"{train_s / 60:.1f}, evaluation {eval_s / 60:.1f}); load average {load_start:.1f} at the start, "
+          f"{summary['load_average']['end']:.1f} at the end ({os.cpu_count()} CPUs)")
     print(f"report: {out}")
     return 0 if separated else 2
 
@@ -299,5 +300,7 @@ def _case(r: dict[str, Any]) -> dict[str, Any]:
                                   "workdir", "error")}
 
 
-if __name__ == "__main__":  # pragma: no cover - run through scripts/learning_demo.py --agent
-    print(json.dumps({"see": "scripts/learning_demo.py --agent"}))
+if __name__ == "__main__":  # the same as scripts/learning_demo.py --agent ARGS
+    import learning_demo
+
+    sys.exit(learning_demo.main(["--agent", *sys.argv[1:]]))
