@@ -214,7 +214,9 @@ def _pipeline(args: Any) -> int:
         run([PY, "-m", "training.train_lora", "--recipe", args.recipe, "--quiet", f"model.path={base / 'hf'}",
              f"data.path={dataset}", f"output.candidate={CANDIDATE}", f"convert.base_gguf={model}",
              f"convert.base_mmproj={mmproj}", f"eval.size=[{SCREEN[0]},{SCREEN[1]}]",
-             f"train.max_seconds={args.train_seconds:g}", *args.overrides], env, log)
+             f"train.max_seconds={args.train_seconds:g}",
+             # with several buttons the goal decides which: the curriculum's short prompt must keep it
+             *(["train.short_prompt_keep_goals=true"] if args.buttons > 1 else []), *args.overrides], env, log)
         train_s = time.time() - t_train
         manifest = load_manifest(home, CANDIDATE)
         cand_model, cand_mmproj = gguf_paths(home, CANDIDATE, manifest)
