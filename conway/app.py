@@ -14,7 +14,7 @@ from typing import Callable
 from .config import ConwayConfig
 from .errors import UserError
 from .home import Home
-from .journal import Journal, tail_events
+from .journal import Journal, open_intent, tail_events
 from .loop import Clock, Loop, LoopParts, RunOutcome
 from .policies.factory import build_policy
 from .protocols import Actuator, Observer, Policy
@@ -171,7 +171,7 @@ def status_report(home: Home) -> dict:
         "phase": phase,
         "model_id": state.get("model_id"),
         "stop_reason": state.get("stop_reason"),
-        "pending_intent": _pending(home, state),
+        "pending_intent": open_intent(home.journal_dir, state.get("pending")),
         "state_recovery": note,
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
@@ -195,16 +195,6 @@ def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | N
     last = own[-1]
     newest = max(step or 0, last["step"])
     return newest, _PHASES.get(str(last.get("kind"))) if last["step"] == newest else None
-
-
-def _pending(home: Home, state: dict) -> dict | None:
-    """The journal's open intent (the authority: state.json copies only actions that may take a while); with
-    no journal to tell, state.json's copy."""
-    from .journal import intent_verdict
-    verdict, intent = intent_verdict(home.journal_dir)
-    if verdict == "unknown":
-        return state.get("pending")
-    return intent
 
 
 def _event_summary(event: dict) -> str:

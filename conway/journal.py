@@ -242,3 +242,16 @@ def intent_verdict(folder: Path) -> tuple[str, dict[str, Any] | None]:
                                "session": ev.get("session")}
     return ("unknown", None) if not events else ("resolved", None)
 
+
+def open_intent(folder: Path, state_copy: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The intent a previous run left without an outcome, or None: the journal decides (state.json copies
+    only actions that may take a while); state.json's copy fills what a torn journal line lost, and stands
+    alone only when there is no journal to ask."""
+    verdict, intent = intent_verdict(folder)
+    copy = state_copy if isinstance(state_copy, dict) else None
+    if verdict == "unknown":
+        return copy
+    if verdict == "resolved" or intent is None:
+        return None
+    return {**(copy or {}), **{k: v for k, v in intent.items() if v is not None}}
+

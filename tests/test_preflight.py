@@ -89,6 +89,26 @@ def test_recovery_state_is_reported(tmp_path, initialized_home):
     assert set(data["summary"]["warnings"]) == {"recovery: pending intent", "recovery: journal tail"}
 
 
+def test_an_open_intent_only_the_journal_knows_is_reported(tmp_path, initialized_home):
+    """A quick action's intent is not copied into state.json: the journal alone tells preflight about it."""
+    home = initialized_home
+    atomic_write_json(home / "state.json", {"session": "s-old", "status": "running"})
+    jdir = home / "journal"
+    jdir.mkdir(exist_ok=True)
+    intent = {"kind": "intent", "step": 7, "session": "s-old",
+              "payload": {"action": {"type": "key", "keys": "ctrl+s"}, "summary": "key(keys='ctrl+s')"}}
+    (jdir / "000001-20260101T000000000000.jsonl").write_text(json.dumps(intent) + "\n")
+    code, data = _preflight(tmp_path, "--mock")
+    check = _checks(data)["recovery: pending intent"]
+    assert code == 0 and check["status"] == "warn", check
+    assert "key(keys='ctrl+s')" in check["detail"] and "session s-old" in check["detail"]
+    # once the outcome is journaled there is nothing to recover
+    with open(jdir / "000001-20260101T000000000000.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "result", "step": 7, "session": "s-old", "payload": {"ok": True}}) + "\n")
+    code, data = _preflight(tmp_path, "--mock", name="pf2.json")
+    assert _checks(data)["recovery: pending intent"]["status"] == "ok"
+
+
 def test_the_empty_lock_a_clean_run_leaves_is_not_reported(tmp_path, initialized_home):
     from conway.app import RunRequest, run_agent
     from conway.config import load_config

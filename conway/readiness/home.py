@@ -9,7 +9,7 @@ from typing import Callable
 from ..config import ConwayConfig
 from ..errors import UserError
 from ..home import Home
-from ..journal import intent_verdict, journal_files
+from ..journal import journal_files, open_intent
 from ..state import InstanceLock, StateStore
 from . import Check
 
@@ -41,15 +41,14 @@ def constitution_check(home: Home) -> Check:
 def recovery_checks(home: Home) -> list[Check]:
     out = []
     state, note = StateStore(home.state, home.state_previous).load()
-    pending = state.get("pending") if isinstance(state, dict) else None
-    if pending and intent_verdict(home.journal_dir)[0] == "resolved":
-        pending = None  # the journal has its outcome; state.json's copy is cleared lazily
+    state = state if isinstance(state, dict) else {}
+    pending = open_intent(home.journal_dir, state.get("pending"))
     if note:
         out.append(Check("recovery: state.json", "warn", note))
     if pending:
-        summary = pending.get("summary") if isinstance(pending, dict) else None
+        summary, session = pending.get("summary"), pending.get("session") or state.get("session")
         out.append(Check("recovery: pending intent", "warn",
-                         f"a previous run (session {state.get('session')}) stopped while dispatching "
+                         f"a previous run (session {session}) stopped while dispatching "
                          f"{summary or 'an action'}; the next run records it as uncertain and does not replay it",
                          {"pending": pending}))
     else:
