@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -84,39 +83,6 @@ def check_arguments(args: Any) -> None:
                             "--config configs/tiny_vlm_demo.yaml --keep-hf --out DIR)")
 
 
-def start_xvfb(size: tuple[int, int], timeout: float = 10.0) -> tuple[subprocess.Popen[bytes], str]:
-    """Xvfb on a free display (it writes the number it chose to a pipe)."""
-    r, w = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", f"{size[0]}x{size[1]}x24",
-                             "-nolisten", "tcp"], pass_fds=(w,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(w)
-    buf = b""
-    deadline = time.monotonic() + timeout
-    try:
-        os.set_blocking(r, False)
-        while not buf.endswith(b"\n"):
-            if proc.poll() is not None:
-                raise DemoError(f"Xvfb exited at start (code {proc.returncode})")
-            if time.monotonic() > deadline:
-                raise DemoError(f"Xvfb reported no display within {timeout:g} s")
-            try:
-                chunk = os.read(r, 64)
-            except BlockingIOError:
-                time.sleep(0.01)
-                continue
-            if not chunk:
-                raise DemoError("Xvfb closed its display pipe without a display number")
-            buf += chunk
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    finally:
-        os.close(r)
-    return proc, ":" + buf.decode().strip()
-
-
 def run(cmd: list[str], env: dict[str, str], log: list[str], ok: tuple[int, ...] = (0,)) -> str:
     line = shlex.join(cmd)
     print(f"\n$ {line}", flush=True)
@@ -169,6 +135,7 @@ def _pipeline(args: Any) -> int:
     from conway.evals import board_runs as br
     from conway.evals.report import Report
     from conway.home import Home
+    from conway.xvfb import XvfbError, start_xvfb
 
     started = time.time()
     load_start = os.getloadavg()[0]
@@ -200,7 +167,11 @@ def _pipeline(args: Any) -> int:
               # the display is the demo's own 84x84 Xvfb: a click near a corner must not end the run
               "tools.gui_failsafe=false"]
 
-    xvfb, display = start_xvfb(SCREEN)
+    try:
+        xvfb = start_xvfb(*SCREEN)
+    except XvfbError as exc:
+        raise DemoError(str(exc)) from None
+    display = xvfb.display
     print(f"Xvfb {display}: {SCREEN[0]}x{SCREEN[1]} screen, board 'small' with {args.buttons} button(s)", flush=True)
     try:
         t = time.time()
@@ -236,12 +207,7 @@ def _pipeline(args: Any) -> int:
                               cand_policy, display, args.buttons, env, log)
         eval_s = time.time() - t
     finally:
-        xvfb.send_signal(signal.SIGTERM)
-        try:
-            xvfb.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            xvfb.kill()
-            xvfb.wait()
+        xvfb.stop()
 
     summary = br.compare(base_runs, cand_runs)
     summary["references"] = {"random_click_rate": round(br.random_click_rate(base_runs, SCREEN), 4),
