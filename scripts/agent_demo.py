@@ -83,7 +83,9 @@ def check_arguments(args: Any) -> None:
                             "--config configs/tiny_vlm_demo.yaml --keep-hf --out DIR)")
 
 
-def run(cmd: list[str], env: dict[str, str], log: list[str], ok: tuple[int, ...] = (0,)) -> str:
+def run_logged(cmd: list[str], env: dict[str, str], log: list[str], tail: int = 20) -> subprocess.CompletedProcess:
+    """Run one pipeline step from the repository: the command line shown and logged, the last `tail` lines of
+    its output shown without progress-bar lines, and how long it took (both demos' steps)."""
     line = shlex.join(cmd)
     print(f"\n$ {line}", flush=True)
     log.append(line)
@@ -91,10 +93,15 @@ def run(cmd: list[str], env: dict[str, str], log: list[str], ok: tuple[int, ...]
     proc = subprocess.run(cmd, cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     keep = [ln for ln in proc.stdout.strip().splitlines() if "it/s]" not in ln and "s/it]" not in ln
             and "examples/s]" not in ln]
-    print("\n".join(keep[-20:]))
+    print("\n".join(keep[-tail:]))
     print(f"  ({time.time() - t0:.0f} s, exit {proc.returncode})", flush=True)
+    return proc
+
+
+def run(cmd: list[str], env: dict[str, str], log: list[str], ok: tuple[int, ...] = (0,)) -> str:
+    proc = run_logged(cmd, env, log)
     if proc.returncode not in ok:
-        raise DemoError(f"step failed (exit {proc.returncode}): {line}")
+        raise DemoError(f"step failed (exit {proc.returncode}): {shlex.join(cmd)}")
     return proc.stdout
 
 
