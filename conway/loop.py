@@ -211,7 +211,7 @@ class Loop:
     def uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
         self.record("uncertain", {"action": action.model_dump(), "detail": detail})
         self.state.save(pending=None)  # recorded once; a restart must not record it again
-        raise StopRun(reason)
+        raise StopRun(self.control.stop_requested() or reason)  # a stop that cut it short is the reason
 
     # -- what a step leaves for the next ones --------------------------------
 

@@ -79,19 +79,11 @@ root.mainloop()
 
 
 def start_xvfb(width: int, height: int) -> tuple[subprocess.Popen[bytes], str]:
-    r, w = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
-                            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    os.close(w)
-    buf = b""
-    with os.fdopen(r, "rb", buffering=0) as f:
-        while not buf.endswith(b"\n"):
-            chunk = f.read(16)
-            if not chunk:
-                raise RuntimeError(f"Xvfb exited ({proc.wait()})")
-            buf += chunk
-    return proc, ":" + buf.decode().strip()
+    """(process, display) of a private Xvfb (conway.xvfb picks a free display number)."""
+    from conway.xvfb import start_xvfb as start
+
+    server = start(width, height)
+    return server.proc, server.display
 
 
 def make_photo(size: tuple[int, int], path: Path) -> None:

@@ -79,16 +79,7 @@ def image_side(text: str) -> int | None:
 
 
 def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.CompletedProcess:
-    line = shlex.join(cmd)
-    print(f"\n$ {line}", flush=True)
-    log.append(line)
-    t0 = time.time()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    tail = proc.stdout.strip().splitlines()
-    keep = [ln for ln in tail if "it/s]" not in ln and "s/it]" not in ln]
-    print("\n".join(keep[-25:]))
-    print(f"  ({time.time() - t0:.0f} s, exit {proc.returncode})", flush=True)
-    return proc
+    return agent_demo.run_logged(cmd, env, log, tail=25)
 
 
 def baselines(seed: int, n: int, profile: str, side: int) -> dict:

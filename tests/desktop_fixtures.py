@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
+
+from conway.xvfb import XServer, start_xvfb  # noqa: F401 - re-exported for the test modules
 
 REPO = Path(__file__).resolve().parents[1]
 APPS = Path(__file__).resolve().parent / "apps"
@@ -59,54 +60,6 @@ def need(tool: str, apt: str) -> None:
         pytest.skip(msg)
 
 
-@dataclass
-class XServer:
-    display: str
-    proc: subprocess.Popen[bytes]
-    size: tuple[int, int]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24, timeout: float = 10.0) -> XServer:
-    """Start Xvfb on a free display number (it picks one and writes it to a pipe)."""
-    r, w = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x{depth}", "-nolisten", "tcp"],
-        pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    os.close(w)
-    buf = b""
-    deadline = time.monotonic() + timeout
-    try:
-        os.set_blocking(r, False)
-        while not buf.endswith(b"\n"):
-            if proc.poll() is not None:
-                raise RuntimeError(f"Xvfb exited with code {proc.returncode}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("Xvfb did not report a display number in time")
-            try:
-                chunk = os.read(r, 64)
-            except BlockingIOError:
-                time.sleep(0.01)
-                continue
-            if not chunk:
-                raise RuntimeError("Xvfb closed its display pipe")
-            buf += chunk
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    finally:
-        os.close(r)
-    return XServer(display=":" + buf.decode().strip(), proc=proc, size=(width, height))
 
 
 def xdotool(display: str, *args: str) -> subprocess.CompletedProcess[str]:

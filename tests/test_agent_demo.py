@@ -8,6 +8,7 @@ and the GGUF converter. The numbers are meaningless at this size; the artefacts 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -25,6 +26,18 @@ DEMO = REPO / "scripts" / "learning_demo.py"
 def _demo(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(DEMO), *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def test_the_promotion_rule_compares_wilson_intervals_of_verified_runs():
+    from conway.evals.board_runs import compare, snap
+    runs = lambda ok, n: [{"verified": i < ok} for i in range(n)]  # noqa: E731
+    s = compare(runs(0, 30), runs(29, 30))
+    assert s["base"]["ci95"] == [0.0, 0.1135] and s["candidate"]["ci95"] == [0.8333, 0.9941]
+    assert s["intervals_separated"] and s["paired"]["only_candidate"] == 29
+    assert not compare(runs(10, 30), runs(18, 30))["intervals_separated"]  # better, but the intervals overlap
+    assert not compare(runs(20, 30), runs(5, 30))["intervals_separated"]
+    assert snap([43, 2, 76, 29], 28, (84, 84)) == (70, 14)  # the token-cell centre inside the box
+    assert snap([43, 2, 76, 29], 0, (84, 84)) == (59.5, 15.5)  # no grid: the box centre
 
 
 @pytest.mark.parametrize("args, message", [
@@ -82,6 +95,10 @@ def test_the_agent_pipeline_end_to_end_at_a_tiny_size(tmp_path):
     assert len(labels) == 2 and all(lab["source"] == "task-check" and lab["target_box"] for lab in labels)
     assert all(lab["hindsight"] == (lab["success"] == "failure") for lab in labels)
     from datasets import load_from_disk
+
+    from conway.config import load_config
+    from conway.conversation import step_context
+    from conway.provenance import prompt_record
     rows = load_from_disk(str(work / "dataset"))
     assert len(rows) == 2 and set(rows["label_source"]) == {"task-check"}
     for row in rows:
@@ -92,10 +109,6 @@ def test_the_agent_pipeline_end_to_end_at_a_tiny_size(tmp_path):
             act = json.loads(row["target"])["action"]
             assert act["type"] == "click" and x0 <= act["x"] <= x1 and y0 <= act["y"] <= y1
         # the training prompt is the loop's own: the rebuilt prompt hashes to the journaled one
-        from conway.config import load_config
-        from conway.conversation import step_context
-        from conway.provenance import prompt_record
-        import io
         png = io.BytesIO()
         row["image"].save(png, format="PNG")
         ctx = step_context(rec, png.getvalue(), load_config(None, []))

@@ -225,6 +225,35 @@ def test_sigterm_stops_the_run_and_the_server_process_group(conway_home, tmp_pat
 
 
 @pytest.mark.slow
+def test_a_stop_during_a_long_call_abandons_it_as_uncertain(conway_home, tmp_path):
+    """SIGTERM while a call runs: the run ends now, not after timeout_s; the call is uncertain, never replayed."""
+    out = tmp_path / "slow.txt"
+    write_config(conway_home, [fx_server(conway_home, timeout_s=600)])
+    assert run_cli("init").returncode == 0
+    script = tmp_path / "slow.yaml"
+    script.write_text(yaml.safe_dump({"steps": [mcp("slow_append", path=str(out), text="late", seconds=600)]}))
+    env = {**os.environ, "CONWAY_HOME": str(conway_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "run", "--mock-script", str(script)], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + START_S + 30
+        while not any(c.startswith("slow_append") for c in calls(conway_home)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "slow"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out_text, _ = proc.communicate(timeout=120)  # far below the call's 600 s timeout_s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "terminated (SIGTERM)" in out_text, out_text
+    events = [json.loads(line) for f in sorted((conway_home / "journal").glob("*.jsonl"))
+              for line in f.read_text().splitlines() if line.strip()]
+    unc = [e["payload"] for e in events if e["kind"] == "uncertain"]
+    assert len(unc) == 1 and "abandoned" in unc[0]["detail"] and "stopped" in unc[0]["detail"], unc
+    assert not out.exists() and no_fixture_servers_left()
+
+
+@pytest.mark.slow
 def test_streamable_http_server_with_headers_from_the_environment(conway_home, tmp_path):
     """Conway's own `mcp-serve --http` is the Streamable HTTP server here (a real one)."""
     import socket

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -253,22 +252,14 @@ def test_desktop_without_display_fails_clearly(tmp_path, initialized_home, monke
 
 @pytest.fixture
 def xvfb_display():
-    exe = shutil.which("Xvfb")
-    if not exe:
+    if not shutil.which("Xvfb"):
         pytest.skip("Xvfb is not installed")
-    r, w = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(w)
+    from conway.xvfb import start_xvfb
+    server = start_xvfb(800, 600)
     try:
-        with os.fdopen(r) as fh:
-            number = fh.readline().strip()
-        if not number:
-            pytest.skip("Xvfb did not start")
-        yield f":{number}"
+        yield server.display
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop()
 
 
 @pytest.mark.desktop

@@ -1,7 +1,7 @@
 """Button-board tasks through the real loop: run them, label what was practised, score held-out runs.
 
     record = run_task(home, seed, index, workdir, policy_overrides, display=":5")   # app + `conway start` + check
-    n = label_practice(home, records, grid=28)       # labels.jsonl: acceptance results + hindsight targets
+    labels = label_practice(home, records, grid=28)  # labels.jsonl: acceptance results + hindsight targets
     summary = compare(base_records, candidate_records)  # verified success rates, Wilson 95% intervals
 
 One task is one single session: the board app (`button_board.py app`) is started on the display with its log
@@ -162,10 +162,13 @@ def practice_labels(home: Home, records: list[dict[str, Any]], grid: int = 0) ->
     return labels
 
 
-def label_practice(home: Home, records: list[dict[str, Any]], grid: int = 0) -> int:
+def label_practice(home: Home, records: list[dict[str, Any]], grid: int = 0) -> list[Any]:
+    """Append `practice_labels` to the home's labels.jsonl; returns them."""
     from ..labels import append_labels, labels_path
 
-    return append_labels(labels_path(home.root), practice_labels(home, records, grid))
+    labels = practice_labels(home, records, grid)
+    append_labels(labels_path(home.root), labels)
+    return labels
 
 
 # --- scores ------------------------------------------------------------------------------------------------

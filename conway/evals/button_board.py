@@ -84,35 +84,31 @@ def task_file(seed: int, index: int, log: str = "button-log.jsonl", count: int =
             f"then finish. Do not click any other button.\n")
 
 
-def read_ready(log: Path) -> dict | None:
-    """The app's `ready` line (target and every button's screen box), or None before the board is shown."""
+def _events(log: Path) -> list[dict]:
+    """The app log's events in order; unreadable lines (a torn last line) are skipped."""
     try:
         lines = log.read_text(encoding="utf-8").splitlines()
     except OSError:
-        return None
+        return []
+    out = []
     for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and event.get("event") == "ready":
-            return event
-    return None
+        if isinstance(event, dict):
+            out.append(event)
+    return out
+
+
+def read_ready(log: Path) -> dict | None:
+    """The app's `ready` line (target and every button's screen box), or None before the board is shown."""
+    return next((e for e in _events(log) if e.get("event") == "ready"), None)
 
 
 def first_press(log: Path) -> str | None:
-    try:
-        lines = log.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "pressed":
-            return str(event.get("label"))
-    return None
+    pressed = next((e for e in _events(log) if e.get("event") == "pressed"), None)
+    return None if pressed is None else str(pressed.get("label"))
 
 
 def run_app(log_path: Path, seed: int, index: int, x: int, y: int, count: int = 4, board: str = "large") -> int:

@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import Any
 import psutil
 
 from ..actions import ActionProblem, Mcp, _Action
+from ..cancel import current_cancel
 from ..config import McpServerConfig, ToolsConfig
 from ..geometry import ScreenGeometry
 from ..protocols import DispatchUncertain, Tool, ToolResult
@@ -103,6 +105,7 @@ class _Conn:
 class McpTool(Tool):
     name = "mcp"
     action_types = frozenset({"mcp"})
+    cancellable = True  # a stop abandons the call in flight (see `_call`) instead of waiting for timeout_s
 
     def __init__(self, cfg: ToolsConfig, workdir: Path, home_root: Path | None = None):
         self.cfg = cfg
@@ -346,8 +349,15 @@ class McpTool(Tool):
 
         future = asyncio.run_coroutine_threadsafe(
             conn.client.call_tool(tool, arguments, read_timeout_seconds=timeout), self._loop)
+        stop = current_cancel()  # the agent is being stopped: do not wait out timeout_s for the answer
+        unregister = stop.on_cancel(future.cancel) if stop is not None else (lambda: None)
+        started = time.monotonic()
         try:
             return future.result(timeout + _CALL_MARGIN_S)
+        except FutureCancelled:
+            reason = stop.reason if stop is not None else "cancelled"
+            raise CallLost(f"was abandoned after {time.monotonic() - started:.1f} s because the agent was "
+                           f"stopped ({reason})") from None
         except FutureTimeout:
             future.cancel()
             raise CallLost(f"got no answer within {timeout:g} s") from None
@@ -361,6 +371,8 @@ class McpTool(Tool):
         except Exception as exc:  # noqa: BLE001 - a transport failure after sending
             conn.dead = f"{type(exc).__name__}: {exc}"
             raise CallLost(f"failed in transport: {type(exc).__name__}: {exc}") from None
+        finally:
+            unregister()
 
     def _facts(self, action: Mcp, info: McpToolInfo) -> dict[str, Any]:
         return {"server": action.server, "tool": action.tool, "read_only": info.read_only}

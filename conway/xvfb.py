@@ -1,0 +1,73 @@
+"""A private virtual X display (Xvfb) on a free display number, for demos, benchmarks and tests.
+
+Xvfb chooses the number itself and writes it to a pipe (`-displayfd`), so several can run side by side
+without racing for a fixed `:99`. Nothing in the agent needs it: a real run uses the user's display.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+__all__ = ["XServer", "XvfbError", "start_xvfb"]
+
+
+class XvfbError(RuntimeError):
+    """Xvfb did not start or did not say which display it took."""
+
+
+@dataclass
+class XServer:
+    display: str
+    proc: subprocess.Popen[bytes]
+    size: tuple[int, int]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24, timeout: float = 10.0) -> XServer:
+    """Start Xvfb with one screen of width x height; XvfbError when it is missing, exits or stays silent."""
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x{depth}", "-nolisten", "tcp"],
+            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except FileNotFoundError:
+        os.close(r)
+        os.close(w)
+        raise XvfbError("Xvfb is not installed (Debian/Ubuntu: apt-get install xvfb)") from None
+    os.close(w)
+    buf = b""
+    deadline = time.monotonic() + timeout
+    try:
+        os.set_blocking(r, False)
+        while not buf.endswith(b"\n"):
+            if proc.poll() is not None:
+                raise XvfbError(f"Xvfb exited at start (code {proc.returncode})")
+            if time.monotonic() > deadline:
+                raise XvfbError(f"Xvfb reported no display number within {timeout:g} s")
+            try:
+                chunk = os.read(r, 64)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            if not chunk:
+                raise XvfbError("Xvfb closed its display pipe without a display number")
+            buf += chunk
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(r)
+    return XServer(display=":" + buf.decode().strip(), proc=proc, size=(width, height))
