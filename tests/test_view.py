@@ -464,3 +464,28 @@ def test_the_server_follows_a_growing_journal(session, conway_home):
         assert code == 200 and reply["label"]["session"] == later
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_the_server_stops_cleanly_on_a_signal_even_with_sigint_ignored(session, conway_home, tmp_path, sig):
+    """A script that backgrounds `conway view --serve` (SIGINT ignored) can still stop it with kill -INT/-TERM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "CONWAY_HOME": str(conway_home), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "view", "--serve", "--last"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("serving http://127.0.0.1:"), first + proc.stderr.read()
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -50,11 +52,12 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
             server = ViewServer(site, port, rebuild=rebuild, journal=None if report else home.journal_dir)
         except OSError as exc:
             raise UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
-        say(f"serving {server.url} (Ctrl+C to stop)")
-        if not report:
-            say(f"labels you give in the browser go to {home.root / 'labels.jsonl'} (source: review)")
         try:
-            server.serve_forever()
+            with _stop_on_signals():  # before the URL is shown: a stop sent on seeing it must not be lost
+                say(f"serving {server.url} (Ctrl+C to stop)")
+                if not report:
+                    say(f"labels you give in the browser go to {home.root / 'labels.jsonl'} (source: review)")
+                server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
@@ -70,3 +73,23 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
         f"({counts['bytes'] / 1e6:.1f} MB)")
     say(f"open {first.as_uri()}")
     return 0
+
+
+class _stop_on_signals:
+    """Ctrl+C and SIGTERM end serving cleanly (exit 0), also when the parent started us with SIGINT ignored
+    (a background job of a script): as `conway run` does, the command asks for them explicitly."""
+
+    def __enter__(self) -> None:
+        self.old = {}
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may set handlers (tests call view() from others)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.old[sig] = signal.signal(sig, self._raise)
+
+    @staticmethod
+    def _raise(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self.old.items():
+            signal.signal(sig, old)

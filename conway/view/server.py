@@ -86,7 +86,7 @@ class ViewServer:
         self.token = site.token or secrets.token_urlsafe(24)
         site.token = self.token
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.httpd = _QuietServer(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/"
@@ -141,6 +141,17 @@ class ViewServer:
             [f"corrected: {lab.corrected_action}"] if lab.corrected_action else []) + (
             [f"note: {lab.note}"] if lab.note else [])
         return {"ok": True, "label": lab.record(), "summary": "; ".join(str(w) for w in words if w)}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A browser that drops a connection (a reload, a closed tab) is routine, not a traceback on the terminal."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
