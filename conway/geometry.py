@@ -388,3 +388,19 @@ def model_to_input(
     """Model point -> input point in one step (validate with :func:`model_point_error` first)."""
     cx, cy = model_to_captured(x, y, convention, sent_size, screen.captured_size)
     return captured_to_input(cx, cy, screen)
+
+
+class InBox:
+    """A target with `box` = (x0, y0, x1, y1) in image pixels, inclusive: its centre, and whether a click hits it
+    (vision-check shapes and grounding targets score clicks the same way)."""
+
+    box: tuple[int, int, int, int]
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x0, y0, x1, y1 = self.box
+        return (x0 + x1) / 2, (y0 + y1) / 2
+
+    def contains(self, x: float, y: float) -> bool:
+        x0, y0, x1, y1 = self.box
+        return x0 <= x <= x1 and y0 <= y <= y1

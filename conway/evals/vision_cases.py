@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
+from ..geometry import InBox
 
 GENERATOR = "conway-vision-images/1"
 """Version of the image generator; the same generator + seed + size gives the same images (hashes)."""
@@ -92,20 +93,11 @@ shape) and click the centre of it. Answer with exactly one click action."""
 
 
 @dataclass(frozen=True)
-class Shape:
+class Shape(InBox):
     colour: str
     shape: str
     box: tuple[int, int, int, int]
     """(x0, y0, x1, y1) in image pixels, inclusive on both ends."""
-
-    @property
-    def centre(self) -> tuple[float, float]:
-        x0, y0, x1, y1 = self.box
-        return (x0 + x1) / 2, (y0 + y1) / 2
-
-    def contains(self, x: float, y: float) -> bool:
-        x0, y0, x1, y1 = self.box
-        return x0 <= x <= x1 and y0 <= y <= y1
 
     def record(self) -> dict[str, Any]:
         return {"colour": self.colour, "shape": self.shape, "box": list(self.box),

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ...actions import describe_action_space
 from ...config import ConwayConfig
+from ...geometry import InBox
 from ...context import build_parts, resolve_budget
 from ...protocols import DecisionContext, Observation, Policy
 from ..clicks import ask, decision_fields, first_click
@@ -40,7 +41,7 @@ def size_bucket(area_frac: float) -> str:
 
 
 @dataclass
-class GroundingCase:
+class GroundingCase(InBox):
     """One instruction on one image with its ground-truth box."""
 
     case_id: str
@@ -58,15 +59,6 @@ class GroundingCase:
     """Where the image lives (path, dataset row) and its sha256 when known."""
     meta: dict[str, Any] = field(default_factory=dict)
     index: int = -1
-
-    @property
-    def centre(self) -> tuple[float, float]:
-        x0, y0, x1, y1 = self.box
-        return (x0 + x1) / 2, (y0 + y1) / 2
-
-    def contains(self, x: float, y: float) -> bool:
-        x0, y0, x1, y1 = self.box
-        return x0 <= x <= x1 and y0 <= y <= y1
 
     @property
     def area_frac(self) -> float:
