@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError,
-                      WithJsonSchema, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 # --- key names: one set for the validator, the output grammars and schemas, and the GUI tool ---------
 
@@ -316,7 +325,7 @@ def parse_action(raw: Any) -> "_Action | ActionProblem":
         return _adapter.validate_python(raw)
     except ValidationError as exc:
         return ActionProblem(message=f"invalid {kind} action: {_describe(exc)}", raw=raw)
-    except Exception as exc:  # noqa: BLE001 - the contract is: bad input is a problem, never an exception
+    except Exception as exc:
         return ActionProblem(message=f"invalid {kind} action: {type(exc).__name__}: {str(exc)[:200]}", raw=raw)
 
 
@@ -348,7 +357,7 @@ def _show(v: Any) -> str:
         return "None (the \"type\" field is missing)"
     try:
         text = repr(v)
-    except Exception:  # noqa: BLE001
+    except Exception:
         text = object.__repr__(v)
     text = text if len(text) <= 60 else text[:60] + "…"
     return f"{text} ({type(v).__name__}, not a type name)" if not isinstance(v, str) else text

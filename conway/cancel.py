@@ -15,7 +15,7 @@ import queue
 import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-from .protocols import PolicyError
+from conway.protocols import PolicyError
 
 __all__ = ["Cancel", "DecisionAborted", "Worker", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
 
@@ -48,7 +48,7 @@ class Cancel:
         for fn in callbacks:
             try:
                 fn()
-            except Exception:  # noqa: BLE001 - aborting is best effort; the stop goes on regardless
+            except Exception:
                 pass
 
     def is_set(self) -> bool:
@@ -143,7 +143,7 @@ def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callab
         try:
             with cancel_scope(token):
                 box["result"] = work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+        except BaseException as exc:
             box["error"] = exc
         finally:
             done.set()

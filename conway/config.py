@@ -18,10 +18,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import UserError
-from .redact import _secret_name
-from .redact import find_secrets as _find_secrets
-from .redact import redact
+from conway.errors import UserError
+from conway.redact import _secret_name, redact
+from conway.redact import find_secrets as _find_secrets
 
 
 class _Section(BaseModel):

@@ -1,6 +1,6 @@
 """Screenshot encodings: one for the model, one for the archive.
 
-Measured by ``scripts/bench_observe.py`` on Xvfb screens with real windows
+Measured by ``scripts/bench/bench_observe.py`` on Xvfb screens with real windows
 (an editor-like ``ui`` scene and a ``photo`` scene; medians on a loaded
 2-core machine):
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .geometry import ResizeRule, resize_for_model
-from .protocols import Observation
+from conway.geometry import ResizeRule, resize_for_model
+from conway.protocols import Observation
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image

@@ -7,8 +7,6 @@ import socket
 import sys
 
 
-
-
 def x11_platform() -> bool:
     """True where the screen and input go through an X server (everything but macOS and Windows)."""
     return not (sys.platform == "darwin" or sys.platform.startswith("win"))

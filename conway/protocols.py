@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .actions import ActionProblem, _Action
-from .geometry import ScreenGeometry
-
+from conway.actions import ActionProblem, _Action
+from conway.geometry import ScreenGeometry
 
 # --- observation -------------------------------------------------------------
 

@@ -39,7 +39,7 @@ if pkg-config --exists gobject-introspection-1.0 2>/dev/null; then
 fi
 
 echo "== llama-server (built once from the llama-cpp-python source distribution)"
-bash scripts/build_llama_server.sh
+bash scripts/build/build_llama_server.sh
 
 echo "== tests"
 exec $VPY -m pytest -q "$@"

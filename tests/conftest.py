@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 # helper modules full of asserts get pytest's detailed failure messages too
-pytest.register_assert_rewrite("parser_test_helpers", "loop_harness", "desktop_fixtures")
+pytest.register_assert_rewrite("helpers.parser_test_helpers", "helpers.loop_harness", "helpers.desktop_fixtures")
+
+# shared fixtures: a private X display per session, a recorded session for the viewer, a tiny base model
+pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.tiny_models"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +27,7 @@ def conway_home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def initialized_home(conway_home) -> Path:
-    from conway.cli import main
+    from conway.cli.main import main
     assert main(["init"]) == 0
     return conway_home
 
@@ -33,5 +36,5 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 120, cwd: Path
             **kw) -> subprocess.CompletedProcess:
     """The `conway` command as a real process (what a user runs)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "conway.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "conway.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd or REPO, **kw)

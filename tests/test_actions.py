@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import run_cli
+from helpers.parser_test_helpers import ABS
 
 from conway.actions import ActionProblem, _Action, parse_action
-from conway.journal import read_journal
 from conway.policies import parse_json
-from parser_test_helpers import ABS
-
-from conftest import run_cli
+from conway.store.journal import read_journal
 
 MALFORMED = [
     {"type": {}},
@@ -99,7 +98,7 @@ def test_conway_run_survives_malformed_raw_answers(tmp_path, conway_home) -> Non
 
 
 def test_review_action_refuses_malformed_shapes_in_one_line(tmp_path, conway_home, capsys) -> None:
-    from conway.cli import main
+    from conway.cli.main import main
 
     r = _mock_run(tmp_path, ['{"type": "wait"}'])
     assert r.returncode == 0, r.stderr

@@ -21,16 +21,16 @@ NEVER = [
     ("conway.policies", "conway.observe", "adapters receive images; they do not take screenshots"),
     ("conway.tools", "conway.observe", "a tool acts; it does not look"),
     ("conway.runtime", "conway.policies", "the runtime starts servers; it does not know adapters"),
-    ("conway.loop", "conway.cli", "the loop knows no command line"),
-    ("conway.loop", "conway.commands", "the loop knows no command line"),
-    ("conway.actions", "conway.loop", "the action schema is a leaf"),
-    ("conway.geometry", "conway.loop", "geometry is a leaf"),
-    ("conway.evals", "conway.cli", "evals know no command line"),
-    ("conway.evals", "conway.commands", "evals know no command line"),
-    ("training", "conway.loop", "training reads exported data, never the live loop"),
-    ("conway.readiness", "conway.evals", "readiness checks sit below the commands and reports that select them"),
-    ("conway.readiness", "conway.commands", "readiness checks know no command line"),
-    ("conway.readiness", "conway.cli", "readiness checks know no command line"),
+    ("conway.loop.cycle", "conway.cli.main", "the loop knows no command line"),
+    ("conway.loop.cycle", "conway.cli.commands", "the loop knows no command line"),
+    ("conway.actions", "conway.loop.cycle", "the action schema is a leaf"),
+    ("conway.geometry", "conway.loop.cycle", "geometry is a leaf"),
+    ("conway.evals", "conway.cli.main", "evals know no command line"),
+    ("conway.evals", "conway.cli.commands", "evals know no command line"),
+    ("training", "conway.loop.cycle", "training reads exported data, never the live loop"),
+    ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
+    ("conway.readiness.checks", "conway.cli.commands", "readiness checks know no command line"),
+    ("conway.readiness.checks", "conway.cli.main", "readiness checks know no command line"),
 ]
 
 
@@ -74,9 +74,9 @@ def _under(mod: str, prefix: str) -> bool:
 
 
 def test_the_walk_sees_function_level_imports() -> None:
-    # conway.cli imports conway.commands at module level; conway.commands imports conway.app inside functions
-    assert "conway.commands" in GRAPH["conway.cli"]
-    assert "conway.app" in GRAPH["conway.commands"]
+    # conway.cli.main imports conway.cli.commands at module level; conway.cli.commands imports conway.session.app inside functions
+    assert "conway.cli.commands" in GRAPH["conway.cli.main"]
+    assert "conway.session.app" in GRAPH["conway.cli.commands"]
 
 
 @pytest.mark.parametrize("src,dst,why", NEVER)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import shlex
 
-from conway.cli import build_parser
-
 from conftest import REPO, run_cli
+
+from conway.cli.main import build_parser
 
 
 def readme() -> str:

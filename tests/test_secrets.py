@@ -10,8 +10,16 @@ import pytest
 from conway.actions import Shell
 from conway.config import load_config
 from conway.errors import UserError
-from conway.redact import (REDACTED, find_secrets, known_secret_values, looks_like_secret_env, redact,
-                           redact_known, redact_text, tool_environment)
+from conway.redact import (
+    REDACTED,
+    find_secrets,
+    known_secret_values,
+    looks_like_secret_env,
+    redact,
+    redact_known,
+    redact_text,
+    tool_environment,
+)
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz0123"
 SHAPES = {
@@ -69,7 +77,7 @@ def test_ordinary_strings_are_not_secrets(harmless: str) -> None:
 
 
 def test_the_issue_s_extra_args_key_is_refused_by_config_naming_the_place(initialized_home, capsys) -> None:
-    from conway.cli import main
+    from conway.cli.main import main
 
     (initialized_home / "config.yaml").write_text(f"runtime:\n  extra_args: [--api-key, {KEY}]\n")
     assert main(["config", "--check"]) == 1
@@ -85,7 +93,7 @@ def test_the_issue_s_extra_args_key_is_refused_by_config_naming_the_place(initia
 
 def test_reports_redact_every_string_at_every_depth(tmp_path, initialized_home) -> None:
     from conway.evals.report import Report
-    from conway.home import resolve_home
+    from conway.store.home import resolve_home
 
     cfg = load_config(None, [])
     out = tmp_path / "r.json"
@@ -180,8 +188,9 @@ def test_an_env_mapping_names_variables_and_is_not_a_secret() -> None:
 
 
 def test_preflight_printout_never_shows_a_key(tmp_path, initialized_home, capsys) -> None:
-    from conway.cli import main
     from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+    from conway.cli.main import main
 
     leaky = Reply(status=500, body={"error": {"message": f"bad key {KEY} for http://u:{KEY}@h"}})
     with ScriptedFakeServer(replies=[leaky]) as fake:

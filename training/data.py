@@ -13,7 +13,7 @@ What makes a row train what the loop will later ask:
 * the image goes through the loop's resize rule (`policies.base.prepare_image`)
   and then through the model's own image processor;
 * the completion is the target turn in the adapter family's format
-  (`conway.policies.targets.render_target`), with the recorded sent size and
+  (`conway.policies.target_turns.render_target`), with the recorded sent size and
   convention, so coordinates stay right;
 * the loss covers the assistant's tokens only (labels are -100 elsewhere).
 
@@ -36,8 +36,8 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conway.conversation import policy_messages  # noqa: F401 - re-exported (the policy's own messages)
 from conway.errors import UserError
+from conway.experience.conversation import policy_messages
 
 
 class DataSettings(BaseModel):
@@ -73,7 +73,7 @@ class DataSettings(BaseModel):
 
 
 GOALS_BLOCK = re.compile(r'<file name="goals\.md">.*?</file>', re.S)
-"""The goals part of a user turn as `conway.context.build_parts` writes it."""
+"""The goals part of a user turn as `conway.prompt.parts.build_parts` writes it."""
 
 
 @dataclass
@@ -205,7 +205,7 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
         return None, f"labelled {verdict} without a correction"
     if labels.get("success") == "failure" and not labels.get("corrected_action"):
         return None, "failed without a correction"
-    from conway.policies.targets import target_action
+    from conway.policies.target_turns import target_action
     action, _ = target_action(rec)
     if action is None:
         return None, "no action"
@@ -225,14 +225,14 @@ def teaching_record(rec: dict[str, Any], settings: DataSettings) -> tuple[dict[s
 def _image_of(row: dict[str, Any], rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     if row.get("image"):
         return row["image"]
-    from conway.steps import record_image
+    from conway.experience.steps import record_image
     return record_image(rec, home_root)
 
 
 def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, config: Any,
                    home_root: Path | None = None) -> tuple[list[Example], dict[str, int]]:
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
-    from conway.policies.targets import render_target
+    from conway.policies.target_turns import render_target
 
     examples: list[Example] = []
     skipped: dict[str, int] = {}
@@ -246,7 +246,7 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
         if png is None:
             skipped["no image"] = skipped.get("no image", 0) + 1
             continue
-        from conway.conversation import step_context
+        from conway.experience.conversation import step_context
         ctx = step_context(rec, png, config)
         messages, image = policy_messages(ctx, settings.policy_kind, settings.resize, settings.convention,
                                           settings.image_encoding)

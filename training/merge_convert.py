@@ -3,7 +3,7 @@
 Merge a LoRA adapter into its base model, save the merged Hugging Face model
 (OUT/merged/, with the base's tokenizer and preprocessor files), convert it to
 GGUF + mmproj for llama.cpp (OUT/gguf/model.gguf, OUT/gguf/mmproj.gguf) with
-the same converter path as scripts/build_tiny_vlm.py (convert_hf_to_gguf.py of
+the same converter path as scripts/build/build_tiny_vlm.py (convert_hf_to_gguf.py of
 the llama-cpp-python 0.3.36 sdist and its bundled gguf-py), and write
 OUT/manifest.json LAST, so a candidate folder without a manifest is known to
 be incomplete. `training/train_lora.py` calls `finish_candidate` itself; this
@@ -23,7 +23,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conway.errors import UserError  # noqa: E402
+from conway.errors import UserError
 
 REPO = Path(__file__).resolve().parent.parent
 # Files a merged model needs besides its weights (copied from the base when present).
@@ -33,10 +33,10 @@ SIDE_FILES = ("tokenizer.model", "tokenizer.json", "tokenizer_config.json", "spe
 
 
 def _builder() -> Any:
-    """scripts/build_tiny_vlm.py as a module: its converter is the one candidates use."""
+    """scripts/build/build_tiny_vlm.py as a module: its converter is the one candidates use."""
     import importlib.util
 
-    path = REPO / "scripts" / "build_tiny_vlm.py"
+    path = REPO / "scripts" / "build" / "build_tiny_vlm.py"
     spec = importlib.util.spec_from_file_location("conway_build_tiny_vlm", path)
     if spec is None or spec.loader is None:
         raise UserError(f"cannot load the converter wrapper {path}")
@@ -86,7 +86,7 @@ def convert(merged_dir: Path, out: Path, *, outtype: str = "f16", llama_cpp: str
 def finish_candidate(model: Any, base: Path, out: Path, recipe: Any, summary: dict[str, Any],
                      say: Any = print) -> dict[str, Any]:
     """Merge, convert (when the recipe says so) and write the manifest last."""
-    from conway.candidates import write_manifest
+    from conway.evals.candidates import write_manifest
 
     t0 = time.time()
     merged_dir = merge(model, base, out)
@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         import yaml
         from peft import PeftModel
 
-        from training.recipe import validate
         from training.model_load import check_base_model, load_model
+        from training.recipe import validate
 
         adapter = Path(args.adapter).expanduser()
         if not (adapter / "recipe.yaml").is_file():

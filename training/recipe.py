@@ -3,7 +3,7 @@
     from training.recipe import load_recipe
     recipe = load_recipe("tiny_cpu", ["data.path=/tmp/ds", "output.dir=/tmp/out"])
 
-Validation never builds a model: `tests/test_train_configs.py` checks every
+Validation never builds a model: `tests/training/test_train_configs.py` checks every
 shipped recipe against this code.
 """
 
@@ -17,8 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from conway.errors import UserError
-
-from .data import DataSettings
+from training.data import DataSettings
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPES_DIR = REPO / "configs" / "train"

@@ -37,10 +37,10 @@ from typing import Any
 if __package__ in (None, ""):  # `python training/train_lora.py` as well as `python -m training.train_lora`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conway.errors import UserError  # noqa: E402
-from training.data import Encoder, Example, build_examples, data_hash, load_rows, split  # noqa: E402
-from training.model_load import check_base_model, load_model  # noqa: E402
-from training.recipe import Recipe, load_recipe  # noqa: E402
+from conway.errors import UserError
+from training.data import Encoder, Example, build_examples, data_hash, load_rows, split
+from training.model_load import check_base_model, load_model
+from training.recipe import Recipe, load_recipe
 
 # --- setup ---------------------------------------------------------------------------
 
@@ -50,7 +50,7 @@ def output_dir(recipe: Recipe, home_arg: str | None) -> Path:
         return Path(recipe.output.dir).expanduser()
     if not recipe.output.candidate:
         raise UserError("set output.candidate=NAME (a candidate under the home) or output.dir=FOLDER")
-    from conway.home import resolve_home, validate_name
+    from conway.store.home import resolve_home, validate_name
     home = resolve_home(home_arg)
     return home.candidates / validate_name(recipe.output.candidate, "candidate name")
 
@@ -367,7 +367,7 @@ def versions() -> dict[str, str]:
     for name in ("torch", "transformers", "peft", "accelerate", "datasets"):
         try:
             out[name] = __import__(name).__version__
-        except Exception:  # noqa: BLE001 - a version is informative only
+        except Exception:
             pass
     return out
 

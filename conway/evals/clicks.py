@@ -16,10 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Iterable
 
-from ..actions import ActionProblem, _Action
-from ..config import ConwayConfig
-from ..protocols import Decision, DecisionContext, Policy, PolicyError, decision_problem_cause
-from ..readiness.model import effective_backend
+from conway.actions import ActionProblem, _Action
+from conway.config import ConwayConfig
+from conway.protocols import Decision, DecisionContext, Policy, PolicyError, decision_problem_cause
+from conway.readiness.checks.model import effective_backend
 
 RAW_OUTPUT_MAX = 4000
 CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")
@@ -66,7 +66,7 @@ def ask(policy: Policy, ctx: DecisionContext, lock: threading.Lock | None = None
             decision = policy.decide(ctx)
     except PolicyError as exc:
         error = CaseError(f"model request failed: {exc}", exc.cause)
-    except Exception as exc:  # noqa: BLE001 - one broken case must not end the suite
+    except Exception as exc:
         error = CaseError(f"{type(exc).__name__}: {exc}", "model error")
     return decision, error, time.perf_counter() - started
 

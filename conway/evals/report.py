@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import __version__
-from ..config import ConwayConfig
-from ..errors import UserError
-from ..home import Home
-from ..provenance import git_facts as _git_facts
-from ..redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
-from .text import _fmt_box, _fmt_point, _short, _yn, table  # noqa: F401 - shared with other renderers
+from conway import __version__
+from conway.config import ConwayConfig
+from conway.errors import UserError
+from conway.evals.text import _fmt_box, _fmt_point, _short, _yn, table
+from conway.redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
+from conway.store.home import Home
+from conway.store.provenance import git_facts as _git_facts
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
@@ -137,10 +137,10 @@ def config_record(config: ConwayConfig) -> dict[str, Any]:
 
 
 def machine_facts() -> dict[str, Any]:
-    from ..readiness.host import host_facts
+    from conway.readiness.checks.host import host_facts
     try:
         return host_facts()
-    except Exception as exc:  # noqa: BLE001 - facts are nice to have, never a reason to fail
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
@@ -302,7 +302,7 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     if kind == "vision-check":
         body = _render_vision(summary, cases, max_rows)
     elif kind == "grounding-check":
-        from .grounding.render import render_grounding
+        from conway.evals.grounding.render import render_grounding
         body = render_grounding(summary, cases, max_rows, params)
     elif kind == "preflight":
         body = _render_checks(cases)
@@ -349,7 +349,7 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
 
 def _model_error_lines(summary: dict[str, Any]) -> list[str]:
     """Model errors by cause, and the "no valid decision" outcome, when the report has them."""
-    from ..protocols import describe_causes
+    from conway.protocols import describe_causes
 
     out = []
     causes = summary.get("model_errors")

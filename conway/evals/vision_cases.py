@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
-from ..geometry import InBox
+from conway.errors import UserError
+from conway.geometry import InBox
 
 GENERATOR = "conway-vision-images/1"
 """Version of the image generator; the same generator + seed + size gives the same images (hashes)."""

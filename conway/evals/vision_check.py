@@ -22,19 +22,37 @@ import sys
 import threading
 from typing import Any, Callable
 
-from ..actions import describe_action_space
-from ..config import ConwayConfig
-from ..context import build_parts, resolve_budget
-from ..errors import NO_VALID_DECISION_EXIT, UserError
-from ..home import Home
-from ..protocols import Decision, DecisionContext, Observation, Policy, describe_causes
-from .clicks import (CLICK_TYPES, RAW_OUTPUT_MAX, CaseError, ask, decision_fields, first_click,  # noqa: F401
-                     parallel_notes, policy_is_serial, run_parallel, serial_lock)
-from ..readiness.model import effective_backend
-from .report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
-from .sheet import Tile, contact_sheet
-from .stats import Z95, percentile, wilson  # noqa: F401 - re-exported (older imports)
-from .vision_cases import DEFAULT_SIZE, GENERATOR, PROMPT, VisionCase, generate_case, get_profile, references
+from conway.actions import describe_action_space
+from conway.config import ConwayConfig
+from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.evals.clicks import (  # noqa: F401
+    CLICK_TYPES,
+    RAW_OUTPUT_MAX,
+    CaseError,
+    ask,
+    decision_fields,
+    first_click,
+    parallel_notes,
+    policy_is_serial,
+    run_parallel,
+    serial_lock,
+)
+from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
+from conway.evals.sheet import Tile, contact_sheet
+from conway.evals.stats import Z95, percentile, wilson  # noqa: F401 - re-exported (older imports)
+from conway.evals.vision_cases import (
+    DEFAULT_SIZE,
+    GENERATOR,
+    PROMPT,
+    VisionCase,
+    generate_case,
+    get_profile,
+    references,
+)
+from conway.prompt.parts import build_parts, resolve_budget
+from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
+from conway.readiness.checks.model import effective_backend
+from conway.store.home import Home
 
 # --- one case through the policy ---------------------------------------------------
 
@@ -274,7 +292,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     image_size, size_source = resolve_size(size)
     own_policy = policy is None
     if policy is None:  # builds the client: an unreachable or missing model is a UserError (exit 1) here
-        from ..policies.factory import build_policy
+        from conway.policies.factory import build_policy
         policy = build_policy(config, home)
     try:
         for note in parallel_notes(config, parallel):

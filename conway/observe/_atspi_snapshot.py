@@ -108,14 +108,14 @@ def dump(app_name: str | None, max_nodes: int, max_depth: int) -> dict:
 
         gi.require_version("Atspi", "2.0")
         from gi.repository import Atspi
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
                 "gir1.2-atspi-2.0 and PyGObject"}
     t0 = time.perf_counter()
     try:
         desktop = Atspi.get_desktop(0)
         apps = _children(desktop)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
     names = []
     for a in apps:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         result = dump(args.app, args.max_nodes, args.max_depth)
-    except Exception as exc:  # noqa: BLE001 - always answer in JSON
+    except Exception as exc:
         result = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     sys.stdout.flush()

@@ -1,6 +1,6 @@
 """Subprocess half of grounding-check's target harvest: every showing, named node of some applications.
 
-Run by `conway.observe.targets.harvest_atspi` as a script, under a time limit:
+Run by `conway.observe.screen_targets.harvest_atspi` as a script, under a time limit:
 
     python _atspi_targets.py [--pid PID ...] [--max-nodes N] [--max-depth D]
 
@@ -35,12 +35,12 @@ def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
 
         gi.require_version("Atspi", "2.0")
         from gi.repository import Atspi
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
                 "gir1.2-atspi-2.0 and PyGObject"}
     try:
         apps = _children(Atspi.get_desktop(0), 5000)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
     seen = []
     nodes: list[dict] = []
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         result = dump(set(args.pid) if args.pid else None, args.max_nodes, args.max_depth)
-    except Exception as exc:  # noqa: BLE001 - always answer in JSON
+    except Exception as exc:
         result = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     sys.stdout.flush()

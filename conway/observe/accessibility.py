@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..geometry import ScreenGeometry, input_to_captured
+from conway.geometry import ScreenGeometry, input_to_captured
 
 __all__ = ["AccessibilitySnapshot", "snapshot", "render", "accessibility_problem", "HELPER",
            "NOT_IMPLEMENTED"]

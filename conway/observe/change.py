@@ -7,7 +7,7 @@ a second, so "identical pixels" would call almost every frame of an editor a
 change. The detectors here turn each frame into a `change_key`: equal keys
 mean "unchanged".
 
-Three detectors, measured against each other by ``scripts/bench_observe.py``
+Three detectors, measured against each other by ``scripts/bench/bench_observe.py``
 (numbers in the README):
 
 * `CaretTolerantDiff` (the default): exact pixel comparison with the frame

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..protocols import Observation, Observer
+from conway.protocols import Observation, Observer
 
 
 class ScreenFallback:

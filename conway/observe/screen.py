@@ -32,15 +32,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..geometry import ScreenGeometry
-from ..platform import display_problem, x11_platform
-from ..protocols import Observation, PolicyError
-from .change import ChangeDetector, frame_from_bgra, make_detector
+from conway.geometry import ScreenGeometry
+from conway.observe.change import ChangeDetector, frame_from_bgra, make_detector
+from conway.platform import display_problem, x11_platform
+from conway.protocols import Observation, PolicyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image
 
-    from ..imaging import ScreenshotArchive
+    from conway.imaging import ScreenshotArchive
 
 __all__ = [
     "CaptureError",
@@ -68,9 +68,9 @@ class ScreenObservation(Observation):
         super().__init__(png=None, image=image, **fields)
 
     @property  # type: ignore[override]
-    def png(self) -> bytes | None:  # noqa: D401 - dataclass field turned property
+    def png(self) -> bytes | None:
         if self._png is None and self.image is not None:
-            from ..imaging import encode_png
+            from conway.imaging import encode_png
 
             self._png = encode_png(self.image, level=self._png_level)
         return self._png
@@ -169,7 +169,7 @@ class ScreenObserver:
     @classmethod
     def from_config(cls, config: Any, home: Any) -> ScreenObserver:
         """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there)."""
-        from ..imaging import ScreenshotArchive
+        from conway.imaging import ScreenshotArchive
 
         oc = config.observe
         archive = ScreenshotArchive(home.screenshots, keep=oc.keep_screenshots) if oc.keep_screenshots else None
@@ -254,7 +254,7 @@ class ScreenObserver:
         meta: dict[str, Any] = {"capture_ms": round(cap.elapsed_s * 1000, 3), "change": verdict.why}
         text = None
         if self.accessibility:
-            from .accessibility import snapshot
+            from conway.observe.accessibility import snapshot
 
             snap = snapshot(timeout_s=self.accessibility_timeout_s, max_chars=self.accessibility_max_chars,
                             geometry=geometry)

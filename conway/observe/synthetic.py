@@ -6,7 +6,7 @@ import hashlib
 import io
 from typing import Callable
 
-from ..protocols import Observation
+from conway.protocols import Observation
 
 
 def render_synthetic_png(width: int, height: int, label: str) -> bytes:

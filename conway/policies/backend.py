@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Protocol
 
-from ..protocols import ContextWindow
+from conway.protocols import ContextWindow
 
 
 @dataclass

@@ -33,14 +33,23 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Protocol, get_args
 
-from ..actions import ACTION_TYPES, ActionProblem
-from ..config import PolicyConfig
-from ..context import RECENT_STEPS
-from ..geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
-from ..protocols import (ContextExceeded, ContextPart, ContextWindow, Decision, DecisionContext, Observation, Policy,
-                         PolicyError, cut_off_message)
-from .backend import Backend, StructuredSpec
-from .parsed import ParsedOutput
+from conway.actions import ACTION_TYPES, ActionProblem
+from conway.config import PolicyConfig
+from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
+from conway.policies.backend import Backend, StructuredSpec
+from conway.policies.parsed import ParsedOutput
+from conway.prompt.parts import RECENT_STEPS
+from conway.protocols import (
+    ContextExceeded,
+    ContextPart,
+    ContextWindow,
+    Decision,
+    DecisionContext,
+    Observation,
+    Policy,
+    PolicyError,
+    cut_off_message,
+)
 
 __all__ = [
     "STABLE_PARTS",
@@ -161,7 +170,7 @@ class SentImage:
     encode_s: float
 
     def data_url(self) -> str | None:
-        from .http_client import png_data_url
+        from conway.policies.http_client import png_data_url
         return png_data_url(self.data, self.mime) if self.data is not None else None
 
 
@@ -173,7 +182,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     """
     from PIL import UnidentifiedImageError
 
-    from ..imaging import Encoding, observation_image
+    from conway.imaging import Encoding, observation_image
 
     started = time.perf_counter()
     captured = tuple(obs.captured_size)

@@ -50,8 +50,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..actions import ACTION_TYPES
-from .parsed import MAX_NUMBER
+from conway.actions import ACTION_TYPES
+from conway.policies.parsed import MAX_NUMBER
 
 __all__ = ["unwrap", "normalize", "DialectError", "THOUGHT_KEYS", "SCROLL_CLICKS"]
 

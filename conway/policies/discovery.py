@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UserError
-from .http_client import EndpointError, OpenAIClient
+from conway.errors import UserError
+from conway.policies.http_client import EndpointError, OpenAIClient
 
 __all__ = ["Served", "discover", "list_served", "server_kind", "endpoint_error_message"]
 
@@ -87,8 +87,8 @@ def models_report(config: Any) -> dict[str, Any]:
     Never raises for a problem with a named file (it is listed under
     `problems`); an unreachable or non-OpenAI endpoint raises UserError.
     """
-    from ..config import api_key
-    from ..runtime.resolver import available_memory, check_fit, estimate_memory, read_gguf
+    from conway.config import api_key
+    from conway.runtime.resolver import available_memory, check_fit, estimate_memory, read_gguf
 
     pol, rt = config.policy, config.runtime
     report: dict[str, Any] = {"endpoint": None, "served": [], "server": None, "local": [], "problems": [],

@@ -19,25 +19,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config import ConwayConfig, api_key
-from ..errors import UserError
-from ..geometry import Convention, get_rule
-from ..home import Home
-from ..protocols import ContextWindow, Policy
-from .base import Adapter, ModelPolicy, PolicySettings
+from conway.config import ConwayConfig, api_key
+from conway.errors import UserError
+from conway.geometry import Convention, get_rule
+from conway.policies.base import Adapter, ModelPolicy, PolicySettings
+from conway.protocols import ContextWindow, Policy
+from conway.store.home import Home
 
 __all__ = ["build_policy", "build_model_policy", "make_adapter", "backend_choice"]
 
 
 def make_adapter(kind: str) -> Adapter:
     if kind == "generic":
-        from .generic import GenericAdapter
+        from conway.policies.generic import GenericAdapter
         return GenericAdapter()
     if kind == "opencua":
-        from .opencua import OpenCUAAdapter
+        from conway.policies.opencua import OpenCUAAdapter
         return OpenCUAAdapter()
     if kind == "uitars":
-        from .uitars import UITarsAdapter
+        from conway.policies.uitars import UITarsAdapter
         return UITarsAdapter()
     raise UserError(f"policy.kind={kind!r} has no model adapter (known: generic, opencua, uitars, mock)")
 
@@ -72,7 +72,7 @@ def _settings(config: ConwayConfig, adapter: Adapter, meta: dict[str, Any]) -> P
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     """Build the configured policy; UserError (exit 1) for anything the user must fix."""
-    from .http_client import HTTPBackend, OpenAIClient
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
 
     pol = config.policy
     rt = config.runtime
@@ -80,7 +80,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     choice = backend_choice(config)
 
     if choice == "endpoint":
-        from .discovery import discover
+        from conway.policies.discovery import discover
         try:
             client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
         except ValueError as exc:
@@ -97,8 +97,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
         return policy
 
-    from ..runtime.resolver import resolve_local_model
-    from ..runtime.server import default_threads
+    from conway.runtime.resolver import resolve_local_model
+    from conway.runtime.server import default_threads
 
     local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
                                 headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
@@ -107,8 +107,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
 
     if choice == "server":
-        from .discovery import discover
-        from ..runtime.server import LocalServer
+        from conway.policies.discovery import discover
+        from conway.runtime.server import LocalServer
 
         server = LocalServer.from_config(config, home.runtime_log, alias=model_id)
         url = server.start()
@@ -133,7 +133,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
             policy.description.append("warning: " + warning)
         return policy
 
-    from .llama_inprocess import LlamaInProcessBackend
+    from conway.policies.llama_inprocess import LlamaInProcessBackend
 
     threads = default_threads(rt.n_threads)
     backend = LlamaInProcessBackend(
@@ -172,7 +172,7 @@ def _served_meta(served: Any) -> dict[str, Any]:
 def build_policy(config: ConwayConfig, home: Home) -> Policy:
     """The configured policy: the offline mock, or a real model behind llama.cpp or an HTTP server."""
     if config.policy.kind == "mock":
-        from .mock import MockPolicy, load_script
+        from conway.policies.mock import MockPolicy, load_script
         script = load_script(config.policy.mock_script) if config.policy.mock_script else None
         return MockPolicy(script)
     return build_model_policy(config, home)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..geometry import Convention, Size
-from ..protocols import DecisionContext
-from . import parse_json
-from .base import StructuredSpec
-from .grammar import TEXT_MAX_CHARS, action_json_grammar
-from .parsed import ParsedOutput
+from conway.geometry import Convention, Size
+from conway.policies import parse_json
+from conway.policies.base import StructuredSpec
+from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
+from conway.policies.parsed import ParsedOutput
+from conway.protocols import DecisionContext
 
 __all__ = ["GenericAdapter", "describe_convention"]
 

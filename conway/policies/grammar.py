@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from pydantic.fields import FieldInfo
 
-from ..actions import ACTION_TYPES, KEY_CHOICES, KeyNameRule, _Action
-from ..geometry import Convention, Size
+from conway.actions import ACTION_TYPES, KEY_CHOICES, KeyNameRule, _Action
+from conway.geometry import Convention, Size
 
 __all__ = [
     "int_range",

@@ -28,10 +28,10 @@ from typing import Any
 
 import httpx
 
-from ..cancel import Cancel, DecisionAborted, current_cancel
-from ..protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
-from .backend import Backend
-from .parsed import split_reasoning
+from conway.cancel import Cancel, DecisionAborted, current_cancel
+from conway.policies.backend import Backend
+from conway.policies.parsed import split_reasoning
+from conway.protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
 
 __all__ = [
     "ChatResult",

@@ -41,12 +41,12 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..cancel import Cancel, DecisionAborted, current_cancel
-from ..errors import UserError
-from ..protocols import ContextExceeded, ContextWindow, PolicyError
-from .backend import Backend
-from .http_client import ChatResult
-from .llama_prompt_cache import MtmdPromptCache
+from conway.cancel import Cancel, DecisionAborted, current_cancel
+from conway.errors import UserError
+from conway.policies.backend import Backend
+from conway.policies.http_client import ChatResult
+from conway.policies.llama_prompt_cache import MtmdPromptCache
+from conway.protocols import ContextExceeded, ContextWindow, PolicyError
 
 __all__ = ["LlamaInProcessBackend", "HANDLERS", "prepare_llama_env", "quiet_stderr"]
 
@@ -206,7 +206,7 @@ class LlamaInProcessBackend(Backend):
         except (ValueError, RuntimeError, OSError) as exc:
             tail = ""
             if log_path is not None:
-                from ..runtime.server import tail_lines
+                from conway.runtime.server import tail_lines
                 tail = f"; last lines of {log_path}:\n{tail_lines(log_path, 15)}"
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
         self.load_s = time.perf_counter() - t0
@@ -240,7 +240,7 @@ class LlamaInProcessBackend(Backend):
             if sync:
                 self._llama_cpp.llama_synchronize(lctx)
             return float(self._llama_cpp.llama_perf_context(lctx).t_p_eval_ms)
-        except Exception:  # noqa: BLE001 - timing is best effort
+        except Exception:
             return 0.0
 
     # -- context ------------------------------------------------------------------------
@@ -250,7 +250,7 @@ class LlamaInProcessBackend(Backend):
         n_ctx = int(self.llm.n_ctx())
         try:
             train = int(self.llm._model.n_ctx_train())
-        except Exception:  # noqa: BLE001 - an older binding: n_ctx alone
+        except Exception:
             train = None
         if train and train < n_ctx:
             return ContextWindow(train, f"the model's trained context (n_ctx_train; runtime.n_ctx is {n_ctx})",
@@ -261,7 +261,7 @@ class LlamaInProcessBackend(Backend):
         """Exact token count with the model's own tokenizer."""
         try:
             return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-        except Exception:  # noqa: BLE001 - counting is best effort; the estimate stands in
+        except Exception:
             return None
 
     # -- backend protocol -----------------------------------------------------------------
@@ -358,7 +358,7 @@ class LlamaInProcessBackend(Backend):
         latency = time.perf_counter() - t0
         perf = self._perf()
         choice = out["choices"][0]
-        from .parsed import split_reasoning
+        from conway.policies.parsed import split_reasoning
 
         text, reasoning = split_reasoning(text)
         usage = {k: v for k, v in (out.get("usage") or {}).items() if isinstance(v, int)}

@@ -27,9 +27,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..actions import ActionProblem, Wait, parse_action
-from ..errors import UserError
-from ..protocols import Decision, DecisionContext, Policy, PolicyError, RateLimited
+from conway.actions import ActionProblem, Wait, parse_action
+from conway.errors import UserError
+from conway.protocols import Decision, DecisionContext, Policy, PolicyError, RateLimited
 
 MODEL_ID = "conway-mock"
 FEEDBACK_KEEP = 32
@@ -162,7 +162,7 @@ def click_on_color(observation, color: str, tolerance: int = 24):
     import numpy as np
     from PIL import Image
 
-    from ..actions import Click
+    from conway.actions import Click
 
     if not observation.png:
         return ActionProblem(message="the observation has no image to look at")

@@ -9,12 +9,12 @@ Free text by default (the format the model was trained on); with
 
 from __future__ import annotations
 
-from ..geometry import Convention, Size
-from ..protocols import DecisionContext
-from . import parse_opencua
-from .base import StructuredSpec
-from .grammar import opencua_grammar
-from .parsed import ParsedOutput
+from conway.geometry import Convention, Size
+from conway.policies import parse_opencua
+from conway.policies.base import StructuredSpec
+from conway.policies.grammar import opencua_grammar
+from conway.policies.parsed import ParsedOutput
+from conway.protocols import DecisionContext
 
 __all__ = ["OpenCUAAdapter", "SUPPORTED_TYPES"]
 

@@ -30,10 +30,10 @@ import json
 import re
 from typing import Any
 
-from ..actions import GUI_TYPES, ActionProblem, _Action, action_schema
-from ..geometry import Convention, Size
-from . import dialects
-from .parsed import (
+from conway.actions import GUI_TYPES, ActionProblem, _Action, action_schema
+from conway.geometry import Convention, Size
+from conway.policies import dialects
+from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,
     build_action,

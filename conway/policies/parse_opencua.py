@@ -59,9 +59,9 @@ import tokenize
 import warnings
 from typing import Any
 
-from ..actions import ActionProblem, _Action
-from ..geometry import Convention, Size
-from .parsed import (
+from conway.actions import ActionProblem, _Action
+from conway.geometry import Convention, Size
+from conway.policies.parsed import (
     MAX_NUMBER,
     ParsedOutput,
     build_action,

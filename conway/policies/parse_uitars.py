@@ -52,9 +52,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..actions import ActionProblem, _Action
-from ..geometry import Convention, Size
-from .parsed import (
+from conway.actions import ActionProblem, _Action
+from conway.geometry import Convention, Size
+from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,
     build_action,

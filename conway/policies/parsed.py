@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..actions import ActionProblem, _Action, digits, parse_action
-from ..geometry import Convention, Size, model_point_error, model_to_captured
+from conway.actions import ActionProblem, _Action, digits, parse_action
+from conway.geometry import Convention, Size, model_point_error, model_to_captured
 
 __all__ = [
     "ParsedOutput",
@@ -196,7 +196,7 @@ def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutpu
         return ParsedOutput(None, [problem(f"model output is {len(text)} chars (limit {MAX_TEXT_CHARS})")])
     try:
         return fn()
-    except Exception as exc:  # noqa: BLE001 - the contract is: nothing escapes
+    except Exception as exc:
         return ParsedOutput(
             thought=None,
             actions=[problem(f"internal {kind} parser error ({type(exc).__name__}: {exc})",

@@ -8,12 +8,12 @@ answers 0-1000 (`policy.convention=relative1000`). Free text by default; with
 
 from __future__ import annotations
 
-from ..geometry import Convention, Size
-from ..protocols import DecisionContext
-from . import parse_uitars
-from .base import StructuredSpec
-from .grammar import uitars_grammar
-from .parsed import ParsedOutput
+from conway.geometry import Convention, Size
+from conway.policies import parse_uitars
+from conway.policies.base import StructuredSpec
+from conway.policies.grammar import uitars_grammar
+from conway.policies.parsed import ParsedOutput
+from conway.protocols import DecisionContext
 
 __all__ = ["UITarsAdapter", "SUPPORTED_TYPES"]
 

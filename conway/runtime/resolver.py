@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from conway.errors import UserError
 
 __all__ = [
     "GGUFInfo",
@@ -224,7 +224,7 @@ def read_gguf(path: str | Path, what: str = "model") -> GGUFInfo:
         raise UserError("reading GGUF metadata needs the `gguf` package: pip install -e '.[llama]'") from None
     try:
         meta, tensor_bytes = _scan(p)
-    except Exception as exc:  # noqa: BLE001 - struct.error, ValueError, KeyError on corrupt files
+    except Exception as exc:
         raise UserError(f"{what} file {p} looks like GGUF but cannot be read: {type(exc).__name__}: {exc}") from None
     arch = str(meta.get("general.architecture") or "unknown")
     kind = str(meta.get("general.type") or ("mmproj" if arch == "clip" else "model"))

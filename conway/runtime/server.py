@@ -4,7 +4,7 @@ Which program:
 
 * llama.cpp's `llama-server` (preferred: slots, `cache_prompt`, `--parallel`,
   `--image-min-tokens/--image-max-tokens`) when `runtime.llama_server_path`
-  names one, or one is on PATH, or `scripts/build_llama_server.sh` left one in
+  names one, or one is on PATH, or `scripts/build/build_llama_server.sh` left one in
   `.cache/llama-server/bin/`;
 * else llama-cpp-python's `python -m llama_cpp.server` (the `llama` extra).
 
@@ -39,8 +39,8 @@ from typing import Any
 
 import httpx
 
-from ..config import ConwayConfig, RuntimeConfig
-from ..errors import UserError
+from conway.config import ConwayConfig, RuntimeConfig
+from conway.errors import UserError
 
 __all__ = [
     "REPO_ROOT",
@@ -145,12 +145,12 @@ def find_program(runtime: RuntimeConfig) -> ServerProgram:
         if want == "llama-server":
             raise UserError("runtime.server=llama-server but no llama-server was found (not configured in "
                             "runtime.llama_server_path, not on PATH, not in .cache/llama-server/bin): build it "
-                            "with `bash scripts/build_llama_server.sh`")
+                            "with `bash scripts/build/build_llama_server.sh`")
     missing = _python_server_available()
     if missing:
         raise UserError(f"no model server program here: llama-server is not found and llama-cpp-python's server "
                         f"cannot run (module {missing!r} missing): pip install -e '.[llama]' or build llama-server "
-                        "with `bash scripts/build_llama_server.sh`")
+                        "with `bash scripts/build/build_llama_server.sh`")
     return ServerProgram("llama-cpp-python", [sys.executable, "-m", "llama_cpp.server"], "python -m llama_cpp.server")
 
 
@@ -197,7 +197,7 @@ def _tie_to_parent() -> None:  # runs in the child before exec (Linux): die with
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort; stop() and atexit still end it
+    except Exception:
         pass
 
 

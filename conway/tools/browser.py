@@ -15,9 +15,9 @@ import webbrowser
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from ..actions import OpenBrowser, _Action
-from ..geometry import ScreenGeometry
-from ..protocols import Tool, ToolResult
+from conway.actions import OpenBrowser, _Action
+from conway.geometry import ScreenGeometry
+from conway.protocols import Tool, ToolResult
 
 SCHEMES = ("http", "https", "file")
 

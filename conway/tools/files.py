@@ -15,10 +15,10 @@ import stat
 import tempfile
 from pathlib import Path
 
-from ..actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action
-from ..geometry import ScreenGeometry
-from ..protocols import DispatchUncertain, Tool, ToolResult
-from .bounded import HeadTail, utf8_edges
+from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action
+from conway.bounded import HeadTail, utf8_edges
+from conway.geometry import ScreenGeometry
+from conway.protocols import DispatchUncertain, Tool, ToolResult
 
 _CHUNK = 1 << 16
 

@@ -45,11 +45,25 @@ import subprocess
 import sys
 from typing import Any, Iterator
 
-from ..actions import (GUI_TYPES, KEY_ALIASES, Click, DoubleClick, Drag, Hotkey, Key, Move, RightClick, Scroll,
-                       TripleClick, TypeText, _Action, canonical_key)
-from ..geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
-from ..protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
-from ..platform import display_problem, x11_platform
+from conway.actions import (
+    GUI_TYPES,
+    KEY_ALIASES,
+    Click,
+    DoubleClick,
+    Drag,
+    Hotkey,
+    Key,
+    Move,
+    RightClick,
+    Scroll,
+    TripleClick,
+    TypeText,
+    _Action,
+    canonical_key,
+)
+from conway.geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
+from conway.platform import display_problem, x11_platform
+from conway.protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
 
 __all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
 
@@ -131,7 +145,7 @@ def load_pyautogui(display: str | None = None) -> tuple[Any, str | None]:
         return None, problem
     try:
         with _xauthority_fallback(), _display_env(display):
-            import pyautogui  # noqa: PLC0415 - lazy on purpose
+            import pyautogui
             pyautogui.position()  # one round trip: tried, not guessed
     except KeyboardInterrupt:
         raise
@@ -469,7 +483,7 @@ def _x11_verified_chars(pg: Any) -> frozenset[str]:
             index = 1 if pg.isShiftCharacter(c) else 0
             if display.keycode_to_keysym(keycode, index) == ord(c):  # Latin-1 keysyms are code points
                 ok.add(c)
-        except Exception:  # noqa: BLE001 - unknown: let xdotool type it
+        except Exception:
             continue
     return frozenset(ok)
 
@@ -490,7 +504,7 @@ def _done(action: _Action, data: dict[str, Any]) -> ToolResult:
 def _failsafe_message(pg: Any) -> str:
     try:
         where = tuple(pg.position())
-    except BaseException:  # noqa: BLE001 - a message must not fail
+    except BaseException:
         where = "?"
     return (f"pyautogui fail-safe: the pointer is in a screen corner {where}; the run ends "
             "(move the pointer away from the corners to run again)")

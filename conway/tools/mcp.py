@@ -37,12 +37,12 @@ from typing import Any
 
 import psutil
 
-from ..actions import ActionProblem, Mcp, _Action
-from ..cancel import current_cancel
-from ..config import McpServerConfig, ToolsConfig
-from ..geometry import ScreenGeometry
-from ..protocols import DispatchUncertain, Tool, ToolResult
-from .bounded import cut_text
+from conway.actions import ActionProblem, Mcp, _Action
+from conway.bounded import cut_text
+from conway.cancel import current_cancel
+from conway.config import McpServerConfig, ToolsConfig
+from conway.geometry import ScreenGeometry
+from conway.protocols import DispatchUncertain, Tool, ToolResult
 
 _CALL_MARGIN_S = 5.0  # the SDK's own deadline answers first; ours only catches a stuck transport
 _CLOSE_S = 10.0  # graceful stop of every server (stdin closed, 2 s grace, SIGTERM, SIGKILL)
@@ -143,7 +143,7 @@ class McpTool(Tool):
         from mcp import Client
         from mcp.types import Implementation
 
-        from .. import __version__
+        from conway import __version__
 
         conn.stop = asyncio.Event()
         try:
@@ -159,7 +159,7 @@ class McpTool(Tool):
                     await conn.stop.wait()
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # noqa: BLE001 - a failing server is reported, never fatal
+        except BaseException as exc:
             conn.settle(False, _describe_start_error(exc) + self._log_hint(conn.cfg))
         finally:
             conn.settle(False, "stopped before it answered")
@@ -368,7 +368,7 @@ class McpTool(Tool):
                 conn.dead = "the server closed the connection (it exited or crashed) during a call"
                 raise CallLost("lost its server mid-call (the connection closed)") from None
             raise ServerRefused(f"{exc.message} (code {exc.code})") from None
-        except Exception as exc:  # noqa: BLE001 - a transport failure after sending
+        except Exception as exc:
             conn.dead = f"{type(exc).__name__}: {exc}"
             raise CallLost(f"failed in transport: {type(exc).__name__}: {exc}") from None
         finally:
@@ -458,7 +458,7 @@ class McpTool(Tool):
                 continue
             try:
                 conn.task.result(max(0.0, deadline - time.monotonic()))
-            except BaseException:  # noqa: BLE001 - reported at start; a cancelled start lands here too
+            except BaseException:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=2.0)

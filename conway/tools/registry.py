@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
-from ..config import SkillsConfig, ToolsConfig
-from ..geometry import ScreenGeometry
-from ..protocols import Tool, ToolResult
-from ..redact import tool_environment
+from conway.actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
+from conway.config import SkillsConfig, ToolsConfig
+from conway.geometry import ScreenGeometry
+from conway.protocols import Tool, ToolResult
+from conway.redact import tool_environment
 
 NO_DESKTOP = "no desktop tools available"
 _REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when none is configured)
@@ -88,27 +88,27 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     """
     tools: list[Tool] = []
     if home_root is not None and skills is not None:
-        from .skills import SkillsTool
+        from conway.tools.skills import SkillsTool
         tools.append(SkillsTool(home_root, skills))
     if cfg.mcp_servers:
-        from .mcp import McpTool
+        from conway.tools.mcp import McpTool
         tools.append(McpTool(cfg, workdir, home_root))
     if "files" in cfg.enabled:
-        from .files import FileTools
+        from conway.tools.files import FileTools
         tools.append(FileTools(workdir, read_max_bytes=cfg.read_max_bytes, list_max_entries=cfg.list_max_entries))
     if "shell" in cfg.enabled:
-        from .shell import ShellTool
+        from conway.tools.shell import ShellTool
         def env() -> dict[str, str]:  # read at each command: the environment may change during a run
             return tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
                                     keep=cfg.shell_env_keep)[0]
         tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes,
                                env=env))
     if "browser" in cfg.enabled:
-        from .browser import BrowserTool
+        from conway.tools.browser import BrowserTool
         tools.append(BrowserTool())
     if "gui" in cfg.enabled and gui:
         try:
-            from .gui import GuiTool
+            from conway.tools.gui import GuiTool
         except ImportError as exc:  # the desktop extra is optional
             tools.append(_Unavailable("gui", GUI_TYPES, f"GUI tools unavailable: {exc}"))
         else:

@@ -21,11 +21,11 @@ from typing import Callable
 
 import psutil
 
-from ..actions import Shell, _Action
-from ..cancel import current_cancel
-from ..geometry import ScreenGeometry
-from ..protocols import Tool, ToolResult
-from .bounded import HeadTail
+from conway.actions import Shell, _Action
+from conway.bounded import HeadTail
+from conway.cancel import current_cancel
+from conway.geometry import ScreenGeometry
+from conway.protocols import Tool, ToolResult
 
 _POSIX = os.name == "posix"
 _SLICE_S = 0.1  # how often the read loop looks at the clock and the process

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..actions import ReadSkill, _Action
-from ..config import SkillsConfig
-from ..geometry import ScreenGeometry
-from ..protocols import Tool, ToolResult
-from ..skills import SkillSet, find_skills, listing, read_skill
+from conway.actions import ReadSkill, _Action
+from conway.config import SkillsConfig
+from conway.geometry import ScreenGeometry
+from conway.protocols import Tool, ToolResult
+from conway.store.skills import SkillSet, find_skills, listing, read_skill
 
 
 class SkillsTool(Tool):

@@ -7,10 +7,10 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
-from ..home import Home
-from .model import load_sessions, pick_sessions
-from .site import Report, Site, write_site
+from conway.errors import UserError
+from conway.store.home import Home
+from conway.view.model import load_sessions, pick_sessions
+from conway.view.site import Report, Site, write_site
 
 DEFAULT_PAGE_SIZE = 100
 
@@ -20,8 +20,8 @@ def build_site(home: Home, *, report: str | None = None, session: str | None = N
     if not 1 <= page_size <= 5000:
         raise UserError(f"--page-size must be between 1 and 5000 (got {page_size})")
     if report:
-        from ..evals.report import load_report
-        from .reports import check_kind
+        from conway.evals.report import load_report
+        from conway.view.reports import check_kind
 
         if session or last:
             raise UserError("a report view shows the report's cases; --session and --last are for the journal")
@@ -45,7 +45,7 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
         raise UserError("--port goes with --serve")
     site = build_site(home, report=report, session=session, last=last, page_size=page_size)
     if serve:
-        from .server import ViewServer
+        from conway.view.server import ViewServer
 
         try:
             rebuild = None if report else (lambda: build_site(home, session=session, last=last, page_size=page_size))

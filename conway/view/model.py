@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..steps import attach_labels, screenshot_file, steps_from_events
-from ..journal import read_journal
-from ..labels import LabelIndex, labels_path, read_labels
+from conway.errors import UserError
+from conway.experience.labels import LabelIndex, labels_path, read_labels
+from conway.experience.steps import attach_labels, screenshot_file, steps_from_events
+from conway.store.journal import read_journal
 
 OUTCOMES = ("error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "none")
 """Outcome of a step, worst first: the timeline colours a mark by it."""

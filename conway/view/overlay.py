@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .page import esc, num
+from conway.view.page import esc, num
 
 POINT_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag", "scroll")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from .model import SessionView, StepView
-from .overlay import POINT_TYPES, action_mark, caption, summary, svg
-from .page import esc, facts_table, pager, shell
+from conway.view.model import SessionView, StepView
+from conway.view.overlay import POINT_TYPES, action_mark, caption, summary, svg
+from conway.view.page import esc, facts_table, pager, shell
 
 TEXT_MAX = 20_000
 """Longest thought / raw output / result shown in a card (the rest is cut, and says so)."""

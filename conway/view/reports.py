@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import UserError
-from .overlay import crosshair, svg, target_box
-from .page import esc, facts_table, pager, shell
-from .render import TEXT_MAX, pages_of, toolbar
+from conway.errors import UserError
+from conway.view.overlay import crosshair, svg, target_box
+from conway.view.page import esc, facts_table, pager, shell
+from conway.view.render import TEXT_MAX, pages_of, toolbar
 
 KINDS = ("vision-check", "grounding-check", "candidate-eval")
 CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]

@@ -21,11 +21,11 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import ValidationError
 
-from ..actions import ActionProblem, parse_action
-from ..errors import UserError
-from ..journal import journal_files
-from ..labels import VERDICTS, Label, append_labels, label_summary, labels_path
-from .site import Site
+from conway.actions import ActionProblem, parse_action
+from conway.errors import UserError
+from conway.experience.labels import VERDICTS, Label, append_labels, label_summary, labels_path
+from conway.store.journal import journal_files
+from conway.view.site import Site
 
 BODY_MAX = 64 * 1024
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png",
@@ -159,7 +159,7 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
         server_version = "conway-view"
         sys_version = ""
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: the terminal shows the URL only
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _send(self, status: int, content: bytes, ctype: str) -> None:
@@ -183,7 +183,7 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
                 return False
             return True
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             if not self._host_ok():
                 return
             route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
@@ -205,7 +205,7 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
 
         do_HEAD = do_GET
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if not self._host_ok():
                 return
             if urlsplit(self.path).path != "/api/label":

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import UserError
-from ..steps import attach_labels
-from ..labels import labels_path, read_labels
-from .images import CASE_WIDTH, case_image, thumbnail
-from .model import SessionView, StepView, screenshot_state
-from .page import page_file, script_json
-from .render import index_page, pages_of, session_data, session_page, session_summary
-from .reports import report_data, report_page
+from conway.errors import UserError
+from conway.experience.labels import labels_path, read_labels
+from conway.experience.steps import attach_labels
+from conway.view.images import CASE_WIDTH, case_image, thumbnail
+from conway.view.model import SessionView, StepView, screenshot_state
+from conway.view.page import page_file, script_json
+from conway.view.render import index_page, pages_of, session_data, session_page, session_summary
+from conway.view.reports import report_data, report_page
 
 MARKER = ".conway-view"
 MARKER_FORMAT = "conway-view/1"

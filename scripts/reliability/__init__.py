@@ -1,1 +1,1 @@
-"""The reliability proofs behind scripts/prove_reliability.py (one module per proof)."""
+"""The reliability proofs behind scripts/reliability/prove_reliability.py (one module per proof)."""

@@ -71,7 +71,7 @@ def child_env() -> dict[str, str]:
 
 
 def conway_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "conway.cli", *args]
+    return [sys.executable, "-m", "conway.cli.main", *args]
 
 
 def table(results: list[ProofResult]) -> str:

@@ -75,7 +75,7 @@ class JournalFollower:
     """Events appended to the journal after the moment it was made, across rotated files."""
 
     def __init__(self, folder: Path):
-        from conway.journal import journal_files
+        from conway.store.journal import journal_files
 
         self._files = journal_files
         self.folder = folder
@@ -297,8 +297,8 @@ def _sleep_watching(proc: subprocess.Popen, seconds: float) -> None:
 
 def _after_kill(st: State, rec: KillRecord, run_events: list[dict[str, Any]]) -> None:
     """The checks that must hold at the instant after a kill, before the restart."""
-    from conway.app import status_report
-    from conway.home import Home
+    from conway.session.app import status_report
+    from conway.store.home import Home
 
     home = st.home
     where = f"kill {rec.index} ({rec.observed}, last event {rec.last_event})"
@@ -319,7 +319,7 @@ def _after_kill(st: State, rec: KillRecord, run_events: list[dict[str, Any]]) ->
             st.v.add("state files parse", f"{where}: {name} does not parse: {problem}")
     try:
         status = status_report(Home(home))["status"]
-    except Exception as exc:  # noqa: BLE001 - any exception is the finding
+    except Exception as exc:
         st.v.add("status works after every kill", f"{where}: status raised {type(exc).__name__}: {exc}")
     else:
         if st.state_written and status == "never run":
@@ -340,7 +340,7 @@ def _after_kill(st: State, rec: KillRecord, run_events: list[dict[str, Any]]) ->
 
 def _final_checks(st: State) -> dict[str, Any]:
     """Whole-journal and effect-file checks after the last clean run."""
-    from conway.journal import read_journal
+    from conway.store.journal import read_journal
 
     home = st.home
     journal = read_journal(home / "journal")

@@ -108,12 +108,12 @@ def _fds() -> int:
 
 
 def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResult:
-    from conway.app import RunRequest, run_agent
     from conway.config import load_config
-    from conway.home import Home, init_home
-    from conway.journal import journal_files
-    from conway.loop import Clock
+    from conway.loop.cycle import Clock
     from conway.policies.mock import MockPolicy, MockScript
+    from conway.session.app import RunRequest, run_agent
+    from conway.store.home import Home, init_home
+    from conway.store.journal import journal_files
 
     class NoSleepClock(Clock):
         def __init__(self) -> None:

@@ -16,13 +16,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...actions import describe_action_space
-from ...config import ConwayConfig
-from ...geometry import InBox
-from ...context import build_parts, resolve_budget
-from ...protocols import DecisionContext, Observation, Policy
-from ..clicks import ask, decision_fields, first_click
-from ..stats import percentile, rate_record
+from conway.actions import describe_action_space
+from conway.config import ConwayConfig
+from conway.evals.clicks import ask, decision_fields, first_click
+from conway.evals.stats import percentile, rate_record
+from conway.geometry import InBox
+from conway.prompt.parts import build_parts, resolve_budget
+from conway.protocols import DecisionContext, Observation, Policy
 
 SIZE_BUCKETS = (("<1%", 0.01), ("1-5%", 0.05), (">5%", math.inf))
 """Target area as a share of the screen's area: the upper bound of each bucket."""
@@ -158,7 +158,7 @@ def _groups(records: list[dict[str, Any]], key: Callable[[dict[str, Any]], str])
 
 
 def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
-    from ..vision_check import miss_pattern
+    from conway.evals.vision_check import miss_pattern
 
     n = len(records)
     hits = sum(1 for r in records if r.get("hit"))

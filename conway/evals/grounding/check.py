@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from ...config import ConwayConfig
-from ...errors import UserError
-from ...home import Home
-from ...protocols import Policy
-from ..clicks import parallel_notes, run_parallel, serial_lock
-from ...readiness.model import effective_backend
-from ..report import Report, cases_file_for, check_new_output, write_new_file
-from ..sheet import Tile, contact_sheet
-from .cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
+from conway.config import ConwayConfig
+from conway.errors import UserError
+from conway.evals.clicks import parallel_notes, run_parallel, serial_lock
+from conway.evals.grounding.cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
+from conway.evals.report import Report, cases_file_for, check_new_output, write_new_file
+from conway.evals.sheet import Tile, contact_sheet
+from conway.protocols import Policy
+from conway.readiness.checks.model import effective_backend
+from conway.store.home import Home
 
 SCORING = ("hit = click inside the target box (x0 <= x <= x1 and y0 <= y <= y1, screenshot pixels; the "
            "ScreenSpot rule); distance to the box centre; nothing executed")
@@ -74,7 +74,7 @@ def prepare_cases(out: Path, *, dataset: str | None = None, apps: str | None = N
                               "size_buckets": [name for name, _ in SIZE_BUCKETS],
                               "size_bucket_rule": "target area / screen area"}
     if dataset:
-        from .dataset import load_dataset_dir, sample_cases
+        from conway.evals.grounding.dataset import load_dataset_dir, sample_cases
 
         loaded = load_dataset_dir(dataset, bbox_format=bbox_format)
         cases = sample_cases(loaded.cases, samples, seed)
@@ -88,7 +88,7 @@ def prepare_cases(out: Path, *, dataset: str | None = None, apps: str | None = N
             say(f"skipped {len(loaded.skipped)} malformed row(s) (listed in the report), e.g. "
                 + "; ".join(f"{s['file']} row {s['row']}: {s['reason']}" for s in loaded.skipped[:3]))
         return cases, params, None
-    from .live import harvest_for_check
+    from conway.evals.grounding.live import harvest_for_check
 
     harvest = harvest_for_check(out, suite=apps, desktop=desktop, per_screen=per_screen, seed=seed,
                                 samples=samples, say=say)
@@ -118,7 +118,7 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
     own_policy = policy is None
     try:
         if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
-            from ...policies.factory import build_policy
+            from conway.policies.factory import build_policy
             policy = build_policy(config, home)
     except BaseException:
         if cleanup:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ...errors import UserError
-from .cases import GroundingCase
+from conway.errors import UserError
+from conway.evals.grounding.cases import GroundingCase
 
 BBOX_FORMATS = ("auto", "xywh", "xyxy")
 IMAGE_KEYS = ("img_filename", "file_name", "image_path", "img_path")
@@ -292,7 +292,7 @@ def _hf_rows(root: Path, folder: Path, skipped: list[dict[str, Any]]) -> list[tu
                         "(pip install -e '.[train]')") from None
     try:
         loaded = load_from_disk(str(folder))
-    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds for a broken folder
+    except Exception as exc:
         raise UserError(f"cannot read the datasets folder {folder}: {type(exc).__name__}: {exc}") from None
     splits = loaded.items() if isinstance(loaded, DatasetDict) else [(None, loaded)]
     out = []

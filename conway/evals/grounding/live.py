@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import UserError
-from ...geometry import ScreenGeometry, input_to_captured
-from .cases import GroundingCase
-from .suite import Suite, SuiteApp, app_command, instruction_for, load_suite
+from conway.errors import UserError
+from conway.evals.grounding.cases import GroundingCase
+from conway.evals.grounding.suite import Suite, SuiteApp, app_command, instruction_for, load_suite
+from conway.geometry import ScreenGeometry, input_to_captured
 
 TARGETS_ENV = "CONWAY_GROUNDING_TARGETS"
 """Where an app-report app writes its widgets (JSON: {"window": [x, y, w, h], "targets": [...]})."""
@@ -43,7 +43,7 @@ ScreenGrab = Callable[[], tuple[Any, ScreenGeometry]]
 
 def grab_screen() -> tuple[Any, ScreenGeometry]:
     """The primary monitor, as the loop's observer captures it."""
-    from ...observe.screen import ScreenObserver
+    from conway.observe.screen import ScreenObserver
 
     with ScreenObserver() as so:
         cap = so.capture()
@@ -72,7 +72,7 @@ def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite:
                    stack: list[Any] | None, pids: set[int], seed: int, per_screen: int, screen: str
                    ) -> tuple[list[Target], dict[str, int]]:
     """The kept targets of one screen and how many were left out for each reason."""
-    from ...observe.targets import occlusion
+    from conway.observe.screen_targets import occlusion
 
     dropped: dict[str, int] = {}
 
@@ -177,7 +177,7 @@ class RunningApp:
             import psutil
 
             out |= {c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)}
-        except Exception:  # noqa: BLE001 - psutil missing or the process gone
+        except Exception:
             pass
         return out
 
@@ -277,7 +277,7 @@ def _screen_cases(screen: str, targets: list[Target], path: Path, digest: str, g
 def _stack(enabled: bool) -> tuple[list[Any] | None, str | None]:
     if not enabled:
         return None, "not checked (turned off)"
-    from ...observe.targets import window_stack
+    from conway.observe.screen_targets import window_stack
 
     return window_stack()
 
@@ -314,7 +314,7 @@ def harvest_suite(suite_path: str, images_dir: Path, *, grab: ScreenGrab = grab_
                 running = RunningApp(app, suite_dir, Path(tmp))
                 try:
                     if app.targets == "atspi":
-                        from ...observe.targets import atspi_nodes
+                        from conway.observe.screen_targets import atspi_nodes
 
                         def read(running: RunningApp = running) -> list[dict[str, Any]]:
                             nodes, _ = atspi_nodes(sorted(running.pids()))
@@ -347,7 +347,7 @@ def harvest_suite(suite_path: str, images_dir: Path, *, grab: ScreenGrab = grab_
 def harvest_desktop(images_dir: Path, *, grab: ScreenGrab = grab_screen, per_screen: int | None = None,
                     seed: int = 0, say: Callable[[str], None] = print) -> Harvest:
     """The desktop as it is: every accessible application's targets on one screenshot."""
-    from ...observe.targets import atspi_nodes
+    from conway.observe.screen_targets import atspi_nodes
 
     suite = Suite(format="conway-grounding-suite/1", name="desktop", per_screen=per_screen or 24,
                   apps=[{"name": "desktop", "command": ["true"]}])
@@ -387,7 +387,7 @@ def images_dir_for(report: Path) -> Path:
 def harvest_for_check(out: Path, *, suite: str | None, desktop: bool, per_screen: int | None, seed: int,
                       samples: int | None, say: Callable[[str], None] = print) -> Harvest:
     """Harvest for `grounding-check` (screenshots go beside the report); UserError when nothing is usable."""
-    from .dataset import sample_cases
+    from conway.evals.grounding.dataset import sample_cases
 
     images = images_dir_for(out)
     if images.exists():
@@ -408,6 +408,6 @@ def harvest_for_check(out: Path, *, suite: str | None, desktop: bool, per_screen
 
 
 def _display_problem() -> str | None:
-    from ...observe.screen import display_problem
+    from conway.observe.screen import display_problem
 
     return display_problem()

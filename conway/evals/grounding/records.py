@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import UserError
+from conway.errors import UserError
 
 
 def records_from_grounding(report_path: Path, data: dict[str, Any], cases: list[dict[str, Any]], *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..text import _fmt_point, _short, table
+from conway.evals.text import _fmt_point, _short, table
 
 
 def _box(b: Any) -> str:

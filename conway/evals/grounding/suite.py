@@ -13,7 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...errors import UserError
+from conway.errors import UserError
 
 SUITE_FORMAT = "conway-grounding-suite/1"
 

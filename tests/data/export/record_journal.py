@@ -1,4 +1,4 @@
-"""Record the journal behind tests/test_export_golden.py (run once; the output is committed).
+"""Record the journal behind tests/experience/test_export_golden.py (run once; the output is committed).
 
     .venv/bin/python tests/data/export/record_journal.py
 
@@ -21,14 +21,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from conway.app import RunRequest, run_agent  # noqa: E402
-from conway.config import load_config  # noqa: E402
-from conway.home import Home, init_home  # noqa: E402
-from conway.labels import Label, append_labels, labels_path  # noqa: E402
-from conway.observe.synthetic import SyntheticObserver  # noqa: E402
-from conway.tools.registry import build_toolbox  # noqa: E402
 from fixtures.scripted_server import Reply, ScriptedFakeServer  # noqa: E402
-from loop_harness import FakeClock  # noqa: E402
+from helpers.loop_harness import FakeClock  # noqa: E402
+
+from conway.config import load_config  # noqa: E402
+from conway.experience.labels import Label, append_labels, labels_path  # noqa: E402
+from conway.observe.synthetic import SyntheticObserver  # noqa: E402
+from conway.session.app import RunRequest, run_agent  # noqa: E402
+from conway.store.home import Home, init_home  # noqa: E402
+from conway.tools.registry import build_toolbox  # noqa: E402
 
 ANSWERS = [
     {"thought": "The OK button is at the centre.", "action": {"type": "click", "x": 322, "y": 196}},
@@ -57,7 +58,7 @@ class ArchivingObserver(SyntheticObserver):
 
 
 def main() -> None:
-    from conway.provenance import harness_revision
+    from conway.store.provenance import harness_revision
     harness_revision()  # read (and cached) before the old recording is deleted, which would make the tree dirty
     root = HERE / "home"
     if root.exists():

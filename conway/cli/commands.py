@@ -1,0 +1,338 @@
+"""One function per `conway` subcommand: turn parsed arguments into a call to the module that does the work.
+
+`cli.py` parses; this module resolves the home and the configuration from the
+arguments and hands over. What a command prints is rendered by the module that
+owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Callable
+
+from conway.errors import NO_VALID_DECISION_EXIT, UserError
+
+
+def _home(args, writable: bool = True):
+    from conway.store.home import resolve_home
+    return resolve_home(args.home, writable=writable)
+
+
+NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
+            "policy.mmproj_path=MMPROJ.gguf (policy.kind generic, opencua or uitars), or an OpenAI-compatible "
+            "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
+
+
+def _require_model(args, home, cfg) -> None:
+    """The default policy is the offline mock: only use it when asked, never silently in place of a model."""
+    from conway.config import mock_chosen
+    if cfg.policy.kind != "mock" or getattr(args, "mock", False) or getattr(args, "mock_script", None):
+        return
+    if not mock_chosen(home.config, list(getattr(args, "overrides", []) or [])):
+        raise UserError(NO_MODEL)
+
+
+def _config(args, home, extra: list[str] | None = None):
+    from conway.config import load_config
+    overrides = list(getattr(args, "overrides", []) or [])
+    if getattr(args, "mock", False) or getattr(args, "mock_script", None):
+        overrides.insert(0, "policy=mock")
+        if args.mock_script:
+            overrides.append(f"policy.mock_script={Path(args.mock_script).expanduser().resolve()}")
+    if getattr(args, "endpoint", None):
+        overrides.append(f"policy.endpoint={args.endpoint}")
+    if getattr(args, "model", None):
+        overrides.append(f"policy.model={args.model}")
+    if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
+            and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
+        overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
+    for flag, key in (("max_steps", "agent.max_steps"), ("max_seconds", "agent.max_seconds")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            if value <= 0:
+                raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
+            overrides.append(f"{key}={value}")
+    cfg = load_config(home.config, overrides + (extra or []))
+    if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
+        raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
+                        "the home's config.yaml): use one or the other")
+    return cfg
+
+
+def do_init(args) -> int:
+    from conway.store.home import init_home
+    home = _home(args)
+    for msg in init_home(home):
+        print(msg)
+    print(f"home: {home.root}")
+    print(f"goals: {home.goals}  (edit it; the agent rereads it every cycle)")
+    return 0
+
+
+def do_doctor(args) -> int:
+    from conway.readiness.doctor import doctor, render_doctor
+    from conway.session.app import workdir_for
+    home = _home(args)
+    cfg = _config(args, home)
+    report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd(), home_root=home.root)
+    print(json.dumps(report, indent=2) if args.json else render_doctor(report))
+    return 0
+
+
+def _require_home(home) -> None:
+    if not home.constitution.exists():
+        raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
+
+
+def do_run(args) -> int:
+    from conway.session.app import RunRequest, run_agent
+    home = _home(args)
+    _require_home(home)
+    cfg = _config(args, home)
+    _require_model(args, home, cfg)
+    outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
+    if outcome.failed:
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
+    if outcome.reason.startswith(("uncertain", "fail-safe")):
+        return 1
+    return NO_VALID_DECISION_EXIT if outcome.no_valid_decision else 0
+
+
+def do_start(args) -> int:
+    from conway.evals.task_files import parse_task, read_task, run_task_session
+    home = _home(args)
+    _require_home(home)
+    if args.execute and not (args.task or args.task_file):
+        raise UserError("--execute needs a task: give --task TEXT or --task-file FILE")
+    task = read_task(args.task, args.task_file)
+    spec = parse_task(task, args.task_file) if args.task_file and task is not None else None
+    if args.output and task is None:
+        raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
+    cfg = _config(args, home)
+    _require_model(args, home, cfg)
+    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
+                            output=args.output, argv=args._argv)
+
+
+def do_status(args) -> int:
+    from conway.evals.task_files import acceptance_counts, render_counts
+    from conway.session.app import render_status, status_report
+    home = _home(args, writable=False)
+    report = status_report(home)
+    counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
+    tasks = render_counts(counts) if counts["sessions"] else None
+    print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
+    return 0
+
+
+def _control(request: str) -> Callable:
+    def run(args) -> int:
+        from conway.session.app import send_control
+        print(send_control(_home(args), request))
+        return 0
+    return run
+
+
+def do_config(args) -> int:
+    from conway.config import to_yaml
+    home = _home(args, writable=False)
+    cfg = _config(args, home)
+    print(f"# configuration valid (digest {cfg.digest()[:12]})")
+    print(to_yaml(cfg), end="")
+    return 0
+
+
+def do_export(args) -> int:
+    from conway.experience.export import export
+    home = _home(args, writable=False)
+    out = Path(args.output).expanduser()
+    res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
+                 include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
+                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
+                 secret_values=_known_secrets(home))
+    print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
+    if res.skipped_lines:
+        print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+    if res.missing:
+        print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+    if res.images_missing:
+        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.redacted:
+        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
+    if res.unrendered:
+        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
+              f"{res.unrendered[0]}")
+    return 0
+
+
+def _known_secrets(home) -> list[str]:
+    """Values exports must never carry: policy.api_key_env's variable and credential-looking ones."""
+    import os
+
+    from conway.redact import known_secret_values
+    try:
+        name = _config(argparse.Namespace(), home).policy.api_key_env
+    except UserError:
+        name = None  # an invalid config.yaml does not stop an export; the name-based scan still runs
+    return known_secret_values(os.environ, [name])
+
+
+def do_review(args) -> int:
+    from conway.experience.review import review
+    home = _home(args)
+    review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
+           include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
+    return 0
+
+
+def do_view(args) -> int:
+    from conway.view.command import view
+    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+                serve=args.serve, port=args.port, page_size=args.page_size)
+
+
+def do_candidates(args) -> int:
+    from conway.evals.candidates import list_candidates, render_candidates
+    home = _home(args)
+    items = list_candidates(home)
+    print(json.dumps(items, indent=2, default=str) if args.json else render_candidates(items, home))
+    return 0
+
+
+def do_candidate_eval(args) -> int:
+    from conway.evals.candidates import candidate_eval
+    home = _home(args)
+    return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
+                          output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
+                          base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
+                          progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format)
+
+
+def do_promote(args) -> int:
+    from conway.evals.candidates import promote, rollback
+    home = _home(args)
+    if args.rollback:
+        if args.name:
+            raise UserError("give either a candidate name or --rollback, not both")
+        entry = rollback(home)
+        print(f"rolled back: the policy before candidate {entry['candidate']!r} is configured again "
+              f"({home.config})")
+        return 0
+    if not args.name:
+        raise UserError("name the candidate to promote (see `conway candidates`), or pass --rollback")
+    entry = promote(home, args.name)
+    print(f"promoted {args.name}: policy.model_path = {entry['new_policy'].get('model_path')}")
+    print("the previous policy is recorded; `conway promote --rollback` restores it. "
+          "A running agent picks the change up at its next start.")
+    return 0
+
+
+def do_replay(args) -> int:
+    from conway.experience.replay import replay
+    home = _home(args)
+    extra = []
+    if args.candidate:
+        from conway.evals.candidates import candidate_policy, load_manifest
+        pol = candidate_policy(home, args.candidate, load_manifest(home, args.candidate))
+        extra = [f"policy.{k}={v}" for k, v in pol.items()] + ["policy.backend=llama_cpp"]
+    cfg = _config(args, home, extra)
+    return replay(home, cfg, args.trajectory, output=args.output, against=args.against,
+                  tolerance_px=args.tolerance_px, limit=args.limit, skip_missing=args.skip_missing, argv=args._argv)
+
+
+def do_preflight(args) -> int:
+    from conway.readiness.preflight import preflight
+    home = _home(args)
+    return preflight(home, lambda: _config(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
+
+
+def do_vision_check(args) -> int:
+    from conway.evals.vision_check import vision_check
+    home = _home(args)
+    if args.samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {args.samples})")
+    cfg = _config(args, home)
+    return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
+                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
+                        profile=args.profile)
+
+
+def do_grounding_check(args) -> int:
+    from conway.evals.grounding.check import grounding_check
+    home = _home(args)
+    cfg = _config(args, home)
+    return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
+                           samples=args.samples, seed=args.seed, per_screen=args.per_screen,
+                           bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
+                           progress=not args.quiet)
+
+
+def do_acceptance_check(args) -> int:
+    from conway.evals.acceptance_check import acceptance_check
+    home = _home(args)
+    cfg = _config(args, home)
+    return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                            seed=args.seed, keep=args.keep, argv=args._argv)
+
+
+def do_report(args) -> int:
+    from conway.evals.report import render_report
+    print(render_report(args.file))
+    return 0
+
+
+def do_probe(args) -> int:
+    from conway.errors import NotReady
+    from conway.readiness.probe import probe_configured
+    home = _home(args)
+    cfg = _config(args, home)
+    _require_model(args, home, cfg)
+    report = probe_configured(cfg, home)
+    from conway.redact import redact, redact_text  # the answer or an error can quote a key
+    print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
+    if not report.ok:
+        raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
+    return 0
+
+
+def do_models(args) -> int:
+    from conway.policies.discovery import models_report, render_models
+    home = _home(args)
+    report = models_report(_config(args, home))
+    print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
+    if report["problems"]:
+        raise UserError("; ".join(report["problems"]))
+    return 0
+
+
+def do_skills(args) -> int:
+    from conway.store.skills import find_skills, render_skills, skill_roots
+    home = _home(args)
+    cfg = _config(args, home)
+    found = find_skills(home.root, cfg.skills)
+    print(json.dumps(found.record(), indent=2) if args.json else render_skills(found, skill_roots(home.root, cfg.skills)))
+    return 0
+
+
+def do_mcp_serve(args) -> int:
+    from conway.cli.mcp_serve import serve
+    home = _home(args)
+    return serve(home, lambda: _config(args, home), http_port=args.http)
+
+
+COMMANDS: dict[str, Callable] = {
+    "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
+    "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
+    "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
+    "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
+    "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
+    "acceptance-check": do_acceptance_check,
+    "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills, "mcp-serve": do_mcp_serve,
+}
+
+
+def run_command(args: argparse.Namespace) -> int:
+    return COMMANDS[args.command](args)

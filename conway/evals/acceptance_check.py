@@ -1,0 +1,324 @@
+"""`conway acceptance-check`: does the real configured model get simple work done?
+
+Two disposable tasks, each one single session of the real loop with the
+configured policy, a restricted tool set (files + shell; no GUI, no browser),
+a synthetic observation (no desktop) and a fresh temporary home and working
+directory:
+
+1. `file_roundtrip`: create a file with given content, read it back.
+2. `program_launch`: copy a small program the checker generated, launch the
+   copy; the copy leaves a marker naming its own path.
+
+Each is verified **independently** (the file's bytes and a successful read in
+the session's own record; the copy's bytes and the marker), never by the
+model's `finish`. The report lists each check with the observed outcome and,
+separately, what the model declared. Agents are never started recursively:
+the loop runs in this process, and while it runs CONWAY_HOME points at the
+task's temporary home, whose lock the session holds (a nested `conway run`
+from the shell is refused).
+
+Exit 0 every check verified; 2 any not verified; 1 setup errors.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from conway.config import ConwayConfig
+from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.evals.report import Report, check_new_output
+from conway.evals.task_files import declared_record
+from conway.protocols import Policy, describe_causes
+from conway.store.home import Home
+from conway.store.journal import read_journal
+
+CONSTITUTION = """\
+# Constitution (Conway acceptance-check)
+
+You are being checked on simple, disposable work in a temporary working
+directory. Use the file and shell tools. Relative paths resolve in the working
+directory. Do exactly what the task asks, check the result yourself, then
+finish with DONE, or FAIL with the reason if you cannot.
+"""
+GOALS = "# Goals\n\nOnly the session task.\n"
+WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
+         "kestrel", "lagoon", "meadow", "nectar", "orbit", "pepper", "quartz", "raven", "saffron", "tundra")
+
+PROGRAM = '''\
+# Conway acceptance-check program {token}: leaves a marker next to wherever it runs from.
+import os
+
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "marker-{token}.txt"), "w", encoding="utf-8") as fh:
+    fh.write("{nonce} " + os.path.abspath(__file__) + "\\n")
+print("marker written")
+'''
+
+
+@dataclass(frozen=True)
+class AcceptanceTasks:
+    seed: int
+    note_name: str
+    note_content: str
+    program_token: str
+    program_nonce: str
+    python: str
+
+    @property
+    def program_source(self) -> str:
+        return f"source/beacon_{self.program_token}.py"
+
+    @property
+    def program_copy(self) -> str:
+        return f"beacon_{self.program_token}.py"
+
+    @property
+    def marker(self) -> str:
+        return f"marker-{self.program_token}.txt"
+
+    def file_task(self) -> str:
+        return (f"Create a new file named `{self.note_name}` in the working directory whose whole content is "
+                f"exactly this one line of text (without the backticks): `{self.note_content}`\n"
+                f"Then read the file back to check its content, and finish with DONE if it is exactly that text.")
+
+    def program_task(self) -> str:
+        return (f"The working directory holds a small Python program at `{self.program_source}`. Copy it, "
+                f"unchanged, to `{self.program_copy}` in the working directory (do not modify or move the "
+                f"original). Then launch the copy with this shell command: "
+                f"`{shlex.quote(self.python)} {self.program_copy}`\n"
+                f"It writes a marker file next to itself. Finish with DONE once the copy has run.")
+
+
+def make_tasks(seed: int, python: str | None = None) -> AcceptanceTasks:
+    """The two tasks for a seed: names and contents are reproducible from the seed alone."""
+    rng = random.Random(f"conway-acceptance/1:{seed}")
+    token = "".join(rng.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(6))
+    words = rng.sample(WORDS, 3)
+    return AcceptanceTasks(
+        seed=seed, note_name=f"note-{token}.txt",
+        note_content=f"conway acceptance {token}: {rng.randint(100, 999)} {' '.join(words)}",
+        program_token="".join(rng.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(6)),
+        program_nonce=f"{rng.getrandbits(64):016x}", python=python or sys.executable)
+
+
+# --- the checks (Conway's own observations) ------------------------------------------
+
+
+def _results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e.get("payload") or {} for e in events if e.get("kind") in ("result", "error")]
+
+
+def _action_log(events: list[dict[str, Any]], limit: int = 40) -> list[str]:
+    log = []
+    for p in _results(events):
+        action = p.get("action") or {}
+        if not action:
+            continue
+        args = ", ".join(f"{k}={str(v)[:80]!r}" for k, v in action.items() if k != "type")
+        ok = "ok" if p.get("ok") else f"error: {str(p.get('error'))[:80]}"
+        log.append(f"{action.get('type')}({args}) → {ok}")
+    return log[-limit:]
+
+
+def verify_file_roundtrip(tasks: AcceptanceTasks, workdir: Path, events: list[dict[str, Any]]) -> tuple[bool, str, dict]:
+    path = workdir / tasks.note_name
+    want = tasks.note_content.encode("utf-8")
+    details: dict[str, Any] = {"path": str(path), "expected_bytes": len(want)}
+    if not path.is_file():
+        content_ok, observed = False, f"{tasks.note_name} does not exist"
+    else:
+        data = path.read_bytes()
+        details["actual_bytes"] = len(data)
+        details["exact"] = data == want
+        content_ok = data in (want, want + b"\n")  # one trailing newline is how editors end a line
+        observed = (f"{tasks.note_name} holds the expected text" + ("" if data == want else " plus a final newline")
+                    if content_ok else f"{tasks.note_name} holds {data[:120]!r}, not the expected text")
+    read_back = False
+    for p in _results(events):
+        action = p.get("action") or {}
+        output = str(p.get("output") or "")
+        if not p.get("ok") or tasks.note_content not in output:
+            continue
+        if action.get("type") == "read_file" and Path(str(action.get("path", ""))).name == tasks.note_name:
+            read_back = True
+        elif action.get("type") == "shell" and tasks.note_name in str(action.get("command", "")):
+            read_back = True
+    details["read_back_in_record"] = read_back
+    observed += "; the session's record shows it read back" if read_back else \
+        "; the session's record shows no successful read of it"
+    return content_ok and read_back, observed, details
+
+
+def verify_program_launch(tasks: AcceptanceTasks, workdir: Path, original: bytes) -> tuple[bool, str, dict]:
+    src = workdir / tasks.program_source
+    copy = workdir / tasks.program_copy
+    marker = workdir / tasks.marker
+    details: dict[str, Any] = {"copy": str(copy), "marker": str(marker)}
+    problems = []
+    if not src.is_file() or src.read_bytes() != original:
+        problems.append("the original program was changed or removed")
+    if not copy.is_file():
+        problems.append(f"no copy at {tasks.program_copy}")
+    elif copy.read_bytes() != original:
+        problems.append(f"{tasks.program_copy} is not an unchanged copy")
+    if not marker.is_file():
+        stray = workdir / "source" / tasks.marker
+        problems.append("no marker next to the copy" + (" (the original was run instead)" if stray.exists() else
+                                                         ": the copy was not launched"))
+    else:
+        text = marker.read_text(encoding="utf-8", errors="replace").strip()
+        nonce, _, ran = text.partition(" ")
+        details["marker_content"] = text[:300]
+        if nonce != tasks.program_nonce:
+            problems.append("the marker does not carry the program's nonce (not written by the program)")
+        elif Path(ran).resolve() != copy.resolve():
+            problems.append(f"the marker says {ran} ran, not the copy")
+    if problems:
+        return False, "; ".join(problems), details
+    return True, "the copy is identical to the original and its marker names the copy as the program that ran", \
+        details
+
+
+# --- running ------------------------------------------------------------------------
+
+
+def _task_config(config: ConwayConfig, workdir: Path, max_steps: int, max_seconds: float) -> ConwayConfig:
+    data = config.model_dump()
+    data["agent"].update(max_steps=max_steps, max_seconds=max_seconds)
+    data["tools"].update(enabled=["files", "shell"], workdir=str(workdir), mcp_servers=[])  # restricted: no MCP
+    data["observe"].update(source="synthetic", accessibility=False, keep_screenshots=0)
+    return ConwayConfig.model_validate(data)
+
+
+def _run_session(config: ConwayConfig, policy: Policy, root: Path, task: str, say: Callable[[str], None],
+                 clock: Any = None) -> tuple[Any, list[dict[str, Any]], Path]:
+    from conway.observe.synthetic import SyntheticObserver
+    from conway.session.app import RunRequest, run_agent
+    from conway.tools.registry import build_toolbox
+
+    home = Home(root / "home")
+    home.ensure_dirs()
+    home.constitution.write_text(CONSTITUTION, encoding="utf-8")
+    home.goals.write_text(GOALS, encoding="utf-8")
+    workdir = Path(config.tools.workdir or root / "work")
+    toolbox = build_toolbox(config.tools, workdir, gui=False, api_key_env=config.policy.api_key_env)
+    previous = os.environ.get("CONWAY_HOME")
+    os.environ["CONWAY_HOME"] = str(home.root)  # a nested `conway` from the shell meets this session's lock
+    try:
+        outcome, _session = run_agent(home, config, RunRequest(
+            single_session=True, dry_run=False, quiet=True, task=task, policy=policy,
+            observer=SyntheticObserver(), toolbox=toolbox, clock=clock), say=say)
+    finally:
+        if previous is None:
+            os.environ.pop("CONWAY_HOME", None)
+        else:
+            os.environ["CONWAY_HOME"] = previous
+    return outcome, read_journal(home.journal_dir).events, home.root
+
+
+def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps: int = 10,
+                     max_seconds: float = 600.0, seed: int | None = None, keep: bool = False,
+                     argv: list[str] | None = None, policy: Policy | None = None, clock: Any = None,
+                     say: Callable[[str], None] = print) -> int:
+    if max_steps < 1:
+        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
+    if max_seconds <= 0:
+        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
+    out = check_new_output(output, home)
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    tasks = make_tasks(seed)
+    own_policy = policy is None
+    if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
+        from conway.policies.factory import build_policy
+        policy = build_policy(config, home)
+    base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
+    report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
+        "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
+        "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
+    report.set_model(policy.model_id)
+    cases = []
+    try:
+        # 1. file round trip
+        root = base / "file_roundtrip"
+        work = root / "work"
+        work.mkdir(parents=True)
+        cfg = _task_config(config, work, max_steps, max_seconds)
+        say(f"acceptance-check 1/2: file round trip in {work}")
+        outcome, events, _ = _run_session(cfg, policy, root, tasks.file_task(), say, clock)
+        ok, observed, details = verify_file_roundtrip(tasks, work, events)
+        cases.append(_case("file_roundtrip", tasks.file_task(),
+                           f"{tasks.note_name} holds exactly the given text and the session read it back",
+                           outcome, ok, observed, details, events))
+        # 2. program copy + launch
+        root = base / "program_launch"
+        work = root / "work"
+        (work / "source").mkdir(parents=True)
+        program = PROGRAM.format(token=tasks.program_token, nonce=tasks.program_nonce).encode("utf-8")
+        (work / tasks.program_source).write_bytes(program)
+        cfg = _task_config(config, work, max_steps, max_seconds)
+        say(f"acceptance-check 2/2: program copy + launch in {work}")
+        outcome, events, _ = _run_session(cfg, policy, root, tasks.program_task(), say, clock)
+        ok, observed, details = verify_program_launch(tasks, work, program)
+        cases.append(_case("program_launch", tasks.program_task(),
+                           f"{tasks.program_copy} is an unchanged copy and launching it left {tasks.marker}",
+                           outcome, ok, observed, details, events))
+    finally:
+        if own_policy:
+            policy.close()
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
+    verified = sum(1 for c in cases if c["verified"])
+    declared_done = sum(1 for c in cases if (c["declared"] or {}).get("status") == "DONE")
+    declared_fail = sum(1 for c in cases if (c["declared"] or {}).get("status") == "FAIL")
+    code = 0 if verified == len(cases) else 2
+    causes: dict[str, int] = {}
+    for c in cases:
+        for cause, n in c["model_errors"].items():
+            causes[cause] = causes.get(cause, 0) + n
+    never = None
+    if cases and all(c.get("no_valid_decision") for c in cases):
+        never = (f"no valid decision in {sum(c['steps'] for c in cases)} step(s) over {len(cases)} task(s): "
+                 f"{describe_causes(causes)}")
+        code = NO_VALID_DECISION_EXIT
+    summary = {"checks": len(cases), "verified_passed": verified, "verified_failed": len(cases) - verified,
+               "declared": {"DONE": declared_done, "FAIL": declared_fail,
+                            "nothing": len(cases) - declared_done - declared_fail},
+               "declared_done_but_not_verified": sum(1 for c in cases if not c["verified"] and
+                                                     (c["declared"] or {}).get("status") == "DONE"),
+               "note": "verified = Conway's own checks of files and markers; declared = the model's finish",
+               "valid_decisions": sum(c["valid_decisions"] for c in cases), "model_errors": causes}
+    if never:
+        summary["no_valid_decision"] = never
+    for c in cases:
+        report.add_case(c)
+    report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
+                  summary=summary)
+    for c in cases:
+        d = c["declared"]
+        say(f"  {c['check']:15} verified: {'yes' if c['verified'] else 'NO '}  declared: "
+            f"{d['status'] if d else 'nothing'}  — {c['observed']}")
+    say(f"acceptance-check: {verified}/{len(cases)} verified; the model declared DONE on {declared_done}")
+    if causes:
+        say(f"model errors: {describe_causes(causes)}")
+    if never:
+        say(never)
+    say(f"report: {out}" + (f" (working files kept in {base})" if keep else ""))
+    return code
+
+
+def _case(name: str, task: str, criterion: str, outcome: Any, ok: bool, observed: str, details: dict[str, Any],
+          events: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"check": name, "task": task, "criterion": criterion, "verified": ok, "observed": observed,
+            "declared": declared_record(outcome.finish), "steps": outcome.steps, "stop_reason": outcome.reason,
+            "valid_decisions": outcome.valid_decisions, "model_errors": dict(outcome.model_errors),
+            "no_valid_decision": outcome.no_valid_decision,
+            "actions": _action_log(events), "details": details}

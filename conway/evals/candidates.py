@@ -1,0 +1,459 @@
+"""Candidate policies under the home: `candidates/<name>/`, listed, evaluated, promoted, rolled back.
+
+A candidate folder holds what `training/` produced::
+
+    candidates/<name>/
+        adapter/            the LoRA adapter (peft)
+        merged/             the merged Hugging Face model
+        gguf/model.gguf     the merged model for llama.cpp
+        gguf/mmproj.gguf    its vision projector
+        train/              recipe, metrics, learning curve
+        manifest.json       written LAST: its presence means "complete"
+
+Nothing promotes by itself. `promote` rewrites the `policy` section of the
+home's `config.yaml` to point at the candidate's GGUF files and records the
+previous section in `promotions.jsonl`, so `promote --rollback` restores it;
+both are journaled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conway.errors import UserError
+from conway.store.home import Home, validate_name
+from conway.store.state import atomic_write_bytes, atomic_write_json
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = "conway-candidate/1"
+PROMOTIONS = "promotions.jsonl"
+
+
+def candidate_dir(home: Home, name: str) -> Path:
+    return home.candidates / validate_name(name, "candidate name")
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> Path:
+    """Write the manifest last (atomically): after this the candidate counts as complete."""
+    for key in ("name", "base_model", "gguf"):
+        if key not in manifest:
+            raise ValueError(f"a candidate manifest needs {key!r}")
+    for role in ("model", "mmproj"):
+        rel = manifest["gguf"].get(role)
+        if rel and not (folder / rel).is_file():
+            raise ValueError(f"manifest names {rel} but {folder / rel} does not exist")
+    data = {"schema": MANIFEST_SCHEMA, "created": time.time(), **manifest}
+    path = folder / MANIFEST
+    atomic_write_json(path, data)
+    return path
+
+
+def load_manifest(home: Home, name: str) -> dict[str, Any]:
+    """The manifest of a complete candidate; UserError naming what is wrong otherwise."""
+    folder = candidate_dir(home, name)
+    if not folder.is_dir():
+        known = ", ".join(c["name"] for c in list_candidates(home)) or "none"
+        raise UserError(f"no candidate {name!r} under {home.candidates} (candidates: {known})")
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise UserError(f"candidate {name!r} is incomplete: {path} is missing (training or conversion did not "
+                        "finish; the manifest is written last). Re-run training/merge_convert.py for it.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError(f"candidate {name!r}: {path} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA:
+        raise UserError(f"candidate {name!r}: {path} is not a {MANIFEST_SCHEMA} manifest")
+    return data
+
+
+def gguf_paths(home: Home, name: str, manifest: dict[str, Any]) -> tuple[Path, Path | None]:
+    """Absolute (model, mmproj) of a candidate; UserError when a file is gone."""
+    folder = candidate_dir(home, name)
+    gguf = manifest.get("gguf") or {}
+    if not gguf.get("model"):
+        raise UserError(f"candidate {name!r} has no GGUF model (its conversion was skipped or failed); "
+                        "llama.cpp cannot serve it")
+    model = folder / gguf["model"]
+    mmproj = folder / gguf["mmproj"] if gguf.get("mmproj") else None
+    for p in (model, mmproj):
+        if p is not None and not p.is_file():
+            raise UserError(f"candidate {name!r}: {p} is missing")
+    return model, mmproj
+
+
+def list_candidates(home: Home) -> list[dict[str, Any]]:
+    """Every folder under candidates/, complete (manifest) or not, newest first."""
+    if not home.candidates.is_dir():
+        return []
+    out = []
+    for folder in sorted(home.candidates.iterdir()):
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue
+        entry: dict[str, Any] = {"name": folder.name, "path": str(folder)}
+        path = folder / MANIFEST
+        if path.is_file():
+            try:
+                m = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                m = None
+            if isinstance(m, dict):
+                entry.update(status="complete", created=m.get("created"),
+                             base_model=(m.get("base_model") or {}).get("name") or (m.get("base_model") or {}).get("path"),
+                             recipe=(m.get("recipe") or {}).get("name"),
+                             metrics=m.get("metrics") or {}, evals=m.get("evals") or {})
+            else:
+                entry["status"] = "broken manifest"
+        else:
+            entry["status"] = "incomplete (no manifest)"
+        out.append(entry)
+    out.sort(key=lambda e: e.get("created") or 0, reverse=True)
+    return out
+
+
+# --- promotion -------------------------------------------------------------------------
+
+
+def _read_home_config(home: Home) -> dict[str, Any]:
+    if not home.config.exists():
+        return {}
+    try:
+        data = yaml.safe_load(home.config.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{home.config} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{home.config} must hold a mapping of settings")
+    return data
+
+
+def _write_home_config(home: Home, data: dict[str, Any], why: str) -> None:
+    text = ("# Conway configuration for this home; validated by `conway config --check`.\n"
+            "# Never put API keys here: they come from the environment.\n"
+            f"# Last changed by `conway {why}` (previous policy in {PROMOTIONS}).\n"
+            + yaml.safe_dump(data, sort_keys=False))
+    atomic_write_bytes(home.config, text.encode("utf-8"))
+
+
+def _validate(home: Home, data: dict[str, Any]) -> None:
+    """The new home config must still compose and validate (nothing half-written)."""
+    from conway.config import load_config
+
+    probe = home.root / ".config.promote-check.yaml"
+    probe.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    try:
+        load_config(probe)
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _journal(home: Home, payload: dict[str, Any]) -> None:
+    from conway.store.journal import Journal, make_event
+
+    j = Journal(home.journal_dir)
+    try:
+        j.append(make_event("conway-cli", 0, "control", payload), sync=True)
+    finally:
+        j.close()
+
+
+def candidate_policy(home: Home, name: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The `policy` settings that serve this candidate through llama.cpp."""
+    model, mmproj = gguf_paths(home, name, manifest)
+    pol = dict(manifest.get("policy") or {})
+    pol.setdefault("kind", "generic")
+    pol["model_path"] = str(model)
+    if mmproj is not None:
+        pol["mmproj_path"] = str(mmproj)
+    pol["model"] = f"candidate-{name}"
+    pol.pop("endpoint", None)
+    return pol
+
+
+def promote(home: Home, name: str) -> dict[str, Any]:
+    """Point the home's policy at candidate `name`; record and journal the previous policy."""
+    if not home.constitution.exists():
+        raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
+    manifest = load_manifest(home, name)
+    new_policy = candidate_policy(home, name, manifest)
+    data = _read_home_config(home)
+    previous = data.get("policy")
+    data["policy"] = {**({} if not isinstance(previous, dict) else
+                         {k: v for k, v in previous.items() if k in ("structured_output", "temperature",
+                                                                       "max_tokens", "request_timeout_s")}),
+                      **new_policy}
+    if previous is None or previous.get("endpoint"):
+        data["policy"].pop("endpoint", None)
+    _validate(home, data)
+    entry = {"action": "promote", "candidate": name, "previous_policy": previous, "new_policy": data["policy"],
+             "ts": time.time()}
+    _append_promotion(home, entry)
+    _write_home_config(home, data, f"promote {name}")
+    _journal(home, {"request": "promote", "candidate": name, "previous_policy": previous,
+                    "new_policy": data["policy"]})
+    return entry
+
+
+def rollback(home: Home) -> dict[str, Any]:
+    """Restore the policy recorded by the latest promotion that has not been rolled back."""
+    history = read_promotions(home)
+    stack: list[dict[str, Any]] = []
+    for e in history:
+        if e.get("action") == "promote":
+            stack.append(e)
+        elif e.get("action") == "rollback" and stack:
+            stack.pop()
+    if not stack:
+        raise UserError(f"nothing to roll back: no promotion is recorded in {home.root / PROMOTIONS}")
+    last = stack[-1]
+    data = _read_home_config(home)
+    current = data.get("policy")
+    if last["previous_policy"] is None:
+        data.pop("policy", None)
+    else:
+        data["policy"] = last["previous_policy"]
+    _validate(home, data)
+    entry = {"action": "rollback", "candidate": last["candidate"], "previous_policy": current,
+             "restored_policy": last["previous_policy"], "ts": time.time()}
+    _append_promotion(home, entry)
+    _write_home_config(home, data, f"promote --rollback (undo {last['candidate']})")
+    _journal(home, {"request": "rollback", "candidate": last["candidate"], "previous_policy": current,
+                    "restored_policy": last["previous_policy"]})
+    return entry
+
+
+def _append_promotion(home: Home, entry: dict[str, Any]) -> None:
+    home.root.mkdir(parents=True, exist_ok=True)
+    with open(home.root / PROMOTIONS, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_promotions(home: Home) -> list[dict[str, Any]]:
+    path = home.root / PROMOTIONS
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            out.append(e)
+    return out
+
+
+# --- candidate-eval ----------------------------------------------------------------------
+
+
+def newcombe_difference(h1: int, n1: int, h2: int, n2: int) -> tuple[float, float]:
+    """95% interval of p2 - p1 for two independent proportions (Newcombe's hybrid score method)."""
+    from conway.evals.vision_check import wilson
+
+    p1, p2 = h1 / n1, h2 / n2
+    l1, u1 = wilson(h1, n1)
+    l2, u2 = wilson(h2, n2)
+    d = p2 - p1
+    return (d - ((p2 - l2) ** 2 + (u1 - p1) ** 2) ** 0.5, d + ((u2 - p2) ** 2 + (p1 - l1) ** 2) ** 0.5)
+
+
+def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str,
+                    extra: dict[str, Any] | None = None, model_id: str | None = None) -> list[str]:
+    """Config overrides that serve one local GGUF through llama.cpp."""
+    out = [f"policy.kind={kind}", f"policy.model_path={model}", f"policy.backend={backend}",
+           "policy.endpoint=null"]
+    if model_id:
+        out.append(f"policy.model={model_id}")
+    out.append(f"policy.mmproj_path={mmproj}" if mmproj is not None else "policy.mmproj_path=null")
+    for k, v in (extra or {}).items():
+        if v is not None and k not in ("kind", "model_path", "mmproj_path", "backend", "endpoint", "model"):
+            out.append(f"policy.{k}={v}")
+    return out
+
+
+def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: Any
+             ) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
+    """Build the policy from `overrides`, `run(policy, cfg)` the suite, summarise; (records, summary, id, cfg)."""
+    from conway.config import load_config
+    from conway.policies.factory import build_policy
+
+    cfg = load_config(home.config, overrides)
+    try:
+        policy = build_policy(cfg, home)
+    except UserError as exc:
+        raise UserError(f"no llama.cpp backend could load the {label} model: {exc}") from None
+    except Exception as exc:
+        raise UserError(f"no llama.cpp backend could load the {label} model "
+                        f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
+    try:
+        records, wall = run(policy, cfg)
+    finally:
+        policy.close()
+    errors = [r for r in records if r.get("error", "") and "model request failed" in str(r.get("error"))]
+    if errors and len(errors) == len(records):
+        raise UserError(f"the {label} model answered no case: {errors[0]['error']}")
+    return records, summarize(records, wall), policy.model_id, cfg
+
+
+def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,
+                   size: str | None = None, profile: str | None = None, base_model: str | None = None,
+                   base_mmproj: str | None = None,
+                   backend: str = "llama_cpp", argv: list[str] | None = None, progress: bool = True,
+                   say: Any = print, dataset: str | None = None, apps: str | None = None,
+                   bbox_format: str = "auto") -> int:
+    """Run the SAME held-out cases on the base and on candidate `name`; write one report.
+
+    Returns 0 when the candidate's hit rate is above the base's with
+    non-overlapping 95% intervals, 2 otherwise (a measurement, not a failure
+    of the command), 1 (UserError) for setup problems.
+    """
+    from conway.evals.report import Report, check_new_output
+    from conway.evals.vision_check import parse_size
+
+    if suite not in ("vision-check", "grounding"):
+        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding")
+    if suite == "grounding":
+        from conway.evals.grounding.check import check_source
+        check_source(dataset, apps, False, samples, None)
+    elif dataset or apps:
+        raise UserError("--dataset and --apps belong to --suite grounding")
+    if samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {samples})")
+    if backend not in ("llama_cpp", "http"):
+        raise UserError(f"--backend must be llama_cpp (in-process) or http (a llama.cpp server); got {backend!r}")
+    out = check_new_output(output, home)
+    manifest = load_manifest(home, name)
+    cand_model, cand_mmproj = gguf_paths(home, name, manifest)
+    base_info = manifest.get("base_model") or {}
+    base_gguf = base_info.get("gguf") or {}
+    bm = Path(base_model).expanduser() if base_model else (Path(base_gguf["model"]) if base_gguf.get("model") else None)
+    bp = Path(base_mmproj).expanduser() if base_mmproj else (Path(base_gguf["mmproj"]) if base_gguf.get("mmproj") else None)
+    if bm is None:
+        raise UserError(f"candidate {name!r} does not record its base model's GGUF; pass --base-model FILE "
+                        "(and --base-mmproj FILE)")
+    policy_extra = dict(manifest.get("policy") or {})
+    kind = policy_extra.pop("kind", "generic")
+    if suite == "grounding":  # one set of cases (one harvest of live screens) for both models
+        from conway.evals.grounding.cases import summarize as summarize_grounding
+        from conway.evals.grounding.check import prepare_cases, run_cases
+
+        cases, suite_params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
+                                                     bbox_format=bbox_format, say=say)
+        samples = len(cases)
+        what = f"{samples} grounding case(s) from {dataset or apps}, seed {seed}"
+        params = {"suite": suite, "samples": samples, "seed_sample": seed, **{k: suite_params[k] for k in
+                  ("source", "dataset", "suite_name", "scoring") if k in suite_params}}
+
+        def run(policy: Any, cfg: Any) -> Any:
+            return run_cases(policy, cfg, cases, progress=progress)
+        summarize: Any = summarize_grounding
+
+        def case_key(r: dict[str, Any]) -> str:
+            return f"{r['id']}@{r['image'].get('sha256')}"
+    else:
+        from conway.evals.vision_check import run_suite
+        from conway.evals.vision_check import summarize as summarize_vision
+
+        eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
+        if not eval_size or eval_size == (0, 0):
+            raise UserError("--size WxH is needed (the candidate's manifest records no evaluation image size)")
+        eval_size = (int(eval_size[0]), int(eval_size[1]))
+        profile = profile or manifest.get("eval", {}).get("profile") or "standard"
+        what = f"{samples} vision-check case(s), seed {seed}, {eval_size[0]}x{eval_size[1]}, profile {profile}"
+        params = {"suite": suite, "samples": samples, "size": list(eval_size), "profile": profile}
+        cleanup = None
+
+        def run(policy: Any, cfg: Any) -> Any:
+            return run_suite(policy, cfg, samples=samples, seed=seed, size=eval_size, progress=progress,
+                             profile=profile)
+        summarize = summarize_vision
+
+        def case_key(r: dict[str, Any]) -> str:
+            return str(r["image"]["sha256"])
+    runs = {}
+    try:
+        # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
+        for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
+            say(f"candidate-eval: {label} {model} on {what}")
+            runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
+                                                                extra=policy_extra,
+                                                                model_id=f"candidate-{name}" if label == "candidate"
+                                                                else f"base-{model.stem}"), run, summarize)
+    except BaseException:
+        if cleanup:
+            cleanup()
+        raise
+    b_rec, b_sum, b_id, cfg = runs["base"]
+    c_rec, c_sum, c_id, _ = runs["candidate"]
+    b_hashes = [case_key(r) for r in b_rec]
+    c_hashes = [case_key(r) for r in c_rec]
+    if b_hashes != c_hashes:  # same cases by construction: cannot differ unless the images changed mid-run
+        raise UserError("base and candidate did not see the same cases (image hashes differ)")
+    n = len(b_rec)
+    diff_lo, diff_hi = newcombe_difference(b_sum["hits"], n, c_sum["hits"], n)
+    both = sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and c.get("hit"))
+    only_b = sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and not c.get("hit"))
+    only_c = sum(1 for b, c in zip(b_rec, c_rec) if c.get("hit") and not b.get("hit"))
+    separated = c_sum["hit_rate_ci95"][0] > b_sum["hit_rate_ci95"][1]
+    summary = {
+        "suite": suite, "cases": n, "cases_sha256": hashlib.sha256("".join(b_hashes).encode()).hexdigest(),
+        "base": {"model": str(bm), "model_id": b_id, **{k: b_sum[k] for k in ("hits", "hit_rate", "hit_rate_ci95",
+                                                                               "errors", "distance_px", "latency_s")}},
+        "candidate": {"name": name, "model": str(cand_model), "model_id": c_id,
+                      **{k: c_sum[k] for k in ("hits", "hit_rate", "hit_rate_ci95", "errors", "distance_px",
+                                               "latency_s")}},
+        "difference": round(c_sum["hit_rate"] - b_sum["hit_rate"], 4),
+        "difference_ci95": [round(diff_lo, 4), round(diff_hi, 4)],
+        "paired": {"both_hit": both, "only_base_hit": only_b, "only_candidate_hit": only_c},
+        **({"references": b_sum["references"]} if b_sum.get("references") else {}),
+        "intervals_separated": separated,
+    }
+    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0,
+                    parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
+                                "base_mmproj": str(bp) if bp else None})
+    report.set_model(f"{b_id} vs {c_id}")
+    code = 0 if separated else 2
+    report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
+                  cases_order=[{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],
+                                **({"id": b["id"], "instruction": b["instruction"]} if "id" in b else {}),
+                                "base": {k: b.get(k) for k in ("hit", "predicted", "error", "raw_output")},
+                                "candidate": {k: c.get(k) for k in ("hit", "predicted", "error", "raw_output")}}
+                               for b, c in zip(b_rec, c_rec)])
+    for label, s in (("base", summary["base"]), ("candidate", summary["candidate"])):
+        lo, hi = s["hit_rate_ci95"]
+        say(f"{label:<9} {s['hits']}/{n} hit = {s['hit_rate']:.1%} (95% CI {lo:.1%}–{hi:.1%})  [{s['model_id']}]")
+    say(f"difference {summary['difference']:+.1%} (95% CI {diff_lo:+.1%} to {diff_hi:+.1%}); "
+        f"intervals {'do not overlap' if separated else 'overlap'}; same {n} cases (sha256 of hashes "
+        f"{summary['cases_sha256'][:12]})")
+    say(f"report: {out}")
+    _record_eval(home, name, summary, out)
+    return code
+
+
+def _record_eval(home: Home, name: str, summary: dict[str, Any], report: Path) -> None:
+    """Note the latest evaluation in the candidate's folder (the manifest itself is never rewritten)."""
+    path = candidate_dir(home, name) / "evals.jsonl"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ts": time.time(), "report": str(report), **summary}, sort_keys=True, default=str) + "\n")
+
+
+def render_candidates(items: list[dict[str, Any]], home: Home) -> str:
+    """`conway candidates`: one line per candidate (status, recipe, final loss, train-time held-out hits)."""
+    if not items:
+        return f"no candidates under {home.candidates}"
+    lines = []
+    for c in items:
+        m = c.get("metrics") or {}
+        hits, loss = m.get("held_out_hit_rate"), m.get("final_loss")
+        lines.append(f"{c['name']:<24} {c['status']:<26} recipe {c.get('recipe') or '-':<14} "
+                     f"loss {f'{loss:.4f}' if isinstance(loss, (int, float)) else '-'}"
+                     + (f"  train-time held-out hits {hits:.0%}" if isinstance(hits, (int, float)) else ""))
+    return "\n".join(lines)

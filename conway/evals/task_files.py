@@ -1,0 +1,443 @@
+"""Single-session tasks with acceptance criteria Conway checks itself.
+
+A task file (`conway start --task-file FILE`) is UTF-8 Markdown. It may begin
+with a YAML front matter block that declares acceptance criteria:
+
+    ---
+    acceptance:
+      - file_exists: out/report.txt
+      - file_contains: out/report.txt
+        text: "total: 42"
+      - command_exits_zero: python3 -m pytest -q tests/evals/test_report.py
+        timeout_s: 120
+      - url_answers_200: http://127.0.0.1:8000/health
+    ---
+    Write the report into out/report.txt ...
+
+Everything after the block is the task the model sees (followed by the
+criteria in words). Each criterion is a mapping with exactly one kind key;
+`text` goes with `file_contains`, `timeout_s` with the last two. Relative
+paths and commands resolve in the tools' working directory (`tools.workdir`,
+else the home's `scratch/`). URLs must be local (127.0.0.1, localhost, ::1).
+A kind Conway does not know, or any other malformed entry, is refused before
+the session starts.
+
+After an executed session the criteria are checked, and the session record
+keeps `declared` (the model's own `finish`, or nothing) and `verified` (what
+the checks found) as separate fields; `conway status` counts them apart. A
+plan-only session (no `--execute`) is not verified: nothing was done, and a
+command check could itself have side effects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import yaml
+
+from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.store.home import Home
+
+KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
+OPTIONS = {"file_exists": set(), "file_contains": {"text"}, "command_exits_zero": {"timeout_s"},
+           "url_answers_200": {"timeout_s"}}
+DEFAULT_TIMEOUT_S = {"command_exits_zero": 60.0, "url_answers_200": 10.0}
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+OUTPUT_TAIL = 400
+
+
+@dataclass(frozen=True)
+class Criterion:
+    kind: str
+    target: str
+    """A path, a shell command or a URL."""
+    text: str | None = None
+    timeout_s: float | None = None
+
+    def describe(self) -> str:
+        if self.kind == "file_exists":
+            return f"the file {self.target} exists"
+        if self.kind == "file_contains":
+            return f"the file {self.target} contains the text {self.text!r}"
+        if self.kind == "command_exits_zero":
+            return f"the command `{self.target}` exits with status 0"
+        return f"the URL {self.target} answers HTTP 200"
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "target": self.target}
+        if self.text is not None:
+            out["text"] = self.text
+        if self.timeout_s is not None:
+            out["timeout_s"] = self.timeout_s
+        return out
+
+
+@dataclass
+class TaskSpec:
+    body: str
+    criteria: list[Criterion] = field(default_factory=list)
+    source: str | None = None
+    sha256: str | None = None
+
+    def prompt(self) -> str:
+        """What the model sees: the task, then the criteria Conway will check."""
+        if not self.criteria:
+            return self.body
+        lines = "\n".join(f"- {c.describe()}" for c in self.criteria)
+        return (f"{self.body.rstrip()}\n\nAcceptance criteria (Conway checks these itself after the session; "
+                f"saying DONE does not make them true):\n{lines}")
+
+
+# --- parsing -------------------------------------------------------------------
+
+
+def _criterion(item: Any, n: int, where: str) -> Criterion:
+    if not isinstance(item, dict) or not item:
+        raise UserError(f"{where}: acceptance entry {n} must be a mapping such as `- file_exists: out.txt`")
+    kinds = [k for k in item if k in KINDS]
+    unknown = [k for k in item if k not in KINDS and not any(k in o for o in OPTIONS.values())]
+    if unknown or not kinds:
+        bad = unknown[0] if unknown else next(iter(item))
+        raise UserError(f"{where}: acceptance entry {n} has unknown check kind {bad!r}; "
+                        f"known kinds: {', '.join(KINDS)}")
+    if len(kinds) > 1:
+        raise UserError(f"{where}: acceptance entry {n} names several kinds ({', '.join(kinds)}); one per entry")
+    kind = kinds[0]
+    extra = set(item) - {kind} - OPTIONS[kind]
+    if extra:
+        raise UserError(f"{where}: acceptance entry {n} ({kind}) does not take {', '.join(sorted(extra))}")
+    target = item[kind]
+    if not isinstance(target, str) or not target.strip():
+        raise UserError(f"{where}: acceptance entry {n} ({kind}) needs a non-empty text value")
+    text = item.get("text")
+    if kind == "file_contains" and (not isinstance(text, str) or text == ""):
+        raise UserError(f"{where}: acceptance entry {n} (file_contains) needs `text:` with the text to find")
+    timeout = item.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout <= 3600):
+        raise UserError(f"{where}: acceptance entry {n} ({kind}) timeout_s must be a number in (0, 3600]")
+    if kind == "url_answers_200":
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOCAL_HOSTS:
+            raise UserError(f"{where}: acceptance entry {n}: {target!r} is not a local http(s) URL "
+                            f"(allowed hosts: {', '.join(LOCAL_HOSTS)})")
+    return Criterion(kind=kind, target=target.strip(), text=text,
+                     timeout_s=float(timeout) if timeout is not None else None)
+
+
+def parse_task(text: str, source: str = "task") -> TaskSpec:
+    """Split a task file into its body and declared criteria; UserError for anything malformed."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        if not text.strip():
+            raise UserError(f"{source} is empty")
+        return TaskSpec(body=text, source=source, sha256=digest)
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+    if end is None:
+        raise UserError(f"{source}: the front matter starting with `---` on line 1 is never closed by `---`")
+    try:
+        meta = yaml.safe_load("".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{source}: the front matter is not valid YAML: {str(exc).splitlines()[0]} "
+                        "(put quotes around values that contain ': ' or start with a special character)") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{source}: the front matter must be a mapping with `acceptance:`")
+    unknown = set(meta) - {"acceptance", "title"}
+    if unknown:
+        raise UserError(f"{source}: unknown front matter key(s) {', '.join(sorted(map(str, unknown)))}; "
+                        "known: acceptance, title")
+    items = meta.get("acceptance") or []
+    if not isinstance(items, list):
+        raise UserError(f"{source}: `acceptance:` must be a list of checks")
+    criteria = [_criterion(item, n, source) for n, item in enumerate(items, 1)]
+    body = "".join(lines[end + 1:])
+    if not body.strip():
+        raise UserError(f"{source} has acceptance criteria but no task text after the front matter")
+    if meta.get("title"):
+        body = f"# {meta['title']}\n\n{body}"
+    return TaskSpec(body=body, criteria=criteria, source=source, sha256=digest)
+
+
+# --- verification ----------------------------------------------------------------
+
+
+def _resolve(path: str, workdir: Path) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() else workdir / p
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= OUTPUT_TAIL else "…" + text[-OUTPUT_TAIL:]
+
+
+def _run_command(command: str, workdir: Path, timeout_s: float) -> tuple[bool, str]:
+    posix = os.name == "posix"
+    proc = subprocess.Popen(command, shell=True, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=posix)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        if posix:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:  # pragma: no cover
+            proc.kill()
+        proc.communicate()
+        return False, f"timed out after {timeout_s:g} s (its process group was killed)"
+    text = out.decode("utf-8", errors="replace")
+    shown = f"; output: {_tail(text)}" if text.strip() else ""
+    return proc.returncode == 0, f"exit status {proc.returncode}{shown}"
+
+
+def verify_one(c: Criterion, workdir: Path) -> tuple[bool, str]:
+    """(passed, observed outcome) of one criterion, checked by Conway."""
+    if c.kind in ("file_exists", "file_contains"):
+        path = _resolve(c.target, workdir)
+        if not path.exists():
+            return False, f"{path} does not exist"
+        if not path.is_file():
+            return False, f"{path} exists but is not a regular file"
+        if c.kind == "file_exists":
+            return True, f"{path} exists ({path.stat().st_size} bytes)"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return False, f"cannot read {path}: {exc.strerror}"
+        at = data.find(str(c.text).encode("utf-8"))
+        if at < 0:
+            return False, f"{path} ({len(data)} bytes) does not contain {c.text!r}"
+        return True, f"{path} contains {c.text!r} at byte {at}"
+    if c.kind == "command_exits_zero":
+        timeout = c.timeout_s or DEFAULT_TIMEOUT_S[c.kind]
+        return _run_command(c.target, workdir, timeout)
+    import httpx
+    timeout = c.timeout_s or DEFAULT_TIMEOUT_S[c.kind]
+    try:
+        resp = httpx.get(c.target, timeout=timeout, follow_redirects=False)
+    except httpx.HTTPError as exc:
+        return False, f"{c.target} not reachable ({type(exc).__name__}: {exc})"
+    return resp.status_code == 200, f"{c.target} answered HTTP {resp.status_code}"
+
+
+def verify(criteria: list[Criterion], workdir: Path) -> list[dict[str, Any]]:
+    out = []
+    for n, c in enumerate(criteria, 1):
+        started = time.perf_counter()
+        try:
+            ok, observed = verify_one(c, workdir)
+        except Exception as exc:
+            ok, observed = False, f"the check itself failed: {type(exc).__name__}: {exc}"
+        out.append({"check": f"{n}. {c.kind}", "criterion": c.describe(), "spec": c.record(), "verified": ok,
+                    "observed": observed, "duration_s": round(time.perf_counter() - started, 3)})
+    return out
+
+
+# --- the session: memory isolation, journaling, counting ---------------------------
+
+
+@dataclass(frozen=True)
+class SessionHome(Home):
+    """The real home, except that memory.md is a session copy: the standing memory stays intact."""
+
+    session_dir: Path = Path(".")
+
+    @property
+    def memory(self) -> Path: return self.session_dir / "memory.md"
+    @property
+    def memory_previous(self) -> Path: return self.session_dir / "memory.previous.md"
+
+
+def session_home(home: Home, name: str) -> SessionHome:
+    folder = home.root / "sessions" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    if home.memory.exists():
+        shutil.copyfile(home.memory, folder / "memory.md")
+    return SessionHome(root=home.root, session_dir=folder)
+
+
+def declared_record(finish: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not finish:
+        return None
+    return {"status": finish.get("status"), "message": finish.get("message", ""), "by": "model"}
+
+
+def session_summary(spec: TaskSpec | None, results: list[dict[str, Any]] | None, declared: dict[str, Any] | None,
+                    *, executed: bool, steps: int, reason: str) -> dict[str, Any]:
+    criteria = len(spec.criteria) if spec else 0
+    if not executed:
+        verified: bool | None = None
+        note = "plan only: nothing was dispatched, so nothing was verified"
+    elif not criteria:
+        verified = None
+        note = "the task declared no acceptance criteria; nothing to verify"
+    else:
+        verified = all(r["verified"] for r in results or [])
+        note = "verified by Conway's own checks, not by the model's finish"
+    passed = sum(1 for r in results or [] if r["verified"])
+    return {"declared": declared, "verified": verified, "criteria": criteria, "verified_passed": passed,
+            "verified_failed": len(results or []) - passed, "executed": executed, "steps": steps,
+            "stop_reason": reason, "note": note}
+
+
+def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, Any], report: str | None,
+                      journal_cfg: Any) -> bool:
+    """Append the acceptance outcome to the journal (holding the lock); False when another agent holds it."""
+    from conway.store.journal import Journal, make_event
+    from conway.store.state import InstanceLock
+
+    lock = InstanceLock(home.lock)
+    try:
+        lock.acquire()
+    except UserError:
+        return False
+    try:
+        journal = Journal(home.journal_dir, journal_cfg.max_file_bytes, journal_cfg.max_total_bytes,
+                          journal_cfg.fsync)
+        try:
+            journal.append(make_event(session, steps, "session", {
+                "event": "acceptance", "declared": summary["declared"], "verified": summary["verified"],
+                "criteria": summary["criteria"], "verified_passed": summary["verified_passed"],
+                "verified_failed": summary["verified_failed"], "executed": summary["executed"],
+                "report": report}), sync=True)
+        finally:
+            journal.close()
+    finally:
+        lock.release()
+    return True
+
+
+def acceptance_counts(home: Home) -> dict[str, int]:
+    """Single sessions counted apart: what the model declared vs what Conway verified."""
+    from conway.store.journal import iter_journal
+
+    counts = {"sessions": 0, "declared_done": 0, "declared_fail": 0, "declared_nothing": 0,
+              "verified_passed": 0, "verified_failed": 0, "not_verified": 0}
+    for event, _ in iter_journal(home.journal_dir):
+        if not event or event.get("kind") != "session":
+            continue
+        p = event.get("payload") or {}
+        if p.get("event") != "acceptance":
+            continue
+        counts["sessions"] += 1
+        status = (p.get("declared") or {}).get("status")
+        key = {"DONE": "declared_done", "FAIL": "declared_fail"}.get(status, "declared_nothing")
+        counts[key] += 1
+        v = p.get("verified")
+        counts["verified_passed" if v is True else "verified_failed" if v is False else "not_verified"] += 1
+    return counts
+
+
+def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpec | None, execute: bool, quiet: bool,
+                     output: str | None, argv: list[str] | None,
+                     say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
+    """`conway start`: one session (memory isolated), then verification, journal record and report."""
+
+    from conway.evals.report import Report, check_new_output
+    from conway.session.app import RunRequest, new_session_id, run_agent, workdir_for
+
+    out = check_new_output(output, home) if output else None
+    name = "task-" + new_session_id()
+    shome = session_home(home, name)
+    prompt = spec.prompt() if spec else task
+    report = None
+    if out is not None:
+        report = Report("session", out, argv=argv, config=config, parameters={
+            "execute": execute, "task_file": spec.source if spec else None,
+            "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
+            "criteria": [c.record() for c in spec.criteria] if spec else [],
+            "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
+    outcome, session = run_agent(shome, config, RunRequest(single_session=True, dry_run=not execute, quiet=quiet,
+                                                           task=prompt, **(request_extra or {})), say=say)
+    declared = declared_record(outcome.finish)
+    results = None
+    if execute and spec and spec.criteria:
+        results = verify(spec.criteria, workdir_for(config, home))
+    summary = session_summary(spec, results, declared, executed=execute, steps=outcome.steps, reason=outcome.reason)
+    summary["session"] = session
+    summary["session_memory"] = str(shome.memory)
+    summary["valid_decisions"] = outcome.valid_decisions
+    summary["model_errors"] = dict(outcome.model_errors)
+    never = outcome.no_valid_decision
+    if never:
+        summary["no_valid_decision"] = never
+    uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
+    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+        (2 if summary["verified"] is False else 0)
+    if report is not None:
+        report.set_model(_model_id_of(home, session))
+        for r in results or []:
+            report.add_case(r)
+        status = "no valid decision" if never and not uncertain else \
+            {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
+        report.finish(status=status, exit_code=code, summary=summary, task=prompt)
+    recorded = record_in_journal(home, session, outcome.steps, summary, str(out) if out else None,
+                                 config.journal)
+    if not execute:
+        say("plan only: nothing was dispatched (add --execute to act)")
+    d = f"{declared['status']}" + (f" ({declared['message']})" if declared and declared.get("message") else "") \
+        if declared else "nothing (no finish)"
+    say(f"declared by the model: {d}")
+    if results is not None:
+        for r in results:
+            say(f"  {'PASS' if r['verified'] else 'FAIL'}  {r['criterion']}: {r['observed']}")
+        say(f"verified by Conway: {summary['verified_passed']}/{len(results)} criteria passed")
+    else:
+        say(f"verified by Conway: - ({summary['note']})")
+    if never:
+        say(never)
+    if not recorded:
+        say("note: another agent holds this home's lock; the acceptance record was not journaled")
+    if out is not None:
+        say(f"report: {out}")
+    if outcome.failed:
+        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
+    return code
+
+
+def _model_id_of(home: Home, session: str) -> str | None:
+    from conway.store.state import StateStore
+    state, _ = StateStore(home.state, home.state_previous).load()
+    return str(state["model_id"]) if state.get("session") == session and state.get("model_id") else None
+
+
+def render_counts(counts: dict[str, int]) -> str:
+    return (f"{counts['sessions']} task session(s): declared DONE {counts['declared_done']}, "
+            f"FAIL {counts['declared_fail']}, nothing {counts['declared_nothing']} · verified "
+            f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
+            f"{counts['not_verified']} not verified")
+
+
+def read_task(text: str | None, file: str | None) -> str | None:
+    if text and file:
+        raise UserError("give either --task or --task-file, not both")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"task file {path} does not exist") from None
+        except OSError as exc:
+            raise UserError(f"cannot read task file {path}: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"task file {path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        if not text.strip():
+            raise UserError(f"task file {path} is empty")
+    if text is not None and not text.strip():
+        raise UserError("--task is empty")
+    return text

@@ -1,0 +1,84 @@
+"""`conway export`: the journal's steps (or a report's cases) written out as training-ready data.
+
+Stages, each in its own module: `conway.experience.steps` (journal → step records, labels,
+screenshots), `conway.policies.target_turns` (a step's target turn in a model
+family's format), `conway.experience.export_writers` (JSONL, `datasets` folder,
+ShareGPT). This module chooses and runs them and says what it left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conway.errors import UserError
+from conway.experience.export_writers import _refuse_existing, write_hf, write_jsonl
+from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
+from conway.policies.target_turns import STYLES
+from conway.redact import redact_known
+
+
+@dataclass
+class ExportResult:
+    written: int
+    skipped_lines: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    """Steps left out for a missing screenshot (--skip-missing)."""
+    unrendered: list[str] = field(default_factory=list)
+    labelled: int = 0
+    images_missing: list[str] = field(default_factory=list)
+    """Steps kept without their screenshot (observation.image null, image_missing true)."""
+    left_out_of_images: int = 0
+    """--format hf: steps without an image left out of the image training data."""
+    redacted: int = 0
+    """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
+
+
+def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
+                      include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
+                      skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
+    """Export the journal. Refuses to overwrite; keeps steps whose screenshot is gone (marked), or skips them.
+
+    Called the old way (journal_dir, output[, include_dry_runs]) it returns
+    (records written, skipped torn lines), as the foundation did.
+    """
+    result = export(journal_dir, output, include_dry_runs=include_dry_runs, include_uncertain=include_uncertain,
+                    fmt=fmt, style=style, skip_missing=skip_missing, home_root=home_root)
+    return result.written, result.skipped_lines
+
+
+def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
+           fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
+           home_root: Path | None = None, from_report: str | Path | None = None,
+           secret_values: list[str] | None = None) -> ExportResult:
+    """Export the journal (or a vision-check report) as JSONL or an hf dataset folder.
+
+    Every string is scanned for `secret_values` (the API key and other credential-looking variables'
+    values; see `conway.redact.known_secret_values`) and key shapes; each is replaced by <redacted>.
+    """
+    if fmt not in ("jsonl", "hf"):
+        raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
+    if style is not None and style not in STYLES:
+        raise UserError(f"unknown --style {style!r}; use one of {', '.join(STYLES)}")
+    _refuse_existing(output)
+    root = home_root if home_root is not None else journal_dir.parent
+    if from_report is not None:
+        records, skipped = records_from_vision_check(Path(from_report)), []
+        labelled = len(records)
+    else:
+        records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
+                                                     include_uncertain=include_uncertain, home_root=root)
+    missing: list[str] = []
+    if skip_missing:
+        records, missing = check_screenshots(records, root, skip_missing=True)
+    images_missing = mark_missing_images(records, root)
+    records, redacted = redact_known(records, secret_values or [])
+    if fmt == "hf":
+        unrendered = write_hf(records, output, root, style or "generic")
+        left_out = len(images_missing)
+    else:
+        unrendered = write_jsonl(records, output, style)
+        left_out = 0
+    return ExportResult(written=len(records) - len(unrendered) - left_out, skipped_lines=skipped, missing=missing,
+                        unrendered=unrendered, labelled=labelled, images_missing=images_missing,
+                        left_out_of_images=left_out, redacted=redacted)

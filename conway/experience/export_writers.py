@@ -1,0 +1,163 @@
+"""Export writers: trajectory JSONL, a Hugging Face `datasets` folder, and ShareGPT conversations.
+
+`conway.experience.export` turns the journal into step records; these write them out (never
+over an existing file), rendering target turns through `conway.policies.target_turns`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conway.errors import UserError
+from conway.experience.steps import record_image
+from conway.policies.target_turns import render_target
+
+
+def _refuse_existing(output: Path) -> None:
+    if output.exists():
+        raise UserError(f"{output} already exists; choose a new file (export never overwrites)")
+    if not output.parent.exists():
+        raise UserError(f"folder {output.parent} does not exist")
+
+
+def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None = None) -> list[str]:
+    """Write records (with a `target` per step when a style is given); returns steps not rendered."""
+    _refuse_existing(output)
+    unrendered = []
+    tmp = output.with_name(output.name + ".partial")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for rec in records:
+            if style:
+                try:
+                    t = render_target(rec, style)
+                except ValueError as exc:
+                    unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+                    continue
+                rec = {**rec, "target": {"style": style, "text": t.text, "convention": t.convention,
+                                         "sent_size": list(t.sent_size), "source": t.source}}
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp.replace(output)
+    return unrendered
+
+
+def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -> tuple[list[dict[str, Any]], bytes]:
+    """(messages, image as sent): the step as policy family `style` sees it, with its target turn last.
+
+    messages: system / user (the policy's text parts and one `{"type": "image"}` part where the policy puts
+    the image) / assistant (the target in the family's format). The image went through the loop's resize rule
+    and encoding, so the target's pixel coordinates refer to it. ValueError when the step cannot be rendered.
+    """
+    from conway.experience.conversation import policy_messages, step_context, typed_parts
+    from conway.policies.factory import make_adapter
+
+    ctx = step_context(rec, png, config)
+    messages, image = policy_messages(ctx, style, encoding=config.policy.image_encoding)
+    rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
+                               "captured_size": list(image.captured_size),
+                               "convention": make_adapter(style).default_convention.value, "policy": style}}
+    target = render_target(rec, style).text
+    turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
+    turns.append({"role": "assistant", "content": [{"type": "text", "text": target}]})
+    return turns, image.data
+
+
+def write_sharegpt(folder: Path, conversations: list[tuple[list[dict[str, Any]], bytes]]) -> None:
+    """LLaMA-Factory's multimodal ShareGPT layout: data.json (`<image>` where the image goes), images/, and
+    the dataset_info.json entry `conway` (formatting sharegpt, role/content tags, system turns kept)."""
+    images = folder / "images"
+    images.mkdir(parents=True)
+    data = []
+    for i, (turns, image) in enumerate(conversations):
+        ext = "png" if image[:4] == b"\x89PNG" else "jpg"
+        name = f"images/{i:06d}.{ext}"
+        (folder / name).write_bytes(image)
+        msgs = [{"role": t["role"], "content": "".join("<image>" if p["type"] == "image" else p["text"]
+                                                        for p in t["content"])} for t in turns]
+        data.append({"messages": msgs, "images": [name]})
+    (folder / "data.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    info = {"conway": {"file_name": "data.json", "formatting": "sharegpt",
+                       "columns": {"messages": "messages", "images": "images"},
+                       "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                                "assistant_tag": "assistant", "system_tag": "system"}}}
+    (folder / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
+             style: str = "generic") -> list[str]:
+    """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
+    steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
+    subfolder for LLaMA-Factory. A step whose prompt cannot be rebuilt (no captured size) keeps its Conway
+    columns with empty `messages` / `images` and is left out of `sharegpt/`.
+
+    Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
+    """
+    records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
+    try:
+        from datasets import Dataset, Features, Image, List, Value
+    except ImportError:
+        raise UserError("--format hf needs the train extra (pip install -e '.[train]')") from None
+    _refuse_existing(output)
+    rows: dict[str, list[Any]] = {k: [] for k in ("session", "step", "image", "image_sha256", "instruction",
+                                                  "target", "style", "convention", "sent_width", "sent_height",
+                                                  "captured_width", "captured_height", "success",
+                                                  "label_source", "hindsight", "record", "messages",
+                                                  "images")}
+    from conway.config import load_config
+    config = load_config(None, [])
+    conversations = []
+    unrendered = []
+    for rec in records:
+        try:
+            t = render_target(rec, style)
+        except ValueError as exc:
+            unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+            continue
+        data = record_image(rec, home_root)
+        labels = rec.get("labels") or {}
+        rows["session"].append(rec["session"])
+        rows["step"].append(rec["step"])
+        rows["image"].append({"bytes": data, "path": None} if data is not None else None)
+        rows["image_sha256"].append(hashlib.sha256(data).hexdigest() if data is not None else None)
+        rows["instruction"].append(rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "")
+        rows["target"].append(t.text)
+        rows["style"].append(style)
+        rows["convention"].append(t.convention)
+        rows["sent_width"].append(t.sent_size[0])
+        rows["sent_height"].append(t.sent_size[1])
+        rows["captured_width"].append(t.captured_size[0])
+        rows["captured_height"].append(t.captured_size[1])
+        rows["success"].append(labels.get("success", "unknown"))
+        rows["label_source"].append(labels.get("source"))
+        rows["hindsight"].append(bool(labels.get("hindsight", False)))
+        rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+        try:
+            turns, sent = conversation_row(rec, data, style, config) if data is not None else ([], None)
+        except ValueError:  # the target rendered above; a prompt that cannot be rebuilt leaves `messages` empty
+            turns, sent = [], None
+        rows["messages"].append(turns)
+        rows["images"].append([{"bytes": sent, "path": None}] if sent is not None else [])
+        if sent is not None:
+            conversations.append((turns, sent))
+    features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
+                         "image_sha256": Value("string"), "instruction": Value("string"),
+                         "target": Value("string"), "style": Value("string"), "convention": Value("string"),
+                         "sent_width": Value("int64"), "sent_height": Value("int64"),
+                         "captured_width": Value("int64"), "captured_height": Value("int64"),
+                         "success": Value("string"), "label_source": Value("string"),
+                         "hindsight": Value("bool"), "record": Value("string"),
+                         "messages": List({"role": Value("string"),
+                                           "content": List({"type": Value("string"), "text": Value("string")})}),
+                         "images": List(Image())})
+    ds = Dataset.from_dict(rows, features=features)
+    tmp = output.with_name(output.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ds.save_to_disk(str(tmp))
+    if conversations:
+        write_sharegpt(tmp / "sharegpt", conversations)
+    tmp.replace(output)
+    return unrendered

@@ -1,0 +1,276 @@
+"""Journal → step records: one `conway-traj/1` record per step, with its labels and screenshot.
+
+
+Format `conway-traj/1`, one JSON object per step:
+
+    format, session, step, t_start, t_end
+    instruction   the goals / task text the model saw at that step (journaled when it changes)
+    observation   the journal's observation record: screenshot path + sha256,
+                  captured size, logical size, accessibility length, ...
+    geometry      captured_size, sent_size, convention, resize_rule (what the
+                  model saw and how its coordinates read; from the decision)
+    prompt        sha256 and the names of the parts the prompt was built from
+                  (when the policy recorded them)
+    decision      raw output, thought, reasoning, parsed actions, usage, meta
+    actions       results (or errors) of what was dispatched
+    errors        pre-dispatch errors
+    uncertain, dry_run, discarded, finish (the model's own word, never a label)
+    model_id, harness_revision
+    labels        {"success": "unknown"} unless an independent source said
+                  otherwise (see `conway.experience.labels`)
+
+Image bytes never appear in the JSONL. `--format hf` writes a Hugging Face
+`datasets` folder instead, with the screenshot as an `Image` feature; `--style`
+renders each step's target turn in one model family's own action format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from conway.errors import UserError
+from conway.experience.labels import LabelIndex, label_summary, labels_path, read_labels
+from conway.store.journal import read_journal
+
+FORMAT = "conway-traj/1"
+_GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
+
+
+def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool = False,
+                      include_uncertain: bool = False) -> list[dict[str, Any]]:
+    """Group events by (session, step) into step records. Image bytes never appear.
+
+    Dry runs and uncertain steps are left out unless asked for: a dry run did
+    nothing, and an uncertain step may or may not have happened.
+    """
+    steps: dict[tuple[str, int], dict[str, Any]] = {}
+    order: list[tuple[str, int]] = []
+    revisions: dict[str, str | None] = {}
+    checks: dict[str, dict[str, Any]] = {}
+    goals: dict[str, str] = {}
+    for ev in events:
+        kind = ev.get("kind")
+        p = ev.get("payload") or {}
+        if kind == "session":
+            if p.get("event") == "start":
+                revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
+            elif p.get("event") == "goals":  # the goals / task text the model saw from here on
+                goals[ev.get("session", "?")] = p.get("text")
+            elif p.get("event") == "acceptance" and p.get("verified") is not None:
+                # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
+                checks[ev.get("session", "?")] = {"success": "success" if p["verified"] else "failure",
+                                                  "source": "task-check", "scope": "session",
+                                                  "report": p.get("report")}
+            continue
+        if kind in ("recovery", "control"):
+            continue
+        key = (ev.get("session", "?"), int(ev.get("step", 0)))
+        rec = steps.get(key)
+        if rec is None:
+            rec = steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
+                                "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
+                                "decision": None, "actions": [], "errors": [], "uncertain": False,
+                                "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
+                                "labels": {"success": "unknown"}}
+            if goals.get(key[0]):
+                rec["instruction"] = goals[key[0]]
+            order.append(key)
+        rec["t_end"] = ev.get("ts")
+        if kind == "observation":
+            rec["observation"] = p
+        elif kind == "decision":
+            if p.get("discarded"):
+                rec["discarded"] = True
+            rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
+            rec["model_id"] = p.get("model_id")
+            if p.get("harness_revision"):
+                rec["harness_revision"] = p["harness_revision"]
+            rec["dry_run"] = rec["dry_run"] or bool(p.get("dry_run"))
+            geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
+            if geo:
+                rec["geometry"] = geo
+            prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
+            if prompt:
+                rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
+        elif kind in ("result", "error", "suppressed"):
+            if p.get("dry_run"):
+                rec["dry_run"] = True
+            entry = {"kind": kind, **p}
+            (rec["errors"] if kind == "error" and "action" not in p else rec["actions"]).append(entry)
+        elif kind == "uncertain":
+            rec["uncertain"] = True
+            rec["actions"].append({"kind": "uncertain", **p})
+        elif kind == "finish":
+            rec["finish"] = {"status": p.get("status"), "message": p.get("message"), "declared_by": "model"}
+        elif kind == "intent":
+            rec.setdefault("intents", []).append(p.get("action"))
+    out = []
+    for key in order:
+        rec = steps[key]
+        rec["harness_revision"] = rec["harness_revision"] or revisions.get(key[0])
+        if key[0] in checks:
+            rec["labels"] = dict(checks[key[0]])
+        if rec["geometry"] is None and rec["observation"]:
+            size = rec["observation"].get("captured_size")
+            rec["geometry"] = {"captured_size": size} if size else None
+        if rec["dry_run"] and not include_dry_runs:
+            continue
+        if rec["uncertain"] and not include_uncertain:
+            continue
+        if rec["observation"] is None and rec["decision"] is None and not rec["actions"]:
+            continue
+        out.append(rec)
+    return out
+
+
+def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:
+    """Put each step's latest label into its record; returns how many steps carry one."""
+    n = 0
+    for rec in records:
+        lab = labels.get(rec["session"], rec["step"])
+        if lab is None and (rec.get("labels") or {}).get("source"):
+            n += 1  # a session-level check already labelled it
+            continue
+        rec["labels"] = label_summary(lab)
+        n += lab is not None
+    return n
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+def screenshot_file(rec: dict[str, Any], home_root: Path | None) -> Path | None:
+    """Where the step's screenshot should be (None when none was archived)."""
+    shot = (rec.get("observation") or {}).get("screenshot")
+    if not shot:
+        return None
+    path = Path(shot)
+    if not path.is_absolute() and home_root is not None:
+        path = home_root / path
+    return path
+
+
+def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
+    """PNG bytes of a step's image: the archived screenshot, or a regenerated vision-check case (hash-checked)."""
+    gen = (rec.get("task") or {}).get("generator")
+    if gen:
+        from conway.evals.vision_cases import GENERATOR, generate_case
+
+        if gen.get("name") != GENERATOR:
+            raise UserError(f"{rec['session']} step {rec['step']}: made by image generator {gen.get('name')!r}, "
+                            f"this Conway has {GENERATOR!r}; the image cannot be regenerated")
+        case = generate_case(int(gen["seed"]), int(gen["index"]), (int(gen["size"][0]), int(gen["size"][1])),
+                             gen.get("profile", "standard"))
+        want = (rec.get("observation") or {}).get("sha256")
+        if want and case.sha256 != want:
+            raise UserError(f"{rec['session']} step {rec['step']}: the regenerated image's sha256 differs from the "
+                            "recorded one (a different generator version); refusing to train on the wrong image")
+        return case.png
+    path = screenshot_file(rec, home_root)
+    return path.read_bytes() if path is not None and path.is_file() else None
+
+
+def records_from_vision_check(report_path: Path) -> list[dict[str, Any]]:
+    """A vision-check report → one conway-traj/1 record per case, labelled by the case itself.
+
+    The target box is ground truth: a hit is labelled correct; a miss becomes a
+    hindsight example whose corrected action clicks the target's centre.
+    Images are not copied: the generator, seed and index regenerate them.
+    """
+    from conway.evals.report import load_report
+
+    try:
+        data, cases = load_report(report_path)
+    except UserError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read report {report_path}: {exc}") from None
+    if data.get("kind") == "grounding-check":
+        from conway.evals.grounding.records import records_from_grounding
+        return records_from_grounding(report_path, data, cases, fmt=FORMAT, geometry_keys=_GEOMETRY_KEYS)
+    if data.get("kind") != "vision-check":
+        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check or "
+                        "grounding-check report")
+    params = data.get("parameters") or {}
+    seed = data.get("seed")
+    size = params.get("size")
+    if seed is None or not size or not params.get("generator"):
+        raise UserError(f"{report_path} does not record seed, image size and generator; cannot rebuild its images")
+    if not cases:
+        raise UserError(f"nothing to export: {report_path} has no cases")
+    revision = (data.get("conway") or {}).get("git_revision")
+    out = []
+    for c in cases:
+        meta = c.get("decision_meta") or {}
+        box = (c.get("target") or {}).get("box")
+        centre = (c.get("target") or {}).get("centre")
+        hit = bool(c.get("hit"))
+        labels: dict[str, Any] = {"success": "success" if hit else "failure", "source": "vision-check",
+                                  "verdict": "correct" if hit else "wrong", "hindsight": not hit}
+        if not hit and centre:
+            labels["corrected_action"] = {"type": "click", "x": centre[0], "y": centre[1], "button": "left"}
+        geo = {k: meta[k] for k in _GEOMETRY_KEYS if meta.get(k) is not None}
+        geo.setdefault("captured_size", list(size))
+        out.append({
+            "format": FORMAT, "session": f"vision-check-seed{seed}", "step": int(c["index"]),
+            "t_start": data.get("started_at"), "t_end": data.get("ended_at"),
+            "observation": {"source": "vision-check", "captured_size": list(size), "logical_size": list(size),
+                            "sha256": (c.get("image") or {}).get("sha256"), "screenshot": None,
+                            "accessibility_chars": 0},
+            "geometry": geo, "prompt": None,
+            "decision": {"raw_text": c.get("raw_output"), "actions": [c["action"]] if c.get("action") else [],
+                         "model_id": c.get("model_id"), "thought": None},
+            "actions": [], "errors": [{"kind": "error", "error": c["error"]}] if c.get("error") else [],
+            "uncertain": False, "dry_run": False, "finish": None, "model_id": c.get("model_id"),
+            "harness_revision": revision, "labels": labels,
+            "instruction": c.get("instruction"),
+            "task": {"kind": "vision-check", "instruction": c.get("instruction"), "index": int(c["index"]),
+                     "target_box": box, "generator": {"name": params["generator"], "seed": seed,
+                                                      "profile": params.get("profile", "standard"),
+                                                      "index": int(c["index"]), "size": list(size)}},
+        })
+    return out
+
+
+def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,
+                      skip_missing: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """Drop steps whose archived screenshot is gone (with --skip-missing) or refuse naming them."""
+    missing = []
+    kept = []
+    for rec in records:
+        path = screenshot_file(rec, home_root)
+        if path is not None and not path.is_file():
+            missing.append(f"{rec['session']} step {rec['step']}: {path}")
+            continue
+        kept.append(rec)
+    if missing and not skip_missing:
+        shown = "\n  ".join(missing[:10]) + (f"\n  … and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise UserError(f"{len(missing)} step(s) name screenshots that are missing:\n  {shown}\n"
+                        "(add --skip-missing to export without those steps)")
+    return kept, missing
+
+
+def mark_missing_images(records: list[dict[str, Any]], home_root: Path | None) -> list[str]:
+    """Keep steps whose archived screenshot was rotated away, marked `observation.image: null` and
+    `image_missing: true` (the normal state of a long run: only the newest screenshots are kept)."""
+    missing = []
+    for rec in records:
+        path = screenshot_file(rec, home_root)
+        if path is not None and not path.is_file():
+            rec["observation"] = {**rec["observation"], "image": None, "image_missing": True}
+            missing.append(f"{rec['session']} step {rec['step']}: {path}")
+    return missing
+
+
+def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
+                    home_root: Path | None = None) -> tuple[list[dict[str, Any]], list[str], int]:
+    """(records with labels, torn journal lines, labelled count); UserError on an empty journal."""
+    read = read_journal(journal_dir)
+    if not read.events:
+        raise UserError(f"nothing to export: the journal in {journal_dir} is empty (run the agent first)")
+    records = steps_from_events(read.events, include_dry_runs=include_dry_runs,
+                                include_uncertain=include_uncertain)
+    root = home_root if home_root is not None else journal_dir.parent
+    labelled = attach_labels(records, read_labels(labels_path(root)))
+    return records, read.skipped, labelled

@@ -1,0 +1,257 @@
+"""The continuous cycle (DESIGN §2), top to bottom: read control → reread goals → observe → build context
+→ decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
+
+Everything comes in through `LoopParts`. Around the cycle: `loop_control` (stop/pause, signals, budgets,
+sliced waits), `recovery` (start-up), `run_state` (state.json), `decision_context` (what the model sees),
+`repetition` (suppression), `observe.fallback` (no screen). An uncertain outcome is never replayed and ends
+the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.actions import ActionProblem, Finish, Wait, _Action
+from conway.bounded import cut_text
+from conway.cancel import DecisionAborted
+from conway.geometry import ScreenGeometry
+from conway.loop.control import Clock, Control, StopRun, backoff_delay
+from conway.loop.parts import LoopParts, RunOutcome
+from conway.loop.ratelimit import rate_limit_wait
+from conway.loop.recovery import start_up
+from conway.loop.repetition import Repetitions
+from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
+from conway.observe.fallback import ScreenFallback
+from conway.prompt.decision import ContextBuilder, context_record
+from conway.prompt.memory import Memory
+from conway.protocols import (
+    Decision,
+    DispatchUncertain,
+    FailSafeTriggered,
+    PolicyError,
+    RateLimited,
+    ToolResult,
+    decision_problem_cause,
+)
+from conway.store.journal import make_event
+from conway.store.provenance import harness_revision, prompt_record
+
+__all__ = ["Clock", "Loop", "LoopParts", "PreDispatchError", "RunOutcome", "StopRun", "backoff_delay", "disk_full"]
+
+class PreDispatchError(Exception):
+    """Nothing to dispatch this cycle (a failed model request, an invalid action); handled once, in `run`.
+
+    `cause`: what `RunOutcome.model_errors` counts; `context`: the prompt's budget record; `error`: the
+    policy's exception (a rate limit gets a bounded wait instead of a note)."""
+
+    def __init__(self, message: str, cause: str, context: dict[str, Any] | None = None,
+                 error: PolicyError | None = None):
+        super().__init__(message)
+        self.cause, self.context, self.error = cause, context, error
+
+
+class Loop:
+    def __init__(self, parts: LoopParts):
+        self.p = parts
+        self.cfg = cfg = parts.config
+        self.say = parts.say  # the one print path
+        self.state = RunState(parts.home, parts.clock)
+        self.control = Control(parts.home.control, parts.session, parts.clock, cfg.agent, record=self.record,
+                               set_status=lambda status: self.state.save(status=status), say=self.say,
+                               before_sleep=self.state.flush, decisions=lambda: self.decisions)
+        self.memory = Memory(parts.home.memory, parts.home.memory_previous, cfg.memory.max_chars, cfg.memory.keep_chars)
+        self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory)
+        self.screen = ScreenFallback(parts.observer, self.say, fatal=disk_full)  # no room for screenshots: stop
+        self.repeats = Repetitions(cfg.agent.repetition_limit)
+        self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
+        self.revision = harness_revision()
+        self.step = 0
+        self.decisions = 0
+        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
+        self.idle_count = 0
+        self.error_count = 0
+        self.last_change_key: str | None = None
+
+    # -- the run --------------------------------------------------------------
+
+    def run(self) -> RunOutcome:
+        self.control.start()  # signals are cooperative stops until `close`
+        reason, failed = "ended", False
+        try:
+            self.contexts.latest = start_up(self.p, self.state, self.record, self.revision)  # recovery first
+            while True:
+                self.control.check()
+                self.control.check_budget(steps=True)
+                self.step += 1
+                self.state.progress(self.step)
+                try:
+                    self.cycle()
+                except PreDispatchError as exc:
+                    self.pre_dispatch_error(exc)
+        except StopRun as stop:
+            reason = stop.reason
+        except KeyboardInterrupt:
+            reason = "interrupted (Ctrl+C)"
+        except Exception as exc:
+            (reason, error), failed = crash_report(exc), True
+            if disk_full(exc):
+                self.p.journal.release_reserve()  # room for the last events and state.json
+            best_effort(lambda: self.record("error", error))
+        finally:
+            self.control.close()
+            out = self.outcome.ended(reason, self.step, failed)
+            best_effort(lambda: self.record("session", out.end_record()))
+            self.state.final(reason)
+            best_effort(lambda: self.say(out.summary()))
+        out.journal = str(self.p.journal.path) if self.p.journal.path else None
+        return out
+
+    # -- one cycle (control was read by `run`) -------------------------------
+
+    def cycle(self) -> None:
+        goals, goals_event = self.contexts.goals(self.p.task)
+        if goals_event:  # changed: exports carry the instruction the model saw
+            self.record("session", goals_event)
+        obs = self.screen.observe()  # without a screen: an observation without an image
+        changed = obs.change_key != self.last_change_key
+        if changed:
+            self.repeats.screen_changed()
+        self.last_change_key = obs.change_key
+        self.record("observation", obs.record())
+
+        ctx = self.contexts.build(goals, obs, self.step)
+        try:
+            decision = self.control.cancellable(lambda: self.p.policy.decide(ctx))  # a stop aborts it
+        except DecisionAborted as exc:  # a stop arrived and the request was abandoned: nothing to dispatch
+            self.record("decision", {"raw_text": None, "actions": [], "model_id": self.p.policy.model_id,
+                                     "discarded": True, "aborted": True, "detail": str(exc), "dry_run": self.p.dry_run})
+            self.control.check()
+            raise StopRun(self.control.signal_stop or "stop requested") from None
+        except PolicyError as exc:  # a failed request or a rate limit: nothing to dispatch
+            raise PreDispatchError(f"model request failed: {exc}", exc.cause, context_record(ctx), exc) from exc
+        self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
+        decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
+        if self.control.stop_requested():  # a stop that arrived during inference: discarded, never dispatched
+            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run,
+                                     "context": context_record(ctx)})
+            self.control.check()
+        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": context_record(ctx)})
+        self.act(decision, changed, obs.geometry)
+
+    def act(self, decision: Decision, changed: bool, screen: ScreenGeometry | None) -> None:
+        """Validate every proposed action, then run them in order (`screen`: the observation's, for the tools)."""
+        checked = [self.p.toolbox.check(a) if isinstance(a, _Action) else a for a in decision.actions]
+        problems = [a for a in checked if isinstance(a, ActionProblem)]
+        actions = [a for a in checked if isinstance(a, _Action)]
+        if problems or not actions:
+            msg = "; ".join(p.message for p in problems) or "the model proposed no action"
+            cause = decision_problem_cause(decision)
+            raise PreDispatchError(msg if cause == "cut off" else f"{cause}: {msg}", cause)
+        self.error_count = 0
+        self.outcome.valid_decisions += 1
+        for action in actions:
+            self.control.check()
+            if isinstance(action, Wait):
+                self.idle(action, changed)
+            elif isinstance(action, Finish):
+                self.finish(action)
+            else:
+                self.idle_count = 0
+                self.dispatch(action, screen)
+
+    def idle(self, action: Wait, changed: bool) -> None:
+        """The model waits (idle backoff while the screen is unchanged); what was waited is recorded after."""
+        self.idle_count = 1 if changed else self.idle_count + 1
+
+        def done(outcome: str, waited: dict[str, Any]) -> None:
+            self.note(action, outcome)
+            self.record("result", {"action": action.model_dump(), "ok": True, **waited, "dry_run": self.p.dry_run})
+        self.control.idle_wait(action.seconds or 0.0, self.idle_count, done)
+
+    def finish(self, action: Finish) -> None:
+        self.outcome.finish = action.model_dump()
+        self.record("finish", {**action.model_dump(), "declared_by": "model",
+                               "note": "the model's own report; not a verified success"})
+        self.note(action, "recorded (the model's own report)")
+        self.say(f"model reports {action.status}: {action.message}")
+        if self.p.single_session:
+            raise StopRun(f"finish {action.status}")
+
+    def dispatch(self, action: _Action, screen: ScreenGeometry | None = None) -> None:
+        """Intent (fsynced) → side effect → result; an uncertain outcome ends the run."""
+        times = self.repeats.suppressed(action)
+        if times is not None:
+            self.record("suppressed", {"action": action.model_dump(), "times": times})
+            self.note(action, f"suppressed: {action.summary()} was already done {times} times in a row; "
+                              "do something else or wait")
+            return
+        if self.p.dry_run:
+            self.record("result", {"action": action.model_dump(), "dry_run": True, "ok": None,
+                                   "detail": "planned only; not dispatched"})
+            self.note(action, "planned only (dry run)")
+            return
+        dumped, long = action.model_dump(), self.p.toolbox.cancellable(action)  # long: a stop ends it early
+        if action.side_effect:  # the fsynced intent is the authority (recovery, `status`) ...
+            self.record("intent", {"action": dumped, "summary": action.summary()})
+        if action.side_effect and long:  # ... and what may take a while (a shell command) is shown in state.json
+            self.state.save_pending({"step": self.step, "action": dumped, "summary": action.summary(),
+                                     "at": self.p.clock.time()})
+        try:
+            result = self.control.watched(lambda: self.p.toolbox.run(action, screen), long)
+        except FailSafeTriggered as exc:
+            self.uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
+        except DispatchUncertain as exc:
+            self.uncertain_end(action, str(exc), "uncertain side-effect failure")
+        except Exception as exc:
+            if action.side_effect:
+                self.uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
+            result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
+        self.record("result" if result.ok else "error", {"action": dumped, **result.record()})
+        if action.side_effect:  # recovery finds the journaled result if this write is lost
+            self.state.save_pending(None)
+        self.note(action, "ok" if result.ok else f"failed: {result.error}")
+        shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
+        self.contexts.latest = f"{action.summary()} → {shown}"
+        # Policy.feedback: every recorded result (a no-op unless the policy learns from them)
+        self.p.policy.feedback({"step": self.step, "action": dumped, **result.record()})
+
+    def uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
+        self.record("uncertain", {"action": action.model_dump(), "detail": detail})
+        self.state.save(pending=None)  # recorded once; a restart must not record it again
+        raise StopRun(self.control.stop_requested() or reason)  # a stop that cut it short is the reason
+
+    # -- what a step leaves for the next ones --------------------------------
+
+    def pre_dispatch_error(self, exc: PreDispatchError) -> None:
+        """Record it, show it to the model, and back off after repeated ones (5, 10, 20 … s)."""
+        self.error_count += 1
+        self.outcome.model_error(exc.cause)
+        delay = self.control.recovery_delay(self.error_count)
+        if isinstance(exc.error, RateLimited):
+            return self.rate_limited(exc.error, delay, exc.context)
+        spent = self.control.budget_spent_by(delay) if delay else None
+        self.record("error", {"stage": "pre-dispatch", "error": str(exc), "cause": exc.cause,
+                              "consecutive": self.error_count, "backoff_s": 0.0 if spent else delay,
+                              **({"context": exc.context} if exc.context else {})})
+        self.contexts.note_error(self.step, str(exc))
+        self.say(f"step {self.step}: {exc}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
+        if delay:
+            self.control.wait(delay)
+
+    def rate_limited(self, exc: RateLimited, backoff: float, context: dict[str, Any] | None) -> None:
+        """Counts toward recovery backoff; the wait is bounded (conway/loop/ratelimit.py)."""
+        delay, why = rate_limit_wait(exc.retry_after, backoff, self.cfg.agent.recovery_backoff_max_s, exc.source)
+        self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
+                              self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why,
+                              "cause": exc.cause, "context": context})
+        self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
+        self.control.wait(delay)
+
+    def note(self, action: _Action, outcome: str) -> None:
+        compacted = self.contexts.note(self.step, action.summary(), outcome)
+        if compacted:
+            self.record("recovery", {"what": "memory", "detail": compacted})
+        self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
+
+    def record(self, kind: str, payload: dict[str, Any]) -> None:
+        self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))

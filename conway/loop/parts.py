@@ -1,0 +1,72 @@
+"""What a run of the loop is given (`LoopParts`) and what it reports when it ends (`RunOutcome`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from conway.config import ConwayConfig
+from conway.loop.control import Clock
+from conway.protocols import Actuator, Observer, Policy, describe_causes
+from conway.store.home import Home
+from conway.store.journal import Journal
+
+
+@dataclass
+class LoopParts:
+    home: Home
+    config: ConwayConfig
+    policy: Policy
+    observer: Observer
+    toolbox: Actuator
+    journal: Journal
+    session: str
+    clock: Clock = field(default_factory=Clock)
+    single_session: bool = False
+    """`start`: a finish ends the session. `run`: finish is recorded and the loop carries on."""
+    dry_run: bool = False
+    """Plan without dispatching (observe mode, `start` without --execute)."""
+    say: Callable[[str], None] = print
+    """The loop's one print path."""
+    task: str | None = None
+    """A single-session task shown to the model as the goal."""
+
+
+@dataclass
+class RunOutcome:
+    reason: str
+    steps: int
+    finish: dict[str, Any] | None = None
+    """The model's last finish (its own word, never a verified success)."""
+    valid_decisions: int = 0
+    """Decisions that held at least one valid action."""
+    model_errors: dict[str, int] = field(default_factory=dict)
+    """Steps without a valid decision, counted by cause (`HTTP 500`, `timeout`, `cut off` …)."""
+    failed: bool = False
+    """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
+    journal: str | None = None
+    """The journal file holding the last events (named in the CLI's one-line error)."""
+
+    def model_error(self, cause: str) -> None:
+        self.model_errors[cause] = self.model_errors.get(cause, 0) + 1
+
+    def ended(self, reason: str, steps: int, failed: bool) -> "RunOutcome":
+        self.reason, self.steps, self.failed = reason, steps, failed
+        return self
+
+    def end_record(self) -> dict[str, Any]:
+        """The session's end event in the journal."""
+        return {"event": "end", "reason": self.reason, "steps": self.steps, "valid_decisions": self.valid_decisions,
+                "model_errors": self.model_errors}
+
+    def summary(self) -> str:
+        """The run's last printed line."""
+        why = f"; {self.no_valid_decision}" if self.no_valid_decision else ""
+        return f"stopped after {self.steps} step(s): {self.reason}{why}"
+
+    @property
+    def no_valid_decision(self) -> str | None:
+        """"no valid decision in N steps: …" when the model never produced a valid action, else None."""
+        if self.valid_decisions or not self.model_errors:
+            return None
+        return f"no valid decision in {self.steps} step(s): {describe_causes(self.model_errors)}"

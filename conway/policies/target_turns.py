@@ -1,0 +1,218 @@
+"""A recorded step's target turn, written in one model family's own action format.
+
+The mirror of the parsers beside it (`parse_json`, `parse_opencua`, `parse_uitars`):
+what those read from a model, these write for training data, in the coordinate
+convention and image size the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+STYLES = ("generic", "opencua", "uitars")
+
+
+@dataclass
+class Target:
+    """A step's target turn rendered for one model family."""
+
+    text: str
+    action: dict[str, Any]
+    """The action rendered, in captured-screenshot pixels (as recorded / corrected)."""
+    convention: str
+    sent_size: tuple[int, int]
+    captured_size: tuple[int, int]
+    source: str
+    """`label` (a corrected action from an independent source) or `recorded` (what the model did)."""
+
+
+def target_action(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The action a step should teach: a labelled correction first, else the recorded first action."""
+    corrected = (rec.get("labels") or {}).get("corrected_action")
+    if corrected:
+        return corrected, "label"
+    dec = rec.get("decision") or {}
+    for a in dec.get("actions") or []:
+        if isinstance(a, dict) and "type" in a:
+            return a, "recorded"
+    return None, "none"
+
+
+def step_geometry(rec: dict[str, Any], style: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """(convention, sent size, captured size) to render a step in `style`.
+
+    The recorded sent size and convention are used when the step was recorded
+    by the same family (or the style is generic); otherwise the family's own
+    default convention and resize rule are applied to the captured size, so
+    the rendered coordinates are what that family would have to answer.
+    """
+    from conway.geometry import get_rule
+
+    geo = rec.get("geometry") or {}
+    obs = rec.get("observation") or {}
+    captured = geo.get("captured_size") or obs.get("captured_size")
+    if not captured:
+        raise ValueError("the step records no captured size")
+    captured_t = (int(captured[0]), int(captured[1]))
+    recorded_family = geo.get("policy")
+    if geo.get("sent_size") and geo.get("convention") and (style == "generic" or recorded_family == style):
+        sent = geo["sent_size"]
+        return str(geo["convention"]), (int(sent[0]), int(sent[1])), captured_t
+    family_convention = {"generic": "absolute", "opencua": "absolute", "uitars": "absolute"}[style]
+    rule = get_rule({"generic": "qwen2.5-vl", "opencua": "opencua", "uitars": "uitars"}[style])
+    return family_convention, rule.target_size(captured_t), captured_t
+
+
+def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
+                 captured: tuple[int, int]) -> tuple[Any, Any]:
+    from conway.geometry import captured_to_model
+
+    mx, my = captured_to_model(float(x), float(y), convention, sent, captured)
+    if convention == "relative":
+        return round(mx, 4), round(my, 4)
+    # pixel and 0-1000 conventions are integers, as the families write them; clamp into range
+    hi_x, hi_y = (sent[0] - 1, sent[1] - 1) if convention == "absolute" else \
+        ((1000, 1000) if convention == "relative1000" else (captured[0] - 1, captured[1] - 1))
+    return min(max(int(round(mx)), 0), hi_x), min(max(int(round(my)), 0), hi_y)
+
+
+def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
+    """The action in the schema's own key order (type first), defaults other than `type` left out.
+
+    The generic adapter's grammar fixes this order, so a model must be taught it.
+    """
+    from conway.actions import ACTION_TYPES
+
+    cls = ACTION_TYPES.get(action.get("type", ""))
+    if cls is None:
+        return {k: v for k, v in action.items() if v is not None}
+    out: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if name not in action or action[name] is None:
+            continue
+        if name != "type" and not info.is_required() and action[name] == info.default:
+            continue
+        out[name] = action[name]
+    return out
+
+
+def _generic(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    out = canonical_action(action)
+    for (kx, ky), value in pt.items():
+        out[kx], out[ky] = value
+    return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
+
+
+def _opencua(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    t = action["type"]
+    x, y = pt.get(("x", "y"), (None, None))
+    if t == "click":
+        button = action.get("button", "left")
+        code = f"pyautogui.click(x={x}, y={y})" if button == "left" else \
+            (f"pyautogui.rightClick(x={x}, y={y})" if button == "right" else f"pyautogui.middleClick(x={x}, y={y})")
+    elif t == "double_click":
+        code = f"pyautogui.doubleClick(x={x}, y={y})"
+    elif t == "triple_click":
+        code = f"pyautogui.tripleClick(x={x}, y={y})"
+    elif t == "right_click":
+        code = f"pyautogui.rightClick(x={x}, y={y})"
+    elif t == "move":
+        code = f"pyautogui.moveTo(x={x}, y={y})"
+    elif t == "drag":
+        tx, ty = pt[("to_x", "to_y")]
+        code = f"pyautogui.moveTo(x={x}, y={y})\npyautogui.dragTo(x={tx}, y={ty})"
+    elif t == "type":
+        code = f"pyautogui.write(message={json.dumps(action['text'], ensure_ascii=False)})"
+    elif t == "key":
+        code = f"pyautogui.press({json.dumps(action['key'])})"
+    elif t == "hotkey":
+        code = "pyautogui.hotkey(" + ", ".join(json.dumps(k) for k in action["keys"]) + ")"
+    elif t == "scroll":
+        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
+        where = f", x={x}, y={y}" if ("x", "y") in pt else ""
+        code = f"pyautogui.hscroll({dx}{where})" if dx and not dy else f"pyautogui.scroll({dy}{where})"
+    elif t == "wait":
+        code = f"computer.wait(seconds={action.get('seconds') or 1})"
+    elif t == "finish":
+        status = "success" if action.get("status") == "DONE" else "failure"
+        code = f"computer.terminate(status={json.dumps(status)}, answer={json.dumps(action.get('message', ''))})"
+    else:
+        raise ValueError(f"{t} has no OpenCUA form")
+    parts = []
+    if thought:
+        parts.append(f"## Thought:\n{thought.strip()}")
+    parts.append(f"## Action:\n{_describe(action)}")
+    parts.append(f"## Code:\n```python\n{code}\n```")
+    return "\n\n".join(parts)
+
+
+def _uitars_quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def _uitars(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    t = action["type"]
+    box = None
+    if ("x", "y") in pt:
+        x, y = pt[("x", "y")]
+        box = f"'({x},{y})'"
+    if t == "click" and action.get("button", "left") == "left":
+        call = f"click(start_box={box})"
+    elif t == "right_click" or (t == "click" and action.get("button") == "right"):
+        call = f"right_single(start_box={box})"
+    elif t == "double_click":
+        call = f"left_double(start_box={box})"
+    elif t == "move":
+        call = f"hover(start_box={box})"
+    elif t == "drag":
+        tx, ty = pt[("to_x", "to_y")]
+        call = f"drag(start_box={box}, end_box='({tx},{ty})')"
+    elif t == "type":
+        call = f"type(content={_uitars_quote(action['text'])})"
+    elif t == "key":
+        call = f"press(key={_uitars_quote(action['key'])})"
+    elif t == "hotkey":
+        call = f"hotkey(key={_uitars_quote(' '.join(action['keys']))})"
+    elif t == "scroll" and box is not None:
+        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
+        direction = ("up" if dy > 0 else "down") if dy else ("right" if dx > 0 else "left")
+        call = f"scroll(start_box={box}, direction='{direction}')"
+    elif t == "wait":
+        call = "wait()"
+    elif t == "finish" and action.get("status") == "DONE":
+        call = f"finished(content={_uitars_quote(action.get('message', ''))})"
+    else:
+        raise ValueError(f"{action.get('type')} has no UI-TARS form")
+    return f"Thought: {(thought or _describe(action)).strip()}\nAction: {call}"
+
+
+def _describe(action: dict[str, Any]) -> str:
+    t = action["type"]
+    return {"click": "Click the target.", "double_click": "Double-click the target.",
+            "right_click": "Right-click the target.", "type": "Type the text.", "key": "Press the key.",
+            "hotkey": "Press the key combination.", "scroll": "Scroll.", "wait": "Wait.",
+            "finish": "Report the subgoal's status.", "move": "Move the pointer.",
+            "drag": "Drag.", "triple_click": "Triple-click the target."}.get(t, t)
+
+
+_RENDER = {"generic": _generic, "opencua": _opencua, "uitars": _uitars}
+
+
+def render_target(rec: dict[str, Any], style: str) -> Target:
+    """The step's target turn in `style`; ValueError (with the reason) when it cannot be rendered."""
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
+    action, source = target_action(rec)
+    if action is None:
+        raise ValueError("the step has no action to teach (no parsed action and no corrected label)")
+    convention, sent, captured = step_geometry(rec, style)
+    points = {}
+    for kx, ky in (("x", "y"), ("to_x", "to_y")):
+        if action.get(kx) is not None and action.get(ky) is not None:
+            points[(kx, ky)] = _model_point(action[kx], action[ky], convention, sent, captured)
+    thought = (rec.get("decision") or {}).get("thought") if source == "recorded" else None
+    text = _RENDER[style](action, points, thought)
+    return Target(text=text, action=action, convention=convention, sent_size=sent, captured_size=captured,
+                  source=source)

@@ -1,0 +1,131 @@
+"""What one decision sees: the files of the home, the action space of the tools at hand, the latest result.
+
+`ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
+the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
+budget from the model's window when the policy can say it (`text_budget`) and lets
+`context.build_parts` lay it all out inside that budget. Without a screenshot, GUI actions
+are left out and the prompt says so.
+
+It also keeps what the loop tells the model about past steps: `note` / `note_error` set the
+latest result, append to the recent-steps window and to memory.md's step log. memory.md is
+reread only when the window slid, memory was compacted or someone else edited it: between,
+the prompt only grows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conway.actions import GUI_TYPES, describe_action_space
+from conway.config import ConwayConfig
+from conway.prompt.memory import Memory
+from conway.prompt.parts import RecentSteps, StepNote, build_parts, resolve_budget
+from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
+from conway.store.home import Home
+from conway.store.state import ReadIfChanged
+
+GOALS_JOURNAL_MAX_CHARS = 20_000
+"""The goals / task text is journaled (when it changes) up to this size, for exports' instruction."""
+
+
+def read_text(path: Path, default: str) -> str:
+    """A home file as the model sees it: missing → `default`; unreadable → a line saying so."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return default
+    except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
+        return f"(cannot read {path.name}: {exc.strerror})"
+
+
+def _home_text(path: Path, default: str) -> ReadIfChanged[str]:
+    """goals.md / constitution.md, checked every cycle and read again when changed (a stat when not)."""
+    return ReadIfChanged(path, lambda p: read_text(p, default), default)
+
+
+def context_record(ctx: DecisionContext) -> dict[str, Any]:
+    """What the journal keeps about one decision's prompt: its budget and what was left out."""
+    return {**ctx.budget, "dropped": list(ctx.dropped), "action_types": list(ctx.action_types)}
+
+
+class ContextBuilder:
+    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory):
+        self.home = home
+        self.cfg = config
+        self.toolbox = toolbox
+        self.policy = policy
+        self.memory = memory
+        self.recent = RecentSteps(config.context.recent_steps)
+        self.latest: str | None = None
+        """The latest result or error: the last thing the model reads before the request and the image."""
+        self.memory_view: str | None = None
+        """memory.md as shown to the model: refreshed when the recent-steps window slides (the steps since are
+        in the window), when memory is compacted or edited by someone else, so the prompt only grows between."""
+        self._action_spaces: dict[tuple[str, ...], str] = {}
+        self._goals = _home_text(home.goals, "(no goals.md: write current work there)")
+        self._constitution = _home_text(home.constitution, "(no constitution.md)")
+        self._journaled_goals: str | None = None
+
+    def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
+        """goals.md, checked every cycle (a single-session task first), and the journal event when it changed."""
+        goals = self._goals.get()
+        if task:
+            goals = f"Task for this session:\n{task}\n\nStanding goals:\n{goals}"
+        if goals == self._journaled_goals:
+            return goals, None
+        self._journaled_goals = goals
+        return goals, {"event": "goals", "text": goals[:GOALS_JOURNAL_MAX_CHARS], "chars": len(goals)}
+
+    def note(self, step: int, action: str, outcome: str) -> str | None:
+        """One step's outcome, for the next decisions; returns what memory's compaction did, if it ran."""
+        slid = self.recent.add(StepNote(step, action, outcome))
+        self.latest = f"{action} → {outcome}"
+        compacted = self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
+        if slid or compacted:
+            self.memory_view = None
+        return compacted
+
+    def note_error(self, step: int, message: str) -> None:
+        """A step without an action: the error is the latest result and joins the recent steps."""
+        self.latest = f"ERROR: {message}"
+        if self.recent.add(StepNote(step, "(no action)", f"error: {message[:200]}")):
+            self.memory_view = None
+
+    def build(self, goals: str, obs: Observation, step: int) -> DecisionContext:
+        types = self.toolbox.available_types()
+        screen = obs.png is not None or obs.image is not None
+        if not screen:
+            types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
+        key = tuple(types)
+        if key not in self._action_spaces:  # the same text every cycle while the tools stay the same
+            cap = self.cfg.agent.model_wait_cap_s
+            self._action_spaces[key] = (describe_action_space(types)
+                                        + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
+        action_space = self._action_spaces[key] + self.toolbox.describe()  # + MCP tools, skill names
+        captured = tuple(obs.captured_size) if screen else None
+        fitted = self.policy.text_budget(captured, types)
+        budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
+        chars_per_token = self.cfg.context.chars_per_token
+        if fitted is not None:
+            chars_per_token = min(chars_per_token, fitted.chars_per_token)
+        parts, dropped = build_parts(
+            constitution=self._constitution.get(),
+            goals=goals, memory=self._memory_text(), action_space=action_space,
+            latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
+            chars_per_token=chars_per_token, accessibility=obs.accessibility)
+        if captured is None:
+            parts.append(ContextPart("screen", f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
+                                               "GUI actions are not available; use the direct tools."))
+        info: dict[str, Any] = {"budget_tokens": budget, "chars_per_token": round(chars_per_token, 3)}
+        if fitted is not None:
+            info.update({k: v for k, v in fitted.record().items() if k not in info})
+        elif self.cfg.context.budget_tokens is None:
+            info["window_source"] = "unknown (the model does not say): the default budget"
+        return DecisionContext(parts=parts, observation=obs, step=step, action_types=types, dropped=dropped,
+                               budget=info)
+
+    def _memory_text(self) -> str:
+        if self.memory_view is None or self.memory.edited_elsewhere():
+            self.memory_view = self.memory.read()
+        return self.memory_view

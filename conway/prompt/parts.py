@@ -1,0 +1,140 @@
+"""Assembling one decision's text inside a token budget.
+
+Order on the wire is built for prompt caches (the policy lays the parts out,
+`policies/base.py`): the stable part first (constitution, action space), then
+what only grows, oldest first (goals, memory's step log, the recent-steps
+window), then what changes every cycle, and last the latest result, right
+before the request line and the image (where the model reads it). Priority
+when the budget is short: constitution and goals are always present (cut and
+marked if they alone are too big), then the latest result, then recent steps
+(newest kept), then memory. Whatever does not fit is dropped and the drop is
+marked.
+
+The recent-steps window (`RecentSteps`) is only appended to until it holds
+`size` steps; then it slides by half at once, so between slides the prompt
+text before its newest line stays byte-identical and a KV cache reuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conway.bounded import cut_text
+from conway.protocols import ContextPart
+
+
+@dataclass
+class StepNote:
+    step: int
+    action: str
+    outcome: str
+
+
+RECENT_STEPS = "recent steps (oldest first)"
+"""The context part holding the recent-steps window."""
+
+
+class RecentSteps:
+    """The recent-steps window, oldest first: appended every step, slid by half when it outgrows `size`."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.notes: list[StepNote] = []
+
+    def add(self, note: StepNote) -> bool:
+        """Append one step; True when the window slid (its oldest half left)."""
+        self.notes.append(note)
+        if len(self.notes) <= self.size:
+            return False
+        keep = max(1, self.size // 2) if self.size else 0
+        del self.notes[:len(self.notes) - keep]
+        return True
+
+
+DEFAULT_BUDGET_TOKENS = 6000
+"""Text budget when neither the configuration nor the model's context window sizes it."""
+MIN_BUDGET_TOKENS = 64
+
+
+def resolve_budget(configured: int | None, fitted: int | None) -> int:
+    """The text budget: what the model's window leaves (`fitted`), capped by `context.budget_tokens`.
+
+    A configured budget never lets a prompt exceed the window; with neither known, the default.
+    """
+    if fitted is None:
+        return configured if configured is not None else DEFAULT_BUDGET_TOKENS
+    fitted = max(MIN_BUDGET_TOKENS, fitted)
+    return fitted if configured is None else min(configured, fitted)
+
+
+def estimate_tokens(text: str, chars_per_token: float) -> int:
+    return int(len(text) / chars_per_token) + 1
+
+
+def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
+                latest: str | None, recent: list[StepNote], budget_tokens: int,
+                chars_per_token: float, accessibility: str | None = None) -> tuple[list[ContextPart], list[str]]:
+    """Return (parts in wire order, names of what was dropped); `recent` is oldest first."""
+    budget_chars = int(budget_tokens * chars_per_token)
+    fixed_share = budget_chars // 3  # identity and goals may use at most a third each
+    constitution = cut_text(constitution, fixed_share)[0]
+    goals = cut_text(goals, fixed_share)[0]
+    used = len(constitution) + len(goals) + len(action_space)
+    dropped: list[str] = []
+
+    def fits(text: str) -> bool:
+        nonlocal used
+        if used + len(text) <= budget_chars:
+            used += len(text)
+            return True
+        return False
+
+    latest_text = None
+    if latest is not None:
+        latest_text = latest if fits(latest) else cut_text(latest, max(200, budget_chars - used))[0]
+        if latest_text is not latest:
+            used += len(latest_text)
+    access_text = None
+    if accessibility:
+        if fits(accessibility):
+            access_text = accessibility
+        else:
+            dropped.append("accessibility snapshot")
+    kept_steps: list[StepNote] = []
+    for note in reversed(recent):  # the newest are kept when the budget is short
+        line = _render_step(note)
+        if fits(line + "\n"):
+            kept_steps.append(note)
+        else:
+            dropped.append(f"{len(recent) - len(kept_steps)} older step(s)")
+            break
+    kept_steps.reverse()
+    memory_text = None
+    if memory.strip():
+        if fits(memory):
+            memory_text = memory
+        else:
+            room = budget_chars - used
+            if room > 400:  # keep the newest part of memory rather than nothing
+                memory_text = cut_text(memory, room)[0]
+                used += len(memory_text)
+            else:
+                dropped.append("memory.md")
+
+    parts = [ContextPart("constitution.md", constitution), ContextPart("action space", action_space),
+             ContextPart("goals.md", goals)]
+    if memory_text is not None:
+        parts.append(ContextPart("memory.md", memory_text))
+    if kept_steps:
+        parts.append(ContextPart(RECENT_STEPS, "\n".join(_render_step(n) for n in kept_steps)))
+    if access_text is not None:
+        parts.append(ContextPart("accessibility snapshot", access_text))
+    if dropped:
+        parts.append(ContextPart("left out", "Left out to stay inside the context budget: " + ", ".join(dropped) + "."))
+    if latest_text is not None:
+        parts.append(ContextPart("latest result", latest_text))
+    return parts, dropped
+
+
+def _render_step(note: StepNote) -> str:
+    return f"- step {note.step}: {note.action} → {note.outcome}"

@@ -1,0 +1,261 @@
+"""Wiring: config → policy, observer, tools, journal → one loop run. Also the control commands."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from conway.config import ConwayConfig
+from conway.errors import UserError
+from conway.loop.cycle import Clock, Loop, LoopParts, RunOutcome
+from conway.policies.factory import build_policy
+from conway.protocols import Actuator, Observer, Policy
+from conway.store.home import Home
+from conway.store.journal import Journal, open_intent, tail_events
+from conway.store.state import InstanceLock, StateStore, write_control
+from conway.tools.registry import build_toolbox
+
+
+def new_session_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def build_observer(config: ConwayConfig, home: Home) -> Observer:
+    source = config.observe.source
+    if source == "auto":
+        source = "synthetic" if config.policy.kind == "mock" else "screen"
+    if source == "synthetic":
+        from conway.observe.synthetic import SyntheticObserver
+        return SyntheticObserver()
+    try:
+        from conway.observe.screen import ScreenObserver
+    except ImportError as exc:
+        raise UserError(f"screen observation needs the gui extra (pip install -e '.[gui]'): {exc}") from None
+    return ScreenObserver.from_config(config, home)
+
+
+def workdir_for(config: ConwayConfig, home: Home) -> Path:
+    path = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
+    if path.exists() and not path.is_dir():
+        raise UserError(f"tools.workdir {path} is a file, not a directory; name a folder (or leave it unset for "
+                        f"{home.scratch})")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the tools working directory {path}: {exc.strerror}") from None
+    return path
+
+
+def console_say(text: str) -> None:
+    """print, but a closed stdout (`conway run | head`) only ends the printing, never the run."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so later prints and the interpreter's final flush stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+@dataclass
+class RunRequest:
+    single_session: bool
+    dry_run: bool = False
+    quiet: bool = False
+    task: str | None = None
+    policy: Policy | None = None
+    observer: Observer | None = None
+    toolbox: Actuator | None = None
+    clock: Clock | None = None
+
+
+def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
+              say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
+    """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
+    home.ensure_dirs()
+    lock = InstanceLock(home.lock)
+    lock.acquire()  # refused at once (UserError) when another agent holds this home
+    journal = None
+    observer = req.observer
+    toolbox = req.toolbox
+    policy = None
+    try:
+        session = new_session_id()
+        policy = req.policy or build_policy(config, home)
+        observer = observer or build_observer(config, home)
+        uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
+        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
+                                           home_root=home.root, skills=config.skills,
+                                           api_key_env=config.policy.api_key_env)
+        journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
+                          config.journal.fsync)
+        printer = (lambda _text: None) if req.quiet else say
+        if not req.quiet:
+            say(f"session {session} · model {policy.model_id} · home {home.root}")
+            for line in policy.description:
+                say(str(line))
+        parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
+                          journal=journal, session=session, clock=req.clock or Clock(),
+                          single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)
+        outcome = Loop(parts).run()
+        return outcome, session
+    finally:
+        if journal:
+            journal.close()
+        if observer:
+            observer.close()
+        if toolbox:
+            toolbox.close()
+        if policy is not None and req.policy is None:  # stops a model server Conway started for this run
+            policy.close()
+        lock.release()
+
+
+# --- control commands --------------------------------------------------------
+
+
+def running_session(home: Home) -> tuple[str, int]:
+    """(session, pid) of the agent running on this home, or UserError saying none is."""
+    holder = InstanceLock(home.lock).holder()
+    if holder is None:
+        raise UserError(f"no Conway agent is running on {home.root}")
+    state, _ = StateStore(home.state, home.state_previous).load()
+    session = state.get("session")
+    if not session:
+        raise UserError(f"an agent holds the lock (pid {holder}) but state.json names no session yet; try again")
+    return session, holder
+
+
+def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:
+    session, pid = running_session(home)
+    write_control(home.control, session, request)
+    want = {"pause": "paused", "resume": "running", "stop": "stopped"}[request]
+    deadline = time.monotonic() + wait_s
+    store = StateStore(home.state, home.state_previous)
+    while time.monotonic() < deadline:  # confirm the agent acted on it
+        state, _ = store.load()
+        if state.get("session") == session and state.get("status") == want:
+            return f"{request} acknowledged by session {session} (pid {pid})"
+        time.sleep(0.05)
+    return f"{request} requested for session {session} (pid {pid}); the agent applies it between steps"
+
+
+def status_report(home: Home) -> dict:
+    state, note = StateStore(home.state, home.state_previous).load()
+    holder = InstanceLock(home.lock).holder() if home.lock.exists() else None
+    pid = state.get("pid")
+    alive = bool(holder)
+    events = tail_events(home.journal_dir, 8) if home.journal_dir.exists() else []
+    step, phase = _current_step(state, events, alive)
+    return {
+        "home": str(home.root),
+        "session": state.get("session"),
+        "status": state.get("status", "never run") if alive or state.get("status") == "stopped"
+        else ("not running (last run ended without a clean stop)" if state else "never run"),
+        "pid": holder or pid,
+        "pid_alive": alive,
+        "step": step,
+        "phase": phase,
+        "model_id": state.get("model_id"),
+        "stop_reason": state.get("stop_reason"),
+        "pending_intent": open_intent(home.journal_dir, state.get("pending")),
+        "state_recovery": note,
+        "last_events": [
+            {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
+             "summary": _event_summary(e)} for e in events
+        ],
+    }
+
+
+_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
+
+
+def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | None, str | None]:
+    """The step a running agent is on: state.json's copy is refreshed at most once a second, the journal's
+    newest event of the session is not (step 1 is being decided while state.json still says 0)."""
+    step = state.get("step")
+    if not alive:
+        return step, None
+    own = [e for e in events if e.get("session") == state.get("session") and isinstance(e.get("step"), int)]
+    if not own:
+        return step, None
+    last = own[-1]
+    newest = max(step or 0, last["step"])
+    return newest, _PHASES.get(str(last.get("kind"))) if last["step"] == newest else None
+
+
+def _event_summary(event: dict) -> str:
+    p = event.get("payload") or {}
+    pointed = _pointed(event.get("kind"), p)
+    if pointed:
+        return pointed
+    for key in ("summary", "error", "detail", "reason", "request", "event"):
+        if p.get(key):
+            return str(p[key])[:100]
+    if "action" in p and isinstance(p["action"], dict):
+        return str(p["action"].get("type"))
+    if event.get("kind") == "decision":
+        return (p.get("raw_text") or "")[:100]
+    return ""
+
+
+def _pointed(kind: object, p: dict) -> str | None:
+    """A pointing action with each coordinate pair labelled: the model's (in the image it was sent),
+    the screenshot's, and the input's (where the pointer went; they differ on HiDPI screens)."""
+    from conway.geometry import captured_to_model
+
+    action = p.get("action")
+    if kind == "decision":
+        acts = p.get("actions") or []
+        action = acts[0] if acts and isinstance(acts[0], dict) else None
+    if not isinstance(action, dict) or not isinstance(action.get("x"), (int, float)) or \
+            not isinstance(action.get("y"), (int, float)):
+        return None
+    x, y = float(action["x"]), float(action["y"])
+    text = f"{action.get('type')} at screen ({x:.0f}, {y:.0f})"
+    if kind == "decision" and p.get("sent_size") and p.get("captured_size") and p.get("convention"):
+        try:
+            mx, my = captured_to_model(x, y, p["convention"], tuple(p["sent_size"]), tuple(p["captured_size"]))
+            text = f"{action.get('type')} at model ({mx:.4g}, {my:.4g}) → screen ({x:.0f}, {y:.0f})"
+        except (ValueError, TypeError, ZeroDivisionError):
+            pass
+    point = (p.get("data") or {}).get("input") if isinstance(p.get("data"), dict) else None
+    if isinstance(point, list) and len(point) == 2:
+        text += f" → input ({point[0]}, {point[1]})"
+    if kind in ("result", "error") and p.get("ok") is False and p.get("error"):
+        text += f": {str(p['error'])[:60]}"
+    return text
+
+
+def render_status(report: dict, tasks: str | None = None) -> str:
+    """`conway status` for a person: one fact a line (`tasks`: the task-acceptance counts, rendered), then the last events."""
+    lines = [f"home:     {report['home']}",
+             f"session:  {report['session'] or '-'}",
+             f"status:   {report['status']}" + (f" ({report['stop_reason']})" if report.get("stop_reason") else ""),
+             f"pid:      {report['pid'] or '-'} ({'alive' if report['pid_alive'] else 'not running'})",
+             f"step:     {report['step'] if report['step'] is not None else '-'}"
+             + (f" ({report['phase']})" if report.get("phase") else ""),
+             f"model:    {report['model_id'] or '-'}"]
+    pending = report["pending_intent"]
+    lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
+    if report["state_recovery"]:
+        lines.append(f"recovery: {report['state_recovery']}")
+    if tasks:
+        lines.append(f"tasks:    {tasks}")
+    if report["last_events"]:
+        lines.append("last events:")
+        lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]
+    return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""Where a record came from: the harness revision and the prompt a decision was made from.
+
+Trajectory records promise both (README, `conway-traj/1`): the loop writes
+them into every decision event, so an exported step says which Conway built
+its prompt and which prompt, without storing the prompt twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from conway import __version__
+
+__all__ = ["git_facts", "harness_revision", "prompt_record"]
+
+
+@functools.lru_cache(maxsize=1)
+def git_facts() -> dict[str, Any]:
+    """Revision of the checkout Conway runs from, when it is one (None otherwise)."""
+    root = Path(__file__).resolve().parents[2]
+    facts: dict[str, Any] = {"git_revision": None, "git_dirty": None}
+    if not (root / ".git").exists():
+        return facts
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+        if rev.returncode == 0:
+            facts["git_revision"] = rev.stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=10)
+            if dirty.returncode == 0:
+                facts["git_dirty"] = bool(dirty.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def harness_revision() -> str:
+    """`<git revision>[-dirty]` in a checkout, else `conway-<version>` (an installed wheel)."""
+    facts = git_facts()
+    if facts["git_revision"]:
+        return facts["git_revision"] + ("-dirty" if facts["git_dirty"] else "")
+    return f"conway-{__version__}"
+
+
+def prompt_record(parts: list[Any]) -> dict[str, Any]:
+    """`prompt_sha256` (of the parts' names and texts, in order) and `prompt_parts` (their names)."""
+    blob = json.dumps([[p.name, p.text] for p in parts], ensure_ascii=False, separators=(",", ":"))
+    return {"prompt_sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest(),
+            "prompt_parts": [p.name for p in parts]}

@@ -1,0 +1,248 @@
+"""Per-cycle harness overhead of the real loop with the mock policy, against one screen capture.
+
+    python -m scripts.bench.bench_loop --cycles 1000
+
+Runs the real `Loop` on a temporary home (real journal with fsync of intents,
+real state.json writes, real files) with a mock script that alternates two
+file appends (so every cycle has a side effect and its fsynced intent), and
+times each part of every cycle: the bare mock decision, context building,
+journal appends, state writes, memory, the tool itself and every fsync.
+
+The reference, measured in the same run on a private Xvfb screen of
+1280x800 showing an editor (needs Xvfb, xdotool and tkinter; skipped with the
+reason otherwise): one mss capture plus the JPEG q85 encode of that frame, what
+every real cycle pays before the model sees anything. Harness overhead is
+everything but the (synthetic) observation, the mock decision and the tool;
+it is reported with and without the intent's fsync (a property of the disk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from conway.config import load_config
+from conway.loop.cycle import Clock, Loop, LoopParts
+from conway.observe.synthetic import SyntheticObserver
+from conway.policies.mock import MockPolicy, MockScript
+from conway.store.home import Home, init_home
+from conway.store.journal import Journal
+from conway.tools.registry import build_toolbox
+
+
+class NoSleepClock(Clock):
+    def __init__(self):
+        self.offset = 0.0
+
+    def monotonic(self):
+        return time.monotonic() + self.offset
+
+    def sleep(self, seconds):
+        self.offset += seconds
+
+
+class Meter:
+    """Seconds per part, per call and per cycle; fsyncs counted apart, outside the tool only."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[float]] = defaultdict(list)
+        self.cycles: list[dict[str, float]] = []
+        self.fsync_calls: list[float] = []
+        self._in_tool = False
+
+    def timed(self, name: str, fn):
+        def wrapper(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                took = time.perf_counter() - t
+                self.calls[name].append(took)
+                if self.cycles:
+                    cycle = self.cycles[-1]
+                    cycle[name] = cycle.get(name, 0.0) + took
+        return wrapper
+
+    def cycle(self, fn):
+        """The loop's progress write (`RunState.progress`) runs first in every cycle: it opens the cycle's record."""
+        def wrapper(*a, **kw):
+            self.cycles.append({"_start": time.perf_counter()})
+            return fn(*a, **kw)
+        return wrapper
+
+    def tool(self, fn):
+        def wrapper(*a, **kw):
+            self._in_tool = True
+            try:
+                return fn(*a, **kw)
+            finally:
+                self._in_tool = False
+        return wrapper
+
+    def fsync(self, real):
+        def wrapper(fd):
+            t = time.perf_counter()
+            try:
+                return real(fd)
+            finally:
+                if not self._in_tool:
+                    took = time.perf_counter() - t
+                    self.fsync_calls.append(took)
+                    if self.cycles:
+                        self.cycles[-1]["fsync"] = self.cycles[-1].get("fsync", 0.0) + took
+        return wrapper
+
+    def close_cycles(self, end: float) -> None:
+        """Each cycle's wall time runs to the next cycle's start (the last one to `end`)."""
+        for cycle, nxt in zip(self.cycles, self.cycles[1:] + [{"_start": end}]):
+            cycle.setdefault("_wall", nxt["_start"] - cycle["_start"])
+
+
+NOT_HARNESS = ("decide (bare mock)", "tool (append_file)", "observe (synthetic PNG, cached)")
+
+
+class Reference:
+    """One mss capture + JPEG q85 encode of a 1280x800 frame on a private Xvfb showing an editor."""
+
+    size = (1280, 800)
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.why_not: str | None = None
+        self._procs: list = []
+        self._screen = None
+
+    def __enter__(self) -> "Reference":
+        import shutil
+
+        for tool in ("Xvfb", "xdotool"):
+            if shutil.which(tool) is None:
+                self.why_not = f"{tool} is not installed"
+                return self
+        try:
+            import tkinter  # noqa: F401  (the scene is a Tk editor)
+        except ImportError:
+            self.why_not = "tkinter is not available"
+            return self
+        from conway.observe.screen import ScreenObserver
+        from scripts.bench.bench_observe import start_scene, start_xvfb
+
+        self._tmp = tempfile.TemporaryDirectory()
+        xvfb, display = start_xvfb(*self.size)
+        self._procs.append(xvfb)
+        self._procs.append(start_scene("ui", display, self.size, Path(self._tmp.name)))
+        self._screen = ScreenObserver(display=display)
+        self._screen.capture()  # connect once, as a running agent is
+        return self
+
+    def grab(self, frames: int) -> None:
+        if self._screen is None:
+            return
+        from conway.imaging import encode_jpeg
+
+        for _ in range(frames):
+            t = time.perf_counter()
+            encode_jpeg(self._screen.capture().image())
+            self.times.append(time.perf_counter() - t)
+
+    def __exit__(self, *exc) -> None:
+        from bench_observe import stop
+
+        if self._screen is not None:
+            self._screen.close()
+        for proc in reversed(self._procs):
+            stop(proc)
+        if self._procs:
+            self._tmp.cleanup()
+
+
+def run_block(home: Home, cycles: int, meter: Meter) -> None:
+    """One run of the real loop for `cycles` cycles, every part timed."""
+    cfg = load_config(None, [f"agent.max_steps={cycles}", "agent.repetition_limit=1000000"])
+    steps = [{"action": {"type": "append_file", "path": "bench.txt", "text": t}} for t in ("a", "b")]
+    policy = MockPolicy(MockScript.model_validate({"steps": steps, "repeat": True}))
+    policy.decide = meter.timed("decide (bare mock)", policy.decide)
+    toolbox = build_toolbox(cfg.tools, home.scratch, gui=False)
+    toolbox.run = meter.tool(meter.timed("tool (append_file)", toolbox.run))
+    journal = Journal(home.journal_dir, fsync=cfg.journal.fsync)
+    journal.append = meter.timed("journal append (+fsync of intents)", journal.append)
+    observer = SyntheticObserver()
+    observer.observe = meter.timed("observe (synthetic PNG, cached)", observer.observe)
+    loop = Loop(LoopParts(home=home, config=cfg, policy=policy, observer=observer, toolbox=toolbox,
+                          journal=journal, session="bench", clock=NoSleepClock(), say=lambda s: None))
+    loop.state.progress = meter.cycle(loop.state.progress)
+    loop.contexts.build = meter.timed("context build", loop.contexts.build)
+    loop.state.store.save = meter.timed("state.json write (atomic, + previous)", loop.state.store.save)
+    loop.state.store.save_current = meter.timed("state.json pending copy (atomic)",
+                                                loop.state.store.save_current)
+    loop.memory.add = meter.timed("memory.md append", loop.memory.add)
+    first = len(meter.cycles)
+    real_fsync = os.fsync
+    os.fsync = meter.fsync(real_fsync)
+    try:
+        loop.run()
+    finally:
+        os.fsync = real_fsync
+        journal.close()
+    meter.close_cycles(time.perf_counter())
+    if len(meter.cycles) > first + 1:
+        meter.cycles.pop()  # the last one also carries the session's end (final state write, end event)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=1000, help="cycles to run (>= 1000 for the README numbers)")
+    ap.add_argument("--blocks", type=int, default=5, help="loop runs, with reference frames before, between and after")
+    ap.add_argument("--frames", type=int, default=60, help="capture+encode reference frames in all")
+    args = ap.parse_args()
+    if args.cycles < args.blocks or args.blocks < 1:
+        print("bench_loop: --cycles must be at least --blocks (>= 1)", file=sys.stderr)
+        return 1
+    meter = Meter()
+    per_gap = max(1, args.frames // (args.blocks + 1))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp, Reference() as ref:
+        home = Home(Path(tmp) / "home")
+        init_home(home)
+        for b in range(args.blocks):
+            ref.grab(per_gap)
+            run_block(home, args.cycles // args.blocks + (1 if b < args.cycles % args.blocks else 0), meter)
+        ref.grab(per_gap)
+    wall = time.perf_counter() - started
+    n = len(meter.cycles)
+    base = statistics.median(meter.calls["decide (bare mock)"])
+    reference = statistics.median(ref.times) if ref.times else None
+    print(f"{n} cycles in {args.blocks} loop run(s), {wall:.1f} s in all with the reference")
+    if reference is None:
+        print(f"capture+encode reference not measured: {ref.why_not}")
+    else:
+        print(f"reference: one mss capture + JPEG q85 encode of a 1280x800 frame (Xvfb, editor scene), median of "
+              f"{len(ref.times)} taken between the loop runs: {reference * 1e3:.3f} ms")
+    print(f"{'part':40} {'ms per cycle':>12} {'median call ms':>15} {'x bare decision':>16} {'% of capture+encode':>20}")
+
+    def row(name: str, per_cycle: float, median: str = "") -> None:
+        share = f"{per_cycle / reference * 100:19.1f}%" if reference else f"{'n/a':>20}"
+        print(f"{name:40} {per_cycle * 1e3:12.3f} {median:>15} {per_cycle / base:16.1f} {share}")
+
+    for name, values in meter.calls.items():
+        row(name, sum(values) / n, f"{statistics.median(values) * 1e3:.3f}")
+    fs = meter.fsync_calls
+    row(f"fsync outside the tool ({len(fs)} calls)", sum(fs) / n, f"{statistics.median(fs) * 1e3:.3f}" if fs else "")
+    harness = [c["_wall"] - sum(c.get(k, 0.0) for k in NOT_HARNESS) for c in meter.cycles]
+    bare = [h - c.get("fsync", 0.0) for h, c in zip(harness, meter.cycles)]
+    print(f"{'harness overhead per cycle':40} {'median ms':>12} {'mean ms':>15} {'':16} {'% (median)':>20}")
+    for name, values in (("whole (all but observe, decide, tool)", harness), ("  without the intent's fsync", bare)):
+        med, mean = statistics.median(values), statistics.fmean(values)
+        share = f"{med / reference * 100:19.1f}%" if reference else f"{'n/a':>20}"
+        print(f"{name:40} {med * 1e3:12.3f} {mean * 1e3:15.3f} {'':16} {share}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

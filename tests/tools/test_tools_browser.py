@@ -1,0 +1,79 @@
+"""The browser tool with a real injected opener script, and URL checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conway.actions import OpenBrowser
+from conway.tools.browser import BrowserTool, check_url
+
+
+@pytest.fixture
+def opener(tmp_path: Path) -> tuple[Path, Path]:
+    """A tiny opener that records the URL it was given."""
+    record = tmp_path / "opened.txt"
+    script = tmp_path / "opener.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        with open({str(record)!r}, "a") as f:
+            f.write(sys.argv[-1] + "\\n")
+        sys.exit(7 if "fail" in sys.argv[-1] else 0)
+    """))
+    return script, record
+
+
+def test_injected_opener_receives_the_url(opener):
+    script, record = opener
+    tool = BrowserTool(command=[sys.executable, str(script)])
+    assert tool.availability()[0]
+    r = tool.run(OpenBrowser(url="https://example.org/a?b=c#d"))
+    assert r.ok, r.error
+    assert record.read_text() == "https://example.org/a?b=c#d\n"
+    assert tool.run(OpenBrowser(url="file:///tmp/x.html")).ok
+
+
+def test_opener_failure_is_reported(opener):
+    script, _ = opener
+    r = BrowserTool(command=[sys.executable, str(script)]).run(OpenBrowser(url="http://fail.example/"))
+    assert not r.ok and "exited 7" in r.error
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "ftp://host/x", "mailto:a@b.c", "example.org",
+                                 "-new-window", "http:///nohost", "https://a.b/x y", "file:"])
+def test_bad_urls_rejected_and_opener_not_run(opener, url):
+    script, record = opener
+    r = BrowserTool(command=[sys.executable, str(script)]).run(OpenBrowser(url=url))
+    assert not r.ok and "refused" in r.error
+    assert not record.exists()
+
+
+def test_check_url_reasons():
+    assert check_url("http://localhost:8000/") is None
+    assert "only http, https and file" in check_url("javascript:alert(1)")
+    assert "needs a host" in check_url("https:///x")
+
+
+def test_missing_opener_is_unavailable(tmp_path):
+    tool = BrowserTool(command=[str(tmp_path / "no-such-opener")])
+    ok, reason = tool.availability()
+    assert not ok and "not found" in reason
+    r = tool.run(OpenBrowser(url="https://example.org/"))
+    assert not r.ok and "cannot open a browser here" in r.error
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="headless Linux semantics")
+def test_headless_default_says_unavailable(tmp_path):
+    # A fresh interpreter with no display, no $BROWSER and nothing on PATH: a headless host.
+    code = ("from conway.tools.browser import BrowserTool; from conway.actions import OpenBrowser; "
+            "t = BrowserTool(); print(t.availability()); print(t.run(OpenBrowser(url='https://x.org/')).error)")
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "PYTHONPATH": str(Path(__file__).parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()[:2]
+    assert first.startswith("(False,") and "no browser" in first
+    assert second.startswith("cannot open a browser here")

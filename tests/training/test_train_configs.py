@@ -1,0 +1,86 @@
+"""Every recipe in configs/train/ composes and validates against the code, without building a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+from conway.errors import UserError  # noqa: E402
+from training.recipe import RECIPES_DIR, Recipe, compose, load_recipe, recipe_names, validate  # noqa: E402
+
+RECIPES = recipe_names()
+
+
+def test_the_expected_recipes_ship():
+    assert {"tiny_cpu", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "uitars-1.5-7b"} <= set(RECIPES)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_recipe_composes_and_validates(name):
+    data = compose(name, ["model.path=/nowhere/model"])
+    recipe = validate(data, name)
+    assert isinstance(recipe, Recipe) and recipe.name == name
+    assert recipe.data.policy_kind in ("generic", "opencua", "uitars")
+    assert recipe.model.path == "/nowhere/model"
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_recipe_opens_with_its_command_and_comments_every_knob(name):
+    lines = (RECIPES_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines()
+    head = "\n".join(lines[:6])
+    assert "training.train_lora --recipe " + name in head
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.endswith(":"):  # a section header
+            continue
+        assert "#" in line or stripped.startswith(("name:", "description:")), f"{name}: uncommented knob: {line}"
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_key_in_the_file_is_known_to_the_code(name):
+    """The file's own keys (not the model's defaults) are all fields of Recipe: nothing silently ignored."""
+    import yaml
+    data = yaml.safe_load((RECIPES_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+
+    def walk(model_cls, d, where):
+        for k, v in d.items():
+            assert k in model_cls.model_fields, f"{name}: {where}{k} is not a recipe field"
+            sub = model_cls.model_fields[k].annotation
+            if isinstance(v, dict) and isinstance(sub, type) and hasattr(sub, "model_fields"):
+                walk(sub, v, f"{where}{k}.")
+
+    walk(Recipe, data, "")
+
+
+def test_unknown_key_is_refused_with_its_name():
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu", ["model.path=/m", "train.learning_rate=1e-3"])
+    assert "train.learning_rate" in str(err.value) and "unknown key" in str(err.value)
+
+
+def test_missing_model_path_is_refused():
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu")
+    assert "model" in str(err.value)
+
+
+def test_contradictions_fail_at_load_time():
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu", ["model.path=/m", "convert.merge=false"])
+    assert "convert.gguf needs convert.merge" in str(err.value)
+    with pytest.raises(UserError) as err:
+        load_recipe("qwen2.5-vl-7b", ["model.path=/m", "model.family=opencua"])
+    assert "trust_remote_code" in str(err.value)
+    with pytest.raises(UserError):
+        load_recipe("tiny_cpu", ["model.path=/m", "train.eval_generate=0"])  # early stop needs generation
+
+
+def test_unknown_recipe_lists_the_known_ones():
+    with pytest.raises(UserError) as err:
+        load_recipe("gpt-9")
+    assert "tiny_cpu" in str(err.value)
