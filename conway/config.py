@@ -19,8 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conway.errors import UserError
-from conway.redact import _secret_name, redact
-from conway.redact import find_secrets as _find_secrets
+from conway.redact import _secret_name, find_secrets, redact
 
 
 class _Section(BaseModel):
@@ -296,11 +295,6 @@ class ConwayConfig(_Section):
         """Stable hash of the resolved config (reports and checkpoints carry it)."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
-
-
-# --- secrets -----------------------------------------------------------------
-# Recognising credentials lives in conway/redact.py (every string at every depth); re-exported here.
-find_secrets = _find_secrets
 
 
 # --- composition -------------------------------------------------------------

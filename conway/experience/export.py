@@ -34,19 +34,6 @@ class ExportResult:
     """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
 
-def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
-                      include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
-                      skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
-    """Export the journal. Refuses to overwrite; keeps steps whose screenshot is gone (marked), or skips them.
-
-    Called the old way (journal_dir, output[, include_dry_runs]) it returns
-    (records written, skipped torn lines), as the foundation did.
-    """
-    result = export(journal_dir, output, include_dry_runs=include_dry_runs, include_uncertain=include_uncertain,
-                    fmt=fmt, style=style, skip_missing=skip_missing, home_root=home_root)
-    return result.written, result.skipped_lines
-
-
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
            home_root: Path | None = None, from_report: str | Path | None = None,
