@@ -44,8 +44,6 @@ class Family:
 
     name: str
     """`policy.kind`, `export --style` and `data.policy_kind` value; recorded with every decision."""
-    about: str
-    """One line: which models, and what their answers look like."""
     adapter: Callable[[], Any]
     """Builds the `policies.base.Adapter`: the prompt language, and the parser and grammar of the answers.
     Imported on use, so that the registry stays cheap to import."""

@@ -100,6 +100,7 @@ def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
 
 
 def generic_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """The generic family's answer: `{"thought": …, "action": {…}}` in the schema's key order."""
     out = canonical_action(action)
     for (kx, ky), value in pt.items():
         out[kx], out[ky] = value
@@ -107,6 +108,7 @@ def generic_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
 
 
 def opencua_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """OpenCUA's answer: `## Thought` / `## Action` / `## Code` with one pyautogui call."""
     t = action["type"]
     x, y = pt.get(("x", "y"), (None, None))
     if t == "click":
@@ -154,6 +156,7 @@ def _uitars_quote(s: str) -> str:
 
 
 def uitars_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """UI-TARS's answer: `Thought: …` / `Action: click(start_box='(x,y)')`."""
     t = action["type"]
     box = None
     if ("x", "y") in pt:

@@ -16,7 +16,6 @@ def _adapter() -> Any:
 
 FAMILY = Family(
     name="generic",
-    about="any OpenAI-compatible VLM answering with a JSON action (grammar-constrained where the backend can)",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the image as sent; its size is in the prompt
     resize="qwen2.5-vl",

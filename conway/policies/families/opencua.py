@@ -16,7 +16,6 @@ def _adapter() -> Any:
 
 FAMILY = Family(
     name="opencua",
-    about="OpenCUA: Thought/Action/Code answers with one pyautogui call, absolute pixels of the resized image",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
     resize="opencua",

@@ -16,7 +16,6 @@ def _adapter() -> Any:
 
 FAMILY = Family(
     name="uitars",
-    about="UI-TARS: Thought/Action answers (click(start_box='(x,y)') …), absolute pixels of the resized image",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # UI-TARS-1.5; UI-TARS 1.0 answers 0-1000 (policy.convention=relative1000)
     resize="uitars",
