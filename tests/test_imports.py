@@ -39,6 +39,8 @@ NEVER = [
 # modules at the top of the package import only each other: they are what everything else stands on
 LEAVES = {f"conway.{m}" for m in ("actions", "protocols", "geometry", "imaging", "config", "errors", "redact",
                                   "platform", "xvfb", "cancel", "bounded")}
+# the one way out of the leaves: `policy.kind` is checked against the model-family registry
+LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 
 
 def _module_name(path: Path) -> str:
@@ -97,7 +99,8 @@ def test_the_top_level_modules_are_leaves() -> None:
     top = {m for m in GRAPH if m.count(".") == 1 and m.startswith("conway.")
            and not any(k.startswith(m + ".") for k in GRAPH)}
     assert top == LEAVES, f"top-level modules that are not declared leaves (or missing): {sorted(top ^ LEAVES)}"
-    broken = sorted(f"{m} imports {t}" for m in LEAVES for t in GRAPH[m] if t not in LEAVES and t != "conway")
+    broken = sorted(f"{m} imports {t}" for m in LEAVES for t in GRAPH[m]
+                    if t not in LEAVES and t != "conway" and (m, t) not in LEAF_EXCEPTIONS)
     assert not broken, "a leaf imports above itself: " + "; ".join(broken)
 
 

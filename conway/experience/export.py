@@ -14,7 +14,7 @@ from pathlib import Path
 from conway.errors import UserError
 from conway.experience.export_writers import _refuse_existing, write_hf, write_jsonl
 from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
-from conway.policies.target_turns import STYLES
+from conway.policies.families import FAMILIES
 from conway.redact import redact_known
 
 
@@ -45,8 +45,8 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     """
     if fmt not in ("jsonl", "hf"):
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
-    if style is not None and style not in STYLES:
-        raise UserError(f"unknown --style {style!r}; use one of {', '.join(STYLES)}")
+    if style is not None and style not in FAMILIES:
+        raise UserError(f"unknown --style {style!r}; use one of {', '.join(FAMILIES)}")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
     if from_report is not None:
