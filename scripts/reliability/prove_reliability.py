@@ -79,14 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         for proof in chosen:
             say(f"{proof} …")
             if proof == "kill9":
-                from reliability import kill9
+                from scripts.reliability import kill9
                 results.append(kill9.prove(kills=sizes["kills"], seed=args.seed,
                                            keep=Path(args.keep) if args.keep else None, say=say))
             elif proof == "soak":
-                from reliability import soak
+                from scripts.reliability import soak
                 results.append(soak.prove(cycles=sizes["cycles"], say=say))
             else:
-                from reliability import fuzz
+                from scripts.reliability import fuzz
                 results.append(fuzz.prove(inputs=sizes["inputs"], seed=args.seed, say=say))
             say(f"{proof}: {'held' if results[-1].ok else 'VIOLATED'} in {results[-1].seconds:.0f} s")
     except (RuntimeError, OSError) as exc:

@@ -19,11 +19,11 @@ import pytest
 from helpers.desktop_fixtures import need
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "scripts" / "demos" / "learning_demo.py"
+DEMO = "scripts.demos.learning_demo"
 
 
 def _demo(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(DEMO), *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", DEMO, *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 

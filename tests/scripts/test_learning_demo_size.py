@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("text", ["100", "56", "1148", "abc", "112x112", "-84", ""])
 def test_bad_size_is_one_line_and_exit_1(tmp_path: Path, text: str) -> None:
     work = tmp_path / "work"
-    proc = subprocess.run([sys.executable, "scripts/demos/learning_demo.py", "--size", text, "--work", str(work)],
+    proc = subprocess.run([sys.executable, "-m", "scripts.demos.learning_demo", "--size", text, "--work", str(work)],
                           cwd=REPO, text=True, capture_output=True, timeout=120)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()

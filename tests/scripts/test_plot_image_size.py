@@ -26,7 +26,7 @@ def _summary(size: int, base: int, cand: int, profile: str = "offcentre") -> dic
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "scripts/demos/plot_image_size.py", *args], cwd=REPO, text=True,
+    return subprocess.run([sys.executable, "-m", "scripts.demos.plot_image_size", *args], cwd=REPO, text=True,
                           capture_output=True, timeout=120)
 
 

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reliability" / "prove_reliability.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = "scripts.reliability.prove_reliability"
 
 
 def _run(tmp_path_factory, proof: str, *extra: str) -> dict:
     out = tmp_path_factory.mktemp(proof) / "figures.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), proof, "--quick", "--json", str(out), *extra],
-                          capture_output=True, text=True, timeout=1200)
+    done = subprocess.run([sys.executable, "-m", SCRIPT, proof, "--quick", "--json", str(out), *extra],
+                          cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert done.returncode in (0, 2), f"the proof did not run (rc {done.returncode}):\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -177,6 +178,6 @@ def test_soak_quick_rss_drift_within_5_mib(soak):
     (["--cycles", "x"], "invalid int value"),
 ])
 def test_a_bad_command_line_is_one_line_and_exit_1(args, says):
-    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", SCRIPT, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert says in done.stderr and "Traceback" not in done.stderr
