@@ -47,7 +47,7 @@ def test_every_command_is_in_the_readme_table():
 
 
 # --- every reference in the docs is true ----------------------------------------------------------------------
-# README.md and docs/*.md are read as a newcomer reads them: links are followed, commands and paths looked up.
+# README.md, docs/*.md and the folder guides are read as a newcomer reads them: links are followed, commands and paths looked up.
 # HTML comments are left out, so a placeholder such as `<!-- TODO(lead): ... -->` is never checked.
 
 PATH_ROOTS = ("conway", "scripts", "tests", "configs", "docs", "training", "evals", "datasets")
@@ -58,8 +58,12 @@ SUBCOMMAND = re.compile(r"(?:^|(?<=[\s;&|(/]))conway((?:\s+--home\s+\S+)?)\s+([a
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
+FOLDER_GUIDES = ("training/README.md", "evals/README.md", "evals/grounding/README.md", "datasets/README.md")
+
+
 def doc_files() -> list:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    """README.md, docs/*.md and the folder guides the docs link to."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *(REPO / p for p in FOLDER_GUIDES)]
 
 
 def _text(path) -> str:
@@ -178,3 +182,20 @@ def test_every_repository_path_in_backticks_exists():
                     if not _exists(rel):
                         broken.append(f"{_where(page, text, pos + m.start())}: `{rel}` does not exist")
     assert not broken, "missing paths:\n" + "\n".join(broken)
+
+
+def test_code_cites_sections_that_exist():
+    """Code cites the design by section (`docs/architecture.md#the-cycle`); every cited heading must exist."""
+    cite = re.compile(r"docs/([\w-]+\.md)#([\w-]+)")
+    stale = re.compile(r"DESIGN(?:\.md)? \N{SECTION SIGN}")  # the founding design is not in the repository
+    broken = []
+    for pkg in ("conway", "training", "scripts", "tests"):
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for m in cite.finditer(text):
+                page = REPO / "docs" / m.group(1)
+                if not page.is_file() or m.group(2) not in anchors(page):
+                    broken.append(f"{_where(path, text, m.start())}: cites {m.group(0)}, which does not exist")
+            for m in stale.finditer(text):
+                broken.append(f"{_where(path, text, m.start())}: cites {m.group(0)}: cite docs/architecture.md#…")
+    assert not broken, "broken citations:\n" + "\n".join(broken)

@@ -1,4 +1,4 @@
-"""The continuous cycle (DESIGN §2), top to bottom: read control → reread goals → observe → build context
+"""The continuous cycle (docs/architecture.md#the-cycle), top to bottom: read control → reread goals → observe → build context
 → decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
 
 Everything comes in through `LoopParts`. Around the cycle: `loop_control` (stop/pause, signals, budgets,
