@@ -267,7 +267,7 @@ class ToolsConfig(_Section):
     gui_failsafe: bool = True
     """Moving the pointer into a screen corner ends the run."""
     mcp_servers: list[McpServerConfig] = []
-    """MCP servers whose tools become `mcp` actions (see README: MCP tools)."""
+    """MCP servers whose tools become `mcp` actions (see docs/mcp-and-skills.md)."""
     mcp_listing_max_chars: int = Field(default=6000, ge=200)
     """Cap on the MCP tool descriptions and schemas in the prompt (what is left out is marked)."""
     mcp_result_max_chars: int = Field(default=32768, ge=256)

@@ -1,4 +1,4 @@
-"""The package's imports point one way (docs/architecture.md) and never go round in a circle.
+"""The package's imports point one way (docs/architecture.md#import-rules) and never go round in a circle.
 
 Every import counts, function-level ones included (read with `ast`, nothing is
 imported). The rules live in `NEVER`, here and nowhere else in the tests.

@@ -44,3 +44,158 @@ def test_every_command_is_in_the_readme_table():
     text = readme()
     missing = [name for name in sub.choices if f"conway {name}" not in text and f"`{name}`" not in text]
     assert not missing, f"README's command table lacks: {missing}"
+
+
+# --- every reference in the docs is true ----------------------------------------------------------------------
+# README.md, docs/*.md and the folder guides are read as a newcomer reads them: links are followed, commands and paths looked up.
+# HTML comments are left out, so a placeholder such as `<!-- TODO(lead): ... -->` is never checked.
+
+PATH_ROOTS = ("conway", "scripts", "tests", "configs", "docs", "training", "evals", "datasets")
+PATH = re.compile(rf"(?<![\w$./~-])((?:{'|'.join(PATH_ROOTS)})/[\w./{{}},*-]*)")
+MODULE = re.compile(r"python3?\s+-m\s+((?:scripts|training|conway)(?:\.\w+)+)")
+BASH_SCRIPT = re.compile(r"\bbash\s+(scripts/\S+)")
+SUBCOMMAND = re.compile(r"(?:^|(?<=[\s;&|(/]))conway((?:\s+--home\s+\S+)?)\s+([a-z][a-z-]*)\b")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+FOLDER_GUIDES = ("training/README.md", "evals/README.md", "evals/grounding/README.md", "datasets/README.md")
+
+
+def doc_files() -> list:
+    """README.md, docs/*.md and the folder guides the docs link to."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *(REPO / p for p in FOLDER_GUIDES)]
+
+
+def _text(path) -> str:
+    """The page without its HTML comments (line numbers kept)."""
+    return re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), path.read_text(encoding="utf-8"), flags=re.S)
+
+
+def _where(path, text: str, pos: int) -> str:
+    return f"{path.relative_to(REPO)}:{text.count(chr(10), 0, pos) + 1}"
+
+
+def _fenced(text: str):
+    """(position, body) of every fenced code block."""
+    for m in re.finditer(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
+        yield m.start(1), m.group(1)
+
+
+def _spans(text: str):
+    """(position, body) of every inline code span outside fenced blocks."""
+    blanked = re.sub(r"^```[^\n]*\n.*?^```", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S | re.M)
+    for m in re.finditer(r"(`+)(.+?)\1", blanked, re.S):
+        yield m.start(2), m.group(2)
+
+
+def _code(text: str):
+    yield from _fenced(text)
+    yield from _spans(text)
+
+
+def slug(heading: str) -> str:
+    """The anchor a Markdown renderer gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"<[^>]+>", "", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path) -> set[str]:
+    seen: dict[str, int] = {}
+    out: set[str] = set()
+    body = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+    for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", body, re.M):
+        s = slug(m.group(1))
+        n = seen.get(s, 0)
+        seen[s] = n + 1
+        out.add(s if n == 0 else f"{s}-{n}")
+    return out
+
+
+def _expand(path: str) -> list[str]:
+    """`conway/tools/{gui,files}.py` → both names."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if not m:
+        return [path]
+    return [x for alt in m.group(1).split(",") for x in _expand(path[:m.start()] + alt + path[m.end():])]
+
+
+def _exists(rel: str) -> bool:
+    rel = rel.rstrip(".,;:")
+    if any(c in rel for c in "*?["):
+        return any(REPO.glob(rel))
+    return (REPO / rel).exists()
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in doc_files():
+        text = _text(page)
+        for m in LINK.finditer(text):
+            target = m.group(1)
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: …
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = (page.parent / file_part).resolve() if file_part else page
+            where = _where(page, text, m.start())
+            if not dest.exists():
+                broken.append(f"{where}: link to {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                broken.append(f"{where}: link to {target}: {dest.relative_to(REPO)} has no heading #{anchor}")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_conway_command_in_the_docs_exists():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    broken = []
+    for page in doc_files():
+        text = _text(page)
+        for pos, body in _code(text):
+            for m in SUBCOMMAND.finditer(body):
+                if m.group(2) not in sub.choices:
+                    broken.append(f"{_where(page, text, pos + m.start())}: `conway {m.group(2)}` is not a subcommand")
+    assert not broken, "unknown commands:\n" + "\n".join(broken)
+
+
+def test_every_script_and_module_named_in_the_docs_exists():
+    broken = []
+    for page in doc_files():
+        text = _text(page)
+        for pos, body in _code(text):
+            for m in MODULE.finditer(body):
+                rel = m.group(1).replace(".", "/")
+                if not ((REPO / f"{rel}.py").is_file() or (REPO / rel / "__init__.py").is_file()):
+                    broken.append(f"{_where(page, text, pos + m.start())}: python -m {m.group(1)}: no {rel}.py")
+            for m in BASH_SCRIPT.finditer(body):
+                if not (REPO / m.group(1)).is_file():
+                    broken.append(f"{_where(page, text, pos + m.start())}: bash {m.group(1)}: no such file")
+    assert not broken, "missing scripts:\n" + "\n".join(broken)
+
+
+def test_every_repository_path_in_backticks_exists():
+    broken = []
+    for page in doc_files():
+        text = _text(page)
+        for pos, body in _spans(text):
+            for m in PATH.finditer(body):
+                for rel in _expand(m.group(1)):
+                    if not _exists(rel):
+                        broken.append(f"{_where(page, text, pos + m.start())}: `{rel}` does not exist")
+    assert not broken, "missing paths:\n" + "\n".join(broken)
+
+
+def test_code_cites_sections_that_exist():
+    """Code cites docs pages and their sections (`docs/architecture.md#the-cycle`); each must exist."""
+    cite = re.compile(r"docs/([\w-]+\.md)(?:#([\w-]+))?")
+    stale = re.compile(r"DESIGN(?:\.md)? \N{SECTION SIGN}")  # the founding design is not in the repository
+    broken = []
+    for pkg in ("conway", "training", "scripts", "tests"):
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for m in cite.finditer(text):
+                page = REPO / "docs" / m.group(1)
+                if not page.is_file() or (m.group(2) and m.group(2) not in anchors(page)):
+                    broken.append(f"{_where(path, text, m.start())}: cites {m.group(0)}, which does not exist")
+            for m in stale.finditer(text):
+                broken.append(f"{_where(path, text, m.start())}: cites {m.group(0)}: cite docs/architecture.md#…")
+    assert not broken, "broken citations:\n" + "\n".join(broken)

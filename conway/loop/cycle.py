@@ -1,8 +1,8 @@
-"""The continuous cycle (DESIGN §2), top to bottom: read control → reread goals → observe → build context
+"""The continuous cycle (docs/architecture.md#the-cycle), top to bottom: read control → reread goals → observe → build context
 → decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
 
-Everything comes in through `LoopParts`. Around the cycle: `loop_control` (stop/pause, signals, budgets,
-sliced waits), `recovery` (start-up), `run_state` (state.json), `decision_context` (what the model sees),
+Everything comes in through `LoopParts`. Around the cycle: `control` (stop/pause, signals, budgets,
+sliced waits), `recovery` (start-up), `run_state` (state.json), `prompt.decision` (what the model sees),
 `repetition` (suppression), `observe.fallback` (no screen). An uncertain outcome is never replayed and ends
 the run.
 """

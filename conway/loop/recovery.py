@@ -3,7 +3,7 @@
 Temp files of interrupted atomic writes are removed; a corrupt state.json falls
 back to its previous copy; a torn journal tail is noted; a pending intent whose
 outcome never reached the journal becomes an `uncertain` record and is never
-replayed (DESIGN §2: intent before side effect, uncertain outcomes not replayed). Then
+replayed (docs/architecture.md#uncertain-outcomes-are-never-replayed). Then
 `start_up` writes the running state and records the session's start and what the tools found.
 """
 

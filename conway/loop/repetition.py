@@ -1,4 +1,4 @@
-"""Repetition suppression: identical side-effect actions in a row, counted per action family (DESIGN §2).
+"""Repetition suppression: identical side-effect actions in a row, counted per action family (docs/architecture.md#repetition-suppression).
 
 By default three identical side-effect actions in a row are allowed and the fourth is
 suppressed. GUI counters reset when the screen changes; file, shell and MCP counters

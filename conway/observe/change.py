@@ -8,7 +8,7 @@ change. The detectors here turn each frame into a `change_key`: equal keys
 mean "unchanged".
 
 Three detectors, measured against each other by ``scripts/bench/bench_observe.py``
-(numbers in the README):
+(numbers in docs/measurements.md):
 
 * `CaretTolerantDiff` (the default): exact pixel comparison with the frame
   that set the current key; a difference that looks like an I-beam caret

@@ -1,4 +1,4 @@
-"""Observing when the screen cannot be captured: decide without an image rather than stop (DESIGN §2).
+"""Observing when the screen cannot be captured: decide without an image rather than stop (docs/architecture.md#no-screen).
 
 `ScreenFallback` wraps an observer. A failed capture becomes an observation without an image
 (`source="none"`, the reason in `meta["screen_unavailable"]`); the prompt then leaves GUI actions

@@ -177,7 +177,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     """Resize the observation with `rule` and encode it for the request.
 
     JPEG q85 by default: measured 7–19 ms and 136–274 KiB per decision against
-    72–720 ms and up to 4 MiB for PNG level 1 (README, "Encoding").
+    72–720 ms and up to 4 MiB for PNG level 1 (docs/measurements.md).
     """
     from PIL import UnidentifiedImageError
 

@@ -1,6 +1,6 @@
 """Where a record came from: the harness revision and the prompt a decision was made from.
 
-Trajectory records promise both (README, `conway-traj/1`): the loop writes
+Trajectory records promise both (docs/learning.md#export, `conway-traj/1`): the loop writes
 them into every decision event, so an exported step says which Conway built
 its prompt and which prompt, without storing the prompt twice.
 """

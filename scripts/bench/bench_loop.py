@@ -197,7 +197,7 @@ def run_block(home: Home, cycles: int, meter: Meter) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cycles", type=int, default=1000, help="cycles to run (>= 1000 for the README numbers)")
+    ap.add_argument("--cycles", type=int, default=1000, help="cycles to run (>= 1000 for the figures in docs/measurements.md)")
     ap.add_argument("--blocks", type=int, default=5, help="loop runs, with reference frames before, between and after")
     ap.add_argument("--frames", type=int, default=60, help="capture+encode reference frames in all")
     args = ap.parse_args()

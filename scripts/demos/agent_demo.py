@@ -51,7 +51,7 @@ def add_arguments(ap: Any) -> None:
     g.add_argument("--eval-tasks", type=int, default=30, metavar="M",
                    help="--agent: held-out tasks, each run on the base and on the candidate (default 30)")
     g.add_argument("--buttons", type=int, default=1, metavar="K",
-                   help="--agent: buttons on the 84x84 board, 1-4 (default 1; see training/README.md)")
+                   help="--agent: buttons on the 84x84 board, 1-4 (default 1; see docs/measurements.md)")
     g.add_argument("--task-seed", type=int, default=1, help="--agent: seed of the practice boards (default 1)")
     g.add_argument("--eval-seed", type=int, default=1000, help="--agent: seed of the held-out boards (default 1000)")
     g.add_argument("--base", metavar="DIR", help="--agent: reuse a base built by scripts/build/build_tiny_vlm.py "
@@ -198,7 +198,7 @@ def _pipeline(args: Any) -> int:
              f"convert.base_mmproj={mmproj}", f"eval.size=[{SCREEN[0]},{SCREEN[1]}]",
              f"train.max_seconds={args.train_seconds:g}",
              # (with several buttons the goal decides which; keeping it in the curriculum's short prompt,
-             # train.short_prompt_keep_goals=true, was measured no better: training/README.md)
+             # train.short_prompt_keep_goals=true, was measured no better: docs/measurements.md)
              *args.overrides], env, log)
         train_s = time.time() - t_train
         manifest = load_manifest(home, CANDIDATE)

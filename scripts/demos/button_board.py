@@ -42,7 +42,7 @@ class Board:
     """A button keeps this far from its cell's edges (small: off the 28-px token centres on cell borders)."""
     colour: str = "#4a78c2"
     """Button face (white text). The small board's is the vision-check red, (220, 30, 30): the tiny demo model
-    stayed at chance on blue buttons (training/README.md)."""
+    stayed at chance on blue buttons (docs/measurements.md)."""
 
 
 BOARDS = {"large": Board(WINDOW, BUTTON, 24, 12),

@@ -42,10 +42,10 @@ Measured on the shared 2-core CPU machine (no GPU), 100 held-out cases each:
   --profile offcentre, seeds 1/1000: base 28% (20.1-37.5)  candidate 98% (93.0-99.5)  25.2 min end to end
   (load average ~10; clicking the centre hits 0%; the base's constant click is (35, 35))
   --profile choose, seeds 1/1000: base 5% (2.1-11.2)  candidate 6% (2.8-12.5): NOT learned (one constant
-  click; a random shape would score 42%), 25.2 min. See training/README.md for what was tried.
+  click; a random shape would score 42%), 25.2 min. See docs/measurements.md for what was tried.
   --size 84/112/168/224 (train.max_seconds=900 each): offcentre candidate 98/100/100/93%,
   offcentre-fixed 100/100/100/98% (base 32/17/3/3%), 91% at 336, not learned within the cap at 448;
-  training/README.md, "Hit rate against image size".
+  docs/measurements.md, "Hit rate against image size".
 """
 
 from __future__ import annotations

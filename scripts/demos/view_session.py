@@ -1,4 +1,4 @@
-"""A recorded session for the viewer's tests and the README screenshot: a real loop run, offline.
+"""A recorded session for the viewer's tests and the docs' screenshot: a real loop run, offline.
 
 The mock policy (a script of decisions, some with hostile text) drives the
 real loop over a synthetic 640x400 screen whose frames are archived under

@@ -1,4 +1,4 @@
-"""Make the README's picture of `conway view` from the recorded mock session (scripts/demos/view_session.py).
+"""Make the picture of `conway view` in docs/viewer.md from the recorded mock session (scripts/demos/view_session.py).
 
     .venv/bin/python -m scripts.demos.viewer_screenshot [--output docs/viewer.png]
 

@@ -1,6 +1,6 @@
 """Conway's reliability proofs, measured: kill -9 + restart, fuzzed model output, a long soak.
 
-    python -m scripts.reliability.prove_reliability                  # the full run (README figures), ~15-25 min
+    python -m scripts.reliability.prove_reliability                  # the full run (docs/measurements.md#reliability), ~15-25 min
     python -m scripts.reliability.prove_reliability --quick          # CI size: 20 kills, 10^4 inputs, 2,000 cycles
     python -m scripts.reliability.prove_reliability kill9 --kills 30 # one proof alone, any size
 

@@ -1,4 +1,4 @@
-"""Every rule of the cycle (DESIGN.md §2), driven by a scripted mock and a fake clock."""
+"""Every rule of the cycle (docs/architecture.md#loop-semantics), driven by a scripted mock and a fake clock."""
 
 from __future__ import annotations
 

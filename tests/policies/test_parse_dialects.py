@@ -107,11 +107,11 @@ def test_what_fits_no_dialect_is_refused_with_the_reason(answer: str, reason: st
     assert not any("internal" in m for m in messages)
 
 
-def test_the_readme_table_lists_every_dialect_shape() -> None:
+def test_the_docs_table_lists_every_dialect_shape() -> None:
     from conftest import REPO
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "running-models.md").read_text(encoding="utf-8")
     for shape in ('{"action": "click"', '"arguments"', '"coordinate": [x, y]', '"bbox"', '"tool_calls"'):
-        assert shape in readme, shape
+        assert shape in page, shape
 
 
 def test_dialects_never_execute_or_reach_the_shell(tmp_path) -> None:

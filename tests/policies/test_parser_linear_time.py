@@ -4,7 +4,7 @@ Speed is asserted as a ratio against a same-run baseline, never as wall time:
 each shape is parsed at 20k and at 200k characters (the input limit) and the
 larger must cost less than 40x the smaller (linear work is about 10x,
 quadratic about 100x; the quadratic OpenCUA split this guards against was
-100x). The absolute figures are in README, from `scripts/bench/bench_parsers.py`,
+100x). The absolute figures are in docs/measurements.md, from `scripts/bench/bench_parsers.py`,
 which builds the same shapes.
 """
 

@@ -9,7 +9,7 @@ What is real and what is not: the image processor is transformers' Qwen2VLImageP
 published defaults (patch 14, merge 2, temporal patch 2, min/max pixels); the chat template is Qwen2.5-VL's
 published one (transcribed below). The tokenizer is NOT Qwen's 151k BPE (its files come from a model hub and
 tests never download): it is the tiny builder's local sentencepiece vocabulary with Qwen's special tokens.
-Nothing is downloaded. GPU memory and speed cannot be measured here (no GPU): training/README.md lists
+Nothing is downloaded. GPU memory and speed cannot be measured here (no GPU): docs/learning.md lists
 published figures, marked as not measured.
 """
 
