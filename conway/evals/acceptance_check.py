@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.errors import ExitCode, UserError
 from conway.evals.report import Report, check_new_output
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy, describe_causes
@@ -288,7 +288,7 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
     if cases and all(c.get("no_valid_decision") for c in cases):
         never = (f"no valid decision in {sum(c['steps'] for c in cases)} step(s) over {len(cases)} task(s): "
                  f"{describe_causes(causes)}")
-        code = NO_VALID_DECISION_EXIT
+        code = ExitCode.NO_VALID_DECISION
     summary = {"checks": len(cases), "verified_passed": verified, "verified_failed": len(cases) - verified,
                "declared": {"DONE": declared_done, "FAIL": declared_fail,
                             "nothing": len(cases) - declared_done - declared_fail},

@@ -256,7 +256,7 @@ def read_promotions(home: Home) -> list[dict[str, Any]]:
 
 def newcombe_difference(h1: int, n1: int, h2: int, n2: int) -> tuple[float, float]:
     """95% interval of p2 - p1 for two independent proportions (Newcombe's hybrid score method)."""
-    from conway.evals.vision_check import wilson
+    from conway.evals.stats import wilson
 
     p1, p2 = h1 / n1, h2 / n2
     l1, u1 = wilson(h1, n1)

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 
 KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
@@ -375,7 +375,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     if never:
         summary["no_valid_decision"] = never
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+    code = 1 if uncertain or outcome.failed else ExitCode.NO_VALID_DECISION if never else \
         (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
