@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from conway.config import ConwayConfig
@@ -131,7 +132,8 @@ def check_parallel(parallel: int) -> None:
         raise UserError(f"--parallel must be at least 1 (got {parallel})")
 
 
-def check_outputs(output: str, home: Home, sheet: str | None = None, cases: int | None = None) -> tuple[Any, Any]:
+def check_outputs(output: str, home: Home, sheet: str | None = None,
+                  cases: int | None = None) -> tuple[Path, Path | None]:
     """(report path, sheet path or None), refused before anything runs; `cases`: how many, when known."""
     out = check_new_output(output, home)
     sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
