@@ -19,8 +19,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conway.errors import UserError
-from conway.redact import _secret_name, redact
-from conway.redact import find_secrets as _find_secrets
+from conway.policies.families import POLICY_KINDS
+from conway.redact import _secret_name, find_secrets, redact
 
 
 class _Section(BaseModel):
@@ -65,8 +65,9 @@ class AgentConfig(_Section):
 
 
 class PolicyConfig(_Section):
-    kind: Literal["mock", "generic", "opencua", "uitars"] = "mock"
-    """Which adapter turns model output into actions."""
+    kind: Literal[POLICY_KINDS] = "mock"  # type: ignore[valid-type]  # the registry's kinds, as a Literal
+    """`mock` (the offline scripted policy) or the model family whose adapter turns model output into actions
+    (conway.policies.families)."""
     backend: Literal["auto", "http", "llama_cpp"] = "auto"
     """`http`: an OpenAI-compatible endpoint; `llama_cpp`: in-process llama-cpp-python; auto: http when an endpoint is set."""
     endpoint: str | None = None
@@ -296,11 +297,6 @@ class ConwayConfig(_Section):
         """Stable hash of the resolved config (reports and checkpoints carry it)."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
-
-
-# --- secrets -----------------------------------------------------------------
-# Recognising credentials lives in conway/redact.py (every string at every depth); re-exported here.
-find_secrets = _find_secrets
 
 
 # --- composition -------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run them all:
-#   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal)
+#   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
 # System packages (Xvfb, xdotool, AT-SPI, cmake, Chromium for the viewer's browser tests) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama-cpp-python compiles
 # once (≈8–15 min on 2 cores) and is cached by pip; llama-server builds once into
@@ -40,6 +40,9 @@ fi
 
 echo "== llama-server (built once from the llama-cpp-python source distribution)"
 bash scripts/build/build_llama_server.sh
+
+echo "== lint (ruff: the rules are in pyproject.toml)"
+.venv/bin/ruff check .
 
 echo "== tests"
 exec $VPY -m pytest -q "$@"

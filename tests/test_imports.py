@@ -1,4 +1,4 @@
-"""The package's imports point one way (DESIGN §1) and never go round in a circle.
+"""The package's imports point one way (docs/architecture.md) and never go round in a circle.
 
 Every import counts, function-level ones included (read with `ast`, nothing is
 imported). The rules live in `NEVER`, here and nowhere else in the tests.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("conway", "training")
+PACKAGES = ("conway", "training", "scripts")
 
 # (importer prefix, imported prefix, why): a module under the first never imports one under the second
 NEVER = [
@@ -21,17 +21,26 @@ NEVER = [
     ("conway.policies", "conway.observe", "adapters receive images; they do not take screenshots"),
     ("conway.tools", "conway.observe", "a tool acts; it does not look"),
     ("conway.runtime", "conway.policies", "the runtime starts servers; it does not know adapters"),
-    ("conway.loop.cycle", "conway.cli.main", "the loop knows no command line"),
-    ("conway.loop.cycle", "conway.cli.commands", "the loop knows no command line"),
-    ("conway.actions", "conway.loop.cycle", "the action schema is a leaf"),
-    ("conway.geometry", "conway.loop.cycle", "geometry is a leaf"),
-    ("conway.evals", "conway.cli.main", "evals know no command line"),
-    ("conway.evals", "conway.cli.commands", "evals know no command line"),
-    ("training", "conway.loop.cycle", "training reads exported data, never the live loop"),
+    ("conway.loop", "conway.cli", "the loop knows no command line"),
+    ("conway.loop", "conway.session", "the loop is handed its parts; it does not wire them"),
+    ("conway.loop", "conway.policies", "the loop reaches a model only through the Policy protocol"),
+    ("conway.loop", "conway.tools", "the loop acts only through the Actuator protocol"),
+    ("conway.prompt", "conway.policies", "what a decision sees is built before any adapter lays it out"),
+    ("conway.store", "conway.loop", "files in the home know nothing of who writes them"),
+    ("conway.experience", "conway.loop", "experience is read from the journal, never from the live loop"),
+    ("conway.evals", "conway.cli", "evals know no command line"),
+    ("conway.readiness", "conway.cli", "readiness checks and commands know no command line"),
     ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
-    ("conway.readiness.checks", "conway.cli.commands", "readiness checks know no command line"),
-    ("conway.readiness.checks", "conway.cli.main", "readiness checks know no command line"),
+    ("training", "conway.loop", "training reads exported data, never the live loop"),
+    ("conway", "scripts", "the package never imports a demo, benchmark or builder"),
+    ("training", "scripts", "training never imports a demo, benchmark or builder"),
 ]
+
+# modules at the top of the package import only each other: they are what everything else stands on
+LEAVES = {f"conway.{m}" for m in ("actions", "protocols", "geometry", "imaging", "config", "errors", "redact",
+                                  "platform", "xvfb", "cancel", "bounded")}
+# the one way out of the leaves: `policy.kind` is checked against the model-family registry
+LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 
 
 def _module_name(path: Path) -> str:
@@ -84,6 +93,15 @@ def test_one_way_rule(src: str, dst: str, why: str) -> None:
     broken = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() if _under(m, src)
                     for t in targets if _under(t, dst))
     assert not broken, f"{why}: " + "; ".join(broken)
+
+
+def test_the_top_level_modules_are_leaves() -> None:
+    top = {m for m in GRAPH if m.count(".") == 1 and m.startswith("conway.")
+           and not any(k.startswith(m + ".") for k in GRAPH)}
+    assert top == LEAVES, f"top-level modules that are not declared leaves (or missing): {sorted(top ^ LEAVES)}"
+    broken = sorted(f"{m} imports {t}" for m in LEAVES for t in GRAPH[m]
+                    if t not in LEAVES and t != "conway" and (m, t) not in LEAF_EXCEPTIONS)
+    assert not broken, "a leaf imports above itself: " + "; ".join(broken)
 
 
 def test_no_import_cycles() -> None:

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from conway.errors import UserError
 from conway.experience.conversation import policy_messages
+from conway.policies.families import FAMILIES, get_family
 
 
 class DataSettings(BaseModel):
@@ -47,12 +48,12 @@ class DataSettings(BaseModel):
 
     path: str | None = None
     """An `export --format hf` folder or a conway-traj/1 JSONL file (None: given on the command line)."""
-    policy_kind: str = "generic"
-    """Adapter whose prompt and answer format the rows use: generic | opencua | uitars."""
+    policy_kind: Literal[tuple(FAMILIES)] = "generic"  # type: ignore[valid-type]  # the registry's families
+    """Model family (conway.policies.families) whose prompt and answer format the rows use."""
     resize: str = "auto"
-    """Resize rule for the image (a name from conway.geometry, auto: the adapter's default)."""
+    """Resize rule for the image (a name from conway.geometry, auto: the family's default)."""
     convention: str = "auto"
-    """Coordinate convention of the answers (auto: the adapter's default)."""
+    """Coordinate convention of the answers (auto: the family's default)."""
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     """How the policy encodes the image it sends (policy.image_encoding): jpeg (q85) or png; rows match it."""
     require_labels: bool = True
@@ -234,6 +235,8 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
     """Rows → examples; returns (examples, counts of why rows were skipped)."""
     from conway.policies.target_turns import render_target
 
+    family = get_family(settings.policy_kind)
+    convention = settings.convention if settings.convention != "auto" else family.convention.value
     examples: list[Example] = []
     skipped: dict[str, int] = {}
     rows = list(rows)
@@ -252,11 +255,9 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
                                           settings.image_encoding)
         rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
                                    "captured_size": list(image.captured_size),
-                                   "convention": (settings.convention if settings.convention != "auto" else
-                                                  _default_convention(settings.policy_kind)),
-                                   "policy": settings.policy_kind}}
+                                   "convention": convention, "policy": family.name}}
         try:
-            target = render_target(rec, _style_for(settings.policy_kind))
+            target = render_target(rec, family)
         except ValueError as exc:
             skipped[f"not renderable: {exc}"] = skipped.get(f"not renderable: {exc}", 0) + 1
             continue
@@ -265,7 +266,10 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
                                       "hindsight": bool((rec.get("labels") or {}).get("hindsight")),
                                       "target_box": target_box(rec),
                                       "sent_size": list(image.sent_size),
-                                      "captured_size": list(image.captured_size)}))
+                                      "captured_size": list(image.captured_size),
+                                      # the answer's coordinates are read back in the convention they were
+                                      # written in (held-out scoring), whatever the family's default
+                                      "convention": target.convention}))
     if not examples:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "no rows"
         if settings.require_labels and skipped.get("unlabelled"):
@@ -278,17 +282,6 @@ def build_examples(rows: Iterable[dict[str, Any]], settings: DataSettings, confi
     if settings.max_examples:
         examples = examples[: settings.max_examples]
     return examples, skipped
-
-
-def _default_convention(kind: str) -> str:
-    from conway.policies.factory import make_adapter
-    return make_adapter(kind).default_convention.value
-
-
-def _style_for(kind: str) -> str:
-    if kind not in ("generic", "opencua", "uitars"):
-        raise UserError(f"data.policy_kind={kind!r}: training rows can be written for generic, opencua or uitars")
-    return kind
 
 
 def split(examples: list[Example], eval_fraction: float) -> tuple[list[Example], list[Example]]:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from conway.errors import UserError
+from conway.policies.families import ARCHITECTURES
 from training.data import DataSettings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,8 +31,9 @@ class _Section(BaseModel):
 class ModelSettings(_Section):
     path: str
     """Local folder of the base model in Hugging Face format (config.json + weights). Never a hub download."""
-    family: Literal["qwen2-vl", "qwen2.5-vl", "uitars", "opencua"] = "qwen2-vl"
-    """Architecture family (decides the default LoRA targets and the converter's expectations)."""
+    family: Literal[tuple(ARCHITECTURES)] = "qwen2-vl"  # type: ignore[valid-type]  # the registry's architectures
+    """Architecture of the base model (conway.policies.families): decides the default LoRA targets, whether the
+    weights need their own code (trust_remote_code) and whether llama.cpp can convert them."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights' dtype while training (bfloat16 on a GPU, float32 on a CPU)."""
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None
@@ -49,8 +51,9 @@ class LoraSettings(_Section):
     """LoRA scaling numerator (the update is scaled by alpha / r)."""
     dropout: float = Field(default=0.0, ge=0, lt=1)
     """Dropout on the LoRA input."""
-    target_modules: str | list[str] = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
-    """Modules that get LoRA adapters: a regex over module names, or a list of name suffixes."""
+    target_modules: str | list[str] | None = None
+    """Modules that get LoRA adapters: a regex over module names, or a list of name suffixes (None: the
+    architecture's default, model.family)."""
     modules_to_save: list[str] = Field(default_factory=list)
     """Modules trained in full and saved with the adapter (e.g. lm_head, the vision merger)."""
 
@@ -148,16 +151,19 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":
-        if self.data.policy_kind not in ("generic", "opencua", "uitars"):
-            raise ValueError(f"data.policy_kind must be generic, opencua or uitars (got {self.data.policy_kind!r})")
+        arch = ARCHITECTURES[self.model.family]
         if self.convert.gguf and not self.convert.merge:
             raise ValueError("convert.gguf needs convert.merge (the converter reads the merged model)")
-        if self.model.family == "opencua" and not self.model.trust_remote_code:
-            raise ValueError("OpenCUA models load only with model.trust_remote_code=true (their own modeling code)")
-        if self.model.family == "opencua" and self.convert.gguf:
-            raise ValueError("convert.gguf=false for OpenCUA: llama.cpp's converter does not know its architecture")
+        if arch.remote_code and not self.model.trust_remote_code:
+            raise ValueError(f"model.family={arch.name} loads only with model.trust_remote_code=true (its own "
+                             "modeling code)")
+        if not arch.gguf and self.convert.gguf:
+            raise ValueError(f"convert.gguf=false for model.family={arch.name}: llama.cpp's converter does not "
+                             "know its architecture")
         if self.early_stop_needs_generation():
             raise ValueError("train.early_stop_hits needs train.eval_generate > 0")
+        if self.lora.target_modules is None:
+            self.lora = self.lora.model_copy(update={"target_modules": arch.lora_targets})
         return self
 
     def early_stop_needs_generation(self) -> bool:

@@ -100,11 +100,12 @@ def generate_answers(model: Any, encoder: Encoder, examples: list[Example], max_
 
 
 def score_answers(answers: list[str], examples: list[Example], policy_kind: str) -> dict[str, Any]:
-    """Hit rate of answers against the rows' target boxes (parsed by the policy's own parser)."""
+    """Hit rate of answers against the rows' target boxes (parsed by the family's own parser, in the
+    coordinate convention each row's target was written in)."""
     from conway.geometry import Convention
-    from conway.policies.factory import make_adapter
+    from conway.policies.families import get_family
 
-    adapter = make_adapter(policy_kind)
+    adapter = get_family(policy_kind).adapter()
     hits = scored = 0
     distinct = set()
     for text, ex in zip(answers, examples):
@@ -113,7 +114,7 @@ def score_answers(answers: list[str], examples: list[Example], policy_kind: str)
             continue
         scored += 1
         distinct.add(text.strip())
-        parsed = adapter.parse(text, convention=Convention(adapter.default_convention),
+        parsed = adapter.parse(text, convention=Convention(ex.meta["convention"]),
                                sent_size=tuple(ex.meta["sent_size"]), captured_size=tuple(ex.meta["captured_size"]))
         act = parsed.actions[0] if parsed.actions else None
         x, y = getattr(act, "x", None), getattr(act, "y", None)

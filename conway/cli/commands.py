@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from conway.errors import ExitCode, UserError
+from conway.policies.families import FAMILIES, one_of
 
 
 def _home(args, writable: bool = True):
@@ -21,7 +22,7 @@ def _home(args, writable: bool = True):
 
 
 NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
-            "policy.mmproj_path=MMPROJ.gguf (policy.kind generic, opencua or uitars), or an OpenAI-compatible "
+            f"policy.mmproj_path=MMPROJ.gguf (policy.kind {one_of(FAMILIES)}), or an OpenAI-compatible "
             "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
 
 

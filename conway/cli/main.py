@@ -9,6 +9,7 @@ from conway import __version__
 from conway.cli.commands import run_command
 from conway.errors import UserError, exit_codes_text
 from conway.evals.vision_cases import PROFILES as VISION_PROFILES
+from conway.policies.families import FAMILIES
 
 EPILOG = """\
 Put --home PATH (or set CONWAY_HOME) before the subcommand; the default home is ~/.conway.
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-uncertain", action="store_true", help="also export steps whose outcome is uncertain")
     p.add_argument("--format", default="jsonl", choices=("jsonl", "hf"), dest="fmt",
                    help="jsonl (default) or hf (a datasets folder with images)")
-    p.add_argument("--style", choices=("generic", "opencua", "uitars"),
+    p.add_argument("--style", choices=tuple(FAMILIES),
                    help="add each step's target turn in this model family's own action format")
     p.add_argument("--skip-missing", action="store_true",
                    help="leave out steps whose screenshot file is gone (default: keep them, marked image_missing)")

@@ -1,7 +1,8 @@
-"""Checks that say whether a setup works and whether a task was really done.
+"""Checks that say whether a model works and whether a task was really done.
 
-`report` (the shared `conway-report/1` format), `preflight`, `vision_check`,
-`acceptance` (acceptance-check) and `task_acceptance` (criteria in task files
-for `conway start`). Suite data and documentation live in the top-level
-`evals/` folder; this package is the code the `conway` command runs.
+`report` (the shared `conway-report/1` format), `vision_check` and `grounding/` (clicks scored
+against known targets), `acceptance_check` (disposable file and program tasks through the loop),
+`task_files` (acceptance criteria in task files for `conway start`), `candidates` (a candidate
+policy measured against the one it would replace). Suite data and documentation live in the
+top-level `evals/` folder; this package is the code the `conway` command runs.
 """

@@ -82,11 +82,12 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     from conway.actions import ACTION_TYPES
     from conway.geometry import Convention, get_rule
     from conway.policies.base import build_messages, prepare_image
-    from conway.policies.factory import make_adapter
+    from conway.policies.families import get_family
 
-    adapter = make_adapter(policy_kind)
-    rule_name = adapter.default_resize if resize == "auto" else resize
-    conv = adapter.default_convention if convention == "auto" else Convention(convention)
+    family = get_family(policy_kind)
+    adapter = family.adapter()
+    rule_name = family.resize if resize == "auto" else resize
+    conv = family.convention if convention == "auto" else Convention(convention)
     obs = ctx.observation
     image = prepare_image(obs, rule_name, get_rule(rule_name), encoding)
     types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)

@@ -14,7 +14,7 @@ from pathlib import Path
 from conway.errors import UserError
 from conway.experience.export_writers import _refuse_existing, write_hf, write_jsonl
 from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
-from conway.policies.target_turns import STYLES
+from conway.policies.families import FAMILIES
 from conway.redact import redact_known
 
 
@@ -34,19 +34,6 @@ class ExportResult:
     """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
 
-def export_trajectory(journal_dir: Path, output: Path, include_dry_runs: bool = False, *,
-                      include_uncertain: bool = False, fmt: str = "jsonl", style: str | None = None,
-                      skip_missing: bool = False, home_root: Path | None = None) -> tuple[int, list[str]]:
-    """Export the journal. Refuses to overwrite; keeps steps whose screenshot is gone (marked), or skips them.
-
-    Called the old way (journal_dir, output[, include_dry_runs]) it returns
-    (records written, skipped torn lines), as the foundation did.
-    """
-    result = export(journal_dir, output, include_dry_runs=include_dry_runs, include_uncertain=include_uncertain,
-                    fmt=fmt, style=style, skip_missing=skip_missing, home_root=home_root)
-    return result.written, result.skipped_lines
-
-
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
            home_root: Path | None = None, from_report: str | Path | None = None,
@@ -58,8 +45,8 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     """
     if fmt not in ("jsonl", "hf"):
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
-    if style is not None and style not in STYLES:
-        raise UserError(f"unknown --style {style!r}; use one of {', '.join(STYLES)}")
+    if style is not None and style not in FAMILIES:
+        raise UserError(f"unknown --style {style!r}; use one of {', '.join(FAMILIES)}")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
     if from_report is not None:

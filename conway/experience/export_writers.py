@@ -14,6 +14,7 @@ from typing import Any
 
 from conway.errors import UserError
 from conway.experience.steps import record_image
+from conway.policies.families import get_family
 from conway.policies.target_turns import render_target
 
 
@@ -28,12 +29,13 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
     """Write records (with a `target` per step when a style is given); returns steps not rendered."""
     _refuse_existing(output)
     unrendered = []
+    family = get_family(style) if style else None
     tmp = output.with_name(output.name + ".partial")
     with open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:
-            if style:
+            if family:
                 try:
-                    t = render_target(rec, style)
+                    t = render_target(rec, family)
                 except ValueError as exc:
                     unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
                     continue
@@ -52,14 +54,14 @@ def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -
     and encoding, so the target's pixel coordinates refer to it. ValueError when the step cannot be rendered.
     """
     from conway.experience.conversation import policy_messages, step_context, typed_parts
-    from conway.policies.factory import make_adapter
 
+    family = get_family(style)
     ctx = step_context(rec, png, config)
     messages, image = policy_messages(ctx, style, encoding=config.policy.image_encoding)
     rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
                                "captured_size": list(image.captured_size),
-                               "convention": make_adapter(style).default_convention.value, "policy": style}}
-    target = render_target(rec, style).text
+                               "convention": family.convention.value, "policy": style}}
+    target = render_target(rec, family).text
     turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
     turns.append({"role": "assistant", "content": [{"type": "text", "text": target}]})
     return turns, image.data
@@ -110,9 +112,10 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     config = load_config(None, [])
     conversations = []
     unrendered = []
+    family = get_family(style)
     for rec in records:
         try:
-            t = render_target(rec, style)
+            t = render_target(rec, family)
         except ValueError as exc:
             unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
             continue

@@ -1,11 +1,12 @@
 """Observers: where the loop's view of the world comes from.
 
-- `synthetic`: generated frames, no display (the mock policy and tests).
+- `synthetic`: generated frames, no display (the mock policy and tests); what the model
+  receives versus what is archived is `conway.imaging`'s business.
 - `screen`: the primary monitor captured with mss (`ScreenObserver`), with
   its geometry (origin, captured and logical size) and a change key.
 - `change`: the unchanged-screen test that forgives a blinking caret.
-- `encode`: what the model receives (JPEG q85, resized per model family)
-  versus what is archived under ``screenshots/`` (PNG level 1).
+- `fallback`: a failed capture becomes an observation without an image, said once.
+- `screen_targets`: accessible nodes and the X window stack, for grounding-check's live cases.
 - `accessibility`: an optional, time-limited AT-SPI snapshot of the
   foreground application (Linux), with a stated reason when unavailable.
 

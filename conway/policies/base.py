@@ -130,11 +130,10 @@ def _cut_middle(text: str, keep: int) -> str:
 
 
 class Adapter(Protocol):
-    """A model family: how to ask, how to read the answer."""
+    """A model family's answer format: how to ask, how to read the answer (its defaults: `policies.families`)."""
 
     name: str
-    default_convention: Convention
-    default_resize: str
+    """The family's name (recorded with every decision)."""
     constrain_by_default: bool
     """Whether `structured_output: auto` constrains this family (free-text families are left alone)."""
 

@@ -1,4 +1,4 @@
-"""Config → a real model policy: adapter (generic / opencua / uitars) on a backend.
+"""Config → a real model policy: the family's adapter (`policies.families`) on a backend.
 
 Which backend (no guessing; each refusal says what to set):
 
@@ -22,24 +22,13 @@ from typing import Any
 from conway.config import ConwayConfig, api_key
 from conway.errors import UserError
 from conway.geometry import Convention, get_rule
-from conway.policies.base import Adapter, ModelPolicy, PolicySettings
+from conway.policies.base import ModelPolicy, PolicySettings
+from conway.policies.families import MOCK, get_family
+from conway.policies.family import Family
 from conway.protocols import ContextWindow, Policy
 from conway.store.home import Home
 
-__all__ = ["build_policy", "build_model_policy", "make_adapter", "backend_choice"]
-
-
-def make_adapter(kind: str) -> Adapter:
-    if kind == "generic":
-        from conway.policies.generic import GenericAdapter
-        return GenericAdapter()
-    if kind == "opencua":
-        from conway.policies.opencua import OpenCUAAdapter
-        return OpenCUAAdapter()
-    if kind == "uitars":
-        from conway.policies.uitars import UITarsAdapter
-        return UITarsAdapter()
-    raise UserError(f"policy.kind={kind!r} has no model adapter (known: generic, opencua, uitars, mock)")
+__all__ = ["build_policy", "build_model_policy", "backend_choice"]
 
 
 def backend_choice(config: ConwayConfig) -> str:
@@ -57,10 +46,10 @@ def backend_choice(config: ConwayConfig) -> str:
     return "server" if pol.backend == "http" else "inprocess"
 
 
-def _settings(config: ConwayConfig, adapter: Adapter, meta: dict[str, Any]) -> PolicySettings:
+def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any]) -> PolicySettings:
     pol = config.policy
-    convention = adapter.default_convention if pol.convention == "auto" else Convention(pol.convention)
-    resize = adapter.default_resize if pol.resize == "auto" else pol.resize
+    convention = family.convention if pol.convention == "auto" else Convention(pol.convention)
+    resize = family.resize if pol.resize == "auto" else pol.resize
     try:
         get_rule(resize)
     except ValueError as exc:
@@ -76,7 +65,11 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
 
     pol = config.policy
     rt = config.runtime
-    adapter = make_adapter(pol.kind)
+    try:
+        family = get_family(pol.kind)
+    except ValueError as exc:
+        raise UserError(f"policy.kind: {exc}") from None
+    adapter = family.adapter()
     choice = backend_choice(config)
 
     if choice == "endpoint":
@@ -92,7 +85,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
             raise
         backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
                               model_meta=_served_meta(served))
-        policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
+        policy = ModelPolicy(adapter, backend, _settings(config, family, {
             "endpoint": served.base_url, "server": served.server}))
         policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
         return policy
@@ -124,7 +117,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         backend = HTTPBackend(client, served.model_id, server=server.program.kind,
                               request_timeout_s=pol.request_timeout_s, known_window=known,
                               model_meta=_served_meta(served))
-        policy = ModelPolicy(adapter, backend, _settings(config, adapter, {
+        policy = ModelPolicy(adapter, backend, _settings(config, family, {
             "endpoint": url, "server": server.program.kind, "started_by_conway": True}), on_close=[server.stop])
         policy.server = server  # type: ignore[attr-defined]
         policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
@@ -144,7 +137,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note
-    policy = ModelPolicy(adapter, backend, _settings(config, adapter, meta))
+    policy = ModelPolicy(adapter, backend, _settings(config, family, meta))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
     if warning:
@@ -171,7 +164,7 @@ def _served_meta(served: Any) -> dict[str, Any]:
 
 def build_policy(config: ConwayConfig, home: Home) -> Policy:
     """The configured policy: the offline mock, or a real model behind llama.cpp or an HTTP server."""
-    if config.policy.kind == "mock":
+    if config.policy.kind == MOCK:
         from conway.policies.mock import MockPolicy, load_script
         script = load_script(config.policy.mock_script) if config.policy.mock_script else None
         return MockPolicy(script)

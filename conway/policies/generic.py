@@ -14,7 +14,7 @@ from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_json
-from conway.policies.base import StructuredSpec
+from conway.policies.backend import StructuredSpec
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
@@ -36,8 +36,6 @@ def describe_convention(convention: Convention, sent_size: Size) -> str:
 
 class GenericAdapter:
     name = "generic"
-    default_convention = Convention.ABSOLUTE
-    default_resize = "qwen2.5-vl"
     constrain_by_default = True
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_opencua
-from conway.policies.base import StructuredSpec
+from conway.policies.backend import StructuredSpec
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
@@ -39,8 +39,6 @@ _CALLS = {
 
 class OpenCUAAdapter:
     name = "opencua"
-    default_convention = Convention.ABSOLUTE
-    default_resize = "opencua"
     constrain_by_default = False
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:

@@ -2,7 +2,8 @@
 
 The mirror of the parsers beside it (`parse_json`, `parse_opencua`, `parse_uitars`):
 what those read from a model, these write for training data, in the coordinate
-convention and image size the model was sent.
+convention and image size the model was sent. Each family names its renderer in
+its record (`conway.policies.families`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-STYLES = ("generic", "opencua", "uitars")
+from conway.policies.family import Family
 
 
 @dataclass
@@ -40,13 +41,14 @@ def target_action(rec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     return None, "none"
 
 
-def step_geometry(rec: dict[str, Any], style: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
-    """(convention, sent size, captured size) to render a step in `style`.
+def step_geometry(rec: dict[str, Any], family: Family) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """(convention, sent size, captured size) to render a step in `family`'s format.
 
     The recorded sent size and convention are used when the step was recorded
-    by the same family (or the style is generic); otherwise the family's own
-    default convention and resize rule are applied to the captured size, so
-    the rendered coordinates are what that family would have to answer.
+    by the same family (or the family follows the geometry its prompt states);
+    otherwise the family's own default convention and resize rule are applied
+    to the captured size, so the rendered coordinates are what that family
+    would have to answer.
     """
     from conway.geometry import get_rule
 
@@ -57,12 +59,11 @@ def step_geometry(rec: dict[str, Any], style: str) -> tuple[str, tuple[int, int]
         raise ValueError("the step records no captured size")
     captured_t = (int(captured[0]), int(captured[1]))
     recorded_family = geo.get("policy")
-    if geo.get("sent_size") and geo.get("convention") and (style == "generic" or recorded_family == style):
+    if geo.get("sent_size") and geo.get("convention") and (family.follows_prompted_geometry
+                                                           or recorded_family == family.name):
         sent = geo["sent_size"]
         return str(geo["convention"]), (int(sent[0]), int(sent[1])), captured_t
-    family_convention = {"generic": "absolute", "opencua": "absolute", "uitars": "absolute"}[style]
-    rule = get_rule({"generic": "qwen2.5-vl", "opencua": "opencua", "uitars": "uitars"}[style])
-    return family_convention, rule.target_size(captured_t), captured_t
+    return family.convention.value, get_rule(family.resize).target_size(captured_t), captured_t
 
 
 def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
@@ -98,14 +99,16 @@ def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _generic(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+def generic_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """The generic family's answer: `{"thought": …, "action": {…}}` in the schema's key order."""
     out = canonical_action(action)
     for (kx, ky), value in pt.items():
         out[kx], out[ky] = value
     return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
 
 
-def _opencua(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+def opencua_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """OpenCUA's answer: `## Thought` / `## Action` / `## Code` with one pyautogui call."""
     t = action["type"]
     x, y = pt.get(("x", "y"), (None, None))
     if t == "click":
@@ -152,7 +155,8 @@ def _uitars_quote(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-def _uitars(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+def uitars_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
+    """UI-TARS's answer: `Thought: …` / `Action: click(start_box='(x,y)')`."""
     t = action["type"]
     box = None
     if ("x", "y") in pt:
@@ -197,22 +201,17 @@ def _describe(action: dict[str, Any]) -> str:
             "drag": "Drag.", "triple_click": "Triple-click the target."}.get(t, t)
 
 
-_RENDER = {"generic": _generic, "opencua": _opencua, "uitars": _uitars}
-
-
-def render_target(rec: dict[str, Any], style: str) -> Target:
-    """The step's target turn in `style`; ValueError (with the reason) when it cannot be rendered."""
-    if style not in STYLES:
-        raise ValueError(f"unknown style {style!r}; known: {', '.join(STYLES)}")
+def render_target(rec: dict[str, Any], family: Family) -> Target:
+    """The step's target turn in `family`'s format; ValueError (with the reason) when it cannot be rendered."""
     action, source = target_action(rec)
     if action is None:
         raise ValueError("the step has no action to teach (no parsed action and no corrected label)")
-    convention, sent, captured = step_geometry(rec, style)
+    convention, sent, captured = step_geometry(rec, family)
     points = {}
     for kx, ky in (("x", "y"), ("to_x", "to_y")):
         if action.get(kx) is not None and action.get(ky) is not None:
             points[(kx, ky)] = _model_point(action[kx], action[ky], convention, sent, captured)
     thought = (rec.get("decision") or {}).get("thought") if source == "recorded" else None
-    text = _RENDER[style](action, points, thought)
+    text = family.render(action, points, thought)
     return Target(text=text, action=action, convention=convention, sent_size=sent, captured_size=captured,
                   source=source)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_uitars
-from conway.policies.base import StructuredSpec
+from conway.policies.backend import StructuredSpec
 from conway.policies.grammar import uitars_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
@@ -35,8 +35,6 @@ _CALLS = {
 
 class UITarsAdapter:
     name = "uitars"
-    default_convention = Convention.ABSOLUTE
-    default_resize = "uitars"
     constrain_by_default = False
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:

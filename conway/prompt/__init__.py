@@ -1,0 +1,3 @@
+"""What one decision sees: `decision` gathers goals, constitution, memory, action space and the
+latest result; `parts` cuts them to the text budget; `memory` keeps memory.md.
+"""

@@ -67,10 +67,6 @@ def resolve_budget(configured: int | None, fitted: int | None) -> int:
     return fitted if configured is None else min(configured, fitted)
 
 
-def estimate_tokens(text: str, chars_per_token: float) -> int:
-    return int(len(text) / chars_per_token) + 1
-
-
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
                 chars_per_token: float, accessibility: str | None = None) -> tuple[list[ContextPart], list[str]]:

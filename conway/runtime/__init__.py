@@ -1,1 +1,1 @@
-"""Local inference: the memory resolver, endpoint discovery, and starting/stopping a llama.cpp server."""
+"""Local inference: how much memory a GGUF model needs (`resolver`) and starting/stopping a llama.cpp server (`server`)."""

@@ -5,6 +5,7 @@ The in-process KV reuse itself is tested on the real tiny VLM in test_policies_l
 
 from __future__ import annotations
 
+from conway.geometry import Convention
 from conway.policies.base import build_messages
 from conway.policies.generic import GenericAdapter
 from conway.policies.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
@@ -55,7 +56,7 @@ def test_a_short_budget_keeps_the_newest_steps_still_oldest_first():
 
 def _user_text(ctx) -> str:
     a = GenericAdapter()
-    msgs = build_messages(ctx, instructions=a.instructions(ctx.action_types, (644, 392), a.default_convention),
+    msgs = build_messages(ctx, instructions=a.instructions(ctx.action_types, (644, 392), Convention.ABSOLUTE),
                           action_space=None, request_text=a.request_text(), image_url="data:image/jpeg;base64,AA",
                           sent_size=(644, 392))
     return msgs[-1]["content"][0]["text"]

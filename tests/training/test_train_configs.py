@@ -9,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 from conway.errors import UserError  # noqa: E402
+from conway.policies.families import ARCHITECTURES, FAMILIES  # noqa: E402
 from training.recipe import RECIPES_DIR, Recipe, compose, load_recipe, recipe_names, validate  # noqa: E402
 
 RECIPES = recipe_names()
@@ -23,7 +24,7 @@ def test_recipe_composes_and_validates(name):
     data = compose(name, ["model.path=/nowhere/model"])
     recipe = validate(data, name)
     assert isinstance(recipe, Recipe) and recipe.name == name
-    assert recipe.data.policy_kind in ("generic", "opencua", "uitars")
+    assert recipe.data.policy_kind in FAMILIES
     assert recipe.model.path == "/nowhere/model"
 
 
@@ -84,3 +85,43 @@ def test_unknown_recipe_lists_the_known_ones():
     with pytest.raises(UserError) as err:
         load_recipe("gpt-9")
     assert "tiny_cpu" in str(err.value)
+
+
+def test_model_family_and_policy_kind_take_the_registrys_names():
+    for arch in ARCHITECTURES:
+        overrides = ["model.path=/m", f"model.family={arch}"]
+        if ARCHITECTURES[arch].remote_code:
+            overrides.append("model.trust_remote_code=true")
+        if not ARCHITECTURES[arch].gguf:
+            overrides.append("convert.gguf=false")
+        assert load_recipe("tiny_cpu", overrides).model.family == arch
+    for kind in FAMILIES:
+        assert load_recipe("tiny_cpu", ["model.path=/m", f"data.policy_kind={kind}"]).data.policy_kind == kind
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu", ["model.path=/m", "model.family=gpt9"])
+    assert all(f"'{a}'" in str(err.value) for a in ARCHITECTURES)
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu", ["model.path=/m", "data.policy_kind=mock"])  # a policy kind, not a family
+    assert "data.policy_kind" in str(err.value) and all(f"'{k}'" in str(err.value) for k in FAMILIES)
+
+
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_the_architecture_sets_the_default_lora_targets(arch):
+    extra = (["model.trust_remote_code=true"] if ARCHITECTURES[arch].remote_code else []) + \
+        (["convert.gguf=false"] if not ARCHITECTURES[arch].gguf else [])
+    unset = load_recipe("tiny_cpu", ["model.path=/m", f"model.family={arch}", "lora.target_modules=null", *extra])
+    assert unset.lora.target_modules == ARCHITECTURES[arch].lora_targets
+    kept = load_recipe("tiny_cpu", ["model.path=/m", f"model.family={arch}", *extra])
+    assert kept.lora.target_modules == r".*language_model.*\.(v_proj|o_proj|gate_proj|up_proj|down_proj)"  # the file's
+
+
+def test_the_architecture_decides_what_a_recipe_must_say():
+    remote = [a for a in ARCHITECTURES.values() if a.remote_code]
+    unconvertible = [a for a in ARCHITECTURES.values() if not a.gguf]
+    assert [a.name for a in remote] == [a.name for a in unconvertible] == ["opencua"]
+    with pytest.raises(UserError) as err:
+        load_recipe("tiny_cpu", ["model.path=/m", "model.family=opencua", "model.trust_remote_code=true"])
+    assert "convert.gguf=false" in str(err.value)
+    ok = load_recipe("tiny_cpu", ["model.path=/m", "model.family=opencua", "model.trust_remote_code=true",
+                                  "convert.gguf=false"])
+    assert ok.model.family == "opencua"

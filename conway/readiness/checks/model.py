@@ -150,7 +150,7 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
     """Does a decision fit the model's window? window − image tokens − max_tokens − instructions (estimates)."""
     from conway.actions import ACTION_TYPES, describe_action_space
     from conway.geometry import Convention, get_rule, image_tokens
-    from conway.policies.factory import make_adapter
+    from conway.policies.families import get_family
 
     p, rt = config.policy, config.runtime
     notes = []
@@ -161,8 +161,9 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
         return Check("context fits", "warn", "the server does not say its context window (no llama-server /props): "
                      "prompts are sized by context.budget_tokens alone, and a length refusal is reported as "
                      "\"context exceeded\"")
-    adapter = make_adapter(p.kind)
-    rule_name = adapter.default_resize if p.resize == "auto" else p.resize
+    family = get_family(p.kind)
+    adapter = family.adapter()
+    rule_name = family.resize if p.resize == "auto" else p.resize
     try:
         rule = get_rule(rule_name)
         if p.image_max_tokens and not rule.passthrough:
@@ -172,7 +173,7 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
     size = screen or ASSUMED_SCREEN
     sent = rule.target_size(size)
     image_n = (p.image_max_tokens or 1024) if rule.passthrough else image_tokens(sent, rule.factor)
-    convention = adapter.default_convention if p.convention == "auto" else Convention(p.convention)
+    convention = family.convention if p.convention == "auto" else Convention(p.convention)
     types = list(ACTION_TYPES)
     fixed = adapter.instructions(types, sent, convention) + describe_action_space(types)
     instr_n = int(len(fixed) / 3.0) + 64  # an estimate: ~3 characters a token, plus the template

@@ -1,0 +1,25 @@
+"""generic: any OpenAI-compatible VLM answering `{"thought": …, "action": {…}}` in Conway's action schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.family import Family
+from conway.policies.target_turns import generic_turn
+
+
+def _adapter() -> Any:
+    from conway.policies.generic import GenericAdapter
+    return GenericAdapter()
+
+
+FAMILY = Family(
+    name="generic",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # pixels of the image as sent; its size is in the prompt
+    resize="qwen2.5-vl",
+    render=generic_turn,
+    follows_prompted_geometry=True,  # its prompt states the convention and the image size
+    presets=("generic",),
+)

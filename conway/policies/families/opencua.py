@@ -1,0 +1,26 @@
+"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with one pyautogui call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.family import Architecture, Family
+from conway.policies.target_turns import opencua_turn
+
+
+def _adapter() -> Any:
+    from conway.policies.opencua import OpenCUAAdapter
+    return OpenCUAAdapter()
+
+
+FAMILY = Family(
+    name="opencua",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
+    resize="opencua",
+    render=opencua_turn,
+    # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
+    architecture=Architecture("opencua", remote_code=True, gguf=False),
+    presets=("opencua-7b",),
+)

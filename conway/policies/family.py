@@ -1,0 +1,62 @@
+"""What a model family is: the facts one `conway/policies/families/` module declares, once.
+
+A family is a kind of model Conway drives and trains: how it is asked and
+how its answers are read (the adapter), the coordinates and image size it
+answers in by default, how a recorded step is written as its answer (the
+target-turn renderer), what training must know about its base models, and
+the policy presets that serve it. `policy.kind`, `export --style`,
+`data.policy_kind` and `model.family` are all checked against the registry
+(`conway.policies.families`) that lists these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from conway.geometry import Convention
+
+__all__ = ["Architecture", "Family", "LM_PROJECTIONS", "Renderer"]
+
+Renderer = Callable[[dict[str, Any], dict[tuple[str, str], tuple[Any, Any]], str | None], str]
+"""(action, its points in the model's coordinates by field pair, thought) → the answer text."""
+
+LM_PROJECTIONS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+"""LoRA on every attention and MLP projection of the language model; the vision tower stays frozen."""
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A base model's architecture as training sees it (a recipe's `model.family`)."""
+
+    name: str
+    lora_targets: str = LM_PROJECTIONS
+    """Default `lora.target_modules` (a regex over module names) when a recipe leaves it out."""
+    remote_code: bool = False
+    """The weights load only with the model repository's own Python code (`model.trust_remote_code`)."""
+    gguf: bool = True
+    """llama.cpp's converter knows the architecture, so a candidate can be converted to GGUF."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family, declared once."""
+
+    name: str
+    """`policy.kind`, `export --style` and `data.policy_kind` value; recorded with every decision."""
+    adapter: Callable[[], Any]
+    """Builds the `policies.base.Adapter`: the prompt language, and the parser and grammar of the answers.
+    Imported on use, so that the registry stays cheap to import."""
+    convention: Convention
+    """Coordinate convention of the answers when `policy.convention=auto`."""
+    resize: str
+    """Resize rule (a `geometry.RESIZE_RULES` name) of the image sent when `policy.resize=auto`."""
+    render: Renderer
+    """Writes a step's target turn in this family's answer format (`policies.target_turns`)."""
+    follows_prompted_geometry: bool = False
+    """The prompt states the coordinate convention and image size, so a step recorded by another family keeps
+    the geometry it was recorded with; otherwise it is re-rendered in this family's defaults."""
+    architecture: Architecture | None = None
+    """The architecture of this family's released models, when training must know it (None: any base)."""
+    presets: tuple[str, ...] = ()
+    """`configs/policy/<name>.yaml` presets that serve this family (`conway run policy=<name>`)."""
