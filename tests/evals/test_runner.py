@@ -101,3 +101,22 @@ def test_the_report_carries_the_verdict_and_a_failed_run_writes_none(tmp_path: P
         run_suite(Broken(), Policy(), [0], Report("fake-check", tmp_path / "b.json", argv=None, config=None),
                   progress=False)
     assert not (tmp_path / "b.json").exists()  # a report exists only for a run that completed
+
+
+def test_candidate_eval_stops_with_exit_3_when_a_model_answers_no_case(initialized_home: Path):
+    from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+    from conway.errors import NoValidDecision
+    from conway.evals.candidates import _run_one
+    from conway.evals.vision_check import VisionSuite
+    from conway.store.home import Home
+
+    fail = Reply(status=500, body={"error": {"message": "model crashed"}})
+    with ScriptedFakeServer(replies=[fail]) as fake:
+        with pytest.raises(NoValidDecision) as err:
+            _run_one(Home(initialized_home), "candidate",
+                     ["policy=generic", f"policy.endpoint={fake.base_url}", "policy.structured_output=none"],
+                     lambda cfg: VisionSuite(cfg, 0, (64, 64)), [0, 1], False)
+        assert len(fake.chat_requests) >= 2  # both cases were asked
+    assert err.value.exit_code == ExitCode.NO_VALID_DECISION == 3
+    assert "the candidate model answered no case: model request failed" in str(err.value)
