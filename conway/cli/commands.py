@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.errors import ExitCode, UserError
 from conway.policies.families import FAMILIES, one_of
 
 
@@ -98,7 +98,7 @@ def do_run(args) -> int:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.reason.startswith(("uncertain", "fail-safe")):
         return 1
-    return NO_VALID_DECISION_EXIT if outcome.no_valid_decision else 0
+    return ExitCode.NO_VALID_DECISION if outcome.no_valid_decision else 0
 
 
 def do_start(args) -> int:

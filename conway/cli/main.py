@@ -7,7 +7,7 @@ import sys
 
 from conway import __version__
 from conway.cli.commands import run_command
-from conway.errors import UserError
+from conway.errors import UserError, exit_codes_text
 from conway.evals.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
 
@@ -140,8 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("candidate-eval", "run the same held-out cases on the base and on a candidate through llama.cpp",
             "Serve the base model and the candidate through llama.cpp one after the other, run the same\n"
             "seeded vision-check cases (or --suite grounding: the same --dataset / --apps cases) on both and\n"
-            "report each hit rate with its 95% interval and the difference. Exit 0 candidate better with\n"
-            "separated intervals, 2 not separated, 1 setup error.")
+            "report each hit rate with its 95% interval and the difference.\n"
+            + exit_codes_text("candidate better with separated intervals", "not separated"))
     p.add_argument("name", help="candidate name (a folder under candidates/)")
     p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
     p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",
             "Send seeded generated images (a coloured target among distractors, 'Click the red square.')\n"
             "through the configured policy's own resize and coordinate pipeline and score the proposed\n"
-            "click against the target's box. Exit 0 all hit, 2 misses or errors, 1 setup errors.")
+            "click against the target's box.\n" + exit_codes_text("all hit", "misses or errors"))
     _add_model_args(p)
     p.add_argument("--samples", type=int, default=8, metavar="N", help="number of generated images (default 8)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the images (default 0)")
@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
             "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
             "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
-            "--desktop (the current desktop). Exit 0 all hit, 2 misses or errors, 1 setup errors.")
+            "--desktop (the current desktop).\n" + exit_codes_text("all hit", "misses or errors"))
     _add_model_args(p)
     p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
     p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
@@ -242,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = cmd("acceptance-check", "real-model file and program tasks, verified by Conway, not by the model",
             "Run the configured model through the loop (files + shell only, no desktop) on two disposable\n"
             "tasks in a temporary directory and verify each independently.\n"
-            "Exit 0 all verified, 2 any not verified, 1 setup errors.")
+            + exit_codes_text("all verified", "any not verified"))
     _add_model_args(p)
     p.add_argument("--max-steps", type=int, default=10, metavar="N",
                    help="decisions the model may make per task (default 10; rate limits and failed requests "

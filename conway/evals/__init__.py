@@ -1,5 +1,6 @@
 """Checks that say whether a model works and whether a task was really done.
 
+`runner` (cases → policy → records → summary → report → exit code, for every eval command),
 `report` (the shared `conway-report/1` format), `vision_check` and `grounding/` (clicks scored
 against known targets), `acceptance_check` (disposable file and program tasks through the loop),
 `task_files` (acceptance criteria in task files for `conway start`), `candidates` (a candidate

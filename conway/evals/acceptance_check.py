@@ -13,16 +13,18 @@ Each is verified **independently** (the file's bytes and a successful read in
 the session's own record; the copy's bytes and the marker), never by the
 model's `finish`. The report lists each check with the observed outcome and,
 separately, what the model declared. Agents are never started recursively:
-the loop runs in this process, and while it runs CONWAY_HOME points at the
-task's temporary home, whose lock the session holds (a nested `conway run`
-from the shell is refused).
+the loop runs in this process (`conway.session.task_run`), and the shell's
+commands get CONWAY_HOME pointing at the task's temporary home, whose lock the
+session holds (a nested `conway run` from the shell is refused); this
+process's own environment is never changed.
 
-Exit 0 every check verified; 2 any not verified; 1 setup errors.
+Exit codes (`conway.errors.ExitCode`): 0 every check verified; 2 any not
+verified; 3 the model never produced a valid decision in any task; 1 setup
+errors.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import shlex
 import shutil
@@ -33,12 +35,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.errors import ExitCode, UserError
 from conway.evals.report import Report, check_new_output
+from conway.evals.runner import run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
-from conway.store.journal import read_journal
 
 CONSTITUTION = """\
 # Constitution (Conway acceptance-check)
@@ -187,41 +189,107 @@ def verify_program_launch(tasks: AcceptanceTasks, workdir: Path, original: bytes
         details
 
 
-# --- running ------------------------------------------------------------------------
+# --- the suite ------------------------------------------------------------------------
 
 
-def _task_config(config: ConwayConfig, workdir: Path, max_steps: int, max_seconds: float) -> ConwayConfig:
+@dataclass(frozen=True)
+class Check:
+    """One disposable task and how Conway verifies it."""
+
+    number: int
+    name: str
+    title: str
+    task: str
+    criterion: str
+    prepare: Callable[[Path], None]
+    """Puts what the task needs into the fresh working directory."""
+    verify: Callable[[Path, list[dict[str, Any]]], tuple[bool, str, dict]]
+    """(verified, observed, details) from the working directory and the session's journal."""
+
+
+def make_checks(tasks: AcceptanceTasks) -> list[Check]:
+    program = PROGRAM.format(token=tasks.program_token, nonce=tasks.program_nonce).encode("utf-8")
+
+    def put_program(work: Path) -> None:
+        (work / "source").mkdir()
+        (work / tasks.program_source).write_bytes(program)
+
+    return [
+        Check(1, "file_roundtrip", "file round trip", tasks.file_task(),
+              f"{tasks.note_name} holds exactly the given text and the session read it back",
+              lambda work: None, lambda work, events: verify_file_roundtrip(tasks, work, events)),
+        Check(2, "program_launch", "program copy + launch", tasks.program_task(),
+              f"{tasks.program_copy} is an unchanged copy and launching it left {tasks.marker}",
+              put_program, lambda work, _events: verify_program_launch(tasks, work, program)),
+    ]
+
+
+def _task_config(config: ConwayConfig, workdir: Path) -> ConwayConfig:
     data = config.model_dump()
-    data["agent"].update(max_steps=max_steps, max_seconds=max_seconds)
     data["tools"].update(enabled=["files", "shell"], workdir=str(workdir), mcp_servers=[])  # restricted: no MCP
     data["observe"].update(source="synthetic", accessibility=False, keep_screenshots=0)
     return ConwayConfig.model_validate(data)
 
 
-def _run_session(config: ConwayConfig, policy: Policy, root: Path, task: str, say: Callable[[str], None],
-                 clock: Any = None) -> tuple[Any, list[dict[str, Any]], Path]:
-    from conway.observe.synthetic import SyntheticObserver
-    from conway.session.app import RunRequest, run_agent
-    from conway.tools.registry import build_toolbox
+@dataclass
+class AcceptanceSuite:
+    """Each check one single session of the real loop in its own temporary home and working directory."""
 
-    home = Home(root / "home")
-    home.ensure_dirs()
-    home.constitution.write_text(CONSTITUTION, encoding="utf-8")
-    home.goals.write_text(GOALS, encoding="utf-8")
-    workdir = Path(config.tools.workdir or root / "work")
-    toolbox = build_toolbox(config.tools, workdir, gui=False, api_key_env=config.policy.api_key_env)
-    previous = os.environ.get("CONWAY_HOME")
-    os.environ["CONWAY_HOME"] = str(home.root)  # a nested `conway` from the shell meets this session's lock
-    try:
-        outcome, _session = run_agent(home, config, RunRequest(
-            single_session=True, dry_run=False, quiet=True, task=task, policy=policy,
-            observer=SyntheticObserver(), toolbox=toolbox, clock=clock), say=say)
-    finally:
-        if previous is None:
-            os.environ.pop("CONWAY_HOME", None)
-        else:
-            os.environ["CONWAY_HOME"] = previous
-    return outcome, read_journal(home.journal_dir).events, home.root
+    config: ConwayConfig
+    base: Path
+    """The temporary folder the checks' homes and working directories go in."""
+    max_steps: int
+    max_seconds: float
+    total: int
+    say: Callable[[str], None]
+    clock: Any = None
+    kind = "acceptance-check"
+
+    def run_case(self, policy: Policy, check: Check) -> dict[str, Any]:
+        from conway.observe.synthetic import SyntheticObserver
+        from conway.session.task_run import no_desktop_toolbox, run_task
+
+        root = self.base / check.name
+        work = root / "work"
+        work.mkdir(parents=True)
+        check.prepare(work)
+        cfg = _task_config(self.config, work)
+        self.say(f"acceptance-check {check.number}/{self.total}: {check.title} in {work}")
+        home = Home(root / "home")
+        home.ensure_dirs()
+        home.constitution.write_text(CONSTITUTION, encoding="utf-8")
+        home.goals.write_text(GOALS, encoding="utf-8")
+        run = run_task(home, cfg, check.task, max_steps=self.max_steps, max_seconds=self.max_seconds,
+                       policy=policy, observer=SyntheticObserver(), toolbox=no_desktop_toolbox(cfg, home, work),
+                       clock=self.clock, say=self.say)
+        events = run.events()
+        ok, observed, details = check.verify(work, events)
+        return _case(check.name, check.task, check.criterion, run.outcome, ok, observed, details, events)
+
+    def summarize(self, cases: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+        verified = sum(1 for c in cases if c["verified"])
+        declared_done = sum(1 for c in cases if (c["declared"] or {}).get("status") == "DONE")
+        declared_fail = sum(1 for c in cases if (c["declared"] or {}).get("status") == "FAIL")
+        causes: dict[str, int] = {}
+        for c in cases:
+            for cause, n in c["model_errors"].items():
+                causes[cause] = causes.get(cause, 0) + n
+        return {"checks": len(cases), "verified_passed": verified, "verified_failed": len(cases) - verified,
+                "declared": {"DONE": declared_done, "FAIL": declared_fail,
+                             "nothing": len(cases) - declared_done - declared_fail},
+                "declared_done_but_not_verified": sum(1 for c in cases if not c["verified"] and
+                                                      (c["declared"] or {}).get("status") == "DONE"),
+                "note": "verified = Conway's own checks of files and markers; declared = the model's finish",
+                "valid_decisions": sum(c["valid_decisions"] for c in cases), "model_errors": causes}
+
+    def verdict(self, cases: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[ExitCode, str]:
+        if cases and all(c.get("no_valid_decision") for c in cases):
+            summary["no_valid_decision"] = (f"no valid decision in {sum(c['steps'] for c in cases)} step(s) over "
+                                            f"{len(cases)} task(s): {describe_causes(summary['model_errors'])}")
+            return ExitCode.NO_VALID_DECISION, "no valid decision"
+        if summary["verified_passed"] == len(cases):
+            return ExitCode.PASSED, "pass"
+        return ExitCode.NOT_PASSED, "fail"
 
 
 def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps: int = 10,
@@ -236,83 +304,31 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     tasks = make_tasks(seed)
-    own_policy = policy is None
-    if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
-        from conway.policies.factory import build_policy
-        policy = build_policy(config, home)
-    base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
-    report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
-        "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
-        "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
-    report.set_model(policy.model_id)
-    cases = []
-    try:
-        # 1. file round trip
-        root = base / "file_roundtrip"
-        work = root / "work"
-        work.mkdir(parents=True)
-        cfg = _task_config(config, work, max_steps, max_seconds)
-        say(f"acceptance-check 1/2: file round trip in {work}")
-        outcome, events, _ = _run_session(cfg, policy, root, tasks.file_task(), say, clock)
-        ok, observed, details = verify_file_roundtrip(tasks, work, events)
-        cases.append(_case("file_roundtrip", tasks.file_task(),
-                           f"{tasks.note_name} holds exactly the given text and the session read it back",
-                           outcome, ok, observed, details, events))
-        # 2. program copy + launch
-        root = base / "program_launch"
-        work = root / "work"
-        (work / "source").mkdir(parents=True)
-        program = PROGRAM.format(token=tasks.program_token, nonce=tasks.program_nonce).encode("utf-8")
-        (work / tasks.program_source).write_bytes(program)
-        cfg = _task_config(config, work, max_steps, max_seconds)
-        say(f"acceptance-check 2/2: program copy + launch in {work}")
-        outcome, events, _ = _run_session(cfg, policy, root, tasks.program_task(), say, clock)
-        ok, observed, details = verify_program_launch(tasks, work, program)
-        cases.append(_case("program_launch", tasks.program_task(),
-                           f"{tasks.program_copy} is an unchanged copy and launching it left {tasks.marker}",
-                           outcome, ok, observed, details, events))
-    finally:
-        if own_policy:
-            policy.close()
-        if not keep:
-            shutil.rmtree(base, ignore_errors=True)
-    verified = sum(1 for c in cases if c["verified"])
-    declared_done = sum(1 for c in cases if (c["declared"] or {}).get("status") == "DONE")
-    declared_fail = sum(1 for c in cases if (c["declared"] or {}).get("status") == "FAIL")
-    code = 0 if verified == len(cases) else 2
-    causes: dict[str, int] = {}
-    for c in cases:
-        for cause, n in c["model_errors"].items():
-            causes[cause] = causes.get(cause, 0) + n
-    never = None
-    if cases and all(c.get("no_valid_decision") for c in cases):
-        never = (f"no valid decision in {sum(c['steps'] for c in cases)} step(s) over {len(cases)} task(s): "
-                 f"{describe_causes(causes)}")
-        code = NO_VALID_DECISION_EXIT
-    summary = {"checks": len(cases), "verified_passed": verified, "verified_failed": len(cases) - verified,
-               "declared": {"DONE": declared_done, "FAIL": declared_fail,
-                            "nothing": len(cases) - declared_done - declared_fail},
-               "declared_done_but_not_verified": sum(1 for c in cases if not c["verified"] and
-                                                     (c["declared"] or {}).get("status") == "DONE"),
-               "note": "verified = Conway's own checks of files and markers; declared = the model's finish",
-               "valid_decisions": sum(c["valid_decisions"] for c in cases), "model_errors": causes}
-    if never:
-        summary["no_valid_decision"] = never
-    for c in cases:
-        report.add_case(c)
-    report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
-                  summary=summary)
+    checks = make_checks(tasks)
+    with suite_policy(config, home, policy) as policy:
+        base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
+        try:
+            report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
+                "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
+                "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
+            suite = AcceptanceSuite(config, base, max_steps, max_seconds, len(checks), say, clock)
+            result = run_suite(suite, policy, checks, report, progress=False)
+        finally:
+            if not keep:
+                shutil.rmtree(base, ignore_errors=True)
+    cases, summary = result.records, result.summary
     for c in cases:
         d = c["declared"]
         say(f"  {c['check']:15} verified: {'yes' if c['verified'] else 'NO '}  declared: "
             f"{d['status'] if d else 'nothing'}  — {c['observed']}")
-    say(f"acceptance-check: {verified}/{len(cases)} verified; the model declared DONE on {declared_done}")
-    if causes:
-        say(f"model errors: {describe_causes(causes)}")
-    if never:
-        say(never)
+    say(f"acceptance-check: {summary['verified_passed']}/{len(cases)} verified; the model declared DONE on "
+        f"{summary['declared']['DONE']}")
+    if summary["model_errors"]:
+        say(f"model errors: {describe_causes(summary['model_errors'])}")
+    if summary.get("no_valid_decision"):
+        say(summary["no_valid_decision"])
     say(f"report: {out}" + (f" (working files kept in {base})" if keep else ""))
-    return code
+    return result.code
 
 
 def _case(name: str, task: str, criterion: str, outcome: Any, ok: bool, observed: str, details: dict[str, Any],

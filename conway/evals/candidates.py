@@ -23,11 +23,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
-from conway.errors import UserError
+from conway.config import ConwayConfig
+from conway.errors import ExitCode, NoValidDecision, UserError
+from conway.evals.runner import Suite, run_cases
 from conway.store.home import Home, validate_name
 from conway.store.state import atomic_write_bytes, atomic_write_json
 
@@ -256,7 +258,7 @@ def read_promotions(home: Home) -> list[dict[str, Any]]:
 
 def newcombe_difference(h1: int, n1: int, h2: int, n2: int) -> tuple[float, float]:
     """95% interval of p2 - p1 for two independent proportions (Newcombe's hybrid score method)."""
-    from conway.evals.vision_check import wilson
+    from conway.evals.stats import wilson
 
     p1, p2 = h1 / n1, h2 / n2
     l1, u1 = wilson(h1, n1)
@@ -279,9 +281,9 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
     return out
 
 
-def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: Any
-             ) -> tuple[list[dict[str, Any]], dict[str, Any], str, Any]:
-    """Build the policy from `overrides`, `run(policy, cfg)` the suite, summarise; (records, summary, id, cfg)."""
+def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], Suite],
+             cases: list[Any], progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig]:
+    """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg)."""
     from conway.config import load_config
     from conway.policies.factory import build_policy
 
@@ -293,14 +295,15 @@ def _run_one(home: Home, label: str, overrides: list[str], run: Any, summarize: 
     except Exception as exc:
         raise UserError(f"no llama.cpp backend could load the {label} model "
                         f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
+    suite = make_suite(cfg)
     try:
-        records, wall = run(policy, cfg)
+        records, wall = run_cases(suite, policy, cases, progress=progress)
     finally:
         policy.close()
     errors = [r for r in records if r.get("error", "") and "model request failed" in str(r.get("error"))]
-    if errors and len(errors) == len(records):
-        raise UserError(f"the {label} model answered no case: {errors[0]['error']}")
-    return records, summarize(records, wall), policy.model_id, cfg
+    if errors and len(errors) == len(records):  # nothing to compare: the model never answered
+        raise NoValidDecision(f"the {label} model answered no case: {errors[0]['error']}")
+    return records, suite.summarize(records, wall), policy.model_id, cfg
 
 
 def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,
@@ -311,9 +314,11 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                    bbox_format: str = "auto") -> int:
     """Run the SAME held-out cases on the base and on candidate `name`; write one report.
 
-    Returns 0 when the candidate's hit rate is above the base's with
-    non-overlapping 95% intervals, 2 otherwise (a measurement, not a failure
-    of the command), 1 (UserError) for setup problems.
+    Exit codes (`conway.errors.ExitCode`): 0 when the candidate's hit rate is
+    above the base's with non-overlapping 95% intervals, 2 otherwise (a
+    measurement, not a failure of the command), 3 when either model answered
+    no case at all (every request failed: nothing to compare), 1 (UserError)
+    for setup problems.
     """
     from conway.evals.report import Report, check_new_output
     from conway.evals.vision_check import parse_size
@@ -341,9 +346,9 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                         "(and --base-mmproj FILE)")
     policy_extra = dict(manifest.get("policy") or {})
     kind = policy_extra.pop("kind", "generic")
+    make_suite: Callable[[ConwayConfig], Suite]
     if suite == "grounding":  # one set of cases (one harvest of live screens) for both models
-        from conway.evals.grounding.cases import summarize as summarize_grounding
-        from conway.evals.grounding.check import prepare_cases, run_cases
+        from conway.evals.grounding.check import GroundingSuite, prepare_cases
 
         cases, suite_params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
                                                      bbox_format=bbox_format, say=say)
@@ -351,16 +356,12 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         what = f"{samples} grounding case(s) from {dataset or apps}, seed {seed}"
         params = {"suite": suite, "samples": samples, "seed_sample": seed, **{k: suite_params[k] for k in
                   ("source", "dataset", "suite_name", "scoring") if k in suite_params}}
-
-        def run(policy: Any, cfg: Any) -> Any:
-            return run_cases(policy, cfg, cases, progress=progress)
-        summarize: Any = summarize_grounding
+        make_suite = GroundingSuite
 
         def case_key(r: dict[str, Any]) -> str:
             return f"{r['id']}@{r['image'].get('sha256')}"
     else:
-        from conway.evals.vision_check import run_suite
-        from conway.evals.vision_check import summarize as summarize_vision
+        from conway.evals.vision_check import VisionSuite
 
         eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
         if not eval_size or eval_size == (0, 0):
@@ -369,12 +370,11 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         profile = profile or manifest.get("eval", {}).get("profile") or "standard"
         what = f"{samples} vision-check case(s), seed {seed}, {eval_size[0]}x{eval_size[1]}, profile {profile}"
         params = {"suite": suite, "samples": samples, "size": list(eval_size), "profile": profile}
+        cases = list(range(samples))
         cleanup = None
 
-        def run(policy: Any, cfg: Any) -> Any:
-            return run_suite(policy, cfg, samples=samples, seed=seed, size=eval_size, progress=progress,
-                             profile=profile)
-        summarize = summarize_vision
+        def make_suite(cfg: ConwayConfig) -> Suite:
+            return VisionSuite(cfg, seed, eval_size, profile)
 
         def case_key(r: dict[str, Any]) -> str:
             return str(r["image"]["sha256"])
@@ -386,7 +386,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
             runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
                                                                 extra=policy_extra,
                                                                 model_id=f"candidate-{name}" if label == "candidate"
-                                                                else f"base-{model.stem}"), run, summarize)
+                                                                else f"base-{model.stem}"), make_suite, cases,
+                                    progress)
     except BaseException:
         if cleanup:
             cleanup()
@@ -420,7 +421,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                     parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
                                 "base_mmproj": str(bp) if bp else None})
     report.set_model(f"{b_id} vs {c_id}")
-    code = 0 if separated else 2
+    code = ExitCode.PASSED if separated else ExitCode.NOT_PASSED
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
                   cases_order=[{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],
                                 **({"id": b["id"], "instruction": b["instruction"]} if "id" in b else {}),

@@ -1,20 +1,18 @@
-"""One click case through a policy, scored without executing anything; K cases at a time.
+"""One click case through a policy, scored without executing anything.
 
 Shared by the click evals (`vision-check`, `grounding-check`): `ask` sends a
 `DecisionContext` through the policy's own `decide()` (resize rule, server
 image limit, coordinate convention, structured output all take part) and
 `first_click` reads the proposed point, in screenshot pixels, from the
-decision's first action. `run_parallel` runs cases K at a time with a
-progress bar and returns the records in case order.
+decision's first action. The runner (`conway.evals.runner`) hands the
+cases out.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from conway.actions import ActionProblem, _Action
 from conway.config import ConwayConfig
@@ -100,32 +98,3 @@ def parallel_notes(config: ConwayConfig, parallel: int) -> list[str]:
         notes.append(f"note: the {effective_backend(config)} policy answers one request at a time; "
                      f"--parallel {parallel} only overlaps image preparation")
     return notes
-
-
-def run_parallel(run_one: Callable[[Any], dict[str, Any]], items: Iterable[Any], *, total: int, parallel: int = 1,
-                 progress: bool = True, desc: str = "cases",
-                 on_record: Callable[[dict[str, Any]], None] | None = None) -> tuple[list[dict[str, Any]], float]:
-    """Run `run_one(item)` for every item, K at a time; (records sorted by "index", wall seconds)."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr, leave=False)
-    records: list[dict[str, Any]] = []
-    started = time.perf_counter()
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix=desc) as pool:
-            futures = [pool.submit(run_one, item) for item in items]
-            for fut in as_completed(futures):
-                rec = fut.result()
-                records.append(rec)
-                if on_record:
-                    on_record(rec)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(hits=sum(1 for r in records if r.get("hit")), refresh=False)
-    finally:
-        if bar is not None:
-            bar.close()
-    wall = time.perf_counter() - started
-    records.sort(key=lambda r: r["index"])
-    return records, wall

@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 
 KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
@@ -342,12 +342,12 @@ def acceptance_counts(home: Home) -> dict[str, int]:
 
 
 def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpec | None, execute: bool, quiet: bool,
-                     output: str | None, argv: list[str] | None,
-                     say: Callable[[str], None] = print, request_extra: dict[str, Any] | None = None) -> int:
+                     output: str | None, argv: list[str] | None, say: Callable[[str], None] = print) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and report."""
 
     from conway.evals.report import Report, check_new_output
-    from conway.session.app import RunRequest, new_session_id, run_agent, workdir_for
+    from conway.session.app import new_session_id, workdir_for
+    from conway.session.task_run import run_task
 
     out = check_new_output(output, home) if output else None
     name = "task-" + new_session_id()
@@ -360,8 +360,8 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
             "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
             "criteria": [c.record() for c in spec.criteria] if spec else [],
             "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
-    outcome, session = run_agent(shome, config, RunRequest(single_session=True, dry_run=not execute, quiet=quiet,
-                                                           task=prompt, **(request_extra or {})), say=say)
+    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say)
+    outcome, session = run.outcome, run.session
     declared = declared_record(outcome.finish)
     results = None
     if execute and spec and spec.criteria:
@@ -375,7 +375,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     if never:
         summary["no_valid_decision"] = never
     uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
-    code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
+    code = 1 if uncertain or outcome.failed else ExitCode.NO_VALID_DECISION if never else \
         (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))

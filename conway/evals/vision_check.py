@@ -9,7 +9,8 @@ coordinate convention all take part. The proposed click comes back in
 screenshot pixels and is scored without executing anything: a hit when it
 lies inside the target's box (inclusive), plus the distance to its centre.
 
-Exit codes: 0 every case hit; 2 misses or errors; 1 setup errors (bad
+Exit codes (`conway.errors.ExitCode`): 0 every case hit; 2 misses or
+errors; 3 the model never produced a valid decision; 1 setup errors (bad
 arguments, an unreachable model).
 """
 
@@ -20,26 +21,17 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.actions import describe_action_space
 from conway.config import ConwayConfig
-from conway.errors import NO_VALID_DECISION_EXIT, UserError
-from conway.evals.clicks import (  # noqa: F401
-    CLICK_TYPES,
-    RAW_OUTPUT_MAX,
-    CaseError,
-    ask,
-    decision_fields,
-    first_click,
-    parallel_notes,
-    policy_is_serial,
-    run_parallel,
-    serial_lock,
-)
-from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, write_new_file
+from conway.errors import ExitCode, UserError
+from conway.evals.clicks import CaseError, ask, decision_fields, first_click, parallel_notes, serial_lock
+from conway.evals.report import Report, write_new_file
+from conway.evals.runner import SuiteResult, check_outputs, check_parallel, click_verdict, run_suite, suite_policy
 from conway.evals.sheet import Tile, contact_sheet
-from conway.evals.stats import Z95, percentile, wilson  # noqa: F401 - re-exported (older imports)
+from conway.evals.stats import percentile, wilson
 from conway.evals.vision_cases import (
     DEFAULT_SIZE,
     GENERATOR,
@@ -257,19 +249,26 @@ def draw_sheet(records: list[dict[str, Any]], seed: int, size: tuple[int, int], 
     return contact_sheet(tiles, thumb_w)
 
 
-def _policy_is_serial(config: ConwayConfig) -> bool:
-    return policy_is_serial(config)
+@dataclass
+class VisionSuite:
+    """Generated colour-target images (case = index) through one policy, scored as clicks."""
 
+    config: ConwayConfig
+    seed: int
+    size: tuple[int, int]
+    profile: str = "standard"
+    lock: threading.Lock | None = None
+    """Held around each request when the policy answers one at a time but cases run K at a time."""
+    kind = "vision-check"
 
-def run_suite(policy: Policy, config: ConwayConfig, *, samples: int, seed: int, size: tuple[int, int],
-              parallel: int = 1, progress: bool = True,
-              on_record: Callable[[dict[str, Any]], None] | None = None,
-              profile: str = "standard") -> tuple[list[dict[str, Any]], float]:
-    """Run every case (K at a time); returns (records in case order, wall seconds)."""
-    lock = serial_lock(config, parallel)
-    return run_parallel(lambda i: run_case(policy, config, seed, i, size, lock, profile), range(samples),
-                        total=samples, parallel=parallel, progress=progress, desc="vision-check",
-                        on_record=on_record)
+    def run_case(self, policy: Policy, index: int) -> dict[str, Any]:
+        return run_case(policy, self.config, self.seed, index, self.size, self.lock, self.profile)
+
+    def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+        return summarize(records, wall_s)
+
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[ExitCode, str]:
+        return click_verdict(records, summary, summary["model_errors"])
 
 
 def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int, seed: int,
@@ -279,22 +278,23 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     """The whole command: validate, run, write the report (and sheet), print a summary. Returns the exit code."""
     if samples < 1:
         raise UserError(f"--samples must be at least 1 (got {samples})")
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1 (got {parallel})")
-    out = check_new_output(output, home)
-    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
-    if sheet_path is not None and sheet_path == out:
-        raise UserError("--sheet and --output must be different files")
-    if samples > INLINE_CASES_MAX and cases_file_for(out).exists():
-        raise UserError(f"{cases_file_for(out)} (where the cases of a long suite go) already exists; "
-                        "choose a new report name")
+    check_parallel(parallel)
+    out, sheet_path = check_outputs(output, home, sheet, cases=samples)
     get_profile(profile)
     image_size, size_source = resolve_size(size)
-    own_policy = policy is None
-    if policy is None:  # builds the client: an unreachable or missing model is a UserError (exit 1) here
-        from conway.policies.factory import build_policy
-        policy = build_policy(config, home)
-    try:
+    suite = VisionSuite(config, seed, image_size, profile, serial_lock(config, parallel))
+    sheet_written = None
+
+    def draw(result: SuiteResult) -> dict[str, Any]:
+        nonlocal sheet_written
+        if sheet_path is not None:
+            png = draw_sheet(result.records, seed, image_size, profile=profile)
+            if png is not None:
+                write_new_file(sheet_path, png)
+                sheet_written = str(sheet_path)
+        return {"sheet": sheet_written}
+
+    with suite_policy(config, home, policy) as policy:
         for note in parallel_notes(config, parallel):
             say(note)
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
@@ -303,38 +303,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                                     "backend": effective_backend(config),
                                     "instruction_form": "Click the <colour> <shape>.",
                                     "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
-        report.set_model(policy.model_id)
-        streaming = report.cases_path is not None
-        try:
-            records, wall = run_suite(policy, config, samples=samples, seed=seed, size=image_size,
-                                      parallel=parallel, progress=progress,
-                                      on_record=report.add_case if streaming else None, profile=profile)
-        except BaseException:
-            report.abandon()
-            raise
-        summary = summarize(records, wall)
-        report.set_model_from_cases(records)
-        code = 0 if summary["hits"] == samples else 2
-        never = None
-        if summary["valid_decisions"] == 0:
-            never = (f"no valid decision in {samples} case(s): "
-                     f"{describe_causes(summary['model_errors']) or 'no action proposed'}")
-            summary["no_valid_decision"] = never
-            code = NO_VALID_DECISION_EXIT
-        sheet_written = None
-        if sheet_path is not None:
-            png = draw_sheet(records, seed, image_size, profile=profile)
-            if png is not None:
-                write_new_file(sheet_path, png)
-                sheet_written = str(sheet_path)
-        if not streaming:
-            for rec in records:
-                report.add_case(rec)
-        report.finish(status="pass" if code == 0 else ("no valid decision" if never else "fail"), exit_code=code,
-                      summary=summary, sheet=sheet_written)
-    finally:
-        if own_policy:
-            policy.close()
+        result = run_suite(suite, policy, range(samples), report, parallel=parallel, progress=progress, extra=draw)
+    summary = result.summary
     ci = summary["hit_rate_ci95"]
     say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
@@ -350,4 +320,4 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         say(f"pattern: {summary['pattern']['verdict']}")
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
                             ("; sheet: none (no misses)" if sheet_path else "")))
-    return code
+    return result.code

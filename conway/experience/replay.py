@@ -85,7 +85,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
            policy: Any = None, argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
     """Replay a trajectory through a policy; write a report; exit 0 (all agree) / 2 (disagreements)."""
     from conway.evals.report import Report, check_new_output
-    from conway.evals.vision_check import wilson
+    from conway.evals.stats import wilson
     from conway.experience.steps import check_screenshots, record_image
 
     if against not in ("labels", "recorded"):

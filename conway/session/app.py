@@ -80,6 +80,8 @@ class RunRequest:
     observer: Observer | None = None
     toolbox: Actuator | None = None
     clock: Clock | None = None
+    shell_env: dict[str, str] | None = None
+    """Variables the shell tool's commands get on top of Conway's environment (when the toolbox is built here)."""
 
 
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
@@ -99,7 +101,7 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
         toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
                                            home_root=home.root, skills=config.skills,
-                                           api_key_env=config.policy.api_key_env)
+                                           api_key_env=config.policy.api_key_env, shell_env=req.shell_env)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
                           config.journal.fsync)
         printer = (lambda _text: None) if req.quiet else say

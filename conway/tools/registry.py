@@ -79,12 +79,14 @@ class Toolbox:
 
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
-                  skills: SkillsConfig | None = None, api_key_env: str | None = None) -> Toolbox:
+                  skills: SkillsConfig | None = None, api_key_env: str | None = None,
+                  shell_env: dict[str, str] | None = None) -> Toolbox:
     """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs).
 
     With `home_root`, Agent Skills are offered and MCP servers keep logs and images in the home.
     Configured MCP servers are started here (each within its timeout) and stopped by `close`.
     `api_key_env` names the variable holding the model's API key: the shell never sees it.
+    `shell_env`: variables the shell's commands get on top of that environment (a task's CONWAY_HOME).
     """
     tools: list[Tool] = []
     if home_root is not None and skills is not None:
@@ -99,8 +101,8 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     if "shell" in cfg.enabled:
         from conway.tools.shell import ShellTool
         def env() -> dict[str, str]:  # read at each command: the environment may change during a run
-            return tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
-                                    keep=cfg.shell_env_keep)[0]
+            return {**tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
+                                       keep=cfg.shell_env_keep)[0], **(shell_env or {})}
         tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes,
                                env=env))
     if "browser" in cfg.enabled:

@@ -4,10 +4,15 @@ Vision-check images are not in a report; they are regenerated from the
 generator, seed, size and index it records (and checked against the recorded
 sha256), so such a report renders on any machine that has the same Conway.
 Grounding-check cases name their screenshot file.
+
+What differs between kinds (outcomes, filters, a case's card, the summary
+rows) is one `KindRenderer` per kind in `RENDERERS`; a new report kind is one
+entry there.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.errors import UserError
@@ -15,25 +20,17 @@ from conway.view.overlay import crosshair, svg, target_box
 from conway.view.page import esc, facts_table, pager, shell
 from conway.view.render import TEXT_MAX, pages_of, toolbar
 
-KINDS = ("vision-check", "grounding-check", "candidate-eval")
 CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 """case -> (image url, why not)."""
 
 
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
-    if kind not in KINDS:
+    if kind not in RENDERERS:
         raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check, grounding-check and "
                         "candidate-eval reports "
                         f"(use `conway report {path}` for this one)")
     return kind
-
-
-def case_outcome(kind: str, c: dict[str, Any]) -> str:
-    if kind == "candidate-eval":
-        b, k = bool((c.get("base") or {}).get("hit")), bool((c.get("candidate") or {}).get("hit"))
-        return "both" if b and k else "only-base" if b else "only-candidate" if k else "neither"
-    return "hit" if c.get("hit") else "error" if c.get("error") else "miss"
 
 
 def _click(pred: Any, size: tuple[int, int], hit: bool) -> str:
@@ -74,39 +71,22 @@ def case_size(c: dict[str, Any], default: tuple[int, int]) -> tuple[int, int]:
         return default
 
 
-def case_kind(kind: str, c: dict[str, Any]) -> str:
-    """What the report's `kind` filter sorts by: the target colour, or a grounding case's type."""
-    if kind == "grounding-check":
-        return str(c.get("type") or c.get("source") or "")
-    return str((c.get("target") or {}).get("colour", ""))
-
-
 def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], image: CaseImage) -> str:
+    r = RENDERERS[kind]
     t = c.get("target") or {}
     size = case_size(c, size)
-    outcome = case_outcome(kind, c)
+    outcome = r.outcome(c)
     url, why = image(c)
-    box = target_box(t.get("box"), pixels=kind != "grounding-check")  # grounding boxes are spans (ScreenSpot rule)
-    if kind == "candidate-eval":
-        sides = [(who, c.get(who) or {}) for who in ("base", "candidate")]
-        figs = "".join(_frame(url, why, size, box + _click(a.get("predicted"), size, bool(a.get("hit"))), who)
-                       for who, a in sides)
-        pics = f'<div class="pair">{figs}</div>'
-        lines = "".join(_answer_lines(who, a) for who, a in sides)
-    else:
-        what = (f"{c.get('type') or '?'} · {c.get('source') or '?'} · {c.get('size_bucket') or ''}"
-                if kind == "grounding-check" else f"{t.get('colour', '?')} {t.get('shape', '?')}")
-        pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
-                      f"{what}, box {t.get('box')}")
-        lines = _answer_lines("model", c)
+    box = target_box(t.get("box"), pixels=r.pixel_boxes)
+    pics, lines = r.card_body(c, size, url, why, box)
     head = (f'<header><a class="step" href="#s={esc(c.get("index"))}">case {esc(c.get("index"))}</a>'
             f'<span class="badge outcome">{esc(outcome)}</span>'
             f'<span>{esc(c.get("instruction") or "")}</span></header>')
     name = f"{t.get('colour')} {t.get('shape')} · " if t.get("colour") else ""
     target = (f'<div class="line"><span class="k">target</span>{esc(name)}box {esc(t.get("box"))} (inclusive) · '
               f'centre {esc(t.get("centre"))}</div>')
-    body_cls = "body big" if kind == "candidate-eval" else "body"
-    return (f'<article class="card o-{esc(outcome)}{" big" if kind == "candidate-eval" else ""}" id="step-{esc(c.get("index"))}" '
+    body_cls = "body big" if r.big else "body"
+    return (f'<article class="card o-{esc(outcome)}{" big" if r.big else ""}" id="step-{esc(c.get("index"))}" '
             f'data-step="{esc(c.get("index"))}" data-index="{pos}" data-outcome="{esc(outcome)}">{head}'
             f'<div class="{body_cls}">{pics}<div class="facts-col">{target}{lines}</div></div></article>')
 
@@ -120,7 +100,6 @@ def _ci(v: Any) -> str:
 
 
 def report_summary(kind: str, data: dict[str, Any]) -> str:
-    s = data.get("summary") or {}
     rows: list[tuple[str, str]] = [("status", esc(f"{data.get('status')} (exit {data.get('exit_code')})")),
                                    ("command", f"<code>{esc((data.get('command') or {}).get('line'))}</code>"),
                                    ("model", esc(data.get("model_id") or "—")),
@@ -128,44 +107,22 @@ def report_summary(kind: str, data: dict[str, Any]) -> str:
                                    ("seed", esc(data.get("seed")))]
     if (data.get("parameters") or {}).get("size"):
         rows.append(("image size", esc(data["parameters"]["size"])))
-    if kind in ("vision-check", "grounding-check"):
-        pat = s.get("pattern") or {}
-        lat = s.get("latency_s") or {}
-        rows += [("hits", esc(f"{s.get('hits')}/{s.get('cases')} = {_pct(s.get('hit_rate'))} "
-                             f"(95% CI {_ci(s.get('hit_rate_ci95'))}); misses {s.get('misses')}, errors {s.get('errors')}")),
-                 ("latency", esc(f"p50 {lat.get('p50')} s, p95 {lat.get('p95')} s")),
-                 ("miss pattern", esc(pat.get("verdict") or "—")),
-                 ("pattern numbers", esc(", ".join(f"{k} {v}" for k, v in pat.items() if k != "verdict")))]
-        for key in ("by_type", "by_source", "by_size"):
-            groups = s.get(key) or {}
-            if groups:
-                rows.append((key.replace("_", " "), esc("; ".join(
-                    f"{name} {g.get('hits')}/{g.get('n')} ({_pct(g.get('hit_rate'))})" for name, g in groups.items()))))
-    else:
-        for who in ("base", "candidate"):
-            x = s.get(who) or {}
-            rows.append((who, esc(f"{x.get('hits')}/{s.get('cases')} = {_pct(x.get('hit_rate'))} (95% CI "
-                                  f"{_ci(x.get('hit_rate_ci95'))}) · {x.get('model_id')}")))
-        d = s.get("difference_ci95")
-        rows += [("difference", esc(f"{s.get('difference')} (95% CI {d}); intervals "
-                                    f"{'separated' if s.get('intervals_separated') else 'overlap'}")),
-                 ("paired", esc(", ".join(f"{k} {v}" for k, v in (s.get("paired") or {}).items())))]
+    rows += RENDERERS[kind].summary_rows(data.get("summary") or {})
     return f'<section class="summary"><details open><summary>{esc(kind)} report</summary>{facts_table(rows)}</details></section>'
 
 
 def report_data(kind: str, cases: list[dict[str, Any]], page_size: int) -> dict[str, Any]:
-    outcomes = (["neither", "only-base", "only-candidate", "both"] if kind == "candidate-eval"
-                else ["error", "miss", "hit"])
+    r = RENDERERS[kind]
     text = []
     for c in cases:
         parts = [c.get("instruction") or ""] + [str((c.get(w) or {}).get("raw_output") or "") for w in ("base", "candidate")]
         text.append(" ".join(parts + [str(c.get("raw_output") or ""), str(c.get("error") or "")])[:600])
     return {"title": kind, "page_size": page_size, "pages": pages_of(len(cases), page_size),
             "steps": [c.get("index", i) for i, c in enumerate(cases)],
-            "outcome": [case_outcome(kind, c) for c in cases],
-            "kind": [case_kind(kind, c) for c in cases],
-            "text": text, "label": ["" for _ in cases], "outcomes": outcomes,
-            "error_outcomes": ["neither", "only-base"] if kind == "candidate-eval" else ["error", "miss"]}
+            "outcome": [r.outcome(c) for c in cases],
+            "kind": [r.sort_value(c) for c in cases],
+            "text": text, "label": ["" for _ in cases], "outcomes": list(r.outcomes),
+            "error_outcomes": list(r.error_outcomes)}
 
 
 def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], page: int, page_size: int,
@@ -178,11 +135,120 @@ def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], pa
     colours = sorted(set(d["kind"]) - {""})
     outcomes = [o for o in d["outcomes"] if o in d["outcome"]]
     cards = "\n".join(case_card(kind, (page - 1) * page_size + i, c, size, image) for i, c in enumerate(chunk))
-    bar = toolbar(colours, outcomes, "search outputs").replace(
-        "<kbd>e</kbd> next error", "<kbd>e</kbd> next " + ("loss" if kind == "candidate-eval" else "miss"))
-    bar = bar.replace("<label>kind ", "<label>type " if kind == "grounding-check" else "<label>target colour ")
+    r = RENDERERS[kind]
+    bar = toolbar(colours, outcomes, "search outputs").replace("<kbd>e</kbd> next error",
+                                                               f"<kbd>e</kbd> next {r.next_error}")
+    bar = bar.replace("<label>kind ", f"<label>{r.sort_label} ")
     body = (f'<header class="top"><h1>{esc(kind)} report <span class="crumb">{esc(source)}</span></h1>{bar}</header>'
             f"{report_summary(kind, data)}{pager(page, pages, 'page')}<main id=\"steps\">"
             f"{cards or '<div class=empty>The report has no cases.</div>'}</main>{pager(page, pages, 'page')}")
     return shell(f"{kind} report — Conway", body, data_src="data.js",
                  body_attrs={"view": "report", "page": page, "pages": pages, "mode": "static"})
+
+
+# --- one renderer per report kind ---------------------------------------------------------
+
+
+def _click_outcome(c: dict[str, Any]) -> str:
+    return "hit" if c.get("hit") else "error" if c.get("error") else "miss"
+
+
+def _pair_outcome(c: dict[str, Any]) -> str:
+    b, k = bool((c.get("base") or {}).get("hit")), bool((c.get("candidate") or {}).get("hit"))
+    return "both" if b and k else "only-base" if b else "only-candidate" if k else "neither"
+
+
+def _single(what: Callable[[dict[str, Any]], str]) -> Callable[..., tuple[str, str]]:
+    """One model's answer on one image, captioned by `what` the case is."""
+    def body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
+        t = c.get("target") or {}
+        pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
+                      f"{what(c)}, box {t.get('box')}")
+        return pics, _answer_lines("model", c)
+    return body
+
+
+def _pair_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
+    """The base's and the candidate's answers side by side on the same image."""
+    sides = [(who, c.get(who) or {}) for who in ("base", "candidate")]
+    figs = "".join(_frame(url, why, size, box + _click(a.get("predicted"), size, bool(a.get("hit"))), who)
+                   for who, a in sides)
+    return f'<div class="pair">{figs}</div>', "".join(_answer_lines(who, a) for who, a in sides)
+
+
+def _click_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    pat = s.get("pattern") or {}
+    lat = s.get("latency_s") or {}
+    rows = [("hits", esc(f"{s.get('hits')}/{s.get('cases')} = {_pct(s.get('hit_rate'))} "
+                         f"(95% CI {_ci(s.get('hit_rate_ci95'))}); misses {s.get('misses')}, errors {s.get('errors')}")),
+            ("latency", esc(f"p50 {lat.get('p50')} s, p95 {lat.get('p95')} s")),
+            ("miss pattern", esc(pat.get("verdict") or "—")),
+            ("pattern numbers", esc(", ".join(f"{k} {v}" for k, v in pat.items() if k != "verdict")))]
+    for key in ("by_type", "by_source", "by_size"):
+        groups = s.get(key) or {}
+        if groups:
+            rows.append((key.replace("_", " "), esc("; ".join(
+                f"{name} {g.get('hits')}/{g.get('n')} ({_pct(g.get('hit_rate'))})" for name, g in groups.items()))))
+    return rows
+
+
+def _pair_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    for who in ("base", "candidate"):
+        x = s.get(who) or {}
+        rows.append((who, esc(f"{x.get('hits')}/{s.get('cases')} = {_pct(x.get('hit_rate'))} (95% CI "
+                              f"{_ci(x.get('hit_rate_ci95'))}) · {x.get('model_id')}")))
+    d = s.get("difference_ci95")
+    rows += [("difference", esc(f"{s.get('difference')} (95% CI {d}); intervals "
+                                f"{'separated' if s.get('intervals_separated') else 'overlap'}")),
+             ("paired", esc(", ".join(f"{k} {v}" for k, v in (s.get("paired") or {}).items())))]
+    return rows
+
+
+def _colour(c: dict[str, Any]) -> str:
+    return str((c.get("target") or {}).get("colour", ""))
+
+
+@dataclass(frozen=True)
+class KindRenderer:
+    """How the viewer draws one report kind: outcomes, the sort filter, each case's card, the summary."""
+
+    outcome: Callable[[dict[str, Any]], str]
+    outcomes: tuple[str, ...]
+    """Every outcome, in the filter's order."""
+    error_outcomes: tuple[str, ...]
+    """Where the `e` key jumps."""
+    next_error: str
+    """What the `e` key is called."""
+    sort_value: Callable[[dict[str, Any]], str]
+    """What the report's `kind` filter sorts a case by."""
+    sort_label: str
+    card_body: Callable[..., tuple[str, str]]
+    """(case, size, image url, why not, target box svg) -> (pictures, answer lines)."""
+    summary_rows: Callable[[dict[str, Any]], list[tuple[str, str]]]
+    screenshots: bool = False
+    """Cases name a screenshot file (grounding); otherwise the image is regenerated from the report's seed."""
+    pixel_boxes: bool = True
+    """Target boxes are inclusive pixel boxes (False: spans, the ScreenSpot rule)."""
+    big: bool = False
+
+
+CLICK_OUTCOMES = ("error", "miss", "hit")
+RENDERERS: dict[str, KindRenderer] = {
+    "vision-check": KindRenderer(
+        outcome=_click_outcome, outcomes=CLICK_OUTCOMES, error_outcomes=("error", "miss"), next_error="miss",
+        sort_value=_colour, sort_label="target colour",
+        card_body=_single(lambda c: f"{(c.get('target') or {}).get('colour', '?')} "
+                                    f"{(c.get('target') or {}).get('shape', '?')}"),
+        summary_rows=_click_rows),
+    "grounding-check": KindRenderer(
+        outcome=_click_outcome, outcomes=CLICK_OUTCOMES, error_outcomes=("error", "miss"), next_error="miss",
+        sort_value=lambda c: str(c.get("type") or c.get("source") or ""), sort_label="type",
+        card_body=_single(lambda c: f"{c.get('type') or '?'} · {c.get('source') or '?'} · {c.get('size_bucket') or ''}"),
+        summary_rows=_click_rows, screenshots=True, pixel_boxes=False),
+    "candidate-eval": KindRenderer(
+        outcome=_pair_outcome, outcomes=("neither", "only-base", "only-candidate", "both"),
+        error_outcomes=("neither", "only-base"), next_error="loss", sort_value=_colour, sort_label="target colour",
+        card_body=_pair_body, summary_rows=_pair_rows, big=True),
+}
+"""Report kind -> its renderer; `conway view` draws exactly these kinds."""

@@ -73,14 +73,16 @@ def run_task(home: Path, seed: int, index: int, workdir: Path, policy: list[str]
     log, task, report = workdir / "button-log.jsonl", workdir / "task.md", workdir / "session.json"
     log.write_text("", encoding="utf-8")
     task.write_text(bb.task_file(seed, index, count=count, board=board), encoding="utf-8")
-    env = {**(env or os.environ), "DISPLAY": display, "CONWAY_HOME": str(home)}
+    env = {**(env or os.environ), "DISPLAY": display}
     started = time.monotonic()
     app = subprocess.Popen([sys.executable, str(APP), "app", str(log), "--seed", str(seed), "--index", str(index),
                             "--board", board, "--count", str(count), "--x", "0", "--y", "0"],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         ready = _wait_ready(log, app, 20.0)
-        cmd = [*(conway or [sys.executable, "-m", "conway.cli.main"]), "start", "--task-file", str(task), "--execute",
+        # `conway start --task-file` runs it through conway.session.task_run, the home passed explicitly
+        cmd = [*(conway or [sys.executable, "-m", "conway.cli.main"]), "--home", str(home), "start", "--task-file",
+               str(task), "--execute",
                "--max-steps", str(max_steps), "--max-seconds", str(max_seconds), "--quiet", "--output", str(report),
                f"tools.workdir={workdir}", "tools.enabled=[gui]", *policy]
         proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -26,9 +26,10 @@ from conway.actions import Click
 from conway.cli.main import main
 from conway.config import load_config
 from conway.evals.grounding.cases import summarize
-from conway.evals.grounding.check import run_cases
+from conway.evals.grounding.check import GroundingSuite
 from conway.evals.grounding.live import grab_screen, harvest_desktop, harvest_suite
 from conway.evals.report import render_report
+from conway.evals.runner import run_cases
 from conway.geometry import ScreenGeometry
 from conway.protocols import (
     Decision,
@@ -211,11 +212,12 @@ def test_box_centre_scores_100_and_a_20px_offset_the_expected_fraction(a11y: XSe
     for i, c in enumerate(cases):
         c.index = i
     cfg = load_config(None, ["policy=mock"])
-    records, wall = run_cases(BoxPolicy(cases), cfg, cases, progress=False)
+    records, wall = run_cases(GroundingSuite(cfg), BoxPolicy(cases), cases, progress=False)
     s = summarize(records, wall)
     assert s["hits"] == len(cases) >= 25 and s["hit_rate"] == 1.0 and s["errors"] == 0
     assert sum(g["n"] for g in s["by_size"].values()) == len(cases) and set(s["by_source"]) == {"editor", "form"}
-    records, wall = run_cases(BoxPolicy(cases, offset=(20.0, 0.0)), cfg, cases, parallel=3, progress=False)
+    records, wall = run_cases(GroundingSuite(cfg), BoxPolicy(cases, offset=(20.0, 0.0)), cases, parallel=3,
+                             progress=False)
     s = summarize(records, wall)
     want = sum(1 for c in cases if (c.box[2] - c.box[0]) / 2 >= 20)
     assert 0 < want < len(cases)

@@ -74,7 +74,10 @@ def test_grounding_check_on_the_real_tiny_vlm(tmp_path: Path, backend: str):
     data = json.loads(out.read_text())
     assert data["model_id"] == "tiny-vlm" and data["summary"]["cases"] == 4
     _honest(data, expected)
-    assert code == (0 if data["summary"]["hits"] == 4 else 2)
+    # the random-weight VLM rarely answers with an action at all: that is its own outcome (exit 3), as in vision-check
+    never = not any(c["action"] for c in data["cases"])
+    assert code == (3 if never else 0 if data["summary"]["hits"] == 4 else 2)
+    assert (data["status"] == "no valid decision") == never == ("no_valid_decision" in data["summary"])
 
 
 @pytest.mark.llama

@@ -1,20 +1,24 @@
 """The `conway grounding-check` command: build the cases, run them through the policy, write the report.
 
-Exit codes: 0 every case hit; 2 misses or errors; 1 setup errors (bad
-arguments, a missing dataset folder, no harvestable target, an unreachable
-model).
+Exit codes (`conway.errors.ExitCode`): 0 every case hit; 2 misses or
+errors; 3 the model never produced a valid decision (every case it was asked
+came back without a usable action); 1 setup errors (bad arguments, a missing
+dataset folder, no harvestable target, an unreachable model).
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.errors import UserError
-from conway.evals.clicks import parallel_notes, run_parallel, serial_lock
+from conway.errors import ExitCode, UserError
+from conway.evals.clicks import parallel_notes, serial_lock
 from conway.evals.grounding.cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
-from conway.evals.report import Report, cases_file_for, check_new_output, write_new_file
+from conway.evals.report import Report, write_new_file
+from conway.evals.runner import SuiteResult, check_outputs, check_parallel, click_verdict, run_suite, suite_policy
 from conway.evals.sheet import Tile, contact_sheet
 from conway.protocols import Policy
 from conway.readiness.checks.model import effective_backend
@@ -24,14 +28,24 @@ SCORING = ("hit = click inside the target box (x0 <= x <= x1 and y0 <= y <= y1, 
            "ScreenSpot rule); distance to the box centre; nothing executed")
 
 
-def run_cases(policy: Policy, config: ConwayConfig, cases: list[GroundingCase], *, parallel: int = 1,
-              progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None
-              ) -> tuple[list[dict[str, Any]], float]:
-    """Every case through the policy (K at a time); (records in case order, wall seconds)."""
-    lock = serial_lock(config, parallel)
-    cache = ImageCache()
-    return run_parallel(lambda c: run_case(policy, config, c, cache, lock), cases, total=len(cases),
-                        parallel=parallel, progress=progress, desc="grounding-check", on_record=on_record)
+@dataclass
+class GroundingSuite:
+    """Instructions on real screenshots (dataset rows or live screens) through one policy, scored as clicks."""
+
+    config: ConwayConfig
+    lock: threading.Lock | None = None
+    """Held around each request when the policy answers one at a time but cases run K at a time."""
+    cache: ImageCache = field(default_factory=ImageCache)
+    kind = "grounding-check"
+
+    def run_case(self, policy: Policy, case: GroundingCase) -> dict[str, Any]:
+        return run_case(policy, self.config, case, self.cache, self.lock)
+
+    def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+        return summarize(records, wall_s)
+
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[ExitCode, str]:
+        return click_verdict(records, summary, summary["invalid_output"])
 
 
 def draw_sheet(records: list[dict[str, Any]], cases: list[GroundingCase], thumb_w: int = 480) -> bytes | None:
@@ -103,61 +117,41 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
                     policy: Policy | None = None, say: Callable[[str], None] = print) -> int:
     """The whole command; returns the exit code (UserError for setup problems)."""
     check_source(dataset, apps, desktop, samples, per_screen)
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1 (got {parallel})")
-    out = check_new_output(output, home)
-    sheet_path = check_new_output(sheet, home, "contact sheet") if sheet else None
-    if sheet_path is not None and sheet_path == out:
-        raise UserError("--sheet and --output must be different files")
-    if cases_file_for(out).exists():
-        raise UserError(f"{cases_file_for(out)} (where the cases of a long run go) already exists; "
-                        "choose a new report name")
+    check_parallel(parallel)
+    out, sheet_path = check_outputs(output, home, sheet)
     cases, params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, desktop=desktop, samples=samples,
                                            seed=seed, per_screen=per_screen, bbox_format=bbox_format, say=say)
     params.update(parallel=parallel, backend=effective_backend(config))
-    own_policy = policy is None
-    try:
-        if policy is None:  # an unreachable or missing model is a UserError (exit 1) here
-            from conway.policies.factory import build_policy
-            policy = build_policy(config, home)
-    except BaseException:
-        if cleanup:
-            cleanup()
-        raise
-    try:
-        for note in parallel_notes(config, parallel):
-            say(note)
-        report = Report("grounding-check", out, argv=argv, config=config, seed=seed, expected_cases=len(cases),
-                        parameters=params)
-        report.set_model(policy.model_id)
-        streaming = report.cases_path is not None
-        try:
-            records, wall = run_cases(policy, config, cases, parallel=parallel, progress=progress,
-                                      on_record=report.add_case if streaming else None)
-        except BaseException:
-            report.abandon()
-            raise
-        summary = summarize(records, wall)
-        report.set_model_from_cases(records)
-        code = 0 if summary["hits"] == len(cases) else 2
-        sheet_written = None
+    suite = GroundingSuite(config, serial_lock(config, parallel))
+    sheet_written = None
+
+    def draw(result: SuiteResult) -> dict[str, Any]:
+        nonlocal sheet_written
         if sheet_path is not None:
-            png = draw_sheet(records, cases)
+            png = draw_sheet(result.records, cases)
             if png is not None:
                 write_new_file(sheet_path, png)
                 sheet_written = str(sheet_path)
-        if not streaming:
-            for rec in records:
-                report.add_case(rec)
-        report.finish(status="pass" if code == 0 else "fail", exit_code=code, summary=summary, sheet=sheet_written)
-    finally:
-        if own_policy:
-            policy.close()
-    for line in summary_lines(summary):
+        return {"sheet": sheet_written}
+
+    asked = False
+    try:
+        with suite_policy(config, home, policy) as policy:
+            asked = True
+            for note in parallel_notes(config, parallel):
+                say(note)
+            report = Report("grounding-check", out, argv=argv, config=config, seed=seed,
+                            expected_cases=len(cases), parameters=params)
+            result = run_suite(suite, policy, cases, report, parallel=parallel, progress=progress, extra=draw)
+    except BaseException:
+        if cleanup and not asked:  # no model to ask: the live screenshots taken for it are not kept
+            cleanup()
+        raise
+    for line in summary_lines(result.summary):
         say(line)
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
                             ("; sheet: none (no misses)" if sheet_path else "")))
-    return code
+    return result.code
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -178,5 +172,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     verdict = (summary.get("pattern") or {}).get("verdict")
     if verdict and verdict != "no misses":
         lines.append(f"pattern: {verdict}")
+    if summary.get("no_valid_decision"):
+        lines.append(summary["no_valid_decision"])
     return lines
 

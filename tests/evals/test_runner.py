@@ -1,0 +1,122 @@
+"""The one eval runner and the one exit-code table: every suite judges alike and writes its report alike."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.grounding_fixture_server import GroundingFixtureServer
+from fixtures.vision_fixture_server import VisionFixtureServer
+from helpers.grounding_data import write_dataset
+
+from conway.cli.main import build_parser, main
+from conway.errors import ExitCode
+from conway.evals.report import Report
+from conway.evals.runner import run_cases, run_suite
+
+
+def test_a_model_that_never_answers_exits_the_same_code_from_vision_and_grounding_check(tmp_path: Path):
+    dataset = tmp_path / "screenspot"
+    write_dataset(dataset)
+    common = ["--quiet", "policy=generic", "policy.structured_output=none"]
+    with VisionFixtureServer(mode="garbage") as server:
+        vision = main(["vision-check", "--samples", "3", "--size", "640x400", "--output", str(tmp_path / "v.json"),
+                       "--endpoint", server.base_url, *common])
+    with GroundingFixtureServer({}, token_limit=100_000) as server:  # knows no instruction: prose every time
+        grounding = main(["grounding-check", "--dataset", str(dataset), "--output", str(tmp_path / "g.json"),
+                          "--endpoint", server.base_url, *common])
+    assert vision == grounding == ExitCode.NO_VALID_DECISION == 3
+    for name in ("v.json", "g.json"):
+        data = json.loads((tmp_path / name).read_text())
+        assert data["status"] == "no valid decision" and data["exit_code"] == 3
+        assert data["summary"]["no_valid_decision"].startswith("no valid decision in ")
+    g = json.loads((tmp_path / "g.json").read_text())["summary"]
+    assert g["no_valid_decision"] == f"no valid decision in {g['cases']} case(s): {g['cases']} × unparseable"
+
+
+@pytest.mark.parametrize("command", ["vision-check", "grounding-check", "acceptance-check", "candidate-eval"])
+def test_every_eval_command_says_its_exit_codes_from_the_table(command: str):
+    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and command in a.choices)
+    text = " ".join(sub.choices[command].description.split())
+    for code in (ExitCode.PASSED, ExitCode.NOT_PASSED, ExitCode.NO_VALID_DECISION, ExitCode.SETUP_ERROR):
+        assert f" {code:d} " in text, (command, code, text)
+    assert "3 the model never produced a valid decision" in text and "1 setup errors" in text
+
+
+class SlowFirst:
+    """A suite whose early cases finish last: the records must still come back in case order."""
+
+    kind = "fake-check"
+
+    def __init__(self) -> None:
+        self.threads: set[str] = set()
+
+    def run_case(self, policy: Any, case: int) -> dict[str, Any]:
+        self.threads.add(threading.current_thread().name)
+        time.sleep(0.05 * (4 - case))
+        return {"case": case, "hit": case % 2 == 0}
+
+    def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+        return {"hits": sum(1 for r in records if r["hit"]), "cases": len(records)}
+
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[ExitCode, str]:
+        return (ExitCode.PASSED, "pass") if summary["hits"] == len(records) else (ExitCode.NOT_PASSED, "fail")
+
+
+def test_records_come_back_in_case_order_and_stream_as_they_finish():
+    suite = SlowFirst()
+    seen: list[int] = []
+    records, wall = run_cases(suite, None, [0, 1, 2, 3], parallel=4, progress=False,
+                              on_record=lambda r: seen.append(r["case"]))
+    assert [r["case"] for r in records] == [0, 1, 2, 3]
+    assert seen == [3, 2, 1, 0] and wall > 0  # streamed in completion order
+    serial = SlowFirst()
+    records, _ = run_cases(serial, None, [2, 0], progress=False)
+    assert [r["case"] for r in records] == [2, 0]
+    assert serial.threads == {threading.current_thread().name}  # one at a time runs here, no pool
+
+
+def test_the_report_carries_the_verdict_and_a_failed_run_writes_none(tmp_path: Path):
+    class Policy:
+        model_id = "fake-model"
+
+    out = tmp_path / "r.json"
+    result = run_suite(SlowFirst(), Policy(), [0, 1], Report("fake-check", out, argv=["x"], config=None),
+                       progress=False, extra=lambda res: {"extra_field": len(res.records)})
+    data = json.loads(out.read_text())
+    assert result.code == ExitCode.NOT_PASSED and data["exit_code"] == 2 and data["status"] == "fail"
+    assert data["cases"] == [{"case": 0, "hit": True}, {"case": 1, "hit": False}]
+    assert data["summary"] == {"hits": 1, "cases": 2} and data["extra_field"] == 2
+    assert data["model_id"] == "fake-model"
+
+    class Broken(SlowFirst):
+        def run_case(self, policy: Any, case: int) -> dict[str, Any]:
+            raise RuntimeError("the harness broke")
+
+    with pytest.raises(RuntimeError):
+        run_suite(Broken(), Policy(), [0], Report("fake-check", tmp_path / "b.json", argv=None, config=None),
+                  progress=False)
+    assert not (tmp_path / "b.json").exists()  # a report exists only for a run that completed
+
+
+def test_candidate_eval_stops_with_exit_3_when_a_model_answers_no_case(initialized_home: Path):
+    from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+    from conway.errors import NoValidDecision
+    from conway.evals.candidates import _run_one
+    from conway.evals.vision_check import VisionSuite
+    from conway.store.home import Home
+
+    fail = Reply(status=500, body={"error": {"message": "model crashed"}})
+    with ScriptedFakeServer(replies=[fail]) as fake:
+        with pytest.raises(NoValidDecision) as err:
+            _run_one(Home(initialized_home), "candidate",
+                     ["policy=generic", f"policy.endpoint={fake.base_url}", "policy.structured_output=none"],
+                     lambda cfg: VisionSuite(cfg, 0, (64, 64)), [0, 1], False)
+        assert len(fake.chat_requests) >= 2  # both cases were asked
+    assert err.value.exit_code == ExitCode.NO_VALID_DECISION == 3
+    assert "the candidate model answered no case: model request failed" in str(err.value)
