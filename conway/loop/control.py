@@ -35,6 +35,28 @@ class Clock:
         time.sleep(seconds)
 
 
+class SimulatedClock(Clock):
+    """Time moves only when the loop sleeps, and every sleep is recorded: a scripted run (the viewer's
+    recorded session, the loop's tests) finishes at once and its waits can be read back."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+        self.sleeps: list[float] = []
+        self.on_sleep: Callable[[float], None] | None = None
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep:
+            self.on_sleep(self.now)
+
+
 class StopRun(Exception):
     """Ends the run; carries the reason recorded in state and journal."""
 

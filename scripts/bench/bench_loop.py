@@ -152,7 +152,7 @@ class Reference:
             self.times.append(time.perf_counter() - t)
 
     def __exit__(self, *exc) -> None:
-        from bench_observe import stop
+        from scripts.bench.bench_observe import stop
 
         if self._screen is not None:
             self._screen.close()

@@ -281,6 +281,6 @@ def _case(r: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # the same as scripts/demos/learning_demo.py --agent ARGS
-    import learning_demo
+    from scripts.demos import learning_demo
 
     sys.exit(learning_demo.main(["--agent", *sys.argv[1:]]))

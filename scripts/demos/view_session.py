@@ -13,18 +13,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
-
-from helpers.loop_harness import FakeClock  # noqa: E402
-
-from conway.actions import GUI_TYPES, _Action  # noqa: E402
-from conway.config import load_config  # noqa: E402
-from conway.geometry import ScreenGeometry  # noqa: E402
-from conway.observe.synthetic import SyntheticObserver  # noqa: E402
-from conway.protocols import DispatchUncertain, Tool, ToolResult  # noqa: E402
-from conway.session.app import RunRequest, run_agent  # noqa: E402
-from conway.store.home import Home, init_home  # noqa: E402
-from conway.tools.registry import Toolbox, build_toolbox  # noqa: E402
+from conway.actions import GUI_TYPES, _Action
+from conway.config import load_config
+from conway.geometry import ScreenGeometry
+from conway.loop.control import SimulatedClock
+from conway.observe.synthetic import SyntheticObserver
+from conway.protocols import DispatchUncertain, Tool, ToolResult
+from conway.session.app import RunRequest, run_agent
+from conway.store.home import Home, init_home
+from conway.tools.registry import Toolbox, build_toolbox
 
 INJECTED = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 WINDOW_TITLE = 'Editor <img src=y onerror="window.__pwned = 3">'
@@ -100,5 +97,5 @@ def record_session(root: Path, script: list[dict] | None = None, dry_run: bool =
     observer = ArchivingObserver(home, first=len(list((root / "screenshots").glob("*.png"))), still=still,
                                  title=title)
     outcome, session = run_agent(home, cfg, RunRequest(single_session=False, dry_run=dry_run, observer=observer,
-                                                       toolbox=toolbox, clock=FakeClock()), say=lambda _s: None)
+                                                       toolbox=toolbox, clock=SimulatedClock()), say=lambda _s: None)
     return session

@@ -4,36 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conway.config import load_config
-from conway.loop.cycle import Clock
+from conway.loop.control import SimulatedClock
 from conway.observe.synthetic import SyntheticObserver
 from conway.policies.mock import MockPolicy, MockScript
 from conway.session.app import RunRequest, run_agent
 from conway.store.home import init_home, resolve_home
 from conway.store.journal import read_journal
-
-
-class FakeClock(Clock):
-    """Time only moves when the loop sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-        self.sleeps: list[float] = []
-        self.on_sleep: Callable[[float], None] | None = None
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        if self.on_sleep:
-            self.on_sleep(self.now)
 
 
 @dataclass
@@ -42,7 +21,7 @@ class Run:
     outcome: Any
     session: str
     events: list[dict] = field(default_factory=list)
-    clock: FakeClock | None = None
+    clock: SimulatedClock | None = None
     policy: MockPolicy | None = None
     lines: list[str] = field(default_factory=list)
 
@@ -54,13 +33,13 @@ class Run:
 
 
 def run_script(steps: list[dict], *, overrides: list[str] | None = None, observer=None, dry_run: bool = False,
-               single: bool = False, clock: FakeClock | None = None, policy_sleep=None, task: str | None = None,
+               single: bool = False, clock: SimulatedClock | None = None, policy_sleep=None, task: str | None = None,
                repeat: bool = False) -> Run:
     home = resolve_home(None)
     from conway.store.home import init_home
     init_home(home)
     cfg = load_config(home.config, overrides or [])
-    clock = clock or FakeClock()
+    clock = clock or SimulatedClock()
     script = MockScript.model_validate({"steps": steps, "repeat": repeat})
     policy = MockPolicy(script, sleep=policy_sleep or clock.sleep)
     lines: list[str] = []
@@ -99,7 +78,7 @@ def run_against(fake: Any, steps: int, *extra: str, timeout_s: float = 0.5):
     cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "observe.source=synthetic",
                                     f"agent.max_steps={steps}", "policy.structured_output=none",
                                     f"policy.request_timeout_s={timeout_s:g}", *extra])
-    clock = FakeClock()
+    clock = SimulatedClock()
     lines: list[str] = []
     outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=clock), say=lines.append)
     events = [e for e in read_journal(home.journal_dir).events if e["session"] == session]

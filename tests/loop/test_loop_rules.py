@@ -6,8 +6,9 @@ import json
 import os
 
 import pytest
-from helpers.loop_harness import ChangingObserver, FakeClock, run_script
+from helpers.loop_harness import ChangingObserver, run_script
 
+from conway.loop.control import SimulatedClock
 from conway.policies.mock import MockPolicy, MockScript
 from conway.protocols import Policy, Tool
 from conway.store.state import read_json, write_control
@@ -79,7 +80,7 @@ def run_policy(policy, overrides):
     init_home(home)
     lines = []
     outcome, session = run_agent(home, load_config(home.config, overrides), RunRequest(
-        single_session=False, policy=policy, clock=FakeClock()), say=lines.append)
+        single_session=False, policy=policy, clock=SimulatedClock()), say=lines.append)
     from conway.store.journal import read_journal
     return home, outcome, [e for e in read_journal(home.journal_dir).events if e["session"] == session]
 
@@ -159,7 +160,7 @@ def test_the_cleared_pending_copy_waits_for_the_next_write_but_status_never_show
                 seen["preflight"] = next(c for c in recovery_checks(home) if c.check == "recovery: pending intent")
             return Decision(raw_text="", actions=[Wait(seconds=5)], model_id="spy")
 
-    clock = FakeClock()
+    clock = SimulatedClock()
     clock.on_sleep = lambda _now: seen.setdefault("during_wait", read_json(home.state)["pending"])
     run_agent(home, load_config(home.config, ["agent.max_steps=3"]),  # the last decision's wait is not slept
               RunRequest(single_session=False, policy=Spy(), clock=clock), say=lambda s: None)
@@ -195,7 +196,7 @@ def test_a_quick_side_effect_leaves_state_json_alone_and_status_reads_its_intent
     append = {"action": {"type": "append_file", "path": "a.txt", "text": "x"}}
     policy = MockPolicy(MockScript.model_validate({"steps": [append, append, append]}))
     cfg = load_config(home.config, ["agent.max_steps=3"])
-    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, policy=policy, clock=FakeClock(),
+    outcome, session = run_agent(home, cfg, RunRequest(single_session=False, policy=policy, clock=SimulatedClock(),
                                                        toolbox=Toolbox([LookingFiles(home.scratch)])),
                                  say=lambda s: None)
     assert outcome.reason == "max-steps budget (3) reached" and (home.scratch / "a.txt").read_text() == "xxx"
@@ -237,7 +238,7 @@ def test_stale_control_request_for_another_session_is_ignored(conway_home):
 
 
 def test_pause_and_resume_inside_a_wait(conway_home):
-    clock = FakeClock()
+    clock = SimulatedClock()
     calls = {"n": 0}
 
     def on_sleep(now):
@@ -307,7 +308,7 @@ def test_latest_result_comes_first_in_the_next_context_and_goals_are_reread(conw
     home = resolve_home(None)
     init_home(home)
     run_agent(home, load_config(home.config, ["agent.max_steps=2"]),
-              RunRequest(single_session=False, policy=Spy(), clock=FakeClock()), say=lambda s: None)
+              RunRequest(single_session=False, policy=Spy(), clock=SimulatedClock()), say=lambda s: None)
     names = [p.name for p in seen[1].parts]
     history = [n for n in names if n in ("latest result", "recent steps (oldest first)")]
     assert history[-1] == "latest result"  # the newest fact sits last, right before the request and the image
@@ -380,7 +381,7 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     append = {"action": {"type": "append_file", "path": "a", "text": "b"}}
     policy = MockPolicy(MockScript.model_validate({"steps": [append, append]}))
     outcome, session = run_agent(home, load_config(home.config, []), RunRequest(
-        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=FakeClock()), say=lambda s: None)
+        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=SimulatedClock()), say=lambda s: None)
     assert outcome.reason == "uncertain side-effect failure"
     assert tool.calls == 1
     state = read_json(home.state)
@@ -424,7 +425,7 @@ def _run_with_tool(tool, steps, max_steps):
     init_home(home)
     policy = MockPolicy(MockScript.model_validate({"steps": steps}))
     outcome, session = run_agent(home, load_config(home.config, [f"agent.max_steps={max_steps}"]), RunRequest(
-        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=FakeClock()), say=lambda s: None)
+        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=SimulatedClock()), say=lambda s: None)
     return home, outcome, [e for e in read_journal(home.journal_dir).events if e["session"] == session]
 
 

@@ -17,9 +17,9 @@ import time
 import pytest
 from conftest import REPO
 from fixtures.scripted_server import Reply, ScriptedFakeServer
-from helpers.loop_harness import FakeClock
 
 from conway.config import load_config
+from conway.loop.control import SimulatedClock
 from conway.protocols import Policy
 from conway.session.app import RunRequest, run_agent
 from conway.store.home import init_home, resolve_home
@@ -57,7 +57,7 @@ def test_conway_stop_aborts_the_model_request_in_flight(structured):
         result: dict = {}
         helper = threading.Thread(target=_stop_when_asked, args=(fake, home, result))
         helper.start()
-        outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=FakeClock()),
+        outcome, session = run_agent(home, cfg, RunRequest(single_session=False, clock=SimulatedClock()),
                                      say=lambda _s: None)
         ended = time.monotonic()
         helper.join()
@@ -102,7 +102,7 @@ def test_a_policy_that_cannot_be_aborted_is_abandoned_after_a_short_grace():
     helper = threading.Thread(target=stop_soon)
     helper.start()
     outcome, session = run_agent(home, load_config(home.config, []),
-                                 RunRequest(single_session=False, policy=policy, clock=FakeClock()),
+                                 RunRequest(single_session=False, policy=policy, clock=SimulatedClock()),
                                  say=lambda _s: None)
     latency = time.monotonic() - result["stop_at"]
     helper.join()
@@ -199,7 +199,7 @@ def test_a_crash_inside_the_loop_is_journaled_and_ends_the_session_as_crashed():
     init_home(home)
     lines: list[str] = []
     outcome, session = run_agent(home, load_config(home.config, []),
-                                 RunRequest(single_session=False, policy=_BuggyPolicy(), clock=FakeClock()),
+                                 RunRequest(single_session=False, policy=_BuggyPolicy(), clock=SimulatedClock()),
                                  say=lines.append)
     assert outcome.failed and outcome.reason == "crashed: KeyError: 'missing'"
     events = _events(home, session)
@@ -237,6 +237,6 @@ def test_the_start_banner_prints_the_model_description_as_lines_not_a_list():
         cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "agent.max_steps=1",
                                         "observe.source=synthetic", "policy.structured_output=none"])
         lines: list[str] = []
-        run_agent(home, cfg, RunRequest(single_session=False, clock=FakeClock()), say=lines.append)
+        run_agent(home, cfg, RunRequest(single_session=False, clock=SimulatedClock()), say=lines.append)
     assert lines[1] == f"model fake-vlm at {fake.base_url} (unknown server)", lines[:3]
     assert not any(line.startswith("[") for line in lines)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
-from helpers.loop_harness import FakeClock, of, run_script
+from helpers.loop_harness import of, run_script
 from helpers.loop_harness import run_against as _run_against
 
 from conway.cli.main import main
+from conway.loop.control import SimulatedClock
 from conway.store.journal import read_journal
 
 WAIT = '{"thought": "nothing to do", "action": {"type": "wait"}}'
@@ -100,7 +101,7 @@ def test_the_cap_defaults_to_the_idle_cap():
 
 
 def test_the_journal_records_the_time_actually_waited_when_a_stop_cuts_the_wait(conway_home):
-    clock = FakeClock()
+    clock = SimulatedClock()
 
     def stop_after_5s(now: float) -> None:
         if now - 1_000_000.0 >= 5:

@@ -97,10 +97,9 @@ def test_memory_notices_edits_made_by_someone_else(tmp_path):
 
 
 def test_memory_in_the_prompt_is_frozen_between_slides_but_shows_outside_edits_at_once(tmp_path):
-    from helpers.loop_harness import FakeClock
-
     from conway.actions import ListDir
     from conway.config import load_config
+    from conway.loop.control import SimulatedClock
     from conway.protocols import Decision
     from conway.session.app import RunRequest, run_agent
     from conway.store.home import Home, init_home
@@ -120,7 +119,7 @@ def test_memory_in_the_prompt_is_frozen_between_slides_but_shows_outside_edits_a
     home = Home(tmp_path / "home")
     init_home(home)
     run_agent(home, load_config(home.config, ["agent.max_steps=5", "context.recent_steps=12"]),
-              RunRequest(single_session=False, policy=Spy(), clock=FakeClock()), say=lambda s: None)
+              RunRequest(single_session=False, policy=Spy(), clock=SimulatedClock()), say=lambda s: None)
     mem = [next((p.text for p in c.parts if p.name == "memory.md"), "") for c in seen]
     assert mem[0] == mem[1] == mem[2]  # the loop's own step lines wait in the window until it slides
     assert "step 2: list_dir" in next(p.text for p in seen[2].parts if p.name == RECENT_STEPS)

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.loop_harness import FakeClock
 
 from conway.config import load_config
+from conway.loop.control import SimulatedClock
 from conway.observe.synthetic import SyntheticObserver
 from conway.policies.mock import MockPolicy, MockScript
 from conway.session.task_run import no_desktop_toolbox, run_task
@@ -27,7 +27,7 @@ class Watching(MockPolicy):
         return super().decide(ctx)
 
 
-def _policy(steps: list[dict], clock: FakeClock) -> Watching:
+def _policy(steps: list[dict], clock: SimulatedClock) -> Watching:
     policy = Watching(MockScript.model_validate({"steps": steps}), sleep=clock.sleep)
     policy.seen = []
     return policy
@@ -43,7 +43,7 @@ def test_a_task_run_leaves_the_process_environment_alone_and_its_shell_knows_the
     cfg = load_config(None, ["policy=mock", "observe.source=synthetic", "tools.enabled=[files,shell]",
                              f"tools.workdir={work}", "agent.idle_backoff_start_s=0.01"])
     nested = f"{shlex.quote(sys.executable)} -m conway.cli.main run --mock --max-steps 1"
-    clock = FakeClock()
+    clock = SimulatedClock()
     steps = [{"action": {"type": "shell", "command": 'printf %s "$CONWAY_HOME" > seen.txt'}},
              {"action": {"type": "shell", "command": nested}},
              {"action": {"type": "finish", "status": "DONE", "message": "looked"}}]
@@ -67,7 +67,7 @@ def test_the_budget_given_to_the_task_bounds_its_session(tmp_path: Path):
     init_home(home)
     cfg = load_config(None, ["policy=mock", "observe.source=synthetic", "tools.enabled=[files]",
                              f"tools.workdir={tmp_path}", "agent.max_steps=50", "agent.idle_backoff_start_s=0.01"])
-    clock = FakeClock()
+    clock = SimulatedClock()
     steps = [{"action": {"type": "list_dir", "path": "."}}] * 10
     run = run_task(home, cfg, "List forever.", max_steps=2, policy=_policy(steps, clock),
                    observer=SyntheticObserver(), clock=clock, say=lambda _line: None)

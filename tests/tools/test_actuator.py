@@ -6,11 +6,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 
-from helpers.loop_harness import FakeClock
-
 from conway.actions import GUI_TYPES, AppendFile, Click, Mcp, _Action
 from conway.config import load_config
 from conway.geometry import ScreenGeometry
+from conway.loop.control import SimulatedClock
 from conway.observe.synthetic import render_synthetic_png
 from conway.policies.mock import MockPolicy, MockScript
 from conway.protocols import Actuator, Observation, Tool, ToolResult
@@ -71,7 +70,7 @@ def _run(toolbox, observer, steps: list[dict]):
     cfg = load_config(home.config, [f"agent.max_steps={len(steps)}", "agent.repetition_limit=100"])
     policy = MockPolicy(MockScript.model_validate({"steps": steps}))
     outcome, session = run_agent(home, cfg, RunRequest(single_session=False, policy=policy, observer=observer,
-                                                       toolbox=toolbox, clock=FakeClock()), say=lambda _s: None)
+                                                       toolbox=toolbox, clock=SimulatedClock()), say=lambda _s: None)
     return outcome, [e for e in read_journal(home.journal_dir).events if e["session"] == session]
 
 

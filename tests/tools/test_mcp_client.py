@@ -136,9 +136,8 @@ def test_a_run_with_mcp_servers_follows_the_loop_rules(conway_home, tmp_path):
 
 @pytest.mark.slow
 def test_the_prompt_lists_mcp_tools_bounded_with_the_cut_marked(conway_home):
-    from helpers.loop_harness import FakeClock
-
     from conway.config import load_config
+    from conway.loop.control import SimulatedClock
     from conway.observe.synthetic import SyntheticObserver
     from conway.policies.mock import MockPolicy
     from conway.session.app import RunRequest, run_agent
@@ -156,7 +155,7 @@ def test_the_prompt_lists_mcp_tools_bounded_with_the_cut_marked(conway_home):
     init_home(home)
     cfg = load_config(home.config, ["agent.max_steps=1"])
     run_agent(home, cfg, RunRequest(single_session=False, policy=Recording(), observer=SyntheticObserver(),
-                                    clock=FakeClock()), say=lambda _t: None)
+                                    clock=SimulatedClock()), say=lambda _t: None)
     prompt = seen[0]
     assert "MCP tools (call with" in prompt and "fx/lookup (read-only)" in prompt
     assert '"required":["key"]' in prompt

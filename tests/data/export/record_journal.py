@@ -22,10 +22,10 @@ REPO = HERE.parent.parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from fixtures.scripted_server import Reply, ScriptedFakeServer  # noqa: E402
-from helpers.loop_harness import FakeClock  # noqa: E402
 
 from conway.config import load_config  # noqa: E402
 from conway.experience.labels import Label, append_labels, labels_path  # noqa: E402
+from conway.loop.control import SimulatedClock  # noqa: E402
 from conway.observe.synthetic import SyntheticObserver  # noqa: E402
 from conway.session.app import RunRequest, run_agent  # noqa: E402
 from conway.store.home import Home, init_home  # noqa: E402
@@ -72,7 +72,7 @@ def main() -> None:
                                         f"agent.max_steps={len(ANSWERS)}", "journal.fsync=none"])
         toolbox = build_toolbox(cfg.tools, home.scratch, gui=False)
         run_agent(home, cfg, RunRequest(single_session=False, policy=None, observer=ArchivingObserver(home),
-                                        toolbox=toolbox, clock=FakeClock()), say=lambda _s: None)
+                                        toolbox=toolbox, clock=SimulatedClock()), say=lambda _s: None)
     session = json.loads(next(home.journal_dir.glob("*.jsonl")).read_text().splitlines()[0])["session"]
     append_labels(labels_path(root), [
         Label(session=session, step=1, source="review", verdict="correct", ts=1_000_100.0),
