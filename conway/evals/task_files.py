@@ -374,7 +374,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     never = outcome.no_valid_decision
     if never:
         summary["no_valid_decision"] = never
-    uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
+    uncertain = outcome.uncertain
     code = 1 if uncertain or outcome.failed else NO_VALID_DECISION_EXIT if never else \
         (2 if summary["verified"] is False else 0)
     if report is not None:

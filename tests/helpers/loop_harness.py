@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import load_config
-from conway.loop.cycle import Clock
+from conway.loop.control import Clock
 from conway.observe.synthetic import SyntheticObserver
 from conway.policies.mock import MockPolicy, MockScript
 from conway.session.app import RunRequest, run_agent

@@ -8,6 +8,7 @@ import os
 import pytest
 from helpers.loop_harness import ChangingObserver, FakeClock, run_script
 
+from conway.loop.ending import RunEnd
 from conway.policies.mock import MockPolicy, MockScript
 from conway.protocols import Policy, Tool
 from conway.store.state import read_json, write_control
@@ -199,6 +200,7 @@ def test_a_quick_side_effect_leaves_state_json_alone_and_status_reads_its_intent
                                                        toolbox=Toolbox([LookingFiles(home.scratch)])),
                                  say=lambda s: None)
     assert outcome.reason == "max-steps budget (3) reached" and (home.scratch / "a.txt").read_text() == "xxx"
+    assert outcome.end is RunEnd.MAX_STEPS and not (outcome.failed or outcome.uncertain)
     assert [copy for copy, _status, _writes in seen] == [None, None, None]  # no state.json copy ...
     assert all(status["summary"] == "append_file(path='a.txt', text='x')" and status["session"] == session
                for _copy, status, _writes in seen)  # ... yet `status` shows the action in flight
@@ -268,12 +270,12 @@ def test_finish_is_recorded_and_the_continuous_loop_carries_on():
 def test_finish_ends_a_single_session():
     steps = [{"action": {"type": "finish", "status": "FAIL", "message": "cannot"}}, WAIT]
     run = run_script(steps, single=True, overrides=["agent.max_steps=5"])
-    assert run.outcome.reason == "finish FAIL" and run.outcome.steps == 1
+    assert run.outcome.reason == "finish FAIL" and run.outcome.steps == 1 and run.outcome.end is RunEnd.FINISHED
 
 
 def test_max_seconds_budget_stops_inside_a_wait():
     run = run_script([WAIT] * 20, overrides=["agent.max_seconds=10"])
-    assert run.outcome.reason.startswith("max-seconds")
+    assert run.outcome.reason.startswith("max-seconds") and run.outcome.end is RunEnd.MAX_SECONDS
     assert sum(run.clock.sleeps) <= 10.25
 
 
@@ -382,6 +384,7 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     outcome, session = run_agent(home, load_config(home.config, []), RunRequest(
         single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=FakeClock()), say=lambda s: None)
     assert outcome.reason == "uncertain side-effect failure"
+    assert outcome.end is RunEnd.UNCERTAIN and outcome.uncertain and not outcome.failed
     assert tool.calls == 1
     state = read_json(home.state)
     assert state["pending"] is None and state["status"] == "stopped"
@@ -500,7 +503,7 @@ def run_home():
 
 
 def test_backoff_delay_is_capped_at_any_count():
-    from conway.loop.cycle import backoff_delay
+    from conway.loop.control import backoff_delay
     assert [backoff_delay(2, 60, n) for n in (1, 2, 3, 5, 6)] == [2, 4, 8, 32, 60]
     assert backoff_delay(2, 60, 2000) == 60  # ~17 hours of an unchanged screen
     assert backoff_delay(5, 300, 10**9) == 300
