@@ -96,8 +96,8 @@ def test_fourth_identical_side_effect_is_suppressed_and_the_model_is_told():
     told = spy.contexts[4]["latest result"]
     assert told.startswith("append_file(") and "suppressed" in told and "3 times in a row" in told
     assert "suppressed" not in spy.contexts[3]["latest result"]
-    from conway.prompt.parts import RECENT_STEPS
-    assert "suppressed" in spy.contexts[4][RECENT_STEPS].splitlines()[-1]  # the newest step says so too
+    from conway.prompt.parts import PartName
+    assert "suppressed" in spy.contexts[4][PartName.RECENT_STEPS].splitlines()[-1]  # the newest step says so too
 
 
 def test_gui_counters_reset_on_screen_change_but_file_counters_survive():
