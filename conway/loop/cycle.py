@@ -34,6 +34,7 @@ from conway.protocols import (
     ToolResult,
     decision_problem_cause,
 )
+from conway.store import events
 from conway.store.journal import make_event
 from conway.store.provenance import harness_revision, prompt_record
 
@@ -158,8 +159,8 @@ class Loop:
 
     def finish(self, action: Finish) -> None:
         self.outcome.finish = action.model_dump()
-        self.record("finish", {**action.model_dump(), "declared_by": "model",
-                               "note": "the model's own report; not a verified success"})
+        self.record("finish", events.Finish(**action.model_dump(), declared_by="model",
+                                            note="the model's own report; not a verified success").to_payload())
         self.note(action, "recorded (the model's own report)")
         self.say(f"model reports {action.status}: {action.message}")
         if self.p.single_session:
@@ -180,7 +181,7 @@ class Loop:
             return
         dumped = action.model_dump()
         if action.side_effect:  # the fsynced intent is the authority (recovery, `status`) ...
-            self.record("intent", {"action": dumped, "summary": action.summary()})
+            self.record("intent", events.Intent(dumped, action.summary()).to_payload())
         if action.side_effect and action.lengthy:  # ... and what may take a while is shown in state.json
             self.state.save_pending({"step": self.step, "action": dumped, "summary": action.summary(),
                                      "at": self.p.clock.time()})
@@ -240,7 +241,7 @@ class Loop:
     def note(self, action: _Action, outcome: str) -> None:
         compacted = self.contexts.note(self.step, action.summary(), outcome)
         if compacted:
-            self.record("recovery", {"what": "memory", "detail": compacted})
+            self.record("recovery", events.Recovery("memory", compacted).to_payload())
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from conway.config import ConwayConfig
 from conway.loop.control import Clock
 from conway.loop.ending import RunEnd
 from conway.protocols import Actuator, Observer, Policy, describe_causes
+from conway.store.events import SessionEnd
 from conway.store.home import Home
 from conway.store.journal import Journal
 
@@ -67,8 +68,7 @@ class RunOutcome:
 
     def end_record(self) -> dict[str, Any]:
         """The session's end event in the journal."""
-        return {"event": "end", "reason": self.reason, "steps": self.steps, "valid_decisions": self.valid_decisions,
-                "model_errors": self.model_errors}
+        return SessionEnd(self.reason, self.steps, self.valid_decisions, self.model_errors).to_payload()
 
     def summary(self) -> str:
         """The run's last printed line."""
