@@ -64,7 +64,7 @@ class RunState:
     def save_pending(self, pending: dict[str, Any] | None) -> None:
         """The pending action's copy: state.json alone, not fsynced (the journal is the authority).
 
-        The loop copies only actions that may take a while (a shell command); a quick one is over before
+        The loop copies only actions that may take a while (`_Action.lengthy`); a quick one is over before
         anyone could look, and `status` and recovery read its fsynced intent from the journal. Setting it
         is written before dispatch. Clearing it waits for the next state write (the next intent, the
         progress write, any wait, the end): the journaled result already resolves it for `status`,
