@@ -8,7 +8,7 @@ coordinate space of the host. Nothing here knows about models or pyautogui.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -81,17 +81,35 @@ KeyName = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_che
                     WithJsonSchema({"type": "string", "enum": list(KEY_CHOICES)}), KeyNameRule()]
 
 
+FAMILIES = ("gui", "file", "browser", "shell", "mcp", "skill", "control")
+"""Every action belongs to one family: the tool that runs it (`tools/registry.py` has one row per family but
+control, which the loop runs itself) and its repetition counter (gui counters reset on screen change)."""
+
+
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     side_effect: ClassVar[bool] = True
     """Whether dispatching this action may change the world (intent is journaled first)."""
-    family: ClassVar[str] = "gui"
-    """Repetition counter family: gui counters reset on screen change, others survive."""
+    family: ClassVar[str]
+    """One of FAMILIES, declared by every action class (no default: a forgotten one is refused at import,
+    rather than silently becoming a GUI action hidden when there is no screen)."""
+    lengthy: ClassVar[bool] = False
+    """May take a while (a shell command, an MCP call): a side-effecting one gets a pending copy in
+    state.json before dispatch, so `status` shows it while it runs. Whether a stop can cut it short is
+    the tool's (`Tool.cancellable`), not this."""
     paired: ClassVar[tuple[tuple[str, str], ...]] = ()
     """Cross-field rule: fields given together or not at all (validator, JSON schema and grammar obey it)."""
     one_nonzero: ClassVar[tuple[str, ...]] = ()
     """Cross-field rule: at least one of these fields is given and non-zero."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        family = getattr(cls, "family", None)
+        if family not in FAMILIES:
+            raise TypeError(f"action class {cls.__name__} must declare family: one of {', '.join(FAMILIES)}"
+                            f" (got {family!r})")
 
     def summary(self) -> str:
         """Short human/model readable rendering, e.g. `click(x=10, y=20)`."""
@@ -108,6 +126,7 @@ Coord = Annotated[float, Field(ge=0, le=100_000)]
 
 class Click(_Action):
     type: Literal["click"] = "click"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
     button: Literal["left", "middle", "right"] = "left"
@@ -115,30 +134,35 @@ class Click(_Action):
 
 class DoubleClick(_Action):
     type: Literal["double_click"] = "double_click"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class TripleClick(_Action):
     type: Literal["triple_click"] = "triple_click"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class RightClick(_Action):
     type: Literal["right_click"] = "right_click"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class Move(_Action):
     type: Literal["move"] = "move"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class Drag(_Action):
     type: Literal["drag"] = "drag"
+    family: ClassVar[str] = "gui"
     x: Coord
     y: Coord
     to_x: Coord
@@ -147,21 +171,25 @@ class Drag(_Action):
 
 class TypeText(_Action):
     type: Literal["type"] = "type"
+    family: ClassVar[str] = "gui"
     text: str = Field(min_length=1, max_length=10_000)
 
 
 class Key(_Action):
     type: Literal["key"] = "key"
+    family: ClassVar[str] = "gui"
     key: KeyName
 
 
 class Hotkey(_Action):
     type: Literal["hotkey"] = "hotkey"
+    family: ClassVar[str] = "gui"
     keys: list[KeyName] = Field(min_length=1, max_length=6)
 
 
 class Scroll(_Action):
     type: Literal["scroll"] = "scroll"
+    family: ClassVar[str] = "gui"
     dy: int = Field(default=0, ge=-100, le=100)
     """Wheel clicks; positive scrolls up (pyautogui's convention)."""
     dx: int = Field(default=0, ge=-100, le=100)
@@ -233,6 +261,7 @@ class Shell(_Action):
     command: str = Field(min_length=1, max_length=20_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
     family: ClassVar[str] = "shell"
+    lengthy: ClassVar[bool] = True
 
 
 class Mcp(_Action):
@@ -243,6 +272,7 @@ class Mcp(_Action):
     tool: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] = Field(default_factory=dict)
     family: ClassVar[str] = "mcp"
+    lengthy: ClassVar[bool] = True
     _read_only: bool = PrivateAttr(default=False)
     """Set by the MCP tool's check from the server's readOnlyHint; unknown means a side effect."""
 
@@ -288,13 +318,16 @@ Action = Annotated[
     Field(discriminator="type"),
 ]
 
-ACTION_TYPES: dict[str, type[_Action]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (Click, DoubleClick, TripleClick, RightClick, Move, Drag, TypeText, Key, Hotkey,
-                Scroll, ReadFile, ReplaceText, AppendFile, ListDir, OpenBrowser, Shell, Mcp, ReadSkill, Wait,
-                Finish)
-}
-GUI_TYPES = frozenset(n for n, c in ACTION_TYPES.items() if c.family == "gui")
+ACTION_TYPES: dict[str, type[_Action]] = {cls.model_fields["type"].default: cls for cls in get_args(get_args(Action)[0])}
+"""Every action type and its class, in the union's order (the one list of actions)."""
+
+
+def types_of(family: str) -> frozenset[str]:
+    """The action types of one family (what its tool runs)."""
+    return frozenset(n for n, c in ACTION_TYPES.items() if c.family == family)
+
+
+GUI_TYPES = types_of("gui")
 
 _adapter: TypeAdapter[Any] = TypeAdapter(Action)
 

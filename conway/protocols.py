@@ -245,8 +245,9 @@ class Tool(Protocol):
     name: str
     action_types: frozenset[str]
     cancellable: bool = False
-    """A stop during `run` ends it early (it checks `conway.cancel.current_cancel()` while it works; the shell).
-    Other tools are short and run unwatched: a stop takes effect when they return."""
+    """A stop during `run` cuts it short (it checks `conway.cancel.current_cancel()` while it works: the shell,
+    MCP). Other tools are short and run unwatched: a stop takes effect when they return. Whether an action
+    gets a pending copy in state.json is another property, the action's (`_Action.lengthy`)."""
 
     def availability(self) -> tuple[bool, str]:
         """(can run here, reason); tried, not guessed."""
@@ -254,7 +255,14 @@ class Tool(Protocol):
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         """Carry out `action`. `screen`: the geometry of the observation it was decided on (None: none from a
-        screen); only screen-bound tools (GUI) use it, to map screenshot pixels to input coordinates."""
+        screen); only screen-bound tools (GUI) use it, to map screenshot pixels to input coordinates.
+
+        The dispatch contract. A result with ok=False means the action certainly had no effect: the loop
+        journals an `error`, shows it to the model and goes on. An exception from a side-effecting action
+        (`action.side_effect`) means the outcome is uncertain: the loop journals `uncertain`, never replays
+        the action and ends the run (raise DispatchUncertain to say so on purpose; FailSafeTriggered ends it
+        as a fail-safe). An exception from an action without side effects is an ordinary failure, handled
+        like ok=False."""
         ...
 
     def check(self, action: _Action) -> _Action | ActionProblem:
@@ -300,7 +308,7 @@ class Actuator(Protocol):
         ...
 
     def cancellable(self, action: _Action) -> bool:
-        """Whether a stop can end this action early (its tool watches for one): only then is it run watched."""
+        """Whether a stop can cut this action short (its tool is `cancellable`): only then is it run watched."""
         ...
 
     def close(self) -> None:

@@ -96,7 +96,7 @@ def do_run(args) -> int:
     outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
     if outcome.failed:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
-    if outcome.reason.startswith(("uncertain", "fail-safe")):
+    if outcome.uncertain:
         return 1
     return ExitCode.NO_VALID_DECISION if outcome.no_valid_decision else 0
 

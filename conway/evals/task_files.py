@@ -296,6 +296,7 @@ def session_summary(spec: TaskSpec | None, results: list[dict[str, Any]] | None,
 def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, Any], report: str | None,
                       journal_cfg: Any) -> bool:
     """Append the acceptance outcome to the journal (holding the lock); False when another agent holds it."""
+    from conway.store.events import Acceptance
     from conway.store.journal import Journal, make_event
     from conway.store.state import InstanceLock
 
@@ -308,11 +309,9 @@ def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, A
         journal = Journal(home.journal_dir, journal_cfg.max_file_bytes, journal_cfg.max_total_bytes,
                           journal_cfg.fsync)
         try:
-            journal.append(make_event(session, steps, "session", {
-                "event": "acceptance", "declared": summary["declared"], "verified": summary["verified"],
-                "criteria": summary["criteria"], "verified_passed": summary["verified_passed"],
-                "verified_failed": summary["verified_failed"], "executed": summary["executed"],
-                "report": report}), sync=True)
+            journal.append(make_event(session, steps, "session", Acceptance(
+                summary["declared"], summary["verified"], summary["criteria"], summary["verified_passed"],
+                summary["verified_failed"], summary["executed"], report).to_payload()), sync=True)
         finally:
             journal.close()
     finally:
@@ -322,28 +321,29 @@ def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, A
 
 def acceptance_counts(home: Home) -> dict[str, int]:
     """Single sessions counted apart: what the model declared vs what Conway verified."""
+    from conway.store.events import Acceptance
     from conway.store.journal import iter_journal
 
     counts = {"sessions": 0, "declared_done": 0, "declared_fail": 0, "declared_nothing": 0,
               "verified_passed": 0, "verified_failed": 0, "not_verified": 0}
     for event, _ in iter_journal(home.journal_dir):
-        if not event or event.get("kind") != "session":
-            continue
-        p = event.get("payload") or {}
-        if p.get("event") != "acceptance":
+        acceptance = Acceptance.of(event)
+        if acceptance is None:
             continue
         counts["sessions"] += 1
-        status = (p.get("declared") or {}).get("status")
-        key = {"DONE": "declared_done", "FAIL": "declared_fail"}.get(status, "declared_nothing")
+        key = {"DONE": "declared_done", "FAIL": "declared_fail"}.get(acceptance.declared_status, "declared_nothing")
         counts[key] += 1
-        v = p.get("verified")
+        v = acceptance.verified
         counts["verified_passed" if v is True else "verified_failed" if v is False else "not_verified"] += 1
     return counts
 
 
 def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpec | None, execute: bool, quiet: bool,
-                     output: str | None, argv: list[str] | None, say: Callable[[str], None] = print) -> int:
-    """`conway start`: one session (memory isolated), then verification, journal record and report."""
+                     output: str | None, argv: list[str] | None, say: Callable[[str], None] = print,
+                     policy: Any = None, toolbox: Any = None) -> int:
+    """`conway start`: one session (memory isolated), then verification, journal record and report.
+
+    `policy` and `toolbox` replace the configured ones (a scripted session)."""
 
     from conway.evals.report import Report, check_new_output
     from conway.session.app import new_session_id, workdir_for
@@ -360,7 +360,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
             "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
             "criteria": [c.record() for c in spec.criteria] if spec else [],
             "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
-    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say)
+    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox)
     outcome, session = run.outcome, run.session
     declared = declared_record(outcome.finish)
     results = None
@@ -374,7 +374,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     never = outcome.no_valid_decision
     if never:
         summary["no_valid_decision"] = never
-    uncertain = outcome.reason.startswith(("uncertain", "fail-safe"))
+    uncertain = outcome.uncertain
     code = 1 if uncertain or outcome.failed else ExitCode.NO_VALID_DECISION if never else \
         (2 if summary["verified"] is False else 0)
     if report is not None:

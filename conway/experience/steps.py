@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 from conway.errors import UserError
 from conway.experience.labels import LabelIndex, label_summary, labels_path, read_labels
+from conway.store.events import Acceptance, Decision, Finish, Intent, SessionGoals, SessionStart
 from conway.store.journal import read_journal
 
 FORMAT = "conway-traj/1"
@@ -53,15 +54,16 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
         kind = ev.get("kind")
         p = ev.get("payload") or {}
         if kind == "session":
-            if p.get("event") == "start":
-                revisions[ev.get("session", "?")] = p.get("harness_revision") or p.get("revision")
-            elif p.get("event") == "goals":  # the goals / task text the model saw from here on
-                goals[ev.get("session", "?")] = p.get("text")
-            elif p.get("event") == "acceptance" and p.get("verified") is not None:
+            start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
+            if start:
+                revisions[ev.get("session", "?")] = start.revision
+            elif told:  # the goals / task text the model saw from here on
+                goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
+            elif accepted and accepted.verified is not None:
                 # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
-                checks[ev.get("session", "?")] = {"success": "success" if p["verified"] else "failure",
+                checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
                                                   "source": "task-check", "scope": "session",
-                                                  "report": p.get("report")}
+                                                  "report": accepted.report}
             continue
         if kind in ("recovery", "control"):
             continue
@@ -80,13 +82,14 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
         if kind == "observation":
             rec["observation"] = p
         elif kind == "decision":
-            if p.get("discarded"):
+            decided = Decision.from_payload(p)
+            if decided.discarded:
                 rec["discarded"] = True
             rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
-            rec["model_id"] = p.get("model_id")
-            if p.get("harness_revision"):
-                rec["harness_revision"] = p["harness_revision"]
-            rec["dry_run"] = rec["dry_run"] or bool(p.get("dry_run"))
+            rec["model_id"] = decided.model_id
+            if decided.harness_revision:
+                rec["harness_revision"] = decided.harness_revision
+            rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
             geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
             if geo:
                 rec["geometry"] = geo
@@ -102,9 +105,10 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             rec["uncertain"] = True
             rec["actions"].append({"kind": "uncertain", **p})
         elif kind == "finish":
-            rec["finish"] = {"status": p.get("status"), "message": p.get("message"), "declared_by": "model"}
+            declared = Finish.from_payload(p)
+            rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
         elif kind == "intent":
-            rec.setdefault("intents", []).append(p.get("action"))
+            rec.setdefault("intents", []).append(Intent.from_payload(p).action)
     out = []
     for key in order:
         rec = steps[key]

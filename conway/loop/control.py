@@ -17,6 +17,7 @@ from typing import Any, Callable, TypeVar
 
 from conway.cancel import Cancel, Worker, run_cancellable, watching
 from conway.config import AgentConfig
+from conway.loop.ending import RunEnd, StopRun
 from conway.store.state import ReadIfChanged, read_control
 
 T = TypeVar("T")
@@ -57,14 +58,6 @@ class SimulatedClock(Clock):
             self.on_sleep(self.now)
 
 
-class StopRun(Exception):
-    """Ends the run; carries the reason recorded in state and journal."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
 def backoff_delay(start: float, cap: float, count: int) -> float:
     """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1), for any count."""
     doublings = max(0, count - 1)
@@ -95,6 +88,7 @@ class Control:
         self.decisions = decisions
         self.started = clock.monotonic()
         self.signal_stop: str | None = None
+        self._signal_end = RunEnd.INTERRUPTED  # which signal set signal_stop
         self._cancel: Cancel | None = None
         self._old_handlers: dict[int, Any] = {}
         self._worker = Worker()  # the decisions' thread, one for the whole run
@@ -106,31 +100,36 @@ class Control:
         """This session's control request (control.json is parsed again only when it changed)."""
         return self._requests.get()
 
+    def pending_stop(self) -> StopRun | None:
+        """The stop the run should end by now (a signal or `conway stop`), else None."""
+        if self.signal_stop:
+            return StopRun(self.signal_stop, self._signal_end)
+        return StopRun("stop requested", RunEnd.STOP_REQUESTED) if self.request() == "stop" else None
+
     def stop_requested(self) -> str | None:
         """Why the run should stop now (a signal or `conway stop`), else None."""
-        if self.signal_stop:
-            return self.signal_stop
-        return "stop requested" if self.request() == "stop" else None
+        stop = self.pending_stop()
+        return stop.reason if stop else None
 
     def check(self) -> None:
         """Raise StopRun on a stop; on a pause, hold here (polling) until resume or stop."""
         if self.signal_stop:
-            raise StopRun(self.signal_stop)
+            raise StopRun(self.signal_stop, self._signal_end)
         request = self.request()
         if request == "stop":
             self.record("control", {"request": "stop"})
-            raise StopRun("stop requested")
+            raise StopRun("stop requested", RunEnd.STOP_REQUESTED)
         if request == "pause":
             self.record("control", {"request": "pause"})
             self.set_status("paused")
             self.say("paused; `conway resume` continues")
             while self.request() == "pause":
                 if self.signal_stop:
-                    raise StopRun(self.signal_stop)
+                    raise StopRun(self.signal_stop, self._signal_end)
                 self.clock.sleep(self.agent.control_poll_s)
             if self.request() == "stop":
                 self.record("control", {"request": "stop"})
-                raise StopRun("stop requested")
+                raise StopRun("stop requested", RunEnd.STOP_REQUESTED)
             self.record("control", {"request": "resume"})
             self.set_status("running")
             self.say("resumed")
@@ -141,19 +140,20 @@ class Control:
         """Raise StopRun once max-seconds is spent, or (with `steps`, before a cycle) max-steps."""
         a = self.agent
         if a.max_seconds is not None and self.clock.monotonic() - self.started >= a.max_seconds:
-            raise StopRun(f"max-seconds budget ({a.max_seconds:g} s) reached")
+            raise StopRun(f"max-seconds budget ({a.max_seconds:g} s) reached", RunEnd.MAX_SECONDS)
         if steps and a.max_steps is not None and self.decisions() >= a.max_steps:
-            raise StopRun(f"max-steps budget ({a.max_steps}) reached")
+            raise StopRun(f"max-steps budget ({a.max_steps}) reached", RunEnd.MAX_STEPS)
 
-    def budget_spent_by(self, seconds: float) -> str | None:
-        """Why a wait of `seconds` now would only sleep towards an end already decided (else None)."""
+    def budget_spent_by(self, seconds: float) -> StopRun | None:
+        """The end a wait of `seconds` now would only sleep towards, already decided (else None)."""
         a = self.agent
         if seconds <= 0:
             return None
         if a.max_steps is not None and self.decisions() >= a.max_steps:
-            return f"max-steps budget ({a.max_steps}) reached"
+            return StopRun(f"max-steps budget ({a.max_steps}) reached", RunEnd.MAX_STEPS)
         if a.max_seconds is not None and self.clock.monotonic() + seconds - self.started >= a.max_seconds:
-            return f"max-seconds budget ({a.max_seconds:g} s) reached (a {seconds:g} s wait would outlast it)"
+            return StopRun(f"max-seconds budget ({a.max_seconds:g} s) reached (a {seconds:g} s wait would outlast "
+                           "it)", RunEnd.MAX_SECONDS)
         return None
 
     # -- backoff --------------------------------------------------------------
@@ -180,7 +180,7 @@ class Control:
         """
         spent = self.budget_spent_by(seconds)
         if spent:
-            raise StopRun(spent)
+            raise spent
         self.before_sleep()
         end = self.clock.monotonic() + seconds
         while True:
@@ -237,6 +237,7 @@ class Control:
         def handler(signum, frame):  # cooperative: the current step finishes its bookkeeping
             if self.signal_stop and signum == signal.SIGINT:
                 raise KeyboardInterrupt
+            self._signal_end = RunEnd.INTERRUPTED if signum == signal.SIGINT else RunEnd.TERMINATED  # read with it
             self.signal_stop = "interrupted (Ctrl+C)" if signum == signal.SIGINT else "terminated (SIGTERM)"
             if self._cancel is not None:  # work in flight: abort it now rather than at the next poll
                 self._cancel.set(self.signal_stop)

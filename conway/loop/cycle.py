@@ -2,9 +2,9 @@
 → decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
 
 Everything comes in through `LoopParts`. Around the cycle: `control` (stop/pause, signals, budgets,
-sliced waits), `recovery` (start-up), `run_state` (state.json), `prompt.decision` (what the model sees),
-`repetition` (suppression), `observe.fallback` (no screen). An uncertain outcome is never replayed and ends
-the run.
+sliced waits), `ending` (how a run ends), `recovery` (start-up), `run_state` (state.json), `prompt.decision`
+(what the model sees), `repetition` (suppression), `observe.fallback` (no screen). An uncertain outcome is
+never replayed and ends the run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from conway.actions import ActionProblem, Finish, Wait, _Action
 from conway.bounded import cut_text
 from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
-from conway.loop.control import Clock, Control, StopRun, backoff_delay
+from conway.loop.control import Control
+from conway.loop.ending import PreDispatchError, RunEnd, StopRun
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.loop.ratelimit import rate_limit_wait
 from conway.loop.recovery import start_up
@@ -33,21 +34,9 @@ from conway.protocols import (
     ToolResult,
     decision_problem_cause,
 )
+from conway.store import events
 from conway.store.journal import make_event
 from conway.store.provenance import harness_revision, prompt_record
-
-__all__ = ["Clock", "Loop", "LoopParts", "PreDispatchError", "RunOutcome", "StopRun", "backoff_delay", "disk_full"]
-
-class PreDispatchError(Exception):
-    """Nothing to dispatch this cycle (a failed model request, an invalid action); handled once, in `run`.
-
-    `cause`: what `RunOutcome.model_errors` counts; `context`: the prompt's budget record; `error`: the
-    policy's exception (a rate limit gets a bounded wait instead of a note)."""
-
-    def __init__(self, message: str, cause: str, context: dict[str, Any] | None = None,
-                 error: PolicyError | None = None):
-        super().__init__(message)
-        self.cause, self.context, self.error = cause, context, error
 
 
 class Loop:
@@ -76,7 +65,7 @@ class Loop:
 
     def run(self) -> RunOutcome:
         self.control.start()  # signals are cooperative stops until `close`
-        reason, failed = "ended", False
+        end = StopRun("ended", RunEnd.CRASHED)  # what a BaseException passing through (SystemExit) leaves
         try:
             self.contexts.latest = start_up(self.p, self.state, self.record, self.revision)  # recovery first
             while True:
@@ -89,19 +78,19 @@ class Loop:
                 except PreDispatchError as exc:
                     self.pre_dispatch_error(exc)
         except StopRun as stop:
-            reason = stop.reason
+            end = stop
         except KeyboardInterrupt:
-            reason = "interrupted (Ctrl+C)"
+            end = StopRun("interrupted (Ctrl+C)", RunEnd.INTERRUPTED)
         except Exception as exc:
-            (reason, error), failed = crash_report(exc), True
+            end, error = crash_report(exc)
             if disk_full(exc):
                 self.p.journal.release_reserve()  # room for the last events and state.json
             best_effort(lambda: self.record("error", error))
         finally:
             self.control.close()
-            out = self.outcome.ended(reason, self.step, failed)
+            out = self.outcome.ended(end.reason, end.end, self.step)
             best_effort(lambda: self.record("session", out.end_record()))
-            self.state.final(reason)
+            self.state.final(end.reason)
             best_effort(lambda: self.say(out.summary()))
         out.journal = str(self.p.journal.path) if self.p.journal.path else None
         return out
@@ -126,7 +115,7 @@ class Loop:
             self.record("decision", {"raw_text": None, "actions": [], "model_id": self.p.policy.model_id,
                                      "discarded": True, "aborted": True, "detail": str(exc), "dry_run": self.p.dry_run})
             self.control.check()
-            raise StopRun(self.control.signal_stop or "stop requested") from None
+            raise self.control.pending_stop() or StopRun("stop requested", RunEnd.STOP_REQUESTED) from None
         except PolicyError as exc:  # a failed request or a rate limit: nothing to dispatch
             raise PreDispatchError(f"model request failed: {exc}", exc.cause, context_record(ctx), exc) from exc
         self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
@@ -170,12 +159,12 @@ class Loop:
 
     def finish(self, action: Finish) -> None:
         self.outcome.finish = action.model_dump()
-        self.record("finish", {**action.model_dump(), "declared_by": "model",
-                               "note": "the model's own report; not a verified success"})
+        self.record("finish", events.Finish(**action.model_dump(), declared_by="model",
+                                            note="the model's own report; not a verified success").to_payload())
         self.note(action, "recorded (the model's own report)")
         self.say(f"model reports {action.status}: {action.message}")
         if self.p.single_session:
-            raise StopRun(f"finish {action.status}")
+            raise StopRun(f"finish {action.status}", RunEnd.FINISHED)
 
     def dispatch(self, action: _Action, screen: ScreenGeometry | None = None) -> None:
         """Intent (fsynced) → side effect → result; an uncertain outcome ends the run."""
@@ -190,21 +179,23 @@ class Loop:
                                    "detail": "planned only; not dispatched"})
             self.note(action, "planned only (dry run)")
             return
-        dumped, long = action.model_dump(), self.p.toolbox.cancellable(action)  # long: a stop ends it early
+        dumped = action.model_dump()
         if action.side_effect:  # the fsynced intent is the authority (recovery, `status`) ...
-            self.record("intent", {"action": dumped, "summary": action.summary()})
-        if action.side_effect and long:  # ... and what may take a while (a shell command) is shown in state.json
+            self.record("intent", events.Intent(dumped, action.summary()).to_payload())
+        if action.side_effect and action.lengthy:  # ... and what may take a while is shown in state.json
             self.state.save_pending({"step": self.step, "action": dumped, "summary": action.summary(),
                                      "at": self.p.clock.time()})
-        try:
-            result = self.control.watched(lambda: self.p.toolbox.run(action, screen), long)
+        try:  # the dispatch contract (`Tool.run`): ok=False had no effect; an exception may have had one
+            result = self.control.watched(lambda: self.p.toolbox.run(action, screen), self.p.toolbox.cancellable(action))
         except FailSafeTriggered as exc:
-            self.uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)")
+            self.uncertain_end(action, f"fail-safe triggered: {exc}", "fail-safe triggered (pointer in a screen corner)",
+                               RunEnd.FAIL_SAFE)
         except DispatchUncertain as exc:
-            self.uncertain_end(action, str(exc), "uncertain side-effect failure")
+            self.uncertain_end(action, str(exc), "uncertain side-effect failure", RunEnd.UNCERTAIN)
         except Exception as exc:
             if action.side_effect:
-                self.uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure")
+                self.uncertain_end(action, f"{type(exc).__name__}: {exc}", "uncertain side-effect failure",
+                                   RunEnd.UNCERTAIN)
             result = ToolResult(ok=False, error=f"{type(exc).__name__}: {exc}")
         self.record("result" if result.ok else "error", {"action": dumped, **result.record()})
         if action.side_effect:  # recovery finds the journaled result if this write is lost
@@ -215,10 +206,10 @@ class Loop:
         # Policy.feedback: every recorded result (a no-op unless the policy learns from them)
         self.p.policy.feedback({"step": self.step, "action": dumped, **result.record()})
 
-    def uncertain_end(self, action: _Action, detail: str, reason: str) -> None:
+    def uncertain_end(self, action: _Action, detail: str, reason: str, end: RunEnd) -> None:
         self.record("uncertain", {"action": action.model_dump(), "detail": detail})
         self.state.save(pending=None)  # recorded once; a restart must not record it again
-        raise StopRun(self.control.stop_requested() or reason)  # a stop that cut it short is the reason
+        raise self.control.pending_stop() or StopRun(reason, end)  # a stop that cut it short is how it ended
 
     # -- what a step leaves for the next ones --------------------------------
 
@@ -250,7 +241,7 @@ class Loop:
     def note(self, action: _Action, outcome: str) -> None:
         compacted = self.contexts.note(self.step, action.summary(), outcome)
         if compacted:
-            self.record("recovery", {"what": "memory", "detail": compacted})
+            self.record("recovery", events.Recovery("memory", compacted).to_payload())
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:

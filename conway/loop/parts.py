@@ -7,7 +7,9 @@ from typing import Any, Callable
 
 from conway.config import ConwayConfig
 from conway.loop.control import Clock
+from conway.loop.ending import RunEnd
 from conway.protocols import Actuator, Observer, Policy, describe_causes
+from conway.store.events import SessionEnd
 from conway.store.home import Home
 from conway.store.journal import Journal
 
@@ -42,22 +44,31 @@ class RunOutcome:
     """Decisions that held at least one valid action."""
     model_errors: dict[str, int] = field(default_factory=dict)
     """Steps without a valid decision, counted by cause (`HTTP 500`, `timeout`, `cut off` …)."""
-    failed: bool = False
-    """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
+    end: RunEnd | None = None
+    """How the run ended (None while it runs); `reason` says it in words."""
     journal: str | None = None
     """The journal file holding the last events (named in the CLI's one-line error)."""
+
+    @property
+    def failed(self) -> bool:
+        """The run ended by a crash or a full disk, not by a budget, a stop or a finish (the CLI exits 1)."""
+        return self.end is not None and self.end.failed
+
+    @property
+    def uncertain(self) -> bool:
+        """The run ended on an action whose outcome is not known (uncertain, fail-safe: the CLI exits 1)."""
+        return self.end is not None and self.end.uncertain
 
     def model_error(self, cause: str) -> None:
         self.model_errors[cause] = self.model_errors.get(cause, 0) + 1
 
-    def ended(self, reason: str, steps: int, failed: bool) -> "RunOutcome":
-        self.reason, self.steps, self.failed = reason, steps, failed
+    def ended(self, reason: str, end: RunEnd, steps: int) -> "RunOutcome":
+        self.reason, self.end, self.steps = reason, end, steps
         return self
 
     def end_record(self) -> dict[str, Any]:
         """The session's end event in the journal."""
-        return {"event": "end", "reason": self.reason, "steps": self.steps, "valid_decisions": self.valid_decisions,
-                "model_errors": self.model_errors}
+        return SessionEnd(self.reason, self.steps, self.valid_decisions, self.model_errors).to_payload()
 
     def summary(self) -> str:
         """The run's last printed line."""

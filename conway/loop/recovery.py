@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from conway.loop.parts import LoopParts
 from conway.loop.run_state import RunState
+from conway.store.events import Recovery, SessionStart
 from conway.store.home import Home
 from conway.store.journal import Journal, intent_verdict
 from conway.store.state import StateStore, remove_leftover_temps
@@ -26,9 +27,8 @@ def start_up(parts: LoopParts, state: RunState, record: Record, revision: str) -
     model_id, digest = parts.policy.model_id, parts.config.digest()
     mode = "session" if parts.single_session else "continuous"
     state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run)
-    record("session", {"event": "start", "model_id": model_id, "harness_revision": revision,
-                       "config_digest": digest, "mode": mode, "dry_run": parts.dry_run,
-                       "tools": parts.toolbox.available_types()})
+    record("session", SessionStart(model_id, revision, digest, mode, parts.dry_run,
+                                   parts.toolbox.available_types()).to_payload())
     for found in parts.toolbox.findings():  # MCP servers and skills: what started, what was left out
         record("session", {"event": "tools", **found})
         parts.say(found["summary"])
@@ -39,21 +39,21 @@ def recover(home: Home, journal: Journal, store: StateStore, record: Record, say
     """Record what the previous run left; return the note the model sees first when an action is uncertain."""
     leftovers = remove_leftover_temps(home.root)
     if leftovers:
-        record("recovery", {"what": "temp files", "detail": "removed temp files a killed run left: "
-                            + ", ".join(leftovers)})
+        record("recovery", Recovery("temp files", "removed temp files a killed run left: "
+                                    + ", ".join(leftovers)).to_payload())
     prior, note = store.load()
     if note:
-        record("recovery", {"what": "state", "detail": note})
+        record("recovery", Recovery("state", note).to_payload())
         say(f"recovered: {note}")
     if journal.torn_on_open:
-        record("recovery", {"what": "journal", "detail": f"torn last line in {journal.torn_on_open} skipped"})
+        record("recovery", Recovery("journal", f"torn last line in {journal.torn_on_open} skipped").to_payload())
     pending = prior.get("pending") if isinstance(prior, dict) else None
     verdict, journaled = intent_verdict(home.journal_dir)  # the fsynced journal is the authority
     if verdict == "pending":
         pending = journaled
     elif verdict == "resolved" and pending:
-        record("recovery", {"what": "pending", "detail": "the pending action's outcome is in the journal; "
-                            "state.json's copy had not been cleared yet"})
+        record("recovery", Recovery("pending", "the pending action's outcome is in the journal; "
+                                    "state.json's copy had not been cleared yet").to_payload())
         pending = None
     if not pending:
         return None

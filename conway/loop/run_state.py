@@ -13,6 +13,7 @@ import os
 import traceback
 from typing import Any, Callable
 
+from conway.loop.ending import RunEnd, StopRun
 from conway.store.home import Home
 from conway.store.state import StateStore
 
@@ -21,14 +22,14 @@ def disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def crash_report(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """The stop reason (one line) of a run that an exception ended, and its journal error record."""
+def crash_report(exc: BaseException) -> tuple[StopRun, dict[str, Any]]:
+    """How a run that an exception ended ended (its reason one line), and its journal error record."""
     if disk_full(exc):
-        reason = f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+        end = StopRun(f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else ""), RunEnd.DISK_FULL)
     else:
-        reason = f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-    return reason, {"stage": "loop", "error": reason, "exception": type(exc).__name__,
-                    "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+        end = StopRun(f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", RunEnd.CRASHED)
+    return end, {"stage": "loop", "error": end.reason, "exception": type(exc).__name__,
+                 "traceback": "".join(traceback.format_exception(exc))[-4000:]}
 
 
 def best_effort(write: Callable[[], None]) -> bool:
@@ -63,7 +64,7 @@ class RunState:
     def save_pending(self, pending: dict[str, Any] | None) -> None:
         """The pending action's copy: state.json alone, not fsynced (the journal is the authority).
 
-        The loop copies only actions that may take a while (a shell command); a quick one is over before
+        The loop copies only actions that may take a while (`_Action.lengthy`); a quick one is over before
         anyone could look, and `status` and recovery read its fsynced intent from the journal. Setting it
         is written before dispatch. Clearing it waits for the next state write (the next intent, the
         progress write, any wait, the end): the journaled result already resolves it for `status`,

@@ -38,7 +38,7 @@ from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from conway.policies.backend import Backend, StructuredSpec
 from conway.policies.parsed import ParsedOutput
-from conway.prompt.parts import RECENT_STEPS
+from conway.prompt.parts import PartName
 from conway.protocols import (
     ContextExceeded,
     ContextPart,
@@ -68,15 +68,15 @@ __all__ = [
     "TextBudget",
 ]
 
-STABLE_PARTS = ("constitution.md", "action space", "tools")
+STABLE_PARTS = (PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.TOOLS)
 """Context parts that rarely change: they go first, in the system message."""
-GROWING_PARTS = ("goals.md", "memory.md", RECENT_STEPS)
+GROWING_PARTS = (PartName.GOALS, PartName.MEMORY, PartName.RECENT_STEPS)
 """Parts that change rarely or only grow at their end (oldest first): right after the stable part."""
-VOLATILE_PARTS = ("accessibility snapshot", "left out", "latest result")
+VOLATILE_PARTS = (PartName.ACCESSIBILITY, PartName.LEFT_OUT, PartName.LATEST_RESULT)
 """Parts that change every cycle, in this order at the end; the request line and the image follow them."""
 VARIABLE_ORDER = GROWING_PARTS + VOLATILE_PARTS
 """Order of the changing parts, least volatile first (parts of other names go between the two groups)."""
-TAGGED_FILES = ("constitution.md", "goals.md", "memory.md")
+TAGGED_FILES = (PartName.CONSTITUTION, PartName.GOALS, PartName.MEMORY)
 """Parts sent inside `<file name="…">` tags (identity text names its source file)."""
 
 STRUCTURED_MODES = tuple(m for m in get_args(PolicyConfig.model_fields["structured_output"].annotation) if m != "auto")
@@ -114,9 +114,11 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 """Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
 UNKNOWN_IMAGE_TOKENS = 1024
 """Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
-_SHRINK_ORDER = ("accessibility snapshot", "recent steps", "memory.md", "latest result", "goals.md",
-                 "constitution.md")
+_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.LATEST_RESULT,
+                 PartName.GOALS, PartName.CONSTITUTION)
 """Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
+_HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
+"""Parts never cut away entirely: their head stays."""
 
 
 def _cut_middle(text: str, keep: int) -> str:
@@ -223,7 +225,7 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     """
     by_name = {p.name: p.text for p in ctx.parts}
     if action_space is not None:
-        by_name["action space"] = action_space
+        by_name[PartName.ACTION_SPACE] = action_space
     stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if n in by_name]
     known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
     extra = [p.name for p in ctx.parts if p.name not in known]
@@ -404,11 +406,11 @@ class ModelPolicy(Policy):
             if estimate <= limit:
                 break
             need = int((estimate - limit) * max(1.0, cpt) * 1.15) + 64
-            for prefix in _SHRINK_ORDER:
+            for name in _SHRINK_ORDER:
                 for part in context.parts:
-                    if need <= 0 or not part.name.startswith(prefix):
+                    if need <= 0 or part.name != name:
                         continue
-                    floor = 100 if prefix in ("goals.md", "constitution.md") else 0  # their head stays
+                    floor = 100 if name in _HEAD_KEPT else 0
                     take = min(need, len(part.text) - floor)
                     if take <= 0:
                         continue
@@ -416,7 +418,7 @@ class ModelPolicy(Policy):
                     need -= take
                     if part.name not in cut:
                         cut.append(part.name)
-            context.parts = [p for p in context.parts if p.text or p.name in ("goals.md", "constitution.md")]
+            context.parts = [p for p in context.parts if p.text or p.name in _HEAD_KEPT]
             messages = build()
             estimate, cpt = self._prompt_estimate(messages, image)
         if estimate > limit:
@@ -428,10 +430,10 @@ class ModelPolicy(Policy):
         if cut:
             note = [f"{name} (cut to fit the model's context window)" for name in cut]
             context.dropped.extend(note)
-            left = next((p for p in context.parts if p.name == "left out"), None)
+            left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
             line = "Cut to fit the model's context window: " + ", ".join(cut) + "."
             if left is None:
-                context.parts.append(ContextPart("left out", line))
+                context.parts.append(ContextPart(PartName.LEFT_OUT, line))
             else:
                 left.text = left.text + " " + line
             messages = build()

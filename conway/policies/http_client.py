@@ -21,13 +21,13 @@ import email.utils
 import json
 import math
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from conway import abortable_http
 from conway.cancel import Cancel, DecisionAborted, current_cancel
 from conway.policies.backend import Backend
 from conway.policies.parsed import split_reasoning
@@ -146,14 +146,6 @@ def _cap(seconds: float) -> float:
     return round(min(max(seconds, 0.0), MAX_RETRY_AFTER_S), 3)
 
 
-def _shutdown(sock: socket.socket) -> None:
-    """End a connection another thread is blocked on (close alone would not wake its recv)."""
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
 def _short(text: str, n: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[:n] + "…"
@@ -170,7 +162,7 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
         # No idle keep-alive connections: every request opens its own, so a stop can shut down exactly
-        # the socket of the request in flight (see `_request`); a local connect costs well under 1 ms.
+        # the socket of the request in flight (`conway.abortable_http`); a local connect costs well under 1 ms.
         self._http = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
                                   timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
                                   limits=httpx.Limits(max_keepalive_connections=0))
@@ -191,33 +183,17 @@ class OpenAIClient:
         if timeout_s is not None:
             kwargs["timeout"] = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
         cancel = current_cancel()
-        if cancel is None:
-            return self._send(method, url, kwargs, timeout_s), time.perf_counter() - started
-        cancel.check()  # a stop that came before this request (e.g. between structured-output probes)
-        sockets: list[socket.socket] = []
-
-        def trace(name: str, info: dict[str, Any]) -> None:  # httpcore's public trace hook
-            if name == "connection.connect_tcp.complete" and info.get("return_value") is not None:
-                sock = info["return_value"].get_extra_info("socket")
-                if sock is not None:
-                    sockets.append(sock)
-                    if cancel.is_set():
-                        _shutdown(sock)
-
-        kwargs["extensions"] = {"trace": trace}
-        unregister = cancel.on_cancel(lambda: [_shutdown(s) for s in list(sockets)])
-        try:
-            return self._send(method, url, kwargs, timeout_s, cancel), time.perf_counter() - started
-        finally:
-            unregister()
+        if cancel is not None:
+            cancel.check()  # a stop that came before this request (e.g. between structured-output probes)
+        return self._send(method, url, kwargs, timeout_s, cancel), time.perf_counter() - started
 
     def _send(self, method: str, url: str, kwargs: dict[str, Any], timeout_s: float | None,
               cancel: Cancel | None = None) -> httpx.Response:
         try:
-            return self._http.request(method, url, **kwargs)
+            return abortable_http.send(self._http, method, url, cancel, **kwargs)
+        except abortable_http.RequestAborted as exc:
+            raise DecisionAborted(f"the request to {url} was aborted ({exc})") from None
         except httpx.HTTPError as exc:
-            if cancel is not None and cancel.is_set():  # our own shutdown broke the connection
-                raise DecisionAborted(f"the request to {url} was aborted ({cancel.reason})") from None
             raise self._transport_error(exc, url, timeout_s) from None
 
     def _transport_error(self, exc: httpx.HTTPError, url: str, timeout_s: float | None) -> EndpointError:

@@ -20,8 +20,9 @@ from typing import Any
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.config import ConwayConfig
 from conway.prompt.memory import Memory
-from conway.prompt.parts import RecentSteps, StepNote, build_parts, resolve_budget
+from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
+from conway.store.events import SessionGoals
 from conway.store.home import Home
 from conway.store.state import ReadIfChanged
 
@@ -75,7 +76,7 @@ class ContextBuilder:
         if goals == self._journaled_goals:
             return goals, None
         self._journaled_goals = goals
-        return goals, {"event": "goals", "text": goals[:GOALS_JOURNAL_MAX_CHARS], "chars": len(goals)}
+        return goals, SessionGoals(goals[:GOALS_JOURNAL_MAX_CHARS], len(goals)).to_payload()
 
     def note(self, step: int, action: str, outcome: str) -> str | None:
         """One step's outcome, for the next decisions; returns what memory's compaction did, if it ran."""
@@ -115,7 +116,7 @@ class ContextBuilder:
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
             chars_per_token=chars_per_token, accessibility=obs.accessibility)
         if captured is None:
-            parts.append(ContextPart("screen", f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
+            parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))
         info: dict[str, Any] = {"budget_tokens": budget, "chars_per_token": round(chars_per_token, 3)}
         if fitted is not None:

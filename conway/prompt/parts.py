@@ -30,8 +30,26 @@ class StepNote:
     outcome: str
 
 
-RECENT_STEPS = "recent steps (oldest first)"
-"""The context part holding the recent-steps window."""
+class PartName:
+    """The names of a decision prompt's parts (`ContextPart.name`): the one place they are spelled.
+
+    The policy lays the parts out by these names (`policies/base.py`), and the files among them are sent
+    inside `<file name="…">` tags, so a name is also what the model reads."""
+
+    CONSTITUTION = "constitution.md"
+    ACTION_SPACE = "action space"
+    TOOLS = "tools"
+    """A stable part a caller may add (none of the loop's builders does today)."""
+    GOALS = "goals.md"
+    MEMORY = "memory.md"
+    RECENT_STEPS = "recent steps (oldest first)"
+    """The recent-steps window."""
+    SCREEN = "screen"
+    """Why this step has no screenshot."""
+    ACCESSIBILITY = "accessibility snapshot"
+    LEFT_OUT = "left out"
+    """What was dropped or cut to stay inside the budget or the model's window."""
+    LATEST_RESULT = "latest result"
 
 
 class RecentSteps:
@@ -95,7 +113,7 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
         if fits(accessibility):
             access_text = accessibility
         else:
-            dropped.append("accessibility snapshot")
+            dropped.append(PartName.ACCESSIBILITY)
     kept_steps: list[StepNote] = []
     for note in reversed(recent):  # the newest are kept when the budget is short
         line = _render_step(note)
@@ -115,20 +133,21 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
                 memory_text = cut_text(memory, room)[0]
                 used += len(memory_text)
             else:
-                dropped.append("memory.md")
+                dropped.append(PartName.MEMORY)
 
-    parts = [ContextPart("constitution.md", constitution), ContextPart("action space", action_space),
-             ContextPart("goals.md", goals)]
+    parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space),
+             ContextPart(PartName.GOALS, goals)]
     if memory_text is not None:
-        parts.append(ContextPart("memory.md", memory_text))
+        parts.append(ContextPart(PartName.MEMORY, memory_text))
     if kept_steps:
-        parts.append(ContextPart(RECENT_STEPS, "\n".join(_render_step(n) for n in kept_steps)))
+        parts.append(ContextPart(PartName.RECENT_STEPS, "\n".join(_render_step(n) for n in kept_steps)))
     if access_text is not None:
-        parts.append(ContextPart("accessibility snapshot", access_text))
+        parts.append(ContextPart(PartName.ACCESSIBILITY, access_text))
     if dropped:
-        parts.append(ContextPart("left out", "Left out to stay inside the context budget: " + ", ".join(dropped) + "."))
+        parts.append(ContextPart(PartName.LEFT_OUT, "Left out to stay inside the context budget: "
+                                 + ", ".join(dropped) + "."))
     if latest_text is not None:
-        parts.append(ContextPart("latest result", latest_text))
+        parts.append(ContextPart(PartName.LATEST_RESULT, latest_text))
     return parts, dropped
 
 

@@ -13,7 +13,9 @@ from typing import Callable
 
 from conway.config import ConwayConfig
 from conway.errors import UserError
-from conway.loop.cycle import Clock, Loop, LoopParts, RunOutcome
+from conway.loop.control import Clock
+from conway.loop.cycle import Loop
+from conway.loop.parts import LoopParts, RunOutcome
 from conway.policies.factory import build_policy
 from conway.protocols import Actuator, Observer, Policy
 from conway.store.home import Home

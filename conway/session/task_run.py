@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.loop.cycle import Clock, RunOutcome
+from conway.loop.control import Clock
+from conway.loop.parts import RunOutcome
 from conway.protocols import Actuator, Observer, Policy
 from conway.session.app import RunRequest, console_say, run_agent
 from conway.store.home import Home

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from conway.store.events import Intent, SessionEnd
+
 SCHEMA = "conway-event/1"
 EventKind = Literal["intent", "result", "error", "uncertain", "recovery", "control", "observation",
                     "decision", "suppressed", "finish", "session"]
@@ -233,12 +235,11 @@ def intent_verdict(folder: Path) -> tuple[str, dict[str, Any] | None]:
     """
     events = tail_events(folder, 200) if folder.exists() else []
     for ev in reversed(events):
-        kind = ev.get("kind")
-        if kind in OUTCOME_KINDS or (kind == "session" and (ev.get("payload") or {}).get("event") == "end"):
+        if ev.get("kind") in OUTCOME_KINDS or SessionEnd.of(ev):
             return "resolved", None
-        if kind == "intent":
-            p = ev.get("payload") or {}
-            return "pending", {"step": ev.get("step"), "action": p.get("action"), "summary": p.get("summary"),
+        intent = Intent.of(ev)
+        if intent:
+            return "pending", {"step": ev.get("step"), "action": intent.action, "summary": intent.summary,
                                "session": ev.get("session")}
     return ("unknown", None) if not events else ("resolved", None)
 

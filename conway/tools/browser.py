@@ -15,7 +15,7 @@ import webbrowser
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from conway.actions import OpenBrowser, _Action
+from conway.actions import OpenBrowser, _Action, types_of
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 
@@ -40,7 +40,7 @@ def check_url(url: str) -> str | None:
 
 class BrowserTool(Tool):
     name = "browser"
-    action_types = frozenset({"open_browser"})
+    action_types = types_of("browser")
 
     def __init__(self, command: Sequence[str] | None = None, wait_s: float = 5.0):
         self.command = list(command) if command else None

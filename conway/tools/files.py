@@ -15,7 +15,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action
+from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action, types_of
 from conway.bounded import HeadTail, utf8_edges
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
@@ -42,7 +42,7 @@ def _describe(exc: OSError, path: Path) -> str:
 
 class FileTools(Tool):
     name = "files"
-    action_types = frozenset({"read_file", "replace_text", "append_file", "list_dir"})
+    action_types = types_of("file")
 
     def __init__(self, workdir: Path, read_max_bytes: int = 65536, list_max_entries: int = 200):
         self.workdir = Path(os.path.expanduser(str(workdir)))

@@ -37,7 +37,7 @@ from typing import Any
 
 import psutil
 
-from conway.actions import ActionProblem, Mcp, _Action
+from conway.actions import ActionProblem, Mcp, _Action, types_of
 from conway.bounded import cut_text
 from conway.cancel import current_cancel
 from conway.config import McpServerConfig, ToolsConfig
@@ -104,7 +104,7 @@ class _Conn:
 
 class McpTool(Tool):
     name = "mcp"
-    action_types = frozenset({"mcp"})
+    action_types = types_of("mcp")
     cancellable = True  # a stop abandons the call in flight (see `_call`) instead of waiting for timeout_s
 
     def __init__(self, cfg: ToolsConfig, workdir: Path, home_root: Path | None = None):

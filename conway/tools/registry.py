@@ -1,10 +1,11 @@
-"""The toolbox: which tool runs which action type, and what can run here (the loop's `Actuator`)."""
+"""The toolbox: which tool runs which action type (the TOOLS table), and what can run here (the loop's `Actuator`)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
 from conway.config import SkillsConfig, ToolsConfig
@@ -13,9 +14,6 @@ from conway.protocols import Tool, ToolResult
 from conway.redact import tool_environment
 
 NO_DESKTOP = "no desktop tools available"
-_REFUSED_UNAVAILABLE = {  # family: (message when its tool is down, message when none is configured)
-    "mcp": ("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)"),
-    "skill": ("no Agent Skills are available", "no Agent Skills are installed (see `conway skills`)")}
 
 
 class Toolbox:
@@ -37,7 +35,7 @@ class Toolbox:
 
     def available_types(self) -> list[str]:
         """Action types the model may propose: runnable tools plus the control actions."""
-        return [t for t in ACTION_TYPES if t in self._by_type or t in ("wait", "finish")]
+        return [t for t, cls in ACTION_TYPES.items() if t in self._by_type or cls.family == "control"]
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         """Dispatch to the action's tool; `screen` (the observation's geometry) goes with it."""
@@ -51,16 +49,16 @@ class Toolbox:
         return tool.run(action, screen)
 
     def cancellable(self, action: _Action) -> bool:
-        """Whether the tool that runs `action` ends it early on a stop (the shell); unknown types are not."""
+        """Whether a stop can cut `action` short (its tool is `cancellable`: the shell, MCP); unknown types cannot."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
         return tool is not None and tool.cancellable
 
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
-        if tool is None and action.family in _REFUSED_UNAVAILABLE:  # no intent for what cannot run at all
+        if tool is None and action.family in _REFUSED:  # no intent for what cannot run at all
             reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
-            down, absent = _REFUSED_UNAVAILABLE[action.family]
+            down, absent = _REFUSED[action.family]
             return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
         return tool.check(action) if tool is not None else action
 
@@ -78,46 +76,106 @@ class Toolbox:
             tool.close()
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What the tool factories are built from (`build_toolbox`'s arguments)."""
+
+    cfg: ToolsConfig
+    workdir: Path
+    gui: bool
+    home_root: Path | None
+    skills: SkillsConfig | None
+    api_key_env: str | None
+    shell_env: dict[str, str]
+    """Set in the shell's environment on top of the filtered one (a task's own CONWAY_HOME)."""
+
+
+@dataclass(frozen=True)
+class ToolRow:
+    """One tool: the action family it runs, how it is turned on, how it is made."""
+
+    family: str
+    """The action family (`actions.FAMILIES`) whose every type this tool runs."""
+    enabled_as: str | None
+    """Its name in `tools.enabled` (config's Literal lists the same names); None: its own config turns it on."""
+    make: Callable[[Setup], Tool | None]
+    """The tool for this run, or None when nothing is configured for it (no MCP server, no home)."""
+    refused: tuple[str, str] | None = None
+    """`check` refuses its actions before any intent when it cannot run: (when its tool is down, when none is
+    configured). None: the action reaches `run`, which answers ok=False."""
+
+
+def _skills(s: Setup) -> Tool | None:
+    if s.home_root is None or s.skills is None:
+        return None
+    from conway.tools.skills import SkillsTool
+    return SkillsTool(s.home_root, s.skills)
+
+
+def _mcp(s: Setup) -> Tool | None:
+    if not s.cfg.mcp_servers:
+        return None
+    from conway.tools.mcp import McpTool
+    return McpTool(s.cfg, s.workdir, s.home_root)
+
+
+def _files(s: Setup) -> Tool:
+    from conway.tools.files import FileTools
+    return FileTools(s.workdir, read_max_bytes=s.cfg.read_max_bytes, list_max_entries=s.cfg.list_max_entries)
+
+
+def _shell(s: Setup) -> Tool:
+    from conway.tools.shell import ShellTool
+    cfg = s.cfg
+
+    def env() -> dict[str, str]:  # read at each command: the environment may change during a run
+        return {**tool_environment(os.environ, drop=[s.api_key_env], drop_patterns=cfg.shell_env_drop,
+                                   keep=cfg.shell_env_keep)[0], **s.shell_env}
+    return ShellTool(s.workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes, env=env)
+
+
+def _browser(s: Setup) -> Tool:
+    from conway.tools.browser import BrowserTool
+    return BrowserTool()
+
+
+def _gui(s: Setup) -> Tool:
+    if not s.gui:
+        return _Unavailable("gui", GUI_TYPES, "the mock policy runs without the desktop")
+    try:
+        from conway.tools.gui import GuiTool
+    except ImportError as exc:  # the desktop extra is optional
+        return _Unavailable("gui", GUI_TYPES, f"GUI tools unavailable: {exc}")
+    return GuiTool(pause_s=s.cfg.gui_pause_s, failsafe=s.cfg.gui_failsafe)
+
+
+TOOLS: tuple[ToolRow, ...] = (  # in this order: the prompt's tool texts and the start-up findings follow it
+    ToolRow("skill", None, _skills, refused=("no Agent Skills are available",
+                                             "no Agent Skills are installed (see `conway skills`)")),
+    ToolRow("mcp", None, _mcp, refused=("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)")),
+    ToolRow("file", "files", _files),
+    ToolRow("shell", "shell", _shell),
+    ToolRow("browser", "browser", _browser),
+    ToolRow("gui", "gui", _gui),
+)
+"""The toolbox's one table: a new tool is its module plus a row here (and an action family in `actions.py`)."""
+_REFUSED = {row.family: row.refused for row in TOOLS if row.refused}
+
+
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
                   skills: SkillsConfig | None = None, api_key_env: str | None = None,
                   shell_env: dict[str, str] | None = None) -> Toolbox:
-    """Tools from config. `gui=False` leaves the desktop alone (mock and acceptance runs).
+    """Tools from config, one per row of TOOLS that is turned on. `gui=False` leaves the desktop alone (mock
+    and acceptance runs).
 
     With `home_root`, Agent Skills are offered and MCP servers keep logs and images in the home.
     Configured MCP servers are started here (each within its timeout) and stopped by `close`.
     `api_key_env` names the variable holding the model's API key: the shell never sees it.
     `shell_env`: variables the shell's commands get on top of that environment (a task's CONWAY_HOME).
     """
-    tools: list[Tool] = []
-    if home_root is not None and skills is not None:
-        from conway.tools.skills import SkillsTool
-        tools.append(SkillsTool(home_root, skills))
-    if cfg.mcp_servers:
-        from conway.tools.mcp import McpTool
-        tools.append(McpTool(cfg, workdir, home_root))
-    if "files" in cfg.enabled:
-        from conway.tools.files import FileTools
-        tools.append(FileTools(workdir, read_max_bytes=cfg.read_max_bytes, list_max_entries=cfg.list_max_entries))
-    if "shell" in cfg.enabled:
-        from conway.tools.shell import ShellTool
-        def env() -> dict[str, str]:  # read at each command: the environment may change during a run
-            return {**tool_environment(os.environ, drop=[api_key_env], drop_patterns=cfg.shell_env_drop,
-                                       keep=cfg.shell_env_keep)[0], **(shell_env or {})}
-        tools.append(ShellTool(workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes,
-                               env=env))
-    if "browser" in cfg.enabled:
-        from conway.tools.browser import BrowserTool
-        tools.append(BrowserTool())
-    if "gui" in cfg.enabled and gui:
-        try:
-            from conway.tools.gui import GuiTool
-        except ImportError as exc:  # the desktop extra is optional
-            tools.append(_Unavailable("gui", GUI_TYPES, f"GUI tools unavailable: {exc}"))
-        else:
-            tools.append(GuiTool(pause_s=cfg.gui_pause_s, failsafe=cfg.gui_failsafe))
-    elif "gui" in cfg.enabled:
-        tools.append(_Unavailable("gui", GUI_TYPES, "the mock policy runs without the desktop"))
-    return Toolbox(tools)
+    setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {})
+    made = (row.make(setup) for row in TOOLS if row.enabled_as is None or row.enabled_as in cfg.enabled)
+    return Toolbox([tool for tool in made if tool is not None])
 
 
 class _Unavailable(Tool):

@@ -21,7 +21,7 @@ from typing import Callable
 
 import psutil
 
-from conway.actions import Shell, _Action
+from conway.actions import Shell, _Action, types_of
 from conway.bounded import HeadTail
 from conway.cancel import current_cancel
 from conway.geometry import ScreenGeometry
@@ -35,7 +35,7 @@ _SHELL = "/bin/sh" if _POSIX else os.environ.get("COMSPEC", "cmd.exe")
 
 class ShellTool(Tool):
     name = "shell"
-    action_types = frozenset({"shell"})
+    action_types = types_of("shell")
     cancellable = True  # a stop kills the command's process group (see `run`)
 
     def __init__(self, workdir: Path, timeout_s: float = 60, max_output_bytes: int = 32768,

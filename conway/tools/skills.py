@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conway.actions import ReadSkill, _Action
+from conway.actions import ReadSkill, _Action, types_of
 from conway.config import SkillsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
@@ -14,7 +14,7 @@ from conway.store.skills import SkillSet, find_skills, listing, read_skill
 
 class SkillsTool(Tool):
     name = "skills"
-    action_types = frozenset({"read_skill"})
+    action_types = types_of("skill")
 
     def __init__(self, home_root: Path, cfg: SkillsConfig):
         self.cfg = cfg

@@ -19,6 +19,7 @@ from typing import Any
 from conway.errors import UserError
 from conway.experience.labels import LabelIndex, labels_path, read_labels
 from conway.experience.steps import attach_labels, screenshot_file, steps_from_events
+from conway.store.events import Acceptance, Recovery, SessionEnd, SessionStart
 from conway.store.journal import read_journal
 
 OUTCOMES = ("error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "none")
@@ -76,9 +77,9 @@ class StepView:
 class SessionView:
     id: str
     steps: list[StepView]
-    start: dict[str, Any] | None = None
-    end: dict[str, Any] | None = None
-    acceptance: dict[str, Any] | None = None
+    start: SessionStart | None = None
+    end: SessionEnd | None = None
+    acceptance: Acceptance | None = None
     recoveries: list[dict[str, Any]] = field(default_factory=list)
     first_ts: str | None = None
     last_ts: str | None = None
@@ -89,29 +90,29 @@ class SessionView:
 
     def summary(self) -> dict[str, Any]:
         """Model, config digest, revision, counts, error streaks, declared vs verified."""
-        start = self.start or {}
+        start = self.start or SessionStart()
         models = sorted({str(s.record.get("model_id")) for s in self.steps if s.record.get("model_id")})
         streaks = error_streaks(self.steps)
         finishes = [{"step": s.step, **(s.record.get("finish") or {})} for s in self.steps if s.record.get("finish")]
-        acc = self.acceptance or {}
+        acc = self.acceptance
         return {
             "session": self.id,
-            "model_id": start.get("model_id") or (models[0] if models else None),
+            "model_id": start.model_id or (models[0] if models else None),
             "models_seen": models,
-            "config_digest": start.get("config_digest"),
-            "harness_revision": start.get("harness_revision") or start.get("revision"),
-            "mode": start.get("mode"),
-            "dry_run": start.get("dry_run"),
+            "config_digest": start.config_digest,
+            "harness_revision": start.revision,
+            "mode": start.mode,
+            "dry_run": start.dry_run,
             "started": self.first_ts, "ended": self.last_ts,
-            "end_reason": (self.end or {}).get("reason"),
+            "end_reason": self.end.reason if self.end else None,
             "steps": len(self.steps),
             "by_kind": dict(Counter(s.kind for s in self.steps).most_common()),
             "by_outcome": {o: n for o in OUTCOMES if (n := sum(1 for s in self.steps if s.outcome == o))},
             "labelled": sum(1 for s in self.steps if (s.record.get("labels") or {}).get("source")),
             "error_streaks": streaks,
             "declared": finishes,
-            "verified": acc.get("verified") if self.acceptance else None,
-            "verification": acc or None,
+            "verified": acc.verified if acc else None,
+            "verification": (acc.to_payload() or None) if acc else None,
         }
 
 
@@ -213,21 +214,18 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
         sv.last_ts = ev.get("ts")
         kind, p = ev.get("kind"), ev.get("payload") or {}
         if kind == "session":
-            if p.get("event") == "start" and sv.start is None:
-                sv.start = p
-            elif p.get("event") == "end":
-                sv.end = p
-            elif p.get("event") == "acceptance":
-                sv.acceptance = p
+            sv.start = sv.start or SessionStart.of(ev)
+            sv.end = SessionEnd.of(ev) or sv.end
+            sv.acceptance = Acceptance.of(ev) or sv.acceptance
             continue
         try:
             key = (sid, int(ev.get("step", 0)))
         except (TypeError, ValueError):
             continue
         if kind == "recovery":
-            detail = f"{p.get('what', '?')}: {p.get('detail', '')}"
-            recov.setdefault(key, []).append(detail)
-            sv.recoveries.append({"step": key[1], "what": p.get("what"), "detail": p.get("detail")})
+            r = Recovery.from_payload(p)
+            recov.setdefault(key, []).append(f"{r.what or '?'}: {r.detail or ''}")
+            sv.recoveries.append({"step": key[1], "what": r.what, "detail": r.detail})
             continue
         t = ev.get("t")
         if not isinstance(t, (int, float)):

@@ -28,7 +28,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from conway.config import load_config
-from conway.loop.cycle import Clock, Loop, LoopParts
+from conway.loop.control import Clock
+from conway.loop.cycle import Loop
+from conway.loop.parts import LoopParts
 from conway.observe.synthetic import SyntheticObserver
 from conway.policies.mock import MockPolicy, MockScript
 from conway.store.home import Home, init_home

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 from conway.config import load_config  # noqa: E402
-from conway.loop.cycle import Clock  # noqa: E402
+from conway.loop.control import Clock  # noqa: E402
 from conway.observe.synthetic import SyntheticObserver  # noqa: E402
 from conway.policies.mock import MockPolicy, MockScript  # noqa: E402
 from conway.protocols import DecisionContext  # noqa: E402

@@ -278,9 +278,3 @@ def _pipeline(args: Any) -> int:
 def _case(r: dict[str, Any]) -> dict[str, Any]:
     return {k: r.get(k) for k in ("verified", "first_press", "declared", "session", "steps", "exit", "seconds",
                                   "workdir", "error")}
-
-
-if __name__ == "__main__":  # the same as scripts/demos/learning_demo.py --agent ARGS
-    from scripts.demos import learning_demo
-
-    sys.exit(learning_demo.main(["--agent", *sys.argv[1:]]))

@@ -109,7 +109,8 @@ def _fds() -> int:
 
 def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResult:
     from conway.config import load_config
-    from conway.loop.cycle import Clock
+    from conway.loop.control import Clock
+    from conway.loop.ending import RunEnd
     from conway.policies.mock import MockPolicy, MockScript
     from conway.session.app import RunRequest, run_agent
     from conway.store.home import Home, init_home
@@ -174,7 +175,7 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
         on_cycle(ran, sample=False)  # one last check after the run closed everything
         gc.collect()
         samples.append((ran, _rss(), _fds()))
-        if not outcome.reason.startswith("max-steps") or ran < cycles:
+        if outcome.end is not RunEnd.MAX_STEPS or ran < cycles:
             v.add("ran to its budget", f"the run ended after {ran} cycles ({cycles} decisions asked): {outcome.reason}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

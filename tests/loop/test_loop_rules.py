@@ -9,6 +9,7 @@ import pytest
 from helpers.loop_harness import ChangingObserver, run_script
 
 from conway.loop.control import SimulatedClock
+from conway.loop.ending import RunEnd
 from conway.policies.mock import MockPolicy, MockScript
 from conway.protocols import Policy, Tool
 from conway.store.state import read_json, write_control
@@ -96,8 +97,8 @@ def test_fourth_identical_side_effect_is_suppressed_and_the_model_is_told():
     told = spy.contexts[4]["latest result"]
     assert told.startswith("append_file(") and "suppressed" in told and "3 times in a row" in told
     assert "suppressed" not in spy.contexts[3]["latest result"]
-    from conway.prompt.parts import RECENT_STEPS
-    assert "suppressed" in spy.contexts[4][RECENT_STEPS].splitlines()[-1]  # the newest step says so too
+    from conway.prompt.parts import PartName
+    assert "suppressed" in spy.contexts[4][PartName.RECENT_STEPS].splitlines()[-1]  # the newest step says so too
 
 
 def test_gui_counters_reset_on_screen_change_but_file_counters_survive():
@@ -200,6 +201,7 @@ def test_a_quick_side_effect_leaves_state_json_alone_and_status_reads_its_intent
                                                        toolbox=Toolbox([LookingFiles(home.scratch)])),
                                  say=lambda s: None)
     assert outcome.reason == "max-steps budget (3) reached" and (home.scratch / "a.txt").read_text() == "xxx"
+    assert outcome.end is RunEnd.MAX_STEPS and not (outcome.failed or outcome.uncertain)
     assert [copy for copy, _status, _writes in seen] == [None, None, None]  # no state.json copy ...
     assert all(status["summary"] == "append_file(path='a.txt', text='x')" and status["session"] == session
                for _copy, status, _writes in seen)  # ... yet `status` shows the action in flight
@@ -269,12 +271,12 @@ def test_finish_is_recorded_and_the_continuous_loop_carries_on():
 def test_finish_ends_a_single_session():
     steps = [{"action": {"type": "finish", "status": "FAIL", "message": "cannot"}}, WAIT]
     run = run_script(steps, single=True, overrides=["agent.max_steps=5"])
-    assert run.outcome.reason == "finish FAIL" and run.outcome.steps == 1
+    assert run.outcome.reason == "finish FAIL" and run.outcome.steps == 1 and run.outcome.end is RunEnd.FINISHED
 
 
 def test_max_seconds_budget_stops_inside_a_wait():
     run = run_script([WAIT] * 20, overrides=["agent.max_seconds=10"])
-    assert run.outcome.reason.startswith("max-seconds")
+    assert run.outcome.reason.startswith("max-seconds") and run.outcome.end is RunEnd.MAX_SECONDS
     assert sum(run.clock.sleeps) <= 10.25
 
 
@@ -383,6 +385,7 @@ def test_an_uncertain_dispatch_ends_the_run_and_is_not_replayed():
     outcome, session = run_agent(home, load_config(home.config, []), RunRequest(
         single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=SimulatedClock()), say=lambda s: None)
     assert outcome.reason == "uncertain side-effect failure"
+    assert outcome.end is RunEnd.UNCERTAIN and outcome.uncertain and not outcome.failed
     assert tool.calls == 1
     state = read_json(home.state)
     assert state["pending"] is None and state["status"] == "stopped"
@@ -501,7 +504,7 @@ def run_home():
 
 
 def test_backoff_delay_is_capped_at_any_count():
-    from conway.loop.cycle import backoff_delay
+    from conway.loop.control import backoff_delay
     assert [backoff_delay(2, 60, n) for n in (1, 2, 3, 5, 6)] == [2, 4, 8, 32, 60]
     assert backoff_delay(2, 60, 2000) == 60  # ~17 hours of an unchanged screen
     assert backoff_delay(5, 300, 10**9) == 300

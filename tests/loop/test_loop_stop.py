@@ -20,6 +20,7 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 
 from conway.config import load_config
 from conway.loop.control import SimulatedClock
+from conway.loop.ending import RunEnd
 from conway.protocols import Policy
 from conway.session.app import RunRequest, run_agent
 from conway.store.home import init_home, resolve_home
@@ -68,6 +69,7 @@ def test_conway_stop_aborts_the_model_request_in_flight(structured):
     latency = ended - result["stop_at"]
     assert latency < 5, latency  # about the control poll (0.25 s); the model would have taken 60 s
     assert outcome.reason == "stop requested" and not outcome.failed
+    assert outcome.end is RunEnd.STOP_REQUESTED and not outcome.uncertain
     assert requests == 1  # no further probe or request after the stop
     assert hangups == ["/v1/chat/completions"]  # the request itself was aborted, not left running
     events = _events(home, session)
@@ -201,7 +203,7 @@ def test_a_crash_inside_the_loop_is_journaled_and_ends_the_session_as_crashed():
     outcome, session = run_agent(home, load_config(home.config, []),
                                  RunRequest(single_session=False, policy=_BuggyPolicy(), clock=SimulatedClock()),
                                  say=lines.append)
-    assert outcome.failed and outcome.reason == "crashed: KeyError: 'missing'"
+    assert outcome.failed and outcome.reason == "crashed: KeyError: 'missing'" and outcome.end is RunEnd.CRASHED
     events = _events(home, session)
     err = [e["payload"] for e in events if e["kind"] == "error"][-1]
     assert err["stage"] == "loop" and err["exception"] == "KeyError" and "decide" in err["traceback"]

@@ -10,7 +10,7 @@ from conway.policies.base import build_messages
 from conway.policies.generic import GenericAdapter
 from conway.policies.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
 from conway.prompt.memory import Memory
-from conway.prompt.parts import RECENT_STEPS, RecentSteps, StepNote, build_parts
+from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts
 from conway.protocols import Policy
 
 
@@ -36,9 +36,9 @@ def test_parts_grow_oldest_first_and_the_latest_result_is_last():
                                  latest="read_file → 12 bytes", recent=recent, budget_tokens=6000,
                                  chars_per_token=3.5, accessibility="button OK")
     names = [p.name for p in parts]
-    assert names == ["constitution.md", "action space", "goals.md", "memory.md", RECENT_STEPS,
+    assert names == ["constitution.md", "action space", "goals.md", "memory.md", PartName.RECENT_STEPS,
                      "accessibility snapshot", "latest result"]
-    steps = next(p.text for p in parts if p.name == RECENT_STEPS).splitlines()
+    steps = next(p.text for p in parts if p.name == PartName.RECENT_STEPS).splitlines()
     assert [int(s.split()[2].rstrip(":")) for s in steps] == [1, 2, 3, 4, 5]
     assert not dropped
 
@@ -47,7 +47,7 @@ def test_a_short_budget_keeps_the_newest_steps_still_oldest_first():
     recent = [StepNote(i, f"click(x={i}, y=1)", "ok " + "z" * 80) for i in range(1, 51)]
     parts, dropped = build_parts(constitution="C", goals="G", memory="", action_space="A", latest="L",
                                  recent=recent, budget_tokens=300, chars_per_token=3.5)
-    steps = next(p.text for p in parts if p.name == RECENT_STEPS).splitlines()
+    steps = next(p.text for p in parts if p.name == PartName.RECENT_STEPS).splitlines()
     numbers = [int(s.split()[2].rstrip(":")) for s in steps]
     assert numbers == sorted(numbers) and numbers[-1] == 50 and numbers[0] > 1
     assert dropped == [f"{50 - len(numbers)} older step(s)"]
@@ -78,7 +78,7 @@ def test_the_real_loop_builds_prompts_that_only_grow_until_the_window_slides(tmp
     assert slides <= 20 // 4 + 1 and kept >= 14  # the window (8) slides by 4: at most every 4th cycle
     assert all(t.rstrip().endswith("The screenshot below is 644x392 pixels.") for t in texts)
     last = texts[-1]
-    assert last.index("## latest result") > last.index(f"## {RECENT_STEPS}") > last.index('<file name="memory.md">')
+    assert last.index("## latest result") > last.index(f"## {PartName.RECENT_STEPS}") > last.index('<file name="memory.md">')
     # the screenshot changes every cycle, as it does when the agent acts
     assert len({c.observation.content_hash for c in ctxs}) == 20
 
@@ -122,7 +122,7 @@ def test_memory_in_the_prompt_is_frozen_between_slides_but_shows_outside_edits_a
               RunRequest(single_session=False, policy=Spy(), clock=SimulatedClock()), say=lambda s: None)
     mem = [next((p.text for p in c.parts if p.name == "memory.md"), "") for c in seen]
     assert mem[0] == mem[1] == mem[2]  # the loop's own step lines wait in the window until it slides
-    assert "step 2: list_dir" in next(p.text for p in seen[2].parts if p.name == RECENT_STEPS)
+    assert "step 2: list_dir" in next(p.text for p in seen[2].parts if p.name == PartName.RECENT_STEPS)
     assert "OWNER: the report is due on Friday" in mem[3]  # an edit by someone else shows at once
     assert "step 3: list_dir" in mem[3]
 

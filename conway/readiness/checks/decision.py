@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from conway.actions import ActionProblem, _Action, describe_action_space
+from conway.prompt.parts import PartName
 from conway.protocols import ContextPart, DecisionContext, Observation, Policy, PolicyError
 
 __all__ = ["ProbeReport", "probe", "probe_context", "PROBE_SIZE"]
@@ -92,9 +93,9 @@ def probe_context(size: tuple[int, int] = PROBE_SIZE) -> DecisionContext:
     obs = Observation(png=png, captured_size=size, source="synthetic", content_hash=digest,
                       change_key=digest[:16])
     parts = [
-        ContextPart("constitution.md", "You are being probed by Conway: a protocol check, not real work."),
-        ContextPart("action space", describe_action_space(PROBE_ACTION_TYPES)),
-        ContextPart("goals.md", "Look at the screenshot and propose one valid action (a click on the white "
+        ContextPart(PartName.CONSTITUTION, "You are being probed by Conway: a protocol check, not real work."),
+        ContextPart(PartName.ACTION_SPACE, describe_action_space(PROBE_ACTION_TYPES)),
+        ContextPart(PartName.GOALS, "Look at the screenshot and propose one valid action (a click on the white "
                                 "window, or wait)."),
     ]
     return DecisionContext(parts=parts, observation=obs, step=0, action_types=list(PROBE_ACTION_TYPES))

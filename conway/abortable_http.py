@@ -1,0 +1,58 @@
+"""An httpx request that a stop can abort while it blocks (for any network tool or model client).
+
+Closing a socket does not wake a thread blocked in its recv; shutting it down does. Under a `Cancel`
+(`conway.cancel`), `send` learns the request's socket from httpcore's public trace hook and shuts it
+down when the token is set, so the blocked request returns at once and `RequestAborted` says why.
+The client should keep no idle connections (`httpx.Limits(max_keepalive_connections=0)`), so that
+the socket shut down is exactly the one of the request in flight.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import httpx
+
+from conway.cancel import Cancel
+
+
+class RequestAborted(Exception):
+    """A cancel broke the request in flight (the reason is the cancel's)."""
+
+
+def send(client: httpx.Client, method: str, url: str, cancel: Cancel | None = None, **kwargs: Any) -> httpx.Response:
+    """`client.request(method, url, **kwargs)`, aborted by `cancel` (None: an ordinary request).
+
+    httpx errors pass through as they are, unless the cancel caused them: then RequestAborted.
+    """
+    if cancel is None:
+        return client.request(method, url, **kwargs)
+    sockets: list[socket.socket] = []
+
+    def trace(name: str, info: dict[str, Any]) -> None:  # httpcore's public trace hook
+        if name == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            sock = info["return_value"].get_extra_info("socket")
+            if sock is not None:
+                sockets.append(sock)
+                if cancel.is_set():  # set while connecting: no callback will come for this socket
+                    shutdown(sock)
+
+    kwargs["extensions"] = {**kwargs.get("extensions", {}), "trace": trace}
+    unregister = cancel.on_cancel(lambda: [shutdown(s) for s in list(sockets)])
+    try:
+        return client.request(method, url, **kwargs)
+    except httpx.HTTPError:
+        if cancel.is_set():  # our own shutdown broke the connection
+            raise RequestAborted(cancel.reason or "cancelled") from None
+        raise
+    finally:
+        unregister()
+
+
+def shutdown(sock: socket.socket) -> None:
+    """End a connection another thread is blocked on (close alone would not wake its recv)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

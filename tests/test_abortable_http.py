@@ -1,0 +1,54 @@
+"""`conway.abortable_http`: a request blocked on a silent server returns as soon as its cancel is set."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from conway.abortable_http import RequestAborted, send
+from conway.cancel import Cancel
+
+
+@pytest.fixture
+def silent_server():
+    """Accepts connections, reads the request, never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/"
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+def _client() -> httpx.Client:
+    return httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
+
+
+def test_a_cancel_aborts_the_blocked_request_at_once(silent_server):
+    cancel = Cancel()
+    threading.Timer(0.3, cancel.set, args=("stop requested",)).start()
+    started = time.monotonic()
+    with _client() as client, pytest.raises(RequestAborted, match="stop requested"):
+        send(client, "GET", silent_server, cancel)
+    assert time.monotonic() - started < 5  # the server would have held it for the 30 s timeout
+
+
+def test_without_a_cancel_errors_pass_through_as_httpx_errors(silent_server):
+    with httpx.Client(timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
+        send(client, "GET", silent_server)
+    with _client() as client, pytest.raises(httpx.ReadTimeout):  # a cancel that was never set changes nothing
+        send(client, "GET", silent_server, Cancel(), timeout=0.3)

@@ -1,0 +1,70 @@
+"""One table of actions and tools: every action class names its family, every family but control has one row
+in the toolbox's table, and the config's tool names are the table's."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, get_args
+
+import pytest
+
+from conway.actions import ACTION_TYPES, FAMILIES, Action, _Action, types_of
+from conway.config import ToolsConfig, load_config
+from conway.tools.registry import TOOLS, build_toolbox
+
+
+def test_an_action_class_without_a_family_is_refused_at_definition():
+    with pytest.raises(TypeError, match="must declare family"):
+        class Forgetful(_Action):
+            type: Literal["forgetful"] = "forgetful"
+
+
+def test_an_action_class_with_an_unknown_family_is_refused():
+    with pytest.raises(TypeError, match="got 'gadget'"):
+        class Odd(_Action):
+            type: Literal["odd"] = "odd"
+            family: ClassVar[str] = "gadget"
+
+
+def test_action_types_are_the_union_and_each_class_declares_its_own_family():
+    union = get_args(get_args(Action)[0])
+    assert list(ACTION_TYPES.values()) == list(union)
+    for cls in union:
+        assert "family" in vars(cls), f"{cls.__name__} inherits its family"
+        assert cls.family in FAMILIES
+
+
+def test_every_family_but_control_has_exactly_one_row_and_each_row_runs_its_family():
+    rows = [row.family for row in TOOLS]
+    assert sorted(rows) == sorted(f for f in FAMILIES if f != "control")
+    assert all(types_of(f) for f in FAMILIES), "a family without actions"
+
+
+def test_the_config_tool_names_are_the_tables():
+    literal = get_args(ToolsConfig.model_fields["enabled"].annotation)[0]
+    named = [row.enabled_as for row in TOOLS if row.enabled_as is not None]
+    assert sorted(get_args(literal)) == sorted(named)
+    assert sorted(ToolsConfig().enabled) == sorted(named)  # all on by default
+
+
+def test_the_built_tools_run_the_types_of_their_rows_family(tmp_path):
+    cfg = load_config(None)
+    box = build_toolbox(cfg.tools, tmp_path, gui=False)
+    by_name = {t.name: t for t in box.tools}
+    assert set(by_name) == {"files", "shell", "browser", "gui"}  # no MCP servers, no home: no MCP or skills
+    for row in TOOLS:
+        if row.enabled_as is not None:
+            assert by_name[row.enabled_as].action_types == types_of(row.family)
+
+
+def test_a_tool_left_out_of_tools_enabled_is_not_built(tmp_path):
+    cfg = load_config(None)
+    box = build_toolbox(cfg.tools.model_copy(update={"enabled": ["files"]}), tmp_path, gui=False)
+    assert [t.name for t in box.tools] == ["files"]
+    assert "shell" not in box.available_types() and "wait" in box.available_types()
+
+
+def test_lengthy_and_cancellable_are_distinct_properties():
+    assert {n for n, c in ACTION_TYPES.items() if c.lengthy} == {"shell", "mcp"}  # pending copy in state.json
+    from conway.tools.files import FileTools
+    from conway.tools.shell import ShellTool
+    assert ShellTool.cancellable and not FileTools.cancellable  # a stop cuts it short: the tool's property
