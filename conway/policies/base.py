@@ -56,15 +56,12 @@ __all__ = [
     "GROWING_PARTS",
     "VOLATILE_PARTS",
     "VARIABLE_ORDER",
-    "StructuredSpec",
-    "Backend",
     "Adapter",
     "SentImage",
     "prepare_image",
     "build_messages",
     "ModelPolicy",
     "STRUCTURED_MODES",
-    "ContextWindow",
     "TextBudget",
 ]
 

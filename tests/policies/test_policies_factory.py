@@ -60,14 +60,14 @@ def test_api_key_comes_from_the_named_environment_variable(monkeypatch):
         with pytest.raises(UserError, match="CONWAY_TEST_KEY, but it is not set"):
             build_model_policy(c, resolve_home(None))
         monkeypatch.setenv("CONWAY_TEST_KEY", "test-key-123")
-        from conway.readiness.probe import probe
+        from conway.readiness.checks.decision import probe
         with build_model_policy(c, resolve_home(None)) as policy:
             assert probe(policy).ok
         assert fake.chat_headers[-1]["Authorization"] == "Bearer test-key-123"
 
 
 def test_requested_structured_mode_that_is_not_honoured_is_a_policy_error():
-    from conway.readiness.probe import probe
+    from conway.readiness.checks.decision import probe
     with ScriptedFakeServer(replies=[Reply.text('{"nothing": 1}')]) as fake:
         c = cfg("policy=generic", f"policy.endpoint={fake.base_url}", "policy.structured_output=json_schema")
         with build_model_policy(c, resolve_home(None)) as policy:
