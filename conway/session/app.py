@@ -177,11 +177,19 @@ def status_report(home: Home) -> dict:
         "stop_reason": state.get("stop_reason"),
         "pending_intent": open_intent(home.journal_dir, state.get("pending")),
         "state_recovery": note,
+        "cost": _cost(home, state.get("session")),
         "last_events": [
             {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
              "summary": _event_summary(e)} for e in events
         ],
     }
+
+
+def _cost(home: Home, session: str | None) -> dict | None:
+    if not session or not home.journal_dir.exists():
+        return None
+    from conway.experience.costs import session_cost
+    return session_cost(home.journal_dir, session).record()
 
 
 _PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
@@ -257,6 +265,9 @@ def render_status(report: dict, tasks: str | None = None) -> str:
     lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
+    if report.get("cost"):
+        from conway.experience.costs import render_record
+        lines.append(f"cost:     {render_record(report['cost'])}")
     if tasks:
         lines.append(f"tasks:    {tasks}")
     if report["last_events"]:
