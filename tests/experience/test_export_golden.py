@@ -183,6 +183,22 @@ def test_exports_redact_known_secret_values(recorded_home, tmp_path, monkeypatch
     assert secret not in text and "<redacted>" in text
 
 
+def test_exports_redact_key_shapes_with_no_credential_variable_set(recorded_home, tmp_path, monkeypatch):
+    """A key that reached the journal is caught by its shape alone: nothing in the environment names it."""
+    import os
+
+    from conway.redact import looks_like_secret_env
+    for name in [n for n in os.environ if looks_like_secret_env(n)]:
+        monkeypatch.delenv(name)
+    journal = next((recorded_home / "journal").glob("*.jsonl"))
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    journal.write_text(journal.read_text().replace("Type the name.", f"Type the name. {key}"))
+    out = tmp_path / "t.jsonl"
+    assert _export(recorded_home, out) == 0
+    text = out.read_text()
+    assert key not in text and "sk-proj-" not in text and "Type the name. <redacted>" in text
+
+
 def test_a_verified_task_session_labels_its_steps_and_review_still_wins():
     from conway.experience.labels import Label, LabelIndex
     from conway.experience.steps import attach_labels, steps_from_events
