@@ -320,6 +320,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     no case at all (every request failed: nothing to compare), 1 (UserError)
     for setup problems.
     """
+    began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
     from conway.evals.vision_check import parse_size
 
@@ -417,7 +418,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         **({"references": b_sum["references"]} if b_sum.get("references") else {}),
         "intervals_separated": separated,
     }
-    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0,
+    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
                     parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
                                 "base_mmproj": str(bp) if bp else None})
     report.set_model(f"{b_id} vs {c_id}")

@@ -167,5 +167,10 @@ def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initi
     assert any(b != c for b, c in raw)  # two different models answered
     printed = capsys.readouterr().out
     assert "base" in printed and "candidate" in printed and "95% CI" in printed
+    answered = sum(s[side]["latency_s"]["mean"] * s[side]["latency_s"]["n"] for side in ("base", "candidate"))
+    assert report["duration_s"] >= answered > 0  # both models' runs are inside the time the report gives
+    assert main(["report", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "summary: {" not in text and "difference" in text and "base      hits" in text
     evals = (initialized_home / "candidates" / "other" / "evals.jsonl").read_text().splitlines()
     assert json.loads(evals[-1])["cases"] == 4
