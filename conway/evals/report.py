@@ -471,9 +471,10 @@ def what_file_is(raw: bytes) -> str:
     except ValueError:
         return "it is not JSON"
     if isinstance(head, dict):
-        if head.get("format") == "conway-traj/1":
+        if head.get("format") == "conway-traj/1":  # `conway view` draws its sessions, not the file
             return ("it is a conway-traj/1 trajectory (JSON lines from `conway export`); read it with "
-                    "`conway replay --trajectory FILE` or `conway view`")
+                    "`conway replay --trajectory FILE`, or see its steps in the home it came from with "
+                    f"`conway view --session {head.get('session') or 'ID'}`")
         if {"session", "kind", "ts"} <= set(head):
             return "it is a Conway journal (JSON lines); `conway status`, `conway view` and `conway export` read it"
         if "index" in head or "check" in head:
