@@ -8,7 +8,9 @@ owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -147,25 +149,27 @@ def do_config(args) -> int:
 
 def do_export(args) -> int:
     from conway.experience.export import export
+    from conway.store.state import STDOUT, is_stdout
     home = _home(args, writable=False)
-    out = Path(args.output).expanduser()
+    out = STDOUT if is_stdout(args.output) else Path(args.output).expanduser()
+    say = functools.partial(print, file=sys.stderr if out == STDOUT else sys.stdout)  # stdout carries the records
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
                  skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
                  secret_values=_known_secrets(home))
-    print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
+    say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
-        print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+        say(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
     if res.missing:
-        print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+        say(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
     if res.images_missing:
-        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
-              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+        say(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+            "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
     if res.redacted:
-        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
+        say(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
-        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
-              f"{res.unrendered[0]}")
+        say(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
+            f"{res.unrendered[0]}")
     return 0
 
 

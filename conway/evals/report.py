@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shlex
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ from conway.evals.text import _fmt_box, _fmt_point, _short, _yn, table
 from conway.redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
 from conway.store.home import Home
 from conway.store.provenance import git_facts as _git_facts
+from conway.store.state import STDOUT, is_stdout
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
@@ -51,8 +53,13 @@ INLINE_CASES_MAX = 200
 # --- output paths --------------------------------------------------------------
 
 
-def check_new_output(raw: str | os.PathLike[str], home: Home, what: str = "report") -> Path:
-    """Validate a path for a new report (or sheet): not existing, not in the home, folder present."""
+def check_new_output(raw: str | os.PathLike[str], home: Home, what: str = "report", *,
+                     stdout_ok: bool = False) -> Path:
+    """Validate a path for a new report (or sheet): not existing, not in the home, folder present.
+
+    `stdout_ok`: `/dev/stdout` (or `-`) is taken as standard output (`STDOUT`), for a report of one file."""
+    if stdout_ok and is_stdout(raw):
+        return STDOUT
     text = os.fspath(raw)
     if not text.strip():
         raise UserError(f"the {what} path is empty")
@@ -75,7 +82,12 @@ def cases_file_for(report_path: Path) -> Path:
 
 
 def write_new_file(path: Path, data: bytes) -> None:
-    """Write a complete file that did not exist: temp + fsync + hard link (never replaces)."""
+    """Write a complete file that did not exist: temp + fsync + hard link (never replaces); or standard output."""
+    if path == STDOUT:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
