@@ -39,15 +39,25 @@ def _require_model(args, home, cfg) -> None:
 
 def _config(args, home, extra: list[str] | None = None):
     from conway.config import load_config
-    overrides = list(getattr(args, "overrides", []) or [])
+    given = list(getattr(args, "overrides", []) or [])
+    overrides = list(given)
+
+    def from_flag(flag: str, key: str, value: object) -> None:
+        # a flag's value is appended, so it would win silently over an override of the same setting
+        for item in given:
+            name, _, text = item.lstrip("+~").partition("=")
+            if name == key and text != str(value):
+                raise UserError(f"{flag} {value} and the override {item} both set {key}; give one of them")
+        overrides.append(f"{key}={value}")
+
     if getattr(args, "mock", False) or getattr(args, "mock_script", None):
         overrides.insert(0, "policy=mock")
         if args.mock_script:
-            overrides.append(f"policy.mock_script={Path(args.mock_script).expanduser().resolve()}")
+            from_flag("--mock-script", "policy.mock_script", Path(args.mock_script).expanduser().resolve())
     if getattr(args, "endpoint", None):
-        overrides.append(f"policy.endpoint={args.endpoint}")
+        from_flag("--endpoint", "policy.endpoint", args.endpoint)
     if getattr(args, "model", None):
-        overrides.append(f"policy.model={args.model}")
+        from_flag("--model", "policy.model", args.model)
     if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
             and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
         overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
@@ -56,7 +66,7 @@ def _config(args, home, extra: list[str] | None = None):
         if value is not None:
             if value <= 0:
                 raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
-            overrides.append(f"{key}={value}")
+            from_flag(f"--{flag.replace('_', '-')}", key, value)
     cfg = load_config(home.config, overrides + (extra or []))
     if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
         raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
