@@ -95,8 +95,18 @@ def do_doctor(args) -> int:
 
 
 def _require_home(home) -> None:
+    from conway.store.home import not_text
     if not home.constitution.exists():
         raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
+    for path in (home.constitution, home.goals):  # both go to the model as text, every decision
+        if not path.is_file():
+            continue  # no goals.md: the prompt says so; a folder is refused with the home's other entries
+        try:
+            problem = not_text(path.read_bytes())
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror}") from None
+        if problem:
+            raise UserError(f"{path} {problem}; the model reads it as text: save it as UTF-8 text")
 
 
 def do_run(args) -> int:
