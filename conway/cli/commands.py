@@ -143,6 +143,8 @@ def do_status(args) -> int:
     from conway.evals.task_files import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
+    if not home.root.exists():  # a mistyped --home is not a home that was never run
+        raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
     report = status_report(home)
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None

@@ -95,6 +95,13 @@ def test_goals_replaced_by_a_binary_while_running_is_left_out_of_the_prompt(init
         < 20_000
 
 
+def test_status_of_a_home_that_does_not_exist_says_so(tmp_path):
+    missing = tmp_path / "no-such-home"
+    for args in (("--home", str(missing), "status"), ("--home", str(missing), "status", "--json")):
+        assert_one_line_error(run_cli(*args), f"Conway home {missing} does not exist", "init")
+    assert not missing.exists()
+
+
 def test_config_yaml_that_is_a_folder_is_one_line(initialized_home):
     _folder(initialized_home / "config.yaml")
     assert_one_line_error(run_cli("config", "--check"), "config.yaml")
