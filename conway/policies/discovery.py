@@ -149,6 +149,7 @@ def render_models(report: dict[str, Any]) -> str:
                 size = e.get("file_bytes", 0) / 1024**2
                 lines.append(f"  {e['setting']}: {e['path']}  ({e.get('arch')}, {e.get('kind')}, {size:.1f} MiB"
                              + (f", {e['n_layer']} layers" if e.get("n_layer") else "")
+                             + (f", trained context {e['context_length']} tokens" if e.get("context_length") else "")
                              + (", chat template" if e.get("has_chat_template") else "") + ")")
     else:
         lines.append("local GGUF files: none configured (policy.model_path, policy.mmproj_path)")
