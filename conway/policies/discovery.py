@@ -120,7 +120,8 @@ def models_report(config: Any) -> dict[str, Any]:
             report["problems"].append(str(exc))
         report["local"].append(entry)
     if "model" in infos:
-        est = estimate_memory(infos["model"], infos.get("mmproj"), rt.n_ctx)
+        slots = rt.parallel if not pol.endpoint and pol.backend == "http" else 1  # a llama-server Conway starts
+        est = estimate_memory(infos["model"], infos.get("mmproj"), rt.n_ctx, slots)
         avail = available_memory(rt.n_gpu_layers)
         try:
             verdict = check_fit(est, avail, rt.headroom_gib, "the local model")
