@@ -8,7 +8,9 @@ owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -37,15 +39,25 @@ def _require_model(args, home, cfg) -> None:
 
 def _config(args, home, extra: list[str] | None = None):
     from conway.config import load_config
-    overrides = list(getattr(args, "overrides", []) or [])
+    given = list(getattr(args, "overrides", []) or [])
+    overrides = list(given)
+
+    def from_flag(flag: str, key: str, value: object) -> None:
+        # a flag's value is appended, so it would win silently over an override of the same setting
+        for item in given:
+            name, _, text = item.lstrip("+~").partition("=")
+            if name == key and text != str(value):
+                raise UserError(f"{flag} {value} and the override {item} both set {key}; give one of them")
+        overrides.append(f"{key}={value}")
+
     if getattr(args, "mock", False) or getattr(args, "mock_script", None):
         overrides.insert(0, "policy=mock")
         if args.mock_script:
-            overrides.append(f"policy.mock_script={Path(args.mock_script).expanduser().resolve()}")
+            from_flag("--mock-script", "policy.mock_script", Path(args.mock_script).expanduser().resolve())
     if getattr(args, "endpoint", None):
-        overrides.append(f"policy.endpoint={args.endpoint}")
+        from_flag("--endpoint", "policy.endpoint", args.endpoint)
     if getattr(args, "model", None):
-        overrides.append(f"policy.model={args.model}")
+        from_flag("--model", "policy.model", args.model)
     if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
             and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
         overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
@@ -54,7 +66,7 @@ def _config(args, home, extra: list[str] | None = None):
         if value is not None:
             if value <= 0:
                 raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
-            overrides.append(f"{key}={value}")
+            from_flag(f"--{flag.replace('_', '-')}", key, value)
     cfg = load_config(home.config, overrides + (extra or []))
     if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
         raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
@@ -83,8 +95,18 @@ def do_doctor(args) -> int:
 
 
 def _require_home(home) -> None:
+    from conway.store.home import not_text
     if not home.constitution.exists():
         raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
+    for path in (home.constitution, home.goals):  # both go to the model as text, every decision
+        if not path.is_file():
+            continue  # no goals.md: the prompt says so; a folder is refused with the home's other entries
+        try:
+            problem = not_text(path.read_bytes())
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror}") from None
+        if problem:
+            raise UserError(f"{path} {problem}; the model reads it as text: save it as UTF-8 text")
 
 
 def do_run(args) -> int:
@@ -121,6 +143,8 @@ def do_status(args) -> int:
     from conway.evals.task_files import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
+    if not home.root.exists():  # a mistyped --home is not a home that was never run
+        raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
     report = status_report(home)
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None
@@ -147,25 +171,27 @@ def do_config(args) -> int:
 
 def do_export(args) -> int:
     from conway.experience.export import export
+    from conway.store.state import STDOUT, is_stdout
     home = _home(args, writable=False)
-    out = Path(args.output).expanduser()
+    out = STDOUT if is_stdout(args.output) else Path(args.output).expanduser()
+    say = functools.partial(print, file=sys.stderr if out == STDOUT else sys.stdout)  # stdout carries the records
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
                  skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
                  secret_values=_known_secrets(home))
-    print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
+    say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
-        print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+        say(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
     if res.missing:
-        print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+        say(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
     if res.images_missing:
-        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
-              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+        say(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+            "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
     if res.redacted:
-        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
+        say(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
-        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
-              f"{res.unrendered[0]}")
+        say(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
+            f"{res.unrendered[0]}")
     return 0
 
 

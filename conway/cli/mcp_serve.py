@@ -20,6 +20,7 @@ from typing import Any, Callable
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.store.home import Home
+from conway.store.state import is_stdout
 
 EVENTS_MAX = 200
 _FIELD_MAX = 2000
@@ -147,6 +148,8 @@ def _absolute(output: str) -> str:
     # the server's working directory is not the caller's: relative paths would land somewhere surprising
     if not output or not Path(output).expanduser().is_absolute():
         raise UserError(f"output must be an absolute path (got {output!r})")
+    if is_stdout(output):  # on stdio it carries the protocol; a report there would break it
+        raise UserError("output must be a file, not standard output")
     return output
 
 

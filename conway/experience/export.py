@@ -16,6 +16,7 @@ from conway.experience.export_writers import _refuse_existing, write_hf, write_j
 from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
 from conway.policies.families import FAMILIES
 from conway.redact import redact_known
+from conway.store.state import STDOUT
 
 
 @dataclass
@@ -47,6 +48,8 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
     if style is not None and style not in FAMILIES:
         raise UserError(f"unknown --style {style!r}; use one of {', '.join(FAMILIES)}")
+    if output == STDOUT and fmt == "hf":
+        raise UserError("--format hf writes a folder; give --output a new folder, not standard output")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
     if from_report is not None:

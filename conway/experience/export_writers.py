@@ -6,9 +6,11 @@ over an existing file), rendering target turns through `conway.policies.target_t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,12 @@ from conway.errors import UserError
 from conway.experience.steps import record_image
 from conway.policies.families import get_family
 from conway.policies.target_turns import render_target
+from conway.store.state import STDOUT
 
 
 def _refuse_existing(output: Path) -> None:
+    if output == STDOUT:
+        return
     if output.exists():
         raise UserError(f"{output} already exists; choose a new file (export never overwrites)")
     if not output.parent.exists():
@@ -30,8 +35,9 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
     _refuse_existing(output)
     unrendered = []
     family = get_family(style) if style else None
+    to_stdout = output == STDOUT
     tmp = output.with_name(output.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with contextlib.nullcontext(sys.stdout) if to_stdout else open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:
             if family:
                 try:
@@ -42,7 +48,8 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
                 rec = {**rec, "target": {"style": style, "text": t.text, "convention": t.convention,
                                          "sent_size": list(t.sent_size), "source": t.source}}
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
-    tmp.replace(output)
+    if not to_stdout:
+        tmp.replace(output)
     return unrendered
 
 

@@ -94,7 +94,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     from conway.runtime.server import default_threads
 
     local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
+                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                slots=rt.parallel if choice == "server" else 1)
     model_id = pol.model or Path(local.model.path).stem
     trained = local.model.context_length
     warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
@@ -103,7 +104,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         from conway.policies.discovery import discover
         from conway.runtime.server import LocalServer
 
-        server = LocalServer.from_config(config, home.runtime_log, alias=model_id)
+        server = LocalServer.from_config(config, home.runtime_log, alias=model_id, n_ctx=local.estimate.n_ctx)
         url = server.start()
         try:
             client = OpenAIClient(url, timeout_s=pol.request_timeout_s)
@@ -130,7 +131,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
 
     threads = default_threads(rt.n_threads)
     backend = LlamaInProcessBackend(
-        local.model.path, local.projector.path if local.projector else None, model_id=model_id, n_ctx=rt.n_ctx,
+        local.model.path, local.projector.path if local.projector else None, model_id=model_id,
+        n_ctx=local.estimate.n_ctx,  # held to the trained context: a KV cache past it is never used
         n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
         chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
         seed=pol.seed, log_path=home.runtime_log, prompt_cache=rt.prompt_cache)
@@ -150,8 +152,7 @@ def n_ctx_warning(n_ctx: int, trained: int | None, name: str) -> str | None:
     if not trained or n_ctx <= trained:
         return None
     return (f"runtime.n_ctx={n_ctx} exceeds the {trained} tokens {name} was trained for (GGUF context_length): "
-            f"each request is held to {trained} tokens; set runtime.n_ctx={trained} to stop paying for the unused "
-            "KV cache")
+            f"each request and its KV cache are held to {trained} tokens; set runtime.n_ctx={trained} to say so")
 
 
 def _served_meta(served: Any) -> dict[str, Any]:

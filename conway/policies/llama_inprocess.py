@@ -255,6 +255,8 @@ class LlamaInProcessBackend(Backend):
         if train and train < n_ctx:
             return ContextWindow(train, f"the model's trained context (n_ctx_train; runtime.n_ctx is {n_ctx})",
                                  train)
+        if train and train == n_ctx:  # Conway loads a runtime.n_ctx past it held to it (conway.runtime.resolver)
+            return ContextWindow(train, "the model's trained context (n_ctx_train)", train)
         return ContextWindow(n_ctx, "llama.cpp n_ctx (in-process)", train)
 
     def count_tokens(self, text: str) -> int | None:

@@ -23,7 +23,7 @@ from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 from conway.store.events import SessionGoals
-from conway.store.home import Home
+from conway.store.home import Home, not_text
 from conway.store.state import ReadIfChanged
 
 GOALS_JOURNAL_MAX_CHARS = 20_000
@@ -31,13 +31,15 @@ GOALS_JOURNAL_MAX_CHARS = 20_000
 
 
 def read_text(path: Path, default: str) -> str:
-    """A home file as the model sees it: missing → `default`; unreadable → a line saying so."""
+    """A home file as the model sees it: missing → `default`; unreadable or not text → a line saying so."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return default
     except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
         return f"(cannot read {path.name}: {exc.strerror})"
+    problem = not_text(raw)  # `run` refuses one at the start; this is one replaced while running
+    return f"({path.name} {problem}; left out)" if problem else raw.decode("utf-8")
 
 
 def _home_text(path: Path, default: str) -> ReadIfChanged[str]:

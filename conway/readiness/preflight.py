@@ -1,4 +1,4 @@
-"""`conway preflight [--desktop] --output FILE`: is this home and setup ready to run?
+"""`conway preflight [--desktop] [--output FILE]`: is this home and setup ready to run?
 
 Checks, each reported with what was observed: the configuration validates;
 constitution.md is there; recovery state (a pending intent in state.json, a
@@ -17,6 +17,7 @@ Exit 0 ready, 2 not ready (the failed checks are the reasons), 1 setup error.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable
 
@@ -29,6 +30,7 @@ from conway.readiness.checks.host import desktop_check, memory_check
 from conway.readiness.checks.model import model_checks
 from conway.redact import redact_text
 from conway.store.home import Home
+from conway.store.state import STDOUT
 
 
 def select_checks(home: Home, load_config: Callable[[], ConwayConfig],
@@ -46,27 +48,37 @@ def select_checks(home: Home, load_config: Callable[[], ConwayConfig],
     return checks, config
 
 
-def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: str, desktop: bool = False,
-              argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: str | None = None,
+              desktop: bool = False, argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
+    """Run the checks and print them; `output`: also write the report there (`/dev/stdout`: the report alone
+    on standard output, the table on stderr)."""
     started = time.time()
-    out = check_new_output(output, home)
+    out = check_new_output(output, home, stdout_ok=True) if output is not None else None
+    if out == STDOUT:
+        say = _to_stderr
     checks, config = select_checks(home, load_config, desktop)
     failed = [c for c in checks if c.status == "fail"]
     code = 2 if failed else 0
-    report = Report("preflight", out, argv=argv, config=config,
-                    parameters={"desktop": desktop, "downloads": "never"}, started=started)
-    found = [c.data["model_id"] for c in checks if c.data.get("model_id")]
-    report.set_model(found[0] if found else (config.policy.model if config is not None else None))
-    for c in checks:
-        report.add_case(c.record())
-    report.finish(status="not ready" if failed else "ready", exit_code=code,
-                  summary={"ready": not failed, "failed": [c.check for c in failed],
-                           "warnings": [c.check for c in checks if c.status == "warn"],
-                           "desktop_checked": desktop})
+    if out is not None:
+        report = Report("preflight", out, argv=argv, config=config,
+                        parameters={"desktop": desktop, "downloads": "never"}, started=started)
+        found = [c.data["model_id"] for c in checks if c.data.get("model_id")]
+        report.set_model(found[0] if found else (config.policy.model if config is not None else None))
+        for c in checks:
+            report.add_case(c.record())
+        report.finish(status="not ready" if failed else "ready", exit_code=code,
+                      summary={"ready": not failed, "failed": [c.check for c in failed],
+                               "warnings": [c.check for c in checks if c.status == "warn"],
+                               "desktop_checked": desktop})
     say(redact_text(table(["check", "status", "detail"], [[c.check, c.status, c.detail] for c in checks])))
     if failed:
         say(redact_text("not ready: " + "; ".join(f"{c.check}: {c.detail}" for c in failed)))
     else:
         say("ready" + ("" if desktop else " (desktop readiness not checked; add --desktop)"))
-    say(f"report: {out}")
+    if out is not None and out != STDOUT:
+        say(f"report: {out}")
     return code
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)

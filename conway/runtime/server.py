@@ -162,15 +162,17 @@ def _chat_format_for(runtime: RuntimeConfig, has_mmproj: bool) -> str | None:
     return None
 
 
-def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: int, alias: str) -> list[str]:
+def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: int, alias: str,
+                  n_ctx: int | None = None) -> list[str]:
     """The command line for `program` serving cfg.policy.model_path (+ mmproj) on host:port."""
     rt = cfg.runtime
     pol = cfg.policy
+    n_ctx = n_ctx or rt.n_ctx
     threads = default_threads(rt.n_threads)
     threads_batch = rt.n_threads_batch or threads
     if program.kind == "llama-server":
         cmd = [*program.argv0, "--model", str(pol.model_path), "--host", host, "--port", str(port),
-               "--ctx-size", str(rt.n_ctx), "--threads", str(threads), "--threads-batch", str(threads_batch),
+               "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads_batch),
                "--n-gpu-layers", "all" if rt.n_gpu_layers == -1 else str(rt.n_gpu_layers),
                "--parallel", str(rt.parallel), "--alias", alias, "--no-webui"]
         if pol.mmproj_path:
@@ -181,7 +183,7 @@ def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: in
             cmd += ["--chat-template", rt.chat_format]
     else:
         cmd = [*program.argv0, "--model", str(pol.model_path), "--host", host, "--port", str(port),
-               "--n_ctx", str(rt.n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads_batch),
+               "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads_batch),
                "--n_gpu_layers", str(rt.n_gpu_layers), "--model_alias", alias]
         fmt = _chat_format_for(rt, bool(pol.mmproj_path))
         if pol.mmproj_path:
@@ -223,7 +225,8 @@ class LocalServer:
         return f"http://{host}:{self.port}/v1"
 
     @classmethod
-    def from_config(cls, cfg: ConwayConfig, log_path: Path, alias: str) -> "LocalServer":
+    def from_config(cls, cfg: ConwayConfig, log_path: Path, alias: str, n_ctx: int | None = None) -> "LocalServer":
+        """`n_ctx`: the context to load (runtime.n_ctx held to the model's trained context; None: runtime.n_ctx)."""
         rt = cfg.runtime
         host = _check_host(rt)
         if rt.port:
@@ -234,7 +237,7 @@ class LocalServer:
         else:
             port = free_port(host)
         program = find_program(rt)
-        return cls(cmd=build_command(program, cfg, host, port, alias), host=host, port=port, log_path=log_path,
+        return cls(cmd=build_command(program, cfg, host, port, alias, n_ctx), host=host, port=port, log_path=log_path,
                    program=program, env=server_env(rt), startup_timeout_s=rt.startup_timeout_s, alias=alias)
 
     def start(self) -> str:

@@ -179,7 +179,7 @@ def status_report(home: Home) -> dict:
         "state_recovery": note,
         "cost": _cost(home, state.get("session")),
         "last_events": [
-            {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
+            {"session": e.get("session"), "step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
              "summary": _event_summary(e)} for e in events
         ],
     }
@@ -272,5 +272,10 @@ def render_status(report: dict, tasks: str | None = None) -> str:
         lines.append(f"tasks:    {tasks}")
     if report["last_events"]:
         lines.append("last events:")
-        lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]
+        shown = report["session"]  # a heading wherever the events change session, so none passes for this one's
+        for e in report["last_events"]:
+            if e.get("session") != shown:
+                shown = e.get("session")
+                lines.append(f"  {'this session' if shown == report['session'] else 'earlier session'} {shown}:")
+            lines.append(f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}")
     return "\n".join(lines)

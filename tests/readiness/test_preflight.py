@@ -286,6 +286,26 @@ def test_output_refused(tmp_path, initialized_home, capsys, where):
     assert ("already exists" if where == "exists" else "inside the Conway home") in err
 
 
+def test_preflight_without_output_prints_the_checks_and_writes_nothing(tmp_path, initialized_home, capsys,
+                                                                         monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["preflight", "--mock"]) == 0
+    out = capsys.readouterr().out
+    assert "configuration" in out and "constitution" in out and "ready" in out and "report:" not in out
+    assert list(here.iterdir()) == []
+
+
+def test_preflight_report_to_standard_output(initialized_home):
+    from conftest import run_cli
+    r = run_cli("preflight", "--mock", "--output", "/dev/stdout", env={"CONWAY_HOME": str(initialized_home)})
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # the report alone: the table went to stderr
+    assert report["kind"] == "preflight" and report["status"] == "ready"
+    assert "constitution" in r.stderr and "ready" in r.stderr
+
+
 # --- one real decision: listing the model is not enough ---------------------------------------------------
 
 GOOD = '{"thought": "the window", "action": {"type": "click", "x": 100, "y": 100}}'

@@ -111,7 +111,8 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
     checks = []
     try:
         local = resolve_local_model(p.model_path, p.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
+                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                    slots=rt.parallel if effective_backend(config) == "server" else 1)
     except UserError as exc:
         return [Check("local model", "fail", str(exc))]
     model_id = p.model or Path(local.model.path).stem
