@@ -1,4 +1,4 @@
-"""The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with one pyautogui call.
+"""The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with pyautogui calls (up to 8 a step).
 
 The code is read by `parse_opencua` (an AST allowlist; never executed).
 Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
@@ -51,13 +51,13 @@ class OpenCUAAdapter:
             coords = f"x and y are coordinates in the {convention.value} convention"
         return (
             "You are a GUI agent. You are given your goals, your previous steps and a screenshot of the "
-            "screen, and you perform the next step with one pyautogui action.\n\n"
+            "screen, and you perform the next step with pyautogui actions.\n\n"
             "Answer in exactly this format:\n"
             "## Thought:\n<what you observe, what the goal needs next, and why>\n\n"
             "## Action:\n<the next step in one sentence>\n\n"
-            "## Code:\n```python\n<exactly one call from the action space>\n```\n\n"
-            f"In the code, {coords}. The code is never run as Python: one call with literal arguments is "
-            "read and performed for you."
+            "## Code:\n```python\n<one call from the action space per line, at most 8>\n```\n\n"
+            f"In the code, {coords}. The code is never run as Python: each line, one call with literal "
+            "arguments, is read and performed for you, in order."
         )
 
     def action_space(self, ctx: DecisionContext) -> str | None:

@@ -1,4 +1,4 @@
-"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with one pyautogui call."""
+"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with pyautogui calls."""
 
 from __future__ import annotations
 
