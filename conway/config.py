@@ -78,7 +78,7 @@ class PolicyConfig(_Section):
     """Name of the environment variable holding the API key (never the key itself)."""
     mock_script: str | None = None
     """Path of a YAML/JSONL script of decisions for the mock policy (None: the built-in demo)."""
-    convention: Literal["auto", "absolute", "relative", "relative1000", "screen"] = "auto"
+    convention: Literal["auto", "absolute", "relative", "relative1000", "relative999", "screen"] = "auto"
     """Coordinate convention of the model's answers; auto picks the family default."""
     resize: str = "auto"
     """Image resize rule name from geometry (qwen2.5-vl, uitars, qwen3-vl, none); auto: family default."""
