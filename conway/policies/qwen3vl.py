@@ -11,19 +11,16 @@ evaluated). Free text: no grammar is offered.
 from __future__ import annotations
 
 import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_qwen3vl
 from conway.policies.backend import StructuredSpec
 from conway.policies.parsed import ParsedOutput
+from conway.policies.prompts import prompt_text
 from conway.protocols import DecisionContext
 
 __all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "system_prompt"]
-
-PROMPTS = Path(__file__).parent / "prompts" / "qwen3vl"
 
 TOOL_ACTIONS: dict[str, tuple[str, ...]] = {
     "key": ("key", "hotkey"), "type": ("type",), "mouse_move": ("move",), "left_click": ("click",),
@@ -34,16 +31,13 @@ TOOL_ACTIONS: dict[str, tuple[str, ...]] = {
 """Each tool action -> the Conway action types that carry it out (offered when one of them is available)."""
 
 
-@cache
 def _data() -> tuple[dict[str, Any], str]:
-    tool = json.loads((PROMPTS / "computer_use.json").read_text(encoding="utf-8"))
-    return tool, (PROMPTS / "system.txt").read_text(encoding="utf-8")
+    return json.loads(prompt_text("qwen3vl/computer_use.json")), prompt_text("qwen3vl/system.txt")
 
 
 def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
     """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
     tool, template = _data()
-    tool = json.loads(json.dumps(tool))  # a copy to fill in
     fn = tool["function"]
     w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
