@@ -15,6 +15,7 @@ from conway.policies.base import ModelPolicy, PolicySettings
 from conway.policies.http_client import ChatResult
 from conway.policies.opencua import LEVELS, OpenCUAAdapter
 from conway.policies.prompts import FOLDER, prompt_text
+from conway.policies.uitars import UITarsAdapter
 from conway.protocols import ContextPart, DecisionContext, Observation
 
 _ROW = re.compile(r"^\| `([^`]+)` \|.*\| ([0-9a-f]{64}) \|$", re.M)
@@ -84,6 +85,24 @@ def test_opencua_sends_its_stored_system_prompt_and_request_line_unchanged(level
     assert request in prompt_text("opencua/instruction.txt")
     text = user["content"][0]["text"]
     assert text.endswith(request + "\nThe screenshot below is 1288x812 pixels.")
+
+
+def test_uitars_sends_osworlds_prompt_up_to_its_user_instruction():
+    backend = _Recording("Thought: nothing yet\nAction: wait()")
+    policy = ModelPolicy(UITarsAdapter(), backend, PolicySettings(convention=Convention.ABSOLUTE, resize_rule="uitars"))
+    assert policy.decide(_context()).actions[0].type == "wait"
+    system, user = backend.messages[0]
+    template = prompt_text("uitars/user_thought.txt")
+    head, tail = template.split("## User Instruction", 1)
+    assert tail == "\n{instruction}\n"  # only the task line is left to Conway's goals
+    expected = head.replace("{action_space}", prompt_text("uitars/action_space_normal.txt")).replace(
+        "{language}", "English").strip()
+    assert system["content"].startswith(expected + "\n\n<file name=\"constitution.md\">")
+    assert system["content"].count("## Action Space") == 1 and "## action space" not in system["content"]
+    assert expected.startswith("You are a GUI agent. You are given a task and your action history, with "
+                               "screenshots. You need to perform the next action to complete the task. \n\n"
+                               "## Output Format\n```\nThought: ...\nAction: ...\n```")
+    assert "finished(content='xxx')" in expected and "Use English in `Thought` part." in expected
 
 
 def test_an_unknown_opencua_level_is_refused_naming_the_levels():
