@@ -50,10 +50,14 @@ class OpenCUAAdapter:
     name = "opencua"
     constrain_by_default = False
 
-    def __init__(self, level: str = "l2"):
+    def __init__(self, level: str = "l2", max_statements: int = parse_opencua.MAX_STATEMENTS):
         if level not in LEVELS:
             raise ValueError(f"OpenCUA has no CoT level {level!r} (known: {', '.join(LEVELS)})")
+        if max_statements < 1:
+            raise ValueError(f"max_statements must be at least 1, got {max_statements}")
         self.level = level
+        self.max_statements = max_statements
+        """Most statements one code block may hold (`parse_opencua.MAX_STATEMENTS` by default)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
         return prompt_text(f"opencua/system_{self.level}.txt")  # exactly as trained: no coordinate hint added
@@ -67,7 +71,8 @@ class OpenCUAAdapter:
         return prompt_text("opencua/instruction.txt").split("\n\n", 1)[1].strip()
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
-        return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)
+        return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size,
+                                   max_statements=self.max_statements)
 
     def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
                    captured_size: Size) -> StructuredSpec:

@@ -108,3 +108,13 @@ def test_uitars_sends_osworlds_prompt_up_to_its_user_instruction():
 def test_an_unknown_opencua_level_is_refused_naming_the_levels():
     with pytest.raises(ValueError, match="l1, l2, l3"):
         OpenCUAAdapter("l4")
+
+
+def test_the_adapter_carries_the_statement_bound_to_the_parser():
+    block = "## Code:\n```python\npyautogui.press('a')\npyautogui.press('b')\npyautogui.press('c')\n```"
+    setup = dict(convention=Convention.ABSOLUTE, sent_size=(1288, 812), captured_size=(1280, 800))
+    assert OpenCUAAdapter().parse(block, **setup).ok
+    refused = OpenCUAAdapter(max_statements=2).parse(block, **setup)
+    assert "3 statements in one code block (limit 2)" in refused.problems[0].message
+    with pytest.raises(ValueError, match="at least 1"):
+        OpenCUAAdapter(max_statements=0)
