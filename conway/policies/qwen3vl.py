@@ -45,7 +45,7 @@ def system_prompt(action_types: list[str] | None, sent_size: Size, convention: C
         action = fn["parameters"]["properties"]["action"]
         action["enum"] = [a for a in action["enum"]
                           if a in ("wait", "terminate") or set(TOOL_ACTIONS[a]) & set(action_types)]
-    return template.replace("{tools}", json.dumps(tool))
+    return template.replace("{tools}", json.dumps(tool))  # json.dumps' own separators, as the agent sends it
 
 
 class Qwen3VLAdapter:
@@ -56,10 +56,7 @@ class Qwen3VLAdapter:
         return system_prompt(action_types, sent_size, convention)
 
     def action_space(self, ctx: DecisionContext) -> str | None:
-        tool, _ = _data()
-        offered = [a for a in tool["function"]["parameters"]["properties"]["action"]["enum"]
-                   if a in ("wait", "terminate") or set(TOOL_ACTIONS[a]) & set(ctx.action_types)]
-        return "The computer_use actions available now: " + ", ".join(offered) + "."
+        return ""  # the tool in the system prompt lists the actions available; an empty part is left out
 
     def request_text(self) -> str:
         return "Please generate the next move according to the UI screenshot, instruction and previous actions."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import re
 
 import pytest
@@ -15,6 +16,7 @@ from conway.policies.base import ModelPolicy, PolicySettings
 from conway.policies.http_client import ChatResult
 from conway.policies.opencua import LEVELS, OpenCUAAdapter
 from conway.policies.prompts import FOLDER, prompt_text
+from conway.policies.qwen3vl import Qwen3VLAdapter
 from conway.policies.uitars import UITarsAdapter
 from conway.protocols import ContextPart, DecisionContext, Observation
 
@@ -103,6 +105,22 @@ def test_uitars_sends_osworlds_prompt_up_to_its_user_instruction():
                                "screenshots. You need to perform the next action to complete the task. \n\n"
                                "## Output Format\n```\nThought: ...\nAction: ...\n```")
     assert "finished(content='xxx')" in expected and "Use English in `Thought` part." in expected
+
+
+def test_qwen3vl_sends_osworlds_system_prompt_with_the_cookbooks_tool_and_nothing_between():
+    backend = _Recording('Action: wait\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait"}}'
+                         '\n</tool_call>')
+    policy = ModelPolicy(Qwen3VLAdapter(), backend, PolicySettings(convention=Convention.RELATIVE999,
+                                                                   resize_rule="qwen3-vl"))
+    assert policy.decide(_context()).actions[0].type == "wait"
+    system, _user = backend.messages[0]
+    tool = json.loads(prompt_text("qwen3vl/computer_use.json"))
+    fn = tool["function"]
+    fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", "1000x1000")
+    fn["parameters"]["properties"]["action"]["enum"] = ["left_click", "right_click", "middle_click", "wait",
+                                                        "terminate", "answer"]  # what click, wait, finish carry out
+    expected = prompt_text("qwen3vl/system.txt").replace("{tools}", json.dumps(tool))
+    assert system["content"] == expected + '\n\n<file name="constitution.md">\nI am the owner\'s agent.\n</file>'
 
 
 def test_an_unknown_opencua_level_is_refused_naming_the_levels():
