@@ -223,7 +223,7 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     by_name = {p.name: p.text for p in ctx.parts}
     if action_space is not None:
         by_name[PartName.ACTION_SPACE] = action_space
-    stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if n in by_name]
+    stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if by_name.get(n, "").strip()]  # empty: left out
     known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
     extra = [p.name for p in ctx.parts if p.name not in known]
     order = [n for n in GROWING_PARTS if n in by_name] + extra + [n for n in VOLATILE_PARTS if n in by_name]

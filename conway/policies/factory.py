@@ -46,7 +46,8 @@ def backend_choice(config: ConwayConfig) -> str:
     return "server" if pol.backend == "http" else "inprocess"
 
 
-def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any]) -> PolicySettings:
+def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inprocess: bool = False) -> PolicySettings:
+    """The policy's settings: explicit config values, else the family's defaults (`Family.max_tokens` …)."""
     pol = config.policy
     convention = family.convention if pol.convention == "auto" else Convention(pol.convention)
     resize = family.resize if pol.resize == "auto" else pol.resize
@@ -54,9 +55,14 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any]) -> Pol
         get_rule(resize)
     except ValueError as exc:
         raise UserError(f"policy.resize: {exc}") from None
-    return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=pol.image_max_tokens,
-                          structured_output=pol.structured_output, max_tokens=pol.max_tokens,
-                          temperature=pol.temperature, seed=pol.seed, image_encoding=pol.image_encoding, meta=meta)
+    image_cap = pol.image_token_cap(in_process=inprocess)
+    if image_cap < pol.image_token_cap():
+        meta = {**meta, "image_max_tokens": f"{image_cap} (libmtmd's limit in-process; the family allows "
+                                            f"{pol.image_token_cap()} through a server)"}
+    return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
+                          structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
+                          temperature=pol.resolved_temperature, seed=pol.seed, image_encoding=pol.image_encoding,
+                          meta=meta)
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
@@ -118,8 +124,10 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         backend = HTTPBackend(client, served.model_id, server=server.program.kind,
                               request_timeout_s=pol.request_timeout_s, known_window=known,
                               model_meta=_served_meta(served))
+        # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
         policy = ModelPolicy(adapter, backend, _settings(config, family, {
-            "endpoint": url, "server": server.program.kind, "started_by_conway": True}), on_close=[server.stop])
+            "endpoint": url, "server": server.program.kind, "started_by_conway": True},
+            inprocess=server.program.kind == "llama-cpp-python"), on_close=[server.stop])
         policy.server = server  # type: ignore[attr-defined]
         policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
                               f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
@@ -139,7 +147,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note
-    policy = ModelPolicy(adapter, backend, _settings(config, family, meta))
+    policy = ModelPolicy(adapter, backend, _settings(config, family, meta, inprocess=True))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
     if warning:

@@ -177,8 +177,7 @@ def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: in
                "--parallel", str(rt.parallel), "--alias", alias, "--no-webui"]
         if pol.mmproj_path:
             cmd += ["--mmproj", str(pol.mmproj_path)]
-            if pol.image_max_tokens:
-                cmd += ["--image-max-tokens", str(pol.image_max_tokens)]
+            cmd += ["--image-max-tokens", str(pol.image_token_cap())]  # the family's cap, or the config's
         if rt.chat_format:
             cmd += ["--chat-template", rt.chat_format]
     else:

@@ -5,7 +5,7 @@ The journal in tests/data/export/home/ was recorded by a real loop run
 synthetic screenshots, two review labels). Regenerate the goldens only on
 purpose, after reading the diff:
 
-    for s in "" generic opencua uitars; do conway --home COPY export ${s:+--style $s} --output ...; done
+    for s in "" generic opencua uitars qwen3vl; do conway --home COPY export ${s:+--style $s} --output ...; done
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from conway.geometry import model_to_captured
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "export"
 GOLDEN = DATA / "golden"
-STYLES = ("generic", "opencua", "uitars")
+STYLES = ("generic", "opencua", "uitars", "qwen3vl")
 
 
 @pytest.fixture
@@ -69,6 +69,8 @@ def _parser(style):
         from conway.policies import parse_json as m
     elif style == "opencua":
         from conway.policies import parse_opencua as m
+    elif style == "qwen3vl":
+        from conway.policies import parse_qwen3vl as m
     else:
         from conway.policies import parse_uitars as m
     return m.parse

@@ -152,8 +152,13 @@ def test_opencua_and_uitars_send_their_own_action_space():
     cua = build_messages(ctx, instructions="I", action_space=OpenCUAAdapter().action_space(ctx), request_text="GO",
                          image_url=None, sent_size=(10, 10))
     assert "pyautogui.click(x=…, y=…)" in cua[0]["content"] and '"type": "read_file"' not in cua[0]["content"]
-    tars = UITarsAdapter().action_space(ctx)
-    assert "click(start_box='(x1,y1)')" in tars and "finished(content=" in tars
+    tars = build_messages(ctx, instructions=UITarsAdapter().instructions(ctx.action_types, (10, 10),
+                                                                        Convention.ABSOLUTE),
+                          action_space=UITarsAdapter().action_space(ctx), request_text="GO", image_url=None,
+                          sent_size=(10, 10))
+    system = tars[0]["content"]
+    assert "click(start_box='<|box_start|>(x1,y1)<|box_end|>')" in system and "finished(content=" in system
+    assert "## action space" not in system and '"type": "read_file"' not in system  # the trained one only
 
 
 # --- GBNF ------------------------------------------------------------------------------------

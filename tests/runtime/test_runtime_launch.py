@@ -58,6 +58,10 @@ def test_llama_server_command_line():
                  "--alias m", "--image-max-tokens 1024", "--no-webui"):
         assert part in s, part
     assert cmd[-2:] == ["--flash-attn", "on"]
+    # unset, the server is told the family's cap, so it does not shrink the image Conway resized
+    unset = " ".join(build_command(ServerProgram("llama-server", ["/bin/llama-server"], "x"), cfg(), "127.0.0.1",
+                                   8123, "m"))
+    assert "--image-max-tokens 16384" in unset
 
 
 def test_llama_cpp_python_command_line():

@@ -164,25 +164,27 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
                      "\"context exceeded\"")
     family = get_family(p.kind)
     adapter = family.adapter()
+    reply_n = p.resolved_max_tokens
+    image_cap = p.image_token_cap(in_process=bool(p.model_path) and not p.endpoint and p.backend != "http")
     rule_name = family.resize if p.resize == "auto" else p.resize
     try:
         rule = get_rule(rule_name)
-        if p.image_max_tokens and not rule.passthrough:
-            rule = rule.with_token_cap(p.image_max_tokens)
+        if not rule.passthrough:
+            rule = rule.with_token_cap(image_cap)
     except ValueError as exc:
         return Check("context fits", "fail", f"policy.resize: {exc}")
     size = screen or ASSUMED_SCREEN
     sent = rule.target_size(size)
-    image_n = (p.image_max_tokens or 1024) if rule.passthrough else image_tokens(sent, rule.factor)
+    image_n = image_cap if rule.passthrough else image_tokens(sent, rule.factor)
     convention = family.convention if p.convention == "auto" else Convention(p.convention)
     types = list(ACTION_TYPES)
     fixed = adapter.instructions(types, sent, convention) + describe_action_space(types)
     instr_n = int(len(fixed) / 3.0) + 64  # an estimate: ~3 characters a token, plus the template
-    text_n = n_ctx - image_n - p.max_tokens - instr_n
+    text_n = n_ctx - image_n - reply_n - instr_n
     numbers = (f"window {n_ctx} tokens ({source}) − image {image_n} ({sent[0]}x{sent[1]} from a "
-               f"{size[0]}x{size[1]} screen{'' if screen else ', assumed'}) − reply {p.max_tokens} (policy.max_tokens) "
+               f"{size[0]}x{size[1]} screen{'' if screen else ', assumed'}) − reply {reply_n} (policy.max_tokens) "
                f"− instructions ~{instr_n} leaves ~{text_n} tokens for goals, memory and history")
-    data = {"n_ctx": n_ctx, "window_source": source, "image_tokens": image_n, "reply_tokens": p.max_tokens,
+    data = {"n_ctx": n_ctx, "window_source": source, "image_tokens": image_n, "reply_tokens": reply_n,
             "instruction_tokens_estimate": instr_n, "text_tokens": text_n, "n_ctx_train": trained}
     if text_n < MIN_TEXT_TOKENS:
         return Check("context fits", "fail", f"{numbers} (at least {MIN_TEXT_TOKENS} needed): raise runtime.n_ctx "
