@@ -122,11 +122,15 @@ class PolicyConfig(_Section):
         """`temperature` when set, else the family's default."""
         return self.temperature if self.temperature is not None else self._family_default("temperature")
 
-    def image_token_cap(self, in_process: bool = False) -> int:
-        """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit."""
+    def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
+        """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway
+        runs the model (`window`: the context it gives it) to half that window, so a 4K screen still leaves room
+        for the text instead of overflowing every decision."""
         if self.image_max_tokens is not None:
             return self.image_max_tokens
         cap = self._family_default("image_max_tokens")
+        if window:
+            cap = min(cap, max(4, window // 2))
         return min(cap, INPROCESS_IMAGE_TOKENS) if in_process else cap
 
 

@@ -46,7 +46,8 @@ def backend_choice(config: ConwayConfig) -> str:
     return "server" if pol.backend == "http" else "inprocess"
 
 
-def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inprocess: bool = False) -> PolicySettings:
+def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inprocess: bool = False,
+              window: int | None = None) -> PolicySettings:
     """The policy's settings: explicit config values, else the family's defaults (`Family.max_tokens` …)."""
     pol = config.policy
     convention = family.convention if pol.convention == "auto" else Convention(pol.convention)
@@ -55,10 +56,10 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
         get_rule(resize)
     except ValueError as exc:
         raise UserError(f"policy.resize: {exc}") from None
-    image_cap = pol.image_token_cap(in_process=inprocess)
+    image_cap = pol.image_token_cap(in_process=inprocess, window=window)
     if image_cap < pol.image_token_cap():
-        meta = {**meta, "image_max_tokens": f"{image_cap} (libmtmd's limit in-process; the family allows "
-                                            f"{pol.image_token_cap()} through a server)"}
+        meta = {**meta, "image_max_tokens": f"{image_cap} (held to libmtmd's limit in-process or to half the "
+                                            f"context Conway gives the model; the family allows {pol.image_token_cap()})"}
     return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
                           structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
                           temperature=pol.resolved_temperature, seed=pol.seed, image_encoding=pol.image_encoding,
@@ -97,7 +98,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         return policy
 
     from conway.runtime.resolver import resolve_local_model
-    from conway.runtime.server import default_threads
+    from conway.runtime.server import default_threads, server_window
 
     local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
                                 headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
@@ -127,7 +128,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
         policy = ModelPolicy(adapter, backend, _settings(config, family, {
             "endpoint": url, "server": server.program.kind, "started_by_conway": True},
-            inprocess=server.program.kind == "llama-cpp-python"), on_close=[server.stop])
+            inprocess=server.program.kind == "llama-cpp-python", window=server_window(config, local.estimate.n_ctx)),
+            on_close=[server.stop])
         policy.server = server  # type: ignore[attr-defined]
         policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
                               f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
@@ -147,7 +149,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note
-    policy = ModelPolicy(adapter, backend, _settings(config, family, meta, inprocess=True))
+    policy = ModelPolicy(adapter, backend, _settings(config, family, meta, inprocess=True, window=local.estimate.n_ctx))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
     if warning:

@@ -59,6 +59,11 @@ BUILT_LLAMA_SERVER = REPO_ROOT / ".cache" / "llama-server" / "bin" / "llama-serv
 LOG_TAIL_LINES = 25
 
 
+def server_window(config: ConwayConfig, n_ctx: int) -> int:
+    """The context one request gets on a server Conway starts: its context shared by its slots."""
+    return n_ctx // max(1, config.runtime.parallel)
+
+
 def default_threads(configured: int | None) -> int:
     """Configured threads, else half the CPUs (at least 1, at most 8)."""
     if configured:
@@ -177,7 +182,7 @@ def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: in
                "--parallel", str(rt.parallel), "--alias", alias, "--no-webui"]
         if pol.mmproj_path:
             cmd += ["--mmproj", str(pol.mmproj_path)]
-            cmd += ["--image-max-tokens", str(pol.image_token_cap())]  # the family's cap, or the config's
+            cmd += ["--image-max-tokens", str(pol.image_token_cap(window=server_window(cfg, n_ctx)))]
         if rt.chat_format:
             cmd += ["--chat-template", rt.chat_format]
     else:

@@ -68,6 +68,9 @@ def test_in_process_the_unset_image_cap_is_held_to_libmtmds_limit():
     assert pol.image_token_cap() == 16384 and pol.image_token_cap(in_process=True) == 4096
     pinned = cfg("policy=uitars-1.5-7b", "policy.image_max_tokens=8192").policy
     assert pinned.image_token_cap(in_process=True) == 8192  # an explicit value wins, in-process too
+    # where Conway runs the model, an unset cap also leaves half the window to the text
+    assert pol.image_token_cap(window=8192) == 4096 and pol.image_token_cap(window=65536) == 16384
+    assert pinned.image_token_cap(window=8192) == 8192
 
 
 def test_overrides_and_bad_resize_name():
