@@ -100,6 +100,10 @@ class Control:
         """This session's control request (control.json is parsed again only when it changed)."""
         return self._requests.get()
 
+    def holds(self) -> bool:
+        """A stop or a pause is pending: an answer decided before it must not be dispatched after it."""
+        return bool(self.signal_stop) or self.request() in ("stop", "pause")
+
     def pending_stop(self) -> StopRun | None:
         """The stop the run should end by now (a signal or `conway stop`), else None."""
         if self.signal_stop:
@@ -111,8 +115,8 @@ class Control:
         stop = self.pending_stop()
         return stop.reason if stop else None
 
-    def check(self) -> None:
-        """Raise StopRun on a stop; on a pause, hold here (polling) until resume or stop."""
+    def check(self) -> bool:
+        """Raise StopRun on a stop; on a pause, hold here (polling) until resume or stop: then True (held)."""
         if self.signal_stop:
             raise StopRun(self.signal_stop, self._signal_end)
         request = self.request()
@@ -133,6 +137,8 @@ class Control:
             self.record("control", {"request": "resume"})
             self.set_status("running")
             self.say("resumed")
+            return True
+        return False
 
     # -- budgets --------------------------------------------------------------
 

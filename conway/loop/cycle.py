@@ -120,11 +120,12 @@ class Loop:
             raise PreDispatchError(f"model request failed: {exc}", exc.cause, context_record(ctx), exc) from exc
         self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
         decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
-        if self.control.stop_requested():  # a stop that arrived during inference: discarded, never dispatched
-            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run,
-                                     "context": context_record(ctx)})
-            self.control.check()
-        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": context_record(ctx)})
+        held = self.control.holds()  # a stop or a pause came during inference: discarded, never dispatched
+        self.record("decision", {**decision.record(), **({"discarded": True} if held else {}),
+                                 "dry_run": self.p.dry_run, "context": context_record(ctx)})
+        if held:
+            self.control.check()  # a stop ends the run; after a pause the next cycle observes anew
+            return
         self.act(decision, changed, obs.geometry)
 
     def act(self, decision: Decision, changed: bool, screen: ScreenGeometry | None) -> None:
@@ -138,8 +139,9 @@ class Loop:
             raise PreDispatchError(msg if cause == "cut off" else f"{cause}: {msg}", cause)
         self.error_count = 0
         self.outcome.valid_decisions += 1
-        for action in actions:
-            self.control.check()
+        for n, action in enumerate(actions):
+            if self.control.check():  # held by a pause: the screen may have changed since the decision
+                return self.record("control", {"discarded_actions": [a.model_dump() for a in actions[n:]]})
             if isinstance(action, Wait):
                 self.idle(action, changed)
             elif isinstance(action, Finish):
