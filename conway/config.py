@@ -43,6 +43,9 @@ class AgentConfig(_Section):
     """Cap of the recovery backoff."""
     errors_before_backoff: int = Field(default=2, ge=1)
     """Consecutive pre-dispatch errors tolerated before recovery backoff starts."""
+    max_permanent_failures: int = Field(default=3, ge=1)
+    """Identical model failures in a row that retrying cannot cure (context exceeded, HTTP 400/401/403/404/405/501)
+    after which the run ends, saying what to change; transient ones (HTTP 500, timeouts) keep backing off."""
     repetition_limit: int = Field(default=3, ge=1)
     """Identical side-effect actions allowed in a row; the next one is suppressed."""
     control_poll_s: float = Field(default=0.25, gt=0, le=5)

@@ -16,7 +16,7 @@ from conway.bounded import cut_text
 from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
 from conway.loop.control import Control
-from conway.loop.ending import PreDispatchError, RunEnd, StopRun
+from conway.loop.ending import PermanentFailures, PreDispatchError, RunEnd, StopRun
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.loop.ratelimit import rate_limit_wait
 from conway.loop.recovery import start_up
@@ -55,10 +55,9 @@ class Loop:
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
         self.revision = harness_revision()
         self.step = 0
-        self.decisions = 0
-        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
-        self.idle_count = 0
-        self.error_count = 0
+        self.decisions = 0  # the model's answers (what --max-steps counts); `step` also counts cycles without one
+        self.idle_count = self.error_count = 0
+        self.permanent = PermanentFailures(cfg.agent.max_permanent_failures)  # ends a run no retry can help
         self.last_change_key: str | None = None
 
     # -- the run --------------------------------------------------------------
@@ -228,6 +227,7 @@ class Loop:
                               **({"context": exc.context} if exc.context else {})})
         self.contexts.note_error(self.step, str(exc))
         self.say(f"step {self.step}: {exc}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
+        self.permanent.seen(exc.error, self.error_count)  # the same incurable failure, again: the run ends
         if delay:
             self.control.wait(delay)
 
