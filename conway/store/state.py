@@ -224,26 +224,27 @@ def read_control(path: Path, session: str) -> str | None:
 
 
 class InstanceLock:
-    """An OS file lock (flock / msvcrt) held for the whole run; the holder's pid inside."""
+    """An OS file lock (flock / msvcrt) held for the whole run; inside, the holder's pid and its session id
+    (`pid session`), so a control request reaches the run that holds the lock even before its state.json."""
 
     def __init__(self, path: Path):
         self.path = path
         self._fh = None
 
-    def acquire(self) -> None:
+    def acquire(self, session: str | None = None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(self.path, "a+")
         try:
             _lock(fh)
         except OSError:
             fh.seek(0)
-            holder = fh.read().strip() or "unknown"
+            holder = (fh.read().split() or ["unknown"])[0]
             fh.close()
             raise UserError(f"another Conway agent is running on this home (pid {holder}); "
                             "stop it with `conway stop` or use another --home") from None
         fh.seek(0)
         fh.truncate()
-        fh.write(str(os.getpid()))
+        fh.write(f"{os.getpid()} {session}" if session else str(os.getpid()))
         fh.flush()
         self._fh = fh
 
@@ -258,6 +259,11 @@ class InstanceLock:
 
     def holder(self) -> int | None:
         """Pid of a live holder, or None if nobody holds the lock (a stale file is not a holder)."""
+        held = self.held()
+        return held[0] if held else None
+
+    def held(self) -> tuple[int, str | None] | None:
+        """(pid, session id) of a live holder (-1: a pid not written yet), or None if nobody holds the lock."""
         try:  # read-only: `status` works on a read-only home (flock needs no write access)
             fh = open(self.path, "r")
         except FileNotFoundError:
@@ -267,8 +273,9 @@ class InstanceLock:
                 _lock(fh)
             except OSError:
                 fh.seek(0)
-                text = fh.read().strip()
-                return int(text) if text.isdigit() else -1
+                words = fh.read().split()
+                pid = int(words[0]) if words and words[0].isdigit() else -1
+                return pid, words[1] if len(words) > 1 else None
             _unlock(fh)
             return None
 
