@@ -94,7 +94,7 @@ class PolicyConfig(_Section):
     max_tokens: int = Field(default=512, ge=1, le=32768)
     """Cap on generated tokens per decision."""
     request_timeout_s: float = Field(default=120.0, gt=0)
-    """HTTP timeout of one decision request."""
+    """HTTP timeout of one decision request: it bounds the whole answer (a trickling or endless body included)."""
     structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
     """Output constraint: auto detects what the backend honours (generic: grammar, then json_object+schema, then json_schema; opencua/uitars: none)."""
     image_max_tokens: int | None = Field(default=4096, ge=4)

@@ -203,7 +203,8 @@ class OpenAIClient:
     def _send(self, method: str, url: str, kwargs: dict[str, Any], timeout_s: float | None,
               cancel: Cancel | None = None) -> httpx.Response:
         try:
-            return abortable_http.send(self._http, method, url, cancel, **kwargs)
+            deadline = timeout_s if timeout_s is not None else self.timeout_s  # for the whole answer
+            return abortable_http.send(self._http, method, url, cancel, deadline, **kwargs)
         except abortable_http.RequestAborted as exc:
             raise DecisionAborted(f"the request to {url} was aborted ({exc})") from None
         except httpx.HTTPError as exc:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from conway.bounded import NotRegularFile, open_regular
 from conway.errors import UserError
 
 T = TypeVar("T")
@@ -72,9 +73,12 @@ def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; raises ValueError (with the path) when it is corrupt."""
+    """Parse a JSON file; raises ValueError (with the path) when it is corrupt or not a regular file."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as fh:  # a FIFO in its place must not block the reader
+            return json.loads(fh.read().decode("utf-8"))
+    except NotRegularFile:
+        raise ValueError(f"{path.name} is not a regular file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path.name} is corrupt: {exc}") from None
 
@@ -165,7 +169,8 @@ class StateStore:
     def _keep_previous(self, durable: bool) -> None:
         """Make the current state.json (when it parses) also state.previous.json, leaving it in place."""
         try:
-            current = self.path.read_bytes()
+            with open_regular(self.path) as fh:  # a FIFO in its place must not block the write
+                current = fh.read()
             json.loads(current)  # only a parseable state becomes "previous"
         except (OSError, ValueError):
             return
