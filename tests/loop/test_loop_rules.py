@@ -476,6 +476,9 @@ def test_an_intent_found_only_in_the_journal_is_recorded_uncertain(conway_home):
     unc = run.payloads("uncertain")
     assert len(unc) == 1 and unc[0]["action"] == action and unc[0]["from_session"] == "s-old"
     assert unc[0]["intent_step"] == 7
+    said = [line for line in run.lines if "uncertain" in line]  # item 25.32: the console says it too, once
+    assert said == ["recovered: the previous run stopped while doing append_file(path='x.txt'); recorded as "
+                    "uncertain (it may or may not have happened), not replayed"]
 
 
 def test_a_pending_intent_whose_outcome_is_journaled_is_not_uncertain(conway_home):
