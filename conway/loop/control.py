@@ -9,11 +9,12 @@ the work in flight; a second Ctrl+C raises KeyboardInterrupt.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from conway.cancel import Cancel, Worker, run_cancellable, watching
 from conway.config import AgentConfig
@@ -56,6 +57,28 @@ class SimulatedClock(Clock):
         self.now += seconds
         if self.on_sleep:
             self.on_sleep(self.now)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Until the loop takes signals over (start-up: the policy, MCP servers starting), SIGTERM interrupts
+    like Ctrl+C (once), so what was already started is stopped on the way out instead of left running."""
+    raised = []
+
+    def handler(signum, frame):
+        if not raised:
+            raised.append(signum)
+            raise KeyboardInterrupt("terminated (SIGTERM)")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: the caller handles signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def backoff_delay(start: float, cap: float, count: int) -> float:

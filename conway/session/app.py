@@ -13,7 +13,7 @@ from typing import Callable
 
 from conway.config import ConwayConfig
 from conway.errors import UserError
-from conway.loop.control import Clock
+from conway.loop.control import Clock, sigterm_interrupts
 from conway.loop.cycle import Loop
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.policies.factory import build_policy
@@ -89,6 +89,11 @@ class RunRequest:
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
               say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
     """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
+    with sigterm_interrupts():  # a SIGTERM while starting up still stops what was started (MCP servers)
+        return _run_agent(home, config, req, say)
+
+
+def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[[str], None]) -> tuple[RunOutcome, str]:
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
     session = new_session_id()
