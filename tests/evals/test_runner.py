@@ -176,8 +176,9 @@ def test_ctrl_c_ends_an_eval_at_once_with_a_partial_report(initialized_home: Pat
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        _, err = proc.communicate()
+        out_text, err = proc.communicate()
     assert code == ExitCode.INTERRUPTED == 130, err
+    assert "2 of 12 case(s) finished: the report is partial" in out_text + err
     assert "Traceback" not in err, err
     assert latency < 15, latency
     data = json.loads(out.read_text())
