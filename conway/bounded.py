@@ -4,9 +4,15 @@ A tool result shown to a model must fit a budget, and the model must know when
 it is not seeing everything (AWORG): we keep the first and last parts, which
 usually hold the command/header and the error/summary, and say what was cut.
 `max` counts kept content only; the announcement line comes on top of it.
+Reads that must never block (a FIFO where a file was expected) open through `open_regular`.
 """
 
 from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO
 
 
 def announce(head: int, tail: int, total: int, unit: str = "bytes") -> str:
@@ -106,3 +112,23 @@ def utf8_edges(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
     while skip < min(3, len(tail)) and tail[skip] & 0xC0 == 0x80:
         skip += 1
     return head, tail[skip:]
+
+
+class NotRegularFile(OSError):
+    """A FIFO, device or socket where a file was expected: never opened for a blocking read."""
+
+
+def open_regular(path: os.PathLike[str] | str) -> BinaryIO:
+    """Open a file for reading without ever blocking in open(): a FIFO, socket or device is refused
+    (`NotRegularFile`), a folder raises IsADirectoryError; reads of a regular file then never block."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

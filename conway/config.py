@@ -43,6 +43,9 @@ class AgentConfig(_Section):
     """Cap of the recovery backoff."""
     errors_before_backoff: int = Field(default=2, ge=1)
     """Consecutive pre-dispatch errors tolerated before recovery backoff starts."""
+    max_permanent_failures: int = Field(default=3, ge=1)
+    """Identical model failures in a row that retrying cannot cure (context exceeded, HTTP 400/401/403/404/405/501)
+    after which the run ends, saying what to change; transient ones (HTTP 500, timeouts) keep backing off."""
     repetition_limit: int = Field(default=3, ge=1)
     """Identical side-effect actions allowed in a row; the next one is suppressed."""
     control_poll_s: float = Field(default=0.25, gt=0, le=5)
@@ -97,7 +100,7 @@ class PolicyConfig(_Section):
     """Cap on generated tokens per decision (None: the family's, `Family.max_tokens`: 512 generic, 1500 OpenCUA,
     1000 UI-TARS, 2048 Qwen3-VL)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
-    """HTTP timeout of one decision request."""
+    """HTTP timeout of one decision request: it bounds the whole answer (a trickling or endless body included)."""
     structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
     """Output constraint: auto detects what the backend honours (generic: grammar, then json_object+schema, then json_schema; opencua/uitars: none)."""
     image_max_tokens: int | None = Field(default=None, ge=4)

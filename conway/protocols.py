@@ -136,6 +136,10 @@ class PolicyError(Exception):
 
     cause: str = "model error"
     """Short cause reports count by (`HTTP 500`, `timeout`, `context exceeded` …; see ERROR_CAUSES)."""
+    permanent: bool = False
+    """Retrying cannot cure it (a prompt over the window, HTTP 401/404/501 …): repeated, it ends the run."""
+    advice: str = ""
+    """What to change when it is permanent (said in the line that ends the run)."""
 
 
 class RateLimited(PolicyError):
@@ -154,6 +158,9 @@ class ContextExceeded(PolicyError):
     """The prompt does not fit the model's context window (refused by the server, or before sending)."""
 
     cause = "context exceeded"
+    permanent = True
+    advice = ("give the model server a larger context (llama-server -c) or lower context.budget_tokens "
+              "or the image size")
 
     def __init__(self, n_tokens: int | None, n_ctx: int | None, detail: str = ""):
         n = "?" if n_tokens is None else str(n_tokens)

@@ -40,7 +40,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="stop after the model has made N decisions (cycles without an answer -- rate limits, "
-                        "failed or timed-out requests -- do not count; --max-seconds bounds those)")
+                        "failed or timed-out requests -- do not count; --max-seconds bounds those, and "
+                        "agent.max_permanent_failures identical failures that retrying cannot cure end the run)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds (checked between steps)")
     p.add_argument("--quiet", action="store_true", help="print nothing per cycle (state and journal still record all)")
 

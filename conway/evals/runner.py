@@ -20,14 +20,16 @@ than once (candidate-eval runs it for two models on the same cases).
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
+from conway.cancel import ABORT_GRACE_S, Cancel, cancel_scope
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output
@@ -35,6 +37,8 @@ from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
 
 Record = dict[str, Any]
+POLL_S = 0.25
+"""How often the thread that hands out parallel cases looks for a stop."""
 
 
 class Suite(Protocol):
@@ -63,20 +67,53 @@ class SuiteResult:
     wall_s: float
 
 
+class SuiteInterrupted(KeyboardInterrupt):
+    """Ctrl+C or SIGTERM ended the cases early: `records` are those that finished (case order)."""
+
+    def __init__(self, reason: str, records: list[Record], wall_s: float):
+        super().__init__(reason)
+        self.reason, self.records, self.wall_s = reason, records, wall_s
+
+
+@contextmanager
+def stop_on_signals(token: Cancel) -> Iterator[None]:
+    """SIGINT and SIGTERM set `token` (aborting the requests in flight); a second Ctrl+C interrupts at once."""
+    def handler(signum, frame):
+        if token.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        token.set("interrupted (Ctrl+C)" if signum == signal.SIGINT else "terminated (SIGTERM)")
+
+    old: dict[int, Any] = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: the caller handles signals
+        pass
+    try:
+        yield
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+
+
 def run_cases(suite: Suite, policy: Policy, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
               on_record: Callable[[Record], None] | None = None) -> tuple[list[Record], float]:
     """Every case through `suite.run_case`; (records in case order, wall seconds).
 
     One case at a time runs in this thread; K > 1 run in K threads, and `on_record` sees each record as it
-    is done (completion order).
+    is done (completion order). Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops
+    the cases not done and raises `SuiteInterrupted` with the records of those that finished.
     """
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(cases), desc=suite.kind, unit="case", file=sys.stderr, leave=False)
     done: list[tuple[int, Record]] = []
+    token = Cancel()
 
     def take(position: int, record: Record) -> None:
+        if token.is_set():  # finished by the abort: not a result of the case
+            return
         done.append((position, record))
         if on_record:
             on_record(record)
@@ -84,21 +121,38 @@ def run_cases(suite: Suite, policy: Policy, cases: Sequence[Any], *, parallel: i
             bar.update(1)
             bar.set_postfix(hits=sum(1 for _, r in done if r.get("hit")), refresh=False)
 
+    def one(case: Any) -> Record:
+        with cancel_scope(token):  # the policy's request finds the token and aborts when it is set
+            return suite.run_case(policy, case)
+
     started = time.perf_counter()
     try:
-        if parallel <= 1:
-            for position, case in enumerate(cases):
-                take(position, suite.run_case(policy, case))
-        else:
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind) as pool:
-                futures = {pool.submit(suite.run_case, policy, case): position for position, case in enumerate(cases)}
-                for fut in as_completed(futures):
-                    take(futures[fut], fut.result())
+        with stop_on_signals(token):
+            if parallel <= 1:
+                for position, case in enumerate(cases):
+                    if token.is_set():
+                        break
+                    take(position, one(case))
+            else:
+                pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind)
+                try:
+                    pending = {pool.submit(one, case): position for position, case in enumerate(cases)}
+                    while pending and not token.is_set():
+                        finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            take(pending.pop(fut), fut.result())
+                    if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
+                        wait(pending, timeout=ABORT_GRACE_S)
+                finally:
+                    pool.shutdown(wait=not token.is_set(), cancel_futures=True)
     finally:
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - started
-    return [r for _, r in sorted(done, key=lambda pr: pr[0])], wall
+    records = [r for _, r in sorted(done, key=lambda pr: pr[0])]
+    if token.is_set():
+        raise SuiteInterrupted(token.reason or "interrupted", records, wall)
+    return records, wall
 
 
 def run_suite(suite: Suite, policy: Policy, cases: Sequence[Any], report: Report, *, parallel: int = 1,
@@ -106,15 +160,21 @@ def run_suite(suite: Suite, policy: Policy, cases: Sequence[Any], report: Report
     """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report."""
     report.set_model(policy.model_id)
     streaming = report.cases_path is not None
+    interrupted: SuiteInterrupted | None = None
     try:
         records, wall = run_cases(suite, policy, cases, parallel=parallel, progress=progress,
                                   on_record=report.add_case if streaming else None)
+    except SuiteInterrupted as stop:  # the cases that finished make a partial report
+        interrupted, records, wall = stop, stop.records, stop.wall_s
     except BaseException:
         report.abandon()  # a long suite's partial cases file stays for inspection
         raise
     summary = suite.summarize(records, wall)
     report.set_model_from_cases(records)
     code, status = suite.verdict(records, summary)
+    if interrupted is not None:
+        code, status = ExitCode.INTERRUPTED, "partial"
+        summary["interrupted"] = f"{interrupted.reason}: {len(records)} of {len(cases)} case(s) finished"
     result = SuiteResult(records=records, summary=summary, code=code, status=status, wall_s=wall)
     fields = extra(result) if extra else {}
     if not streaming:

@@ -318,6 +318,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
         say(f"latency p50 {lat['p50']:.3f} s, p95 {lat['p95']:.3f} s; {summary['cases_per_s']} cases/s")
     if summary["pattern"].get("verdict") and summary["pattern"]["verdict"] != "no misses":
         say(f"pattern: {summary['pattern']['verdict']}")
+    if summary.get("interrupted"):
+        say(f"{summary['interrupted']}: the report is partial")
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
                             ("; sheet: none (no misses)" if sheet_path else "")))
     return result.code

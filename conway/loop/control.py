@@ -9,11 +9,12 @@ the work in flight; a second Ctrl+C raises KeyboardInterrupt.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from conway.cancel import Cancel, Worker, run_cancellable, watching
 from conway.config import AgentConfig
@@ -58,6 +59,28 @@ class SimulatedClock(Clock):
             self.on_sleep(self.now)
 
 
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Until the loop takes signals over (start-up: the policy, MCP servers starting), SIGTERM interrupts
+    like Ctrl+C (once), so what was already started is stopped on the way out instead of left running."""
+    raised = []
+
+    def handler(signum, frame):
+        if not raised:
+            raised.append(signum)
+            raise KeyboardInterrupt("terminated (SIGTERM)")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: the caller handles signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def backoff_delay(start: float, cap: float, count: int) -> float:
     """start, 2·start, 4·start … capped: the count-th wait (count ≥ 1), for any count."""
     doublings = max(0, count - 1)
@@ -100,6 +123,10 @@ class Control:
         """This session's control request (control.json is parsed again only when it changed)."""
         return self._requests.get()
 
+    def holds(self) -> bool:
+        """A stop or a pause is pending: an answer decided before it must not be dispatched after it."""
+        return bool(self.signal_stop) or self.request() in ("stop", "pause")
+
     def pending_stop(self) -> StopRun | None:
         """The stop the run should end by now (a signal or `conway stop`), else None."""
         if self.signal_stop:
@@ -111,8 +138,8 @@ class Control:
         stop = self.pending_stop()
         return stop.reason if stop else None
 
-    def check(self) -> None:
-        """Raise StopRun on a stop; on a pause, hold here (polling) until resume or stop."""
+    def check(self) -> bool:
+        """Raise StopRun on a stop; on a pause, hold here (polling) until resume or stop: then True (held)."""
         if self.signal_stop:
             raise StopRun(self.signal_stop, self._signal_end)
         request = self.request()
@@ -133,6 +160,8 @@ class Control:
             self.record("control", {"request": "resume"})
             self.set_status("running")
             self.say("resumed")
+            return True
+        return False
 
     # -- budgets --------------------------------------------------------------
 

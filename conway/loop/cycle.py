@@ -16,7 +16,7 @@ from conway.bounded import cut_text
 from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
 from conway.loop.control import Control
-from conway.loop.ending import PreDispatchError, RunEnd, StopRun
+from conway.loop.ending import PermanentFailures, PreDispatchError, RunEnd, StopRun
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.loop.ratelimit import rate_limit_wait
 from conway.loop.recovery import start_up
@@ -55,10 +55,9 @@ class Loop:
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
         self.revision = harness_revision()
         self.step = 0
-        self.decisions = 0
-        """Decisions the model made (what --max-steps counts); `step` also counts cycles without one."""
-        self.idle_count = 0
-        self.error_count = 0
+        self.decisions = 0  # the model's answers (what --max-steps counts); `step` also counts cycles without one
+        self.idle_count = self.error_count = 0
+        self.permanent = PermanentFailures(cfg.agent.max_permanent_failures)  # ends a run no retry can help
         self.last_change_key: str | None = None
 
     # -- the run --------------------------------------------------------------
@@ -120,11 +119,12 @@ class Loop:
             raise PreDispatchError(f"model request failed: {exc}", exc.cause, context_record(ctx), exc) from exc
         self.decisions += 1  # --max-steps counts answers the model gave, not rate limits or failed requests
         decision.meta.update(prompt_record(ctx.parts), harness_revision=self.revision)  # provenance per step
-        if self.control.stop_requested():  # a stop that arrived during inference: discarded, never dispatched
-            self.record("decision", {**decision.record(), "discarded": True, "dry_run": self.p.dry_run,
-                                     "context": context_record(ctx)})
-            self.control.check()
-        self.record("decision", {**decision.record(), "dry_run": self.p.dry_run, "context": context_record(ctx)})
+        held = self.control.holds()  # a stop or a pause came during inference: discarded, never dispatched
+        self.record("decision", {**decision.record(), **({"discarded": True} if held else {}),
+                                 "dry_run": self.p.dry_run, "context": context_record(ctx)})
+        if held:
+            self.control.check()  # a stop ends the run; after a pause the next cycle observes anew
+            return
         self.act(decision, changed, obs.geometry)
 
     def act(self, decision: Decision, changed: bool, screen: ScreenGeometry | None) -> None:
@@ -138,8 +138,9 @@ class Loop:
             raise PreDispatchError(msg if cause == "cut off" else f"{cause}: {msg}", cause)
         self.error_count = 0
         self.outcome.valid_decisions += 1
-        for action in actions:
-            self.control.check()
+        for n, action in enumerate(actions):
+            if self.control.check():  # held by a pause: the screen may have changed since the decision
+                return self.record("control", {"discarded_actions": [a.model_dump() for a in actions[n:]]})
             if isinstance(action, Wait):
                 self.idle(action, changed)
             elif isinstance(action, Finish):
@@ -226,6 +227,7 @@ class Loop:
                               **({"context": exc.context} if exc.context else {})})
         self.contexts.note_error(self.step, str(exc))
         self.say(f"step {self.step}: {exc}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
+        self.permanent.seen(exc.error, self.error_count)  # the same incurable failure, again: the run ends
         if delay:
             self.control.wait(delay)
 

@@ -30,6 +30,9 @@ class RunEnd(Enum):
     """A side-effecting action failed after it may have done partial work (never replayed)."""
     FAIL_SAFE = "fail-safe"
     """The pointer was slammed into a screen corner."""
+    PERMANENT_FAILURE = "permanent failure"
+    """The same model failure that retrying cannot cure (context exceeded, HTTP 404, 501 …) came
+    `agent.max_permanent_failures` times in a row."""
     CRASHED = "crashed"
     DISK_FULL = "disk full"
 
@@ -63,3 +66,27 @@ class PreDispatchError(Exception):
                  error: PolicyError | None = None):
         super().__init__(message)
         self.cause, self.context, self.error = cause, context, error
+
+
+class PermanentFailures:
+    """Identical pre-dispatch failures that a retry cannot cure, counted in a row; `limit` of them end the run."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.cause: str | None = None
+        self.count = 0
+        self.last = 0  # the consecutive-error count at the last failure seen
+
+    def seen(self, error: PolicyError | None, consecutive: int) -> None:
+        """After a pre-dispatch error, the `consecutive`-th in a row; raises StopRun at the limit."""
+        cause = error.cause if error is not None and error.permanent else None
+        if cause is None or cause != self.cause or consecutive != self.last + 1:
+            self.count = 0  # a different failure, or something else came between
+        self.cause, self.last = cause, consecutive
+        if error is None or cause is None:
+            return
+        self.count += 1
+        if self.count >= self.limit:
+            raise StopRun(f"the model request failed {self.count} times in a row ({cause}), which retrying cannot "
+                          f"cure: {str(error)[:200]}; {error.advice or 'check the model server'}",
+                          RunEnd.PERMANENT_FAILURE)

@@ -57,6 +57,8 @@ def recover(home: Home, journal: Journal, store: StateStore, record: Record, say
         pending = None
     if not pending:
         return None
+    say(f"recovered: the previous run stopped while doing {pending.get('summary', 'an action')}; recorded as "
+        "uncertain (it may or may not have happened), not replayed")
     record("uncertain", {"action": pending.get("action"),
                          "from_session": pending.get("session") or prior.get("session"),
                          "intent_step": pending.get("step"),

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from conway.loop.ending import RunEnd, StopRun
 from conway.store.home import Home
+from conway.store.journal import JournalUnwritable
 from conway.store.state import StateStore
 
 
@@ -26,6 +27,8 @@ def crash_report(exc: BaseException) -> tuple[StopRun, dict[str, Any]]:
     """How a run that an exception ended ended (its reason one line), and its journal error record."""
     if disk_full(exc):
         end = StopRun(f"disk full: {exc.strerror}" + (f" ({exc.filename})" if exc.filename else ""), RunEnd.DISK_FULL)
+    elif isinstance(exc, JournalUnwritable):  # nothing more goes on the record: state.json says why
+        end = StopRun(f"journal not writable: {exc.strerror} ({exc.filename})", RunEnd.CRASHED)
     else:
         end = StopRun(f"crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", RunEnd.CRASHED)
     return end, {"stage": "loop", "error": end.reason, "exception": type(exc).__name__,

@@ -49,6 +49,17 @@ MAX_RETRY_AFTER_S = 3600.0
 """A server asking for more than this is capped (the loop stays controllable meanwhile)."""
 
 
+PERMANENT_ADVICE = {
+    400: "the server refuses the request itself: check policy.model and the policy's options",
+    401: "the server wants credentials: check the API key (policy.api_key_env)",
+    403: "the server refuses these credentials: check the API key and its rights",
+    404: "check --endpoint / policy.endpoint and policy.model (an unknown model is often a 404)",
+    405: "this endpoint does not take chat requests: check --endpoint / policy.endpoint",
+    501: "the server does not implement this request: check --endpoint and policy.structured_output",
+}
+"""HTTP statuses that a retry cannot cure, and what to change."""
+
+
 class EndpointError(PolicyError):
     """The endpoint could not be used at all (unreachable, not OpenAI-compatible, refused)."""
 
@@ -57,6 +68,8 @@ class EndpointError(PolicyError):
         self.kind = kind
         """`unreachable`, `timeout`, `http`, `not-openai`, `malformed`."""
         self.status = status
+        self.permanent = kind == "http" and status in PERMANENT_ADVICE
+        self.advice = PERMANENT_ADVICE.get(status, "") if self.permanent else ""
         self.cause = (f"HTTP {status}" if status is not None else
                       {"timeout": "timeout", "unreachable": "unreachable", "malformed": "malformed reply",
                        "not-openai": "malformed reply"}.get(kind, "model error"))
@@ -190,7 +203,8 @@ class OpenAIClient:
     def _send(self, method: str, url: str, kwargs: dict[str, Any], timeout_s: float | None,
               cancel: Cancel | None = None) -> httpx.Response:
         try:
-            return abortable_http.send(self._http, method, url, cancel, **kwargs)
+            deadline = timeout_s if timeout_s is not None else self.timeout_s  # for the whole answer
+            return abortable_http.send(self._http, method, url, cancel, deadline, **kwargs)
         except abortable_http.RequestAborted as exc:
             raise DecisionAborted(f"the request to {url} was aborted ({exc})") from None
         except httpx.HTTPError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from conway.actions import GUI_TYPES, describe_action_space
+from conway.bounded import open_regular
 from conway.config import ConwayConfig
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
@@ -33,7 +34,8 @@ GOALS_JOURNAL_MAX_CHARS = 20_000
 def read_text(path: Path, default: str) -> str:
     """A home file as the model sees it: missing → `default`; unreadable or not text → a line saying so."""
     try:
-        raw = path.read_bytes()
+        with open_regular(path) as fh:  # a FIFO in its place must not block the cycle
+            raw = fh.read()
     except FileNotFoundError:
         return default
     except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on

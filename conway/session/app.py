@@ -13,7 +13,7 @@ from typing import Callable
 
 from conway.config import ConwayConfig
 from conway.errors import UserError
-from conway.loop.control import Clock
+from conway.loop.control import Clock, sigterm_interrupts
 from conway.loop.cycle import Loop
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.policies.factory import build_policy
@@ -89,15 +89,20 @@ class RunRequest:
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
               say: Callable[[str], None] = console_say) -> tuple[RunOutcome, str]:
     """Take the lock, build the parts, run the loop. Returns (outcome, session id)."""
+    with sigterm_interrupts():  # a SIGTERM while starting up still stops what was started (MCP servers)
+        return _run_agent(home, config, req, say)
+
+
+def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[[str], None]) -> tuple[RunOutcome, str]:
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
-    lock.acquire()  # refused at once (UserError) when another agent holds this home
+    session = new_session_id()
+    lock.acquire(session)  # refused at once (UserError) when another agent holds this home
     journal = None
     observer = req.observer
     toolbox = req.toolbox
     policy = None
     try:
-        session = new_session_id()
         policy = req.policy or build_policy(config, home)
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
@@ -132,15 +137,16 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
 
 
 def running_session(home: Home) -> tuple[str, int]:
-    """(session, pid) of the agent running on this home, or UserError saying none is."""
-    holder = InstanceLock(home.lock).holder()
-    if holder is None:
+    """(session, pid) of the agent running on this home, or UserError saying none is.
+
+    Both come from the lock (never from state.json, which names the previous session until the new run begins)."""
+    held = InstanceLock(home.lock).held()
+    if held is None:
         raise UserError(f"no Conway agent is running on {home.root}")
-    state, _ = StateStore(home.state, home.state_previous).load()
-    session = state.get("session")
+    pid, session = held
     if not session:
-        raise UserError(f"an agent holds the lock (pid {holder}) but state.json names no session yet; try again")
-    return session, holder
+        raise UserError(f"an agent holds the lock (pid {pid}) but has not written its session yet; try again")
+    return session, pid
 
 
 def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:

@@ -7,6 +7,7 @@ recovery event saying so.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -133,13 +134,14 @@ class Journal:
             self._rotate()
         if self._size + len(line) > self.max_file_bytes:  # one event bigger than a whole file
             self._enforce_total(self._size + len(line))
-        assert self._fh is not None
+        if self._fh is None:  # an earlier failed write could not reopen the file
+            raise JournalUnwritable(errno.EBADF, "the journal file could not be reopened", str(self._path))
         try:
             self._fh.write(line)
             self._fh.flush()
         except OSError as exc:
             self._drop_partial()
-            raise OSError(exc.errno, exc.strerror, str(self._path)) from exc  # say which file
+            raise JournalUnwritable(exc.errno, exc.strerror, str(self._path)) from None  # say which file
         self._size += len(line)
         if sync is None:
             sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
@@ -157,12 +159,19 @@ class Journal:
             os.truncate(self._path, self._size)
         except OSError:
             pass
-        self._fh = open(self._path, "ab")
+        try:
+            self._fh = open(self._path, "ab")
+        except OSError:
+            self._fh = None  # the next append says so (JournalUnwritable), no write to a closed file
 
     def close(self) -> None:
         if self._fh:
             fh, self._fh = self._fh, None
             fh.close()
+
+
+class JournalUnwritable(OSError):
+    """A journal line could not be written (a full disk, a file made read-only …); errno and file say which."""
 
 
 def journal_files(folder: Path) -> list[Path]:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from conway.bounded import NotRegularFile, open_regular
 from conway.errors import UserError
 
 T = TypeVar("T")
@@ -79,9 +80,12 @@ def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; raises ValueError (with the path) when it is corrupt."""
+    """Parse a JSON file; raises ValueError (with the path) when it is corrupt or not a regular file."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as fh:  # a FIFO in its place must not block the reader
+            return json.loads(fh.read().decode("utf-8"))
+    except NotRegularFile:
+        raise ValueError(f"{path.name} is not a regular file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path.name} is corrupt: {exc}") from None
 
@@ -172,7 +176,8 @@ class StateStore:
     def _keep_previous(self, durable: bool) -> None:
         """Make the current state.json (when it parses) also state.previous.json, leaving it in place."""
         try:
-            current = self.path.read_bytes()
+            with open_regular(self.path) as fh:  # a FIFO in its place must not block the write
+                current = fh.read()
             json.loads(current)  # only a parseable state becomes "previous"
         except (OSError, ValueError):
             return
@@ -231,26 +236,27 @@ def read_control(path: Path, session: str) -> str | None:
 
 
 class InstanceLock:
-    """An OS file lock (flock / msvcrt) held for the whole run; the holder's pid inside."""
+    """An OS file lock (flock / msvcrt) held for the whole run; inside, the holder's pid and its session id
+    (`pid session`), so a control request reaches the run that holds the lock even before its state.json."""
 
     def __init__(self, path: Path):
         self.path = path
         self._fh = None
 
-    def acquire(self) -> None:
+    def acquire(self, session: str | None = None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(self.path, "a+")
         try:
             _lock(fh)
         except OSError:
             fh.seek(0)
-            holder = fh.read().strip() or "unknown"
+            holder = (fh.read().split() or ["unknown"])[0]
             fh.close()
             raise UserError(f"another Conway agent is running on this home (pid {holder}); "
                             "stop it with `conway stop` or use another --home") from None
         fh.seek(0)
         fh.truncate()
-        fh.write(str(os.getpid()))
+        fh.write(f"{os.getpid()} {session}" if session else str(os.getpid()))
         fh.flush()
         self._fh = fh
 
@@ -265,6 +271,11 @@ class InstanceLock:
 
     def holder(self) -> int | None:
         """Pid of a live holder, or None if nobody holds the lock (a stale file is not a holder)."""
+        held = self.held()
+        return held[0] if held else None
+
+    def held(self) -> tuple[int, str | None] | None:
+        """(pid, session id) of a live holder (-1: a pid not written yet), or None if nobody holds the lock."""
         try:  # read-only: `status` works on a read-only home (flock needs no write access)
             fh = open(self.path, "r")
         except FileNotFoundError:
@@ -274,8 +285,9 @@ class InstanceLock:
                 _lock(fh)
             except OSError:
                 fh.seek(0)
-                text = fh.read().strip()
-                return int(text) if text.isdigit() else -1
+                words = fh.read().split()
+                pid = int(words[0]) if words and words[0].isdigit() else -1
+                return pid, words[1] if len(words) > 1 else None
             _unlock(fh)
             return None
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action, types_of
-from conway.bounded import HeadTail, utf8_edges
+from conway.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
 
@@ -35,6 +35,8 @@ def _describe(exc: OSError, path: Path) -> str:
         return f"is a directory: {path} (use list_dir)"
     if isinstance(exc, NotADirectoryError):
         return f"not a directory (a path component is a file): {path}"
+    if isinstance(exc, NotRegularFile):
+        return f"not a regular file: {path}"
     if isinstance(exc, PermissionError):
         return f"permission denied: {path}"
     return f"{exc.strerror or exc}: {path}"
@@ -76,12 +78,8 @@ class FileTools(Tool):
 
     def read(self, path: Path) -> ToolResult:
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:  # a FIFO or device could block in open() or never end
                 st = os.fstat(f.fileno())
-                if stat.S_ISDIR(st.st_mode):
-                    return _fail(_describe(IsADirectoryError(), path))
-                if not stat.S_ISREG(st.st_mode):  # a FIFO or device could block or never end
-                    return _fail(f"not a regular file: {path}")
                 buf = HeadTail(self.read_max_bytes)
                 if st.st_size > self.read_max_bytes:
                     # Seek instead of streaming so a huge file costs two small reads.
@@ -114,10 +112,8 @@ class FileTools(Tool):
     def replace(self, path: Path, old: str, new: str) -> ToolResult:
         target = Path(os.path.realpath(path))  # edit through a symlink, not over it
         try:
-            with open(target, "rb") as f:
+            with open_regular(target) as f:
                 before = os.fstat(f.fileno())
-                if not stat.S_ISREG(before.st_mode):
-                    return _fail(f"not a regular file: {path}")
                 raw = f.read()
         except OSError as exc:
             return _fail(_describe(exc, path))

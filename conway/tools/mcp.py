@@ -117,7 +117,14 @@ class McpTool(Tool):
         self._groups: set[int] = set()
         self._closed = False
         self._thread.start()
-        self._start_all()
+        try:
+            self._start_all()
+        except BaseException:  # Ctrl+C or SIGTERM while servers start: they go with Conway, not seconds later
+            for conn in self.conns.values():
+                if conn.task is not None:
+                    conn.task.cancel()
+            self.close()
+            raise
 
     # --- start-up ------------------------------------------------------------
 
@@ -128,15 +135,17 @@ class McpTool(Tool):
                 conn.detail = missing
             return
         before = _session_children()
-        for conn in self.conns.values():
-            conn.task = asyncio.run_coroutine_threadsafe(self._serve(conn), self._loop)
-        started = time.monotonic()
-        for conn in self.conns.values():
-            left = conn.cfg.startup_timeout_s - (time.monotonic() - started)
-            if not conn.ready.wait(max(0.0, left)) and conn.settle(
-                    False, f"did not answer within {conn.cfg.startup_timeout_s:g} s (startup_timeout_s)"):
-                conn.task.cancel()  # its shutdown stops the process; close() kills the group if that fails
-        self._groups = _session_children() - before  # a safety net for close(); the SDK stops them first
+        try:
+            for conn in self.conns.values():
+                conn.task = asyncio.run_coroutine_threadsafe(self._serve(conn), self._loop)
+            started = time.monotonic()
+            for conn in self.conns.values():
+                left = conn.cfg.startup_timeout_s - (time.monotonic() - started)
+                if not conn.ready.wait(max(0.0, left)) and conn.settle(
+                        False, f"did not answer within {conn.cfg.startup_timeout_s:g} s (startup_timeout_s)"):
+                    conn.task.cancel()  # its shutdown stops the process; close() kills the group if that fails
+        finally:  # also when interrupted: close() must know the groups it may have to kill
+            self._groups = _session_children() - before  # a safety net for close(); the SDK stops them first
 
     async def _serve(self, conn: _Conn) -> None:
         """One connection, from spawn to stop, inside a single task (the SDK's scopes need that)."""

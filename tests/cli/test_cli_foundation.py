@@ -276,3 +276,21 @@ def test_status_shows_a_pending_intent_and_last_events(initialized_home, tmp_pat
     finally:
         agent.kill()
         agent.wait(30)
+
+
+def test_a_stop_during_start_up_reaches_the_run_holding_the_lock_not_the_previous_session(initialized_home):
+    """Item 25.12: state.json still names the last session (stopped) while the new run starts up."""
+    from conway.session.app import send_control
+    from conway.store.home import resolve_home
+    from conway.store.state import InstanceLock, StateStore, read_control
+
+    home = resolve_home(None)
+    StateStore(home.state, home.state_previous).save({"session": "s-previous", "status": "stopped"})
+    lock = InstanceLock(home.lock)
+    lock.acquire("s-starting")  # the new run: lock taken, its loop not begun
+    try:
+        said = send_control(home, "stop", wait_s=0.3)
+    finally:
+        lock.release()
+    assert "s-previous" not in said and said.startswith("stop requested for session s-starting")
+    assert read_control(home.control, "s-starting") == "stop"

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
 from fixtures.grounding_fixture_server import GroundingFixtureServer
 from fixtures.vision_fixture_server import VisionFixtureServer
 from helpers.grounding_data import write_dataset
@@ -120,3 +125,63 @@ def test_candidate_eval_stops_with_exit_3_when_a_model_answers_no_case(initializ
         assert len(fake.chat_requests) >= 2  # both cases were asked
     assert err.value.exit_code == ExitCode.NO_VALID_DECISION == 3
     assert "the candidate model answered no case: model request failed" in str(err.value)
+
+
+class SlowAfter(VisionFixtureServer):
+    """Answers the first `quick` requests at once, every later one only after a minute."""
+
+    def __init__(self, quick: int):
+        super().__init__(mode="centre")
+        self.quick, self.answered, self._mine = quick, 0, threading.local()
+
+    def answer(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            self.answered += 1
+            self._mine.n = self.answered  # this request's number, read by delay_s in the same thread
+        return super().answer(body)
+
+    @property
+    def delay_s(self) -> float:
+        return 0.0 if getattr(self._mine, "n", 0) <= self.quick else 60.0
+
+    @delay_s.setter
+    def delay_s(self, value: float) -> None:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("parallel", ["1", "3"])
+def test_ctrl_c_ends_an_eval_at_once_with_a_partial_report(initialized_home: Path, tmp_path: Path, how, parallel):
+    """Item 25.2: the cases that finished are reported, marked partial, exit 130; the queued ones never run."""
+    out = tmp_path / "v.json"
+    with SlowAfter(quick=2) as server:
+        env = {**os.environ, "CONWAY_HOME": str(initialized_home)}
+        proc = subprocess.Popen([sys.executable, "-m", "conway.cli.main", "vision-check", "--samples", "12",
+                                 "--size", "320x200", "--parallel", parallel, "--output", str(out), "--quiet",
+                                 "--endpoint", server.base_url, "policy=generic", "policy.structured_output=none"],
+                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 3 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)  # the third request is a slow one: both quick ones have answered
+            assert len(server.requests) >= 3, proc.communicate(timeout=10)
+            time.sleep(1.5)
+            sent = time.monotonic()
+            proc.send_signal(how)
+            code = proc.wait(timeout=30)  # the slow answers would take a minute each
+            latency = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out_text, err = proc.communicate()
+    assert code == ExitCode.INTERRUPTED == 130, err
+    assert "2 of 12 case(s) finished: the report is partial" in out_text + err
+    assert "Traceback" not in err, err
+    assert latency < 15, latency
+    data = json.loads(out.read_text())
+    assert data["status"] == "partial" and data["exit_code"] == 130
+    assert len(data["cases"]) == 2 and all(c.get("hit") for c in data["cases"])
+    assert "2 of 12 case(s) finished" in data["summary"]["interrupted"]

@@ -476,6 +476,9 @@ def test_an_intent_found_only_in_the_journal_is_recorded_uncertain(conway_home):
     unc = run.payloads("uncertain")
     assert len(unc) == 1 and unc[0]["action"] == action and unc[0]["from_session"] == "s-old"
     assert unc[0]["intent_step"] == 7
+    said = [line for line in run.lines if "uncertain" in line]  # item 25.32: the console says it too, once
+    assert said == ["recovered: the previous run stopped while doing append_file(path='x.txt'); recorded as "
+                    "uncertain (it may or may not have happened), not replayed"]
 
 
 def test_a_pending_intent_whose_outcome_is_journaled_is_not_uncertain(conway_home):
@@ -531,3 +534,30 @@ def test_the_2000th_consecutive_idle_wait_is_the_cap(conway_home):
                                                      "journal.fsync=none"])
     waits = idle_waits(run)
     assert len(waits) == 2000 and waits[-1] == 60 and run.outcome.reason.startswith("max-steps")
+
+
+def test_a_pause_before_dispatch_discards_the_decision_and_the_cycle_starts_again(conway_home):
+    """Item 25.1: decision → pause → resume must not be followed by that decision's intent."""
+    clock = SimulatedClock()
+    polls = {"n": 0}
+
+    def in_inference(seconds):  # the pause arrives while the model is answering
+        write_control(conway_home / "control.json", read_json(conway_home / "state.json")["session"], "pause")
+
+    def on_sleep(now):
+        state = read_json(conway_home / "state.json")
+        if state["status"] == "paused":
+            polls["n"] += 1
+            if polls["n"] == 5:
+                write_control(conway_home / "control.json", state["session"], "resume")
+
+    clock.on_sleep = on_sleep
+    first = {"action": {"type": "append_file", "path": "first.txt", "text": "1"}, "sleep": 1}
+    second = {"action": {"type": "append_file", "path": "second.txt", "text": "2"}}
+    run = run_script([first, second], overrides=["agent.max_steps=2"], clock=clock, policy_sleep=in_inference)
+    kinds = [e["kind"] for e in run.events if e["kind"] in ("decision", "control", "intent", "observation")]
+    assert kinds == ["observation", "decision", "control", "control", "observation", "decision", "intent"]
+    decisions = run.payloads("decision")
+    assert decisions[0]["discarded"] is True and not decisions[1].get("discarded")
+    assert [p["action"]["path"] for p in run.payloads("intent")] == ["second.txt"]
+    assert not (conway_home / "scratch" / "first.txt").exists()

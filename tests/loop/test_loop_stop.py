@@ -242,3 +242,44 @@ def test_the_start_banner_prints_the_model_description_as_lines_not_a_list():
         run_agent(home, cfg, RunRequest(single_session=False, clock=SimulatedClock()), say=lines.append)
     assert lines[1] == f"model fake-vlm at {fake.base_url} (unknown server)", lines[:3]
     assert not any(line.startswith("[") for line in lines)
+
+
+class _JournalBreaker(Policy):
+    """Answers a wait, and on its second decision makes the journal unwritable under the running agent: the
+    open handle now refuses writes (a read-only descriptor in its place) and its path cannot be reopened."""
+
+    model_id = "journal-breaker"
+
+    def __init__(self, home):
+        self.home, self.calls = home, 0
+
+    def decide(self, context):
+        from conway.actions import Wait
+        from conway.protocols import Decision
+        self.calls += 1
+        if self.calls == 2:
+            path = sorted((self.home.root / "journal").glob("*.jsonl"))[-1]
+            fd = next(int(n) for n in os.listdir("/proc/self/fd")
+                      if os.path.realpath(f"/proc/self/fd/{n}") == str(path.resolve()))
+            read_only = os.open(path, os.O_RDONLY)
+            os.dup2(read_only, fd)
+            os.close(read_only)
+            path.rename(path.with_suffix(".moved"))
+            path.mkdir()  # nothing can reopen it for appending
+        return Decision(raw_text="wait", actions=[Wait(seconds=1)], model_id=self.model_id)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_journal_made_unwritable_mid_run_ends_the_run_in_one_line_with_state_stopped():
+    """Item 25.14: a four-level traceback, no end, state.json left `running`."""
+    home = resolve_home(None)
+    init_home(home)
+    lines: list[str] = []
+    outcome, _ = run_agent(home, load_config(home.config, ["agent.max_steps=5"]),
+                           RunRequest(single_session=False, policy=_JournalBreaker(home), clock=SimulatedClock()),
+                           say=lines.append)
+    assert outcome.end is RunEnd.CRASHED and outcome.reason.startswith("journal not writable: "), outcome.reason
+    assert "\n" not in outcome.reason and "Traceback" not in outcome.reason
+    state = read_json(home.state)
+    assert state["status"] == "stopped" and state["stop_reason"] == outcome.reason
+    assert lines[-1] == f"stopped after 2 step(s): {outcome.reason}"

@@ -195,3 +195,60 @@ def test_rate_limit_wait_bounds():
     assert rate_limit_wait(5000, 900, 300)[0] == 300
     assert rate_limit_wait(float("nan"), 0, 300)[0] == 1.0
     assert rate_limit_wait(None, 0, 0.5)[0] == 1.0  # the floor wins over a tiny cap
+
+
+class _Trickler:
+    """A FAKE model server that sends headers at once, then its body one byte every 0.1 s: forever
+    (`endless`) or a long valid answer (the whole of it takes ~60 s)."""
+
+    def __init__(self, endless: bool):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        body = json.dumps(completion("x" * 600)).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if not endless:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for i in range(10**9 if endless else len(body)):
+                        self.wfile.write(body[i:i + 1] if not endless else b" ")
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.mark.parametrize("endless", [False, True])
+def test_the_timeout_bounds_the_whole_answer_not_each_read(endless):
+    """Item 25.13: a body that trickles (or never ends) kept the request alive past request_timeout_s."""
+    import threading
+    server = _Trickler(endless)
+    client = OpenAIClient(server.base_url, timeout_s=1.0)
+    box = {}
+
+    def ask():
+        try:
+            client.chat(BODY)
+        except PolicyError as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    worker.join(timeout=30)  # the answer would take a minute (or forever); the limit is 1 s
+    still_reading = worker.is_alive()
+    server.httpd.shutdown()
+    assert not still_reading
+    assert "did not answer within 1 s (timeout)" in str(box["error"])

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
 from helpers.loop_harness import of, run_script
 from helpers.loop_harness import run_against as _run_against
 
 from conway.cli.main import main
 from conway.loop.control import SimulatedClock
+from conway.loop.ending import RunEnd
 from conway.store.journal import read_journal
 
 WAIT = '{"thought": "nothing to do", "action": {"type": "wait"}}'
@@ -185,3 +187,31 @@ def test_a_task_session_that_never_got_a_decision_is_not_verified_0_of_n_but_exi
     assert "no valid decision in 6 step(s)" in printed
     from conway.evals.report import render_report
     assert "1 × HTTP 500" in render_report(out)
+
+
+# --- 25.3: failures that retrying cannot cure end the run ----------------------------------------
+
+
+@pytest.mark.parametrize("reply, cause", [
+    (Reply(status=501, body={"error": {"message": "not implemented"}}), "HTTP 501"),
+    (Reply(status=404, body={"error": {"message": "model 'nope' not found"}}), "HTTP 404"),
+    (Reply(status=400, body=EXCEEDED), "context exceeded"),
+])
+def test_a_failure_retrying_cannot_cure_ends_the_run_after_three_in_a_row(reply, cause):
+    with ScriptedFakeServer(replies=[reply]) as fake:  # every request fails the same way
+        outcome, events, clock, lines = run_against(fake, 3, "agent.max_seconds=100000")
+        asked = len(fake.chat_requests)
+    assert outcome.end is RunEnd.PERMANENT_FAILURE and asked == 3
+    assert f"failed 3 times in a row ({cause}), which retrying cannot cure" in outcome.reason
+    assert sum(clock.sleeps) < 60  # no 300 s backoffs towards an end already decided
+    assert any("failed 3 times in a row" in line for line in lines)
+    assert [e["cause"] for e in of(events, "error")] == [cause] * 3
+
+
+def test_transient_failures_keep_backing_off_and_a_different_one_restarts_the_count():
+    replies = [Reply(status=501, body={}), Reply(status=501, body={}), Reply(status=500, body={}),
+               Reply(status=501, body={}), Reply(status=501, body={}), Reply.text(WAIT)]
+    with ScriptedFakeServer(replies=replies) as fake:
+        outcome, events, _, _ = run_against(fake, 1)
+    assert outcome.end is RunEnd.MAX_STEPS
+    assert [e["cause"] for e in of(events, "error")] == ["HTTP 501", "HTTP 501", "HTTP 500", "HTTP 501", "HTTP 501"]

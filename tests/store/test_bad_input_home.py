@@ -240,3 +240,21 @@ def test_the_mock_runs_when_chosen_on_the_command_line_or_in_config_yaml(initial
     (initialized_home / "config.yaml").write_text("policy:\n  kind: mock\n")
     r = run_cli("run", "--max-steps", "1")
     assert r.returncode == 0, r.stderr
+
+
+def test_a_fifo_for_state_json_blocks_neither_status_nor_run(initialized_home):
+    """Item 25.13: open() on a FIFO blocked `status` and `run` (holding the lock, deaf to SIGTERM)."""
+    state = initialized_home / "state.json"
+    state.unlink(missing_ok=True)
+    os.mkfifo(state)
+    try:
+        status = run_cli("status", env={"CONWAY_HOME": str(initialized_home)}, timeout=60)
+        run = run_cli("run", "--mock", "--max-steps", "1", "--quiet", env={"CONWAY_HOME": str(initialized_home)},
+                      timeout=60)
+    finally:
+        try:
+            os.close(os.open(state, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr

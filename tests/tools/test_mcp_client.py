@@ -389,3 +389,42 @@ def test_mcp_and_skill_actions_with_nothing_configured_are_refused_before_any_in
     errors = run.payloads("error")
     assert "intent" not in run.kinds() and [e["stage"] for e in errors] == ["pre-dispatch", "pre-dispatch"]
     assert "no MCP server is configured" in errors[0]["error"] and "no Agent Skills" in errors[1]["error"]
+
+
+@pytest.mark.slow
+def test_sigterm_while_mcp_servers_start_takes_them_down_with_conway(initialized_home, tmp_path):
+    conway_home = initialized_home
+    """Item 25.33: a server still starting was left running after Conway had gone."""
+    import signal
+    import subprocess
+    import time
+    pidfile = tmp_path / "server.pid"
+    hanging = {"name": "hangs", "command": "sh", "args": ["-c", f"echo $$ > {pidfile}; exec sleep 600"],
+               "startup_timeout_s": START_S}  # never answers `initialize`: start-up waits for it
+    write_config(conway_home, [hanging])
+    agent = subprocess.Popen([sys.executable, "-m", "conway.cli.main", "run", "--mock", "--max-steps", "1"],
+                             cwd=REPO, env={**os.environ, "CONWAY_HOME": str(conway_home)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server = int(pidfile.read_text())
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=30)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    _, err = agent.communicate()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(server).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(server, signal.SIGKILL)
+        pytest.fail(f"the starting MCP server (pid {server}) outlived Conway")
+    assert "Traceback" not in err, err

@@ -268,3 +268,30 @@ def test_a_half_written_append_ends_the_run_as_uncertain(conway_home, monkeypatc
     unc = run.payloads("uncertain")
     assert len(unc) == 1 and "part-way" in unc[0]["detail"] and "No space left" in unc[0]["detail"]
     assert run.payloads("error") == [] and run.kinds().count("intent") == 1
+
+
+def _unblock(fifo: Path) -> None:
+    """Let a reader stuck in open() on `fifo` go (old code) so the test leaves no thread behind."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("make", [lambda p: ReadFile(path=p), lambda p: ReplaceText(path=p, old="a", new="b")])
+def test_read_file_and_replace_text_refuse_a_fifo_without_blocking(tmp_path, make):
+    """Item 25.13: the regular-file check came after a blocking open()."""
+    import threading
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    tools = FileTools(tmp_path)
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", tools.run(make("pipe"))), daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    blocked = worker.is_alive()
+    _unblock(fifo)
+    worker.join(timeout=5)
+    assert not blocked, "stuck in open() on a FIFO"
+    result = box["result"]
+    assert result.ok is False and result.error == f"not a regular file: {fifo}"

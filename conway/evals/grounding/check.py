@@ -149,6 +149,8 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
         raise
     for line in summary_lines(result.summary):
         say(line)
+    if result.summary.get("interrupted"):
+        say(f"{result.summary['interrupted']}: the report is partial")
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
                             ("; sheet: none (no misses)" if sheet_path else "")))
     return result.code

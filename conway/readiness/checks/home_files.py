@@ -86,7 +86,8 @@ def _lock_pid(path: Path) -> str | None:
         text = path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
-    return text if text.isdigit() else None
+    pid = (text.split() or [""])[0]
+    return pid if pid.isdigit() else None
 
 
 def workdir_check(config: ConwayConfig, home: Home) -> Check:
