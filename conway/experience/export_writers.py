@@ -50,20 +50,20 @@ def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -
     """(messages, image as sent): the step as policy family `style` sees it, with its target turn last.
 
     messages: system / user (the policy's text parts and one `{"type": "image"}` part where the policy puts
-    the image) / assistant (the target in the family's format). The image went through the loop's resize rule
-    and encoding, so the target's pixel coordinates refer to it. ValueError when the step cannot be rendered.
+    the image) / assistant (the target in the family's format). Image, the size the prompt states and the
+    target come from one geometry, the one the target is rendered in (`step_geometry`: the recorded sent
+    size and convention when they apply, else the family's own rule), with the loop's encoding.
+    ValueError when the step cannot be rendered.
     """
     from conway.experience.conversation import policy_messages, step_context, typed_parts
 
     family = get_family(style)
+    target = render_target(rec, family)
     ctx = step_context(rec, png, config)
-    messages, image = policy_messages(ctx, style, encoding=config.policy.image_encoding)
-    rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
-                               "captured_size": list(image.captured_size),
-                               "convention": family.convention.value, "policy": style}}
-    target = render_target(rec, family).text
+    messages, image = policy_messages(ctx, style, convention=target.convention,
+                                      encoding=config.policy.image_encoding, sent_size=target.sent_size)
     turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
-    turns.append({"role": "assistant", "content": [{"type": "text", "text": target}]})
+    turns.append({"role": "assistant", "content": [{"type": "text", "text": target.text}]})
     return turns, image.data
 
 

@@ -175,8 +175,9 @@ class SentImage:
         return png_data_url(self.data, self.mime) if self.data is not None else None
 
 
-def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: str = "jpeg") -> SentImage:
-    """Resize the observation with `rule` and encode it for the request.
+def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: str = "jpeg",
+                  size: Size | None = None) -> SentImage:
+    """Resize the observation with `rule` (or to exactly `size`: a recorded sent size) and encode it.
 
     JPEG q85 by default: measured 7–19 ms and 136–274 KiB per decision against
     72–720 ms and up to 4 MiB for PNG level 1 (docs/measurements.md).
@@ -194,13 +195,24 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     except (UnidentifiedImageError, OSError) as exc:
         raise PolicyError(f"the observation image cannot be read: {exc}") from None
     try:
-        out, sent = resize_for_model(img, rule)
+        out, sent = resize_for_model(img, rule) if size is None else _resize_exact(img, size)
     except ValueError as exc:
         raise PolicyError(f"cannot resize a {img.size[0]}x{img.size[1]} image for the model: {exc}") from None
     enc = Encoding.parse(encoding)
     tokens = None if rule.passthrough else image_tokens(sent, rule.factor)
     return SentImage(enc.encode(out), enc.mime, sent, tuple(img.size), rule_name, tokens,  # type: ignore[arg-type]
                      time.perf_counter() - started)
+
+
+def _resize_exact(img: Any, size: Size) -> tuple[Any, Size]:
+    from PIL import Image as _Image
+
+    w, h = int(size[0]), int(size[1])
+    if w <= 0 or h <= 0:
+        raise ValueError(f"image size must be positive, got {w}x{h}")
+    if img.size == (w, h):
+        return img, (w, h)
+    return img.resize((w, h), _Image.Resampling.LANCZOS), (w, h)
 
 
 # --- the prompt ------------------------------------------------------------------
