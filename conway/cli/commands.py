@@ -161,6 +161,9 @@ def do_export(args) -> int:
     if res.images_missing:
         print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
               "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.no_conversation:
+        print(f"left out {len(res.no_conversation)} step(s) of the hf data that make no whole conversation: "
+              f"{res.no_conversation[0]}")
     if res.redacted:
         print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:

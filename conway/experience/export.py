@@ -30,6 +30,8 @@ class ExportResult:
     """Steps kept without their screenshot (observation.image null, image_missing true)."""
     left_out_of_images: int = 0
     """--format hf: steps without an image left out of the image training data."""
+    no_conversation: list[str] = field(default_factory=list)
+    """--format hf: steps left out because they make no whole conversation (decided without a screen image)."""
     redacted: int = 0
     """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
@@ -60,12 +62,14 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
         records, missing = check_screenshots(records, root, skip_missing=True)
     images_missing = mark_missing_images(records, root)
     records, redacted = redact_known(records, secret_values or [])
+    no_conversation: list[str] = []
     if fmt == "hf":
-        unrendered = write_hf(records, output, root, style or "generic")
+        unrendered, no_conversation = write_hf(records, output, root, style or "generic")
         left_out = len(images_missing)
     else:
         unrendered = write_jsonl(records, output, style)
         left_out = 0
-    return ExportResult(written=len(records) - len(unrendered) - left_out, skipped_lines=skipped, missing=missing,
-                        unrendered=unrendered, labelled=labelled, images_missing=images_missing,
-                        left_out_of_images=left_out, redacted=redacted)
+    return ExportResult(written=len(records) - len(unrendered) - left_out - len(no_conversation),
+                        skipped_lines=skipped, missing=missing, unrendered=unrendered, labelled=labelled,
+                        images_missing=images_missing, left_out_of_images=left_out,
+                        no_conversation=no_conversation, redacted=redacted)

@@ -89,13 +89,14 @@ def write_sharegpt(folder: Path, conversations: list[tuple[list[dict[str, Any]],
 
 
 def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
-             style: str = "generic") -> list[str]:
+             style: str = "generic") -> tuple[list[str], list[str]]:
     """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
     steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
-    subfolder for LLaMA-Factory. A step whose prompt cannot be rebuilt (no captured size) keeps its Conway
-    columns with empty `messages` / `images` and is left out of `sharegpt/`.
+    subfolder for LLaMA-Factory. Every row is a whole conversation in both layouts: a step decided without a
+    screen image, or whose prompt cannot be rebuilt (no captured size), is left out of all of them.
 
     Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
+    Returns (steps with no rendering in `style`, steps left out for having no conversation).
     """
     records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
     try:
@@ -111,20 +112,30 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     from conway.config import load_config
     config = load_config(None, [])
     conversations = []
-    unrendered = []
+    unrendered: list[str] = []
+    no_conversation: list[str] = []
     family = get_family(style)
     for rec in records:
+        where = f"{rec['session']} step {rec['step']}"
         try:
             t = render_target(rec, family)
         except ValueError as exc:
-            unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+            unrendered.append(f"{where}: {exc}")
             continue
         data = record_image(rec, home_root)
+        if data is None:
+            no_conversation.append(f"{where}: decided without a screen image")
+            continue
+        try:
+            turns, sent = conversation_row(rec, data, style, config)
+        except ValueError as exc:  # the target rendered above; the prompt cannot be rebuilt
+            no_conversation.append(f"{where}: {exc}")
+            continue
         labels = rec.get("labels") or {}
         rows["session"].append(rec["session"])
         rows["step"].append(rec["step"])
-        rows["image"].append({"bytes": data, "path": None} if data is not None else None)
-        rows["image_sha256"].append(hashlib.sha256(data).hexdigest() if data is not None else None)
+        rows["image"].append({"bytes": data, "path": None})
+        rows["image_sha256"].append(hashlib.sha256(data).hexdigest())
         rows["instruction"].append(rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "")
         rows["target"].append(t.text)
         rows["style"].append(style)
@@ -137,14 +148,9 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         rows["label_source"].append(labels.get("source"))
         rows["hindsight"].append(bool(labels.get("hindsight", False)))
         rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
-        try:
-            turns, sent = conversation_row(rec, data, style, config) if data is not None else ([], None)
-        except ValueError:  # the target rendered above; a prompt that cannot be rebuilt leaves `messages` empty
-            turns, sent = [], None
         rows["messages"].append(turns)
-        rows["images"].append([{"bytes": sent, "path": None}] if sent is not None else [])
-        if sent is not None:
-            conversations.append((turns, sent))
+        rows["images"].append([{"bytes": sent, "path": None}])
+        conversations.append((turns, sent))
     features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
                          "image_sha256": Value("string"), "instruction": Value("string"),
                          "target": Value("string"), "style": Value("string"), "convention": Value("string"),
@@ -163,4 +169,4 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     if conversations:
         write_sharegpt(tmp / "sharegpt", conversations)
     tmp.replace(output)
-    return unrendered
+    return unrendered, no_conversation
