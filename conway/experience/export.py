@@ -31,7 +31,7 @@ class ExportResult:
     left_out_of_images: int = 0
     """--format hf: steps without an image left out of the image training data."""
     no_conversation: list[str] = field(default_factory=list)
-    """--format hf: steps left out because they make no whole conversation (decided without a screen image)."""
+    """--format hf: steps left out because they make no whole conversation (no screenshot recorded)."""
     redacted: int = 0
     """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 

@@ -93,7 +93,7 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
     steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
     subfolder for LLaMA-Factory. Every row is a whole conversation in both layouts: a step decided without a
-    screen image, or whose prompt cannot be rebuilt (no captured size), is left out of all of them.
+    screenshot, or whose prompt cannot be rebuilt (no captured size), is left out of all of them.
 
     Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
     Returns (steps with no rendering in `style`, steps left out for having no conversation).
@@ -124,7 +124,7 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
             continue
         data = record_image(rec, home_root)
         if data is None:
-            no_conversation.append(f"{where}: decided without a screen image")
+            no_conversation.append(f"{where}: no screenshot recorded (no screen, or none archived)")
             continue
         try:
             turns, sent = conversation_row(rec, data, style, config)
@@ -151,6 +151,10 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         rows["messages"].append(turns)
         rows["images"].append([{"bytes": sent, "path": None}])
         conversations.append((turns, sent))
+    if not rows["step"]:
+        why = (unrendered + no_conversation)[:1]
+        raise UserError(f"nothing to write to {output}: none of {len(records)} step(s) makes a training row"
+                        + (f" ({why[0]})" if why else ""))
     features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
                          "image_sha256": Value("string"), "instruction": Value("string"),
                          "target": Value("string"), "style": Value("string"), "convention": Value("string"),

@@ -165,8 +165,9 @@ def test_steps_without_a_screen_are_left_out_of_every_layout(tmp_path, capsys):
     the dataset and sharegpt/ hold the same steps, and the export says how many it left out."""
     import shutil
 
-    from datasets import load_from_disk
     from trl.data_utils import is_conversational
+
+    from datasets import load_from_disk
     home = tmp_path / "home"
     shutil.copytree(REPO / "tests" / "data" / "export" / "home", home)
     for journal in (home / "journal").glob("*.jsonl"):
