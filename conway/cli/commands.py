@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -167,8 +168,13 @@ def do_export(args) -> int:
     if res.redacted:
         print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
-        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
-              f"{res.unrendered[0]}")
+        left = "the target turn of" if res.targets is not None else ""
+        print(f"left out {left}{' ' if left else ''}{len(res.unrendered)} step(s) with no "
+              f"{args.style or 'generic'} rendering: {res.unrendered[0]}")
+    if res.targets == 0:
+        print(f"conway: no step has a {args.style} target turn; the records were written without one",
+              file=sys.stderr)
+        return ExitCode.NOT_PASSED
     return 0
 
 

@@ -26,7 +26,8 @@ def _refuse_existing(output: Path) -> None:
 
 
 def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None = None) -> list[str]:
-    """Write records (with a `target` per step when a style is given); returns steps not rendered."""
+    """Write every record, with a `target` when a style is given and the step has that family's form;
+    returns the steps whose target turn was left out (their records are written without one)."""
     _refuse_existing(output)
     unrendered = []
     family = get_family(style) if style else None
@@ -38,6 +39,7 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
                     t = render_target(rec, family)
                 except ValueError as exc:
                     unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+                    fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
                     continue
                 rec = {**rec, "target": {"style": style, "text": t.text, "convention": t.convention,
                                          "sent_size": list(t.sent_size), "source": t.source}}
