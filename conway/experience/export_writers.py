@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ def _refuse_existing(output: Path) -> None:
         raise UserError(f"folder {output.parent} does not exist")
 
 
+def _make_private(folder: Path) -> None:
+    """Files 0600 and folders 0700, like reports: an export holds screenshots and screen text."""
+    folder.chmod(0o700)
+    for path in folder.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+
+
 def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None = None) -> list[str]:
     """Write every record, with a `target` when a style is given and the step has that family's form;
     returns the steps whose target turn was left out (their records are written without one)."""
@@ -32,7 +40,8 @@ def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None =
     unrendered = []
     family = get_family(style) if style else None
     tmp = output.with_name(output.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o600)  # private like reports: screen text, paths, typed text
         for rec in records:
             if family:
                 try:
@@ -174,5 +183,6 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     ds.save_to_disk(str(tmp))
     if conversations:
         write_sharegpt(tmp / "sharegpt", conversations)
+    _make_private(tmp)
     tmp.replace(output)
     return unrendered, no_conversation

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.loop_harness import run_script
+from helpers.loop_harness import ArchivingObserver, run_script
 
 from conway.cli.main import main
-from conway.observe.synthetic import SyntheticObserver
 
 
 def test_jsonl_records_carry_the_goals_and_follow_a_change(conway_home, tmp_path):
@@ -36,26 +35,10 @@ def test_a_task_session_s_instruction_is_the_task(initialized_home, tmp_path):
     assert rec["instruction"].startswith("Task for this session:\nRename report.txt to final.txt")
 
 
-class _ArchivingObserver(SyntheticObserver):
-    """The synthetic screen, each screenshot archived in the home as the screen observer does."""
-
-    def __init__(self, home):
-        super().__init__()
-        self.home = home
-
-    def observe(self):
-        obs = super().observe()
-        path = self.home / "screenshots" / f"shot-{obs.content_hash[:12]}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(obs.png)
-        obs.screenshot_path = str(path.relative_to(self.home))
-        return obs
-
-
 def test_hf_rows_carry_the_instruction(initialized_home, tmp_path):
     pytest.importorskip("datasets", reason="--format hf needs the train extra (datasets)")
     run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1"],
-               observer=_ArchivingObserver(initialized_home))
+               observer=ArchivingObserver(initialized_home))
     out = tmp_path / "hf"
     code = main(["export", "--output", str(out), "--format", "hf", "--skip-missing"])
     assert code == 0

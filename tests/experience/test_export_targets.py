@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helpers.loop_harness import run_script
+from helpers.loop_harness import ArchivingObserver, run_script
 
 from conway.cli.main import main
 
@@ -29,3 +29,17 @@ def test_an_export_with_no_step_to_write_is_refused(initialized_home, tmp_path, 
     out = tmp_path / "traj.jsonl"
     assert main(["export", "--output", str(out)]) == 1
     assert "nothing to export" in capsys.readouterr().err and not out.exists()
+
+
+def test_exports_are_private_like_reports(initialized_home, tmp_path):
+    import stat
+
+    import pytest
+    pytest.importorskip("datasets")
+    run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1"],
+               observer=ArchivingObserver(initialized_home))
+    assert main(["export", "--output", str(tmp_path / "traj.jsonl")]) == 0
+    assert stat.S_IMODE((tmp_path / "traj.jsonl").stat().st_mode) == 0o600
+    assert main(["export", "--format", "hf", "--output", str(tmp_path / "ds")]) == 0
+    files = [p for p in (tmp_path / "ds").rglob("*") if p.is_file()]
+    assert files and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
