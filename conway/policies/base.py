@@ -114,8 +114,8 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 """Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
 UNKNOWN_IMAGE_TOKENS = 1024
 """Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
-_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.LATEST_RESULT,
-                 PartName.GOALS, PartName.CONSTITUTION)
+_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.TOOLS,
+                 PartName.LATEST_RESULT, PartName.GOALS, PartName.CONSTITUTION)
 """Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
 _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 """Parts never cut away entirely: their head stays."""
@@ -401,6 +401,18 @@ class ModelPolicy(Policy):
             if image.data is not None else 0
         return text_n + image_n + TEMPLATE_MARGIN_TOKENS + self._calibration, len(text) / max(1, text_n)
 
+    def _largest_part(self, context: DecisionContext, image: "SentImage", cpt: float) -> str:
+        """Which part of a prompt that does not fit is the largest, with its size and what lowers it."""
+        sizes = {f"{p.name} part": int(len(p.text) / max(1.0, cpt)) for p in context.parts}
+        sizes["image"] = (image.image_tokens or UNKNOWN_IMAGE_TOKENS) if image.data is not None else 0
+        sizes["reply"] = self.settings.max_tokens
+        remedy = {"image": "lower policy.image_max_tokens", "reply": "lower policy.max_tokens",
+                  f"{PartName.TOOLS} part": "lower tools.mcp_listing_max_chars / skills.listing_max_chars",
+                  f"{PartName.ACTION_SPACE} part": "offer fewer tools (tools.enabled)"}
+        name, n = max(sizes.items(), key=lambda kv: kv[1])
+        return (f"the largest part is the {name} (~{n} tokens): {remedy.get(name, 'shorten it')}, or raise the "
+                "model's context window (runtime.n_ctx, or the server's own -c)")
+
     def _fit(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
              image: "SentImage") -> tuple[list[dict[str, Any]], int]:
         """Messages that fit the window with room for the reply; cuts parts (marked, recorded) when needed.
@@ -435,10 +447,9 @@ class ModelPolicy(Policy):
             estimate, cpt = self._prompt_estimate(messages, image)
         if estimate > limit:
             raise ContextExceeded(estimate + self.settings.max_tokens, window.n_ctx,
-                                  f"the prompt needs {estimate} tokens (image {image.image_tokens or 0}) and the "
-                                  f"reply up to {self.settings.max_tokens} (policy.max_tokens), but {window.source} "
-                                  "allows this many; lower policy.max_tokens or policy.image_max_tokens, or raise "
-                                  "runtime.n_ctx")
+                                  f"the prompt needs {estimate} tokens and the reply up to {self.settings.max_tokens} "
+                                  f"(policy.max_tokens), but {window.source} allows {window.n_ctx}; "
+                                  + self._largest_part(context, image, cpt))
         if cut:
             note = [f"{name} (cut to fit the model's context window)" for name in cut]
             context.dropped.extend(note)
