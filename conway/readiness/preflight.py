@@ -6,7 +6,7 @@ a lock held by a running agent, a torn journal tail); available memory; the mode
 reachable and serving the configured model, or the local GGUF + mmproj
 present and fitting). It never downloads anything. `--desktop` adds a
 time-bounded screenshot in a subprocess; its temporary image is deleted and
-never sent to a model. Without `--desktop` the report says desktop readiness
+never sent to a model, and the context check sizes the image from its size. Without `--desktop` the report says desktop readiness
 was not checked.
 
 The checks live in `conway/readiness/` (shared with doctor and probe); this

@@ -348,3 +348,24 @@ def test_the_context_check_counts_the_tool_listings_and_names_the_largest_part(t
     assert code == 2 and check["status"] == "fail"
     assert f"the largest part is the skills list (~{parts['skills list']} tokens): lower skills.listing_max_chars" \
         in check["detail"]
+
+
+def test_the_context_check_uses_the_captured_desktop(tmp_path, initialized_home, desktop):
+    """The Xvfb desktop is 1280x800: the image is sized from it, not from an assumed 1920x1080."""
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    code, data = _preflight(tmp_path, "--desktop", "policy=generic", f"policy.model_path={model}",
+                            f"policy.mmproj_path={mmproj}", "runtime.n_ctx=4096")
+    check = _checks(data)["context fits"]
+    assert _checks(data)["desktop"]["data"]["captured_size"] == [1280, 800]
+    assert check["data"]["screen"] == [1280, 800] and check["data"]["screen_assumed"] is False
+    assert "from a 1280x800 screen)" in check["detail"]
+
+
+def test_against_an_endpoint_the_advice_is_the_server_s_own_context_size(tmp_path, initialized_home):
+    props = {"default_generation_settings": {"n_ctx": 2048}}
+    with ScriptedFakeServer(models=["served-vlm"], owned_by="llamacpp", props=props) as server:
+        code, data = _preflight(tmp_path, "--endpoint", server.base_url, "policy=generic")
+    check = _checks(data)["context fits"]
+    assert code == 2 and check["status"] == "fail" and check["data"]["n_ctx"] == 2048
+    assert "raise the server's own context size (llama-server -c)" in check["detail"]
+    assert "runtime.n_ctx" not in check["detail"]
