@@ -37,6 +37,14 @@ def _require_model(args, home, cfg) -> None:
         raise UserError(NO_MODEL)
 
 
+def _model_config(args, home, extra: list[str] | None = None):
+    """The configuration of a command that evaluates a model: refused (NO_MODEL) when none is configured,
+    unless --mock or the mock policy was chosen."""
+    cfg = _config(args, home, extra)
+    _require_model(args, home, cfg)
+    return cfg
+
+
 def _config(args, home, extra: list[str] | None = None):
     from conway.config import load_config
     given = list(getattr(args, "overrides", []) or [])
@@ -187,11 +195,19 @@ def do_export(args) -> int:
     if res.images_missing:
         say(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
             "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.no_conversation:
+        say(f"left out {len(res.no_conversation)} step(s) of the hf data that make no whole conversation: "
+            f"{res.no_conversation[0]}")
     if res.redacted:
         say(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
-        say(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
-            f"{res.unrendered[0]}")
+        left = "the target turn of" if res.targets is not None else ""
+        say(f"left out {left}{' ' if left else ''}{len(res.unrendered)} step(s) with no "
+            f"{args.style or 'generic'} rendering: {res.unrendered[0]}")
+    if res.targets == 0:
+        print(f"conway: no step has a {args.style} target turn; the records were written without one",
+              file=sys.stderr)
+        return ExitCode.NOT_PASSED
     return 0
 
 
@@ -273,6 +289,12 @@ def do_replay(args) -> int:
 def do_preflight(args) -> int:
     from conway.readiness.preflight import preflight
     home = _home(args)
+    try:
+        cfg = _config(args, home)
+    except UserError:
+        cfg = None  # an invalid configuration is preflight's to report, as its first check
+    if cfg is not None:
+        _require_model(args, home, cfg)
     return preflight(home, lambda: _config(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
 
 
@@ -281,7 +303,7 @@ def do_vision_check(args) -> int:
     home = _home(args)
     if args.samples < 1:
         raise UserError(f"--samples must be at least 1 (got {args.samples})")
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
                         parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
                         profile=args.profile)
@@ -290,7 +312,7 @@ def do_vision_check(args) -> int:
 def do_grounding_check(args) -> int:
     from conway.evals.grounding.check import grounding_check
     home = _home(args)
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
                            samples=args.samples, seed=args.seed, per_screen=args.per_screen,
                            bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
@@ -300,7 +322,7 @@ def do_grounding_check(args) -> int:
 def do_acceptance_check(args) -> int:
     from conway.evals.acceptance_check import acceptance_check
     home = _home(args)
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
                             seed=args.seed, keep=args.keep, argv=args._argv)
 
@@ -347,7 +369,8 @@ def do_skills(args) -> int:
 def do_mcp_serve(args) -> int:
     from conway.cli.mcp_serve import serve
     home = _home(args)
-    return serve(home, lambda: _config(args, home), http_port=args.http)
+    return serve(home, lambda: _config(args, home), http_port=args.http,
+                 model_config=lambda: _model_config(args, home))
 
 
 COMMANDS: dict[str, Callable] = {

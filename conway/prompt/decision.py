@@ -107,7 +107,7 @@ class ContextBuilder:
             cap = self.cfg.agent.model_wait_cap_s
             self._action_spaces[key] = (describe_action_space(types)
                                         + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
-        action_space = self._action_spaces[key] + self.toolbox.describe()  # + MCP tools, skill names
+        action_space = self._action_spaces[key]
         captured = tuple(obs.captured_size) if screen else None
         fitted = self.policy.text_budget(captured, types)
         budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
@@ -118,7 +118,8 @@ class ContextBuilder:
             constitution=self._constitution.get(),
             goals=goals, memory=self._memory_text(), action_space=action_space,
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
-            chars_per_token=chars_per_token, accessibility=obs.accessibility)
+            chars_per_token=chars_per_token, accessibility=obs.accessibility,
+            tools=self.toolbox.describe())  # MCP tools, skill names
         if captured is None:
             parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))

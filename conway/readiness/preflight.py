@@ -6,7 +6,7 @@ a lock held by a running agent, a torn journal tail); available memory; the mode
 reachable and serving the configured model, or the local GGUF + mmproj
 present and fitting). It never downloads anything. `--desktop` adds a
 time-bounded screenshot in a subprocess; its temporary image is deleted and
-never sent to a model. Without `--desktop` the report says desktop readiness
+never sent to a model, and the context check sizes the image from its size. Without `--desktop` the report says desktop readiness
 was not checked.
 
 The checks live in `conway/readiness/` (shared with doctor and probe); this
@@ -24,7 +24,7 @@ from typing import Callable
 from conway.config import ConwayConfig
 from conway.evals.report import Report, check_new_output, table
 from conway.readiness.checks import Check
-from conway.readiness.checks.extensions import mcp_checks, skills_check
+from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
 from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check
 from conway.readiness.checks.host import desktop_check, memory_check
 from conway.readiness.checks.model import model_checks
@@ -38,13 +38,18 @@ def select_checks(home: Home, load_config: Callable[[], ConwayConfig],
     """The checks preflight runs, in the order it reports them, and the configuration when it loaded."""
     checked, config = configuration_check(load_config)
     checks = [checked, constitution_check(home), *recovery_checks(home), memory_check()]
+    screen = desktop_check() if desktop else \
+        Check("desktop", "not_checked", "desktop readiness was not checked (add --desktop)")
+    captured = screen.data.get("captured_size") if screen.ok else None
     if config is not None:
-        checks += [*model_checks(config, home), skills_check(config, home.root), *mcp_checks(config, home),
-                   workdir_check(config, home)]
+        skills = skills_check(config, home.root)
+        servers, mcp_listing = mcp_checks(config, home)
+        checks += [*model_checks(config, home, prompt_parts(config, home, mcp_listing),
+                                 tuple(captured) if captured else None),
+                   skills, *servers, workdir_check(config, home)]
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
-    checks.append(desktop_check() if desktop else
-                  Check("desktop", "not_checked", "desktop readiness was not checked (add --desktop)"))
+    checks.append(screen)
     return checks, config
 
 

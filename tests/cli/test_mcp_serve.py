@@ -44,6 +44,21 @@ def structured(result) -> dict:
     return result.structured_content
 
 
+def test_the_model_tools_refuse_without_a_model_like_the_commands(initialized_home, tmp_path):
+    from mcp import StdioServerParameters
+    env = {"CONWAY_HOME": str(initialized_home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "conway.cli.main", "mcp-serve"], env=env,
+                                   cwd=str(REPO))
+
+    async def body(client):
+        return {name: await client.call_tool(name, {"output": str(tmp_path / f"{name}.json")})
+                for name in ("preflight", "vision_check")}
+
+    for name, result in call(params, body).items():
+        assert result.is_error and "no model is configured" in result.content[0].text, name
+        assert not (tmp_path / f"{name}.json").exists()
+
+
 @pytest.mark.slow
 def test_stdio_server_tools_annotations_and_answers(initialized_home, tmp_path):
     home = initialized_home

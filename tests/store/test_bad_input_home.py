@@ -234,6 +234,15 @@ def test_a_fresh_home_without_a_model_says_how_to_configure_one(initialized_home
     assert not (initialized_home / "state.json").exists()  # nothing ran
 
 
+@pytest.mark.parametrize("args", [["preflight"], ["vision-check", "--samples", "1"],
+                                  ["grounding-check", "--samples", "1"], ["acceptance-check"]])
+def test_every_command_that_evaluates_a_model_refuses_without_one(initialized_home, tmp_path, args):
+    out = tmp_path / "report.json"
+    r = run_cli(*args, "--output", str(out))
+    assert_one_line_error(r, "no model is configured", "--mock runs the offline demo")
+    assert not out.exists()
+
+
 def test_the_mock_runs_when_chosen_on_the_command_line_or_in_config_yaml(initialized_home):
     assert run_cli("run", "--mock", "--max-steps", "1").returncode == 0
     assert run_cli("run", "policy=mock", "--max-steps", "1").returncode == 0
