@@ -47,7 +47,8 @@ def test_the_snapshot_holds_the_commit_by_the_rule_and_its_record(tmp_path):
 
 
 @pytest.mark.parametrize("name,data,why", [
-    ("conway/settings.py", 'KEY = "sk-proj-Q7rT2vX9mK4pL8nB3wZ6yH1c"\n', "credential on line 1"),
+    ("conway/settings.py", 'KEY = "sk-' + 'proj-Q7rT2vX9mK4pL8nB3wZ6yH1c"\n', "credential on line 1"),  # split: this
+    # file is published too, and must not hold the shape it plants
     ("configs/model.gguf", b"GGUF\0\0\0", "a weight file"),
     ("conway/state.json", '{"status": "running"}', "runtime state"),
     ("scripts/tool.bin.dat", b"\x7fELF\0\0\0\x02", "a binary file"),

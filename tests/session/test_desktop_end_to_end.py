@@ -48,4 +48,5 @@ def test_observe_mode_captures_and_plans_without_clicking(initialized_home, tk_a
     assert shots, "observe mode archives the real screenshot"
     out = tmp_path / "t.jsonl"
     r = run_cli("export", "--output", str(out))
-    assert r.returncode == 0 and out.read_text() == "", r.stderr  # dry runs are left out by default
+    # dry runs are left out by default, so nothing is left to export: refused in one line, no file written
+    assert r.returncode == 1 and "nothing to export" in r.stderr and not out.exists(), r.stderr
