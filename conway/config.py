@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conway.errors import UserError
-from conway.policies.families import POLICY_KINDS
+from conway.policies.families import FAMILIES, POLICY_KINDS
 from conway.redact import _secret_name, find_secrets, redact
 
 
@@ -67,6 +67,11 @@ class AgentConfig(_Section):
         return self.max_model_wait_s if self.max_model_wait_s is not None else self.idle_backoff_max_s
 
 
+INPROCESS_IMAGE_TOKENS = 4096
+"""libmtmd's own image-token limit for the Qwen-VL projectors: llama-cpp-python's chat handlers open the mtmd
+context with its defaults, so a larger image would be shrunk again inside and answered in other pixels."""
+
+
 class PolicyConfig(_Section):
     kind: Literal[POLICY_KINDS] = "mock"  # type: ignore[valid-type]  # the registry's kinds, as a Literal
     """`mock` (the offline scripted policy) or the model family whose adapter turns model output into actions
@@ -81,7 +86,7 @@ class PolicyConfig(_Section):
     """Name of the environment variable holding the API key (never the key itself)."""
     mock_script: str | None = None
     """Path of a YAML/JSONL script of decisions for the mock policy (None: the built-in demo)."""
-    convention: Literal["auto", "absolute", "relative", "relative1000", "screen"] = "auto"
+    convention: Literal["auto", "absolute", "relative", "relative1000", "relative999", "screen"] = "auto"
     """Coordinate convention of the model's answers; auto picks the family default."""
     resize: str = "auto"
     """Image resize rule name from geometry (qwen2.5-vl, uitars, qwen3-vl, none); auto: family default."""
@@ -89,20 +94,47 @@ class PolicyConfig(_Section):
     """Local GGUF model for in-process inference or a server Conway starts."""
     mmproj_path: str | None = None
     """The vision projector GGUF that goes with model_path."""
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    """Sampling temperature."""
-    max_tokens: int = Field(default=512, ge=1, le=32768)
-    """Cap on generated tokens per decision."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature (None: the family's, `Family.temperature`)."""
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    """Cap on generated tokens per decision (None: the family's, `Family.max_tokens`: 512 generic, 1500 OpenCUA,
+    1000 UI-TARS, 2048 Qwen3-VL)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
     """HTTP timeout of one decision request: it bounds the whole answer (a trickling or endless body included)."""
     structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
     """Output constraint: auto detects what the backend honours (generic: grammar, then json_object+schema, then json_schema; opencua/uitars: none)."""
-    image_max_tokens: int | None = Field(default=4096, ge=4)
-    """Cap on image tokens of the image sent (llama.cpp's Qwen-VL default limit is 4096); None: the family rule alone."""
+    image_max_tokens: int | None = Field(default=None, ge=4)
+    """Cap on image tokens of the image sent (None: the family's, `Family.image_max_tokens`: 16384, Qwen3-VL 12800;
+    in-process held to libmtmd's Qwen-VL default of 4096, which llama-cpp-python does not let Conway raise)."""
     seed: int | None = None
     """Sampling seed sent with every request (None: the server's default)."""
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     """How the resized screenshot is sent: JPEG q85 (measured 5-40x cheaper) or lossless PNG level 1."""
+
+    def _family_default(self, name: str) -> Any:
+        family = FAMILIES.get(self.kind) or FAMILIES["generic"]  # the mock decides nothing: any family's numbers do
+        return getattr(family, name)
+
+    @property
+    def resolved_max_tokens(self) -> int:
+        """`max_tokens` when set, else the family's default."""
+        return self.max_tokens if self.max_tokens is not None else self._family_default("max_tokens")
+
+    @property
+    def resolved_temperature(self) -> float:
+        """`temperature` when set, else the family's default."""
+        return self.temperature if self.temperature is not None else self._family_default("temperature")
+
+    def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
+        """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway
+        runs the model (`window`: the context it gives it) to half that window, so a 4K screen still leaves room
+        for the text instead of overflowing every decision."""
+        if self.image_max_tokens is not None:
+            return self.image_max_tokens
+        cap = self._family_default("image_max_tokens")
+        if window:
+            cap = min(cap, max(4, window // 2))
+        return min(cap, INPROCESS_IMAGE_TOKENS) if in_process else cap
 
 
 class RuntimeConfig(_Section):

@@ -180,9 +180,12 @@ class ResizeRule:
 _QWEN25 = ResizeRule(factor=28, min_pixels=3136, max_pixels=12845056)
 
 # Family presets.  qwen3-vl: factor 32 = patch 16 x merge 2; min/max are
-# qwen-vl-utils' defaults for it (4 and 16384 tokens of 32x32 px).  The
-# released HF preprocessor_config uses shortest_edge 65536 instead of 4096;
-# the difference only matters for images below 256x256.
+# qwen-vl-utils' defaults for it, IMAGE_MIN_TOKEN_NUM = 4 and IMAGE_MAX_TOKEN_NUM
+# = 16384 tokens of 32x32 px (QwenLM/Qwen3-VL qwen-vl-utils/src/qwen_vl_utils/
+# vision_process.py, commit 96588727e44c78b25ba03ea03b8e12f7e64fd0da).  OSWorld's
+# qwen3vl_agent.py caps at 12800 tokens (16*16*4*12800 px), which changes
+# nothing below 4K.  The released HF preprocessor_config uses shortest_edge
+# 65536 instead of 4096; the difference only matters for images below 256x256.
 RESIZE_RULES: dict[str, ResizeRule] = {
     "qwen2-vl": _QWEN25,
     "qwen2.5-vl": _QWEN25,
@@ -229,6 +232,7 @@ class Convention(str, Enum):
     ABSOLUTE = "absolute"  # pixels of the resized image that was sent
     RELATIVE = "relative"  # 0..1 of the image
     RELATIVE1000 = "relative1000"  # 0..1000 of the image
+    RELATIVE999 = "relative999"  # 0..999 of the image: Qwen3-VL (OSWorld's qwen3vl_agent.py scales by width / 999)
     SCREEN = "screen"  # already pixels of the captured image
 
     def __str__(self) -> str:
@@ -244,6 +248,8 @@ def _units(convention: Convention | str, sent_size: Size, captured_size: Size) -
         return 1.0, 1.0
     if c is Convention.RELATIVE1000:
         return 1000.0, 1000.0
+    if c is Convention.RELATIVE999:
+        return 999.0, 999.0
     return float(captured_size[0]), float(captured_size[1])
 
 
@@ -293,7 +299,7 @@ def model_point_error(
     """``None`` if a model point is usable, else a message naming the bounds.
 
     Pixel conventions accept ``0 <= v < size``; relative ones ``0 <= v <= 1``
-    (or 1000), because 1.0 is the image's right/bottom edge.
+    (or 1000, or 999), because 1.0 is the image's right/bottom edge.
     """
     c = Convention(convention)
     for name, v in (("x", x), ("y", y)):
@@ -306,7 +312,7 @@ def model_point_error(
             if not 0 <= v < n:
                 return f"{name}={_fmt(v)} outside the {w}x{h} {what} (0 <= {name} < {n})"
         return None
-    top = 1.0 if c is Convention.RELATIVE else 1000.0
+    top = _units(c, sent_size, captured_size)[0]
     for name, v in (("x", x), ("y", y)):
         if not 0 <= v <= top:
             return f"{name}={_fmt(v)} outside 0..{_fmt(top)} ({c.value} coordinates)"

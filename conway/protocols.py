@@ -6,10 +6,12 @@ config. The loop only ever talks to these types.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from conway.actions import ActionProblem, _Action
+from conway.bounded import cut_text
 from conway.geometry import ScreenGeometry
 
 # --- observation -------------------------------------------------------------
@@ -108,7 +110,10 @@ class Decision:
     """Adapter facts: sent image size, coordinate convention, structured-output mode."""
 
     def record(self) -> dict[str, Any]:
-        return {
+        """The journal's copy. A refused answer (no valid action) keeps a bounded head and tail of its
+        texts, with each cut text's size and sha256, so a flood of garbage cannot push history out."""
+        refused = not self.actions or any(not isinstance(a, _Action) for a in self.actions)
+        out: dict[str, Any] = {
             "raw_text": self.raw_text,
             "thought": self.thought,
             "reasoning": self.reasoning,
@@ -119,6 +124,18 @@ class Decision:
             "latency_s": round(self.latency_s, 6),
             **self.meta,
         }
+        if refused:
+            for key in ("raw_text", "thought", "reasoning"):
+                text = out[key]
+                if isinstance(text, str) and len(text) > REFUSED_TEXT_MAX_CHARS:
+                    out[key] = cut_text(text, REFUSED_TEXT_MAX_CHARS)[0]
+                    out[f"{key}_cut"] = {"chars": len(text),
+                                         "sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+        return out
+
+
+REFUSED_TEXT_MAX_CHARS = 8000
+"""A refused answer's text beyond this is journaled as its head and tail (a real answer is far shorter)."""
 
 
 @dataclass

@@ -231,6 +231,8 @@ SENT = (1932, 1092)
         (Convention.RELATIVE, (0.25, 1.0), (480, 1080)),
         (Convention.RELATIVE1000, (500, 500), (960, 540)),
         (Convention.RELATIVE1000, (100, 900), (192, 972)),
+        (Convention.RELATIVE999, (999, 999), (1920, 1080)),  # 999 is the edge: x * width / 999
+        (Convention.RELATIVE999, (500, 500), (500 * 1920 / 999, 500 * 1080 / 999)),
         (Convention.SCREEN, (960, 540), (960, 540)),
         (Convention.SCREEN, (1919, 7), (1919, 7)),
     ],
@@ -246,7 +248,7 @@ def test_convention_table(conv: Convention, model_pt: tuple[float, float], captu
 def test_convention_is_str_enum() -> None:
     assert Convention("relative1000") is Convention.RELATIVE1000
     assert Convention.ABSOLUTE == "absolute"
-    assert {c.value for c in Convention} == {"absolute", "relative", "relative1000", "screen"}
+    assert {c.value for c in Convention} == {"absolute", "relative", "relative1000", "relative999", "screen"}
     with pytest.raises(ValueError):
         model_to_captured(1, 1, "pixels", SENT, CAP)
 
@@ -263,7 +265,8 @@ _SIZES = st.tuples(st.integers(16, 8000), st.integers(16, 8000))
     fy=st.floats(0, 1),
 )
 def test_model_captured_roundtrip(conv: Convention, sent: tuple[int, int], cap: tuple[int, int], fx: float, fy: float) -> None:
-    units = {"absolute": sent, "relative": (1, 1), "relative1000": (1000, 1000), "screen": cap}[conv.value]
+    units = {"absolute": sent, "relative": (1, 1), "relative1000": (1000, 1000), "relative999": (999, 999),
+             "screen": cap}[conv.value]
     mx, my = fx * units[0], fy * units[1]
     cx, cy = model_to_captured(mx, my, conv, sent, cap)
     assert 0 <= cx <= cap[0] and 0 <= cy <= cap[1]
@@ -285,6 +288,8 @@ def test_model_point_error_messages() -> None:
     assert msg == "y=1.2 outside 0..1 (relative coordinates)"
     msg = model_point_error(1001, 0, "relative1000", SENT, CAP)
     assert msg == "x=1001 outside 0..1000 (relative1000 coordinates)"
+    msg = model_point_error(10, 1000, "relative999", SENT, CAP)
+    assert msg == "y=1000 outside 0..999 (relative999 coordinates)"
     assert "finite" in (model_point_error(math.nan, 0, Convention.ABSOLUTE, SENT, CAP) or "")
     assert "finite" in (model_point_error(True, 0, Convention.ABSOLUTE, SENT, CAP) or "")
     for conv, pt in [
@@ -292,6 +297,7 @@ def test_model_point_error_messages() -> None:
         (Convention.ABSOLUTE, (1931.5, 1091)),
         (Convention.RELATIVE, (1.0, 0.0)),
         (Convention.RELATIVE1000, (1000, 1000)),
+        (Convention.RELATIVE999, (999, 0)),
         (Convention.SCREEN, (1919, 1079)),
     ]:
         assert model_point_error(*pt, conv, SENT, CAP) is None
@@ -384,6 +390,8 @@ def test_model_to_input_end_to_end() -> None:
     assert model_to_input(1918, 1078, Convention.ABSOLUTE, sent, retina4k) == (960, 540)
     assert model_to_input(0.5, 0.5, Convention.RELATIVE, sent, retina4k) == (960, 540)
     assert model_to_input(500, 500, "relative1000", sent, X11) == (960, 540)
+    # Qwen3-VL's grid: 500 of 999 is a little past the middle (961, 541), not 500 of 1000 (960, 540)
+    assert model_to_input(500, 500, "relative999", sent, X11) == (961, 541)
 
 
 @st.composite

@@ -199,3 +199,36 @@ def test_preflight_printout_never_shows_a_key(tmp_path, initialized_home, capsys
     out = capsys.readouterr()
     assert KEY not in out.out + out.err and REDACTED in out.out
     assert KEY not in (tmp_path / "pf.json").read_text()
+
+
+_SHAPES = {  # the worst inputs each pattern has met: long runs it could start in at every position
+    "letters": lambda n: "a" * n,
+    "dashes": lambda n: "-" * n,
+    "dash-underscore": lambda n: ("-_" * n)[:n],
+    "dash-letter": lambda n: ("-a" * n)[:n],
+    "url without a password": lambda n: "http://" + "u" * n,
+    "url with no @": lambda n: "x://u:" + "p" * n,
+    "schemes": lambda n: ("a://" * n)[:n],
+    "key prefixes": lambda n: ("sk-" * n)[:n],
+    "bearer spaces": lambda n: "Bearer" + " " * n + "!",
+    "queries": lambda n: ("?key&" * n)[:n],
+    "colons": lambda n: ":" * n,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_SHAPES))
+def test_redaction_is_linear_in_the_text(shape):
+    """1 MB of each shape takes about ten times 100 KB (a quadratic pattern: a hundred times)."""
+    import time
+
+    def cost(n: int) -> float:
+        text = _SHAPES[shape](n)
+        best = float("inf")
+        for _ in range(2):
+            t = time.perf_counter()
+            redact_text(text)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    small, large = cost(100_000), cost(1_000_000)
+    assert large < 35 * max(small, 1e-4)

@@ -8,7 +8,9 @@ owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -35,17 +37,35 @@ def _require_model(args, home, cfg) -> None:
         raise UserError(NO_MODEL)
 
 
+def _model_config(args, home, extra: list[str] | None = None):
+    """The configuration of a command that evaluates a model: refused (NO_MODEL) when none is configured,
+    unless --mock or the mock policy was chosen."""
+    cfg = _config(args, home, extra)
+    _require_model(args, home, cfg)
+    return cfg
+
+
 def _config(args, home, extra: list[str] | None = None):
     from conway.config import load_config
-    overrides = list(getattr(args, "overrides", []) or [])
+    given = list(getattr(args, "overrides", []) or [])
+    overrides = list(given)
+
+    def from_flag(flag: str, key: str, value: object) -> None:
+        # a flag's value is appended, so it would win silently over an override of the same setting
+        for item in given:
+            name, _, text = item.lstrip("+~").partition("=")
+            if name == key and text != str(value):
+                raise UserError(f"{flag} {value} and the override {item} both set {key}; give one of them")
+        overrides.append(f"{key}={value}")
+
     if getattr(args, "mock", False) or getattr(args, "mock_script", None):
         overrides.insert(0, "policy=mock")
         if args.mock_script:
-            overrides.append(f"policy.mock_script={Path(args.mock_script).expanduser().resolve()}")
+            from_flag("--mock-script", "policy.mock_script", Path(args.mock_script).expanduser().resolve())
     if getattr(args, "endpoint", None):
-        overrides.append(f"policy.endpoint={args.endpoint}")
+        from_flag("--endpoint", "policy.endpoint", args.endpoint)
     if getattr(args, "model", None):
-        overrides.append(f"policy.model={args.model}")
+        from_flag("--model", "policy.model", args.model)
     if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
             and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
         overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
@@ -54,7 +74,7 @@ def _config(args, home, extra: list[str] | None = None):
         if value is not None:
             if value <= 0:
                 raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
-            overrides.append(f"{key}={value}")
+            from_flag(f"--{flag.replace('_', '-')}", key, value)
     cfg = load_config(home.config, overrides + (extra or []))
     if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
         raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
@@ -83,8 +103,18 @@ def do_doctor(args) -> int:
 
 
 def _require_home(home) -> None:
+    from conway.store.home import not_text
     if not home.constitution.exists():
         raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
+    for path in (home.constitution, home.goals):  # both go to the model as text, every decision
+        if not path.is_file():
+            continue  # no goals.md: the prompt says so; a folder is refused with the home's other entries
+        try:
+            problem = not_text(path.read_bytes())
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror}") from None
+        if problem:
+            raise UserError(f"{path} {problem}; the model reads it as text: save it as UTF-8 text")
 
 
 def do_run(args) -> int:
@@ -121,6 +151,8 @@ def do_status(args) -> int:
     from conway.evals.task_files import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
+    if not home.root.exists():  # a mistyped --home is not a home that was never run
+        raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
     report = status_report(home)
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None
@@ -147,25 +179,35 @@ def do_config(args) -> int:
 
 def do_export(args) -> int:
     from conway.experience.export import export
+    from conway.store.state import STDOUT, is_stdout
     home = _home(args, writable=False)
-    out = Path(args.output).expanduser()
+    out = STDOUT if is_stdout(args.output) else Path(args.output).expanduser()
+    say = functools.partial(print, file=sys.stderr if out == STDOUT else sys.stdout)  # stdout carries the records
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
                  skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
                  secret_values=_known_secrets(home))
-    print(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
+    say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
-        print(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+        say(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
     if res.missing:
-        print(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
+        say(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
     if res.images_missing:
-        print(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
-              "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+        say(f"{len(res.images_missing)} step(s) kept without their screenshot (rotated away: observation.image "
+            "is null, image_missing true)" + (", left out of the hf image data" if res.left_out_of_images else ""))
+    if res.no_conversation:
+        say(f"left out {len(res.no_conversation)} step(s) of the hf data that make no whole conversation: "
+            f"{res.no_conversation[0]}")
     if res.redacted:
-        print(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
+        say(f"redacted {res.redacted} secret value(s) (API keys and credential-looking variables' values)")
     if res.unrendered:
-        print(f"left out {len(res.unrendered)} step(s) with no {args.style or 'generic'} rendering: "
-              f"{res.unrendered[0]}")
+        left = "the target turn of" if res.targets is not None else ""
+        say(f"left out {left}{' ' if left else ''}{len(res.unrendered)} step(s) with no "
+            f"{args.style or 'generic'} rendering: {res.unrendered[0]}")
+    if res.targets == 0:
+        print(f"conway: no step has a {args.style} target turn; the records were written without one",
+              file=sys.stderr)
+        return ExitCode.NOT_PASSED
     return 0
 
 
@@ -247,6 +289,12 @@ def do_replay(args) -> int:
 def do_preflight(args) -> int:
     from conway.readiness.preflight import preflight
     home = _home(args)
+    try:
+        cfg = _config(args, home)
+    except UserError:
+        cfg = None  # an invalid configuration is preflight's to report, as its first check
+    if cfg is not None:
+        _require_model(args, home, cfg)
     return preflight(home, lambda: _config(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
 
 
@@ -255,7 +303,7 @@ def do_vision_check(args) -> int:
     home = _home(args)
     if args.samples < 1:
         raise UserError(f"--samples must be at least 1 (got {args.samples})")
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
                         parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
                         profile=args.profile)
@@ -264,7 +312,7 @@ def do_vision_check(args) -> int:
 def do_grounding_check(args) -> int:
     from conway.evals.grounding.check import grounding_check
     home = _home(args)
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
                            samples=args.samples, seed=args.seed, per_screen=args.per_screen,
                            bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
@@ -274,7 +322,7 @@ def do_grounding_check(args) -> int:
 def do_acceptance_check(args) -> int:
     from conway.evals.acceptance_check import acceptance_check
     home = _home(args)
-    cfg = _config(args, home)
+    cfg = _model_config(args, home)
     return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
                             seed=args.seed, keep=args.keep, argv=args._argv)
 
@@ -321,7 +369,8 @@ def do_skills(args) -> int:
 def do_mcp_serve(args) -> int:
     from conway.cli.mcp_serve import serve
     home = _home(args)
-    return serve(home, lambda: _config(args, home), http_port=args.http)
+    return serve(home, lambda: _config(args, home), http_port=args.http,
+                 model_config=lambda: _model_config(args, home))
 
 
 COMMANDS: dict[str, Callable] = {

@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--desktop", action="store_true",
                    help="also take one time-bounded screenshot (deleted at once, never sent to a model)")
-    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--output", metavar="FILE", help="also write the report to this new file (never overwritten; not "
+                   "in the home); /dev/stdout: the report alone on standard output")
     _add_overrides(p)
 
     p = cmd("vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.store.home import Home
+from conway.store.state import is_stdout
 
 EVENTS_MAX = 200
 _FIELD_MAX = 2000
@@ -30,8 +31,11 @@ one Conway home: read its status and recent journal events, pause/resume/stop it
 recorded steps, and run its checks (preflight, vision-check). They never act on the desktop."""
 
 
-def build_server(home: Home, load_config: Callable[[], ConwayConfig]) -> Any:
-    """The MCPServer with Conway's tools bound to one home."""
+def build_server(home: Home, load_config: Callable[[], ConwayConfig],
+                 model_config: Callable[[], ConwayConfig] | None = None) -> Any:
+    """The MCPServer with Conway's tools bound to one home; the tools that evaluate a model load their
+    configuration through `model_config` (which refuses when no model is configured)."""
+    model_config = model_config or load_config
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -122,7 +126,7 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig]) -> Any:
 
         def run() -> dict[str, Any]:
             path = _absolute(output)
-            code = run_check(home, load_config(), output=path, samples=samples, seed=seed, progress=False,
+            code = run_check(home, model_config(), output=path, samples=samples, seed=seed, progress=False,
                              say=lambda _text: None, profile=profile, argv=["mcp-serve", "vision_check"])
             return _report(path, code)
         return guarded(run)
@@ -135,6 +139,7 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig]) -> Any:
 
         def run() -> dict[str, Any]:
             path = _absolute(output)
+            model_config()  # no model configured: refused like the command, not a quiet mock
             code = run_preflight(home, load_config, output=path, say=lambda _text: None,
                                  argv=["mcp-serve", "preflight"])
             return _report(path, code)
@@ -147,6 +152,8 @@ def _absolute(output: str) -> str:
     # the server's working directory is not the caller's: relative paths would land somewhere surprising
     if not output or not Path(output).expanduser().is_absolute():
         raise UserError(f"output must be an absolute path (got {output!r})")
+    if is_stdout(output):  # on stdio it carries the protocol; a report there would break it
+        raise UserError("output must be a file, not standard output")
     return output
 
 
@@ -168,14 +175,15 @@ def _bounded(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | None = None) -> int:
+def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | None = None,
+          model_config: Callable[[], ConwayConfig] | None = None) -> int:
     """Run until the client disconnects (stdio) or Ctrl+C (HTTP). Loopback only."""
     from conway.tools.mcp import mcp_missing
     missing = mcp_missing()
     if missing:
         raise UserError(f"mcp-serve needs the MCP SDK: {missing}")
     load_config()  # a broken configuration is the user's to fix now, not a surprise mid-session
-    server = build_server(home, load_config)
+    server = build_server(home, load_config, model_config)
     if http_port is None:
         server.run("stdio")
         return 0

@@ -135,20 +135,64 @@ def _read_home_config(home: Home) -> dict[str, Any]:
     return data
 
 
-def _write_home_config(home: Home, data: dict[str, Any], why: str) -> None:
-    text = ("# Conway configuration for this home; validated by `conway config --check`.\n"
-            "# Never put API keys here: they come from the environment.\n"
-            f"# Last changed by `conway {why}` (previous policy in {PROMOTIONS}).\n"
-            + yaml.safe_dump(data, sort_keys=False))
+def _policy_block(text: str) -> tuple[int, int]:
+    """(start, end) character offsets of the top-level `policy:` entry in config.yaml's text, or (len, len).
+
+    The entry is its key line and the indented (or blank) lines under it; a comment at the margin after it
+    belongs to what follows. Promote and rollback edit only this span: the user's other lines and comments stay.
+    """
+    lines = text.splitlines(keepends=True)
+    offset, start, end = 0, None, None
+    for line in lines:
+        if start is None:
+            if line.startswith("policy:") or line.startswith("policy :"):
+                start = offset
+                end = offset + len(line)
+        elif line.strip() and not line[0].isspace():
+            break
+        elif line.strip():
+            end = offset + len(line)
+        offset += len(line)
+    if start is None or end is None:
+        return len(text), len(text)
+    return start, end
+
+
+def _with_policy_block(text: str, block: str | None) -> str:
+    """`text` with its `policy:` entry replaced by `block` (None: removed; appended when there was none)."""
+    start, end = _policy_block(text)
+    if start == len(text) and block:  # appended: an empty flow mapping (`{}`, as `conway init` writes) gives way
+        text = "".join(line for line in text.splitlines(keepends=True) if line.strip() != "{}")
+        start = end = len(text)
+    head = text[:start]
+    if start == len(text) and head and not head.endswith("\n"):
+        head += "\n"
+    out = head + (block or "") + text[end:]
+    return out if block or yaml.safe_load(out) is not None else out + "{}\n"  # nothing left: an empty mapping
+
+
+def _promoted_block(policy: dict[str, Any], why: str) -> str:
+    key, *body = yaml.safe_dump({"policy": policy}, sort_keys=False).splitlines(keepends=True)
+    return key + f"  # set by `conway {why}`; the policy before it is in {PROMOTIONS}\n" + "".join(body)
+
+
+def _write_home_config(home: Home, text: str) -> None:
     atomic_write_bytes(home.config, text.encode("utf-8"))
 
 
-def _validate(home: Home, data: dict[str, Any]) -> None:
-    """The new home config must still compose and validate (nothing half-written)."""
+def _config_text(home: Home) -> str:
+    return home.config.read_text(encoding="utf-8") if home.config.exists() else ""
+
+
+def _validate(home: Home, text: str, expected: dict[str, Any]) -> None:
+    """The new home config must still compose and validate, and say what was meant (nothing half-written)."""
     from conway.config import load_config
 
+    if (yaml.safe_load(text) or {}) != expected:
+        raise UserError(f"{home.config} could not be edited in place (its `policy:` entry is not a plain "
+                        "block); set the policy by hand")
     probe = home.root / ".config.promote-check.yaml"
-    probe.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    probe.write_text(text, encoding="utf-8")
     try:
         load_config(probe)
     finally:
@@ -192,11 +236,14 @@ def promote(home: Home, name: str) -> dict[str, Any]:
                       **new_policy}
     if previous is None or previous.get("endpoint"):
         data["policy"].pop("endpoint", None)
-    _validate(home, data)
+    text = _config_text(home)
+    start, end = _policy_block(text)
+    updated = _with_policy_block(text, _promoted_block(data["policy"], f"promote {name}"))
+    _validate(home, updated, data)
     entry = {"action": "promote", "candidate": name, "previous_policy": previous, "new_policy": data["policy"],
-             "ts": time.time()}
+             "previous_policy_text": text[start:end] if start < end else None, "ts": time.time()}
     _append_promotion(home, entry)
-    _write_home_config(home, data, f"promote {name}")
+    _write_home_config(home, updated)
     _journal(home, {"request": "promote", "candidate": name, "previous_policy": previous,
                     "new_policy": data["policy"]})
     return entry
@@ -220,11 +267,16 @@ def rollback(home: Home) -> dict[str, Any]:
         data.pop("policy", None)
     else:
         data["policy"] = last["previous_policy"]
-    _validate(home, data)
+    if "previous_policy_text" in last:  # the entry as the user wrote it, comments and all
+        block = last["previous_policy_text"]
+    else:  # a promotion recorded before the text was kept
+        block = yaml.safe_dump({"policy": data["policy"]}, sort_keys=False) if "policy" in data else None
+    updated = _with_policy_block(_config_text(home), block)
+    _validate(home, updated, data)
     entry = {"action": "rollback", "candidate": last["candidate"], "previous_policy": current,
              "restored_policy": last["previous_policy"], "ts": time.time()}
     _append_promotion(home, entry)
-    _write_home_config(home, data, f"promote --rollback (undo {last['candidate']})")
+    _write_home_config(home, updated)
     _journal(home, {"request": "rollback", "candidate": last["candidate"], "previous_policy": current,
                     "restored_policy": last["previous_policy"]})
     return entry
@@ -320,6 +372,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     no case at all (every request failed: nothing to compare), 1 (UserError)
     for setup problems.
     """
+    began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
     from conway.evals.vision_check import parse_size
 
@@ -417,7 +470,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         **({"references": b_sum["references"]} if b_sum.get("references") else {}),
         "intervals_separated": separated,
     }
-    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0,
+    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
                     parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
                                 "base_mmproj": str(bp) if bp else None})
     report.set_model(f"{b_id} vs {c_id}")

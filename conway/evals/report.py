@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shlex
+import sys
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ from conway.evals.text import _fmt_box, _fmt_point, _short, _yn, table
 from conway.redact import REDACTED, redact  # noqa: F401 - REDACTED is re-exported
 from conway.store.home import Home
 from conway.store.provenance import git_facts as _git_facts
+from conway.store.state import STDOUT, is_stdout
 
 FORMAT = "conway-report/1"
 INLINE_CASES_MAX = 200
@@ -51,8 +53,13 @@ INLINE_CASES_MAX = 200
 # --- output paths --------------------------------------------------------------
 
 
-def check_new_output(raw: str | os.PathLike[str], home: Home, what: str = "report") -> Path:
-    """Validate a path for a new report (or sheet): not existing, not in the home, folder present."""
+def check_new_output(raw: str | os.PathLike[str], home: Home, what: str = "report", *,
+                     stdout_ok: bool = False) -> Path:
+    """Validate a path for a new report (or sheet): not existing, not in the home, folder present.
+
+    `stdout_ok`: `/dev/stdout` (or `-`) is taken as standard output (`STDOUT`), for a report of one file."""
+    if stdout_ok and is_stdout(raw):
+        return STDOUT
     text = os.fspath(raw)
     if not text.strip():
         raise UserError(f"the {what} path is empty")
@@ -75,7 +82,12 @@ def cases_file_for(report_path: Path) -> Path:
 
 
 def write_new_file(path: Path, data: bytes) -> None:
-    """Write a complete file that did not exist: temp + fsync + hard link (never replaces)."""
+    """Write a complete file that did not exist: temp + fsync + hard link (never replaces); or standard output."""
+    if path == STDOUT:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -308,6 +320,10 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
         body = _render_checks(cases)
     elif kind in ("acceptance-check", "session"):
         body = _render_acceptance(summary, cases, kind)
+    elif kind == "replay":
+        body = _render_replay(summary, cases, max_rows)
+    elif kind == "candidate-eval":
+        body = _render_candidate_eval(summary, cases, max_rows)
     else:
         body = [f"  summary: {json.dumps(summary, default=str)}"] + [f"  case: {_short(json.dumps(c), 120)}"
                                                                      for c in cases[:max_rows]]
@@ -342,6 +358,63 @@ def _render_vision(summary: dict[str, Any], cases: list[dict[str, Any]], max_row
                      _short(c.get("error") or c.get("raw_output"), 40)])
     out.append(table(["#", "result", "target", "box (inclusive)", "predicted", "dist px", "latency s", "output / error"],
                      rows))
+    if len(cases) > max_rows:
+        out.append(f"... {len(cases) - max_rows} more case(s) in the report")
+    return out
+
+
+def _fmt_action(action: Any) -> str:
+    """`click (318, 203)`, `append_file`: an action's type and its point, if it has one."""
+    if not isinstance(action, dict):
+        return "-"
+    x, y = action.get("x"), action.get("y")
+    point = f" ({x:.0f}, {y:.0f})" if isinstance(x, (int, float)) and isinstance(y, (int, float)) else ""
+    return f"{action.get('type', '?')}{point}"
+
+
+def _rate_line(hits: Any, n: Any, rate: Any, ci: Any, what: str) -> str:
+    if not isinstance(rate, (int, float)) or not isinstance(ci, list) or len(ci) != 2:
+        return f"{what} {hits}/{n}"
+    return f"{what} {hits}/{n} = {rate:.1%} (95% Wilson interval {ci[0]:.1%}–{ci[1]:.1%})"
+
+
+def _render_replay(summary: dict[str, Any], cases: list[dict[str, Any]], max_rows: int) -> list[str]:
+    out = [_rate_line(summary.get("agree"), summary.get("steps"), summary.get("agreement"),
+                      summary.get("agreement_ci95"), "agree") + f"; errors {summary.get('errors', 0)}, "
+           f"missing screenshots {summary.get('missing_screenshots', 0)}; nothing was executed", ""]
+    rows = [[c.get("session"), c.get("step"), _yn(c.get("agree")), _fmt_action(c.get("reference")),
+             c.get("reference_source"), _fmt_action(c.get("proposed")),
+             f"{c['distance_px']:.0f}" if isinstance(c.get("distance_px"), (int, float)) else "-",
+             _short(c.get("error"), 40)] for c in cases[:max_rows]]
+    out.append(table(["session", "step", "agree", "reference", "from", "proposed", "dist px", "error"], rows))
+    if len(cases) > max_rows:
+        out.append(f"... {len(cases) - max_rows} more step(s) in the report")
+    return out
+
+
+def _render_candidate_eval(summary: dict[str, Any], cases: list[dict[str, Any]], max_rows: int) -> list[str]:
+    n = summary.get("cases", len(cases))
+    out = []
+    for side in ("base", "candidate"):
+        s = summary.get(side) or {}
+        out.append(_rate_line(s.get("hits"), n, s.get("hit_rate"), s.get("hit_rate_ci95"), f"{side:<9} hits")
+                   + f"; errors {s.get('errors', 0)}  [{s.get('model_id', '?')}]")
+    diff, ci = summary.get("difference"), summary.get("difference_ci95") or [None, None]
+    if isinstance(diff, (int, float)) and None not in ci:
+        out.append(f"difference {diff:+.1%} (95% CI {ci[0]:+.1%} to {ci[1]:+.1%}); intervals "
+                   f"{'do not overlap' if summary.get('intervals_separated') else 'overlap'}")
+    paired = summary.get("paired") or {}
+    if paired:
+        out.append(f"paired: both hit {paired.get('both_hit')}, only base {paired.get('only_base_hit')}, "
+                   f"only candidate {paired.get('only_candidate_hit')}")
+    out.append("")
+    rows = []
+    for c in cases[:max_rows]:
+        b, k = c.get("base") or {}, c.get("candidate") or {}
+        rows.append([c.get("index"), _short(c.get("instruction") or _fmt_box((c.get("target") or {}).get("box")), 40),
+                     "hit" if b.get("hit") else ("error" if b.get("error") else "miss"), _fmt_point(b.get("predicted")),
+                     "hit" if k.get("hit") else ("error" if k.get("error") else "miss"), _fmt_point(k.get("predicted"))])
+    out.append(table(["#", "target", "base", "base point", "candidate", "candidate point"], rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more case(s) in the report")
     return out
@@ -410,9 +483,10 @@ def what_file_is(raw: bytes) -> str:
     except ValueError:
         return "it is not JSON"
     if isinstance(head, dict):
-        if head.get("format") == "conway-traj/1":
+        if head.get("format") == "conway-traj/1":  # `conway view` draws its sessions, not the file
             return ("it is a conway-traj/1 trajectory (JSON lines from `conway export`); read it with "
-                    "`conway replay --trajectory FILE` or `conway view`")
+                    "`conway replay --trajectory FILE`, or see its steps in the home it came from with "
+                    f"`conway view --session {head.get('session') or 'ID'}`")
         if {"session", "kind", "ts"} <= set(head):
             return "it is a Conway journal (JSON lines); `conway status`, `conway view` and `conway export` read it"
         if "index" in head or "check" in head:

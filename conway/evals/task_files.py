@@ -346,6 +346,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     `policy` and `toolbox` replace the configured ones (a scripted session)."""
 
     from conway.evals.report import Report, check_new_output
+    from conway.experience.costs import session_cost
     from conway.session.app import new_session_id, workdir_for
     from conway.session.task_run import run_task
 
@@ -371,6 +372,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     summary["session_memory"] = str(shome.memory)
     summary["valid_decisions"] = outcome.valid_decisions
     summary["model_errors"] = dict(outcome.model_errors)
+    summary["cost"] = session_cost(shome.journal_dir, session).record()
     never = outcome.no_valid_decision
     if never:
         summary["no_valid_decision"] = never

@@ -77,8 +77,13 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
 
 
 def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention: str = "auto",
-                    encoding: str = "jpeg") -> tuple[list[dict[str, Any]], Any]:
-    """(messages, SentImage) exactly as `ModelPolicy.decide` builds them (image url left as a marker)."""
+                    encoding: str = "jpeg", sent_size: tuple[int, int] | None = None
+                    ) -> tuple[list[dict[str, Any]], Any]:
+    """(messages, SentImage) exactly as `ModelPolicy.decide` builds them (image url left as a marker).
+
+    `sent_size` (a recorded step's sent size) resizes the image to exactly that size, so the image, the size
+    the prompt states and a target rendered in the recorded geometry agree; else the resize rule decides.
+    """
     from conway.actions import ACTION_TYPES
     from conway.geometry import Convention, get_rule
     from conway.policies.base import build_messages, prepare_image
@@ -89,7 +94,7 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     rule_name = family.resize if resize == "auto" else resize
     conv = family.convention if convention == "auto" else Convention(convention)
     obs = ctx.observation
-    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding)
+    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding, size=sent_size)
     types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
     messages = build_messages(ctx, instructions=adapter.instructions(types, image.sent_size, conv),
                               action_space=adapter.action_space(ctx), request_text=adapter.request_text(),

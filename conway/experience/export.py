@@ -16,6 +16,7 @@ from conway.experience.export_writers import _refuse_existing, write_hf, write_j
 from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
 from conway.policies.families import FAMILIES
 from conway.redact import redact_known
+from conway.store.state import STDOUT
 
 
 @dataclass
@@ -25,11 +26,16 @@ class ExportResult:
     missing: list[str] = field(default_factory=list)
     """Steps left out for a missing screenshot (--skip-missing)."""
     unrendered: list[str] = field(default_factory=list)
+    """Steps with no target turn in the --style family's form (jsonl: written without `target`; hf: left out)."""
+    targets: int | None = None
+    """jsonl with --style: records written with a target turn."""
     labelled: int = 0
     images_missing: list[str] = field(default_factory=list)
     """Steps kept without their screenshot (observation.image null, image_missing true)."""
     left_out_of_images: int = 0
     """--format hf: steps without an image left out of the image training data."""
+    no_conversation: list[str] = field(default_factory=list)
+    """--format hf: steps left out because they make no whole conversation (no screenshot recorded)."""
     redacted: int = 0
     """Secret values (known ones from the environment, and key shapes) replaced by <redacted>."""
 
@@ -47,6 +53,8 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
         raise UserError(f"unknown --format {fmt!r}; use jsonl or hf")
     if style is not None and style not in FAMILIES:
         raise UserError(f"unknown --style {style!r}; use one of {', '.join(FAMILIES)}")
+    if output == STDOUT and fmt == "hf":
+        raise UserError("--format hf writes a folder; give --output a new folder, not standard output")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
     if from_report is not None:
@@ -55,17 +63,24 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     else:
         records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
                                                      include_uncertain=include_uncertain, home_root=root)
+    if not records:
+        raise UserError("nothing to export: no step is left to write (dry runs and uncertain steps are left out "
+                        "unless --include-dry-runs / --include-uncertain)")
     missing: list[str] = []
     if skip_missing:
         records, missing = check_screenshots(records, root, skip_missing=True)
     images_missing = mark_missing_images(records, root)
     records, redacted = redact_known(records, secret_values or [])
+    no_conversation: list[str] = []
     if fmt == "hf":
-        unrendered = write_hf(records, output, root, style or "generic")
+        unrendered, no_conversation = write_hf(records, output, root, style or "generic")
         left_out = len(images_missing)
+        written = len(records) - len(unrendered) - left_out - len(no_conversation)
     else:
-        unrendered = write_jsonl(records, output, style)
+        unrendered = write_jsonl(records, output, style)  # records without a target turn are still written
+        written = len(records)
         left_out = 0
-    return ExportResult(written=len(records) - len(unrendered) - left_out, skipped_lines=skipped, missing=missing,
-                        unrendered=unrendered, labelled=labelled, images_missing=images_missing,
-                        left_out_of_images=left_out, redacted=redacted)
+    return ExportResult(written=written, targets=written - len(unrendered) if style and fmt == "jsonl" else None,
+                        skipped_lines=skipped, missing=missing, unrendered=unrendered, labelled=labelled,
+                        images_missing=images_missing, left_out_of_images=left_out,
+                        no_conversation=no_conversation, redacted=redacted)

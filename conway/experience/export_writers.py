@@ -6,9 +6,12 @@ over an existing file), rendering target turns through `conway.policies.target_t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +19,50 @@ from conway.errors import UserError
 from conway.experience.steps import record_image
 from conway.policies.families import get_family
 from conway.policies.target_turns import render_target
+from conway.store.state import STDOUT
 
 
 def _refuse_existing(output: Path) -> None:
+    if output == STDOUT:
+        return
     if output.exists():
         raise UserError(f"{output} already exists; choose a new file (export never overwrites)")
     if not output.parent.exists():
         raise UserError(f"folder {output.parent} does not exist")
 
 
+def _make_private(folder: Path) -> None:
+    """Files 0600 and folders 0700, like reports: an export holds screenshots and screen text."""
+    folder.chmod(0o700)
+    for path in folder.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+
+
 def write_jsonl(records: list[dict[str, Any]], output: Path, style: str | None = None) -> list[str]:
-    """Write records (with a `target` per step when a style is given); returns steps not rendered."""
+    """Write every record, with a `target` when a style is given and the step has that family's form;
+    returns the steps whose target turn was left out (their records are written without one)."""
     _refuse_existing(output)
     unrendered = []
     family = get_family(style) if style else None
+    to_stdout = output == STDOUT
     tmp = output.with_name(output.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with contextlib.nullcontext(sys.stdout) if to_stdout else \
+            os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+        if not to_stdout:
+            os.fchmod(fh.fileno(), 0o600)  # private like reports: screen text, paths, typed text
         for rec in records:
             if family:
                 try:
                     t = render_target(rec, family)
                 except ValueError as exc:
                     unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+                    fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
                     continue
                 rec = {**rec, "target": {"style": style, "text": t.text, "convention": t.convention,
                                          "sent_size": list(t.sent_size), "source": t.source}}
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
-    tmp.replace(output)
+    if not to_stdout:
+        tmp.replace(output)
     return unrendered
 
 
@@ -50,20 +70,20 @@ def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -
     """(messages, image as sent): the step as policy family `style` sees it, with its target turn last.
 
     messages: system / user (the policy's text parts and one `{"type": "image"}` part where the policy puts
-    the image) / assistant (the target in the family's format). The image went through the loop's resize rule
-    and encoding, so the target's pixel coordinates refer to it. ValueError when the step cannot be rendered.
+    the image) / assistant (the target in the family's format). Image, the size the prompt states and the
+    target come from one geometry, the one the target is rendered in (`step_geometry`: the recorded sent
+    size and convention when they apply, else the family's own rule), with the loop's encoding.
+    ValueError when the step cannot be rendered.
     """
     from conway.experience.conversation import policy_messages, step_context, typed_parts
 
     family = get_family(style)
+    target = render_target(rec, family)
     ctx = step_context(rec, png, config)
-    messages, image = policy_messages(ctx, style, encoding=config.policy.image_encoding)
-    rec = {**rec, "geometry": {**(rec.get("geometry") or {}), "sent_size": list(image.sent_size),
-                               "captured_size": list(image.captured_size),
-                               "convention": family.convention.value, "policy": style}}
-    target = render_target(rec, family).text
+    messages, image = policy_messages(ctx, style, convention=target.convention,
+                                      encoding=config.policy.image_encoding, sent_size=target.sent_size)
     turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
-    turns.append({"role": "assistant", "content": [{"type": "text", "text": target}]})
+    turns.append({"role": "assistant", "content": [{"type": "text", "text": target.text}]})
     return turns, image.data
 
 
@@ -89,13 +109,14 @@ def write_sharegpt(folder: Path, conversations: list[tuple[list[dict[str, Any]],
 
 
 def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
-             style: str = "generic") -> list[str]:
+             style: str = "generic") -> tuple[list[str], list[str]]:
     """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
     steps as conversations (`messages` + `images`, TRL's conversational vision layout); and a `sharegpt/`
-    subfolder for LLaMA-Factory. A step whose prompt cannot be rebuilt (no captured size) keeps its Conway
-    columns with empty `messages` / `images` and is left out of `sharegpt/`.
+    subfolder for LLaMA-Factory. Every row is a whole conversation in both layouts: a step decided without a
+    screenshot, or whose prompt cannot be rebuilt (no captured size), is left out of all of them.
 
     Steps whose screenshot is gone (`image_missing`) are image training data without an image: left out.
+    Returns (steps with no rendering in `style`, steps left out for having no conversation).
     """
     records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
     try:
@@ -111,20 +132,30 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     from conway.config import load_config
     config = load_config(None, [])
     conversations = []
-    unrendered = []
+    unrendered: list[str] = []
+    no_conversation: list[str] = []
     family = get_family(style)
     for rec in records:
+        where = f"{rec['session']} step {rec['step']}"
         try:
             t = render_target(rec, family)
         except ValueError as exc:
-            unrendered.append(f"{rec['session']} step {rec['step']}: {exc}")
+            unrendered.append(f"{where}: {exc}")
             continue
         data = record_image(rec, home_root)
+        if data is None:
+            no_conversation.append(f"{where}: no screenshot recorded (no screen, or none archived)")
+            continue
+        try:
+            turns, sent = conversation_row(rec, data, style, config)
+        except ValueError as exc:  # the target rendered above; the prompt cannot be rebuilt
+            no_conversation.append(f"{where}: {exc}")
+            continue
         labels = rec.get("labels") or {}
         rows["session"].append(rec["session"])
         rows["step"].append(rec["step"])
-        rows["image"].append({"bytes": data, "path": None} if data is not None else None)
-        rows["image_sha256"].append(hashlib.sha256(data).hexdigest() if data is not None else None)
+        rows["image"].append({"bytes": data, "path": None})
+        rows["image_sha256"].append(hashlib.sha256(data).hexdigest())
         rows["instruction"].append(rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "")
         rows["target"].append(t.text)
         rows["style"].append(style)
@@ -137,14 +168,13 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         rows["label_source"].append(labels.get("source"))
         rows["hindsight"].append(bool(labels.get("hindsight", False)))
         rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
-        try:
-            turns, sent = conversation_row(rec, data, style, config) if data is not None else ([], None)
-        except ValueError:  # the target rendered above; a prompt that cannot be rebuilt leaves `messages` empty
-            turns, sent = [], None
         rows["messages"].append(turns)
-        rows["images"].append([{"bytes": sent, "path": None}] if sent is not None else [])
-        if sent is not None:
-            conversations.append((turns, sent))
+        rows["images"].append([{"bytes": sent, "path": None}])
+        conversations.append((turns, sent))
+    if not rows["step"]:
+        why = (unrendered + no_conversation)[:1]
+        raise UserError(f"nothing to write to {output}: none of {len(records)} step(s) makes a training row"
+                        + (f" ({why[0]})" if why else ""))
     features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
                          "image_sha256": Value("string"), "instruction": Value("string"),
                          "target": Value("string"), "style": Value("string"), "convention": Value("string"),
@@ -162,5 +192,6 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     ds.save_to_disk(str(tmp))
     if conversations:
         write_sharegpt(tmp / "sharegpt", conversations)
+    _make_private(tmp)
     tmp.replace(output)
-    return unrendered
+    return unrendered, no_conversation

@@ -84,6 +84,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
            tolerance_px: float = 20.0, limit: int | None = None, skip_missing: bool = False,
            policy: Any = None, argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
     """Replay a trajectory through a policy; write a report; exit 0 (all agree) / 2 (disagreements)."""
+    began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
     from conway.evals.stats import wilson
     from conway.experience.steps import check_screenshots, record_image
@@ -142,7 +143,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     summary = {"steps": n, "agree": agreed, "agreement": agreed / n, "agreement_ci95": [round(lo, 4), round(hi, 4)],
                "errors": sum(1 for c in cases if c.get("error")), "missing_screenshots": len(missing),
                "wall_s": round(time.perf_counter() - started, 3)}
-    report = Report("replay", out, argv=argv, config=config, parameters={
+    report = Report("replay", out, argv=argv, config=config, started=began, parameters={
         "trajectory": str(Path(trajectory).expanduser().resolve()), "against": against,
         "tolerance_px": tolerance_px, "executed": "nothing (decisions only)"})
     report.set_model(policy.model_id)

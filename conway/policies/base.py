@@ -56,15 +56,12 @@ __all__ = [
     "GROWING_PARTS",
     "VOLATILE_PARTS",
     "VARIABLE_ORDER",
-    "StructuredSpec",
-    "Backend",
     "Adapter",
     "SentImage",
     "prepare_image",
     "build_messages",
     "ModelPolicy",
     "STRUCTURED_MODES",
-    "ContextWindow",
     "TextBudget",
 ]
 
@@ -114,8 +111,8 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 """Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
 UNKNOWN_IMAGE_TOKENS = 1024
 """Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
-_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.LATEST_RESULT,
-                 PartName.GOALS, PartName.CONSTITUTION)
+_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.TOOLS,
+                 PartName.LATEST_RESULT, PartName.GOALS, PartName.CONSTITUTION)
 """Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
 _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 """Parts never cut away entirely: their head stays."""
@@ -175,8 +172,9 @@ class SentImage:
         return png_data_url(self.data, self.mime) if self.data is not None else None
 
 
-def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: str = "jpeg") -> SentImage:
-    """Resize the observation with `rule` and encode it for the request.
+def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: str = "jpeg",
+                  size: Size | None = None) -> SentImage:
+    """Resize the observation with `rule` (or to exactly `size`: a recorded sent size) and encode it.
 
     JPEG q85 by default: measured 7–19 ms and 136–274 KiB per decision against
     72–720 ms and up to 4 MiB for PNG level 1 (docs/measurements.md).
@@ -194,13 +192,24 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     except (UnidentifiedImageError, OSError) as exc:
         raise PolicyError(f"the observation image cannot be read: {exc}") from None
     try:
-        out, sent = resize_for_model(img, rule)
+        out, sent = resize_for_model(img, rule) if size is None else _resize_exact(img, size)
     except ValueError as exc:
         raise PolicyError(f"cannot resize a {img.size[0]}x{img.size[1]} image for the model: {exc}") from None
     enc = Encoding.parse(encoding)
     tokens = None if rule.passthrough else image_tokens(sent, rule.factor)
     return SentImage(enc.encode(out), enc.mime, sent, tuple(img.size), rule_name, tokens,  # type: ignore[arg-type]
                      time.perf_counter() - started)
+
+
+def _resize_exact(img: Any, size: Size) -> tuple[Any, Size]:
+    from PIL import Image as _Image
+
+    w, h = int(size[0]), int(size[1])
+    if w <= 0 or h <= 0:
+        raise ValueError(f"image size must be positive, got {w}x{h}")
+    if img.size == (w, h):
+        return img, (w, h)
+    return img.resize((w, h), _Image.Resampling.LANCZOS), (w, h)
 
 
 # --- the prompt ------------------------------------------------------------------
@@ -226,7 +235,7 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     by_name = {p.name: p.text for p in ctx.parts}
     if action_space is not None:
         by_name[PartName.ACTION_SPACE] = action_space
-    stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if n in by_name]
+    stable = [_render_part(n, by_name[n]) for n in STABLE_PARTS if by_name.get(n, "").strip()]  # empty: left out
     known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
     extra = [p.name for p in ctx.parts if p.name not in known]
     order = [n for n in GROWING_PARTS if n in by_name] + extra + [n for n in VOLATILE_PARTS if n in by_name]
@@ -389,6 +398,18 @@ class ModelPolicy(Policy):
             if image.data is not None else 0
         return text_n + image_n + TEMPLATE_MARGIN_TOKENS + self._calibration, len(text) / max(1, text_n)
 
+    def _largest_part(self, context: DecisionContext, image: "SentImage", cpt: float) -> str:
+        """Which part of a prompt that does not fit is the largest, with its size and what lowers it."""
+        sizes = {f"{p.name} part": int(len(p.text) / max(1.0, cpt)) for p in context.parts}
+        sizes["image"] = (image.image_tokens or UNKNOWN_IMAGE_TOKENS) if image.data is not None else 0
+        sizes["reply"] = self.settings.max_tokens
+        remedy = {"image": "lower policy.image_max_tokens", "reply": "lower policy.max_tokens",
+                  f"{PartName.TOOLS} part": "lower tools.mcp_listing_max_chars / skills.listing_max_chars",
+                  f"{PartName.ACTION_SPACE} part": "offer fewer tools (tools.enabled)"}
+        name, n = max(sizes.items(), key=lambda kv: kv[1])
+        return (f"the largest part is the {name} (~{n} tokens): {remedy.get(name, 'shorten it')}, or raise the "
+                "model's context window (runtime.n_ctx, or the server's own -c)")
+
     def _fit(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
              image: "SentImage") -> tuple[list[dict[str, Any]], int]:
         """Messages that fit the window with room for the reply; cuts parts (marked, recorded) when needed.
@@ -423,10 +444,9 @@ class ModelPolicy(Policy):
             estimate, cpt = self._prompt_estimate(messages, image)
         if estimate > limit:
             raise ContextExceeded(estimate + self.settings.max_tokens, window.n_ctx,
-                                  f"the prompt needs {estimate} tokens (image {image.image_tokens or 0}) and the "
-                                  f"reply up to {self.settings.max_tokens} (policy.max_tokens), but {window.source} "
-                                  "allows this many; lower policy.max_tokens or policy.image_max_tokens, or raise "
-                                  "runtime.n_ctx")
+                                  f"the prompt needs {estimate} tokens and the reply up to {self.settings.max_tokens} "
+                                  f"(policy.max_tokens), but {window.source} allows {window.n_ctx}; "
+                                  + self._largest_part(context, image, cpt))
         if cut:
             note = [f"{name} (cut to fit the model's context window)" for name in cut]
             context.dropped.extend(note)

@@ -120,7 +120,8 @@ def models_report(config: Any) -> dict[str, Any]:
             report["problems"].append(str(exc))
         report["local"].append(entry)
     if "model" in infos:
-        est = estimate_memory(infos["model"], infos.get("mmproj"), rt.n_ctx)
+        slots = rt.parallel if not pol.endpoint and pol.backend == "http" else 1  # a llama-server Conway starts
+        est = estimate_memory(infos["model"], infos.get("mmproj"), rt.n_ctx, slots)
         avail = available_memory(rt.n_gpu_layers)
         try:
             verdict = check_fit(est, avail, rt.headroom_gib, "the local model")
@@ -149,6 +150,7 @@ def render_models(report: dict[str, Any]) -> str:
                 size = e.get("file_bytes", 0) / 1024**2
                 lines.append(f"  {e['setting']}: {e['path']}  ({e.get('arch')}, {e.get('kind')}, {size:.1f} MiB"
                              + (f", {e['n_layer']} layers" if e.get("n_layer") else "")
+                             + (f", trained context {e['context_length']} tokens" if e.get("context_length") else "")
                              + (", chat template" if e.get("has_chat_template") else "") + ")")
     else:
         lines.append("local GGUF files: none configured (policy.model_path, policy.mmproj_path)")

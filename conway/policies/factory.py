@@ -46,7 +46,9 @@ def backend_choice(config: ConwayConfig) -> str:
     return "server" if pol.backend == "http" else "inprocess"
 
 
-def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any]) -> PolicySettings:
+def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inprocess: bool = False,
+              window: int | None = None) -> PolicySettings:
+    """The policy's settings: explicit config values, else the family's defaults (`Family.max_tokens` …)."""
     pol = config.policy
     convention = family.convention if pol.convention == "auto" else Convention(pol.convention)
     resize = family.resize if pol.resize == "auto" else pol.resize
@@ -54,9 +56,14 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any]) -> Pol
         get_rule(resize)
     except ValueError as exc:
         raise UserError(f"policy.resize: {exc}") from None
-    return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=pol.image_max_tokens,
-                          structured_output=pol.structured_output, max_tokens=pol.max_tokens,
-                          temperature=pol.temperature, seed=pol.seed, image_encoding=pol.image_encoding, meta=meta)
+    image_cap = pol.image_token_cap(in_process=inprocess, window=window)
+    if image_cap < pol.image_token_cap():
+        meta = {**meta, "image_max_tokens": f"{image_cap} (held to libmtmd's limit in-process or to half the "
+                                            f"context Conway gives the model; the family allows {pol.image_token_cap()})"}
+    return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
+                          structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
+                          temperature=pol.resolved_temperature, seed=pol.seed, image_encoding=pol.image_encoding,
+                          meta=meta)
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
@@ -91,10 +98,11 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         return policy
 
     from conway.runtime.resolver import resolve_local_model
-    from conway.runtime.server import default_threads
+    from conway.runtime.server import default_threads, server_window
 
     local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
+                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                slots=rt.parallel if choice == "server" else 1)
     model_id = pol.model or Path(local.model.path).stem
     trained = local.model.context_length
     warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
@@ -103,7 +111,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         from conway.policies.discovery import discover
         from conway.runtime.server import LocalServer
 
-        server = LocalServer.from_config(config, home.runtime_log, alias=model_id)
+        server = LocalServer.from_config(config, home.runtime_log, alias=model_id, n_ctx=local.estimate.n_ctx)
         url = server.start()
         try:
             client = OpenAIClient(url, timeout_s=pol.request_timeout_s)
@@ -117,8 +125,11 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         backend = HTTPBackend(client, served.model_id, server=server.program.kind,
                               request_timeout_s=pol.request_timeout_s, known_window=known,
                               model_meta=_served_meta(served))
+        # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
         policy = ModelPolicy(adapter, backend, _settings(config, family, {
-            "endpoint": url, "server": server.program.kind, "started_by_conway": True}), on_close=[server.stop])
+            "endpoint": url, "server": server.program.kind, "started_by_conway": True},
+            inprocess=server.program.kind == "llama-cpp-python", window=server_window(config, local.estimate.n_ctx)),
+            on_close=[server.stop])
         policy.server = server  # type: ignore[attr-defined]
         policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
                               f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
@@ -130,14 +141,15 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
 
     threads = default_threads(rt.n_threads)
     backend = LlamaInProcessBackend(
-        local.model.path, local.projector.path if local.projector else None, model_id=model_id, n_ctx=rt.n_ctx,
+        local.model.path, local.projector.path if local.projector else None, model_id=model_id,
+        n_ctx=local.estimate.n_ctx,  # held to the trained context: a KV cache past it is never used
         n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
         chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
         seed=pol.seed, log_path=home.runtime_log, prompt_cache=rt.prompt_cache)
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note
-    policy = ModelPolicy(adapter, backend, _settings(config, family, meta))
+    policy = ModelPolicy(adapter, backend, _settings(config, family, meta, inprocess=True, window=local.estimate.n_ctx))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
     if warning:
@@ -150,8 +162,7 @@ def n_ctx_warning(n_ctx: int, trained: int | None, name: str) -> str | None:
     if not trained or n_ctx <= trained:
         return None
     return (f"runtime.n_ctx={n_ctx} exceeds the {trained} tokens {name} was trained for (GGUF context_length): "
-            f"each request is held to {trained} tokens; set runtime.n_ctx={trained} to stop paying for the unused "
-            "KV cache")
+            f"each request and its KV cache are held to {trained} tokens; set runtime.n_ctx={trained} to say so")
 
 
 def _served_meta(served: Any) -> dict[str, Any]:

@@ -60,3 +60,11 @@ class Family:
     """The architecture of this family's released models, when training must know it (None: any base)."""
     presets: tuple[str, ...] = ()
     """`configs/policy/<name>.yaml` presets that serve this family (`conway run policy=<name>`)."""
+    max_tokens: int = 512
+    """Reply cap when `policy.max_tokens` is unset: what the family's own agent asks for (its source cited where
+    declared), so that its reasoning sections are not cut off."""
+    temperature: float = 0.0
+    """Sampling temperature when `policy.temperature` is unset (the family's agent's)."""
+    image_max_tokens: int = 16384
+    """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
+    (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""

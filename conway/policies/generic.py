@@ -31,6 +31,8 @@ def describe_convention(convention: Convention, sent_size: Size) -> str:
         return "fractions of the screenshot's width and height: (0, 0) is the top-left corner, (1, 1) the bottom-right"
     if convention is Convention.RELATIVE1000:
         return "integers 0-1000 across the screenshot's width and height: (0, 0) top-left, (1000, 1000) bottom-right"
+    if convention is Convention.RELATIVE999:
+        return "integers 0-999 across the screenshot's width and height: (0, 0) top-left, (999, 999) bottom-right"
     return "pixels of the full-resolution screen capture"
 
 

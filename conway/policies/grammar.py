@@ -135,8 +135,9 @@ def _coord_rules(convention: Convention | str, sent_size: Size, captured_size: S
     if c in (Convention.ABSOLUTE, Convention.SCREEN):
         w, h = sent_size if c is Convention.ABSOLUTE else captured_size
         return {"x": int_range(0, w - 1), "y": int_range(0, h - 1)}
-    if c is Convention.RELATIVE1000:
-        return {"x": int_range(0, 1000), "y": int_range(0, 1000)}
+    if c in (Convention.RELATIVE1000, Convention.RELATIVE999):
+        top = 1000 if c is Convention.RELATIVE1000 else 999
+        return {"x": int_range(0, top), "y": int_range(0, top)}
     rel = '("0" ("." [0-9] [0-9]? [0-9]?)? | "1" (".0" "0"? "0"?)?)'
     return {"x": rel, "y": rel}
 

@@ -10,8 +10,10 @@ A model without a projector runs text-only with `runtime.chat_format` (e.g.
 `OMP_WAIT_POLICY=PASSIVE` is set before llama.cpp is first loaded (idle OpenMP
 threads otherwise spin; measured 10x slower on a busy 2-core machine) and the
 thread counts are explicit. llama.cpp and libmtmd print diagnostics on the
-process's stderr even when asked not to: while loading and deciding, file
-descriptor 2 goes to the home's `llama-runtime.log`.
+process's stderr even when asked not to: while loading, file descriptor 2 is
+captured into the home's `llama-runtime.log` (`conway.runtime.runtime_log`:
+filtered, redacted, capped, 0600); while deciding it is discarded (libmtmd's
+`add_text:` lines print the whole prompt).
 
 Per decision the backend records timings: image encode (libmtmd's vision
 encoder), prefill (text and image embeddings; the image's share separately),
@@ -36,6 +38,7 @@ import contextlib
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -47,6 +50,7 @@ from conway.policies.backend import Backend
 from conway.policies.http_client import ChatResult
 from conway.policies.llama_prompt_cache import MtmdPromptCache
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError
+from conway.runtime.runtime_log import MAX_BYTES, RuntimeLog
 
 __all__ = ["LlamaInProcessBackend", "HANDLERS", "prepare_llama_env", "quiet_stderr"]
 
@@ -79,20 +83,21 @@ def prepare_llama_env(omp_wait_policy: str) -> str | None:
 
 
 @contextlib.contextmanager
-def quiet_stderr(log_path: Path | None) -> Iterator[None]:
-    """Send file descriptor 2 (C-level diagnostics) to `log_path` for the duration."""
-    if log_path is None:
+def quiet_stderr(log: RuntimeLog | None, keep: bool = True) -> Iterator[None]:
+    """Capture file descriptor 2 (C-level diagnostics) for the duration: into `log` (filtered, redacted,
+    capped: `RuntimeLog`), or discarded when `keep` is false (while deciding libmtmd prints whole prompts).
+    Without a log, fd 2 is left alone."""
+    if log is None:
         yield
         return
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     saved = os.dup(2)
     try:
-        with open(log_path, "ab") as log:
-            os.dup2(log.fileno(), 2)
+        with (tempfile.TemporaryFile() if keep else open(os.devnull, "wb")) as sink:
+            os.dup2(sink.fileno(), 2)
             try:
                 yield
             finally:
@@ -101,6 +106,9 @@ def quiet_stderr(log_path: Path | None) -> Iterator[None]:
                 except (OSError, ValueError):
                     pass
                 os.dup2(saved, 2)
+                if keep:
+                    sink.seek(0)
+                    log.write(sink.read(MAX_BYTES))
     finally:
         os.close(saved)
 
@@ -170,6 +178,11 @@ class LlamaInProcessBackend(Backend):
         self.model_path = model_path
         self.mmproj_path = mmproj_path
         self.log_path = log_path
+        self.log = RuntimeLog(log_path) if log_path is not None else None
+        if self.log is not None:
+            self.log.begin(f"conway loads {model_path} in-process (mmproj {mmproj_path}, n_ctx {n_ctx}, threads "
+                           f"{n_threads}/{n_threads_batch or n_threads}, OMP_WAIT_POLICY="
+                           f"{os.environ.get('OMP_WAIT_POLICY', 'unset')})")
         self.n_threads = n_threads
         handler = None
         self._timed: _TimedMtmd | None = None
@@ -180,7 +193,7 @@ class LlamaInProcessBackend(Backend):
             cls = getattr(llama_chat_format, cls_name, None)
             if cls is None:
                 raise UserError(f"this llama-cpp-python has no {cls_name} (runtime.chat_handler={chat_handler})")
-            with quiet_stderr(log_path):
+            with quiet_stderr(self.log):
                 handler = cls(clip_model_path=str(mmproj_path), verbose=False)
             if hasattr(handler, "_mtmd_cpp"):
                 self._timed = _TimedMtmd(handler._mtmd_cpp, self._p_eval_ms)
@@ -194,20 +207,14 @@ class LlamaInProcessBackend(Backend):
             kwargs["chat_format"] = chat_format
         if seed is not None:
             kwargs["seed"] = seed
-        if log_path is not None:
-            with log_path.open("a", encoding="utf-8") as fh:
-                fh.write(f"\n=== conway loads {model_path} in-process (mmproj {mmproj_path}, n_ctx {n_ctx}, "
-                         f"threads {n_threads}/{n_threads_batch or n_threads}, OMP_WAIT_POLICY="
-                         f"{os.environ.get('OMP_WAIT_POLICY', 'unset')})\n")
         t0 = time.perf_counter()
         try:
-            with quiet_stderr(log_path):
+            with quiet_stderr(self.log):
                 self.llm = llama_cpp.Llama(**kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
             tail = ""
-            if log_path is not None:
-                from conway.runtime.server import tail_lines
-                tail = f"; last lines of {log_path}:\n{tail_lines(log_path, 15)}"
+            if self.log is not None:
+                tail = f"; last lines of {log_path}:\n{self.log.tail(15)}"
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
         self.load_s = time.perf_counter() - t0
         self.has_vision = handler is not None
@@ -255,6 +262,8 @@ class LlamaInProcessBackend(Backend):
         if train and train < n_ctx:
             return ContextWindow(train, f"the model's trained context (n_ctx_train; runtime.n_ctx is {n_ctx})",
                                  train)
+        if train and train == n_ctx:  # Conway loads a runtime.n_ctx past it held to it (conway.runtime.resolver)
+            return ContextWindow(train, "the model's trained context (n_ctx_train)", train)
         return ContextWindow(n_ctx, "llama.cpp n_ctx (in-process)", train)
 
     def count_tokens(self, text: str) -> int | None:
@@ -301,13 +310,13 @@ class LlamaInProcessBackend(Backend):
         response_format = None
         try:
             if mode == "grammar" and spec.grammar:
-                with quiet_stderr(self.log_path):
+                with quiet_stderr(self.log):
                     grammar = llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
             elif mode == "json_object" and spec.schema:
                 response_format = {"type": "json_object", "schema": spec.schema}
                 if self.prompt is not None:
                     from llama_cpp.llama_chat_format import _grammar_for_response_format
-                    with quiet_stderr(self.log_path):
+                    with quiet_stderr(self.log):
                         grammar = _grammar_for_response_format(response_format)  # what the chat handler does
         except (ValueError, RuntimeError) as exc:
             raise PolicyError(f"llama.cpp rejected the output grammar: {exc}") from None
@@ -328,7 +337,7 @@ class LlamaInProcessBackend(Backend):
         t0 = time.perf_counter()
         self._cancel = cancel
         try:
-            with quiet_stderr(self.log_path):
+            with quiet_stderr(self.log, keep=False):  # libmtmd's add_text lines print the whole prompt
                 if self.prompt is not None:
                     run = self.prompt.prepare(messages)
                     out = self.llm.create_completion(
@@ -405,6 +414,6 @@ class LlamaInProcessBackend(Backend):
         with getattr(self, "_lock", threading.Lock()):
             llm = getattr(self, "llm", None)
             if llm is not None:
-                with quiet_stderr(self.log_path):
+                with quiet_stderr(getattr(self, "log", None)):
                     llm.close()
                 self.llm = None  # type: ignore[assignment]

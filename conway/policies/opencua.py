@@ -1,7 +1,9 @@
-"""The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with one pyautogui call.
+"""The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with pyautogui calls (up to 8 a step).
 
-The code is read by `parse_opencua` (an AST allowlist; never executed).
-Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
+The system prompt is the one of OpenCUA's training data, kept exactly in
+`conway/policies/prompts/opencua/` (L2 by default; L1 and L3 beside it), and
+the request line is its instruction template's. The code is read by
+`parse_opencua` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
 (the default), relative 0-1 for the other variants (`policy.convention`).
 Free text by default (the format the model was trained on); with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
@@ -14,9 +16,10 @@ from conway.policies import parse_opencua
 from conway.policies.backend import StructuredSpec
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
+from conway.policies.prompts import prompt_text
 from conway.protocols import DecisionContext
 
-__all__ = ["OpenCUAAdapter", "SUPPORTED_TYPES"]
+__all__ = ["LEVELS", "OpenCUAAdapter", "SUPPORTED_TYPES"]
 
 SUPPORTED_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag", "type", "key",
                    "hotkey", "scroll", "wait", "finish")
@@ -37,38 +40,39 @@ _CALLS = {
 }
 
 
+LEVELS = ("l1", "l2", "l3")
+"""OpenCUA's chain-of-thought levels: Action only; Thought and Action; Observation, Thought and Action."""
+
+
 class OpenCUAAdapter:
+    """OpenCUA-7B/32B asked with the system prompt of its training data (`prompts/opencua/system_<level>.txt`)."""
+
     name = "opencua"
     constrain_by_default = False
 
+    def __init__(self, level: str = "l2", max_statements: int = parse_opencua.MAX_STATEMENTS):
+        if level not in LEVELS:
+            raise ValueError(f"OpenCUA has no CoT level {level!r} (known: {', '.join(LEVELS)})")
+        if max_statements < 1:
+            raise ValueError(f"max_statements must be at least 1, got {max_statements}")
+        self.level = level
+        self.max_statements = max_statements
+        """Most statements one code block may hold (`parse_opencua.MAX_STATEMENTS` by default)."""
+
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        w, h = sent_size
-        if convention is Convention.ABSOLUTE:
-            coords = f"x and y are pixels of the screenshot as shown ({w}x{h}; x from the left, y from the top)"
-        elif convention is Convention.RELATIVE:
-            coords = "x and y are fractions 0..1 of the screenshot's width and height (0, 0 is the top-left)"
-        else:
-            coords = f"x and y are coordinates in the {convention.value} convention"
-        return (
-            "You are a GUI agent. You are given your goals, your previous steps and a screenshot of the "
-            "screen, and you perform the next step with one pyautogui action.\n\n"
-            "Answer in exactly this format:\n"
-            "## Thought:\n<what you observe, what the goal needs next, and why>\n\n"
-            "## Action:\n<the next step in one sentence>\n\n"
-            "## Code:\n```python\n<exactly one call from the action space>\n```\n\n"
-            f"In the code, {coords}. The code is never run as Python: one call with literal arguments is "
-            "read and performed for you."
-        )
+        return prompt_text(f"opencua/system_{self.level}.txt")  # exactly as trained: no coordinate hint added
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         types = [t for t in SUPPORTED_TYPES if t in ctx.action_types] or ["wait", "finish"]
         return "\n".join(f"- {_CALLS[t]}" for t in types)
 
     def request_text(self) -> str:
-        return "Please generate the next move according to the screenshot, the goals and the previous steps."
+        """The closing line of OpenCUA's instruction template (after its `# Task Instruction:` block)."""
+        return prompt_text("opencua/instruction.txt").split("\n\n", 1)[1].strip()
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
-        return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)
+        return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size,
+                                   max_statements=self.max_statements)
 
     def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
                    captured_size: Size) -> StructuredSpec:

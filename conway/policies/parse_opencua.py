@@ -7,8 +7,14 @@ without a fence, the whole ``## Code`` section; without either, an answer that
 *is* a bare ``pyautogui.…``/``computer.…`` line.
 
 The code is **never run**. It is parsed with `ast.parse` (parse only) and
-accepted when it is exactly ONE statement that calls an allowlisted dotted
-name with literal arguments only:
+accepted when every statement in it (at most `MAX_STATEMENTS` of them; the
+caller may lower or raise the bound) calls an allowlisted dotted name with
+literal arguments only. Each statement is validated alone and becomes its
+action(s), in order; one bad statement refuses the whole block with its reason
+and its number, so nothing of it is half-dispatched. OpenCUA's training data
+(AgentNet) and its OSWorld agent (`mm_agents/opencua/opencua_agent.py`, which
+runs the whole block) write several lines in one step, e.g.
+``pyautogui.write(message='stat')`` then ``pyautogui.press(keys=['enter'])``:
 
 ========================================  =====================================
 ``pyautogui.click(x, y, clicks, button)``  Click / DoubleClick / TripleClick
@@ -25,9 +31,9 @@ name with literal arguments only:
 ``computer.terminate(status, answer=)``    Finish(DONE for 'success', FAIL for 'failure')
 ========================================  =====================================
 
-The one two-statement form accepted is ``pyautogui.moveTo(x1, y1)`` followed
-by ``pyautogui.dragTo(x2, y2)`` (how OpenCUA writes a drag) -> Drag. A lone
-``dragTo`` is refused: it drags from wherever the pointer is, which this
+A ``pyautogui.moveTo(x1, y1)`` directly followed by ``pyautogui.dragTo(x2, y2)``
+(how OpenCUA writes a drag) is one Drag. A ``dragTo`` not right after a
+``moveTo`` is refused: it drags from wherever the pointer is, which this
 parser cannot know. ``duration`` / ``interval`` are checked (0..60 s) and
 ignored: the GUI tool chooses its own timing.
 
@@ -73,9 +79,11 @@ from conway.policies.parsed import (
     split_reasoning,
 )
 
-__all__ = ["parse", "ALLOWED_CALLS", "MAX_CODE_CHARS"]
+__all__ = ["parse", "ALLOWED_CALLS", "MAX_CODE_CHARS", "MAX_STATEMENTS"]
 
 MAX_CODE_CHARS = 20_000
+MAX_STATEMENTS = 8
+"""Default bound on the statements of one code block (AgentNet steps have one to a few: type, then enter)."""
 MAX_LINES = 5_000
 """A real answer has tens of lines; more are refused before the heading scan (its cost grows with lines)."""
 MAX_HEADINGS = 100
@@ -126,12 +134,13 @@ def parse(
     convention: Convention | str,
     sent_size: Size,
     captured_size: Size,
+    max_statements: int = MAX_STATEMENTS,
 ) -> ParsedOutput:
     """Parse one OpenCUA answer; never raises, never executes anything."""
-    return guarded("OpenCUA", lambda: _parse(text, convention, sent_size, captured_size), text)
+    return guarded("OpenCUA", lambda: _parse(text, convention, sent_size, captured_size, max_statements), text)
 
 
-def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
+def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any, max_statements: int) -> ParsedOutput:
     visible, reasoning = split_reasoning(text)
     try:
         sections, code = _split(visible)
@@ -139,14 +148,14 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
         return ParsedOutput(None, [problem(f"not an OpenCUA answer: {exc}", visible)], reasoning, None)
     thought = sections.get("thought") or sections.get("action") or None
     if code is None:
-        msg = ("no code found: expected a ```python block (or a '## Code' section) with one "
-               "pyautogui.* or computer.* call")
+        msg = ("no code found: expected a ```python block (or a '## Code' section) with "
+               "pyautogui.* or computer.* calls")
         return ParsedOutput(thought, [problem(msg, visible)], reasoning, None)
     setup = check_setup(convention, sent_size, captured_size)
     if setup is not None:
         return ParsedOutput(thought, [problem(setup)], reasoning, code)
     try:
-        actions = _code_to_actions(code, convention, sent_size, captured_size)
+        actions = _code_to_actions(code, convention, sent_size, captured_size, max_statements)
     except _Reject as exc:
         actions = [problem(f"rejected OpenCUA code: {exc}", code)]
     return ParsedOutput(thought, actions, reasoning, code)
@@ -199,7 +208,8 @@ def _split(text: str) -> tuple[dict[str, str], str | None]:
 # --- the code ------------------------------------------------------------------
 
 
-def _code_to_actions(code: str, convention: Any, sent: Size, captured: Size) -> list[_Action | ActionProblem]:
+def _code_to_actions(code: str, convention: Any, sent: Size, captured: Size,
+                     max_statements: int) -> list[_Action | ActionProblem]:
     if not code:
         raise _Reject("the code block is empty")
     if len(code) > MAX_CODE_CHARS:
@@ -216,11 +226,34 @@ def _code_to_actions(code: str, convention: Any, sent: Size, captured: Size) -> 
     body = tree.body
     if not body:
         raise _Reject("the code block has no statement")
-    if len(body) == 2 and [_shape(s) for s in body] == [("pyautogui", "moveTo"), ("pyautogui", "dragTo")]:
-        return [_drag(_call_of(body[0], code), _call_of(body[1], code), convention, sent, captured, code)]
-    if len(body) != 1:
-        raise _Reject(f"expected exactly one statement (or a moveTo + dragTo pair), got {len(body)}")
-    return _one_call(_call_of(body[0], code), convention, sent, captured, code)
+    if len(body) > max_statements:
+        raise _Reject(f"{len(body)} statements in one code block (limit {max_statements})")
+    actions: list[_Action | ActionProblem] = []
+    i = 0
+    while i < len(body):  # every statement is checked before any action leaves the parser
+        pair = i + 1 < len(body) and [_shape(s) for s in body[i:i + 2]] == [("pyautogui", "moveTo"),
+                                                                              ("pyautogui", "dragTo")]
+        where = _numbered(i, len(body), pair)
+        try:
+            if pair:
+                step = [_drag(_call_of(body[i], code), _call_of(body[i + 1], code), convention, sent, captured, code)]
+            else:
+                step = _one_call(_call_of(body[i], code), convention, sent, captured, code)
+        except _Reject as exc:
+            raise _Reject(f"{where}{exc}") from None
+        bad = [a for a in step if isinstance(a, ActionProblem)]
+        if bad:  # the schema refused one: the block is refused whole, with that reason
+            raise _Reject(f"{where}{bad[0].message}")
+        actions.extend(step)
+        i += 2 if pair else 1
+    return actions
+
+
+def _numbered(i: int, n: int, pair: bool) -> str:
+    """How a refusal names the statement(s) it is about; nothing when the block has one statement."""
+    if n == 1:
+        return ""
+    return f"statements {i + 1}-{i + 2} of {n}: " if pair else f"statement {i + 1} of {n}: "
 
 
 def _shape(stmt: ast.stmt) -> tuple[str, str] | None:
@@ -233,7 +266,7 @@ def _shape(stmt: ast.stmt) -> tuple[str, str] | None:
 
 
 _MAX_TOKENS = 500
-"""Tokens read when looking for non-ASCII names (one or two pyautogui calls have a few dozen)."""
+"""Tokens read when looking for non-ASCII names (a few pyautogui calls have a few dozen each)."""
 
 
 def _check_identifiers(code: str) -> None:
@@ -466,8 +499,8 @@ def _one_call(parsed: _Call, convention: Any, sent: Size, captured: Size, code: 
 
     if fn == "dragTo":
         raise _Reject(
-            "pyautogui.dragTo alone drags from the current pointer position, which is unknown here; "
-            "write pyautogui.moveTo(x1, y1) then pyautogui.dragTo(x2, y2) in the same block"
+            "pyautogui.dragTo drags from the current pointer position, which is unknown here; "
+            "write pyautogui.moveTo(x1, y1) directly before pyautogui.dragTo(x2, y2)"
         )
 
     if fn in ("scroll", "hscroll"):

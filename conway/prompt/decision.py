@@ -24,7 +24,7 @@ from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 from conway.store.events import SessionGoals
-from conway.store.home import Home
+from conway.store.home import Home, not_text
 from conway.store.state import ReadIfChanged
 
 GOALS_JOURNAL_MAX_CHARS = 20_000
@@ -32,14 +32,16 @@ GOALS_JOURNAL_MAX_CHARS = 20_000
 
 
 def read_text(path: Path, default: str) -> str:
-    """A home file as the model sees it: missing → `default`; unreadable → a line saying so."""
+    """A home file as the model sees it: missing → `default`; unreadable or not text → a line saying so."""
     try:
         with open_regular(path) as fh:  # a FIFO in its place must not block the cycle
-            return fh.read().decode("utf-8", errors="replace")
+            raw = fh.read()
     except FileNotFoundError:
         return default
     except OSError as exc:  # replaced by a folder while running, unreadable …: say so, carry on
         return f"(cannot read {path.name}: {exc.strerror})"
+    problem = not_text(raw)  # `run` refuses one at the start; this is one replaced while running
+    return f"({path.name} {problem}; left out)" if problem else raw.decode("utf-8")
 
 
 def _home_text(path: Path, default: str) -> ReadIfChanged[str]:
@@ -105,7 +107,7 @@ class ContextBuilder:
             cap = self.cfg.agent.model_wait_cap_s
             self._action_spaces[key] = (describe_action_space(types)
                                         + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
-        action_space = self._action_spaces[key] + self.toolbox.describe()  # + MCP tools, skill names
+        action_space = self._action_spaces[key]
         captured = tuple(obs.captured_size) if screen else None
         fitted = self.policy.text_budget(captured, types)
         budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
@@ -116,7 +118,8 @@ class ContextBuilder:
             constitution=self._constitution.get(),
             goals=goals, memory=self._memory_text(), action_space=action_space,
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
-            chars_per_token=chars_per_token, accessibility=obs.accessibility)
+            chars_per_token=chars_per_token, accessibility=obs.accessibility,
+            tools=self.toolbox.describe())  # MCP tools, skill names
         if captured is None:
             parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))

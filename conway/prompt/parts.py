@@ -39,7 +39,7 @@ class PartName:
     CONSTITUTION = "constitution.md"
     ACTION_SPACE = "action space"
     TOOLS = "tools"
-    """A stable part a caller may add (none of the loop's builders does today)."""
+    """What the runnable tools list: the MCP tools and the Agent Skills (stable; cut, marked, when too long)."""
     GOALS = "goals.md"
     MEMORY = "memory.md"
     RECENT_STEPS = "recent steps (oldest first)"
@@ -87,13 +87,17 @@ def resolve_budget(configured: int | None, fitted: int | None) -> int:
 
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
-                chars_per_token: float, accessibility: str | None = None) -> tuple[list[ContextPart], list[str]]:
-    """Return (parts in wire order, names of what was dropped); `recent` is oldest first."""
+                chars_per_token: float, accessibility: str | None = None,
+                tools: str = "") -> tuple[list[ContextPart], list[str]]:
+    """Return (parts in wire order, names of what was dropped); `recent` is oldest first.
+
+    `tools`: what the runnable tools list (MCP tools, skills), counted like the action space."""
     budget_chars = int(budget_tokens * chars_per_token)
     fixed_share = budget_chars // 3  # identity and goals may use at most a third each
     constitution = cut_text(constitution, fixed_share)[0]
     goals = cut_text(goals, fixed_share)[0]
-    used = len(constitution) + len(goals) + len(action_space)
+    tools = tools.strip()
+    used = len(constitution) + len(goals) + len(action_space) + len(tools)
     dropped: list[str] = []
 
     def fits(text: str) -> bool:
@@ -135,8 +139,10 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
             else:
                 dropped.append(PartName.MEMORY)
 
-    parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space),
-             ContextPart(PartName.GOALS, goals)]
+    parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space)]
+    if tools:
+        parts.append(ContextPart(PartName.TOOLS, tools))
+    parts.append(ContextPart(PartName.GOALS, goals))
     if memory_text is not None:
         parts.append(ContextPart(PartName.MEMORY, memory_text))
     if kept_steps:

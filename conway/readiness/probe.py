@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.readiness.checks.decision import PROBE_SIZE, ProbeReport, probe, probe_context
+from conway.readiness.checks.decision import ProbeReport, probe
 
-__all__ = ["ProbeReport", "probe", "probe_context", "probe_configured", "PROBE_SIZE"]
+__all__ = ["probe_configured"]
 
 
 def probe_configured(config: Any, home: Any) -> ProbeReport:

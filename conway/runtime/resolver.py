@@ -284,14 +284,22 @@ class Available:
     """`RAM`, `GPU 0 (NAME)`, `unified memory` …"""
 
 
-def estimate_memory(model: GGUFInfo, projector: GGUFInfo | None, n_ctx: int) -> MemoryEstimate:
-    per_token = model.kv_bytes_per_token()
-    note = ""
+def held_n_ctx(n_ctx: int, trained: int | None, slots: int = 1) -> int:
+    """runtime.n_ctx as llama.cpp is given it: no slot past the context the model was trained for (GGUF
+    `context_length`), whose KV cache no request could use."""
+    return min(n_ctx, trained * slots) if trained else n_ctx
+
+
+def estimate_memory(model: GGUFInfo, projector: GGUFInfo | None, n_ctx: int, slots: int = 1) -> MemoryEstimate:
+    """Weights, projector and the KV cache of `n_ctx` tokens as loaded (held to the trained context)."""
+    held = held_n_ctx(n_ctx, model.context_length, slots)
+    note = f" (runtime.n_ctx {n_ctx} held to the trained context)" if held < n_ctx else ""
+    n_ctx, per_token = held, model.kv_bytes_per_token()
     if per_token is None:
         per_token = 0
-        note = ", unknown for this architecture"
+        note += ", unknown for this architecture"
     elif model.sliding_window:
-        note = ", upper bound (sliding-window layers need less)"
+        note += ", upper bound (sliding-window layers need less)"
     proj = projector.tensor_bytes if projector else 0
     overhead = int((model.tensor_bytes + proj) * OVERHEAD_FRACTION) + OVERHEAD_FIXED
     return MemoryEstimate(weights=model.tensor_bytes, projector=proj, kv_cache=per_token * n_ctx,
@@ -358,7 +366,8 @@ class LocalModel:
 
 
 def resolve_local_model(model_path: str | None, mmproj_path: str | None, *, n_ctx: int, n_gpu_layers: int,
-                        headroom_gib: float, check_memory: bool = True, need_vision: bool = True) -> LocalModel:
+                        headroom_gib: float, check_memory: bool = True, need_vision: bool = True,
+                        slots: int = 1) -> LocalModel:
     """Validate a local model (+ projector) and check that it fits; UserError says what is wrong."""
     if not model_path:
         raise UserError("no local model given: set policy.model_path to a GGUF file (and policy.mmproj_path "
@@ -381,7 +390,7 @@ def resolve_local_model(model_path: str | None, mmproj_path: str | None, *, n_ct
                             f"policy.mmproj_path to its vision projector GGUF (usually mmproj-*.gguf).{hint}")
         raise UserError(f"Conway's policies look at screenshots, and {model.path} ({model.arch}) comes without a "
                         f"vision projector: set policy.mmproj_path to its mmproj GGUF.{hint}")
-    estimate = estimate_memory(model, projector, n_ctx)
+    estimate = estimate_memory(model, projector, n_ctx, slots)
     where = available_memory(n_gpu_layers)
     label = f"model {Path(model.path).name}" + (f" + {Path(projector.path).name}" if projector else "")
     if check_memory:

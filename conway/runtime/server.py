@@ -10,8 +10,9 @@ Which program:
 
 Rules: it listens on 127.0.0.1 unless `runtime.allow_remote`; a busy port is
 refused before starting; all its output goes to the home's
-`llama-runtime.log`; start-up waits for the health check with a deadline and,
-when the server dies or never answers, shows the last lines of that log. It
+`llama-runtime.log` (`conway.runtime.runtime_log`: filtered, redacted, capped,
+0600); start-up waits for the health check with a deadline and, when the
+server dies or never answers, shows the last lines of this start's output. It
 runs with `OMP_WAIT_POLICY=PASSIVE` (idle OpenMP threads otherwise spin and
 starve the busy one: 2.7 vs 33 tok/s measured on a 2-core machine) and the
 configured thread counts. On Linux it is tied to Conway's life (it gets
@@ -31,7 +32,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,6 +41,8 @@ import httpx
 
 from conway.config import ConwayConfig, RuntimeConfig
 from conway.errors import UserError
+from conway.redact import redact
+from conway.runtime.runtime_log import RuntimeLog
 
 __all__ = [
     "REPO_ROOT",
@@ -50,13 +52,17 @@ __all__ = [
     "default_threads",
     "port_in_use",
     "free_port",
-    "tail_lines",
     "server_env",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILT_LLAMA_SERVER = REPO_ROOT / ".cache" / "llama-server" / "bin" / "llama-server"
 LOG_TAIL_LINES = 25
+
+
+def server_window(config: ConwayConfig, n_ctx: int) -> int:
+    """The context one request gets on a server Conway starts: its context shared by its slots."""
+    return n_ctx // max(1, config.runtime.parallel)
 
 
 def default_threads(configured: int | None) -> int:
@@ -71,14 +77,6 @@ def server_env(runtime: RuntimeConfig, base: dict[str, str] | None = None) -> di
     if runtime.omp_wait_policy != "unset":
         env["OMP_WAIT_POLICY"] = runtime.omp_wait_policy
     return env
-
-
-def tail_lines(path: Path, n: int = LOG_TAIL_LINES) -> str:
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            return "".join(deque(fh, maxlen=n)).rstrip()
-    except OSError:
-        return "(no log)"
 
 
 def _check_host(runtime: RuntimeConfig) -> str:
@@ -162,26 +160,27 @@ def _chat_format_for(runtime: RuntimeConfig, has_mmproj: bool) -> str | None:
     return None
 
 
-def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: int, alias: str) -> list[str]:
+def build_command(program: ServerProgram, cfg: ConwayConfig, host: str, port: int, alias: str,
+                  n_ctx: int | None = None) -> list[str]:
     """The command line for `program` serving cfg.policy.model_path (+ mmproj) on host:port."""
     rt = cfg.runtime
     pol = cfg.policy
+    n_ctx = n_ctx or rt.n_ctx
     threads = default_threads(rt.n_threads)
     threads_batch = rt.n_threads_batch or threads
     if program.kind == "llama-server":
         cmd = [*program.argv0, "--model", str(pol.model_path), "--host", host, "--port", str(port),
-               "--ctx-size", str(rt.n_ctx), "--threads", str(threads), "--threads-batch", str(threads_batch),
+               "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads_batch),
                "--n-gpu-layers", "all" if rt.n_gpu_layers == -1 else str(rt.n_gpu_layers),
                "--parallel", str(rt.parallel), "--alias", alias, "--no-webui"]
         if pol.mmproj_path:
             cmd += ["--mmproj", str(pol.mmproj_path)]
-            if pol.image_max_tokens:
-                cmd += ["--image-max-tokens", str(pol.image_max_tokens)]
+            cmd += ["--image-max-tokens", str(pol.image_token_cap(window=server_window(cfg, n_ctx)))]
         if rt.chat_format:
             cmd += ["--chat-template", rt.chat_format]
     else:
         cmd = [*program.argv0, "--model", str(pol.model_path), "--host", host, "--port", str(port),
-               "--n_ctx", str(rt.n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads_batch),
+               "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads_batch),
                "--n_gpu_layers", str(rt.n_gpu_layers), "--model_alias", alias]
         fmt = _chat_format_for(rt, bool(pol.mmproj_path))
         if pol.mmproj_path:
@@ -216,6 +215,10 @@ class LocalServer:
     proc: subprocess.Popen | None = None
     started_s: float | None = None
     _atexit: Any = field(default=None, repr=False)
+    _pump: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.log = RuntimeLog(self.log_path)
 
     @property
     def base_url(self) -> str:
@@ -223,7 +226,8 @@ class LocalServer:
         return f"http://{host}:{self.port}/v1"
 
     @classmethod
-    def from_config(cls, cfg: ConwayConfig, log_path: Path, alias: str) -> "LocalServer":
+    def from_config(cls, cfg: ConwayConfig, log_path: Path, alias: str, n_ctx: int | None = None) -> "LocalServer":
+        """`n_ctx`: the context to load (runtime.n_ctx held to the model's trained context; None: runtime.n_ctx)."""
         rt = cfg.runtime
         host = _check_host(rt)
         if rt.port:
@@ -234,26 +238,21 @@ class LocalServer:
         else:
             port = free_port(host)
         program = find_program(rt)
-        return cls(cmd=build_command(program, cfg, host, port, alias), host=host, port=port, log_path=log_path,
+        return cls(cmd=build_command(program, cfg, host, port, alias, n_ctx), host=host, port=port, log_path=log_path,
                    program=program, env=server_env(rt), startup_timeout_s=rt.startup_timeout_s, alias=alias)
 
     def start(self) -> str:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(f"\n=== {stamp} conway starts {self.program.kind}: {' '.join(self.cmd)}\n")
-        log = self.log_path.open("ab")
+        self.log.begin(f"{stamp} conway starts {self.program.kind}: {' '.join(redact(self.cmd))}")
         started = time.monotonic()
         try:
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=self.env, start_new_session=True,
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
                                          preexec_fn=_tie_to_parent if sys.platform.startswith("linux") else None)
         except OSError as exc:
-            log.close()
             raise UserError(f"cannot start {self.program.where}: {exc.strerror or exc}") from None
-        finally:
-            if self.proc is not None:
-                log.close()
+        assert self.proc.stdout is not None
+        self._pump = self.log.pump(self.proc.stdout)
         self._atexit = self.stop
         atexit.register(self.stop)
         try:
@@ -262,9 +261,8 @@ class LocalServer:
             self.stop()
             raise
         self.started_s = time.monotonic() - started
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(f"=== conway: {self.program.kind} ready at {self.base_url} after {self.started_s:.1f} s "
-                     f"(pid {self.proc.pid})\n")
+        self.log.note(f"conway: {self.program.kind} ready at {self.base_url} after {self.started_s:.1f} s "
+                      f"(pid {self.proc.pid})")
         return self.base_url
 
     def _wait_ready(self, started: float) -> None:
@@ -281,7 +279,7 @@ class LocalServer:
                 if time.monotonic() > deadline:
                     raise UserError(f"the model server ({self.program.kind}) did not become ready within "
                                     f"{self.startup_timeout_s:g} s (runtime.startup_timeout_s); last lines of "
-                                    f"{self.log_path}:\n{tail_lines(self.log_path)}")
+                                    f"{self.log_path}:\n{self.log.tail(LOG_TAIL_LINES)}")
                 time.sleep(0.2)
 
     @staticmethod
@@ -298,7 +296,9 @@ class LocalServer:
             return False
 
     def _died_message(self, code: int) -> str:
-        tail = tail_lines(self.log_path)
+        if self._pump is not None:
+            self._pump.join(timeout=2.0)  # the last lines the server printed before it exited
+        tail = self.log.tail(LOG_TAIL_LINES)
         low = tail.lower()
         if "address already in use" in low or "couldn't bind" in low or "errno 98" in low:
             return (f"the model server could not listen on {self.host}:{self.port}: the port is in use "
@@ -327,8 +327,4 @@ class LocalServer:
                 proc.wait(timeout=10)
             except ProcessLookupError:
                 pass
-        try:
-            with self.log_path.open("a", encoding="utf-8") as fh:
-                fh.write(f"=== conway stopped {self.program.kind} (pid {proc.pid}, exit {proc.returncode})\n")
-        except OSError:
-            pass
+        self.log.note(f"conway stopped {self.program.kind} (pid {proc.pid}, exit {proc.returncode})")

@@ -183,11 +183,19 @@ def status_report(home: Home) -> dict:
         "stop_reason": state.get("stop_reason"),
         "pending_intent": open_intent(home.journal_dir, state.get("pending")),
         "state_recovery": note,
+        "cost": _cost(home, state.get("session")),
         "last_events": [
-            {"step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
+            {"session": e.get("session"), "step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
              "summary": _event_summary(e)} for e in events
         ],
     }
+
+
+def _cost(home: Home, session: str | None) -> dict | None:
+    if not session or not home.journal_dir.exists():
+        return None
+    from conway.experience.costs import session_cost
+    return session_cost(home.journal_dir, session).record()
 
 
 _PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
@@ -263,9 +271,17 @@ def render_status(report: dict, tasks: str | None = None) -> str:
     lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
+    if report.get("cost"):
+        from conway.experience.costs import render_record
+        lines.append(f"cost:     {render_record(report['cost'])}")
     if tasks:
         lines.append(f"tasks:    {tasks}")
     if report["last_events"]:
         lines.append("last events:")
-        lines += [f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}" for e in report["last_events"]]
+        shown = report["session"]  # a heading wherever the events change session, so none passes for this one's
+        for e in report["last_events"]:
+            if e.get("session") != shown:
+                shown = e.get("session")
+                lines.append(f"  {'this session' if shown == report['session'] else 'earlier session'} {shown}:")
+            lines.append(f"  {e['ts']}  step {e['step']:>4}  {e['kind']:<11} {e['summary']}")
     return "\n".join(lines)

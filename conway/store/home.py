@@ -13,6 +13,18 @@ from conway.errors import UserError
 DEFAULT_HOME = Path("~/.conway")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
+def not_text(raw: bytes) -> str | None:
+    """Why a file the model is sent as text is not text (NUL bytes: binary; bytes that are not UTF-8), or None."""
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        return f"is not text (a NUL byte at {nul}: a binary file)"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte {exc.start})"
+    return None
+
+
 STARTER_CONSTITUTION = """\
 # Constitution
 

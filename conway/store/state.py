@@ -14,6 +14,13 @@ from conway.errors import UserError
 
 T = TypeVar("T")
 
+STDOUT = Path("/dev/stdout")
+"""`--output /dev/stdout` (or `-`): the command's file goes to standard output and its messages to stderr."""
+
+
+def is_stdout(raw: str | os.PathLike[str]) -> bool:
+    return os.fspath(raw).strip() in ("-", os.fspath(STDOUT))
+
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True,
                        before_replace: Callable[[], None] | None = None) -> None:

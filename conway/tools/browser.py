@@ -15,7 +15,7 @@ import webbrowser
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from conway.actions import OpenBrowser, _Action, types_of
+from conway.actions import ActionProblem, OpenBrowser, _Action, types_of
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 
@@ -60,6 +60,13 @@ class BrowserTool(Tool):
             # A console browser (lynx, w3m, ...) would run in the foreground and block the loop.
             return False, f"only a console browser is registered ({browser.name}); it would block the agent"
         return True, f"browser {getattr(browser, 'name', type(browser).__name__)}"
+
+    def check(self, action: _Action) -> _Action | ActionProblem:
+        """A URL that may not be opened is refused here, before its intent is written, not at dispatch."""
+        problem = check_url(action.url) if isinstance(action, OpenBrowser) else None
+        if problem:
+            return ActionProblem(message=f"open_browser refused {action.url!r}: {problem}", raw=action.model_dump())
+        return action
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, OpenBrowser):

@@ -47,7 +47,6 @@ from typing import Any, Iterator
 
 from conway.actions import (
     GUI_TYPES,
-    KEY_ALIASES,
     Click,
     DoubleClick,
     Drag,
@@ -65,7 +64,7 @@ from conway.geometry import Convention, ScreenGeometry, captured_to_input, model
 from conway.platform import display_problem, x11_platform
 from conway.protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
 
-__all__ = ["GuiTool", "UNAVAILABLE", "KEY_ALIASES", "load_pyautogui"]
+__all__ = ["GuiTool", "UNAVAILABLE", "load_pyautogui"]
 
 UNAVAILABLE = "GUI tools unavailable"
 

@@ -14,7 +14,10 @@ Loop semantics: `check` validates the arguments against the tool's input
 schema before anything is sent (a mismatch is an `ActionProblem`); a tool
 annotated `readOnlyHint: true` has no side effect, every other call does (the
 loop writes its intent first); a call that times out or whose server dies
-mid-call raises `DispatchUncertain` and is never retried. MCP servers run with
+mid-call raises `DispatchUncertain` and is never retried. A stdio server runs
+behind `mcp_relay.py`, so an answer over `_ANSWER_MAX_BYTES` comes back as
+its head and size: a certain, cut result. The SDK's log records go to the
+server's `mcp/<name>.log`, never the terminal. MCP servers run with
 the user's permissions: Conway does not sandbox them.
 """
 
@@ -22,10 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
+import errno
 import hashlib
 import json
+import logging
 import os
+import shutil
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import CancelledError as FutureCancelled
@@ -43,6 +51,7 @@ from conway.cancel import current_cancel
 from conway.config import McpServerConfig, ToolsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
+from conway.tools.mcp_relay import CUT_CODE as RELAY_CUT_CODE
 
 _CALL_MARGIN_S = 5.0  # the SDK's own deadline answers first; ours only catches a stuck transport
 _CLOSE_S = 10.0  # graceful stop of every server (stdin closed, 2 s grace, SIGTERM, SIGKILL)
@@ -50,6 +59,62 @@ _IMAGES_KEPT = 200
 _DESCRIPTION_MAX = 400
 _STRUCTURED_KEPT = 4096
 _LOG_MARK = "--- conway started this server at"
+
+
+_SDK_LOG_MAX = 1_000_000  # a server flooding garbage cannot fill the disk through the SDK's tracebacks
+_SERVER_LOG: contextvars.ContextVar[_ServerLog | None] = contextvars.ContextVar("conway_mcp_server_log",
+                                                                                default=None)
+
+
+class _ServerLog:
+    """The log file of one server, as the MCP SDK's log records about it see it (bounded)."""
+
+    def __init__(self, fh: Any):
+        self.fh, self.written, self.capped = fh, 0, False
+
+    def write(self, text: str) -> None:
+        if self.capped:
+            return
+        if self.written + len(text) > _SDK_LOG_MAX:
+            self.capped = True
+            text = f"[conway: over {_SDK_LOG_MAX} bytes of MCP SDK messages; the rest about this server dropped]"
+        self.written += len(text) + 1
+        try:
+            self.fh.write(text + "\n")
+            self.fh.flush()
+        except (OSError, ValueError):
+            pass
+
+
+class _SdkLogRouter(logging.Handler):
+    """The MCP SDK logs (tracebacks for every line a server garbles) into the log of the server whose
+    connection task logged them, never to Conway's terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = _SERVER_LOG.get()
+        if sink is not None:
+            sink.write(self.format(record))
+
+
+def _route_sdk_logging() -> None:
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(h, _SdkLogRouter) for h in logger.handlers):
+        logger.addHandler(_SdkLogRouter())
+        logger.propagate = False
+
+
+_ANSWER_MAX_BYTES = 8 * 1024 * 1024
+"""A stdio server's answer longer than this is read as its head and its size (`mcp_relay`): a certain, cut
+result instead of minutes of parsing (50 MB once outlasted a 60 s timeout after the tool had acted)."""
+_RELAY = Path(__file__).with_name("mcp_relay.py")
+
+
+class AnswerCut(Exception):
+    """The server answered with more than `_ANSWER_MAX_BYTES`: its head and size (the call did happen)."""
+
+    def __init__(self, text: str, size: int, read: int):
+        super().__init__(f"{size} bytes")
+        self.text, self.size, self.read = text, size, read
 
 
 class CallLost(Exception):
@@ -116,6 +181,7 @@ class McpTool(Tool):
         self._thread = threading.Thread(target=self._loop.run_forever, name="conway-mcp", daemon=True)
         self._groups: set[int] = set()
         self._closed = False
+        _route_sdk_logging()
         self._thread.start()
         try:
             self._start_all()
@@ -184,12 +250,20 @@ class McpTool(Tool):
                     raise _StartRefused(f"environment variable {name} (inherit_env) is not set")
                 env[name] = os.environ[name]
             errlog = stack.enter_context(self._errlog(s.name))
+            _SERVER_LOG.set(_ServerLog(errlog))  # this connection's task (and its children) log there
             cwd = Path(os.path.expanduser(s.cwd)) if s.cwd else self.workdir
-            from mcp.client.stdio import stdio_client
-            return stdio_client(StdioServerParameters(command=s.command, args=s.args, env=env, cwd=cwd),
+            from mcp.client.stdio import get_default_environment, stdio_client
+            path = (get_default_environment() | env).get("PATH")
+            program = s.command if os.sep in s.command else shutil.which(s.command, path=path)
+            if program is None or not os.access(cwd / program if os.sep in program else program, os.X_OK):
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", s.command)
+            # through the relay: an answer line over _ANSWER_MAX_BYTES comes back cut, not read whole
+            relayed = [str(_RELAY), str(_ANSWER_MAX_BYTES), "--", s.command, *s.args]
+            return stdio_client(StdioServerParameters(command=sys.executable, args=relayed, env=env, cwd=cwd),
                                 errlog=errlog)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
+        _SERVER_LOG.set(_ServerLog(stack.enter_context(self._errlog(s.name))))
         headers = {}
         for header, var in s.headers_env.items():
             if var not in os.environ:
@@ -200,7 +274,8 @@ class McpTool(Tool):
         return streamable_http_client(s.url, http_client=http)
 
     def _errlog(self, name: str):
-        """The server's stderr: mcp/<name>.log in the home (never Conway's terminal)."""
+        """The server's stderr and the SDK's messages about it: mcp/<name>.log in the home (never Conway's
+        terminal)."""
         if self.folder is None:
             return open(os.devnull, "w")
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -350,6 +425,12 @@ class McpTool(Tool):
             raise DispatchUncertain(f"{what} {exc}; it may or may not have taken effect and is not retried") from None
         except ServerRefused as exc:
             return ToolResult(ok=False, error=f"{what} refused by the server: {exc}", data=self._facts(action, info))
+        except AnswerCut as cut:
+            head = cut_text(cut.text, self.cfg.mcp_result_max_chars)[0]
+            note = (f"[the answer was {cut.size} bytes; Conway reads at most {cut.read} bytes of an answer: "
+                    "shown is the start of its first text]")
+            return ToolResult(ok=True, output=f"{head}\n{note}", truncated=True,
+                              data={**self._facts(action, info), "answer_bytes": cut.size, "answer_read": cut.read})
         return self._render(action, info, result)
 
     def _call(self, conn: _Conn, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
@@ -371,6 +452,10 @@ class McpTool(Tool):
             future.cancel()
             raise CallLost(f"got no answer within {timeout:g} s") from None
         except MCPError as exc:
+            if exc.code == RELAY_CUT_CODE and isinstance(exc.data, dict):
+                data = exc.data
+                raise AnswerCut(str(data.get("text", "")), int(data.get("bytes", 0)),
+                                int(data.get("read", _ANSWER_MAX_BYTES))) from None
             if exc.code == REQUEST_TIMEOUT:
                 raise CallLost(f"timed out after {timeout:g} s (timeout_s)") from None
             if exc.code == CONNECTION_CLOSED:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conway.errors import UserError
+from conway.experience.costs import ModelCost
 from conway.experience.labels import LabelIndex, labels_path, read_labels
 from conway.experience.steps import attach_labels, screenshot_file, steps_from_events
 from conway.store.events import Acceptance, Recovery, SessionEnd, SessionStart
@@ -113,7 +114,16 @@ class SessionView:
             "declared": finishes,
             "verified": acc.verified if acc else None,
             "verification": (acc.to_payload() or None) if acc else None,
+            "cost": self.cost().record(),
         }
+
+    def cost(self) -> ModelCost:
+        """Tokens and model time of every decision shown (the journal's own numbers)."""
+        total = ModelCost()
+        for s in self.steps:
+            if isinstance(s.record.get("decision"), dict):
+                total.add(s.record["decision"])
+        return total
 
 
 def error_streaks(steps: list[StepView]) -> list[dict[str, Any]]:

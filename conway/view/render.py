@@ -270,6 +270,11 @@ def session_page(sv: SessionView, page: int, page_size: int, images: ImageRef, *
                  body_attrs={"view": "session", "page": page, "pages": pages, "mode": "serve" if token else "static"})
 
 
+def _tokens(cost: dict) -> str:
+    cached = f" ({cost['cached_tokens']:,})" if cost["cached_tokens"] else ""
+    return f"{cost['prompt_tokens']:,}{cached} / {cost['generated_tokens']:,}"
+
+
 def index_page(sessions: list[SessionView], skipped: list[str], *, title: str = "Conway sessions",
                extra: str = "") -> str:
     rows = []
@@ -281,9 +286,11 @@ def index_page(sessions: list[SessionView], skipped: list[str], *, title: str = 
         rows.append(f'<tr><td><a href="s/{esc(sv.folder)}/page-0001.html">{esc(sv.id)}</a></td>'
                     f"<td>{esc(s['started'])}</td><td>{s['steps']}</td><td>{errors}</td>"
                     f"<td>{esc(s['model_id'] or '—')}</td><td>{esc(s['end_reason'] or '—')}</td>"
-                    f"<td>{esc(declared)}</td><td>{verified}</td><td>{s['labelled']}</td></tr>")
+                    f"<td>{esc(declared)}</td><td>{verified}</td><td>{s['labelled']}</td>"
+                    f"<td>{_tokens(s['cost'])}</td><td>{s['cost']['model_s']:.1f}</td></tr>")
     table = ('<table class="list"><thead><tr><th>session</th><th>started</th><th>steps</th><th>errors</th>'
-             "<th>model</th><th>ended</th><th>declared</th><th>verified</th><th>labelled</th></tr></thead>"
+             "<th>model</th><th>ended</th><th>declared</th><th>verified</th><th>labelled</th>"
+             '<th title="prompt (cached) / generated">tokens</th><th>model s</th></tr></thead>'
              f"<tbody>{''.join(rows)}</tbody></table>")
     note = (f'<p class="muted">{len(skipped)} unreadable journal line(s) skipped: {esc(", ".join(skipped[:5]))}</p>'
             if skipped else "")

@@ -1,6 +1,6 @@
 """python -m scripts.bench.bench_parsers [--chars 200000] [--repeat 5] [--json out.json]
 
-Worst-case time of the three model-output parsers (JSON, OpenCUA, UI-TARS) on
+Worst-case time of the four model-output parsers (JSON, OpenCUA, UI-TARS, Qwen3-VL) on
 pathological answers: unclosed fences, thousands of headings, deep brackets,
 unbalanced quotes, endless ``<think>`` tags … Each shape is built at 10k, 100k
 and ``--chars`` characters (the parsers refuse anything over 200,000). Prints
@@ -59,6 +59,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "uitars: thought labels": lambda n: _rep("Thought: ", n),
     "uitars: box tokens": lambda n: _rep("<|box_start|>", n),
     "uitars: points": lambda n: _rep("<point>", n),
+    "qwen3vl: open tool_call tags": lambda n: _rep("<tool_call>", n),
+    "qwen3vl: tool_call pairs": lambda n: _rep("<tool_call>{}</tool_call>", n),
+    "qwen3vl: one block of open brackets": lambda n: "<tool_call>" + _rep("[", n - 11),
     "single quotes": lambda n: _rep("'", n),
     "parentheses": lambda n: _rep("(", n),
     "noise": _noise,
@@ -66,11 +69,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 
 def parsers() -> dict[str, Callable[[str], object]]:
-    from conway.policies import parse_json, parse_opencua, parse_uitars
+    from conway.policies import parse_json, parse_opencua, parse_qwen3vl, parse_uitars
 
     return {"json": lambda t: parse_json.parse(t, **SETUP),  # type: ignore[arg-type]
             "opencua": lambda t: parse_opencua.parse(t, **SETUP),  # type: ignore[arg-type]
-            "uitars": lambda t: parse_uitars.parse(t, **SETUP)}  # type: ignore[arg-type]
+            "uitars": lambda t: parse_uitars.parse(t, **SETUP),  # type: ignore[arg-type]
+            "qwen3vl": lambda t: parse_qwen3vl.parse(t, **SETUP)}  # type: ignore[arg-type]
 
 
 def best_time(fn: Callable[[str], object], text: str, repeat: int) -> float:

@@ -98,6 +98,15 @@ def test_invalid_config_values_name_the_key_and_allowed_values(initialized_home)
     assert r.returncode == 1 and "not valid YAML" in r.stderr
 
 
+def test_an_override_a_flag_also_sets_is_refused_not_silently_outvoted(initialized_home):
+    r = run_cli("run", "--mock", "--max-steps", "1", "agent.max_steps=abc")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "--max-steps 1" in r.stderr and "agent.max_steps=abc" in r.stderr
+    assert not list((initialized_home / "journal").glob("*.jsonl"))  # refused before any run
+    r = run_cli("run", "--mock", "--max-steps", "1", "agent.max_steps=1")  # the same value says one thing
+    assert r.returncode == 0, r.stderr
+
+
 def test_config_layers_home_file_then_command_line(initialized_home):
     (initialized_home / "config.yaml").write_text("agent:\n  repetition_limit: 5\n  max_steps: 9\n")
     r = run_cli("config", "--check", "agent.max_steps=4")
@@ -128,9 +137,10 @@ def test_max_tokens_and_api_key_env_are_not_mistaken_for_secrets(initialized_hom
 
 def test_every_shipped_config_composes_and_validates():
     from conway.config import configs_dir, load_config
+    from conway.policies.families import POLICY_KINDS
     for preset in sorted((configs_dir() / "policy").glob("*.yaml")):
         cfg = load_config(None, [f"policy={preset.stem}"])
-        assert cfg.policy.kind in ("mock", "generic", "opencua", "uitars")
+        assert cfg.policy.kind in POLICY_KINDS
 
 
 # --- runs --------------------------------------------------------------------

@@ -44,6 +44,21 @@ def structured(result) -> dict:
     return result.structured_content
 
 
+def test_the_model_tools_refuse_without_a_model_like_the_commands(initialized_home, tmp_path):
+    from mcp import StdioServerParameters
+    env = {"CONWAY_HOME": str(initialized_home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "conway.cli.main", "mcp-serve"], env=env,
+                                   cwd=str(REPO))
+
+    async def body(client):
+        return {name: await client.call_tool(name, {"output": str(tmp_path / f"{name}.json")})
+                for name in ("preflight", "vision_check")}
+
+    for name, result in call(params, body).items():
+        assert result.is_error and "no model is configured" in result.content[0].text, name
+        assert not (tmp_path / f"{name}.json").exists()
+
+
 @pytest.mark.slow
 def test_stdio_server_tools_annotations_and_answers(initialized_home, tmp_path):
     home = initialized_home
@@ -64,6 +79,7 @@ def test_stdio_server_tools_annotations_and_answers(initialized_home, tmp_path):
         out["export_home"] = await client.call_tool("export", {"output": str(inside_home)})
         out["export_relative"] = await client.call_tool("export", {"output": "x.jsonl"})
         out["preflight"] = structured(await client.call_tool("preflight", {"output": str(tmp_path / "pf.json")}))
+        out["preflight_stdout"] = await client.call_tool("preflight", {"output": "/dev/stdout"})
         out["vision"] = structured(await client.call_tool(
             "vision_check", {"output": str(tmp_path / "vc.json"), "samples": 2, "seed": 3}))
         return out
@@ -86,6 +102,7 @@ def test_stdio_server_tools_annotations_and_answers(initialized_home, tmp_path):
     assert not inside_home.exists()
     assert out["preflight"]["report"] == str(tmp_path / "pf.json") and out["preflight"]["exit_code"] in (0, 2)
     assert json.loads((tmp_path / "pf.json").read_text())["kind"] == "preflight"
+    assert out["preflight_stdout"].is_error and "not standard output" in out["preflight_stdout"].content[0].text
     vision = out["vision"]
     assert vision["report"] == str(tmp_path / "vc.json") and vision["summary"] is not None
     assert json.loads((tmp_path / "vc.json").read_text())["kind"] == "vision-check"

@@ -94,6 +94,39 @@ def test_two_promotions_roll_back_one_at_a_time(initialized_home):
     assert "policy" not in (yaml.safe_load(cfg.read_text()) or {})
 
 
+def test_promote_keeps_the_users_comments_and_rollback_restores_the_policy_as_written(initialized_home):
+    cfg = initialized_home / "config.yaml"
+    written = ("# my notes on this home\n"
+               "policy:\n"
+               "  # the old server, until the candidate proves itself\n"
+               "  kind: generic\n"
+               "  endpoint: http://127.0.0.1:9/v1  # port 9: nothing answers\n"
+               "  temperature: 0.2\n"
+               "\n"
+               "# agent settings follow\n"
+               "agent:\n"
+               "  repetition_limit: 5  # the default is 3\n")
+    cfg.write_text(written)
+    make_candidate(initialized_home, "cand1")
+    assert main(["promote", "cand1"]) == 0
+    promoted = cfg.read_text()
+    assert promoted.startswith("# my notes on this home\npolicy:\n")
+    assert promoted.endswith("\n# agent settings follow\nagent:\n  repetition_limit: 5  # the default is 3\n")
+    assert "candidates/cand1/" in yaml.safe_load(promoted)["policy"]["model_path"]
+    assert main(["promote", "--rollback"]) == 0
+    assert cfg.read_text() == written
+
+
+def test_promote_and_rollback_of_a_fresh_home_give_back_its_config(initialized_home):
+    cfg = initialized_home / "config.yaml"
+    fresh = cfg.read_text()
+    make_candidate(initialized_home, "cand1")
+    assert main(["promote", "cand1"]) == 0
+    assert cfg.read_text().startswith(fresh.removesuffix("{}\n"))  # init's comments stay
+    assert main(["promote", "--rollback"]) == 0
+    assert cfg.read_text() == fresh
+
+
 # --- bad input -------------------------------------------------------------------------------
 
 
@@ -167,5 +200,10 @@ def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initi
     assert any(b != c for b, c in raw)  # two different models answered
     printed = capsys.readouterr().out
     assert "base" in printed and "candidate" in printed and "95% CI" in printed
+    answered = sum(s[side]["latency_s"]["mean"] * s[side]["latency_s"]["n"] for side in ("base", "candidate"))
+    assert report["duration_s"] >= answered > 0  # both models' runs are inside the time the report gives
+    assert main(["report", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "summary: {" not in text and "difference" in text and "base      hits" in text
     evals = (initialized_home / "candidates" / "other" / "evals.jsonl").read_text().splitlines()
     assert json.loads(evals[-1])["cases"] == 4

@@ -180,6 +180,18 @@ def test_unknown_instructions_are_invalid_outputs_and_parallel_overlaps(dataset,
     assert data["summary"]["invalid_output"] == {"unparseable": 1}
 
 
+def test_an_answer_cut_off_at_max_tokens_is_counted_as_cut_off():
+    from conway.actions import ActionProblem
+    from conway.evals.clicks import first_click
+    from conway.evals.grounding.cases import summarize
+    from conway.protocols import Decision, cut_off_message
+    cut = Decision(raw_text='{"type": "cli', actions=[ActionProblem(message=cut_off_message(64), raw="")],
+                   model_id="m", meta={"error_cause": "cut off"})
+    _, _, error = first_click(cut)
+    summary = summarize([{"error": error, "hit": False}], wall_s=1.0)
+    assert summary["invalid_output"] == {"cut_off": 1}
+
+
 def test_export_from_a_grounding_report_labels_hits_and_misses(dataset, tmp_path: Path):
     root, expected = dataset
     with GroundingFixtureServer(_key(expected), offset=(20.0, 0.0), token_limit=100_000) as server:

@@ -299,3 +299,17 @@ def test_an_app_that_dies_is_named(a11y: XServer, tmp_path: Path, capsys):
     err = capsys.readouterr().err
     assert "crasher exited with code 3: boom" in err
     assert not (tmp_path / "o.images").exists() and not (tmp_path / "o.json").exists()
+
+
+def test_apps_without_a_session_bus_are_refused_before_any_app_starts(desktop: XServer, tmp_path: Path, capsys,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    """Like --desktop: the bus is checked first (no 30 s wait that blames the app), with dbus-run-session named."""
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # no bus socket there
+    started = tmp_path / "started"
+    suite = _suite(tmp_path, [{"name": "app", "command": ["{python}", "-c",
+                                                          f"open({str(started)!r}, 'w'); import time; time.sleep(60)"]}])
+    assert main(["grounding-check", "--mock", "--apps", str(suite), "--output", str(tmp_path / "o.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "D-Bus session bus" in err and "dbus-run-session --" in err, err
+    assert not started.exists() and not (tmp_path / "o.json").exists()

@@ -139,3 +139,21 @@ def test_cli_report_bad_input(tmp_path, capsys, content, msg):
         p.write_bytes(content)
     assert main(["report", str(p)]) == 1
     assert msg in capsys.readouterr().err
+
+
+def test_report_of_a_trajectory_names_only_commands_that_read_it(tmp_path, capsys):
+    import re
+    import shutil
+    home = tmp_path / "recorded"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "export" / "home", home)
+    traj = tmp_path / "traj.jsonl"
+    assert main(["--home", str(home), "export", "--output", str(traj)]) == 0
+    session = json.loads(traj.read_text().splitlines()[0])["session"]
+    capsys.readouterr()
+    assert main(["--home", str(home), "report", str(traj)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "conway-traj/1 trajectory" in err
+    suggested = [c for c in re.findall(r"`(conway [^`]+)`", err) if c != "conway export"]  # where it came from
+    assert suggested == ["conway replay --trajectory FILE", f"conway view --session {session}"]
+    # what it suggests works: the session's pages, from the home it was exported from
+    assert main(["--home", str(home), "view", "--session", session, "--output", str(tmp_path / "site")]) == 0

@@ -208,6 +208,23 @@ def test_start_declared_done_but_not_done_exit_2(tmp_path, initialized_home, cap
     assert json.loads(capsys.readouterr().out)["task_acceptance"]["declared_done"] == 1
 
 
+def test_one_passing_and_one_failing_criterion_is_not_verified(tmp_path, initialized_home, capsys):
+    task = _task_file(tmp_path, "---\nacceptance:\n  - file_exists: result.txt\n  - file_contains: result.txt\n"
+                                "    text: \"answer: 43\"\n---\nPut the answer into result.txt.\n")
+    script = _mock(tmp_path, [
+        {"action": {"type": "append_file", "path": "result.txt", "text": "answer: 42\n"}},
+        {"action": {"type": "finish", "status": "DONE", "message": "written"}}])
+    out = tmp_path / "session.json"
+    code = main(["start", "--task-file", str(task), "--execute", "--mock-script", str(script), "--max-steps", "5",
+                 "--output", str(out)])
+    assert code == 2
+    data = json.loads(out.read_text())
+    assert [c["verified"] for c in data["cases"]] == [True, False]
+    assert data["summary"]["verified"] is False and data["status"] != "verified"
+    assert "1/2 criteria passed" in capsys.readouterr().out
+    assert acceptance_counts(resolve_home(None))["verified_failed"] == 1
+
+
 def test_plan_only_runs_no_checks(tmp_path, initialized_home, capsys):
     marker = tmp_path / "check-ran"
     task = _task_file(tmp_path, f"---\nacceptance:\n  - command_exits_zero: touch {marker}\n---\nDo nothing.\n")

@@ -136,3 +136,53 @@ def test_trl_sft_trainer_trains_two_steps_on_the_export(exported, tiny_base, tmp
     assert len(losses) == 2 and all(0 < x < 100 for x in losses)
     moved = sum(1 for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n]))
     assert moved > 0
+
+
+def test_hf_rows_keep_the_recorded_geometry(tmp_path):
+    """A step sent at a token-capped 392x224 (not the rule's default 644x392): the image in `images`, the size
+    the prompt states and the target all use 392x224, in the conversation and in the Conway columns."""
+    import shutil
+
+    from datasets import load_from_disk
+    home = tmp_path / "home"
+    shutil.copytree(REPO / "tests" / "data" / "export" / "home", home)
+    for journal in (home / "journal").glob("*.jsonl"):
+        journal.write_text(journal.read_text().replace('"sent_size":[644,392]', '"sent_size":[392,224]'))
+    out = tmp_path / "ds"
+    assert main(["--home", str(home), "export", "--format", "hf", "--style", "generic", "--output", str(out)]) == 0
+    ds = load_from_disk(str(out))
+    assert len(ds) > 0
+    for row in ds:
+        assert (row["sent_width"], row["sent_height"]) == (392, 224)
+        assert row["images"][0].size == (392, 224)
+        text = "".join(p["text"] or "" for m in row["messages"][:2] for p in m["content"])
+        assert "392x224" in text and "644x392" not in text
+        assert row["messages"][2]["content"][0]["text"] == row["target"]
+
+
+def test_steps_without_a_screen_are_left_out_of_every_layout(tmp_path, capsys):
+    """Two steps decided without a screenshot: every row left is a whole conversation by TRL's own check,
+    the dataset and sharegpt/ hold the same steps, and the export says how many it left out."""
+    import shutil
+
+    from trl.data_utils import is_conversational
+
+    from datasets import load_from_disk
+    home = tmp_path / "home"
+    shutil.copytree(REPO / "tests" / "data" / "export" / "home", home)
+    for journal in (home / "journal").glob("*.jsonl"):
+        text = journal.read_text()
+        for n in (2, 3):
+            text = text.replace(f'"screenshot":"screenshots/step-00{n}.png"', '"screenshot":null')
+        journal.write_text(text)
+    out = tmp_path / "ds"
+    assert main(["--home", str(home), "export", "--format", "hf", "--output", str(out)]) == 0
+    assert "left out 2 step(s) of the hf data that make no whole conversation" in capsys.readouterr().out
+    ds = load_from_disk(str(out))
+    assert sorted(ds["step"]) == [1, 4, 5, 6, 7]
+    for row in ds:
+        assert is_conversational(row) and len(row["images"]) == 1
+    data = json.loads((out / "sharegpt" / "data.json").read_text())
+    assert len(data) == len(ds)
+    for row in data:
+        assert is_conversational(row) and len(row["images"]) == 1

@@ -5,7 +5,7 @@ The journal in tests/data/export/home/ was recorded by a real loop run
 synthetic screenshots, two review labels). Regenerate the goldens only on
 purpose, after reading the diff:
 
-    for s in "" generic opencua uitars; do conway --home COPY export ${s:+--style $s} --output ...; done
+    for s in "" generic opencua uitars qwen3vl; do conway --home COPY export ${s:+--style $s} --output ...; done
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from conway.geometry import model_to_captured
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "export"
 GOLDEN = DATA / "golden"
-STYLES = ("generic", "opencua", "uitars")
+STYLES = ("generic", "opencua", "uitars", "qwen3vl")
 
 
 @pytest.fixture
@@ -69,6 +69,8 @@ def _parser(style):
         from conway.policies import parse_json as m
     elif style == "opencua":
         from conway.policies import parse_opencua as m
+    elif style == "qwen3vl":
+        from conway.policies import parse_qwen3vl as m
     else:
         from conway.policies import parse_uitars as m
     return m.parse
@@ -181,6 +183,31 @@ def test_exports_redact_known_secret_values(recorded_home, tmp_path, monkeypatch
     assert "redacted" in capsys.readouterr().out
     text = out.read_text()
     assert secret not in text and "<redacted>" in text
+
+
+def test_exports_redact_key_shapes_with_no_credential_variable_set(recorded_home, tmp_path, monkeypatch):
+    """A key that reached the journal is caught by its shape alone: nothing in the environment names it."""
+    import os
+
+    from conway.redact import looks_like_secret_env
+    for name in [n for n in os.environ if looks_like_secret_env(n)]:
+        monkeypatch.delenv(name)
+    journal = next((recorded_home / "journal").glob("*.jsonl"))
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    journal.write_text(journal.read_text().replace("Type the name.", f"Type the name. {key}"))
+    out = tmp_path / "t.jsonl"
+    assert _export(recorded_home, out) == 0
+    text = out.read_text()
+    assert key not in text and "sk-proj-" not in text and "Type the name. <redacted>" in text
+
+
+def test_export_to_standard_output_is_the_same_records(recorded_home):
+    from conftest import run_cli
+    r = run_cli("--home", str(recorded_home), "export", "--output", "/dev/stdout")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (GOLDEN / "traj.jsonl").read_text() and "wrote 7 step record(s)" in r.stderr
+    r = run_cli("--home", str(recorded_home), "export", "--format", "hf", "--output", "/dev/stdout")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "writes a folder" in r.stderr
 
 
 def test_a_verified_task_session_labels_its_steps_and_review_still_wins():

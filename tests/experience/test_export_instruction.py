@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.loop_harness import run_script
+from helpers.loop_harness import ArchivingObserver, run_script
 
 from conway.cli.main import main
 
@@ -37,14 +37,20 @@ def test_a_task_session_s_instruction_is_the_task(initialized_home, tmp_path):
 
 def test_hf_rows_carry_the_instruction(initialized_home, tmp_path):
     pytest.importorskip("datasets", reason="--format hf needs the train extra (datasets)")
-    run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1",
-                                                                          "observe.keep_screenshots=5"])
+    run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1"],
+               observer=ArchivingObserver(initialized_home))
     out = tmp_path / "hf"
     code = main(["export", "--output", str(out), "--format", "hf", "--skip-missing"])
     assert code == 0
     from datasets import load_from_disk
-    ds = load_from_disk(str(out))
-    rows = ds["train"] if hasattr(ds, "keys") and "train" in ds else ds
-    if len(rows) == 0:
-        pytest.skip("the synthetic observer saved no screenshot to export")
+    rows = load_from_disk(str(out))
+    assert len(rows) == 1
     assert all(r["instruction"] and "Goals" in r["instruction"] for r in rows)
+
+
+def test_hf_export_with_no_row_to_write_is_refused(initialized_home, tmp_path, capsys):
+    pytest.importorskip("datasets", reason="--format hf needs the train extra (datasets)")
+    run_script([{"action": {"type": "list_dir", "path": "."}}], overrides=["agent.max_steps=1"])  # no screenshot
+    out = tmp_path / "hf"
+    assert main(["export", "--output", str(out), "--format", "hf"]) != 0
+    assert "nothing to write" in capsys.readouterr().err and not out.exists()

@@ -43,6 +43,26 @@ def test_replay_scores_agreement_with_labels_and_executes_nothing(tmp_path, caps
     assert "1/2 steps agree" in capsys.readouterr().out
 
 
+def test_a_replay_report_times_the_whole_run_and_conway_report_reads_it(tmp_path, capsys):
+    home = _home(tmp_path)
+    traj = tmp_path / "traj.jsonl"
+    assert main(["--home", str(home), "export", "--output", str(traj)]) == 0
+    script = tmp_path / "policy.yaml"
+    script.write_text(yaml.safe_dump([{"sleep": 0.3, "action": {"type": "click", "x": 318, "y": 203}},
+                                      {"sleep": 0.3, "action": {"type": "click", "x": 20, "y": 370}}]))
+    out = tmp_path / "replay.json"
+    assert main(["--home", str(home), "replay", "--trajectory", str(traj), "--mock-script", str(script),
+                 "--output", str(out)]) == 2
+    report = json.loads(out.read_text())
+    # the decisions are inside the run the report times (it was built after them)
+    assert report["duration_s"] >= report["summary"]["wall_s"] > 0.5
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "summary: {" not in text and "agree 1/2 = 50.0%" in text
+    assert "click (318, 203)" in text and "right_click (20, 370)" in text
+
+
 def test_replay_against_recorded_actions(tmp_path):
     home = _home(tmp_path)
     traj = tmp_path / "traj.jsonl"

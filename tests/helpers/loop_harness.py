@@ -88,3 +88,19 @@ def run_against(fake: Any, steps: int, *extra: str, timeout_s: float = 0.5):
 def of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """The payloads of the events of one kind."""
     return [e["payload"] for e in events if e["kind"] == kind]
+
+
+class ArchivingObserver(SyntheticObserver):
+    """The synthetic screen, each screenshot archived in the home as the screen observer does."""
+
+    def __init__(self, home):
+        super().__init__()
+        self.home = home
+
+    def observe(self):
+        obs = super().observe()
+        path = self.home / "screenshots" / f"shot-{obs.content_hash[:12]}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(obs.png)
+        obs.screenshot_path = str(path.relative_to(self.home))
+        return obs

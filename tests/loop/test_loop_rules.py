@@ -498,6 +498,19 @@ def test_a_pending_intent_whose_outcome_is_journaled_is_not_uncertain(conway_hom
     assert read_json(conway_home / "state.json")["pending"] is None
 
 
+def test_an_intent_closed_by_uncertain_stays_closed_after_a_new_session_starts(conway_home):
+    from conway.store.journal import intent_verdict
+    run_script([WAIT], overrides=["agent.max_steps=1"])
+    action = {"type": "append_file", "path": "x.txt", "text": "once"}
+    _append_event(run_home(), "intent", {"action": action, "summary": "append_file(path='x.txt')"})
+    _append_event(run_home(), "uncertain", {"action": action, "detail": "the disk filled halfway"})
+    # a later session started (and was killed before it ended: no session end closes the intent for it)
+    _append_event(run_home(), "session", {"event": "start", "model_id": "mock"}, session="s-next", step=0)
+    assert intent_verdict(run_home().journal_dir) == ("resolved", None)
+    run = run_script([WAIT], overrides=["agent.max_steps=1"])
+    assert run.payloads("uncertain") == []
+
+
 def run_home():
     from conway.store.home import resolve_home
     return resolve_home(None)

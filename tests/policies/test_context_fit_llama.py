@@ -98,7 +98,7 @@ def test_inprocess_n_ctx_beyond_training_is_held_to_it_and_warned(initialized_ho
 def test_a_prompt_that_cannot_fit_is_refused_before_sending_with_the_numbers(conway_home):
     require_inprocess()
     from conway.policies.factory import build_model_policy
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     policy = build_model_policy(load_config(None, model_args("runtime.n_ctx=1024", "policy.max_tokens=900")),
                                 resolve_home(None))
     try:
@@ -112,7 +112,7 @@ def test_cutting_to_fit_leaves_the_callers_context_as_built(conway_home):
     """Deciding one oversized context twice (a retry, a comparison) sends the same prompt both times."""
     require_inprocess()
     from conway.policies.factory import build_model_policy
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     ctx = probe_context((640, 400))
     ctx.parts.append(ContextPart("memory.md", "".join(f"- step {i}: looked, nothing new\n" for i in range(400))))
     before = [(p.name, p.text) for p in ctx.parts]

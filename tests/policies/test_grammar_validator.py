@@ -160,7 +160,7 @@ def test_grammar_constrained_sampling_on_the_tiny_vlm_validates():
         pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
     from conway.config import load_config
     from conway.policies.factory import build_model_policy
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     from conway.store.home import resolve_home
 
     cfg = load_config(None, ["policy=generic", f"policy.model_path={TINY / 'tiny-vlm.gguf'}",

@@ -108,10 +108,47 @@ def test_drag_pair_and_lone_drag() -> None:
     out = parse(code("pyautogui.moveTo(161, 91)\npyautogui.dragTo(322, 182, duration=0.5)"), **ABS)
     _assert_actions(out.actions, [{"type": "drag", "x": 160, "y": 90, "to_x": 320, "to_y": 180}])
     assert "current pointer" in only_problem(parse(code("pyautogui.dragTo(322, 182)"), **ABS))
-    assert "exactly one statement" in only_problem(
+    assert "statement 1 of 2: pyautogui.dragTo drags from the current pointer" in only_problem(
         parse(code("pyautogui.dragTo(1, 2)\npyautogui.moveTo(3, 4)"), **ABS))
     assert "left-button" in only_problem(
         parse(code("pyautogui.moveTo(1, 2)\npyautogui.dragTo(3, 4, button='right')"), **ABS))
+
+
+# --- several statements in one block -----------------------------------------------
+
+
+def test_several_statements_become_their_actions_in_order() -> None:
+    out = parse(code("pyautogui.click(x=161, y=91)\npyautogui.write(message='stat')\n"
+                     "pyautogui.press(keys=['enter'])"), **ABS)
+    _assert_actions(out.actions, [{"type": "click", "x": 160, "y": 90}, {"type": "type", "text": "stat"},
+                                  {"type": "key", "key": "enter"}])
+    # a drag pair inside a longer block is still one drag, between the actions around it
+    out = parse(code("pyautogui.click(x=161, y=91)\npyautogui.moveTo(161, 91)\npyautogui.dragTo(322, 182)\n"
+                     "pyautogui.hotkey('ctrl', 'c')"), **ABS)
+    assert [a.type for a in out.actions] == ["click", "drag", "hotkey"]  # type: ignore[union-attr]
+    # computer.* calls mix with pyautogui ones (OpenCUA writes them in the same block)
+    out = parse(code("pyautogui.press('enter')\ncomputer.wait(seconds=2)"), **ABS)
+    assert [a.type for a in out.actions] == ["key", "wait"]  # type: ignore[union-attr]
+
+
+def test_the_statement_bound_is_the_callers() -> None:
+    block = code("\n".join(f"pyautogui.click(x={10 + i}, y=10)" for i in range(8)))
+    assert len(parse(block, **ABS).actions) == 8 and parse(block, **ABS).ok  # the default bound, exactly
+    assert "8 statements in one code block (limit 3)" in only_problem(parse(block, **ABS, max_statements=3))
+    assert "9 statements in one code block (limit 8)" in only_problem(
+        parse(code("\n".join(["pyautogui.press('a')"] * 9)), **ABS))
+
+
+def test_one_bad_statement_refuses_the_whole_block_with_its_reason() -> None:
+    good = ["pyautogui.click(x=10, y=10)", "pyautogui.write(message='ls')"]
+    for bad, reason in (("os.system('ls')", "statement 3 of 3: os.system is not an allowed call"),
+                        ("x = 1", "statement 3 of 3: only a call is allowed"),
+                        ("pyautogui.click(x=5000, y=1)", "statement 3 of 3: pyautogui.click: x=5000 outside"),
+                        ("pyautogui.press('notakey')", "statement 3 of 3: ")):
+        out = parse(code("\n".join([*good, bad])), **ABS)
+        assert reason in only_problem(out), bad  # one problem, no action of the good statements
+    # the schema's own refusal of one statement (an unknown key) names it too
+    assert "statement 1 of 2" in only_problem(parse(code("pyautogui.press('nokey')\npyautogui.press('a')"), **ABS))
 
 
 def test_press_lists_and_repeats() -> None:

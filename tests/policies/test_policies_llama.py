@@ -49,7 +49,7 @@ def inprocess_policy():
 
 
 def test_image_request_returns_a_grammar_constrained_action_that_parses(inprocess_policy):
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     ctx = probe_context((640, 400))
     d = inprocess_policy.decide(ctx)
     assert d.meta["backend"] == "llama_cpp" and d.meta["structured_output"] == "grammar"
@@ -67,9 +67,11 @@ def test_image_request_returns_a_grammar_constrained_action_that_parses(inproces
 def test_opencua_and_uitars_formats_under_their_grammars():
     require_llama()
     from conway.policies.factory import build_model_policy
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     for kind, conv in (("opencua", "absolute"), ("uitars", "relative1000")):
-        cfg = tiny_config(f"policy.kind={kind}", f"policy.convention={conv}", "policy.structured_output=grammar")
+        # the trained prompts are long for the tiny model's 4096-token window: a shorter reply cap leaves them room
+        cfg = tiny_config(f"policy.kind={kind}", f"policy.convention={conv}", "policy.structured_output=grammar",
+                          "policy.max_tokens=1024")
         with build_model_policy(cfg, resolve_home(None)) as policy:
             d = policy.decide(probe_context((640, 400)))
         assert d.actions and all(isinstance(a, _Action) for a in d.actions), (kind, d.raw_text, d.actions)
@@ -79,7 +81,7 @@ def test_opencua_and_uitars_formats_under_their_grammars():
 def test_json_object_schema_mode_in_process(inprocess_policy):
     """The second structured mode llama-cpp-python honours in-process: a JSON schema via json_object."""
     from conway.policies.base import ModelPolicy, PolicySettings
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     s = inprocess_policy.settings
     policy = ModelPolicy(inprocess_policy.adapter, inprocess_policy.backend,
                          PolicySettings(convention=s.convention, resize_rule=s.resize_rule,
@@ -240,7 +242,7 @@ def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
     import time
 
     from conway.cancel import Cancel, DecisionAborted, cancel_scope
-    from conway.policies.base import StructuredSpec
+    from conway.policies.backend import StructuredSpec
     from conway.policies.llama_inprocess import LlamaInProcessBackend
 
     backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=2048, n_threads=1,

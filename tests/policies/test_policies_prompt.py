@@ -152,8 +152,13 @@ def test_opencua_and_uitars_send_their_own_action_space():
     cua = build_messages(ctx, instructions="I", action_space=OpenCUAAdapter().action_space(ctx), request_text="GO",
                          image_url=None, sent_size=(10, 10))
     assert "pyautogui.click(x=…, y=…)" in cua[0]["content"] and '"type": "read_file"' not in cua[0]["content"]
-    tars = UITarsAdapter().action_space(ctx)
-    assert "click(start_box='(x1,y1)')" in tars and "finished(content=" in tars
+    tars = build_messages(ctx, instructions=UITarsAdapter().instructions(ctx.action_types, (10, 10),
+                                                                        Convention.ABSOLUTE),
+                          action_space=UITarsAdapter().action_space(ctx), request_text="GO", image_url=None,
+                          sent_size=(10, 10))
+    system = tars[0]["content"]
+    assert "click(start_box='<|box_start|>(x1,y1)<|box_end|>')" in system and "finished(content=" in system
+    assert "## action space" not in system and '"type": "read_file"' not in system  # the trained one only
 
 
 # --- GBNF ------------------------------------------------------------------------------------
@@ -212,3 +217,47 @@ def observation_of(data: bytes):
     from conway.protocols import Observation
     size = Image.open(io.BytesIO(data)).size
     return Observation(png=data, captured_size=size, source="synthetic", content_hash="h", change_key="k")
+
+
+class WindowedBackend(ScriptedBackend):
+    """The stub with a known context window (what llama-server's /props or llama.cpp would say)."""
+
+    def __init__(self, text, n_ctx):
+        super().__init__(text)
+        self.n_ctx = n_ctx
+
+    def context_window(self):
+        from conway.protocols import ContextWindow
+        return ContextWindow(n_ctx=self.n_ctx, source="the stub's window")
+
+
+def _tool_listing(n_tools: int) -> str:
+    return "MCP tools (call with ...):\n" + "".join(
+        f"- srv/tool_{i}: does thing number {i} with a fairly long description of what it does\n"
+        f'  arguments: {{"type":"object","properties":{{"path":{{"type":"string"}}}}}}\n' for i in range(n_tools))
+
+
+def test_the_tool_listings_are_cut_to_fit_the_window_and_marked():
+    from conway.prompt.parts import PartName
+    backend = WindowedBackend('{"thought": "", "action": {"type": "wait"}}', n_ctx=4096)
+    policy = ModelPolicy(GenericAdapter(), backend, PolicySettings(convention=Convention.ABSOLUTE,
+                                                                   resize_rule="qwen2.5-vl", image_max_tokens=256,
+                                                                   max_tokens=256, structured_output="none"))
+    ctx = context((640, 400))
+    ctx.parts.append(ContextPart(PartName.TOOLS, _tool_listing(150)))  # ~20,000 characters
+    policy.decide(ctx)
+    sent = json.dumps(backend.calls[0][0])
+    assert re.search(r"Cut to fit the model's context window: [^\n]*\btools\b", sent)
+    assert "tool_0:" in sent and "tool_149:" in sent  # head and tail kept, the middle cut
+    assert "tool_75:" not in sent and f"{PartName.TOOLS} (cut to fit the model's context window)" in ctx.dropped
+
+
+def test_a_prompt_that_cannot_fit_names_its_largest_part_and_the_window():
+    from conway.protocols import ContextExceeded
+    backend = WindowedBackend('{"thought": "", "action": {"type": "wait"}}', n_ctx=2048)
+    policy = ModelPolicy(GenericAdapter(), backend, PolicySettings(convention=Convention.ABSOLUTE,
+                                                                   resize_rule="qwen2.5-vl", image_max_tokens=256,
+                                                                   max_tokens=1800, structured_output="none"))
+    with pytest.raises(ContextExceeded) as err:
+        policy.decide(context((640, 400)))
+    assert "allows 2048;" in str(err.value) and "the largest part is the reply (~1800 tokens)" in str(err.value)

@@ -286,6 +286,26 @@ def test_output_refused(tmp_path, initialized_home, capsys, where):
     assert ("already exists" if where == "exists" else "inside the Conway home") in err
 
 
+def test_preflight_without_output_prints_the_checks_and_writes_nothing(tmp_path, initialized_home, capsys,
+                                                                         monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["preflight", "--mock"]) == 0
+    out = capsys.readouterr().out
+    assert "configuration" in out and "constitution" in out and "ready" in out and "report:" not in out
+    assert list(here.iterdir()) == []
+
+
+def test_preflight_report_to_standard_output(initialized_home):
+    from conftest import run_cli
+    r = run_cli("preflight", "--mock", "--output", "/dev/stdout", env={"CONWAY_HOME": str(initialized_home)})
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # the report alone: the table went to stderr
+    assert report["kind"] == "preflight" and report["status"] == "ready"
+    assert "constitution" in r.stderr and "ready" in r.stderr
+
+
 # --- one real decision: listing the model is not enough ---------------------------------------------------
 
 GOOD = '{"thought": "the window", "action": {"type": "click", "x": 100, "y": 100}}'
@@ -322,3 +342,50 @@ def test_ready_only_when_one_real_decision_parses(tmp_path, initialized_home):
     assert check["status"] == "ok" and "click(" in check["detail"]
     image = [p for p in body["messages"][-1]["content"] if p["type"] == "image_url"]
     assert image and image[0]["image_url"]["url"].startswith("data:image/")  # the probe's synthetic image
+
+
+def test_the_context_check_counts_the_tool_listings_and_names_the_largest_part(tmp_path, initialized_home):
+    """Two MCP servers and a long skills list: every prompt carries them, so the window cannot hold a decision."""
+    import sys
+
+    import yaml
+    for i in range(60):
+        folder = initialized_home / "skills" / f"skill-{i:02d}"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: skill-{i:02d}\ndescription: Handles task family {i} - "
+                                         + "how to file, tidy and check the reports of this kind. " * 3
+                                         + "\n---\nbody\n")
+    fixture = str(REPO / "tests" / "fixtures" / "mcp_server.py")
+    (initialized_home / "config.yaml").write_text(yaml.safe_dump({"tools": {"mcp_servers": [
+        {"name": "one", "command": sys.executable, "args": [fixture]},
+        {"name": "two", "command": sys.executable, "args": [fixture]}]}}))
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    code, data = _preflight(tmp_path, "policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
+                            "runtime.n_ctx=4096", "policy.image_max_tokens=256", "skills.listing_max_chars=20000")
+    check = _checks(data)["context fits"]
+    parts = check["data"]["part_tokens_estimate"]
+    assert parts["MCP tool listing"] > 300 and parts["skills list"] > 2000 and parts["constitution.md"] > 0
+    assert code == 2 and check["status"] == "fail"
+    assert f"the largest part is the skills list (~{parts['skills list']} tokens): lower skills.listing_max_chars" \
+        in check["detail"]
+
+
+def test_the_context_check_uses_the_captured_desktop(tmp_path, initialized_home, desktop):
+    """The Xvfb desktop is 1280x800: the image is sized from it, not from an assumed 1920x1080."""
+    model, mmproj = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+    code, data = _preflight(tmp_path, "--desktop", "policy=generic", f"policy.model_path={model}",
+                            f"policy.mmproj_path={mmproj}", "runtime.n_ctx=4096")
+    check = _checks(data)["context fits"]
+    assert _checks(data)["desktop"]["data"]["captured_size"] == [1280, 800]
+    assert check["data"]["screen"] == [1280, 800] and check["data"]["screen_assumed"] is False
+    assert "from a 1280x800 screen)" in check["detail"]
+
+
+def test_against_an_endpoint_the_advice_is_the_server_s_own_context_size(tmp_path, initialized_home):
+    props = {"default_generation_settings": {"n_ctx": 2048}}
+    with ScriptedFakeServer(models=["served-vlm"], owned_by="llamacpp", props=props) as server:
+        code, data = _preflight(tmp_path, "--endpoint", server.base_url, "policy=generic")
+    check = _checks(data)["context fits"]
+    assert code == 2 and check["status"] == "fail" and check["data"]["n_ctx"] == 2048
+    assert "raise the server's own context size (llama-server -c)" in check["detail"]
+    assert "runtime.n_ctx" not in check["detail"]

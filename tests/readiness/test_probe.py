@@ -10,7 +10,7 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 from conway.config import load_config
 from conway.policies.factory import build_model_policy
 from conway.policies.mock import MockPolicy
-from conway.readiness.probe import probe
+from conway.readiness.checks.decision import probe
 from conway.store.home import resolve_home
 
 CLICK = '{"thought": "the window", "action": {"type": "click", "x": 322, "y": 196}}'

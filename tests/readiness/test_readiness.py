@@ -13,10 +13,10 @@ from conway.config import load_config
 from conway.policies.backend import Backend
 from conway.protocols import Decision, DecisionContext, Policy
 from conway.readiness.checks import Check
+from conway.readiness.checks.decision import probe
 from conway.readiness.checks.host import display_check
 from conway.readiness.doctor import doctor
 from conway.readiness.preflight import select_checks
-from conway.readiness.probe import probe
 from conway.store.home import resolve_home
 
 

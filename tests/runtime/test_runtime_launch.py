@@ -58,6 +58,12 @@ def test_llama_server_command_line():
                  "--alias m", "--image-max-tokens 1024", "--no-webui"):
         assert part in s, part
     assert cmd[-2:] == ["--flash-attn", "on"]
+    # unset, the server is told the family's cap held to half a slot's context: the image Conway resized is not
+    # shrunk again, and a 4K screen leaves room for the text in the default 8192-token window
+    server = ServerProgram("llama-server", ["/bin/llama-server"], "x")
+    assert "--image-max-tokens 4096" in " ".join(build_command(server, cfg(), "127.0.0.1", 8123, "m"))
+    roomy = build_command(server, cfg("runtime.n_ctx=65536"), "127.0.0.1", 8123, "m")
+    assert "--image-max-tokens 16384" in " ".join(roomy)
 
 
 def test_llama_cpp_python_command_line():

@@ -30,6 +30,27 @@ def test_estimate_adds_weights_projector_kv_and_overhead(tmp_path):
     assert "KV cache" in est.describe() and "1000 tokens" in est.describe()
 
 
+def test_the_kv_cache_is_estimated_for_the_context_the_model_was_trained_for(tmp_path):
+    m = read_gguf(write_gguf(tmp_path / "m.gguf", "llama", layers=2, embd=64, heads=4, kv_heads=2, ctx=4096))
+    per_token = m.kv_bytes_per_token()
+    est = estimate_memory(m, None, n_ctx=8192)
+    assert est.n_ctx == 4096 and est.kv_cache == 4096 * per_token
+    assert "for 4096 tokens (runtime.n_ctx 8192 held to the trained context)" in est.describe()
+    assert estimate_memory(m, None, n_ctx=2048).kv_cache == 2048 * per_token  # under it: as asked
+    assert estimate_memory(m, None, n_ctx=16384, slots=2).n_ctx == 8192  # llama-server: each slot held
+
+
+def test_conway_models_prints_the_trained_context_and_estimates_for_it(tmp_path):
+    from conftest import run_cli
+    model = write_gguf(tmp_path / "m.gguf", "qwen2vl", ctx=4096, chat_template="{{ messages }}")
+    mmproj = projector(tmp_path / "mmproj.gguf")
+    r = run_cli("models", "policy=generic", f"policy.model_path={model}", f"policy.mmproj_path={mmproj}",
+                "runtime.n_ctx=8192", env={"CONWAY_HOME": str(tmp_path / "home")})
+    assert r.returncode == 0, r.stderr
+    assert "trained context 4096 tokens" in r.stdout
+    assert "for 4096 tokens (runtime.n_ctx 8192 held to the trained context)" in r.stdout
+
+
 def test_a_model_that_does_not_fit_is_refused_with_numbers(tmp_path):
     est = estimate_memory(read_gguf(huge_model(tmp_path / "big.gguf")), None, n_ctx=32768)
     with pytest.raises(UserError) as info:

@@ -69,7 +69,7 @@ def started_pids(log: Path) -> list[int]:
 def test_image_request_grammar_action_and_the_server_stops(program, conway_home):
     require(program)
     from conway.policies.factory import build_model_policy
-    from conway.readiness.probe import probe_context
+    from conway.readiness.checks.decision import probe_context
     policy = build_model_policy(load_config(None, server_args(program)), resolve_home(None))
     server = policy.server
     pid = server.proc.pid

@@ -70,6 +70,38 @@ def test_goals_replaced_by_a_folder_while_running_is_shown_not_fatal(initialized
     assert "max-steps" in read_json(initialized_home / "state.json")["stop_reason"]
 
 
+@pytest.mark.parametrize("name", ["goals.md", "constitution.md"])
+@pytest.mark.parametrize("start", [False, True])
+def test_a_binary_goals_or_constitution_is_refused_in_one_line(initialized_home, name, start):
+    binary = Path(sys.executable).resolve().read_bytes()[:17_000]  # a real executable: ELF (or Mach-O) bytes
+    (initialized_home / name).write_bytes(binary)
+    args = ("start", "--task", "look around") if start else ("run",)
+    r = run_cli(*args, "--mock", "--max-steps", "1")
+    assert_one_line_error(r, name, "is not text", "save it as UTF-8 text")
+    assert not list((initialized_home / "journal").glob("*.jsonl"))  # nothing was sent to a model
+    assert (initialized_home / name).read_bytes() == binary
+
+
+def test_goals_replaced_by_a_binary_while_running_is_left_out_of_the_prompt(initialized_home, tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text(yaml.safe_dump([{"action": {"type": "shell", "command": f"cp {sys.executable} ../goals.md"}},
+                                      {"action": {"type": "wait", "seconds": 0.1}}]))
+    r = run_cli("run", "--mock-script", str(script), "--max-steps", "2")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    goals = [e["payload"] for e in read_journal(initialized_home / "journal").events
+             if e["kind"] == "session" and e["payload"].get("event") == "goals"]
+    assert goals[-1]["text"].startswith("(goals.md is not text") and goals[-1]["text"].endswith("left out)")
+    assert max(len(line) for line in next((initialized_home / "journal").glob("*.jsonl")).read_text().splitlines()) \
+        < 20_000
+
+
+def test_status_of_a_home_that_does_not_exist_says_so(tmp_path):
+    missing = tmp_path / "no-such-home"
+    for args in (("--home", str(missing), "status"), ("--home", str(missing), "status", "--json")):
+        assert_one_line_error(run_cli(*args), f"Conway home {missing} does not exist", "init")
+    assert not missing.exists()
+
+
 def test_config_yaml_that_is_a_folder_is_one_line(initialized_home):
     _folder(initialized_home / "config.yaml")
     assert_one_line_error(run_cli("config", "--check"), "config.yaml")
@@ -200,6 +232,15 @@ def test_a_fresh_home_without_a_model_says_how_to_configure_one(initialized_home
     assert_one_line_error(r, "no model is configured", "policy.model_path=", "policy.mmproj_path=", "--endpoint",
                           "--mock runs the offline demo")
     assert not (initialized_home / "state.json").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("args", [["preflight"], ["vision-check", "--samples", "1"],
+                                  ["grounding-check", "--samples", "1"], ["acceptance-check"]])
+def test_every_command_that_evaluates_a_model_refuses_without_one(initialized_home, tmp_path, args):
+    out = tmp_path / "report.json"
+    r = run_cli(*args, "--output", str(out))
+    assert_one_line_error(r, "no model is configured", "--mock runs the offline demo")
+    assert not out.exists()
 
 
 def test_the_mock_runs_when_chosen_on_the_command_line_or_in_config_yaml(initialized_home):

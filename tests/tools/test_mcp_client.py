@@ -219,7 +219,7 @@ def test_sigterm_stops_the_run_and_the_server_process_group(conway_home, tmp_pat
         if proc.poll() is None:
             proc.kill()
     assert "terminated (SIGTERM)" in out
-    assert "MCP server fx: 7 tool(s)" in out
+    assert "MCP server fx: 8 tool(s)" in out
     assert not psutil.pid_exists(server_pid) or psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE
 
 
@@ -393,8 +393,8 @@ def test_mcp_and_skill_actions_with_nothing_configured_are_refused_before_any_in
 
 @pytest.mark.slow
 def test_sigterm_while_mcp_servers_start_takes_them_down_with_conway(initialized_home, tmp_path):
-    conway_home = initialized_home
     """Item 25.33: a server still starting was left running after Conway had gone."""
+    conway_home = initialized_home
     import signal
     import subprocess
     import time
@@ -428,3 +428,36 @@ def test_sigterm_while_mcp_servers_start_takes_them_down_with_conway(initialized
         os.kill(server, signal.SIGKILL)
         pytest.fail(f"the starting MCP server (pid {server}) outlived Conway")
     assert "Traceback" not in err, err
+
+
+def test_a_server_flooding_stdout_with_garbage_logs_into_its_own_file_not_the_terminal(conway_home, tmp_path):
+    """The SDK logs a traceback for every line that is not JSON-RPC: those go to mcp/<name>.log, even with
+    --quiet nothing reaches Conway's terminal."""
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text("import sys, time\nfor i in range(3000):\n    print(f'not json {i}', flush=True)\n"
+                     "time.sleep(60)\n")
+    assert run_cli("init").returncode == 0
+    write_config(conway_home, [{"name": "noisy", "command": sys.executable, "args": [str(noisy)],
+                                "startup_timeout_s": 8}])
+    r = run_cli("run", "--mock", "--max-steps", "1", "--quiet", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout and "Failed to parse JSONRPC" not in r.stderr
+    assert len(r.stderr.splitlines()) < 5, r.stderr[-2000:]
+    log = (conway_home / "mcp" / "noisy.log").read_text()
+    assert "Failed to parse JSONRPC message from server" in log and len(log) < 1_100_000
+
+
+def test_a_50_mb_answer_is_a_certain_cut_result(conway_home, tmp_path):
+    """A tool with a side effect answers 50 MB: read as its head and size, recorded as a result (not uncertain),
+    and the run goes on."""
+    out = tmp_path / "appended.txt"
+    write_config(conway_home, [fx_server(conway_home, timeout_s=120)])
+    steps = [mcp("append_big", path=str(out), n=4_200_000), mcp("lookup", key="alpha")]
+    run = run_script(steps, overrides=["agent.max_steps=2"])
+    kinds = [e["kind"] for e in run.events]
+    assert "uncertain" not in kinds and out.read_text() == "appended\n"
+    (first, *_) = [e["payload"] for e in run.events if e["kind"] == "result"]
+    assert first["ok"] and first["truncated"] and first["output"].startswith("line 0000000\nline 0000001\n")
+    assert first["data"]["answer_bytes"] > 50_000_000 and "Conway reads at most" in first["output"]
+    assert len(first["output"]) < 40_000
+    assert sum(1 for e in run.events if e["kind"] == "result") == 2  # the run went on

@@ -52,6 +52,32 @@ def test_bad_urls_rejected_and_opener_not_run(opener, url):
     assert not record.exists()
 
 
+def test_a_url_that_may_not_be_opened_is_refused_before_its_intent(opener, conway_home):
+    from conway.actions import ActionProblem
+    from conway.config import load_config
+    from conway.loop.control import SimulatedClock
+    from conway.policies.mock import MockPolicy, MockScript
+    from conway.session.app import RunRequest, run_agent
+    from conway.store.home import init_home, resolve_home
+    from conway.store.journal import read_journal
+    from conway.tools.registry import Toolbox
+
+    script, record = opener
+    tool = BrowserTool(command=[sys.executable, str(script)])
+    assert isinstance(tool.check(OpenBrowser(url=":")), ActionProblem)
+    assert tool.check(OpenBrowser(url="https://example.org/")) == OpenBrowser(url="https://example.org/")
+    home = resolve_home(None)
+    init_home(home)
+    policy = MockPolicy(MockScript.model_validate({"steps": [{"action": {"type": "open_browser", "url": ":"}}]}))
+    run_agent(home, load_config(home.config, ["agent.max_steps=1"]), RunRequest(
+        single_session=False, policy=policy, toolbox=Toolbox([tool]), clock=SimulatedClock()), say=lambda s: None)
+    events = read_journal(home.journal_dir).events
+    kinds = [e["kind"] for e in events]
+    assert "intent" not in kinds and "uncertain" not in kinds and not record.exists()
+    errors = [e["payload"] for e in events if e["kind"] == "error"]
+    assert len(errors) == 1 and "open_browser refused ':'" in errors[0]["error"]
+
+
 def test_check_url_reasons():
     assert check_url("http://localhost:8000/") is None
     assert "only http, https and file" in check_url("javascript:alert(1)")

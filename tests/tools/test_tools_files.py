@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText
 from conway.bounded import HeadTail, cut_bytes, cut_text
+from conway.protocols import DispatchUncertain
 from conway.tools.files import FileTools
 
 
@@ -228,6 +230,44 @@ def test_availability(tmp_path):
     assert FileTools(tmp_path).availability()[0]
     ok, reason = FileTools(tmp_path / "missing").availability()
     assert not ok and "missing" in reason
+
+
+class _DiskFillsHalfway:
+    """os.write as a file system that fills up mid-append: the first write to the payload lands half of it
+    (a short write, as the kernel does when space runs out), the next one raises ENOSPC."""
+
+    def __init__(self, payload: bytes):
+        self.payload, self.real, self.fd, self.full = payload, os.write, None, False
+
+    def __call__(self, fd, data):
+        if self.fd is None and bytes(data) == self.payload:
+            self.fd = fd
+            return self.real(fd, bytes(data)[: len(data) // 2])
+        if fd == self.fd and not self.full:  # once: the fd number is reused after the append closes it
+            self.full = True
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self.real(fd, data)
+
+
+def test_an_append_cut_short_by_a_full_disk_is_uncertain(tools, tmp_path, monkeypatch):
+    (tmp_path / "log.txt").write_text("before\n")
+    monkeypatch.setattr(os, "write", _DiskFillsHalfway(b"0123456789"))
+    with pytest.raises(DispatchUncertain, match="part-way"):
+        tools.run(AppendFile(type="append_file", path="log.txt", text="0123456789"))
+    assert (tmp_path / "log.txt").read_bytes() == b"before\n01234"  # half of it landed
+
+
+def test_a_half_written_append_ends_the_run_as_uncertain(conway_home, monkeypatch):
+    from helpers.loop_harness import run_script
+
+    from conway.loop.ending import RunEnd
+    monkeypatch.setattr(os, "write", _DiskFillsHalfway(b"0123456789"))
+    append = {"action": {"type": "append_file", "path": "log.txt", "text": "0123456789"}}
+    run = run_script([append, append], overrides=["agent.max_steps=5"])
+    assert run.outcome.end is RunEnd.UNCERTAIN
+    unc = run.payloads("uncertain")
+    assert len(unc) == 1 and "part-way" in unc[0]["detail"] and "No space left" in unc[0]["detail"]
+    assert run.payloads("error") == [] and run.kinds().count("intent") == 1
 
 
 def _unblock(fifo: Path) -> None:

@@ -317,9 +317,11 @@ def server(session, conway_home):
 
 
 def _post(srv: ViewServer, body, *, token: str | None = None, host: str | None = None, origin: str | None = None,
-          ctype: str = "application/json") -> tuple[int, dict]:
+          ctype: str = "application/json", no_token: bool = False) -> tuple[int, dict]:
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
     headers = {"Content-Type": ctype, "X-Conway-Token": srv.token if token is None else token}
+    if no_token:
+        del headers["X-Conway-Token"]
     if host:
         headers["Host"] = host
     if origin:
@@ -349,6 +351,7 @@ def test_served_pages_carry_the_token_and_review_buttons(server, session):
 @pytest.mark.parametrize("body, headers, status, message", [
     ({"session": "S", "step": 1, "verdict": "correct"}, {"token": "wrong"}, 403, "token"),
     ({"session": "S", "step": 1, "verdict": "correct"}, {"token": ""}, 403, "token"),
+    ({"session": "S", "step": 1, "verdict": "correct"}, {"no_token": True}, 403, "token"),
     ({"session": "S", "step": 1, "verdict": "correct"}, {"origin": "http://evil.example"}, 403, "cross-origin"),
     ({"session": "S", "step": 1, "verdict": "correct"}, {"host": "evil.example"}, 403, "Host"),
     ({"session": "S", "step": 1, "verdict": "correct"}, {"ctype": "text/plain"}, 415, "JSON"),

@@ -135,7 +135,8 @@ def run_case(policy: Policy, config: ConwayConfig, case: GroundingCase, cache: I
 # --- the summary ---------------------------------------------------------------------
 
 INVALID_KINDS = (("request_failed", "model request failed"), ("no_action", "the model proposed no action"),
-                 ("unparseable", "unusable output"), ("not_a_click", None), ("image_unreadable", "image unreadable"))
+                 ("unparseable", "unusable output"), ("not_a_click", None), ("image_unreadable", "image unreadable"),
+                 ("cut_off", "output cut off"))
 
 
 def invalid_kind(error: str) -> str:

@@ -392,11 +392,16 @@ def harvest_for_check(out: Path, *, suite: str | None, desktop: bool, per_screen
     images = images_dir_for(out)
     if images.exists():
         raise UserError(f"{images} (where the screenshots of a live run go) already exists; choose a new report name")
-    if suite:
-        load_suite(suite)  # a broken suite file is the first thing to say
+    loaded = load_suite(suite)[0] if suite else None  # a broken suite file is the first thing to say
     problem = _display_problem()
     if problem:
         raise UserError(f"live grounding cases need a screen: {problem}")
+    if desktop or (loaded is not None and any(app.targets == "atspi" for app in loaded.apps)):
+        problem = _accessibility_problem()  # before any app starts: without a bus every read comes back empty
+        if problem:
+            hint = ("; run it inside a session bus: dbus-run-session -- conway grounding-check …"
+                    if "D-Bus" in problem else "")
+            raise UserError(f"cannot read the accessibility tree (AT-SPI): {problem}{hint}")
     harvest = (harvest_suite(suite, images, per_screen=per_screen, seed=seed, say=say) if suite
                else harvest_desktop(images, per_screen=per_screen, seed=seed, say=say))
     if not harvest.cases:
@@ -405,6 +410,12 @@ def harvest_for_check(out: Path, *, suite: str | None, desktop: bool, per_screen
     harvest.cases = sample_cases(harvest.cases, samples, seed)
     harvest.parameters["samples"] = len(harvest.cases)
     return harvest
+
+
+def _accessibility_problem() -> str | None:
+    from conway.observe.accessibility import accessibility_problem
+
+    return accessibility_problem()
 
 
 def _display_problem() -> str | None:

@@ -22,4 +22,8 @@ FAMILY = Family(
     render=generic_turn,
     follows_prompted_geometry=True,  # its prompt states the convention and the image size
     presets=("generic",),
+    max_tokens=512,  # Conway's own answer: one JSON object with a short thought
+    temperature=0.0,
+    # qwen-vl-utils' Qwen2.5-VL max_pixels 12845056 = 16384 x 28 x 28 (QwenLM/Qwen2.5-VL vision_process.py)
+    image_max_tokens=16384,
 )

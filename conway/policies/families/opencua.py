@@ -1,4 +1,4 @@
-"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with one pyautogui call."""
+"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with pyautogui calls."""
 
 from __future__ import annotations
 
@@ -23,4 +23,10 @@ FAMILY = Family(
     # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
     architecture=Architecture("opencua", remote_code=True, gguf=False),
     presets=("opencua-7b",),
+    # OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # OpenCUAAgent(max_tokens=1500, temperature=0); its smart_resize max_pixels 12845056 = 16384 x 28 x 28
+    # (scripts/python/run_multienv_opencua.py passes --max_tokens 2048 by default)
+    max_tokens=1500,
+    temperature=0.0,
+    image_max_tokens=16384,
 )

@@ -22,4 +22,10 @@ FAMILY = Family(
     render=uitars_turn,
     architecture=Architecture("uitars"),  # Qwen2.5-VL's, in transformers
     presets=("uitars-1.5-7b",),
+    # OSWorld scripts/python/run_multienv_uitars15_v1.py, runtime_conf of infer_mode qwen25vl_normal (ljxpython/
+    # OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6): max_tokens 1000, temperature 0.0,
+    # max_pixels 16384*28*28 (also mm_agents/uitars15_v1.py MAX_PIXELS)
+    max_tokens=1000,
+    temperature=0.0,
+    image_max_tokens=16384,
 )

@@ -36,17 +36,32 @@ def server_checks(servers: list[dict[str, Any]]) -> list[Check]:
     return out
 
 
-def mcp_checks(config: ConwayConfig, home: Home) -> list[Check]:
-    """Start the configured MCP servers, list their tools, stop them again."""
+def mcp_checks(config: ConwayConfig, home: Home) -> tuple[list[Check], str]:
+    """Start the configured MCP servers, list their tools, stop them again; (checks, the prompt's MCP listing)."""
     if not config.tools.mcp_servers:
-        return [Check("mcp servers", "ok", "none configured (tools.mcp_servers)")]
+        return [Check("mcp servers", "ok", "none configured (tools.mcp_servers)")], ""
     from conway.tools.mcp import McpTool
     workdir = Path(config.tools.workdir).expanduser() if config.tools.workdir else home.scratch
     tool = McpTool(config.tools, workdir if workdir.is_dir() else Path.cwd(), home.root if home.root.is_dir() else None)
     try:
-        return server_checks(tool.servers())
+        return server_checks(tool.servers()), tool.describe()
     finally:
         tool.close()
+
+
+def prompt_parts(config: ConwayConfig, home: Home, mcp_listing: str) -> dict[str, str]:
+    """The texts every decision's prompt carries besides the instructions (for the context check)."""
+    from conway.store.skills import find_skills, listing
+
+    def read(path: Path) -> str:
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    skills = find_skills(home.root, config.skills).skills
+    return {"constitution.md": read(home.constitution), "goals.md": read(home.goals),
+            "MCP tool listing": mcp_listing, "skills list": listing(skills, config.skills.listing_max_chars)}
 
 
 def toolbox_checks(config: ConwayConfig, workdir: Path, display: Check,

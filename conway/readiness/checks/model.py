@@ -69,8 +69,11 @@ def decision_check(config: ConwayConfig, home: Home) -> Check:
                  f"{'; '.join(report.actions)} (output constraint: {report.structured_output})", data)
 
 
-def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
-    """Runtime/model readiness: the endpoint serves the model, or the local files are there and fit."""
+def model_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | None = None,
+                 screen: tuple[int, int] | None = None) -> list[Check]:
+    """Runtime/model readiness: the endpoint serves the model, or the local files are there and fit.
+
+    `parts` and `screen` size the context check (`context_check`)."""
     p = config.policy
     if p.kind == "mock":
         return [Check("model", "ok", "mock policy: scripted decisions, no model or server needed",
@@ -104,14 +107,16 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
                       f"served: {', '.join(served.served)})",
                       {"model_id": served.model_id, "served": served.served, "server": served.server}),
                 context_check(config, window.n_ctx if window else None, window.source if window else None,
-                              window.n_ctx_train if window else None),
+                              window.n_ctx_train if window else None, screen=screen, parts=parts,
+                              window_setting="the server's own context size (llama-server -c)"),
                 decision_check(config, home)]
     from conway.runtime.resolver import resolve_local_model
     rt = config.runtime
     checks = []
     try:
         local = resolve_local_model(p.model_path, p.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory)
+                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                    slots=rt.parallel if effective_backend(config) == "server" else 1)
     except UserError as exc:
         return [Check("local model", "fail", str(exc))]
     model_id = p.model or Path(local.model.path).stem
@@ -123,7 +128,7 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
     window = min(rt.n_ctx, trained) if trained else rt.n_ctx
     checks.append(context_check(config, window, "runtime.n_ctx" + (" held to the GGUF's context_length"
                                                                    if trained and trained < rt.n_ctx else ""),
-                                trained))
+                                trained, screen=screen, parts=parts))
     if choice == "server":
         from conway.runtime.server import LocalServer
         try:  # the start-up checks `run` makes (host, port, server program), without starting anything
@@ -143,11 +148,28 @@ def model_checks(config: ConwayConfig, home: Home) -> list[Check]:
 ASSUMED_SCREEN = (1920, 1080)
 MIN_TEXT_TOKENS = 512
 """Fewer tokens than this left for goals, memory and history is not a usable context."""
+CHARS_PER_TOKEN_ESTIMATE = 3.0
+
+_REMEDY = {
+    "image": "lower policy.image_max_tokens",
+    "reply": "lower policy.max_tokens",
+    "instructions and action space": "offer fewer tools (tools.enabled)",
+    "MCP tool listing": "lower tools.mcp_listing_max_chars or configure fewer MCP servers",
+    "skills list": "lower skills.listing_max_chars or remove skills",
+    "constitution.md": "shorten constitution.md",
+    "goals.md": "shorten goals.md",
+}
 
 
 def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, trained: int | None,
-                  screen: tuple[int, int] | None = None) -> Check:
-    """Does a decision fit the model's window? window − image tokens − max_tokens − instructions (estimates)."""
+                  screen: tuple[int, int] | None = None, parts: dict[str, str] | None = None,
+                  window_setting: str = "runtime.n_ctx") -> Check:
+    """Does a decision fit the model's window? window − image − reply − every fixed part the prompt carries.
+
+    `parts`: the texts every prompt carries besides the instructions and action space (constitution.md,
+    goals.md, the MCP tool listing, the skills list); `screen`: the captured desktop (else 1920x1080,
+    assumed); `window_setting`: what sets the window (runtime.n_ctx, or an endpoint server's own -c).
+    """
     from conway.actions import ACTION_TYPES, describe_action_space
     from conway.geometry import Convention, get_rule, image_tokens
     from conway.policies.families import get_family
@@ -163,30 +185,39 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
                      "\"context exceeded\"")
     family = get_family(p.kind)
     adapter = family.adapter()
+    reply_n = p.resolved_max_tokens
+    local = bool(p.model_path) and not p.endpoint  # Conway runs the model: the cap also leaves room for text
+    window = config.runtime.n_ctx // max(1, config.runtime.parallel) if local else None
+    image_cap = p.image_token_cap(in_process=local and p.backend != "http", window=window)
     rule_name = family.resize if p.resize == "auto" else p.resize
     try:
         rule = get_rule(rule_name)
-        if p.image_max_tokens and not rule.passthrough:
-            rule = rule.with_token_cap(p.image_max_tokens)
+        if not rule.passthrough:
+            rule = rule.with_token_cap(image_cap)
     except ValueError as exc:
         return Check("context fits", "fail", f"policy.resize: {exc}")
     size = screen or ASSUMED_SCREEN
     sent = rule.target_size(size)
-    image_n = (p.image_max_tokens or 1024) if rule.passthrough else image_tokens(sent, rule.factor)
+    image_n = image_cap if rule.passthrough else image_tokens(sent, rule.factor)
     convention = family.convention if p.convention == "auto" else Convention(p.convention)
     types = list(ACTION_TYPES)
     fixed = adapter.instructions(types, sent, convention) + describe_action_space(types)
-    instr_n = int(len(fixed) / 3.0) + 64  # an estimate: ~3 characters a token, plus the template
-    text_n = n_ctx - image_n - p.max_tokens - instr_n
+    sizes = {"instructions and action space": int(len(fixed) / CHARS_PER_TOKEN_ESTIMATE) + 64}  # + the template
+    sizes.update({name: int(len(text) / CHARS_PER_TOKEN_ESTIMATE) for name, text in (parts or {}).items() if text})
+    text_n = n_ctx - image_n - reply_n - sum(sizes.values())
+    carried = " ".join(f"− {name} ~{n}" for name, n in sizes.items())
     numbers = (f"window {n_ctx} tokens ({source}) − image {image_n} ({sent[0]}x{sent[1]} from a "
-               f"{size[0]}x{size[1]} screen{'' if screen else ', assumed'}) − reply {p.max_tokens} (policy.max_tokens) "
-               f"− instructions ~{instr_n} leaves ~{text_n} tokens for goals, memory and history")
-    data = {"n_ctx": n_ctx, "window_source": source, "image_tokens": image_n, "reply_tokens": p.max_tokens,
-            "instruction_tokens_estimate": instr_n, "text_tokens": text_n, "n_ctx_train": trained}
+               f"{size[0]}x{size[1]} screen{'' if screen else ', assumed'}) − reply {reply_n} (policy.max_tokens) "
+               f"{carried} leaves ~{text_n} tokens for memory and history")
+    data = {"n_ctx": n_ctx, "window_source": source, "image_tokens": image_n, "reply_tokens": reply_n,
+            "instruction_tokens_estimate": sizes["instructions and action space"], "part_tokens_estimate": sizes,
+            "text_tokens": text_n, "n_ctx_train": trained, "screen": list(size), "screen_assumed": screen is None}
     if text_n < MIN_TEXT_TOKENS:
-        return Check("context fits", "fail", f"{numbers} (at least {MIN_TEXT_TOKENS} needed): raise runtime.n_ctx "
-                     "(up to what the model was trained for), or lower policy.max_tokens or policy.image_max_tokens",
-                     data)
+        largest, largest_n = max({"image": image_n, "reply": reply_n, **sizes}.items(), key=lambda kv: kv[1])
+        raise_window = (f"raise {window_setting}" + (" (up to what the model was trained for)"
+                                                    if window_setting == "runtime.n_ctx" else ""))
+        return Check("context fits", "fail", f"{numbers} (at least {MIN_TEXT_TOKENS} needed): the largest part is "
+                     f"the {largest} (~{largest_n} tokens): {_REMEDY[largest]}, or {raise_window}", data)
     if notes:
         return Check("context fits", "warn", f"{numbers}; " + "; ".join(notes), data)
     return Check("context fits", "ok", numbers, data)

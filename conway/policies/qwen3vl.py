@@ -1,0 +1,69 @@
+"""The Qwen3-VL adapter: the `computer_use` tool, answered in ``<tool_call>`` blocks.
+
+The system prompt is the one OSWorld's Qwen3-VL agent sends (its `# Tools` block holding the
+cookbook's `computer_use` tool, then the response format), kept as data in
+`conway/policies/prompts/qwen3vl/` with its sources. Coordinates: Qwen3-VL's 0..999 grid
+(`Convention.RELATIVE999`, the tool then says the screen is 1000x1000, as OSWorld's agent does), or
+pixels of the image sent with `policy.convention=absolute`. Read by `parse_qwen3vl` (JSON only, never
+evaluated). Free text: no grammar is offered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conway.geometry import Convention, Size
+from conway.policies import parse_qwen3vl
+from conway.policies.backend import StructuredSpec
+from conway.policies.parsed import ParsedOutput
+from conway.policies.prompts import prompt_text
+from conway.protocols import DecisionContext
+
+__all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "system_prompt"]
+
+TOOL_ACTIONS: dict[str, tuple[str, ...]] = {
+    "key": ("key", "hotkey"), "type": ("type",), "mouse_move": ("move",), "left_click": ("click",),
+    "left_click_drag": ("drag",), "right_click": ("right_click", "click"), "middle_click": ("click",),
+    "double_click": ("double_click",), "triple_click": ("triple_click",), "scroll": ("scroll",),
+    "hscroll": ("scroll",), "wait": ("wait",), "terminate": ("finish",), "answer": ("finish",),
+}
+"""Each tool action -> the Conway action types that carry it out (offered when one of them is available)."""
+
+
+def _data() -> tuple[dict[str, Any], str]:
+    return json.loads(prompt_text("qwen3vl/computer_use.json")), prompt_text("qwen3vl/system.txt")
+
+
+def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
+    """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
+    tool, template = _data()
+    fn = tool["function"]
+    w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
+    fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
+    if action_types is not None:
+        action = fn["parameters"]["properties"]["action"]
+        action["enum"] = [a for a in action["enum"]
+                          if a in ("wait", "terminate") or set(TOOL_ACTIONS[a]) & set(action_types)]
+    return template.replace("{tools}", json.dumps(tool))  # json.dumps' own separators, as the agent sends it
+
+
+class Qwen3VLAdapter:
+    name = "qwen3vl"
+    constrain_by_default = False
+
+    def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
+        return system_prompt(action_types, sent_size, convention)
+
+    def action_space(self, ctx: DecisionContext) -> str | None:
+        return ""  # the tool in the system prompt lists the actions available; an empty part is left out
+
+    def request_text(self) -> str:
+        return "Please generate the next move according to the UI screenshot, instruction and previous actions."
+
+    def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
+        return parse_qwen3vl.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)
+
+    def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
+                   captured_size: Size) -> StructuredSpec:
+        return StructuredSpec()  # no grammar: the tool-call text is left free, as the model was trained
