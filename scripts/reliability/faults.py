@@ -10,6 +10,9 @@
 - **a trickling and an endless model answer**: a server that sends its body a byte at a time, or never
   ends it; `policy.request_timeout_s` (2 s) must bound the whole answer: the first `timeout` error is
   journaled within the limit plus 10 s of start-up.
+- **an oversized MCP result**: a real stdio MCP server (tests/fixtures/mcp_server.py) whose tool appends
+  a line and answers with 50 MB; the run must record a certain, cut result (no `uncertain`), do the
+  effect once, go on to its next step and end by itself.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from typing import Any, Callable
 
 from scripts.reliability.common import Check, ProofResult, Violations, child_env, conway_argv
 
+REPO = Path(__file__).resolve().parents[2]
+MCP_FIXTURE = REPO / "tests" / "fixtures" / "mcp_server.py"
+BIG_LINES = 4_200_000
+"""Lines of the oversized answer: 12 bytes each, past 50 MB."""
 LIMIT_S = 60.0
 """Any command here that takes longer is hung (they take a few seconds)."""
 REQUEST_TIMEOUT_S = 2.0
@@ -192,6 +199,41 @@ def slow_answers(root: Path, bad: Violations) -> dict[str, float | None]:
     return took
 
 
+def oversized_mcp_result(root: Path, bad: Violations) -> int | None:
+    """One run whose MCP tool answers past 50 MB; returns the answer's size as the result recorded it."""
+    import sys
+
+    import yaml
+
+    home = root / "mcp-big"
+    _conway(home, "init")
+    server = {"name": "fx", "command": sys.executable, "args": [str(MCP_FIXTURE)], "startup_timeout_s": 30,
+              "timeout_s": 120}
+    (home / "config.yaml").write_text(yaml.safe_dump({"tools": {"mcp_servers": [server]}}), encoding="utf-8")
+    effect = root / "mcp-big-effect.txt"
+    call = {"type": "mcp", "server": "fx", "tool": "append_big", "arguments": {"path": str(effect), "n": BIG_LINES}}
+    script = root / "mcp-big.jsonl"
+    script.write_text(json.dumps({"action": call}) + "\n" + json.dumps(
+        {"action": {"type": "list_dir", "path": "."}}) + "\n", encoding="utf-8")
+    done = _conway(home, "run", "--quiet", "--mock-script", str(script), "--max-steps", "2", timeout=240)
+    events = _events(home)
+    results = [e.get("payload") or {} for e in events if e.get("kind") == "result"]
+    if done is None:
+        bad.add("mcp result", "a run whose MCP tool answers 50 MB did not end in 240 s")
+    elif done.returncode != 0:
+        bad.add("mcp result", f"the run exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    if any(e.get("kind") == "uncertain" for e in events):
+        bad.add("mcp result", "the oversized answer was recorded uncertain (its effect had happened)")
+    if not effect.exists() or effect.read_text() != "appended\n":
+        bad.add("mcp result", "the tool's effect did not happen exactly once")
+    first = results[0] if results else {}
+    if not (first.get("ok") and first.get("truncated")) or len(results) < 2:
+        bad.add("mcp result", f"expected a cut, successful result and the next step's; got {len(results)} "
+                              f"result(s), the first {str(first)[:200]}")
+    size = (first.get("data") or {}).get("answer_bytes")
+    return size if isinstance(size, int) else None
+
+
 def prove(stops: int, seed: int, say: Callable[[str], None]) -> ProofResult:
     started = time.monotonic()
     bad = Violations()
@@ -207,11 +249,14 @@ def prove(stops: int, seed: int, say: Callable[[str], None]) -> ProofResult:
         fifos(home, bad)
         say("  a trickling and an endless model answer")
         took = slow_answers(root, bad)
+        say("  an MCP tool answering 50 MB")
+        answer_bytes = oversized_mcp_result(root, bad)
     checks: list[Check] = [
         bad.zero_check("start-up stop", "stop during start-up reaches the run holding the lock"),
         bad.zero_check("fifo", "a FIFO where a file is expected hangs nothing"),
         bad.zero_check("slow answer", "request_timeout_s bounds a trickling or endless answer"),
+        bad.zero_check("mcp result", "an oversized MCP answer is a certain, cut result and the run goes on"),
     ]
     return ProofResult(proof="faults", params={"stops": stops, "seed": seed},
-                       figures={"stops": stops, "first_timeout_s": took}, checks=checks,
+                       figures={"stops": stops, "first_timeout_s": took, "mcp_answer_bytes": answer_bytes}, checks=checks,
                        seconds=time.monotonic() - started)

@@ -194,6 +194,12 @@ def test_faults_quick_the_request_timeout_bounds_a_trickling_or_endless_answer(f
     assert set(faults["figures"]["first_timeout_s"]) == {"trickling", "endless"}
 
 
+@pytest.mark.slow
+def test_faults_quick_an_oversized_mcp_answer_is_a_certain_cut_result(faults):
+    _holds(faults, "oversized MCP answer")
+    assert faults["figures"]["mcp_answer_bytes"] > 50_000_000
+
+
 # --- the command itself ----------------------------------------------------------
 
 
