@@ -29,7 +29,7 @@ import yaml
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, NoValidDecision, UserError
-from conway.evals.runner import Suite, run_cases
+from conway.evals.runner import Suite, SuiteInterrupted, run_cases
 from conway.store.home import Home, validate_name
 from conway.store.state import atomic_write_bytes, atomic_write_json
 
@@ -334,8 +334,10 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
 
 
 def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], Suite],
-             cases: list[Any], progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig]:
-    """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg)."""
+             cases: list[Any], progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig,
+                                                        str | None]:
+    """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg,
+    why it was interrupted or None). An interrupted run keeps the cases that finished, in case order."""
     from conway.config import load_config
     from conway.policies.factory import build_policy
 
@@ -348,14 +350,18 @@ def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[
         raise UserError(f"no llama.cpp backend could load the {label} model "
                         f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
     suite = make_suite(cfg)
+    interrupted = None
     try:
         records, wall = run_cases(suite, policy, cases, progress=progress)
+    except SuiteInterrupted as stop:
+        records, wall, interrupted = stop.records, stop.wall_s, stop.reason
     finally:
         policy.close()
     errors = [r for r in records if r.get("error", "") and "model request failed" in str(r.get("error"))]
-    if errors and len(errors) == len(records):  # nothing to compare: the model never answered
+    if errors and len(errors) == len(records) and not interrupted:  # nothing to compare: never answered
         raise NoValidDecision(f"the {label} model answered no case: {errors[0]['error']}")
-    return records, suite.summarize(records, wall), policy.model_id, cfg
+    summary = suite.summarize(records, wall) if records else {}
+    return records, summary, policy.model_id, cfg, interrupted
 
 
 def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,
@@ -370,7 +376,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     above the base's with non-overlapping 95% intervals, 2 otherwise (a
     measurement, not a failure of the command), 3 when either model answered
     no case at all (every request failed: nothing to compare), 1 (UserError)
-    for setup problems.
+    for setup problems, 130 when Ctrl+C or SIGTERM cut it short (a partial
+    report: each model's finished cases, nothing compared).
     """
     began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
@@ -431,7 +438,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
 
         def case_key(r: dict[str, Any]) -> str:
             return str(r["image"]["sha256"])
-    runs = {}
+    runs: dict[str, Any] = {}
+    stopped = None
     try:
         # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
         for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
@@ -441,12 +449,22 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                                                                 model_id=f"candidate-{name}" if label == "candidate"
                                                                 else f"base-{model.stem}"), make_suite, cases,
                                     progress)
+            if stopped := runs[label][4]:
+                break
+    except KeyboardInterrupt:  # between the two runs (each run's own Ctrl+C arrives as its interruption)
+        stopped = "interrupted (Ctrl+C)"
     except BaseException:
         if cleanup:
             cleanup()
         raise
-    b_rec, b_sum, b_id, cfg = runs["base"]
-    c_rec, c_sum, c_id, _ = runs["candidate"]
+    report_params = {**params, "backend": backend, "candidate": name, "base_model": str(bm),
+                     "base_mmproj": str(bp) if bp else None}
+    if stopped:
+        if cleanup:
+            cleanup()
+        return _partial(home, out, argv, seed, began, report_params, runs, len(cases), stopped, say)
+    b_rec, b_sum, b_id, cfg, _ = runs["base"]
+    c_rec, c_sum, c_id, _, _ = runs["candidate"]
     b_hashes = [case_key(r) for r in b_rec]
     c_hashes = [case_key(r) for r in c_rec]
     if b_hashes != c_hashes:  # same cases by construction: cannot differ unless the images changed mid-run
@@ -471,8 +489,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         "intervals_separated": separated,
     }
     report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
-                    parameters={**params, "backend": backend, "candidate": name, "base_model": str(bm),
-                                "base_mmproj": str(bp) if bp else None})
+                    parameters=report_params)
     report.set_model(f"{b_id} vs {c_id}")
     code = ExitCode.PASSED if separated else ExitCode.NOT_PASSED
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
@@ -490,6 +507,28 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     say(f"report: {out}")
     _record_eval(home, name, summary, out)
     return code
+
+
+def _partial(home: Home, out: Path, argv: list[str] | None, seed: int, began: float, params: dict[str, Any],
+             runs: dict[str, Any], planned: int, stopped: str, say: Any) -> int:
+    """Ctrl+C or SIGTERM: each model's finished cases, summarised apart (no comparison), status partial, 130."""
+    from conway.config import load_config
+    from conway.evals.report import Report
+
+    done = {label: run for label, run in runs.items() if run[0]}
+    cfg = next(iter(done.values()))[3] if done else load_config(home.config, [])
+    note = ", ".join(f"{label} {len(run[0])} of {planned}" for label, run in runs.items()) or "no case finished"
+    summary: dict[str, Any] = {"suite": params["suite"], "cases_planned": planned,
+                               "interrupted": f"{stopped}: {note}; nothing is compared"}
+    for label, (records, s, model_id, _, _) in done.items():
+        summary[label] = {"model_id": model_id, "cases": len(records),
+                          **{k: s[k] for k in ("hits", "hit_rate", "hit_rate_ci95", "errors") if k in s}}
+    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
+                    parameters=params)
+    report.set_model(" vs ".join(str(run[2]) for run in done.values()) or None)
+    report.finish(status="partial", exit_code=ExitCode.INTERRUPTED, summary=summary)
+    say(f"candidate-eval: {stopped} ({note}): the report is partial: {out}")
+    return ExitCode.INTERRUPTED
 
 
 def _record_eval(home: Home, name: str, summary: dict[str, Any], report: Path) -> None:

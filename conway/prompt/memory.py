@@ -8,11 +8,14 @@ memory.previous.md, so nothing disappears without a trace.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from conway.bounded import NotRegularFile, open_regular
 from conway.store.state import atomic_write_bytes
 
 Summariser = Callable[[str, int], str]
@@ -34,6 +37,8 @@ class Memory:
             st = os.stat(self.path)
         except FileNotFoundError:
             return None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the append (and the read) for good
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(self.path))
         return st.st_size, st.st_mtime_ns
 
     def read(self) -> str:
@@ -42,7 +47,8 @@ class Memory:
 
     def _text(self) -> str:
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace")
+            with open_regular(self.path) as fh:
+                return fh.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
 

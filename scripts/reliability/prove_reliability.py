@@ -9,6 +9,7 @@ Proofs (each in scripts/reliability/, see its docstring for exactly what is chec
     kill9  kill -9 at 100 points of real `conway run` processes on one home, each restarted
     soak   10,000 decisions of the real loop with journal, memory and screenshot caps set small
     fuzz   10^5 mutated model answers through the generic JSON, OpenCUA and UI-TARS parsers
+    faults stops at random instants of start-up, FIFOs where files are expected, trickling/endless answers
 
 Prints one table (a row per check: measured, limit, verdict) and writes every
 figure, with the first violations of each check described exactly, to --json.
@@ -27,9 +28,9 @@ from pathlib import Path
 
 from scripts.reliability.common import REPO, ProofResult, table
 
-PROOFS = ("kill9", "soak", "fuzz")
-FULL = {"kills": 100, "cycles": 10_000, "inputs": 100_000}
-QUICK = {"kills": 20, "cycles": 2_000, "inputs": 10_000}
+PROOFS = ("kill9", "soak", "fuzz", "faults")
+FULL = {"kills": 100, "cycles": 10_000, "inputs": 100_000, "stops": 20}
+QUICK = {"kills": 20, "cycles": 2_000, "inputs": 10_000, "stops": 5}
 
 
 def _revision() -> str | None:
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kills", type=int, help="kill9: number of kills (default 100, quick 20)")
     ap.add_argument("--cycles", type=int, help="soak: decisions to run (default 10,000, quick 2,000; cycles are ~15%% more)")
     ap.add_argument("--inputs", type=int, help="fuzz: number of inputs (default 100,000, quick 10,000)")
+    ap.add_argument("--stops", type=int, help="faults: stops sent during start-up (default 20, quick 5)")
     ap.add_argument("--seed", type=int, default=0, help="seed of kill points and fuzzed inputs (default 0)")
     ap.add_argument("--json", default="prove_reliability.json", metavar="FILE",
                     help="where to write the figures (default ./prove_reliability.json)")
@@ -85,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             elif proof == "soak":
                 from scripts.reliability import soak
                 results.append(soak.prove(cycles=sizes["cycles"], say=say))
+            elif proof == "faults":
+                from scripts.reliability import faults
+                results.append(faults.prove(stops=sizes["stops"], seed=args.seed, say=say))
             else:
                 from scripts.reliability import fuzz
                 results.append(fuzz.prove(inputs=sizes["inputs"], seed=args.seed, say=say))

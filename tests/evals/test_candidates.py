@@ -207,3 +207,34 @@ def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initi
     assert "summary: {" not in text and "difference" in text and "base      hits" in text
     evals = (initialized_home / "candidates" / "other" / "evals.jsonl").read_text().splitlines()
     assert json.loads(evals[-1])["cases"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.llama
+def test_ctrl_c_between_the_two_runs_writes_a_partial_report_of_what_finished(initialized_home, tmp_path):
+    """Item 25.2: a candidate-eval cut short keeps the finished model's cases, compares nothing, exits 130."""
+    pytest.importorskip("llama_cpp")
+    from conway.evals.candidates import candidate_eval
+    from conway.store.home import Home
+
+    base = _build(tmp_path / "base", seed=0)
+    other = _build(tmp_path / "other", seed=7)
+    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
+    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 16\n")
+    said: list[str] = []
+
+    def say(line: str) -> None:  # Ctrl+C as the base model's run is about to start
+        said.append(line)
+        if line.startswith("candidate-eval: base"):
+            raise KeyboardInterrupt
+
+    out = tmp_path / "eval.json"
+    code = candidate_eval(Home(initialized_home), "other", suite="vision-check", samples=3, seed=5, output=str(out),
+                          progress=False, say=say)
+    assert code == 130
+    report = json.loads(out.read_text())
+    assert report["status"] == "partial" and report["exit_code"] == 130
+    s = report["summary"]
+    assert s["cases_planned"] == 3 and s["candidate"]["cases"] == 3 and "base" not in s
+    assert "candidate 3 of 3" in s["interrupted"] and "nothing is compared" in s["interrupted"]
+    assert "difference" not in s and any("the report is partial" in line for line in said)

@@ -169,6 +169,37 @@ def test_soak_quick_rss_drift_within_5_mib(soak):
     _holds(soak, "RSS drift")
 
 
+# --- faults no budget used to end ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory, "faults")
+
+
+@pytest.mark.slow
+def test_faults_quick_a_stop_during_start_up_reaches_the_run_holding_the_lock(faults):
+    assert faults["params"]["stops"] == 5
+    _holds(faults, "stop during start-up")
+
+
+@pytest.mark.slow
+def test_faults_quick_a_fifo_where_a_file_is_expected_hangs_nothing(faults):
+    _holds(faults, "a FIFO where a file is expected")
+
+
+@pytest.mark.slow
+def test_faults_quick_the_request_timeout_bounds_a_trickling_or_endless_answer(faults):
+    _holds(faults, "request_timeout_s bounds")
+    assert set(faults["figures"]["first_timeout_s"]) == {"trickling", "endless"}
+
+
+@pytest.mark.slow
+def test_faults_quick_an_oversized_mcp_answer_is_a_certain_cut_result(faults):
+    _holds(faults, "oversized MCP answer")
+    assert faults["figures"]["mcp_answer_bytes"] > 50_000_000
+
+
 # --- the command itself ----------------------------------------------------------
 
 

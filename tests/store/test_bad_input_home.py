@@ -267,3 +267,20 @@ def test_a_fifo_for_state_json_blocks_neither_status_nor_run(initialized_home):
             pass
     assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_fifo_for_memory_md_ends_the_run_in_one_line_instead_of_hanging(initialized_home):
+    """Item 25.13: appending a step to memory.md opened the FIFO for writing, which blocks for good."""
+    memory = initialized_home / "memory.md"
+    memory.unlink(missing_ok=True)
+    os.mkfifo(memory)
+    try:
+        run = run_cli("run", "--mock", "--max-steps", "2", "--quiet", env={"CONWAY_HOME": str(initialized_home)},
+                      timeout=60)
+    finally:
+        try:
+            os.close(os.open(memory, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "not a regular file" in run.stderr, run.stderr
