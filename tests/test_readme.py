@@ -199,3 +199,8 @@ def test_code_cites_sections_that_exist():
             for m in stale.finditer(text):
                 broken.append(f"{_where(path, text, m.start())}: cites {m.group(0)}: cite docs/architecture.md#…")
     assert not broken, "broken citations:\n" + "\n".join(broken)
+
+
+def test_the_no_model_refusal_quoted_in_the_readme_is_the_one_printed():
+    from conway.cli.commands import NO_MODEL
+    assert f"conway: error: {NO_MODEL}" in readme()
