@@ -230,10 +230,12 @@ def _spawn(st: State, run: int, script: list[dict[str, Any]], extra: list[str]) 
 
 
 def _lock_pid(home: Path) -> str:
+    """The holder's pid: the lock file's first word (`pid session`)."""
     try:
-        return (home / "instance.lock").read_text().strip()
+        words = (home / "instance.lock").read_text().split()
     except OSError:
         return ""
+    return words[0] if words else ""
 
 
 def _wait_trigger(st: State, proc: subprocess.Popen, follower: JournalFollower, target: str,

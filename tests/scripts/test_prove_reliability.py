@@ -61,6 +61,8 @@ def test_kill9_quick_kills_twenty_runs_spread_over_the_phases(kill9):
     observed = kill9["figures"]["kill_points_observed"]
     assert sum(observed.values()) == 20
     assert sum(1 for n in observed.values() if n) >= 3, observed  # the kills really landed in different places
+    # the proof saw each run take the lock (its start-up kills aim from there; the lock file is `pid session`)
+    assert kill9["figures"]["lock_to_session_start_ms_median"] is not None
     assert kill9["figures"]["intents"] > 10  # real side effects happened
     _holds(kill9, "every run killed")
     _holds(kill9, "final clean run ends with exit 0")
