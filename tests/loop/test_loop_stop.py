@@ -225,11 +225,13 @@ def test_the_cli_reports_a_crash_in_one_line_with_the_journal_path(initialized_h
     r = run_cli("run", "--mock-script", str(script), "--max-steps", "3")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "crashed: IsADirectoryError" in r.stderr and str(initialized_home / "journal") in r.stderr
+    # memory.md is opened as a regular file only (a FIFO or a folder in its place must never block or pass)
+    assert "crashed: NotRegularFile" in r.stderr and "memory.md" in r.stderr
+    assert str(initialized_home / "journal") in r.stderr
     status = run_cli("status", "--json")
     import json
     st = json.loads(status.stdout)
-    assert st["status"] == "stopped" and st["stop_reason"].startswith("crashed: IsADirectoryError")
+    assert st["status"] == "stopped" and st["stop_reason"].startswith("crashed: NotRegularFile")
 
 
 def test_the_start_banner_prints_the_model_description_as_lines_not_a_list():

@@ -198,7 +198,7 @@ def test_faults_quick_the_request_timeout_bounds_a_trickling_or_endless_answer(f
 
 @pytest.mark.slow
 def test_faults_quick_an_oversized_mcp_answer_is_a_certain_cut_result(faults):
-    _holds(faults, "oversized MCP answer")
+    _holds(faults, "an oversized MCP answer")
     assert faults["figures"]["mcp_answer_bytes"] > 50_000_000
 
 
