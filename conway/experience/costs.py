@@ -9,6 +9,7 @@ Wall time is a session's first to last event.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -97,8 +98,6 @@ def costs_of(events: Iterable[dict[str, Any]]) -> dict[str, SessionCost]:
 def session_cost(journal_dir: Path, session: str) -> SessionCost:
     """One session's cost, reading the journal newest file first and only as far back as the session goes
     (a capped journal may hold hundreds of MB; `conway status` must stay quick)."""
-    import json
-
     cost = SessionCost(session)
     needle = json.dumps(session).encode()
     for path in reversed(journal_files(journal_dir)):

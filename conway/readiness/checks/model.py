@@ -186,9 +186,12 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
     family = get_family(p.kind)
     adapter = family.adapter()
     reply_n = p.resolved_max_tokens
+    from conway.runtime.server import server_window
+
     local = bool(p.model_path) and not p.endpoint  # Conway runs the model: the cap also leaves room for text
-    window = config.runtime.n_ctx // max(1, config.runtime.parallel) if local else None
-    image_cap = p.image_token_cap(in_process=local and p.backend != "http", window=window)
+    in_process = local and p.backend != "http"
+    window = (config.runtime.n_ctx if in_process else server_window(config, config.runtime.n_ctx)) if local else None
+    image_cap = p.image_token_cap(in_process=in_process, window=window)
     rule_name = family.resize if p.resize == "auto" else p.resize
     try:
         rule = get_rule(rule_name)
