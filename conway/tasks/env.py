@@ -1,0 +1,56 @@
+"""What a task's getters, setup steps and checkers may ask of the machine the task ran on.
+
+OSWorld talks to a VM over HTTP; here the "VM" is a disposable desktop on this
+machine (`conway.sandbox`): a private X display, a session bus, and a
+disposable user home that commands see at OSWorld's paths (`/home/user`,
+`~`). Everything a getter or a setup step needs goes through this protocol,
+so the checkers never touch the real home and the sandbox decides how a
+command runs (bubblewrap, or plainly on a developer's machine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+GUEST_HOME = "/home/user"
+"""The user's home as OSWorld's task files name it."""
+
+
+class PathEscape(ValueError):
+    """A task path that leaves the disposable home (or its allowed roots): refused, never followed."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int | None
+    """None when the command was killed at its time limit."""
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+@runtime_checkable
+class TaskEnv(Protocol):
+    task_id: str
+    cache_dir: Path | None
+    """The local cache in OSWorld's layout (`conway.tasks.cache`), or None when none was given."""
+    display: str
+    """The X display the task's applications and the agent's GUI actions use (":12")."""
+
+    def host_path(self, guest_path: str) -> Path:
+        """Where a path the task names (`/home/user/x.txt`, `~/x.txt`, a relative path: under the home) lives
+        on this machine. Raises PathEscape for a path outside what the task may see."""
+        ...
+
+    def run(self, command: str | list[str], *, shell: bool = False, timeout_s: float = 30.0,
+            cwd: str | None = None) -> CommandResult:
+        """Run a command as the task's user sees it (inside the sandbox, the home at `/home/user`, the task's
+        display); bounded by `timeout_s`, the process group killed at the limit."""
+        ...
+
+    def spawn(self, command: str | list[str], *, shell: bool = False) -> None:
+        """Start a long-lived program (an application a setup step launches) in the sandbox; it lives until the
+        environment closes."""
+        ...
