@@ -54,3 +54,8 @@ class TaskEnv(Protocol):
         """Start a long-lived program (an application a setup step launches) in the sandbox; it lives until the
         environment closes."""
         ...
+
+    def terminal_output(self) -> str | None:
+        """The text a terminal window on the task's display shows, read through AT-SPI (OSWorld's
+        `vm_terminal_output`); None when no terminal is open or the accessibility bus does not answer."""
+        ...
