@@ -143,7 +143,7 @@ def _rule_problems(i: int, rule: Any) -> list[str]:
         for j, sub in enumerate(subrules):
             at = f"{where}.rules[{j}]"
             if not isinstance(sub, dict) or sub.get("type") not in _FUZZY_TYPES:
-                problems.append(f"{at}.type={sub.get('type') if isinstance(sub, dict) else sub!r}")
+                problems.append(f"{at}.type={sub.get('type')}" if isinstance(sub, dict) else f"{at} (not an object)")
                 continue
             problems += [f"{at}.{k}" for k in sub if k not in _FUZZY_KEYS and not is_note(k)]
             ranges = sub.get("range")
@@ -268,7 +268,8 @@ class _Books:
         frames = self._load(side, "frames")
         if name not in frames.sheet_names:
             return None
-        return opened(lambda _: frames.parse(name), self.paths[side], side, f"sheet {name!r}")
+        pd = library("pandas")
+        return opened(lambda _: pd.read_excel(frames, sheet_name=name), self.paths[side], side, f"sheet {name!r}")
 
     def printed(self, idx: Any) -> list[str] | None:
         side, name = self.sheet(idx)
