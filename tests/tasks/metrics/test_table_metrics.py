@@ -11,8 +11,10 @@ openpyxl = pytest.importorskip("openpyxl")
 pytest.importorskip("pandas")
 pytest.importorskip("rapidfuzz")
 
+from openpyxl.chart import BarChart, LineChart, Reference  # noqa: E402
 from openpyxl.formatting.rule import CellIsRule  # noqa: E402
 from openpyxl.styles import Font, PatternFill  # noqa: E402
+from openpyxl.worksheet.datavalidation import DataValidation  # noqa: E402
 
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption  # noqa: E402
 from conway.tasks.metrics.tables import METRICS, compare_csv, compare_table, unsupported_options  # noqa: E402
@@ -302,6 +304,60 @@ def test_row_props_hidden(tmp_path):
     assert table(tmp_path, [rule], edit_expected=hide) == 0.0
 
 
+def charted(kind=BarChart, title="Sales", direction="col", rows=3):
+    def edit(wb):
+        ws = wb.active
+        chart = kind()
+        if direction and kind is BarChart:
+            chart.type = direction
+        chart.title = title
+        chart.add_data(Reference(ws, min_col=2, min_row=1, max_row=rows), titles_from_data=True)
+        chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=rows))
+        ws.add_chart(chart, "D2")
+    return edit
+
+
+def test_chart_compares_the_listed_properties_of_charts_on_the_same_data(tmp_path):
+    rule = {"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["type", "title", "direction"]}
+    gold = charted()
+    assert table(tmp_path, [rule], edit_result=charted(), edit_expected=gold) == 1.0
+    assert table(tmp_path, [rule], edit_result=charted(LineChart), edit_expected=gold) == 0.0
+    assert table(tmp_path, [rule], edit_result=charted(title="Costs"), edit_expected=gold) == 0.0
+    assert table(tmp_path, [rule], edit_result=charted(direction="bar"), edit_expected=gold) == 0.0
+    assert table(tmp_path, [rule], edit_result=charted(rows=2), edit_expected=gold) == 0.0  # other cells charted
+    assert table(tmp_path, [rule], edit_expected=gold) == 0.0  # no chart at all
+    assert table(tmp_path, [{**rule, "chart_props": ["type"]}], edit_result=charted(title="Costs"),
+                 edit_expected=gold) == 1.0
+
+
+def validated(cells="D2:D29", items='"Pass,Fail,Held"', kind="list"):
+    def edit(wb):
+        dv = DataValidation(type=kind, formula1=items)
+        dv.add(cells)
+        wb.active.add_data_validation(dv)
+    return edit
+
+
+DV_RULE = {"type": "data_validation", "sheet_idx": 0, "dv_props": [
+    {"ranges": {"method": "spreadsheet_range", "ref": ["D2:D29", "D1:D1048576"]},
+     "type": {"method": "eq", "ref": "list"},
+     "formula1": {"method": "str_set_eq", "ref": ["Pass", "Fail", "Held"]}}]}
+
+
+@pytest.mark.parametrize("edit,holds", [
+    (validated(), True),
+    (validated(items='"Held,Pass,Fail"'), True),  # a set: any order
+    (validated(cells="D1:D40"), True),  # covers the cells and stays in column D
+    (validated(cells="D2:D10"), False),  # does not cover D2:D29
+    (validated(cells="D2:E29"), False),  # reaches beyond column D
+    (validated(items='"Pass,Fail"'), False),
+    (validated(kind="whole", items="5"), False),
+    (None, False),  # no validation at all
+])
+def test_data_validation(tmp_path, edit, holds):
+    assert table(tmp_path, [DV_RULE], edit_result=edit) == float(holds)
+
+
 def test_every_rule_must_hold_and_the_first_failure_ends_it(tmp_path):
     ok = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}
     bad = {"type": "check_cell", "sheet_idx": 0, "coordinate": "A2", "props": {"value": {"method": "eq", "ref": "x"}}}
@@ -375,9 +431,13 @@ def test_a_rule_value_of_the_wrong_kind_is_a_one_line_error(tmp_path):
 
 
 UNSUPPORTED = [
-    ({"rules": [{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["type"]}]},
-     ["rules[0].type=chart"]),
+    ({"rules": [{"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}]}, ["rules[0].type=sparkline"]),
     ({"rules": [{"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EI0"}]}, ["rules[0].type=pivot_table"]),
+    ({"rules": [{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["anchor"]}]},
+     ["rules[0].chart_props.anchor"]),
+    ({"rules": [{"type": "data_validation", "sheet_idx": 0, "dv_props": [{"imeMode": {"method": "eq", "ref": 1},
+                                                                          "type": {"method": "re", "ref": "l"}}]}]},
+     ["rules[0].dv_props[0].imeMode", "rules[0].dv_props[0].type.method=re"]),
     ({"rules": [{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
                  "props": {"hyperlink": {"method": "eq", "ref": ""}, "value": {"method": "re", "ref": "x"}}}]},
      ["rules[0].props.hyperlink", "rules[0].props.value.method=re"]),
