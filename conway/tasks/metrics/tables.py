@@ -49,9 +49,16 @@ this module), and what each compares:
   method may also be `spreadsheet_range` (the validated cells cover `ref[0]` and
   stay within `ref[1]`) or `str_set_eq`/`str_list_eq` (a list validation's items).
 
+- `pivot_table` (5): the sheets' pivot tables, matched by the cells they
+  summarise, with the listed `pivot_props` equal: `row_fields`, `col_fields`,
+  `data_fields` (field, summary function, shown-as; its name too with
+  `data_fields_name`), `filter` (the page fields and each field's chosen items),
+  `selection` (`ordered` keeps their order), `name`, `show_total`,
+  `show_empty_row`, `show_empty_col`, `show_headers`.
+
 Not implemented, and refused with an error naming them (so a task using one is
-reported as not runnable, never mis-scored): `pivot_table` (5), and `sparkline`,
-`filter`, `col_props` (unused), any other rule type, prop, method or option key.
+reported as not runnable, never mis-scored): `sparkline`, `filter`,
+`col_props` (no task uses them), any other rule type, prop, method or option key.
 `unsupported_options(func_name, options)` lists those names without opening a file.
 """
 
@@ -76,6 +83,8 @@ _CHART_PROPS = {"type", "title", "direction", "legend", "xtitle", "ytitle"}
 _DV_ATTRS = {"ranges", "sqref", "type", "formula1", "formula2", "operator", "allow_blank", "allowBlank", "showDropDown",
              "showErrorMessage", "showInputMessage", "errorStyle", "error", "errorTitle", "prompt", "promptTitle"}
 _DV_METHODS = {"spreadsheet_range", "str_list_eq", "str_set_eq"}
+_PIVOT_PROPS = {"col_fields", "row_fields", "data_fields", "data_fields_name", "filter", "selection", "ordered", "name",
+                "show_total", "show_empty_row", "show_empty_col", "show_headers"}
 _FUZZY_TYPES = {"exact_match", "includes", "included_by", "fuzzy_match"}
 _FUZZY_KEYS = {"type", "range", "threshold", "normalization", "trim_leadings", "trim_trailings", "ignore_chars",
                "ignore_case"}
@@ -92,13 +101,15 @@ _RULE_KEYS = {
     "row_props": {"sheet_idx0", "sheet_idx1", "props"},
     "chart": {"sheet_idx0", "sheet_idx1", "chart_props"},
     "data_validation": {"sheet_idx", "dv_props"},
+    "pivot_table": {"sheet_idx0", "sheet_idx1", "pivot_props"},
 }
 # rule type -> the keys it cannot do without
 _RULE_REQUIRED = {"sheet_data": ("sheet_idx0", "sheet_idx1"), "sheet_print": ("sheet_idx0", "sheet_idx1"),
                   "sheet_fuzzy": ("sheet_idx0", "sheet_idx1", "rules"), "check_cell": ("sheet_idx", "coordinate", "props"),
                   "style": ("sheet_idx0", "sheet_idx1"), "freeze": ("sheet_idx0", "sheet_idx1"),
                   "zoom": ("sheet_idx", "method", "ref"), "row_props": ("sheet_idx0", "sheet_idx1"),
-                  "chart": ("sheet_idx0", "sheet_idx1"), "data_validation": ("sheet_idx", "dv_props")}
+                  "chart": ("sheet_idx0", "sheet_idx1"), "data_validation": ("sheet_idx", "dv_props"),
+                  "pivot_table": ("sheet_idx0", "sheet_idx1")}
 _CSV_OPTIONS = {"strict", "ignore_case"}
 _CELL = re.compile(r"\$?[A-Z]{1,3}\$?[1-9][0-9]{0,6}")
 
@@ -153,6 +164,11 @@ def _rule_problems(i: int, rule: Any) -> list[str]:
         if not isinstance(props, list):
             return problems + [f"{where}.chart_props (not a list)"]
         problems += [f"{where}.chart_props.{p}" for p in props if p not in _CHART_PROPS]
+    elif kind == "pivot_table":
+        props = rule.get("pivot_props", [])
+        if not isinstance(props, list):
+            return problems + [f"{where}.pivot_props (not a list)"]
+        problems += [f"{where}.pivot_props.{p}" for p in props if p not in _PIVOT_PROPS]
     elif kind == "data_validation":
         wanted = rule["dv_props"]
         if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
@@ -555,10 +571,54 @@ def _data_validation(books: _Books, rule: dict) -> bool:
         for dv in validations)
 
 
+def _pivots(ws: Any, props: list[str]) -> dict[tuple, dict[str, Any]]:
+    """Each pivot table of the sheet, keyed by the cells it summarises, with the listed properties.
+
+    Field positions count from the first source column that any field selects items of, so a pivot made
+    from a wider range than needed still matches one made from the exact columns."""
+    if ws is None:
+        return {}
+    from openpyxl.utils import coordinate_to_tuple
+    out = {}
+    for pivot in ws._pivots:  # openpyxl keeps the pivot tables it read here; there is no public accessor
+        chosen = [[(item.h, item.x) for item in field.items if item.x is not None] for field in pivot.pivotFields]
+        first = next((i for i, c in enumerate(chosen) if c), len(chosen))
+        last = next((i for i, c in enumerate(reversed(chosen)) if c), 0)
+        selection = chosen[first:len(chosen) - last]
+        source = pivot.cache.cacheSource
+        top, bottom = (coordinate_to_tuple(c) for c in source.worksheetSource.ref.split(":"))
+        key = (source.type, (top[0], top[1] + first), (bottom[0], bottom[1] - last), source.worksheetSource.sheet)
+        facts: dict[str, Any] = {}
+        for prop, attr in (("name", "name"), ("show_total", "visualTotals"), ("show_empty_row", "showEmptyRow"),
+                           ("show_empty_col", "showEmptyCol"), ("show_headers", "showHeaders")):
+            if prop in props:
+                facts[prop] = getattr(pivot, attr)
+        if "filter" in props or "selection" in props:
+            facts["selection"] = selection if "ordered" in props else [set(c) for c in selection]
+        if "filter" in props:
+            facts["filter_fields"] = {f.fld for f in pivot.pageFields}
+        if "col_fields" in props:
+            facts["col_fields"] = [f.x - first for f in pivot.colFields]
+        if "row_fields" in props:
+            facts["row_fields"] = [f.x - first for f in pivot.rowFields]
+        if "data_fields" in props:
+            named = "data_fields_name" in props
+            facts["data_fields"] = [(f.fld - first, f.name if named else "", f.subtotal, f.showDataAs)
+                                    for f in pivot.dataFields]
+        out[key] = facts
+    return out
+
+
+def _pivot_table(books: _Books, rule: dict) -> bool:
+    props = rule.get("pivot_props", [])
+    return _pivots(books.worksheet(rule["sheet_idx0"]), props) == _pivots(books.worksheet(rule["sheet_idx1"]), props)
+
+
 _RULES: dict[str, Callable[[_Books, dict], bool]] = {
     "sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
     "sheet_fuzzy": _sheet_fuzzy, "check_cell": _check_cell, "style": _style_rule, "freeze": _freeze,
     "zoom": _zoom, "row_props": _row_props, "chart": _chart, "data_validation": _data_validation,
+    "pivot_table": _pivot_table,
 }
 assert set(_RULES) == set(_RULE_KEYS)
 
