@@ -59,6 +59,11 @@ def test_the_module_exposes_its_metrics():
     assert METRICS == {"compare_csv": compare_csv, "compare_table": compare_table}
 
 
+def test_every_rule_the_options_check_accepts_has_an_implementation():
+    from conway.tasks.metrics.table_rules import RULE_KEYS, RULE_REQUIRED, RULES
+    assert set(RULES) == set(RULE_KEYS) and set(RULE_REQUIRED) <= set(RULES)
+
+
 # ---- compare_csv ---------------------------------------------------------------------------------------------
 
 def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
