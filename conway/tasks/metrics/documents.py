@@ -43,7 +43,11 @@ runnable, never mis-scored): `examine_title_bottom_position` (1),
 OSWorld they test one task's slide by hard-coded slide numbers, texts and
 offsets), a switch whose value is not true or false, and any other option.
 `unsupported_options(func_name, options)` lists those names without opening a file.
+
+Of those, every `compare_docx_files` and 49 of the 53 `compare_pptx_files`
+evaluators use only what is supported here.
 """
+
 from __future__ import annotations
 
 import re

@@ -60,7 +60,11 @@ Not implemented, and refused with an error naming them (so a task using one is
 reported as not runnable, never mis-scored): `sparkline`, `filter`,
 `col_props` (no task uses them), any other rule type, prop, method or option key.
 `unsupported_options(func_name, options)` lists those names without opening a file.
+
+Of OSWorld's evaluators, all 62 `compare_table` and all 4 `compare_csv` use
+only what is supported here.
 """
+
 from __future__ import annotations
 
 import re
