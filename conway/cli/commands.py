@@ -306,7 +306,20 @@ def do_vision_check(args) -> int:
     cfg = _model_config(args, home)
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
                         parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
-                        profile=args.profile)
+                        profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
+
+
+def _pool(args, cfg, home):
+    """The worker pool the arguments ask for, or None (the cases run in this process)."""
+    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec, parse_endpoint
+    endpoints = tuple(parse_endpoint(e) for e in args.pool_endpoint)
+    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints)
+    if spec.workers == 1 and not spec.ray and not endpoints:
+        return None
+    if args.parallel != 1:
+        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
+                        "use one or the other")
+    return Pool(spec, PolicyRecipe(cfg, str(home.root)))
 
 
 def do_grounding_check(args) -> int:
