@@ -344,6 +344,8 @@ def ray_connect(address: str) -> Any:
         return ray
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True,
                               "configure_logging": False}
+    if address not in ("auto", "local") and not address.startswith("ray://"):
+        _check_reachable(address)  # ray.init would retry an address nobody answers at for minutes
     try:
         if address == "local":
             ray.init(_node_ip_address="127.0.0.1", num_cpus=os.cpu_count() or 1, **kwargs)
@@ -354,8 +356,23 @@ def ray_connect(address: str) -> Any:
     return ray
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    import socket
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UserError(f"--ray {address!r}: expected HOST:PORT (the head's GCS address), 'auto' or 'local'")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot join the Ray cluster at {address}: nothing answers there ({exc.strerror or exc}); "
+                        "start it with `ray start --head` or check the address") from None
+
+
 class _RayBackend(_Backend):
     def __init__(self, address: str):
+        self._owned = not _ray().is_initialized()
+        """We joined the cluster for this run, so we leave it afterwards (an embedding program keeps its own)."""
         self.ray = ray_connect(address)
         self._refs: dict[Any, Any] = {}
         resources = self.ray.cluster_resources()
@@ -395,3 +412,5 @@ class _RayBackend(_Backend):
             except Exception:  # already gone
                 pass
         self._refs.clear()
+        if self._owned:
+            self.ray.shutdown()
