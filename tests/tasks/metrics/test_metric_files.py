@@ -1,0 +1,44 @@
+"""Each file metric with a real file that passes and one that fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conway.tasks.metrics.files import check_json_settings, check_list, compare_text_file
+
+
+def test_compare_text_file(tmp_path):
+    gold = tmp_path / "gold.txt"
+    gold.write_text("Hello\tWorld\n")
+    same, other = tmp_path / "a.txt", tmp_path / "b.txt"
+    same.write_text("Hello\tWorld\n")
+    other.write_text("hello   world")
+    assert compare_text_file(str(same), str(gold)) == 1.0
+    assert compare_text_file(str(other), str(gold)) == 0.0
+    assert compare_text_file(str(other), str(gold), ignore_blanks=True) == 0.0
+    assert compare_text_file(str(other), str(gold), ignore_blanks=True, ignore_case=True) == 1.0
+    assert compare_text_file(None, str(gold)) == 0.0
+    with pytest.raises(FileNotFoundError):
+        compare_text_file(str(tmp_path / "gone.txt"), str(gold))
+
+
+def test_check_list_regular_expressions_per_line(tmp_path):
+    out = tmp_path / "apt.out"
+    out.write_text("openjdk-17-jre/stable 17.0 amd64\nvim/stable 9.0\n")
+    assert check_list(str(out), {"expect": [r"openjdk-\d+-(jre|jdk)"]}) == 1.0
+    assert check_list(str(out), {"expect": [r"openjdk-\d+-(jre|jdk)", r"^emacs"]}) == 0.0
+    assert check_list(str(out), {"expect": [r"vim"], "unexpect": [r"^openjdk"]}) == 0.0
+    assert check_list(None, {"expect": []}) == 0.0
+
+
+def test_check_json_settings(tmp_path):
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"editor.wordWrapColumn": 50, "files.autoSave": "off"}))
+    assert check_json_settings(str(settings), {"expected": {"editor.wordWrapColumn": 50}}) == 1.0
+    assert check_json_settings(str(settings), {"expected": {"editor.wordWrapColumn": 80}}) == 0.0
+    assert check_json_settings(str(settings), {"expected": {"editor.fontSize": 14}}) == 0.0
+    settings.write_text("{ not json")
+    assert check_json_settings(str(settings), {"expected": {"editor.wordWrapColumn": 50}}) == 0.0
+    assert check_json_settings(None, {"expected": {}}) == 0.0
