@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from conway.tasks.metrics import METRICS
-from conway.tasks.metrics.values import (check_direct_json_object, check_include_exclude, exact_match, fuzzy_match,
-                                         infeasible, literal_match, match_in_list)
+from conway.tasks.metrics.values import (
+    check_direct_json_object,
+    check_include_exclude,
+    exact_match,
+    fuzzy_match,
+    infeasible,
+    literal_match,
+    match_in_list,
+)
 
 
 def test_exact_match():
