@@ -87,17 +87,29 @@ def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
 
 def _cache(task: Task, cache_dir: Path | None) -> list[str]:
     wanted: list[tuple[str, Path | None]] = []
-    for _, step in _steps(task):
-        if step["type"] == "download":
-            for f in step.get("parameters", {}).get("files", []) or []:
-                url, dest = str(f.get("url", "")), str(f.get("path", ""))
-                wanted.append((f"download {url}", download_path(cache_dir, task.id, url, dest) if cache_dir else None))
-    for g in _getters(task):
-        if g["type"] == "cloud_file":
-            urls, dests = (g.get("path"), g.get("dest")) if g.get("multi") else ([g.get("path")], [g.get("dest")])
-            for url, dest in zip(urls or [], dests or []):
-                wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, str(dest)) if cache_dir else None))
     reasons = []
+    for where, step in _steps(task):
+        if step["type"] != "download":
+            continue
+        files = step.get("parameters", {}).get("files")
+        if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("url"), str)
+                                                  and isinstance(f.get("path"), str) for f in files):
+            reasons.append(f"a download {where} is malformed: `files` must be a list of {{url, path}}")
+            continue
+        for f in files:
+            wanted.append((f"download {f['url']}",
+                           download_path(cache_dir, task.id, f["url"], f["path"]) if cache_dir else None))
+    for g in _getters(task):
+        if g["type"] != "cloud_file":
+            continue
+        urls, dests = (g.get("path"), g.get("dest")) if g.get("multi") else ([g.get("path")], [g.get("dest")])
+        if not isinstance(urls, list) or not isinstance(dests, list) or len(urls) != len(dests) \
+                or not all(isinstance(x, str) for x in (*urls, *dests)):
+            reasons.append("a cloud_file getter is malformed: `path` and `dest` must be texts (lists of as many "
+                           "with `multi`)")
+            continue
+        for url, dest in zip(urls, dests):
+            wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, dest) if cache_dir else None))
     for what, path in wanted:
         if path is None:
             reasons.append(f"{what} needs the local cache: give --cache DIR (OSWorld's cache layout)")

@@ -119,3 +119,8 @@ def test_vm_terminal_output_is_the_environments(env):
     assert GETTERS["vm_terminal_output"](env, {}) is None
     env.terminal_text = "user@host:~$ ls\nDesktop\n"
     assert GETTERS["vm_terminal_output"](env, {}) == "user@host:~$ ls\nDesktop\n"
+
+
+def test_a_command_that_cannot_start_is_an_error_not_a_missing_file(env):
+    with pytest.raises(RuntimeError, match="could not start"):
+        GETTERS["vm_command_line"](env, {"command": ["no-such-program-here", "x"]})

@@ -89,6 +89,7 @@ def test_a_malformed_evaluator_is_one_reason(evaluator, reason):
 @pytest.mark.parametrize("content,reason", [
     ("{not json", "malformed JSON"),
     ("[1, 2]", "not an object"),
+    (json.dumps({"name": "settings"}), "not a task: no `id`, `instruction` or `evaluator`"),
     (json.dumps({"instruction": "x", "evaluator": {"func": "infeasible"}}), "`id` must be a non-empty string"),
     (json.dumps({"id": "x", "instruction": "y"}), "no `evaluator`"),
     (json.dumps({**task(), "config": {"type": "execute"}}), "config must be a list"),

@@ -107,3 +107,13 @@ def test_a_conway_task_is_runnable_when_it_declares_criteria(tmp_path):
     assert why_not_runnable(read_task_file(good), cache_dir=None, step_types=set()) == []
     assert why_not_runnable(read_task_file(bare), cache_dir=None, step_types=set()) == [
         "the task declares no acceptance criteria: nothing would score it"]
+
+
+def test_a_malformed_download_or_cloud_file_is_a_reason_not_a_crash():
+    t = make(config=[{"type": "download", "parameters": {"files": ["https://example.org/a"]}}],
+             evaluator={"func": "compare_text_file", "result": {"type": "vm_file", "path": "~/a", "dest": "a"},
+                        "expected": {"type": "cloud_file", "path": [GOLD], "dest": "gold.txt", "multi": True}})
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert reasons == ["a download setup step is malformed: `files` must be a list of {url, path}",
+                       "a cloud_file getter is malformed: `path` and `dest` must be texts (lists of as many with "
+                       "`multi`)"]
