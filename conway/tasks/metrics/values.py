@@ -23,6 +23,13 @@ def match_in_list(result: Any, rules: dict[str, Any]) -> float:
     return float(result in rules["expected"])
 
 
+def is_in_list(result: Any, rules: dict[str, Any]) -> float:
+    """The expected value is among the result's items (match_in_list the other way round)."""
+    if result is None:
+        return 0.0
+    return float(rules["expected"] in result)
+
+
 def check_include_exclude(result: Any, rules: dict[str, Any]) -> float:
     """Every `include` text is in the result and no `exclude` text is."""
     if result is None:
@@ -102,5 +109,5 @@ def infeasible(*_: Any, **__: Any) -> float:
     return 0.0
 
 
-METRICS = {f.__name__: f for f in (exact_match, match_in_list, check_include_exclude, literal_match, fuzzy_match,
-                                   check_direct_json_object, infeasible)}
+METRICS = {f.__name__: f for f in (exact_match, match_in_list, is_in_list, check_include_exclude, literal_match,
+                                   fuzzy_match, check_direct_json_object, infeasible)}

@@ -42,3 +42,23 @@ def test_check_json_settings(tmp_path):
     settings.write_text("{ not json")
     assert check_json_settings(str(settings), {"expected": {"editor.wordWrapColumn": 50}}) == 0.0
     assert check_json_settings(None, {"expected": {}}) == 0.0
+
+
+def test_diff_text_file_is_a_line_ratio(tmp_path):
+    from conway.tasks.metrics.files import diff_text_file
+    gold, out = tmp_path / "gold.txt", tmp_path / "out.txt"
+    gold.write_text("a\nb\nc\nd\n")
+    out.write_text("a\nb\nc\nd\n")
+    assert diff_text_file(str(out), str(gold)) == 1.0
+    out.write_text("a\nb\nx\ny\n")
+    assert diff_text_file(str(out), str(gold)) == 0.5
+    assert diff_text_file(None, str(gold)) == 0.0
+
+
+def test_file_contains(tmp_path):
+    from conway.tasks.metrics.files import file_contains
+    out = tmp_path / "out.txt"
+    out.write_text("speed: 93.1 Mbps\nping: 12 ms\n")
+    assert file_contains(str(out), {"expected": ["Mbps", "ping"]}) == 1.0
+    assert file_contains(str(out), {"expected": ["Mbps", "jitter"]}) == 0.0
+    assert file_contains(str(tmp_path / "gone.txt"), {"expected": ["x"]}) == 0.0

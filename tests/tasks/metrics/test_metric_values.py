@@ -80,3 +80,10 @@ def test_the_registry_holds_every_metric_by_its_osworld_name():
     for name in ("exact_match", "check_include_exclude", "match_in_list", "check_list", "check_direct_json_object",
                  "compare_text_file", "check_json_settings", "fuzzy_match", "literal_match", "infeasible"):
         assert METRICS[name].__name__ == name
+
+
+def test_is_in_list():
+    from conway.tasks.metrics.values import is_in_list
+    assert is_in_list(["Dark", "Black"], {"expected": "Dark"}) == 1.0
+    assert is_in_list(["Light"], {"expected": "Dark"}) == 0.0
+    assert is_in_list(None, {"expected": "Dark"}) == 0.0
