@@ -3,7 +3,8 @@
 A task is runnable when every setup step type has an implementation, every
 getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
-cloud is in the local cache, and it needs no live web site.
+cloud is in the local cache, and it needs no live web site (no URL it opens,
+no `proxy: true`).
 """
 
 from __future__ import annotations
@@ -174,4 +175,6 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
     reasons += _live_urls(task)
+    if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
+        reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")
     return list(dict.fromkeys(reasons))

@@ -117,3 +117,13 @@ def test_a_malformed_download_or_cloud_file_is_a_reason_not_a_crash():
     assert reasons == ["a download setup step is malformed: `files` must be a list of {url, path}",
                        "a cloud_file getter is malformed: `path` and `dest` must be texts (lists of as many with "
                        "`multi`)"]
+
+
+def test_a_task_that_declares_osworlds_proxy_needs_the_web():
+    t = parse_osworld({"id": "t", "instruction": "Install the Python extension.", "proxy": True,
+                       "evaluator": {"func": "infeasible"}}, Path("t.json"))
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
+        "the task declares `proxy: true`: it needs the web at run time, and tasks here run offline"]
+    off = parse_osworld({"id": "t", "instruction": "x", "proxy": False, "evaluator": {"func": "infeasible"}},
+                        Path("t.json"))
+    assert why_not_runnable(off, cache_dir=None, step_types=ALL_STEPS, installed=everything) == []
