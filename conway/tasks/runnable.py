@@ -61,11 +61,17 @@ def _getters(task: Task) -> Iterator[dict[str, Any]]:
 
 def _launched(step: dict[str, Any]) -> str | None:
     command = step.get("parameters", {}).get("command")
-    try:
-        words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command or []]
-    except ValueError:
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+    elif isinstance(command, list):
+        words = [str(w) for w in command]
+    else:
         return None
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]  # VLC_VERBOSE=-1 vlc …
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VLC_VERBOSE=-1 vlc …
+        words.pop(0)
     return posixpath.basename(words[0]) if words else None
 
 
