@@ -77,19 +77,22 @@ def _launched(step: dict[str, Any]) -> str | None:
 
 def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
     reasons = []
+    missing: set[str] = set()  # programs already named as missing: a launch of one of them adds nothing
     for app in dict.fromkeys(task.related_apps):
         key = app.strip().lower().replace(" ", "_")
         programs = APP_PROGRAMS.get(key, (key,))
         if programs and not any(installed(p) for p in programs):
             reasons.append(f"application {app} is not installed ({_none_of(programs)})")
+            missing.update(programs)
     for _, step in _steps(task):
         if step["type"] != "launch":
             continue
         program = _launched(step)
         alts = PROGRAM_ALIASES.get(program or "", (program,)) if program else ()
-        if alts and not any(installed(p) for p in alts):
+        if alts and not any(installed(p) for p in alts) and program not in missing:
             reasons.append(f"the launch step's program {program} is not installed ({_none_of(alts)})")
-    return list(dict.fromkeys(reasons))
+            missing.add(program)
+    return reasons
 
 
 def _cache(task: Task, cache_dir: Path | None) -> list[str]:

@@ -65,8 +65,7 @@ def test_the_program_a_launch_step_starts_must_be_installed():
 def test_a_real_vs_code_task_needs_code():
     t = read_task_file(EXAMPLES / "vs_code" / "276cc624-87ea-4f08-ab93-f770e3790175.json")
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=nothing)
-    assert reasons == ["application vscode is not installed (code is not on PATH)",
-                       "the launch step's program code is not installed (code is not on PATH)"]
+    assert reasons == ["application vscode is not installed (code is not on PATH)"]  # its launch adds nothing
 
 
 def test_downloads_and_cloud_files_come_from_the_cache_or_are_reasons(tmp_path):
