@@ -78,5 +78,24 @@ def check_json_settings(actual: str | None, expected: dict[str, Any], **options:
     return float(all(k in data and data[k] == v for k, v in expected["expected"].items()))
 
 
+def check_json_keybindings(actual: str | None, expected: dict[str, Any], **options: Any) -> float:
+    """The JSON list in the file (an editor's keybindings.json, perhaps after one comment line) holds
+    `expected.expected` as one of its entries."""
+    if not actual:
+        return 0.0
+    try:
+        text = _text(actual)
+    except OSError:
+        return 0.0
+    for candidate in (text, text.partition("\n")[2]):  # VS Code writes a `// …` line above the list
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, list):
+            return float(expected["expected"] in data)
+    return 0.0
+
+
 METRICS = {f.__name__: f for f in (compare_text_file, diff_text_file, file_contains, check_list,
-                                   check_json_settings)}
+                                   check_json_settings, check_json_keybindings)}

@@ -62,3 +62,16 @@ def test_file_contains(tmp_path):
     assert file_contains(str(out), {"expected": ["Mbps", "ping"]}) == 1.0
     assert file_contains(str(out), {"expected": ["Mbps", "jitter"]}) == 0.0
     assert file_contains(str(tmp_path / "gone.txt"), {"expected": ["x"]}) == 0.0
+
+
+def test_check_json_keybindings_with_and_without_a_comment_line(tmp_path):
+    from conway.tasks.metrics.files import check_json_keybindings
+    binding = {"key": "ctrl+j", "command": "workbench.action.togglePanel"}
+    path = tmp_path / "keybindings.json"
+    path.write_text("// Place your key bindings in this file\n" + json.dumps([binding]))
+    assert check_json_keybindings(str(path), {"expected": binding}) == 1.0
+    path.write_text(json.dumps([{"key": "ctrl+k", "command": "workbench.action.togglePanel"}]))
+    assert check_json_keybindings(str(path), {"expected": binding}) == 0.0
+    path.write_text(json.dumps({"key": "ctrl+j"}))
+    assert check_json_keybindings(str(path), {"expected": binding}) == 0.0
+    assert check_json_keybindings(None, {"expected": binding}) == 0.0

@@ -87,3 +87,12 @@ def test_is_in_list():
     assert is_in_list(["Dark", "Black"], {"expected": "Dark"}) == 1.0
     assert is_in_list(["Light"], {"expected": "Dark"}) == 0.0
     assert is_in_list(None, {"expected": "Dark"}) == 0.0
+
+
+def test_is_extension_installed():
+    from conway.tasks.metrics.values import is_extension_installed
+    listed = "ms-python.python\nmattn.lisp\n"
+    assert is_extension_installed(listed, {"type": "contain", "expected": "mattn.lisp"}) == 1.0
+    assert is_extension_installed(listed, {"type": "contain", "expected": "njpwerner.autodocstring"}) == 0.0
+    assert is_extension_installed(listed, {"type": "not_contain", "expected": "mattn.lisp"}) == 0.0
+    assert is_extension_installed(None, {"type": "contain", "expected": "x"}) == 0.0
