@@ -12,8 +12,8 @@ from conway.tasks.runnable import why_not_runnable
 
 EXAMPLES = REPO / "tests" / "data" / "osworld" / "examples"
 ALL_STEPS = {"launch", "open", "execute", "command", "sleep", "activate_window", "download", "chrome_open_tabs"}
-DL = "https://huggingface.co/datasets/x/resolve/main/os/t/setup.sh"
-GOLD = "https://huggingface.co/datasets/x/resolve/main/os/t/gold.txt"
+DL = "https://files.example.org/cache/os/t/setup.sh"
+GOLD = "https://files.example.org/cache/os/t/gold.txt"
 
 
 def everything(_program: str) -> bool:

@@ -11,7 +11,7 @@ from conftest import REPO, run_cli
 from conway.cli.main import main
 
 INDEX = REPO / "tests" / "data" / "osworld" / "test_fixtures.json"
-GOLD = "https://huggingface.co/datasets/x/resolve/main/os/gold.txt"
+GOLD = "https://files.example.org/cache/os/gold.txt"
 
 
 def task(task_id: str, **kw) -> dict:
