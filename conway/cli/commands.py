@@ -329,7 +329,7 @@ def do_grounding_check(args) -> int:
     return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
                            samples=args.samples, seed=args.seed, per_screen=args.per_screen,
                            bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
-                           progress=not args.quiet)
+                           progress=not args.quiet, pool=_pool(args, cfg, home), resume=args.resume)
 
 
 def do_acceptance_check(args) -> int:

@@ -254,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
+    _add_pool_args(p)
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
