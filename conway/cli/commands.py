@@ -340,6 +340,19 @@ def do_acceptance_check(args) -> int:
                             seed=args.seed, keep=args.keep, argv=args._argv)
 
 
+def do_sweep(args) -> int:
+    from conway.cli.main import main
+    from conway.evals.sweep import run_sweep
+    pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
+    if args.ray:
+        pool_args += ["--ray", args.ray]
+    for e in args.pool_endpoint:
+        pool_args += ["--pool-endpoint", e]
+    home_args = ["--home", args.home] if getattr(args, "home", None) else []
+    return run_sweep(args.file, args.output, pool_args=pool_args, argv=args._argv,
+                     run=lambda argv: main([*home_args, *argv]))
+
+
 def do_report(args) -> int:
     from conway.evals.report import render_report
     print(render_report(args.file))
@@ -398,7 +411,7 @@ COMMANDS: dict[str, Callable] = {
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
     "acceptance-check": do_acceptance_check,
-    "tasks": _tasks, "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills,
+    "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,
     "mcp-serve": do_mcp_serve,
 }
 

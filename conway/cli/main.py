@@ -276,6 +276,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
 
+    p = cmd("sweep", "run vision-check or grounding-check over a grid of models, presets and seeds: a table",
+            "Run one eval command for every cell of a grid (a YAML file: command, args, grid of endpoint / model /\n"
+            "policy preset / seed / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
+            "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
+            "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
+            "flags apply to every cell. Example file: evals/sweeps/example.yaml. Exit 0 done, 130 interrupted,\n"
+            "1 setup error.")
+    p.add_argument("file", metavar="SWEEP.yaml", help="the sweep: command, args, grid")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder of the cells' reports and sweep.json")
+    g = p.add_argument_group("worker pool, for every cell")
+    g.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (or Ray actors) per cell")
+    g.add_argument("--ray", metavar="ADDRESS", help="run the workers on the Ray cluster at ADDRESS")
+    g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
+                   help="endpoints with their slots (see vision-check --help)")
+
     p = cmd("report", "print a readable summary (a table) of any Conway report")
     p.add_argument("file", metavar="FILE", help="a conway-report/1 JSON file")
 

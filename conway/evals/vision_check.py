@@ -320,7 +320,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                            pool=pool, resume=kept)
     summary = result.summary
     ci = summary["hit_rate_ci95"]
-    say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
+    say(f"vision-check: {summary['hits']}/{summary['cases']} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
         f"({size_source})")
     if summary["model_errors"]:
