@@ -341,8 +341,7 @@ def do_acceptance_check(args) -> int:
 
 
 def do_sweep(args) -> int:
-    from conway.cli.main import main
-    from conway.evals.sweep import run_sweep
+    from conway.evals.sweep import run_cell_process, run_sweep
     pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
     if args.ray:
         pool_args += ["--ray", args.ray]
@@ -350,7 +349,7 @@ def do_sweep(args) -> int:
         pool_args += ["--pool-endpoint", e]
     home_args = ["--home", args.home] if getattr(args, "home", None) else []
     return run_sweep(args.file, args.output, pool_args=pool_args, argv=args._argv,
-                     run=lambda argv: main([*home_args, *argv]))
+                     run=lambda argv: run_cell_process([*home_args, *argv]))
 
 
 def do_report(args) -> int:

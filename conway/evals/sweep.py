@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +35,7 @@ import yaml
 
 from conway.errors import ExitCode, UserError
 from conway.evals.report import Report, load_report
+from conway.evals.sweep_table import table_lines
 
 COMMANDS = {"vision-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
             "grounding-check": ("hit_rate", "hit_rate_ci95", "hits", "cases")}
@@ -184,24 +188,24 @@ def run_sweep(sweep_file: str, out_dir: str, *, pool_args: list[str], argv: list
     return code
 
 
+def run_cell_process(argv: list[str]) -> int:
+    """One cell as its own `conway` process (a cell's crash or loaded model ends with it); its exit code.
+
+    Ctrl+C reaches the cell itself (same process group), which writes its partial report and exits 130;
+    meanwhile this process ignores it, and forwards a SIGTERM."""
+    child = subprocess.Popen([sys.executable, "-m", "conway.cli", *argv])
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
 def _aside(path: Path) -> Path:
     n = 1
     while (kept := path.with_name(f"{path.stem}.partial-{n}.json")).exists():
         n += 1
     path.rename(kept)
     return kept
-
-
-def table_lines(rows: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
-    out = [f"{'cell':<48} {'rate':>7} {'95% CI':>15} {'n':>5}  status"]
-    for r in rows:
-        rate = f"{r['rate']:.1%}" if isinstance(r.get("rate"), (int, float)) else "—"
-        ci = f"{r['ci95'][0]:.0%}–{r['ci95'][1]:.0%}" if r.get("ci95") else "—"
-        mark = " (best)" if r["cell"] == summary.get("best") else (" (below best)" if r.get("below_best") else "")
-        out.append(f"{r['cell'][:48]:<48} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}  {r.get('status')}{mark}")
-    return out
-
-
-def render_sweep(data: dict[str, Any]) -> list[str]:
-    """`conway report` lines for a sweep report."""
-    return table_lines(data.get("cases") or [], data.get("summary") or {})

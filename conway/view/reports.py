@@ -27,8 +27,7 @@ CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
     if kind not in RENDERERS:
-        raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check, grounding-check and "
-                        "candidate-eval reports "
+        raise UserError(f"{path} is a {kind!r} report; `conway view` draws {', '.join(RENDERERS)} reports "
                         f"(use `conway report {path}` for this one)")
     return kind
 

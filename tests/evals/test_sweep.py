@@ -11,6 +11,7 @@ import os
 import signal
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from fixtures.vision_fixture_server import VisionFixtureServer
@@ -59,9 +60,10 @@ def test_running_a_sweep_again_keeps_finished_cells_and_resumes_the_cut_one(tmp_
         good_url = good.base_url
         f = _sweep(tmp_path, good_url, bad.base_url, seeds=(0,))
 
-        def interrupt(count: int) -> None:
+        def interrupt(count: int) -> None:  # Ctrl+C as a terminal sends it: to the running cell too
             if count == 3:
-                os.kill(os.getpid(), signal.SIGINT)
+                for child in psutil.Process().children():
+                    os.kill(child.pid, signal.SIGINT)
 
         good.on_request = interrupt
         code = main(["sweep", str(f), "--output", str(tmp_path / "out")])
