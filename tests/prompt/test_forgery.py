@@ -1,4 +1,4 @@
-"""No content can forge the prompt's structure (docs/architecture.md#what-the-model-is-told-and-by-whom).
+"""No content can forge the prompt's structure (docs/architecture.md#trusted-and-untrusted-text).
 
 A hostile text holding the prompt's own delimiters and headings comes in through every untrusted source
 (read_file, a shell command printing a web page, a failing shell command, a skill's body and description,
