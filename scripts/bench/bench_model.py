@@ -1,5 +1,5 @@
 """python -m scripts.bench.bench_model [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server]
-    [--no-host-facts] [--json FILE]
+    [--no-host-facts] [--set KEY=VALUE ...] [--json FILE]
 
 Decision latency and prompt-cache reuse of real models through Conway's own
 policy pipeline (prompt layout, resize, grammar, parse), split into image
@@ -22,7 +22,9 @@ those same contexts, in order.
 
 A layout that puts the variable parts first runs once per backend for
 comparison. The prompts carry the host facts as a run's do (`agent.host_facts`);
-`--no-host-facts` builds them without, to see what the part costs the cache. Printed per run: medians, prompt tokens served from cache from
+`--no-host-facts` builds them without, to see what the part costs the cache; `--set KEY=VALUE`
+passes a config override to the loop that builds them (a prompt small enough for the tiny VLM's
+4,096-token trained window, which otherwise cuts every part to fit). Printed per run: medians, prompt tokens served from cache from
 the second cycle on (share of all prompt tokens, and the lowest cycle), and
 for in-process the time-to-first-token ratio uncached / cached. Runs on CPU
 with OMP_WAIT_POLICY=PASSIVE; nothing is downloaded. Numbers depend on the
@@ -212,13 +214,16 @@ def main() -> int:
     ap.add_argument("--no-gemma", action="store_true")
     ap.add_argument("--no-server", action="store_true")
     ap.add_argument("--no-host-facts", action="store_true", help="prompts without the host-facts part")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for the loop that builds the prompts (repeatable)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     if args.cycles < 2:
         print("bench_model: --cycles must be at least 2 (cache figures start at the second cycle)", file=sys.stderr)
         return 1
     work = Path(tempfile.mkdtemp(prefix="conway-bench-"))
-    ctxs = loop_contexts(args.cycles, work / "loop-home", overrides=["agent.host_facts=[]"] if args.no_host_facts else [])
+    overrides = [*args.set, *(["agent.host_facts=[]"] if args.no_host_facts else [])]
+    ctxs = loop_contexts(args.cycles, work / "loop-home", overrides=overrides)
     log = work / "llama-runtime.log"
     results = []
     if not args.no_inprocess:
@@ -240,12 +245,13 @@ def main() -> int:
             results.append(res)
     print(f"conway bench · {args.cycles} cycles per run (contexts from the real loop) · {args.threads} thread(s) · "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · host facts {'off' if args.no_host_facts else 'on'} · "
+          + (f"overrides {' '.join(args.set)} · " if args.set else "") +
           "medians; cache and TTFT columns from cycle 2 on")
     for res in results:
         print_result(res)
     if args.json:
-        Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads,
-                                               "host_facts": not args.no_host_facts, "results": results}, indent=2))
+        Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "overrides": overrides,
+                                               "results": results}, indent=2))
         print(f"\nwrote {args.json}")
     return 0
 
