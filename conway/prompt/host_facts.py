@@ -88,5 +88,8 @@ class HostFacts:
         now = self.clock()
         if self._at is None or now - self._at >= self.refresh_s:
             self._at = now
-            self._text = render(self.source(), self._display, self.shown)
+            try:
+                self._text = render(self.source(), self._display, self.shown)
+            except OSError as exc:  # the home's filesystem gone, /proc unreadable …: the facts wait, the run goes on
+                self._text = self._text or f"(host facts unavailable: {exc.strerror or exc})"
         return self._text

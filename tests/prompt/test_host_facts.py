@@ -95,6 +95,22 @@ def test_a_wrong_fact_name_is_a_clear_error(capsys):
     assert "agent.host_facts_refresh_s" in capsys.readouterr().err
 
 
+def test_facts_that_cannot_be_read_keep_the_last_text_and_the_run_going():
+    builder, facts, clock = _builder([])
+    obs = SyntheticObserver().observe()
+    first = _prompt_facts(builder, obs, 1)
+
+    def broken():
+        raise FileNotFoundError(2, "No such file or directory")
+
+    builder.host_facts.source = broken
+    clock.now += 600
+    assert _prompt_facts(builder, obs, 2) == first
+    fresh, _, _ = _builder([])
+    fresh.host_facts.source = broken
+    assert _prompt_facts(fresh, obs, 1) == "(host facts unavailable: No such file or directory)"
+
+
 def test_coarse_values_change_only_when_the_figure_does():
     assert [coarse_bytes(n) for n in (0, 310 * 2**20, 1.04 * GIB, 37.4 * GIB, 412.6 * GIB, 1234 * GIB)] == \
         ["0 MiB", "310 MiB", "1 GiB", "37 GiB", "410 GiB", "1200 GiB"]
