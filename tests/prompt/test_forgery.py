@@ -3,8 +3,9 @@
 A hostile text holding the prompt's own delimiters and headings comes in through every untrusted source
 (read_file, a shell command printing a web page, a failing shell command, a skill's body and description,
 an accessibility label, an MCP result) and through goals.md itself, in a real loop with the real tools; each
-prompt the loop built is rendered by every family's policy and read back into parts (`frames.parse`): the
-same parts in the same order as the same prompt with harmless texts, each part showing its own text, escaped.
+prompt the loop built is rendered by every family's policy and read back into parts
+(`helpers.prompt_frames.parse`): the same parts in the same order as the same prompt with harmless texts,
+each part showing its own text, escaped.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from frames import FAMILIES, parse, sent_prompt
+from helpers.prompt_frames import FAMILIES, parse, sent_prompt
 
 from conway.config import load_config
 from conway.loop.control import SimulatedClock

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from frames import parse, sent_prompt
+from helpers.prompt_frames import parse, sent_prompt
 
 from conway.cli.main import main
 from conway.config import load_config
@@ -133,3 +133,14 @@ def test_the_real_gatherer_and_the_real_loop(tmp_path):
     systems = [sent_prompt(ctx, "generic")[0].split('<file name="goals.md">')[0] for ctx in seen]
     assert "## host facts\n- operating system: " in systems[0] and "- display: 640x400 pixels" in systems[0]
     assert systems[0] == systems[1] == systems[2]  # the stable part stays byte-identical from cycle to cycle
+
+
+def test_the_part_does_not_lower_the_prefix_the_loop_s_prompts_share(tmp_path):
+    """bench_model's model-free measure (docs/measurements.md#host-facts-and-the-cached-share-issue-23)."""
+    from scripts.bench.bench_model import text_prefix
+    from scripts.bench.loop_contexts import loop_contexts
+
+    on = text_prefix(loop_contexts(8, tmp_path / "on", overrides=["agent.host_facts_refresh_s=1"]))
+    off = text_prefix(loop_contexts(8, tmp_path / "off", overrides=["agent.host_facts=[]"]))
+    assert on["stable-first"]["share"] >= off["stable-first"]["share"] > 0.8
+    assert on["stable-first"]["shared"] - off["stable-first"]["shared"] >= 7 * 200  # the part, shared every cycle
