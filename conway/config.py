@@ -27,6 +27,13 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
 
 
+HOST_FACTS = ("os", "cpus", "memory", "disk", "display", "programs")
+"""The host facts the prompt can show (`agent.host_facts`)."""
+HOST_FACTS_PROGRAMS = ("python3", "git", "curl", "libreoffice", "soffice", "firefox", "chromium", "google-chrome",
+                       "code", "gimp", "vlc", "thunderbird", "xdg-open")
+"""Programs looked for on PATH by default: a desktop's usual office, browser, editor and media programs."""
+
+
 class AgentConfig(_Section):
     max_steps: int | None = Field(default=None, ge=1)
     """Stop after the model has made this many decisions (None: run until stopped). Cycles without an
@@ -52,6 +59,15 @@ class AgentConfig(_Section):
     """Slice length of every wait; pause/stop are checked between slices."""
     max_model_wait_s: float | None = Field(default=None, gt=0)
     """Longest wait a model may ask for in one `wait` action (None: idle_backoff_max_s); the prompt says so."""
+    host_facts: list[Literal[HOST_FACTS]] = list(HOST_FACTS)  # type: ignore[valid-type]
+    """The host facts the prompt's stable part shows, in this order (`[]` turns the part off): the OS, the CPU
+    count, total memory (GiB), free disk of the home's filesystem (rounded), the display size, and which of
+    host_facts_programs are on PATH."""
+    host_facts_refresh_s: float = Field(default=300.0, ge=1)
+    """The facts are gathered at the start and again at most this often (a changed fact reaches the next prompt
+    after the refresh; an unchanged one leaves the prompt's prefix as it was)."""
+    host_facts_programs: list[str] = list(HOST_FACTS_PROGRAMS)
+    """Programs whose presence on PATH the host facts report (`programs`)."""
 
     @model_validator(mode="after")
     def _caps(self) -> "AgentConfig":

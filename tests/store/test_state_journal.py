@@ -301,7 +301,7 @@ def test_context_budget_drops_old_steps_and_marks_it():
                                  latest="the latest result", recent=recent, budget_tokens=500,
                                  chars_per_token=3.5)
     names = [p.name for p in parts]
-    assert names[:3] == ["constitution.md", "action space", "goals.md"]
+    assert names[:4] == ["constitution.md", "action space", "untrusted data", "goals.md"]
     assert "left out" in names and names[-1] == "latest result"
     assert dropped and "older step(s)" in dropped[0]
     steps_text = next(p.text for p in parts if p.name.startswith("recent"))
