@@ -232,9 +232,9 @@ class MemoryConfig(_Section):
     """When memory.md grows past this it is compacted: summarised by a model, or truncated with a mark."""
     keep_chars: int = Field(default=4000, ge=200)
     """Size memory.md is brought down to by compaction: the summary's target (a longer one is refused)."""
-    summary: Literal["model", "off"] = "model"
-    """Who compacts memory.md: `model` (memory.summariser when set, else the acting model; the mock has none and
-    truncates) or `off` (always the marked truncation)."""
+    summarise: bool = True
+    """Past max_chars a model summarises memory.md (memory.summariser when set, else the acting model; the mock has
+    none and truncates); false: always the marked truncation."""
     summariser: SummariserConfig = SummariserConfig()
     """A separate text model for the summary (default: none, the acting model writes it)."""
     summary_max_tokens: int | None = Field(default=None, ge=16, le=32768)

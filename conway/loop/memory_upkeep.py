@@ -30,13 +30,15 @@ class MemoryUpkeep:
         self.cfg = cfg = parts.config.memory
         self.memory = Memory(parts.home.memory, parts.home.memory_previous, cfg.max_chars, cfg.keep_chars)
         self.summariser, self.control, self.record, self.say = parts.summariser, control, record, parts.say
+        self.unsummarised = "no summariser: memory.summarise=false" if not cfg.summarise else \
+            f"no summariser: the policy {parts.policy.model_id} has no model to ask"
 
     def between_cycles(self) -> None:
         if not self.memory.due():
             return
         text = self.memory.text()
         summary, reason, facts = self._summary(text) if self.summariser is not None else \
-            (None, "no summariser: memory.summary=off, or the mock policy has no model to ask", {})
+            (None, self.unsummarised, {})
         done = self.memory.compact(text, summary, reason)
         if done is None:
             self.record("memory", MemoryCompacted("skipped", "memory.md was edited during the summary; compacted "
@@ -52,7 +54,7 @@ class MemoryUpkeep:
         """(the summary, None) or (None, why not), and the request's facts for the journal."""
         model = self.summariser
         assert model is not None
-        request = summary_request(text, self.memory.keep_chars)
+        request = summary_request(text, self.memory.summary_target())
         max_tokens, timeout = self.cfg.resolved_summary_max_tokens, self.cfg.summary_timeout_s
         facts: dict[str, Any] = {"model_id": model.model_id, "prompt_sha256": request.sha256, "input_chars": len(text)}
         self.record("memory", MemoryRequest(getattr(model, "where", None) or "memory.summariser", model.model_id,

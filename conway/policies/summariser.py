@@ -5,7 +5,7 @@ templates drop or refuse), no image, no action grammar, no structured output, te
 through the same backends as decisions (`http_client.HTTPBackend`, `llama_inprocess.LlamaInProcessBackend`),
 so a stop aborts it the same way (socket shutdown, llama.cpp's abort callback).
 
-`build_summariser` picks it from the config: `memory.summary=off` → none; `memory.summariser.endpoint` or
+`build_summariser` picks it from the config: `memory.summarise=false` → none; `memory.summariser.endpoint` or
 `.model_path` → a model of its own (closed with the run); else the acting model when it is a real one (the
 mock has no model to ask: memory is then truncated, marked).
 """
@@ -50,7 +50,7 @@ class BackendText(TextModel):
 def build_summariser(config: ConwayConfig, home: Home, policy: Policy) -> TextModel | None:
     """The summary's model for this run (None: memory is truncated, marked); UserError for a bad summariser."""
     mem = config.memory
-    if mem.summary == "off":
+    if not mem.summarise:
         return None
     conf = mem.summariser
     if conf.endpoint:

@@ -23,6 +23,9 @@ from conway.store.state import atomic_write_bytes
 
 TRUNCATION_MARK = "[memory truncated"
 SUMMARY_MARK = "[memory summarised"
+REASON_MAX_CHARS = 160
+"""The truncation's mark says why in at most this many characters, and a quarter of keep_chars (the journal keeps
+the whole reason)."""
 PIN_PREFIX = "!pin"
 """A line of memory.md whose text starts with this (after any indentation) is pinned: a summary must keep it
 word for word, and a truncation keeps it too."""
@@ -110,10 +113,9 @@ class Memory:
             return None
         since = now[len(text):]
         atomic_write_bytes(self.previous, text.encode("utf-8"))
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stamp = _stamp_now()
         if summary is not None:
-            header = f"{SUMMARY_MARK} {stamp}; the full prior text is in {self.previous.name}]\n"
-            new = header + summary.rstrip("\n") + "\n" + since
+            new = self._summary_header(stamp) + summary.rstrip("\n") + "\n" + since
             done = Compacted(True, new, len(text), None)
         else:
             new, dropped = self._truncated(text, reason or "no summary", stamp)
@@ -124,12 +126,22 @@ class Memory:
         self.compactions += 1
         return done
 
+    def _summary_header(self, stamp: str) -> str:
+        return f"{SUMMARY_MARK} {stamp}; the full prior text is in {self.previous.name}]\n"
+
+    def summary_target(self) -> int:
+        """Characters a summary may have: `keep_chars` less its header line (so memory.md ends at `keep_chars`)."""
+        return max(1, self.keep_chars - len(self._summary_header(_stamp_now())))
+
     def _truncated(self, text: str, reason: str, stamp: str) -> tuple[str, int]:
-        """The newest whole lines of `text` that fit in `keep_chars`, behind its mark. Pinned lines are never
+        """The newest whole lines of `text` that fit, with the mark, in `keep_chars`. Pinned lines are never
         dropped: they are gathered first (in their order) and count against `keep_chars`."""
         pins = pinned_lines(text)
         pinned = "".join(p + "\n" for p in pins)
-        room = self.keep_chars - len(pinned)
+        cap = min(REASON_MAX_CHARS, self.keep_chars // 4)  # the mark must leave room for what it marks
+        reason = reason if len(reason) <= cap else reason[:cap - 1] + "…"
+        header_n = len(self._truncation_header(stamp, 10 ** len(str(len(text))), reason))  # the widest count
+        room = self.keep_chars - header_n - len(pinned)
         lines = [ln for ln in text.splitlines(keepends=True) if ln.strip() not in pins]
         kept: list[str] = []
         for line in reversed(lines):
@@ -141,6 +153,12 @@ class Memory:
             kept.append(lines[-1][-room:])
         body = pinned + "".join(reversed(kept))
         dropped = max(0, len(text) - len(body))
-        header = (f"{TRUNCATION_MARK} {stamp}: {dropped} older characters dropped ({reason}); "
-                  f"the prior text is in {self.previous.name}]\n")
-        return header + body, dropped
+        return self._truncation_header(stamp, dropped, reason) + body, dropped
+
+    def _truncation_header(self, stamp: str, dropped: int, reason: str) -> str:
+        return (f"{TRUNCATION_MARK} {stamp}: {dropped} older characters dropped ({reason}); "
+                f"the prior text is in {self.previous.name}]\n")
+
+
+def _stamp_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

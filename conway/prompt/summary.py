@@ -6,7 +6,8 @@ nothing; copy pinned lines exactly. The memory text follows it between two fence
 the text, so nothing inside can end the data early and pose as more instruction.
 
 An answer is refused (and memory is truncated, marked, instead) when it is empty, was cut off at its
-max_tokens, is longer than the target (`memory.keep_chars`), or drops a pinned line.
+max_tokens, is longer than the target (`memory.keep_chars` less the summary's header line), or drops a
+pinned line.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def refusal(answer: TextAnswer, request: SummaryRequest, max_tokens: int) -> str
         return f"the summary was cut off at its max_tokens ({max_tokens}, memory.summary_max_tokens)"
     if len(text) > request.target_chars:
         return (f"the summary is {len(text)} characters, over the target of {request.target_chars} "
-                "(memory.keep_chars)")
+                "(memory.keep_chars less the summary's header line)")
     kept = {line.strip() for line in text.splitlines()}
     lost = [p for p in request.pinned if p not in kept]
     if lost:

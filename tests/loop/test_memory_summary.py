@@ -1,0 +1,196 @@
+"""memory.md past its threshold in the real loop: the model writes the summary, or the marked truncation says why not.
+
+The model is the scripted FAKE OpenAI-compatible server (tests/fixtures/scripted_server.py): it answers the
+decisions with a file listing and the summary request with what each test needs (a summary, HTTP 500, a slow
+answer, an empty or too long one, one that drops a pinned line). Its answers are the test's; the loop, the
+HTTP client, the journal and the files are the real ones. The stop is real too: `conway stop`'s control.json
+written from another thread while the summary request is in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+from fixtures.scripted_server import Reply, ScriptedFakeServer
+from helpers.loop_harness import of, run_against
+
+from conway.loop.ending import RunEnd
+from conway.prompt.memory import SUMMARY_MARK, TRUNCATION_MARK, Memory
+from conway.store.home import resolve_home
+from conway.store.state import read_json, write_control
+
+LIST = '{"thought": "look around", "action": {"type": "list_dir", "path": "."}}'
+PIN = "!pin the owner asked: never touch ~/thesis"
+SUMMARY = f"Steps 0-11: early listings of the scratch folder, nothing changed; unsure whether notes.txt exists.\n{PIN}"
+MEMORY = ["memory.max_chars=500", "memory.keep_chars=300"]
+TARGET = Memory(resolve_home("/nonexistent").memory, resolve_home("/nonexistent").memory_previous,
+                500, 300).summary_target()
+"""The summary's target: keep_chars less its header line."""
+
+
+def _seed_memory() -> str:
+    """Owner notes with a pinned line, just under the threshold: the run's first steps push it past."""
+    home = resolve_home(None)
+    home.root.mkdir(parents=True, exist_ok=True)
+    lines = ["# notes", PIN] + [f"- step {i}: list_dir(path='.') → ok, nothing new" for i in range(12)]
+    text = "\n".join(lines) + "\n"
+    while len(text) > 480:
+        lines.pop(2)
+        text = "\n".join(lines) + "\n"
+    home.memory.write_text(text, encoding="utf-8")
+    return text
+
+
+def _is_summary(body: dict) -> bool:
+    content = body["messages"][0]["content"]
+    return isinstance(content, str) and content.startswith("You keep the memory of a computer-use agent")
+
+
+def _responder(summary_reply: Reply):
+    return lambda body: summary_reply if _is_summary(body) else Reply.text(LIST)
+
+
+def _run(summary_reply: Reply, steps: int = 4, *extra: str, timeout_s: float = 30.0):
+    seeded = _seed_memory()
+    with ScriptedFakeServer(responder=_responder(summary_reply)) as fake:
+        outcome, events, _clock, lines = run_against(fake, steps, *MEMORY, *extra, timeout_s=timeout_s)
+        requests = list(fake.chat_requests)
+        hangups = list(fake.hangups)
+    return seeded, outcome, events, lines, requests, hangups
+
+
+def _memory_events(events, name):
+    return [p for p in of(events, "memory") if p["event"] == name]
+
+
+def test_the_acting_model_writes_the_summary_after_the_steps_result_and_the_journal_shows_it():
+    seeded, outcome, events, lines, requests, _ = _run(Reply.text(SUMMARY))
+    home = resolve_home(None)
+    assert outcome.steps == 4 and outcome.valid_decisions == 4  # the run went on after the summary
+    (asked,) = [b for b in requests if _is_summary(b)]
+    # text only, for every family: one user turn, no image, no grammar, no structured output; bounded
+    assert [m["role"] for m in asked["messages"]] == ["user"] and isinstance(asked["messages"][0]["content"], str)
+    assert "grammar" not in asked and "response_format" not in asked
+    assert asked["max_tokens"] == 150 and asked["temperature"] == 0.0
+    prompt = asked["messages"][0]["content"]
+    assert seeded.rstrip() in prompt and f"The pinned lines, to copy exactly:\n{PIN}" in prompt
+
+    (request,) = _memory_events(events, "request")
+    assert request["summariser"] == "the acting model" and request["model_id"] == "fake-model"
+    assert request["prompt_sha256"] == hashlib.sha256(prompt.encode()).hexdigest()
+    assert request["prompt_chars"] == len(prompt) and request["target_chars"] == TARGET < 300
+    assert request["max_tokens"] == 150 and request["timeout_s"] == 120
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "summarised" and done["reason"] is None
+    assert done["output_chars"] == len(SUMMARY) and done["prompt_sha256"] == request["prompt_sha256"]
+    assert done["input_chars"] == request["input_chars"] > 500 and done["duration_s"] >= 0
+    assert done["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+    text = home.memory.read_text()
+    assert text.startswith(done["memory"]) and done["memory_chars"] == len(done["memory"])
+    assert text.startswith(SUMMARY_MARK) and done["memory"].split("\n", 1)[1] == SUMMARY + "\n"
+    assert home.memory_previous.read_text().startswith(seeded)  # the replaced text, as before
+
+    # between cycles: after the last result of the step before, before the next step's observation
+    kinds = [(e["kind"], e["payload"].get("event")) for e in events]
+    at = kinds.index(("memory", "request"))
+    assert kinds[at - 1][0] == "result" and kinds[at + 1] == ("memory", "compacted")
+    assert kinds[at + 2][0] == "observation"
+    # the next decision reads the new memory
+    after = [b for b in requests[requests.index(asked) + 1:] if not _is_summary(b)]
+    assert after and "Steps 0-11: early listings" in str(after[0]["messages"])
+    assert any("memory.md summarised" in line for line in lines)
+
+
+@pytest.mark.parametrize("reply, why", [
+    (Reply(status=500, body={"error": {"message": "the summariser fell over"}}), "failed: "),
+    (Reply.text(""), "the summary was empty"),
+    (Reply.text("x" * (TARGET + 1)), f"the summary is {TARGET + 1} characters, over the target of {TARGET}"),
+    (Reply.text("Steps 0-11 listed the folder.", finish_reason="length"), "cut off at its max_tokens (150"),
+    (Reply.text("Steps 0-11 listed the folder; the owner's wish is gone."), "dropped 1 pinned line(s)"),
+], ids=["http-500", "empty", "too-long", "cut-off", "drops-a-pin"])
+def test_a_refused_or_failed_summary_falls_back_to_the_marked_truncation_with_the_reason(reply, why):
+    seeded, outcome, events, _lines, _requests, _ = _run(reply)
+    home = resolve_home(None)
+    assert outcome.steps == 4 and outcome.valid_decisions == 4 and not outcome.failed
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "truncated" and why in done["reason"], done["reason"]
+    if reply.status == 500:
+        assert "HTTP 500" in done["reason"] and done["output_chars"] is None
+    text = home.memory.read_text()
+    assert text.startswith(done["memory"]) and text.startswith(TRUNCATION_MARK)
+    header = text.split("\n", 1)[0]
+    assert f"({done['reason'][:60]}" in header  # the mark says why (cut to fit), the journal says all of it
+    assert PIN in text and len(done["memory"]) <= 300  # the pinned line survives the fallback
+    assert home.memory_previous.read_text().startswith(seeded)
+
+
+def test_a_summary_past_its_deadline_is_aborted_and_memory_truncated_saying_so():
+    started = time.monotonic()
+    _seeded, outcome, events, _lines, _requests, hangups = _run(
+        Reply.text(SUMMARY, delay_s=20), 4, "memory.summary_timeout_s=0.5")
+    assert time.monotonic() - started < 15 and outcome.steps == 4
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "truncated"
+    assert done["reason"] == "the summary request timed out after 0.5 s (memory.summary_timeout_s)"
+    assert done["duration_s"] < 3  # the deadline, a control poll and the abort: not the model's 20 s
+    assert hangups == ["/v1/chat/completions"]  # the request's socket was shut down, not left running
+
+
+def test_a_stop_during_the_summary_request_ends_the_run_within_about_a_second():
+    seeded = _seed_memory()
+    home = resolve_home(None)
+    result: dict = {}
+
+    def stop_during_the_summary(fake):
+        deadline = time.monotonic() + 30
+        while not any(_is_summary(b) for b in list(fake.chat_requests)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # well inside the request
+        result["stop_at"] = time.monotonic()
+        write_control(home.control, read_json(home.state)["session"], "stop")
+
+    with ScriptedFakeServer(responder=_responder(Reply.text(SUMMARY, delay_s=60))) as fake:
+        helper = threading.Thread(target=stop_during_the_summary, args=(fake,))
+        helper.start()
+        outcome, events, _clock, _lines = run_against(fake, 10, *MEMORY, timeout_s=120)
+        ended = time.monotonic()
+        helper.join()
+        deadline = time.monotonic() + 5
+        while not fake.hangups and time.monotonic() < deadline:
+            time.sleep(0.01)
+        hangups = list(fake.hangups)
+    assert ended - result["stop_at"] < 5, ended - result["stop_at"]  # about the control poll; the model takes 60 s
+    assert outcome.end is RunEnd.STOP_REQUESTED and outcome.reason == "stop requested"
+    assert hangups == ["/v1/chat/completions"]
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "aborted" and "stop requested" in done["reason"] and done["memory"] is None
+    assert home.memory.read_text().startswith(seeded)  # left as it was: compacted on the next run
+    assert not home.memory_previous.exists()
+    assert events[-1]["kind"] == "session" and events[-1]["payload"]["event"] == "end"
+
+
+def test_a_separate_summariser_endpoint_writes_it_and_the_acting_model_only_decides():
+    _seed_memory()
+    with ScriptedFakeServer(models=["summary-model"], replies=[Reply.text(SUMMARY, model="summary-model")]) as other, \
+            ScriptedFakeServer(replies=[Reply.text(LIST)]) as acting:
+        outcome, events, _clock, _lines = run_against(acting, 4, *MEMORY, f"memory.summariser.endpoint={other.base_url}")
+        acting_requests, other_requests = list(acting.chat_requests), list(other.chat_requests)
+    assert outcome.steps == 4 and not any(_is_summary(b) for b in acting_requests)
+    (asked,) = other_requests
+    assert _is_summary(asked) and asked["model"] == "summary-model"
+    (request,) = _memory_events(events, "request")
+    assert request["summariser"] == "memory.summariser" and request["model_id"] == "summary-model"
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "summarised" and done["model_id"] == "summary-model"
+
+
+def test_memory_summarise_false_truncates_without_asking():
+    _seeded, outcome, events, _lines, requests, _ = _run(Reply.text(SUMMARY), 4, "memory.summarise=false")
+    assert not any(_is_summary(b) for b in requests) and not _memory_events(events, "request")
+    (done,) = _memory_events(events, "compacted")
+    assert done["outcome"] == "truncated" and done["reason"] == "no summariser: memory.summarise=false"
+    assert done["duration_s"] is None and PIN in resolve_home(None).memory.read_text()
