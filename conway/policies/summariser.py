@@ -18,8 +18,8 @@ from pathlib import Path
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.policies.backend import Backend, StructuredSpec
-from conway.policies.base import ModelPolicy
-from conway.protocols import Policy, TextAnswer, TextModel
+from conway.policies.base import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS, ModelPolicy
+from conway.protocols import ContextExceeded, Policy, TextAnswer, TextModel
 from conway.store.home import Home
 
 __all__ = ["BackendText", "build_summariser"]
@@ -37,6 +37,13 @@ class BackendText(TextModel):
         """`the acting model` or `memory.summariser` (journaled with each request)."""
 
     def complete_text(self, prompt: str, max_tokens: int) -> TextAnswer:
+        window = self.backend.context_window()
+        if window is not None:  # refused before sending (a long memory.md of the owner's), as a decision would be
+            counted = self.backend.count_tokens(prompt)
+            n = counted if isinstance(counted, int) else int(len(prompt) / FALLBACK_CHARS_PER_TOKEN) + 1
+            if n + max_tokens + TEMPLATE_MARGIN_TOKENS > window.n_ctx:
+                raise ContextExceeded(n + max_tokens, window.n_ctx, f"the summary prompt needs ~{n} tokens and its "
+                                      f"reply up to {max_tokens}, but {window.source} allows {window.n_ctx}")
         result = self.backend.complete([{"role": "user", "content": prompt}], mode="none", spec=StructuredSpec(),
                                        max_tokens=max_tokens, temperature=0.0, seed=self.seed)
         return TextAnswer(text=result.text, model_id=result.model or self.model_id,
