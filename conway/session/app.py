@@ -208,7 +208,8 @@ def _cost(home: Home, session: str | None) -> dict | None:
     return session_cost(home.journal_dir, session).record()
 
 
-_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
+_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering",
+           "memory": "compacting memory"}
 
 
 def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | None, str | None]:
@@ -227,6 +228,9 @@ def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | N
 
 def _event_summary(event: dict) -> str:
     p = event.get("payload") or {}
+    if event.get("kind") == "memory":
+        what = "summary requested" if p.get("event") == "request" else f"memory {p.get('outcome')}"
+        return f"{what} ({p.get('model_id') or 'no model'})" + (f": {p['reason']}"[:100] if p.get("reason") else "")
     pointed = _pointed(event.get("kind"), p)
     if pointed:
         return pointed

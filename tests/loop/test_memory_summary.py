@@ -194,3 +194,22 @@ def test_memory_summarise_false_truncates_without_asking():
     (done,) = _memory_events(events, "compacted")
     assert done["outcome"] == "truncated" and done["reason"] == "no summariser: memory.summarise=false"
     assert done["duration_s"] is None and PIN in resolve_home(None).memory.read_text()
+
+
+def test_memory_events_are_named_by_status_and_the_viewer_and_stay_out_of_exported_steps():
+    from conway.experience.steps import steps_from_events
+    from conway.session.app import _event_summary
+    from conway.view.model import load_sessions
+
+    _seeded, _outcome, events, _lines, _requests, _ = _run(Reply.text(""))
+    home = resolve_home(None)
+    request = next(e for e in events if e["kind"] == "memory" and e["payload"]["event"] == "request")
+    compacted = next(e for e in events if e["kind"] == "memory" and e["payload"]["event"] == "compacted")
+    assert _event_summary(request) == "summary requested (fake-model)"
+    assert _event_summary(compacted) == "memory truncated (fake-model): the summary was empty"
+    records = steps_from_events(events)
+    assert len(records) == 4 and all(r["decision"] for r in records)  # no step made of a memory event
+    (session,) = load_sessions(home.journal_dir, home.root)[0]
+    shown = [r for r in session.recoveries if r["what"] == "memory"]
+    assert len(shown) == 1 and shown[0]["detail"].startswith("truncated (the summary was empty), ")
+    assert shown[0]["step"] == compacted["step"]
