@@ -60,10 +60,14 @@ def build_summariser(config: ConwayConfig, home: Home, policy: Policy) -> TextMo
     if not mem.summarise:
         return None
     conf = mem.summariser
-    if conf.endpoint:
-        return _endpoint(config)
-    if conf.model_path:
-        return _in_process(config, home)
+    try:
+        if conf.endpoint:
+            return _endpoint(config)
+        if conf.model_path:
+            return _in_process(config, home)
+    except UserError as exc:  # say which model it is: the acting one's messages name policy.*
+        raise UserError(f"memory.summariser: {exc}".replace("policy.model_path", "memory.summariser.model_path")) \
+            from None
     if isinstance(policy, ModelPolicy):
         return BackendText(policy.backend, seed=config.policy.seed, where="the acting model")
     return None
@@ -78,7 +82,7 @@ def _endpoint(config: ConwayConfig) -> TextModel:
     if conf.api_key_env:
         key = os.environ.get(conf.api_key_env)
         if not key:
-            raise UserError(f"memory.summariser.api_key_env names {conf.api_key_env}, which is not set")
+            raise UserError(f"api_key_env names {conf.api_key_env}, which is not set in the environment")
     client = OpenAIClient(conf.endpoint or "", api_key=key, timeout_s=config.memory.summary_timeout_s)
     try:
         served = discover(client, conf.model)

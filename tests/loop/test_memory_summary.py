@@ -213,3 +213,71 @@ def test_memory_events_are_named_by_status_and_the_viewer_and_stay_out_of_export
     shown = [r for r in session.recoveries if r["what"] == "memory"]
     assert len(shown) == 1 and shown[0]["detail"].startswith("truncated (the summary was empty), ")
     assert shown[0]["step"] == compacted["step"]
+
+
+@pytest.mark.parametrize("overrides, says", [
+    (["memory.summariser.endpoint=http://127.0.0.1:9/v1"], "memory.summariser: cannot reach the model server at "
+                                                           "http://127.0.0.1:9/v1"),
+    (["memory.summariser.endpoint=http://127.0.0.1:9/v1", "memory.summariser.api_key_env=CONWAY_TEST_UNSET_KEY"],
+     "memory.summariser: api_key_env names CONWAY_TEST_UNSET_KEY, which is not set in the environment"),
+    (["memory.summariser.model_path=/nonexistent/summary.gguf"],
+     "memory.summariser: model file /nonexistent/summary.gguf does not exist"),
+    (["memory.summariser.endpoint=http://127.0.0.1:9/v1", "memory.summariser.model_path=/x.gguf"],
+     "memory.summariser: set endpoint or model_path, not both"),
+    (["memory.summariser.api_key_env=SOME_KEY"], "memory.summariser.api_key_env is for an endpoint"),
+    (["memory.summarise=maybe"], "memory.summarise: Input should be a valid boolean"),
+])
+def test_a_bad_summariser_is_refused_at_the_start_in_a_clear_error_never_a_traceback(initialized_home, overrides,
+                                                                                         says):
+    from conftest import run_cli
+    r = run_cli("run", "--mock", "--max-steps", "1", *overrides, env={"CONWAY_TEST_UNSET_KEY": ""}, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert says in r.stderr and len(r.stderr.strip().splitlines()) <= 2, r.stderr  # config errors: a title + the key
+    assert not (initialized_home / "journal").exists() or not list((initialized_home / "journal").glob("*.jsonl"))
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_real_run_during_the_summary_stops_it_within_about_a_second(initialized_home):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    seeded = _seed_memory()
+    with ScriptedFakeServer(responder=_responder(Reply.text(SUMMARY, delay_s=60))) as fake:
+        env = {**os.environ, "CONWAY_HOME": str(initialized_home)}
+        agent = subprocess.Popen([sys.executable, "-m", "conway.cli.main", "run", "--endpoint", fake.base_url,
+                                  "observe.source=synthetic", "tools.enabled=[files]", "policy.structured_output=none",
+                                  *MEMORY], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not any(_is_summary(b) for b in list(fake.chat_requests)) and time.monotonic() < deadline \
+                    and agent.poll() is None:
+                time.sleep(0.02)
+            assert any(_is_summary(b) for b in fake.chat_requests), agent.communicate(timeout=10)
+            time.sleep(0.3)
+            sent = time.monotonic()
+            agent.send_signal(signal.SIGTERM)
+            code = agent.wait(timeout=20)  # the summary would come only after 60 s
+            latency = time.monotonic() - sent
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+                agent.wait()
+        _out, err = agent.communicate()
+        deadline = time.monotonic() + 5
+        while not fake.hangups and time.monotonic() < deadline:
+            time.sleep(0.01)
+        hangups = list(fake.hangups)
+    assert code == 0 and "Traceback" not in err, err
+    assert latency < 5, latency
+    assert hangups == ["/v1/chat/completions"]
+    assert read_json(initialized_home / "state.json")["stop_reason"] == "terminated (SIGTERM)"
+    from conway.store.journal import read_journal
+    done = [e["payload"] for e in read_journal(initialized_home / "journal").events
+            if e["kind"] == "memory" and e["payload"]["event"] == "compacted"]
+    assert [d["outcome"] for d in done] == ["aborted"] and "terminated (SIGTERM)" in done[0]["reason"]
+    assert (initialized_home / "memory.md").read_text().startswith(seeded)
