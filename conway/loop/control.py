@@ -173,6 +173,11 @@ class Control:
         if steps and a.max_steps is not None and self.decisions() >= a.max_steps:
             raise StopRun(f"max-steps budget ({a.max_steps}) reached", RunEnd.MAX_STEPS)
 
+    def seconds_left(self) -> float | None:
+        """What is left of --max-seconds (None: no such budget)."""
+        a = self.agent
+        return None if a.max_seconds is None else a.max_seconds - (self.clock.monotonic() - self.started)
+
     def budget_spent_by(self, seconds: float) -> StopRun | None:
         """The end a wait of `seconds` now would only sleep towards, already decided (else None)."""
         a = self.agent

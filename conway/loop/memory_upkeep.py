@@ -57,6 +57,11 @@ class MemoryUpkeep:
         request = summary_request(text, self.memory.summary_target())
         max_tokens, timeout = self.cfg.resolved_summary_max_tokens, self.cfg.summary_timeout_s
         facts: dict[str, Any] = {"model_id": model.model_id, "prompt_sha256": request.sha256, "input_chars": len(text)}
+        left = self.control.seconds_left()
+        if left is not None and left <= 0:  # the run ends at the budget check next: no model time left to spend
+            return None, "the max-seconds budget is spent", facts
+        if left is not None and left < timeout:  # the summary never outlasts --max-seconds
+            timeout = round(left, 3)
         self.record("memory", MemoryRequest(getattr(model, "where", None) or "memory.summariser", model.model_id,
                                             request.sha256, len(request.prompt), len(text), request.target_chars,
                                             max_tokens, timeout).to_payload())
@@ -71,7 +76,8 @@ class MemoryUpkeep:
                 self.record("memory", MemoryCompacted("aborted", f"stopped during the summary: {stop.reason}", **facts,
                                                       duration_s=round(time.perf_counter() - started, 3)).to_payload())
                 raise stop from None
-            reason = f"the summary request timed out after {timeout:g} s (memory.summary_timeout_s)"
+            reason = f"the summary request timed out after {timeout:g} s" + (
+                " (memory.summary_timeout_s)" if timeout == self.cfg.summary_timeout_s else " (what --max-seconds left)")
         except PolicyError as exc:
             reason = f"the summary request failed: {exc}"
         except Exception as exc:  # a summary is an aid: a failing one costs the summary, never the run or memory

@@ -281,3 +281,25 @@ def test_sigterm_to_a_real_run_during_the_summary_stops_it_within_about_a_second
             if e["kind"] == "memory" and e["payload"]["event"] == "compacted"]
     assert [d["outcome"] for d in done] == ["aborted"] and "terminated (SIGTERM)" in done[0]["reason"]
     assert (initialized_home / "memory.md").read_text().startswith(seeded)
+
+
+def test_the_summary_never_outlasts_max_seconds():
+    """A real clock: the summary's deadline is what --max-seconds left, then the budget ends the run."""
+    from conway.config import load_config
+    from conway.session.app import RunRequest, run_agent
+    from conway.store.home import init_home
+    from conway.store.journal import read_journal
+
+    home = resolve_home(None)
+    init_home(home)
+    home.memory.write_text("# notes\n" + "".join(f"- step {i}: list_dir(path='.') → ok\n" for i in range(20)))
+    with ScriptedFakeServer(responder=_responder(Reply.text(SUMMARY, delay_s=30))) as fake:
+        cfg = load_config(home.config, ["policy=generic", f"policy.endpoint={fake.base_url}", "observe.source=synthetic",
+                                        "policy.structured_output=none", "agent.max_seconds=2", *MEMORY])
+        started = time.monotonic()
+        outcome, session = run_agent(home, cfg, RunRequest(single_session=False), say=lambda _s: None)
+        took = time.monotonic() - started
+    assert took < 8 and outcome.end is RunEnd.MAX_SECONDS, (took, outcome.reason)
+    done = [e["payload"] for e in read_journal(home.journal_dir).events
+            if e["session"] == session and e["kind"] == "memory" and e["payload"]["event"] == "compacted"]
+    assert done[0]["outcome"] == "truncated" and "(what --max-seconds left)" in done[0]["reason"], done
