@@ -261,6 +261,8 @@ class TextModel(Protocol):
     callback ends the decode); PolicyError for a failed request."""
 
     model_id: str
+    where: str = "memory.summariser"
+    """Which model this is, for the journal: `the acting model` or `memory.summariser`."""
 
     def complete_text(self, prompt: str, max_tokens: int) -> TextAnswer: ...
 

@@ -62,7 +62,7 @@ class MemoryUpkeep:
             return None, "the max-seconds budget is spent", facts
         if left is not None and left < timeout:  # the summary never outlasts --max-seconds
             timeout = round(left, 3)
-        self.record("memory", MemoryRequest(getattr(model, "where", None) or "memory.summariser", model.model_id,
+        self.record("memory", MemoryRequest(model.where, model.model_id,
                                             request.sha256, len(request.prompt), len(text), request.target_chars,
                                             max_tokens, timeout).to_payload())
         started = time.perf_counter()

@@ -28,13 +28,13 @@ __all__ = ["BackendText", "build_summariser"]
 class BackendText(TextModel):
     """Plain-text completions from a backend; `owns`: close the backend with it (a summariser of its own)."""
 
-    def __init__(self, backend: Backend, *, seed: int | None = None, owns: bool = False, where: str = ""):
+    def __init__(self, backend: Backend, *, seed: int | None = None, owns: bool = False,
+                 where: str = "memory.summariser"):
         self.backend = backend
         self.model_id = backend.model_id
         self.seed = seed
         self.owns = owns
         self.where = where
-        """`the acting model` or `memory.summariser` (journaled with each request)."""
 
     def complete_text(self, prompt: str, max_tokens: int) -> TextAnswer:
         window = self.backend.context_window()

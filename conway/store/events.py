@@ -105,7 +105,7 @@ class Finish(Payload):
 class Recovery(Payload):
     KIND = "recovery"
     what: str | None = None
-    """`temp files`, `state`, `journal`, `pending`, `memory`."""
+    """`temp files`, `state`, `journal`, `pending` (`memory` in journals before memory had its own events)."""
     detail: str | None = None
 
 
