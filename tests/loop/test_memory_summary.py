@@ -303,3 +303,30 @@ def test_the_summary_never_outlasts_max_seconds():
     done = [e["payload"] for e in read_journal(home.journal_dir).events
             if e["session"] == session and e["kind"] == "memory" and e["payload"]["event"] == "compacted"]
     assert done[0]["outcome"] == "truncated" and "(what --max-seconds left)" in done[0]["reason"], done
+
+
+@pytest.mark.parametrize("kind", ["generic", "opencua", "uitars", "qwen3vl"])
+def test_every_family_asks_for_the_summary_in_the_same_text_only_request(kind):
+    """The summary bypasses the family's adapter: no trained prompt, no action grammar, no image, one user turn."""
+    from conway.config import load_config
+    from conway.policies.factory import build_policy
+    from conway.policies.families import FAMILIES
+    from conway.policies.summariser import build_summariser
+
+    assert set(FAMILIES) == {"generic", "opencua", "uitars", "qwen3vl"}  # a new family joins this test
+    home = resolve_home(None)
+    with ScriptedFakeServer(replies=[Reply.text(SUMMARY)]) as fake:
+        cfg = load_config(None, [f"policy.kind={kind}", f"policy.endpoint={fake.base_url}",
+                                 "policy.structured_output=auto", "policy.seed=7"])
+        policy = build_policy(cfg, home)
+        try:
+            model = build_summariser(cfg, home, policy)
+            assert model is not None and model.where == "the acting model" and model.model_id == "fake-model"
+            answer = model.complete_text("Summarise this memory: - step 1: ok", 99)
+        finally:
+            policy.close()
+        (body,) = fake.chat_requests  # no structured-output probe either: nothing is constrained
+    assert answer.text == SUMMARY and answer.finish_reason == "stop"
+    assert body["messages"] == [{"role": "user", "content": "Summarise this memory: - step 1: ok"}]
+    assert body["max_tokens"] == 99 and body["temperature"] == 0.0 and body["seed"] == 7
+    assert not {"grammar", "response_format", "tools"} & set(body)
