@@ -1,9 +1,11 @@
-"""memory.md's summary through real llama.cpp in-process, on the tiny random-weight VLM (tests/fixtures/tiny-vlm).
+"""memory.md's summary through real llama.cpp, in-process and in a llama-server Conway starts, on the tiny
+random-weight VLM (tests/fixtures/tiny-vlm).
 
 The tiny VLM's weights are random: its answer means nothing and never ends by itself, so every summary it
 writes runs into its max_tokens and is refused as cut off (the accepted path is tested over HTTP in
 test_memory_summary.py). What these tests hold is the real path: the text-only request reaches llama.cpp
-through the acting model's backend (or a text model of its own, `memory.summariser.model_path`), the journal
+through the acting model's backend (in-process or HTTP; or a text model of its own,
+`memory.summariser.model_path`), the journal
 records what llama.cpp counted, the marked truncation replaces memory.md, the decisions go on with the same
 loaded model, and a stop during the summary ends the run at llama.cpp's next token (its abort callback).
 """
@@ -31,10 +33,14 @@ PIN = "!pin keep the backups"
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
 
 
-def require_inprocess():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
+def require_fixtures():
     if not MODEL.exists() or not MMPROJ.exists():
         pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
+
+
+def require_inprocess():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
+    require_fixtures()
 
 
 def _home_past_the_threshold():
@@ -112,3 +118,23 @@ def test_a_stop_during_an_in_process_summary_ends_it_at_the_next_token():
     assert done["outcome"] == "aborted" and done["duration_s"] < 3
     assert home.memory.read_text() == seeded and not home.memory_previous.exists()
     assert not [e for e in events if e["kind"] == "decision"]  # it stopped before any decision
+
+
+def test_the_summary_goes_through_a_real_llama_server_started_by_conway():
+    require_fixtures()
+    from conway.config import RuntimeConfig
+    from conway.errors import UserError
+    from conway.runtime.server import find_program
+    try:
+        find_program(RuntimeConfig(server="llama-server"))
+    except UserError as exc:
+        pytest.skip(f"llama-server is not available here: {exc}")
+    home, seeded = _home_past_the_threshold()
+    outcome, events = _run(home, "policy.backend=http", "runtime.server=llama-server", "runtime.startup_timeout_s=120")
+    (request,) = _memory(events, "request")
+    assert request["summariser"] == "the acting model" and request["model_id"] == "tiny-vlm"
+    (done,) = _memory(events, "compacted")
+    assert done["usage"]["prompt_tokens"] > 500 and done["output_chars"] > 0  # counted by llama-server
+    assert done["outcome"] == "truncated" and "cut off at its max_tokens (150" in done["reason"]
+    assert home.memory.read_text().startswith(done["memory"]) and home.memory_previous.read_text() == seeded
+    assert len([e for e in events if e["kind"] == "decision"]) == 2 and outcome.end is RunEnd.MAX_STEPS
