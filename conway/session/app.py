@@ -109,10 +109,10 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
         summariser = build_summariser(config, home, policy)  # memory's summary: the acting model unless configured
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
-        tools = config.tools
-        if config.memory.summariser.api_key_env:  # the summariser's key is kept from the shell as the model's is
-            tools = tools.model_copy(update={"shell_env_drop": [*tools.shell_env_drop,
-                                                                config.memory.summariser.api_key_env]})
+        tools, key_env = config.tools, config.memory.summariser.api_key_env
+        if key_env:  # the summariser's key is kept from the shell as the model's is, whatever shell_env_keep says
+            tools = tools.model_copy(update={"shell_env_drop": [*tools.shell_env_drop, key_env],
+                                             "shell_env_keep": [n for n in tools.shell_env_keep if n != key_env]})
         toolbox = toolbox or build_toolbox(tools, workdir_for(config, home), gui=uses_desktop,
                                            home_root=home.root, skills=config.skills,
                                            api_key_env=config.policy.api_key_env, shell_env=req.shell_env)

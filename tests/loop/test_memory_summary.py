@@ -330,3 +330,15 @@ def test_every_family_asks_for_the_summary_in_the_same_text_only_request(kind):
     assert body["messages"] == [{"role": "user", "content": "Summarise this memory: - step 1: ok"}]
     assert body["max_tokens"] == 99 and body["temperature"] == 0.0 and body["seed"] == 7
     assert not {"grammar", "response_format", "tools"} & set(body)
+
+
+def test_the_summarisers_key_never_reaches_the_shell(monkeypatch):
+    from helpers.loop_harness import run_script
+    monkeypatch.setenv("SUMMARISER_KEY", "not-for-the-shell-1234")  # a name no credential pattern catches
+    with ScriptedFakeServer(models=["summary-model"]) as other:
+        run = run_script([{"action": {"type": "shell", "command": "env"}}], overrides=[
+            "agent.max_steps=1", f"memory.summariser.endpoint={other.base_url}",
+            "memory.summariser.api_key_env=SUMMARISER_KEY", "tools.shell_env_keep=[SUMMARISER_KEY]"])
+    (result,) = [p for p in run.payloads("result") if p["action"]["type"] == "shell"]
+    assert result["ok"] and "PATH=" in result["output"]
+    assert "SUMMARISER_KEY" not in result["output"] and "not-for-the-shell" not in result["output"]
