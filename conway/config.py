@@ -336,10 +336,12 @@ class ToolsConfig(_Section):
     shell_max_output_bytes: int = Field(default=32768, ge=256)
     """Shell output kept (head and tail, the cut announced)."""
     shell_env_drop: list[str] = []
-    """More environment variable names (fnmatch patterns) removed from shell commands; policy.api_key_env's
-    variable and names that look like credentials (*TOKEN, *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
+    """More environment variable names (fnmatch patterns) removed from shell commands; the variables that
+    policy.api_key_env and memory.summariser.api_key_env name and names that look like credentials (*TOKEN,
+    *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
     shell_env_keep: list[str] = []
-    """Credential-looking variable names the shell may still see (never policy.api_key_env's)."""
+    """Credential-looking variable names the shell may still see (never policy.api_key_env's or
+    memory.summariser.api_key_env's)."""
     gui_pause_s: float = Field(default=0.02, ge=0, le=2)
     """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
     gui_failsafe: bool = True

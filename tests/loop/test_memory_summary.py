@@ -342,3 +342,12 @@ def test_the_summarisers_key_never_reaches_the_shell(monkeypatch):
     (result,) = [p for p in run.payloads("result") if p["action"]["type"] == "shell"]
     assert result["ok"] and "PATH=" in result["output"]
     assert "SUMMARISER_KEY" not in result["output"] and "not-for-the-shell" not in result["output"]
+
+
+def test_exports_redact_the_summarisers_key_too(monkeypatch, initialized_home):
+    from conway.cli.commands import _known_secrets
+    from conway.store.home import resolve_home as home_of
+    monkeypatch.setenv("SUMMARISER_KEY", "summary-secret-98765")
+    (initialized_home / "config.yaml").write_text("memory:\n  summariser:\n    endpoint: http://127.0.0.1:9/v1\n"
+                                                  "    api_key_env: SUMMARISER_KEY\n")
+    assert "summary-secret-98765" in _known_secrets(home_of(str(initialized_home)))
