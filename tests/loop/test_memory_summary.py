@@ -351,3 +351,34 @@ def test_exports_redact_the_summarisers_key_too(monkeypatch, initialized_home):
     (initialized_home / "config.yaml").write_text("memory:\n  summariser:\n    endpoint: http://127.0.0.1:9/v1\n"
                                                   "    api_key_env: SUMMARISER_KEY\n")
     assert "summary-secret-98765" in _known_secrets(home_of(str(initialized_home)))
+
+
+@pytest.mark.parametrize("edit", ["append", "rewrite"])
+def test_the_owners_edit_during_the_summary_is_kept(edit):
+    """An appended line follows the new summary; any other edit wins and the compaction is skipped (retried later)."""
+    _seed_memory()
+    home = resolve_home(None)
+    mine = "- the owner, meanwhile: the printer is in room 4\n"
+
+    def responder(body):
+        if not _is_summary(body):
+            return Reply.text(LIST)
+        if edit == "append":
+            with open(home.memory, "a", encoding="utf-8") as fh:
+                fh.write(mine)
+        else:
+            home.memory.write_text("# rewritten by the owner\n" + mine, encoding="utf-8")
+        return Reply.text(SUMMARY)
+
+    with ScriptedFakeServer(responder=responder) as fake:
+        outcome, events, _clock, _lines = run_against(fake, 3, *MEMORY)
+    assert outcome.steps == 3
+    done = _memory_events(events, "compacted")
+    text = home.memory.read_text()
+    if edit == "append":
+        assert [d["outcome"] for d in done] == ["summarised"]
+        assert text.startswith(done[0]["memory"]) and done[0]["memory"].endswith(SUMMARY + "\n" + mine)
+    else:
+        assert done[0]["outcome"] == "skipped" and "edited during the summary" in done[0]["reason"]
+        assert done[0]["memory"] is None and text.startswith("# rewritten by the owner\n" + mine)
+        assert not home.memory_previous.exists()
