@@ -382,3 +382,21 @@ def test_the_owners_edit_during_the_summary_is_kept(edit):
         assert done[0]["outcome"] == "skipped" and "edited during the summary" in done[0]["reason"]
         assert done[0]["memory"] is None and text.startswith("# rewritten by the owner\n" + mine)
         assert not home.memory_previous.exists()
+
+
+def test_a_summary_prompt_over_the_models_window_is_refused_before_it_is_sent():
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.summariser import BackendText
+    from conway.protocols import ContextExceeded
+
+    props = {"default_generation_settings": {"n_ctx": 1024}}
+    with ScriptedFakeServer(owned_by="llamacpp", props=props) as fake:
+        backend = HTTPBackend(OpenAIClient(fake.base_url), "fake-model", server="llama-server")
+        model = BackendText(backend, where="the acting model")
+        with pytest.raises(ContextExceeded, match=r"the summary prompt needs ~\d+ tokens and its reply up to 200, "
+                                                  r"but llama-server /props \(per-slot n_ctx\) allows 1024"):
+            model.complete_text("x " * 3000, 200)
+        assert model.complete_text("short", 200).finish_reason == "stop"  # one that fits goes out
+        sent = list(fake.chat_requests)
+        backend.close()
+    assert [b["messages"][0]["content"] for b in sent] == ["short"]
