@@ -212,15 +212,17 @@ def do_export(args) -> int:
 
 
 def _known_secrets(home) -> list[str]:
-    """Values exports must never carry: policy.api_key_env's variable and credential-looking ones."""
+    """Values exports must never carry: the variables policy.api_key_env and memory.summariser.api_key_env name,
+    and credential-looking ones."""
     import os
 
     from conway.redact import known_secret_values
     try:
-        name = _config(argparse.Namespace(), home).policy.api_key_env
+        config = _config(argparse.Namespace(), home)
+        names = [config.policy.api_key_env, config.memory.summariser.api_key_env]
     except UserError:
-        name = None  # an invalid config.yaml does not stop an export; the name-based scan still runs
-    return known_secret_values(os.environ, [name])
+        names = []  # an invalid config.yaml does not stop an export; the name-based scan still runs
+    return known_secret_values(os.environ, names)
 
 
 def do_review(args) -> int:

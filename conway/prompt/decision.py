@@ -76,6 +76,7 @@ class ContextBuilder:
         self._journaled_goals: str | None = None
         self.host_facts = host_facts or HostFacts(config.agent, home.root, monotonic)
         """The machine's facts for the stable part, refreshed at most every agent.host_facts_refresh_s."""
+        self._compactions = 0  # memory.md's compactions the view has seen
 
     def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
         """goals.md, checked every cycle (a single-session task first), and the journal event when it changed."""
@@ -87,14 +88,12 @@ class ContextBuilder:
         self._journaled_goals = goals
         return goals, SessionGoals(goals[:GOALS_JOURNAL_MAX_CHARS], len(goals)).to_payload()
 
-    def note(self, step: int, action: str, outcome: str) -> str | None:
-        """One step's outcome, for the next decisions; returns what memory's compaction did, if it ran."""
-        slid = self.recent.add(StepNote(step, action, outcome))
-        self.latest = f"{action} → {outcome}"
-        compacted = self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
-        if slid or compacted:
+    def note(self, step: int, action: str, outcome: str) -> None:
+        """One step's outcome, for the next decisions (memory.md's step log is compacted by the loop, between cycles)."""
+        if self.recent.add(StepNote(step, action, outcome)):
             self.memory_view = None
-        return compacted
+        self.latest = f"{action} → {outcome}"
+        self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
 
     def note_error(self, step: int, message: str) -> None:
         """A step without an action: the error is the latest result and joins the recent steps."""
@@ -138,6 +137,7 @@ class ContextBuilder:
                                budget=info)
 
     def _memory_text(self) -> str:
-        if self.memory_view is None or self.memory.edited_elsewhere():
+        if self.memory_view is None or self.memory.edited_elsewhere() or self.memory.compactions != self._compactions:
+            self._compactions = self.memory.compactions
             self.memory_view = self.memory.read()
         return self.memory_view
