@@ -105,10 +105,10 @@ class BubblewrapEnvironment:
         self.bwrap = bwrap
 
     @classmethod
-    def for_workdir(cls, workdir: Path, *, network: bool = False) -> "BubblewrapEnvironment":
+    def for_workdir(cls, workdir: Path, *, network: bool = False, bwrap: str = BWRAP) -> "BubblewrapEnvironment":
         """`conway run`'s sandbox: the tools' workdir read-write at its own path (and HOME), the rest read-only."""
         real = str(Path(os.path.expanduser(str(workdir))).resolve())
-        return cls([Bind(real, Path(real), True)], home=real, network=network)
+        return cls([Bind(real, Path(real), True)], home=real, network=network, bwrap=bwrap)
 
     @property
     def tmp(self) -> Path:
