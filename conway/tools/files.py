@@ -65,7 +65,10 @@ class FileTools(Tool):
             os.listdir(self.workdir)
         except OSError as exc:
             return False, f"working directory unusable: {_describe(exc, self.workdir)}"
-        return True, f"files relative to {self.workdir}"
+        if self.environment.name == "local":
+            return True, f"files relative to {self.workdir}"
+        ok, how = self.environment.availability()  # a sandbox that cannot start shows nothing
+        return ok, f"files relative to {self.workdir}, as {how}" if ok else how
 
     def close(self) -> None:
         self.environment.close()  # idempotent: the shell tool may close the same one

@@ -155,3 +155,20 @@ def test_sandbox_settings_are_validated() -> None:
 
 def test_bwrap_path_is_debians() -> None:
     assert BWRAP == "/usr/bin/bwrap"
+
+
+def test_conway_run_with_the_sandbox_through_the_real_loop(bwrap_ok: None, conway_home: Path, tmp_path: Path) -> None:
+    from conftest import run_cli
+    script = tmp_path / "script.yaml"
+    script.write_text(f'- action: {{type: shell, command: "ls -A {REAL_HOME} | wc -l; echo marker > made.txt"}}\n'
+                      f'- action: {{type: read_file, path: "{REAL_HOME}/.bashrc"}}\n'
+                      "- action: {type: finish, status: DONE, message: done}\n")
+    assert run_cli("init").returncode == 0
+    r = run_cli("run", "--mock-script", str(script), "--max-steps", "3", "tools.environment=sandbox")
+    assert r.returncode == 0, r.stderr
+    assert f"step 1: shell(command='ls -A {REAL_HOME} | wc -l; echo marker > made.txt') → ok" in r.stdout
+    assert (f"step 2: read_file(path='{REAL_HOME}/.bashrc') → failed: {REAL_HOME}/.bashrc is outside what this "
+            "sandbox shows (nothing read or written)") in r.stdout
+    assert (conway_home / "scratch" / "made.txt").read_text() == "marker\n"
+    journal = "".join(p.read_text() for p in (conway_home / "journal").glob("*.jsonl"))
+    assert '"output":"0\\n[exit code 0]"' in journal  # the real home listed nothing inside
