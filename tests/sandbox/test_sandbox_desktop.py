@@ -88,12 +88,12 @@ def test_paths_leaving_the_home_are_refused(desk: DisposableDesktop) -> None:
 def test_a_hanging_setup_command_is_killed_at_its_bound(desk: DisposableDesktop) -> None:
     start = time.monotonic()
     with pytest.raises(SetupError) as err:
-        run_setup([{"type": "execute", "parameters": {"command": ["sleep", "60"]}}], desk,
+        run_setup([{"type": "execute", "parameters": {"command": ["sleep", "61.37"]}}], desk,
                   SetupLimits(command_timeout_s=1))
     assert time.monotonic() - start < 4
-    assert str(err.value) == ("setup step 1 (execute): ['sleep', '60'] did not finish within 1 s "
+    assert str(err.value) == ("setup step 1 (execute): ['sleep', '61.37'] did not finish within 1 s "
                               "(killed with its process group)")
-    assert not any(p.info["cmdline"] == ["sleep", "60"] for p in psutil.process_iter(["cmdline"]))
+    assert not any(p.info["cmdline"] == ["sleep", "61.37"] for p in psutil.process_iter(["cmdline"]))
 
 
 def test_an_app_that_never_opens_a_window_is_reported(desk: DisposableDesktop) -> None:
@@ -141,10 +141,22 @@ def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(de
     assert "echo conway-$((6*7))" in text  # the typed line, then what it printed
 
 
+def test_a_desktop_that_cannot_sandbox_says_why_and_leaves_nothing(tmp_path: Path) -> None:
+    from conway.sandbox.environment import SandboxError
+    desk = DisposableDesktop("t5", root_parent=tmp_path / "roots", bwrap=str(tmp_path / "no-bwrap"))
+    with pytest.raises(SandboxError) as err:
+        with desk:
+            pass
+    assert str(err.value) == f"bubblewrap is not installed ({tmp_path / 'no-bwrap'} is missing; " \
+                             "Debian: apt-get install bubblewrap)"
+    assert not list((tmp_path / "roots").iterdir())
+    assert desk.display == "" and desk.root is None and desk.run_dir is None  # checked before anything started
+
+
 def test_close_kills_everything_it_started(tmp_path: Path) -> None:
     _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
     with DisposableDesktop("t4", root_parent=tmp_path) as d:
-        d.spawn("sleep 300 & sleep 301", shell=True)
+        d.spawn("sleep 300.71 & sleep 301.71", shell=True)
         wait_until(lambda: _sleeping(), timeout=10, what="the spawned sleeps")
         x_pid = d._x.proc.pid if d._x else None
     assert not _sleeping()
@@ -152,4 +164,4 @@ def test_close_kills_everything_it_started(tmp_path: Path) -> None:
 
 
 def _sleeping() -> bool:
-    return any(p.info["cmdline"] in (["sleep", "300"], ["sleep", "301"]) for p in psutil.process_iter(["cmdline"]))
+    return any(p.info["cmdline"] in (["sleep", "300.71"], ["sleep", "301.71"]) for p in psutil.process_iter(["cmdline"]))

@@ -138,10 +138,10 @@ def test_the_sandboxed_shell_hides_the_home_and_stops_within_a_second(bwrap_ok: 
         threading.Timer(0.3, token.set, args=("stop requested",)).start()
         start = time.monotonic()
         with cancel_scope(token):
-            r = box.run(Shell(command=f"sleep 60 & echo $! > {pidfile}; wait"))
+            r = box.run(Shell(command=f"sleep 62.41 & echo $! > {pidfile}; wait"))
         elapsed = time.monotonic() - start
         assert not r.ok and r.data["stopped"] is True and elapsed < 1.3, (elapsed, r.output)
-        assert not any(p.info["cmdline"] == ["sleep", "60"] for p in psutil.process_iter(["cmdline"]))
+        assert not any(p.info["cmdline"] == ["sleep", "62.41"] for p in psutil.process_iter(["cmdline"]))
     finally:
         box.close()
 
@@ -172,3 +172,17 @@ def test_conway_run_with_the_sandbox_through_the_real_loop(bwrap_ok: None, conwa
     assert (conway_home / "scratch" / "made.txt").read_text() == "marker\n"
     journal = "".join(p.read_text() for p in (conway_home / "journal").glob("*.jsonl"))
     assert '"output":"0\\n[exit code 0]"' in journal  # the real home listed nothing inside
+
+
+def test_a_workdir_named_through_a_link_is_shown_at_that_name(bwrap_ok: None, tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    box = build_toolbox(ToolsConfig(environment="sandbox", enabled=["shell", "files"]), tmp_path / "link", gui=False)
+    try:
+        r = box.run(Shell(command="pwd; echo hi > f.txt"))
+        assert r.ok and r.output.splitlines()[0] == str(tmp_path / "link"), r.output
+        assert box.run(ReadFile(path="f.txt")).output == "hi\n"
+    finally:
+        box.close()
+    assert (real / "f.txt").read_text() == "hi\n"
