@@ -189,7 +189,8 @@ class DisposableDesktop:
             command.split() if isinstance(command, str) else list(command))
         if not argv:
             return CommandResult(127, "", "empty command")
-        prep = self._env().prepare(argv, cwd=cwd or GUEST_HOME, env={})
+        inside = GUEST_HOME if cwd is None else self._env().resolve(cwd, cwd=GUEST_HOME).inside  # PathEscape
+        prep = self._env().prepare(argv, cwd=inside, env={})
         return run_bounded(list(prep.argv), env=prep.env, cwd=prep.cwd, timeout_s=timeout_s)
 
     def spawn(self, command: str | list[str], *, shell: bool = False) -> None:

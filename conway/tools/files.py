@@ -60,9 +60,11 @@ class FileTools(Tool):
         """Which paths exist for the tool and where they live (the same view the shell's commands get)."""
 
     def availability(self) -> tuple[bool, str]:
-        # Tried, not guessed: the working directory must be listable.
+        # Tried, not guessed: the working directory must be listable (where the environment keeps it).
         try:
-            os.listdir(self.workdir)
+            os.listdir(self.environment.resolve(str(self.workdir), cwd="/").host)
+        except PathEscape as exc:
+            return False, f"working directory unusable: {exc}"
         except OSError as exc:
             return False, f"working directory unusable: {_describe(exc, self.workdir)}"
         if self.environment.name == "local":

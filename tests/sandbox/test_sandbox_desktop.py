@@ -165,3 +165,27 @@ def test_close_kills_everything_it_started(tmp_path: Path) -> None:
 
 def _sleeping() -> bool:
     return any(p.info["cmdline"] in (["sleep", "300.71"], ["sleep", "301.71"]) for p in psutil.process_iter(["cmdline"]))
+
+
+def test_the_agents_own_tools_share_the_desktops_view(desk: DisposableDesktop) -> None:
+    from conway.actions import AppendFile, ReadFile, Shell
+    from conway.config import ToolsConfig
+    from conway.tools.registry import build_toolbox
+    (desk.home / "a.txt").write_text("task file\n")
+    box = build_toolbox(ToolsConfig(enabled=["shell", "files"]), Path("/home/user"), gui=False,
+                        environment=desk.environment)
+    try:
+        assert box.report["shell"][0] and box.report["files"][0], box.report
+        r = box.run(Shell(command="pwd; echo $HOME $DISPLAY; cat a.txt"))
+        assert r.ok and r.output.splitlines()[:3] == ["/home/user", f"/home/user {desk.display}", "task file"]
+        read = box.run(ReadFile(path="~/a.txt"))
+        assert read.output == "task file\n" and read.data["path"] == "/home/user/a.txt"
+        wrote = box.run(AppendFile(path="/home/user/b.txt", text="by the agent\n"))
+        assert wrote.ok and str(desk.home) not in wrote.output  # the model is told the path it used
+        assert (desk.home / "b.txt").read_text() == "by the agent\n"
+        assert not box.run(ReadFile(path=str(desk.home / "a.txt"))).ok  # the host's name for it is not shown
+    finally:
+        box.close()
+    assert desk.run("cat b.txt").stdout == "by the agent\n"  # closing the tools left the desktop alone
+    with pytest.raises(PathEscape):
+        desk.run(["ls"], cwd="/root")
