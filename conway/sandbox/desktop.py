@@ -33,6 +33,22 @@ TERMINAL = "lxterminal"
 (xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>{services}</servicedir>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
 
 
 class DisposableDesktop:
@@ -113,10 +129,10 @@ class DisposableDesktop:
 
     def _start_bus(self, run: Path) -> subprocess.Popen[bytes]:
         socket, log = run / "bus", self._root() / "bus.log"  # the log: the bus reports each activation there
+        config = self._bus_config(socket)
         try:
             with open(log, "wb") as out:
-                bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--nopidfile",
-                                        f"--address=unix:path={socket}"],
+                bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"],
                                        env={"PATH": _PATH, "XDG_RUNTIME_DIR": str(run), "DISPLAY": self.display,
                                             "HOME": str(self._root() / "home")},
                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out,
@@ -131,6 +147,20 @@ class DisposableDesktop:
                 raise SandboxError(f"the desktop's session bus (dbus-daemon --session) did not start: {said}")
             time.sleep(0.02)
         return bus
+
+    def _bus_config(self, socket: Path) -> Path:
+        """The session bus's configuration: the standard one would start any service named in a file under
+        ~/.local/share/dbus-1/services, and it starts them outside the sandbox; this one starts only the
+        accessibility bus and dconf (settings, written into the disposable home), copied from the system."""
+        services = self._root() / "bus-services"
+        services.mkdir()
+        for name in _BUS_SERVICES:
+            source = Path("/usr/share/dbus-1/services") / name
+            if source.is_file():
+                shutil.copyfile(source, services / name)
+        config = self._root() / "bus.conf"
+        config.write_text(_BUS_CONFIG.format(socket=socket, services=services), encoding="utf-8")
+        return config
 
     def _guest_env(self) -> dict[str, str]:
         run = str(self.run_dir)

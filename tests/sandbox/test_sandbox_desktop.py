@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,3 +190,13 @@ def test_the_agents_own_tools_share_the_desktops_view(desk: DisposableDesktop) -
     assert desk.run("cat b.txt").stdout == "by the agent\n"  # closing the tools left the desktop alone
     with pytest.raises(PathEscape):
         desk.run(["ls"], cwd="/root")
+
+
+def test_the_bus_starts_only_the_accessibility_bus_and_dconf(desk: DisposableDesktop) -> None:
+    # the bus runs what it activates outside the sandbox, so it may activate only what the desktop needs
+    r = desk.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                  "org.freedesktop.DBus.ListActivatableNames"], timeout_s=10)
+    assert r.returncode == 0, r
+    names = set(re.findall(r'string "([^"]+)"', r.stdout))
+    assert names == {"org.freedesktop.DBus", "org.a11y.Bus", "ca.desrt.dconf"} & (
+        {"org.freedesktop.DBus"} | {n[:-8] for n in os.listdir("/usr/share/dbus-1/services")}), names
