@@ -186,3 +186,25 @@ def test_a_workdir_named_through_a_link_is_shown_at_that_name(bwrap_ok: None, tm
     finally:
         box.close()
     assert (real / "f.txt").read_text() == "hi\n"
+
+
+def test_paths_resolve_through_the_view_links_included(tmp_path: Path) -> None:
+    from conway.sandbox.paths import Bind, resolve
+    from conway.tasks.env import PathEscape
+    home = tmp_path / "home"
+    (home / "docs").mkdir(parents=True)
+    (home / "docs" / "a.txt").write_text("a")
+    (home / "abs").symlink_to("/home/user/docs")  # absolute, as seen inside: stays in the home
+    (home / "loop1").symlink_to("loop2")
+    (home / "loop2").symlink_to("loop1")
+    binds = [Bind("/home/user", home, True), Bind("/etc", Path("/etc"))]
+    seen = resolve(binds, "abs/a.txt", cwd="/home/user", home="/home/user")
+    assert (seen.inside, seen.host, seen.writable) == ("/home/user/docs/a.txt", home / "docs" / "a.txt", True)
+    assert resolve(binds, "/etc/hostname", cwd="/", home="/home/user").writable is False
+    assert resolve(binds, "~", cwd="/", home="/home/user").host == home
+    with pytest.raises(PathEscape, match="too many levels of symbolic links"):
+        resolve(binds, "~/loop1", cwd="/", home="/home/user")
+    with pytest.raises(PathEscape, match=r"^~/\.\./other \(that is /home/other\) is outside what this sandbox shows$"):
+        resolve(binds, "~/../other", cwd="/", home="/home/user")
+    with pytest.raises(PathEscape, match="not a usable path"):
+        resolve(binds, "a\0b", cwd="/home/user", home="/home/user")
