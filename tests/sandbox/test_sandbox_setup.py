@@ -18,7 +18,7 @@ from conway.sandbox.setup import STEP_TYPES, SetupError, SetupLimits, run_setup
 from conway.tasks.cache import download_path
 
 pytestmark = pytest.mark.desktop
-FAST = SetupLimits(window_wait_s=10, command_timeout_s=10)
+FAST = SetupLimits(window_wait_s=30, command_timeout_s=30)  # bounds a failure only: generous under load
 
 
 def _need(ok: bool, why: str) -> None:
