@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.sandbox import windows
+from conway.sandbox.environment import SYSTEM_PATH
 from conway.tasks.cache import download_path
 from conway.tasks.env import PathEscape, TaskEnv
 
@@ -100,6 +101,9 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
 def _launch(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     command, shell = _need(p, "command", (str, list)), bool(p.get("shell", False))
     argv = _argv(command, shell)
+    program = argv[0] if isinstance(argv, list) and argv else None
+    if program and "/" not in program and shutil.which(program, path=SYSTEM_PATH) is None:
+        raise SetupError(f"{program} is not installed (not on the desktop's PATH)")  # not a wait for nothing
     _started_window(env, limits, f"launched {command!r:.80}", lambda: env.spawn(argv, shell=shell))
 
 
