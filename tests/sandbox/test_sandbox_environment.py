@@ -155,7 +155,7 @@ def test_sandbox_settings_are_validated_and_reach_the_tools(bwrap_ok: None, tmp_
     shared = build_toolbox(ToolsConfig(environment="sandbox", sandbox_network=True, enabled=["shell", "files"]),
                            tmp_path, gui=False)
     try:
-        assert "sandbox" not in local.report["shell"][1]
+        assert "bubblewrap" not in local.report["shell"][1]
         assert "bubblewrap sandbox (network shared" in shared.report["shell"][1]
         assert "bubblewrap sandbox (network shared" in shared.report["files"][1]
     finally:
