@@ -324,6 +324,9 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
         body = _render_replay(summary, cases, max_rows)
     elif kind == "candidate-eval":
         body = _render_candidate_eval(summary, cases, max_rows)
+    elif kind == "sweep":
+        from conway.evals.sweep_table import table_lines
+        body = table_lines(cases, summary)
     else:
         body = [f"  summary: {json.dumps(summary, default=str)}"] + [f"  case: {_short(json.dumps(c), 120)}"
                                                                      for c in cases[:max_rows]]

@@ -55,6 +55,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from conway.tasks.metrics.errors import MetricError
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
@@ -104,7 +106,7 @@ def _docx_file(path: Any, what: str) -> Path:
 
 
 def _ratio(a: str, b: str) -> float:
-    return library("rapidfuzz").fuzz.ratio(a, b) / 100.0
+    return fuzz.ratio(a, b) / 100.0
 
 
 def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
