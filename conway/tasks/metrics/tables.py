@@ -193,6 +193,9 @@ def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[
         problems += _rule_problems(i, rule)
     return problems
 
+
+# ---- the metrics ---------------------------------------------------------------------------------------------
+
 def compare_csv(result: Any, expected: Any, **options: Any) -> float:
     """1 when the result's lines equal those of the expected file (or of any one of a list of them)."""
     refuse("compare_csv", unsupported_options("compare_csv", options))
