@@ -49,7 +49,7 @@ class Loop:
                                set_status=lambda status: self.state.save(status=status), say=self.say,
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
         self.memory = Memory(parts.home.memory, parts.home.memory_previous, cfg.memory.max_chars, cfg.memory.keep_chars)
-        self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory)
+        self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory, self.say)
         self.screen = ScreenFallback(parts.observer, self.say, fatal=disk_full)  # no room for screenshots: stop
         self.repeats = Repetitions(cfg.agent.repetition_limit)
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes

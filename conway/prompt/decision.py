@@ -15,11 +15,12 @@ the prompt only grows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
+from conway.history import TurnHistory
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
@@ -55,13 +56,18 @@ def context_record(ctx: DecisionContext) -> dict[str, Any]:
 
 
 class ContextBuilder:
-    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory):
+    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory,
+                 say: Callable[[str], None] = print):
         self.home = home
+        self.say = say
         self.cfg = config
         self.toolbox = toolbox
         self.policy = policy
         self.memory = memory
         self.recent = RecentSteps(config.context.recent_steps)
+        self.history = TurnHistory(max_images=config.policy.resolved_history_images - 1,
+                                   max_turns=config.context.recent_steps)
+        """The model's own past turns (its answers and the screenshots sent): replayed by families trained so."""
         self.latest: str | None = None
         """The latest result or error: the last thing the model reads before the request and the image."""
         self.memory_view: str | None = None
@@ -84,6 +90,7 @@ class ContextBuilder:
 
     def note(self, step: int, action: str, outcome: str) -> str | None:
         """One step's outcome, for the next decisions; returns what memory's compaction did, if it ran."""
+        self.history.commit()  # its answer was acted on: the next decisions replay it (once per decision)
         slid = self.recent.add(StepNote(step, action, outcome))
         self.latest = f"{action} → {outcome}"
         compacted = self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
@@ -94,10 +101,14 @@ class ContextBuilder:
     def note_error(self, step: int, message: str) -> None:
         """A step without an action: the error is the latest result and joins the recent steps."""
         self.latest = f"ERROR: {message}"
+        self.history.discard()  # an answer without a valid action is not replayed
         if self.recent.add(StepNote(step, "(no action)", f"error: {message[:200]}")):
             self.memory_view = None
 
     def build(self, goals: str, obs: Observation, step: int) -> DecisionContext:
+        self.history.discard()  # an answer a stop or a pause held was never acted on
+        for line in self.history.take_notes():  # journaled with the decision that learned it; said once here
+            self.say(line)
         types = self.toolbox.available_types()
         screen = obs.png is not None or obs.image is not None
         if not screen:
@@ -129,7 +140,7 @@ class ContextBuilder:
         elif self.cfg.context.budget_tokens is None:
             info["window_source"] = "unknown (the model does not say): the default budget"
         return DecisionContext(parts=parts, observation=obs, step=step, action_types=types, dropped=dropped,
-                               budget=info)
+                               budget=info, history=self.history)
 
     def _memory_text(self) -> str:
         if self.memory_view is None or self.memory.edited_elsewhere():
