@@ -11,59 +11,23 @@ compared with the package itself.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from helpers.episode import Recording, observation, parts
 
 from conway.geometry import Convention, get_rule
 from conway.history import TurnHistory
-from conway.policies.backend import Backend
 from conway.policies.base import ModelPolicy, PolicySettings, split_parts
 from conway.policies.conversation import add_box_tokens
 from conway.policies.families import get_family
-from conway.policies.http_client import ChatResult
-from conway.protocols import ContextPart, DecisionContext, Observation
-from scripts.build.osworld_goldens import ANSWERS, COLOURS, INSTRUCTION, SIZE, normalized
+from conway.protocols import DecisionContext
+from scripts.build.osworld_goldens import ANSWERS, INSTRUCTION, SIZE, normalized
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
             "qwen3vl": (Convention.RELATIVE999, "qwen3-vl")}
-
-
-class Recording(Backend):
-    """A STAND-IN backend: answers the episode's scripted answers and keeps the messages it was sent."""
-
-    kind = "stub"
-    model_id = "stand-in"
-
-    def __init__(self, answers: list[str]):
-        self.answers, self.sent = list(answers), []
-
-    def structured_support(self):
-        return []
-
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
-        self.sent.append(json.loads(json.dumps(messages)))
-        return ChatResult(text=self.answers[len(self.sent) - 1], reasoning=None, finish_reason="stop",
-                          model=self.model_id, usage={})
-
-    def close(self):
-        pass
-
-
-def observation(step: int) -> Observation:
-    buf = io.BytesIO()
-    Image.new("RGB", SIZE, COLOURS[step - 1]).save(buf, format="PNG")
-    return Observation(png=buf.getvalue(), captured_size=SIZE, source="synthetic", content_hash=f"h{step}",
-                       change_key=f"k{step}")
-
-
-def parts() -> list[ContextPart]:
-    return [ContextPart("constitution.md", "I am the owner's agent."), ContextPart("action space", "(json)"),
-            ContextPart("goals.md", "File the report."), ContextPart("latest result", "")]
 
 
 def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], ModelPolicy]:

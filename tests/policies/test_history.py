@@ -1,0 +1,179 @@
+"""The model's own past turns: bounded windows that slide by half, a prefix that only grows between slides,
+the oldest screenshots first out of a short window, a server's image limit learned once, bad answers refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
+from helpers.episode import Recording, observation, parts
+
+from conway.geometry import Convention
+from conway.history import PastImage, TurnHistory
+from conway.policies.base import ModelPolicy, PolicySettings, server_image_limit
+from conway.policies.families import get_family
+from conway.protocols import ContextWindow, DecisionContext
+from conway.store.journal import read_journal
+from scripts.build.osworld_goldens import ANSWERS
+
+TYPES = ["click", "double_click", "right_click", "move", "drag", "type", "key", "hotkey", "scroll", "wait", "finish"]
+SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
+            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "generic": (Convention.ABSOLUTE, "qwen2.5-vl")}
+GENERIC = ['{"thought": "t%d", "action": {"type": "click", "x": 100, "y": %d}}' % (i, 100 + i) for i in range(6)]
+
+
+def img(n: int) -> PastImage:
+    return PastImage(bytes([n]), "image/jpeg", (28, 28), 4)
+
+
+def test_both_windows_only_grow_then_slide_by_half_and_only_the_windows_screenshots_stay():
+    h = TurnHistory(max_images=4, max_turns=6)
+    slid = []
+    for n in range(1, 8):
+        h.propose(f"answer {n}", img(n))
+        slid.append(h.commit())
+    assert slid == [False, False, False, False, True, False, True]
+    assert [t.number for t in h.turns] == [5, 6, 7]  # answers: 6 kept, then the newest 3
+    assert [t.number for t in h.with_images()] == [5, 6, 7]  # images: 4, slid to 2, then one more
+    assert h.commit() is False  # nothing pending: committing again keeps nothing twice
+    h.propose("held", img(9))
+    h.discard()
+    assert h.commit() is False and [t.answer for t in h.turns][-1] == "answer 7"
+
+
+def test_a_history_without_room_for_images_keeps_answers_only():
+    h = TurnHistory(max_images=0, max_turns=3)
+    h.propose("a", None)
+    h.commit()
+    assert h.image_cap == 0 and h.turns[0].image is None
+
+
+def episode(family: str, steps: int, answers: list[str] | None = None, window: int | None = None):
+    fam = get_family(family)
+    scripted = answers or ANSWERS[family]
+    backend = Recording([scripted[i % len(scripted)] for i in range(steps)])
+    if window:
+        backend.context_window = lambda: ContextWindow(window, "a stand-in window")
+    convention, rule = SETTINGS[family]
+    policy = ModelPolicy(fam.adapter(), backend, PolicySettings(convention=convention, resize_rule=rule,
+                                                                structured_output="none", max_tokens=256))
+    history = TurnHistory(max_images=max(fam.conversation.history_images, 3) - 1, max_turns=12)
+    slides, decisions, contexts = [], [], []
+    for step in range(1, steps + 1):
+        ctx = DecisionContext(parts=parts()[:3], observation=observation((step - 1) % 6 + 1), step=step,
+                              action_types=TYPES, history=history)
+        decisions.append(policy.decide(ctx))
+        contexts.append(ctx)
+        slides.append(history.commit())
+    return backend.sent, slides, decisions, contexts
+
+
+def _same_head(a: list, b: list) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl", "generic"])
+def test_consecutive_prompts_share_a_growing_prefix_except_at_slides(family):
+    sent, slides, _, _ = episode(family, 14, GENERIC if family == "generic" else None)
+    grew = 0
+    for k, (old, new) in enumerate(zip(sent, sent[1:])):
+        if slides[k]:
+            continue  # the turn just committed made a window slide: the prefix changes here, once
+        head = _same_head(old, new)
+        assert head >= len(old) - 1, (family, k + 1)  # every message but the last is sent again unchanged
+        if family != "generic":  # the last one's screenshot comes back first in the same place
+            assert new[len(old) - 1]["content"][0] == old[-1]["content"][0], (family, k + 1)
+        assert len(new) > len(old)
+        grew += 1
+    assert grew >= 6 and sum(slides) >= 2  # OpenCUA's 3 screenshots (2 past) slide every other step
+
+
+def test_a_short_window_lets_the_oldest_screenshots_go_first_and_says_so():
+    sent, _, decisions, contexts = episode("uitars", 5)
+    full = decisions[-1].meta["prompt_tokens_estimate"]
+    sent, _, decisions, contexts = episode("uitars", 5, window=full + 256 - 2 * 1200)
+    last = decisions[-1]
+    assert last.meta["history"]["past_images"] < 4 and last.meta["history"]["past_answers"] == 4
+    assert any("past screenshot(s) (cut to fit" in d for d in contexts[-1].dropped)
+    assert "goals.md" in json.dumps(sent[-1])  # text was not cut before the screenshots went
+
+
+def test_the_generic_family_keeps_its_one_screenshot_conversation_by_default():
+    assert get_family("generic").conversation.history_images == 1
+    h = TurnHistory(max_images=0, max_turns=12)
+    backend = Recording(GENERIC)
+    policy = ModelPolicy(get_family("generic").adapter(), backend, PolicySettings(
+        convention=Convention.ABSOLUTE, resize_rule="qwen2.5-vl", structured_output="none"))
+    for step in (1, 2):
+        policy.decide(DecisionContext(parts=parts()[:3], observation=observation(step), step=step,
+                                      action_types=TYPES, history=h))
+        h.commit()
+    assert [m["role"] for m in backend.sent[1]] == ["system", "user"]
+
+
+@pytest.mark.parametrize("message,n", [("At most 2 image(s) may be provided in one request.", 2),
+                                       ("maximum of 3 images per request", 3), ("something else", None)])
+def test_a_servers_image_limit_is_read_from_its_refusal(message, n):
+    assert server_image_limit(message) == n
+
+
+def _uitars_server(limit: int) -> ScriptedFakeServer:
+    def respond(body):
+        images = sum(1 for m in body["messages"] if isinstance(m["content"], list)
+                     for p in m["content"] if p["type"] == "image_url")
+        if images > limit:
+            return Reply(status=400, body={"error": {"message": f"At most {limit} image(s) may be provided in one "
+                                                                "request.", "type": "BadRequestError"}})
+        return Reply(body=completion("Thought: the screen is idle.\nAction: wait()"))
+    return ScriptedFakeServer(models=["uitars-fake"], responder=respond)
+
+
+def test_a_server_refusing_several_images_shrinks_the_history_once_said_and_journaled(initialized_home):
+    with _uitars_server(2) as fake:
+        proc = run_cli("run", "--max-steps", "6", "policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}",
+                       "observe.source=synthetic", "tools.enabled=[files]", "agent.idle_backoff_start_s=0.01",
+                       "agent.idle_backoff_max_s=0.02", timeout=120)
+        requests = fake.chat_requests
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    said = [line for line in proc.stdout.splitlines() if "takes at most 2 image(s)" in line]
+    assert len(said) == 1, proc.stdout
+    ds = [e["payload"] for e in read_journal(initialized_home / "journal").events if e["kind"] == "decision"]
+    assert len(ds) == 6 and all(d["actions"] and "problem" not in d["actions"][0] for d in ds)
+    noted = [d for d in ds if d["history"].get("notes")]
+    assert len(noted) == 1 and "At most 2 image(s)" in noted[0]["history"]["notes"][0]
+    assert [d["history"]["past_images"] for d in ds][-1] <= 1
+    assert len(requests) == 7  # one refusal in the whole run, then every request fits
+    assert "error" not in [e["kind"] for e in read_journal(initialized_home / "journal").events]
+
+
+def test_a_tool_calls_answer_with_unknown_arguments_is_refused_naming_them():
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
+
+    call = {"id": "c1", "type": "function", "function": {"name": "computer_use", "arguments": json.dumps(
+        {"action": "left_click", "coordinate": [500, 500], "force": True})}}
+    body = completion("")
+    body["choices"][0]["message"]["tool_calls"] = [call]
+    broken = completion("")
+    broken["choices"][0]["message"]["tool_calls"] = [{"function": {"name": "computer_use", "arguments": "{oops"}}]
+    with ScriptedFakeServer(models=["qwen-fake"], replies=[Reply(body=body), Reply(body=broken)]) as fake:
+        backend = HTTPBackend(OpenAIClient(fake.base_url), "qwen-fake")
+        policy = ModelPolicy(get_family("qwen3vl").adapter(), backend, PolicySettings(
+            convention=Convention.RELATIVE999, resize_rule="qwen3-vl", structured_output="none"))
+        history = TurnHistory(max_images=4, max_turns=12)
+        for step in (1, 2):
+            ctx = DecisionContext(parts=parts()[:3], observation=observation(1), step=step, action_types=TYPES,
+                                  history=history)
+            d = policy.decide(ctx)
+            assert len(d.actions) == 1 and not hasattr(d.actions[0], "type"), d.actions
+            record = d.record()
+            assert "problem" in record["actions"][0] and record["raw_text"].startswith("<tool_call>")
+            assert history.pending is None  # a refused answer is never replayed
+            if step == 1:
+                assert "force" in d.actions[0].message
+            else:
+                assert "JSON" in d.actions[0].message or "json" in d.actions[0].message
