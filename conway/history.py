@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PastImage", "Turn", "TurnHistory", "strip_reasoning"]
+__all__ = ["ArchivedImage", "PastImage", "Turn", "TurnHistory", "strip_reasoning"]
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,26 @@ class PastImage:
     """Image tokens it costs (None: the server decides)."""
 
 
+@dataclass(frozen=True)
+class ArchivedImage:
+    """A past screenshot known only by its archived copy (`screenshots/`, journaled with its observation), after a
+    restart: the policy reads it back and resizes it to the size it was sent at (`sent_size`); a lossless PNG
+    archive (the default) gives back the bytes that were sent."""
+
+    path: str
+    sent_size: tuple[int, int]
+    captured_size: tuple[int, int]
+    tokens: int | None = None
+
+
 @dataclass
 class Turn:
     number: int
     """1-based count of the turns of this history (OpenCUA's `# Step N:`, Qwen3-VL's `Step N:`)."""
     answer: str
     """The model's answer as it wrote it, hidden reasoning removed; in its own coordinate space."""
-    image: PastImage | None = None
-    """The screenshot it answered (None: not kept, or the turn was read back from the journal)."""
+    image: PastImage | ArchivedImage | None = None
+    """The screenshot it answered (None: not kept, or not archived when the turn was read back from the journal)."""
 
 
 @dataclass
@@ -86,11 +98,13 @@ class TurnHistory:
             slid = True
         return self._slide_images() or slid
 
-    def restore(self, answers: list[str]) -> None:
-        """Answers read back from the journal after a restart, oldest first: no screenshots (not journaled)."""
-        for answer in answers[-self.max_turns:] if self.max_turns else []:
+    def restore(self, turns: list[tuple[str, ArchivedImage | None]]) -> None:
+        """Turns read back from the journal after a restart, oldest first: the answers as journaled, the newest
+        screenshots by their archived copies (the journal holds no image)."""
+        for answer, archived in turns[-self.max_turns:] if self.max_turns else []:
             self._numbered += 1
-            self.turns.append(Turn(self._numbered, answer, None))
+            self.turns.append(Turn(self._numbered, strip_reasoning(answer), archived))
+        self._slide_images_to(self.image_cap)
 
     def with_images(self) -> list[Turn]:
         return [t for t in self.turns if t.image is not None]

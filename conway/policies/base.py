@@ -41,7 +41,7 @@ from typing import Any, Callable, Literal, Protocol, get_args
 from conway.actions import ACTION_TYPES, ActionProblem
 from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
-from conway.history import PastImage, TurnHistory, strip_reasoning
+from conway.history import ArchivedImage, PastImage, Turn, TurnHistory, strip_reasoning
 from conway.policies.backend import Backend, StructuredSpec
 from conway.policies.conversation import Past, Slots
 from conway.policies.parsed import ParsedOutput
@@ -491,6 +491,38 @@ class ModelPolicy(Policy):
         return (f"the largest part is the {name} (~{n} tokens): {remedy.get(name, 'shorten it')}, or raise the "
                 "model's context window (runtime.n_ctx, or the server's own -c)")
 
+    def _reread(self, history: TurnHistory | None) -> None:
+        """Past screenshots known by their archived copy (after a restart) read again and resized as they were
+        sent; one that cannot be is let go, said once: its answer is replayed without it."""
+        for turn in history.turns if history is not None else []:
+            if isinstance(turn.image, ArchivedImage):
+                turn.image = self._archived_image(turn, history)  # type: ignore[arg-type]
+
+    def _archived_image(self, turn: Turn, history: TurnHistory) -> PastImage | None:
+        from pathlib import Path
+
+        archived = turn.image
+        assert isinstance(archived, ArchivedImage)
+        why = None
+        try:
+            data = Path(archived.path).read_bytes()
+            obs = Observation(png=data, captured_size=archived.captured_size, source="archive", content_hash="",
+                              change_key="")
+            sent = prepare_image(obs, self.settings.resize_rule, self.rule, self.settings.image_encoding,
+                                 size=archived.sent_size)
+            if tuple(sent.captured_size) != tuple(archived.captured_size):
+                why = (f"it is {sent.captured_size[0]}x{sent.captured_size[1]}, the screenshot answered was "
+                       f"{archived.captured_size[0]}x{archived.captured_size[1]}")
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        except PolicyError as exc:
+            why = str(exc)
+        if why is not None:
+            history.notes.append(f"the screenshot of past turn {turn.number} cannot be read again ({archived.path}: "
+                                 f"{why}); its answer is replayed without it")
+            return None
+        return PastImage(sent.data, sent.mime, tuple(sent.sent_size), archived.tokens or sent.image_tokens)  # type: ignore[arg-type]
+
     def _fit_history(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
                      image: "SentImage") -> None:
         """The oldest past screenshots go first when the prompt does not fit (before any text is cut), marked."""
@@ -590,6 +622,7 @@ class ModelPolicy(Policy):
                 action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
                 image_url=url, sent_size=image.sent_size, layout=self.settings.layout, past=past)
 
+        self._reread(history)
         self._fit_history(work, build, image)  # past screenshots first, then text (`_fit`)
         messages, estimate = self._fit(work, build, image)
         context.dropped.extend(d for d in work.dropped if d not in context.dropped)

@@ -177,3 +177,72 @@ def test_a_tool_calls_answer_with_unknown_arguments_is_refused_naming_them():
                 assert "force" in d.actions[0].message
             else:
                 assert "JSON" in d.actions[0].message or "json" in d.actions[0].message
+
+
+# --- in the real loop: what is committed, and what a restart gets back from the journal -----------------
+
+
+def _run_uitars(fake: ScriptedFakeServer, steps: int, scene: str = "") -> tuple[list[str], list[dict]]:
+    from helpers.loop_harness import ArchivingObserver
+
+    from conway.config import load_config
+    from conway.loop.control import SimulatedClock
+    from conway.session.app import RunRequest, run_agent
+    from conway.store.home import init_home, resolve_home
+
+    home = resolve_home(None)
+    init_home(home)
+    cfg = load_config(home.config, ["policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}",
+                                    f"agent.max_steps={steps}", "tools.enabled=[files]"])
+    lines: list[str] = []
+    observer = ArchivingObserver(home.root)
+    if scene:  # another screen than the first run's (its archived copies keep their own names)
+        observer.label_for_step = lambda step: f"{scene} {step}"
+    _, session = run_agent(home, cfg, RunRequest(single_session=False, clock=SimulatedClock(),
+                                                 observer=observer), say=lines.append)
+    ds = [e["payload"] for e in read_journal(home.journal_dir).events
+          if e["session"] == session and e["kind"] == "decision"]
+    return lines, ds
+
+
+def _assistant_texts(body: dict) -> list[str]:
+    return [m["content"][0]["text"] for m in body["messages"] if m["role"] == "assistant"]
+
+
+def _images(body: dict) -> list[str]:
+    return [p["image_url"]["url"] for m in body["messages"] if isinstance(m["content"], list)
+            for p in m["content"] if p["type"] == "image_url"]
+
+
+UITARS_SCRIPT = ["Thought: first.\nAction: wait()", "not an answer at all", "Thought: third.\nAction: wait()",
+                 "Thought: fourth.\nAction: wait()"]
+
+
+def test_only_answers_the_loop_acted_on_are_replayed_and_a_restart_gets_them_back(conway_home):
+    replies = [Reply.text(t) for t in UITARS_SCRIPT] + [Reply.text("Thought: after.\nAction: wait()")]
+    with ScriptedFakeServer(models=["uitars-fake"], replies=replies) as fake:
+        _, first = _run_uitars(fake, 4)
+        before = list(fake.chat_requests)
+        lines, second = _run_uitars(fake, 1)
+        after = fake.chat_requests[len(before):]
+    assert _assistant_texts(before[3]) == ["Thought: first.\nAction: wait()", "Thought: third.\nAction: wait()"]
+    assert len(_images(before[3])) == 3  # the refused answer's screenshot went with it
+    restored = after[0]
+    assert _assistant_texts(restored) == [UITARS_SCRIPT[0], UITARS_SCRIPT[2], UITARS_SCRIPT[3]]
+    assert set(_images(restored)[:-1]) <= set(_images(before[3]))  # read back from the archive: the bytes once sent
+    assert len(_images(restored)) == 4 and second[0]["history"]["past_answers"] == 3
+
+
+def test_a_past_screenshot_that_cannot_be_read_again_is_let_go_said_once_and_journaled(conway_home):
+    replies = [Reply.text(f"Thought: step {i}.\nAction: wait()") for i in range(6)]
+    with ScriptedFakeServer(models=["uitars-fake"], replies=replies) as fake:
+        _run_uitars(fake, 3)
+        for shot in (conway_home / "screenshots").iterdir():
+            shot.write_bytes(b"not an image")  # every archived copy broken
+        lines, second = _run_uitars(fake, 2, scene="after the restart")
+        restored = fake.chat_requests[3]
+    assert len(_assistant_texts(restored)) == 3 and len(_images(restored)) == 1  # answers kept, images let go
+    said = [line for line in lines if "cannot be read again" in line]
+    assert said and len(said) == len(set(said)) and all("its answer is replayed without it" in s for s in said)
+    assert second[0]["history"]["notes"] and second[1]["history"].get("notes") is None
+    assert all(d["actions"] and "problem" not in d["actions"][0] for d in second)
