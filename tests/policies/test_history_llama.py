@@ -1,28 +1,21 @@
 """A 5-screenshot history through real llama.cpp on the tiny VLM: in-process and llama-server.
 
 Every request is real: the UI-TARS conversation with up to five screenshots (the four past ones exactly as
-the policy sent them, `prepare_image` with its own rule and encoding) goes through libmtmd with the prompt
-cache on. Only the answers replayed are a STAND-IN: the tiny VLM has random weights and writes garbage of any
-length, so each past turn replays one fixed short UI-TARS answer instead of the model's own.
+the policy sent them) goes through libmtmd with the prompt cache on (`scripts/bench/bench_history.py`, the
+history row of `bench_model`). Only the answers replayed are a STAND-IN: the tiny VLM has random weights and
+writes garbage of any length, so each past turn replays one fixed short UI-TARS answer instead of its own.
 """
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
-from conway.config import load_config
-from conway.history import PastImage, TurnHistory
-from conway.policies.base import prepare_image
-from conway.protocols import ContextPart, DecisionContext, Observation
-from conway.store.home import resolve_home
+from scripts.bench.bench_history import run
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
 MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
-STAND_IN_ANSWER = "Thought: The dialog is still loading.\nAction: wait()"
 
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
 
@@ -44,50 +37,21 @@ def require_llama_server():
         pytest.skip(f"llama-server is not available here: {exc}")
 
 
-def observation(step: int) -> Observation:
-    buf = io.BytesIO()
-    Image.new("RGB", (640, 400), (40 * step % 256, 90, 200 - 20 * step)).save(buf, format="PNG")
-    return Observation(png=buf.getvalue(), captured_size=(640, 400), source="synthetic", content_hash=f"h{step}",
-                       change_key=f"k{step}")
+def check(res: dict) -> None:
+    cycles = res["cycles"]
+    assert [c["images"] for c in cycles] == [1, 2, 3, 4, 5, 3, 4]  # 5 at most in one request, slid by half
+    image_tokens = (cycles[1]["prompt"] - cycles[0]["prompt"]) // 2  # a turn adds about one image
+    assert cycles[4]["prompt"] > cycles[0]["prompt"] + 4 * image_tokens  # the five images really went in
+    for before, now in zip(cycles[1:4], cycles[2:5]):  # between slides the conversation only grows
+        assert now["cached"] >= before["prompt"] - image_tokens, (before, now)
+    assert res["cache_share_after_first"] >= 0.6 and cycles[4]["cached"] / cycles[4]["prompt"] >= 0.8
 
 
-def episode(backend: str, *extra: str, steps: int = 7) -> list:
-    from conway.policies.factory import build_model_policy
-    cfg = load_config(None, ["policy=uitars-1.5-7b", f"policy.backend={backend}", f"policy.model_path={MODEL}",
-                             f"policy.mmproj_path={MMPROJ}", "policy.max_tokens=8", "policy.image_max_tokens=256",
-                             "runtime.n_ctx=4096", "runtime.n_threads=1", "runtime.startup_timeout_s=120", *extra])
-    history = TurnHistory(max_images=cfg.policy.resolved_history_images - 1, max_turns=12)
-    out = []
-    with build_model_policy(cfg, resolve_home(None)) as policy:
-        for step in range(1, steps + 1):
-            obs = observation(step)
-            parts = [ContextPart("constitution.md", "I am the owner's agent."), ContextPart("goals.md", "Wait.")]
-            ctx = DecisionContext(parts=parts, observation=obs, step=step, action_types=["wait", "finish"],
-                                  history=history)
-            out.append(policy.decide(ctx))
-            sent = prepare_image(obs, policy.settings.resize_rule, policy.rule, policy.settings.image_encoding)
-            history.discard()
-            history.propose(STAND_IN_ANSWER, PastImage(sent.data, sent.mime, sent.sent_size, sent.image_tokens))
-            history.commit()
-    return out
-
-
-def check(ds: list) -> None:
-    assert [d.meta["history"]["past_images"] for d in ds] == [0, 1, 2, 3, 4, 2, 3]  # 5 at most, slid by half
-    assert [d.meta["history"]["past_answers"] for d in ds] == list(range(7))
-    fifth = ds[4]
-    assert fifth.usage["prompt_tokens"] > 5 * fifth.meta["image_tokens"]  # the five images really went in
-    for before, d in zip(ds[1:4], ds[2:5]):  # between slides the conversation only grows: the cache serves it
-        assert d.usage["cached_tokens"] >= before.usage["prompt_tokens"] - 2 * before.meta["image_tokens"], d.usage
-    share = sum(d.usage["cached_tokens"] for d in ds[2:5]) / sum(d.usage["prompt_tokens"] for d in ds[2:5])
-    assert share >= 0.6, share
-
-
-def test_a_five_screenshot_history_in_process():
+def test_a_five_screenshot_history_in_process(tmp_path):
     require_inprocess()
-    check(episode("llama_cpp"))
+    check(run("llama_cpp", 5, 7, 1, tmp_path))
 
 
-def test_a_five_screenshot_history_through_llama_server():
+def test_a_five_screenshot_history_through_llama_server(tmp_path):
     require_llama_server()
-    check(episode("http", "runtime.server=llama-server"))
+    check(run("http", 5, 7, 1, tmp_path, "runtime.server=llama-server"))
