@@ -523,6 +523,26 @@ class ModelPolicy(Policy):
             return None
         return PastImage(sent.data, sent.mime, tuple(sent.sent_size), archived.tokens or sent.image_tokens)  # type: ignore[arg-type]
 
+    def _shrink_for(self, exc: PolicyError, history: TurnHistory | None, sent_images: int) -> bool:
+        """Whether a refusal is one the history can answer (then it has shrunk): a server naming how many images
+        one request may hold (learned once), or one refusing the prompt for length while past screenshots went
+        with it (the older half of them go; the window was unknown or the estimate short)."""
+        if history is None:
+            return False
+        why = str(exc).splitlines()[0][:300]
+        takes = server_image_limit(str(exc))
+        if takes is not None and sent_images > takes:
+            history.limit_images(takes, why)
+            return True
+        past = len(history.with_images())
+        if isinstance(exc, ContextExceeded) and past:
+            gone = history.drop_oldest_images(max(1, (past + 1) // 2))
+            history.notes.append(f"the model server refused the prompt for length ({why}): the {gone} oldest past "
+                                 "screenshot(s) were let go, the request sent again, and the screenshots held to "
+                                 "what then went through")
+            return True
+        return False
+
     def _fit_history(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
                      image: "SentImage") -> None:
         """The oldest past screenshots go first when the prompt does not fit (before any text is cut), marked."""
@@ -640,12 +660,12 @@ class ModelPolicy(Policy):
         try:
             result = complete(messages)
         except PolicyError as exc:
-            takes = server_image_limit(str(exc))
-            if history is None or takes is None or count_images(messages) <= takes:
+            if not self._shrink_for(exc, history, count_images(messages)):
                 raise
-            history.limit_images(takes, str(exc).splitlines()[0][:300])  # learned once: later requests fit
             messages, estimate = self._fit(work, build, image)
             result = complete(messages)
+            if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
+                history.server_images = count_images(messages)
         served_prompt = result.usage.get("prompt_tokens") if isinstance(result.usage, dict) else None
         if isinstance(served_prompt, int) and served_prompt > estimate:  # learn what the estimate missed
             self._calibration += served_prompt - estimate

@@ -246,3 +246,33 @@ def test_a_past_screenshot_that_cannot_be_read_again_is_let_go_said_once_and_jou
     assert said and len(said) == len(set(said)) and all("its answer is replayed without it" in s for s in said)
     assert second[0]["history"]["notes"] and second[1]["history"].get("notes") is None
     assert all(d["actions"] and "problem" not in d["actions"][0] for d in second)
+
+
+def test_a_length_refusal_with_past_screenshots_lets_the_older_half_go_and_asks_again():
+    def respond(body):
+        images = sum(1 for m in body["messages"] if isinstance(m["content"], list)
+                     for p in m["content"] if p["type"] == "image_url")
+        if images > 2:  # as llama-server refuses a prompt over its slot
+            return Reply(status=400, body={"error": {"code": 400, "type": "exceed_context_size_error",
+                                                     "message": "request (5000 tokens) exceeds the available context "
+                                                                "size (4096 tokens)", "n_prompt_tokens": 5000,
+                                                     "n_ctx": 4096}})
+        return Reply(body=completion("Thought: idle.\nAction: wait()"))
+
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
+
+    with ScriptedFakeServer(models=["uitars-fake"], responder=respond) as fake:
+        policy = ModelPolicy(get_family("uitars").adapter(), HTTPBackend(OpenAIClient(fake.base_url), "uitars-fake"),
+                             PolicySettings(convention=Convention.ABSOLUTE, resize_rule="uitars",
+                                            structured_output="none"))
+        history = TurnHistory(max_images=4, max_turns=12)
+        ds = []
+        for step in range(1, 6):
+            ds.append(policy.decide(DecisionContext(parts=parts()[:3], observation=observation(step), step=step,
+                                                    action_types=TYPES, history=history)))
+            history.commit()
+    assert all(d.actions and not hasattr(d.actions[0], "message") for d in ds)
+    assert [d.meta["history"]["past_images"] for d in ds] == [0, 1, 1, 1, 1]  # held to 2 screenshots a request
+    assert [d.meta["history"]["past_answers"] for d in ds] == [0, 1, 2, 3, 4]  # the answers all stay
+    assert "refused the prompt for length" in ds[2].meta["history"]["notes"][0]
+    assert all("notes" not in d.meta["history"] for d in ds[3:])  # learned once: no refusal after the first
