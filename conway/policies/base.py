@@ -254,6 +254,21 @@ def past_turns(history: TurnHistory | None, replay_text: bool) -> list[Past]:
             for t in history.turns if replay_text or t.image is not None]
 
 
+def decision_messages(ctx: DecisionContext, adapter: "Adapter", *, instructions: str, image_url: str | None,
+                      sent_size: Size, layout: Layout = "stable-first", past: list[Past] | None = None
+                      ) -> list[dict[str, Any]]:
+    """One decision's messages: the family's trained conversation where its adapter lays one out (`messages`),
+    else Conway's own (`build_messages`). `ModelPolicy.decide` and the exports (`experience/conversation.py`)
+    both build them here."""
+    layout_fn = getattr(adapter, "messages", None)
+    if callable(layout_fn):
+        task, tail = split_parts(ctx, adapter.action_space(ctx))
+        return layout_fn(Slots(instructions, task, tail, image_url), past or [])
+    return build_messages(ctx, instructions=instructions, action_space=adapter.action_space(ctx),
+                          request_text=adapter.request_text(), image_url=image_url, sent_size=sent_size,
+                          layout=layout, past=past)
+
+
 def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str | None,
                    request_text: str, image_url: str | None, sent_size: Size,
                    layout: Layout = "stable-first", past: list[Past] | None = None) -> list[dict[str, Any]]:
@@ -632,15 +647,9 @@ class ModelPolicy(Policy):
         notes_before = len(history.notes) if history is not None else 0
 
         def build() -> list[dict[str, Any]]:
-            past = past_turns(history, replay_text=replays)
-            if replays:  # the family's trained conversation, in its adapter
-                task, tail = split_parts(work, self.adapter.action_space(context))
-                slots = Slots(self.adapter.instructions(types, sent, conv), task, tail, url)
-                return self.adapter.messages(slots, past)  # type: ignore[attr-defined]
-            return build_messages(
-                work, instructions=self.adapter.instructions(types, sent, conv),
-                action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
-                image_url=url, sent_size=image.sent_size, layout=self.settings.layout, past=past)
+            return decision_messages(work, self.adapter, instructions=self.adapter.instructions(types, sent, conv),
+                                     image_url=url, sent_size=image.sent_size, layout=self.settings.layout,
+                                     past=past_turns(history, replay_text=replays))
 
         self._reread(history)
         self._fit_history(work, build, image)  # past screenshots first, then text (`_fit`)
