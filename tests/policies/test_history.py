@@ -276,3 +276,40 @@ def test_a_length_refusal_with_past_screenshots_lets_the_older_half_go_and_asks_
     assert [d.meta["history"]["past_answers"] for d in ds] == [0, 1, 2, 3, 4]  # the answers all stay
     assert "refused the prompt for length" in ds[2].meta["history"]["notes"][0]
     assert all("notes" not in d.meta["history"] for d in ds[3:])  # learned once: no refusal after the first
+
+
+def test_the_context_builder_keeps_a_turn_only_once_the_loop_acted_on_it(tmp_path):
+    from conway.config import load_config
+    from conway.policies.mock import MockPolicy, MockScript
+    from conway.prompt.decision import ContextBuilder
+    from conway.prompt.memory import Memory
+    from conway.store.home import Home, init_home
+    from conway.tools.registry import build_toolbox
+
+    home = Home(tmp_path / "home")
+    init_home(home)
+    cfg = load_config(home.config, ["policy=uitars-1.5-7b", "tools.enabled=[files]"])
+    said: list[str] = []
+    builder = ContextBuilder(home, cfg, build_toolbox(cfg.tools, home.scratch, gui=False),
+                             MockPolicy(MockScript.model_validate({"steps": []})),
+                             Memory(home.memory, home.memory_previous), say=said.append)
+    assert builder.history.max_images == 4 and builder.history.max_turns == cfg.context.recent_steps
+
+    def answered(step: int) -> DecisionContext:
+        ctx = builder.build("goals", observation(1), step)
+        ctx.history.propose(f"answer {step}", img(step))  # what ModelPolicy.decide does with a valid answer
+        return ctx
+
+    answered(1)
+    builder.note(1, "wait()", "ok")  # acted on: kept
+    answered(2)
+    builder.note_error(2, "invalid action: …")  # refused before dispatch: not kept
+    answered(3)  # a stop or a pause held it: the next build lets it go
+    ctx = answered(4)
+    ctx.history.notes.append("the model server takes at most 2 image(s) in one request (…)")
+    builder.note(4, "wait()", "ok")
+    builder.build("goals", observation(1), 5)
+    assert [t.answer for t in builder.history.turns] == ["answer 1", "answer 4"]
+    assert said == ["the model server takes at most 2 image(s) in one request (…)"]  # said once
+    builder.build("goals", observation(1), 6)
+    assert len(said) == 1
