@@ -455,8 +455,11 @@ class ModelPolicy(Policy):
         cpt = len(fixed) / max(1, n_instr) if exact else FALLBACK_CHARS_PER_TOKEN
         image_n = self.image_tokens_for(captured_size) if has_image else 0
         margin = TEMPLATE_MARGIN_TOKENS + self._calibration
-        past = self._past_tokens() + self._past_text_tokens(cpt)
-        text = window.n_ctx - image_n - self.settings.max_tokens - n_instr - margin - past
+        text = window.n_ctx - image_n - self.settings.max_tokens - n_instr - margin
+        # the history takes at most half of the text's room: what does not fit then goes at decide (`_fit_history`),
+        # oldest screenshots first, instead of the goals being cut for screenshots that go anyway
+        past = min(self._past_tokens() + self._past_text_tokens(cpt), max(0, text // 2))
+        text -= past
         return TextBudget(text_tokens=text, n_ctx=window.n_ctx, source=window.source, image_tokens=image_n,
                           reply_tokens=self.settings.max_tokens, instruction_tokens=n_instr, margin_tokens=margin,
                           chars_per_token=cpt, history_tokens=past)
@@ -560,17 +563,27 @@ class ModelPolicy(Policy):
 
     def _fit_history(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
                      image: "SentImage") -> None:
-        """The oldest past screenshots go first when the prompt does not fit (before any text is cut), marked."""
+        """The oldest past screenshots go first when the prompt does not fit (before any text is cut), then the
+        oldest past answers, marked; the screenshot window is held to what fitted, so it slides by half from then
+        on instead of losing one screenshot a cycle."""
         window, history = self.context_window(), context.history
         if window is None or history is None:
             return
         limit = window.n_ctx - self.settings.max_tokens
-        gone = 0
-        while history.with_images() and self._prompt_estimate(build(), image)[0] > limit:
-            gone += history.drop_oldest_images(1)
+        gone = answers = 0
+        while history.turns and self._prompt_estimate(build(), image)[0] > limit:
+            if history.with_images():
+                gone += history.drop_oldest_images(1)
+            else:
+                del history.turns[0]
+                answers += 1
         if gone:
-            context.dropped.append(f"{gone} past screenshot(s) (cut to fit the model's context window)")
-            line = f"Cut to fit the model's context window: the {gone} oldest past screenshot(s)."
+            history.max_images = len(history.with_images())
+        if gone or answers:
+            what = ", ".join(x for x in (f"{gone} past screenshot(s)" if gone else "",
+                                         f"{answers} past answer(s)" if answers else "") if x)
+            context.dropped.append(f"{what} (cut to fit the model's context window)")
+            line = f"Cut to fit the model's context window: the oldest {what}."
             left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
             if left is None:
                 context.parts.append(ContextPart(PartName.LEFT_OUT, line))

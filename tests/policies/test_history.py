@@ -97,10 +97,11 @@ def test_a_short_window_lets_the_oldest_screenshots_go_first_and_says_so():
     sent, _, decisions, contexts = episode("uitars", 5)
     full = decisions[-1].meta["prompt_tokens_estimate"]
     sent, _, decisions, contexts = episode("uitars", 5, window=full + 256 - 2 * 1200)
-    last = decisions[-1]
-    assert last.meta["history"]["past_images"] < 4 and last.meta["history"]["past_answers"] == 4
-    assert any("past screenshot(s) (cut to fit" in d for d in contexts[-1].dropped)
-    assert "goals.md" in json.dumps(sent[-1])  # text was not cut before the screenshots went
+    past = [d.meta["history"]["past_images"] for d in decisions]
+    cut = [n for n, c in enumerate(contexts) if any("past screenshot(s) (cut to fit" in d for d in c.dropped)]
+    assert cut and past[-1] < 4 and decisions[-1].meta["history"]["past_answers"] == 4, past
+    assert len(cut) == 1 and max(past[cut[0]:]) <= past[cut[0]]  # held to what fitted: it slides from then on
+    assert all("goals.md" in json.dumps(m) for m in sent)  # text was not cut for the screenshots
 
 
 def test_the_generic_family_keeps_its_one_screenshot_conversation_by_default():
@@ -313,3 +314,19 @@ def test_the_context_builder_keeps_a_turn_only_once_the_loop_acted_on_it(tmp_pat
     assert said == ["the model server takes at most 2 image(s) in one request (…)"]  # said once
     builder.build("goals", observation(1), 6)
     assert len(said) == 1
+
+
+def test_the_history_takes_at_most_half_of_the_texts_room_in_the_budget():
+    backend = Recording(GENERIC)
+    backend.context_window = lambda: ContextWindow(8192, "a stand-in window")
+    policy = ModelPolicy(get_family("uitars").adapter(), backend, PolicySettings(
+        convention=Convention.ABSOLUTE, resize_rule="uitars", structured_output="none", max_tokens=256))
+    alone = policy.text_budget((1280, 800), TYPES)
+    history = TurnHistory(max_images=4, max_turns=12)
+    for n in range(4):
+        history.propose("Thought: x\nAction: wait()", PastImage(b"x", "image/jpeg", (1288, 812), 1300))
+        history.commit()
+    policy._history = history
+    shared = policy.text_budget((1280, 800), TYPES)
+    assert shared.history_tokens == alone.text_tokens // 2 and shared.text_tokens >= alone.text_tokens // 2
+    assert "history_tokens" in shared.record()
