@@ -330,3 +330,17 @@ def test_the_history_takes_at_most_half_of_the_texts_room_in_the_budget():
     shared = policy.text_budget((1280, 800), TYPES)
     assert shared.history_tokens == alone.text_tokens // 2 and shared.text_tokens >= alone.text_tokens // 2
     assert "history_tokens" in shared.record()
+
+
+def test_history_images_takes_the_familys_number_unless_set_and_refuses_nonsense():
+    from conway.config import load_config
+
+    assert load_config(None, ["policy=uitars-1.5-7b"]).policy.resolved_history_images == 5
+    assert load_config(None, ["policy=opencua-7b"]).policy.resolved_history_images == 3
+    assert load_config(None, ["policy=qwen3-vl"]).policy.resolved_history_images == 5
+    assert load_config(None, ["policy=generic"]).policy.resolved_history_images == 1
+    assert load_config(None, ["policy=uitars-1.5-7b", "policy.history_images=2"]).policy.resolved_history_images == 2
+    for bad in ("0", "-3", "many"):
+        proc = run_cli("config", "--check", f"policy.history_images={bad}")
+        assert proc.returncode != 0 and "policy.history_images" in proc.stderr + proc.stdout
+        assert "Traceback" not in proc.stderr
