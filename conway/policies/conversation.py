@@ -8,8 +8,9 @@ context parts:
 - `task`: what goes in the family's instruction slot, rendered as Conway always renders its parts: the
   constitution, the action space, the tool listings, the goals and memory (only changes at a goals edit or
   a memory refresh, so a prompt cache keeps it);
-- `tail`: what changes every cycle (accessibility, what was left out, the latest result): sent with the
-  current screenshot, at the end, so the turns before stay byte-identical between cycles.
+- `tail`: what changes every cycle (accessibility, what was left out, the latest result): sent after the
+  current screenshot, at the end, so the turns before and the screenshot itself stay byte-identical in the
+  next request (a prompt cache serves them).
 
 The recent-steps text is not sent to these families: their own answers take its place (Conway's step list
 is in Conway's syntax and screen pixels, which the model does not answer in).

@@ -60,14 +60,15 @@ class UITarsAdapter:
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As `UITARSAgent.predict` lays it out: system, the prompt, past answers (the newest after their screenshot),
-        the current screenshot. Conway's per-cycle parts go in that last turn, before the screenshot."""
+        the current screenshot. Conway's per-cycle parts go in that last turn after the screenshot, so that the next
+        request, where this turn is the screenshot alone, still shares everything up to it with this one."""
         out: list[dict[str, Any]] = [{"role": "system", "content": [text(SYSTEM)]},
                                      {"role": "user", "content": [text(user_prompt(slots.task))]}]
         for p in past:
             if p.image_url is not None:
                 out.append({"role": "user", "content": [image(p.image_url)]})
             out.append({"role": "assistant", "content": [text(add_box_tokens(p.turn.answer))]})
-        last = ([text(slots.tail)] if slots.tail else []) + ([image(slots.image_url)] if slots.image_url else [])
+        last = ([image(slots.image_url)] if slots.image_url else []) + ([text(slots.tail)] if slots.tail else [])
         out.append({"role": "user", "content": last or [text(self.request_text())]})
         return out
 

@@ -14,7 +14,7 @@ from conway.geometry import Convention
 from conway.history import PastImage, TurnHistory
 from conway.policies.base import ModelPolicy, PolicySettings, server_image_limit
 from conway.policies.families import get_family
-from conway.protocols import ContextWindow, DecisionContext
+from conway.protocols import ContextPart, ContextWindow, DecisionContext
 from conway.store.journal import read_journal
 from scripts.build.osworld_goldens import ANSWERS
 
@@ -62,8 +62,9 @@ def episode(family: str, steps: int, answers: list[str] | None = None, window: i
     history = TurnHistory(max_images=max(fam.conversation.history_images, 3) - 1, max_turns=12)
     slides, decisions, contexts = [], [], []
     for step in range(1, steps + 1):
-        ctx = DecisionContext(parts=parts()[:3], observation=observation((step - 1) % 6 + 1), step=step,
-                              action_types=TYPES, history=history)
+        latest = ContextPart("latest result", f"wait() → ok (cycle {step})")  # changes every cycle: goes last
+        ctx = DecisionContext(parts=parts()[:3] + [latest], observation=observation((step - 1) % 6 + 1),
+                              step=step, action_types=TYPES, history=history)
         decisions.append(policy.decide(ctx))
         contexts.append(ctx)
         slides.append(history.commit())
@@ -86,8 +87,11 @@ def test_consecutive_prompts_share_a_growing_prefix_except_at_slides(family):
             continue  # the turn just committed made a window slide: the prefix changes here, once
         head = _same_head(old, new)
         assert head >= len(old) - 1, (family, k + 1)  # every message but the last is sent again unchanged
-        if family != "generic":  # the last one's screenshot comes back first in the same place
-            assert new[len(old) - 1]["content"][0] == old[-1]["content"][0], (family, k + 1)
+        if family != "generic":  # the last one's screenshot comes back in the same place, its text gone
+            shot = [p for p in old[-1]["content"] if p["type"] == "image_url"]
+            assert [p for p in new[len(old) - 1]["content"] if p["type"] == "image_url"] == shot, (family, k + 1)
+            assert new[len(old) - 1]["content"][0] == old[-1]["content"][0]  # the screenshot first: cached too
+            assert f"(cycle {k + 1})" in json.dumps(old[-1]) and f"(cycle {k + 1})" not in json.dumps(new)
         assert len(new) > len(old)
         grew += 1
     assert grew >= 6 and sum(slides) >= 2  # OpenCUA's 3 screenshots (2 past) slide every other step
