@@ -251,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         _checkout(args.osworld, args.commit, Path(tmp))
         sys.path.insert(0, tmp)
+        os.chdir(tmp)  # the Qwen3-VL agent writes a debug copy of its messages under ./draft/
         _stand_ins()
         OUT.mkdir(parents=True, exist_ok=True)
         for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl)):
