@@ -348,3 +348,18 @@ def test_history_images_takes_the_familys_number_unless_set_and_refuses_nonsense
         proc = run_cli("config", "--check", f"policy.history_images={bad}")
         assert proc.returncode != 0 and "policy.history_images" in proc.stderr + proc.stdout
         assert "Traceback" not in proc.stderr
+
+
+def test_the_model_tables_history_lengths_are_the_families():
+    from pathlib import Path
+
+    from conway.config import load_config
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "running-models.md").read_text(encoding="utf-8")
+    section = doc.split("## Conversations and history", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `policy=")]
+    assert len(rows) == 4
+    for line in rows:
+        preset = line.split("`policy=", 1)[1].split("`", 1)[0]
+        history = line.split(" | ")[2].strip()
+        assert history == str(load_config(None, [f"policy={preset}"]).policy.resolved_history_images), preset
