@@ -363,3 +363,13 @@ def test_the_model_tables_history_lengths_are_the_families():
         preset = line.split("`policy=", 1)[1].split("`", 1)[0]
         history = line.split(" | ")[2].strip()
         assert history == str(load_config(None, [f"policy={preset}"]).policy.resolved_history_images), preset
+
+
+def test_hidden_reasoning_never_comes_back_in_a_later_request():
+    answers = ["<think>the secret plan</think>Thought: go.\nAction: click(start_box='(120,340)')",
+               "Thought: again.\nAction: wait()", "Thought: more.\nAction: wait()"]
+    sent, _, decisions, _ = episode("uitars", 3, answers)
+    assert decisions[0].reasoning and "the secret plan" in decisions[0].reasoning  # kept in the journal's record
+    later = json.dumps(sent[1:])
+    assert "the secret plan" not in later and "<think>" not in later
+    assert "Thought: go.\\nAction: click(start_box='<|box_start|>(120,340)<|box_end|>')" in later
