@@ -129,6 +129,11 @@ class PolicyConfig(_Section):
         return self.temperature if self.temperature is not None else self._family_default("temperature")
 
     @property
+    def is_model_family(self) -> bool:
+        """`kind` names a model family (not the mock, which writes no answers of its own)."""
+        return self.kind in FAMILIES
+
+    @property
     def resolved_history_images(self) -> int:
         """`history_images` when set, else the family's (1 for the mock: it reads no history)."""
         if self.history_images is not None:

@@ -21,7 +21,6 @@ from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
 from conway.history import TurnHistory
-from conway.policies.families import FAMILIES
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
@@ -70,7 +69,7 @@ class ContextBuilder:
                                    max_turns=config.context.recent_steps)
         """The model's own past turns (its answers and the screenshots sent): replayed by families trained so; after
         a restart, what the journal holds of them (`prompt/history_journal.py`)."""
-        if config.policy.kind in FAMILIES:
+        if config.policy.is_model_family:
             from conway.prompt.history_journal import journaled_turns
             self.history.restore(journaled_turns(home, config.policy.kind))
         self.latest: str | None = None
