@@ -373,3 +373,35 @@ def test_hidden_reasoning_never_comes_back_in_a_later_request():
     later = json.dumps(sent[1:])
     assert "the secret plan" not in later and "<think>" not in later
     assert "Thought: go.\\nAction: click(start_box='<|box_start|>(120,340)<|box_end|>')" in later
+
+
+def test_a_restart_reads_back_only_this_familys_answers_that_were_acted_on(tmp_path):
+    from conway.prompt.history_journal import journaled_turns
+    from conway.store.home import Home, init_home
+    from conway.store.journal import Journal, make_event
+
+    home = Home(tmp_path / "home")
+    init_home(home)
+    journal = Journal(home.journal_dir)
+
+    def step(n: int, policy: str, text: str, after: str, **extra) -> None:
+        journal.append(make_event("s1", n, "observation", {"screenshot": f"screenshots/shot-{n}.png"}))
+        journal.append(make_event("s1", n, "decision", {"raw_text": text, "actions": [{"type": "wait"}],
+                                                        "policy": policy, "sent_size": [28, 28],
+                                                        "captured_size": [28, 28], **extra}))
+        journal.append(make_event("s1", n, after, {"stage": "pre-dispatch"} if after == "error" else {}))
+
+    step(1, "uitars", "Thought: a\nAction: wait()", "result")
+    step(2, "generic", '{"action": {"type": "wait"}}', "result")  # another family: what came before is not ours
+    step(3, "uitars", "Thought: b\nAction: wait()", "result")
+    step(4, "uitars", "Thought: c\nAction: wait()", "error")  # refused before dispatch
+    step(5, "uitars", "Thought: d\nAction: wait()", "control", discarded=True)  # a pause held it
+    step(6, "uitars", "<think>x</think>Thought: e\nAction: wait()", "result")
+    journal.close()
+    turns = journaled_turns(home, "uitars")
+    assert [t[0] for t in turns] == ["Thought: b\nAction: wait()", "<think>x</think>Thought: e\nAction: wait()"]
+    assert turns[1][1].path == str(home.root / "screenshots" / "shot-6.png")
+    history = TurnHistory(max_images=1, max_turns=12)
+    history.restore(turns)
+    assert [t.answer for t in history.turns] == ["Thought: b\nAction: wait()", "Thought: e\nAction: wait()"]
+    assert [t.image is not None for t in history.turns] == [False, True]  # only the window's newest
