@@ -126,6 +126,9 @@ class PolicyConfig(_Section):
     """Sampling seed sent with every request (None: the server's default)."""
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     """How the resized screenshot is sent: JPEG q85 (measured 5-40x cheaper) or lossless PNG level 1."""
+    history_images: int | None = Field(default=None, ge=1, le=32)
+    """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
+    (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen3-VL 5, generic 1)."""
 
     def _family_default(self, name: str) -> Any:
         family = FAMILIES.get(self.kind) or FAMILIES["generic"]  # the mock decides nothing: any family's numbers do
@@ -140,6 +143,19 @@ class PolicyConfig(_Section):
     def resolved_temperature(self) -> float:
         """`temperature` when set, else the family's default."""
         return self.temperature if self.temperature is not None else self._family_default("temperature")
+
+    @property
+    def is_model_family(self) -> bool:
+        """`kind` names a model family (not the mock, which writes no answers of its own)."""
+        return self.kind in FAMILIES
+
+    @property
+    def resolved_history_images(self) -> int:
+        """`history_images` when set, else the family's (1 for the mock: it reads no history)."""
+        if self.history_images is not None:
+            return self.history_images
+        family = FAMILIES.get(self.kind)
+        return family.conversation.history_images if family is not None else 1
 
     def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
         """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway

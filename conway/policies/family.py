@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from conway.geometry import Convention
 
-__all__ = ["Architecture", "Family", "LM_PROJECTIONS", "Renderer"]
+__all__ = ["Architecture", "Conversation", "Family", "LM_PROJECTIONS", "Renderer"]
 
 Renderer = Callable[[dict[str, Any], dict[tuple[str, str], tuple[Any, Any]], str | None], str]
 """(action, its points in the model's coordinates by field pair, thought) → the answer text."""
@@ -36,6 +36,19 @@ class Architecture:
     """The weights load only with the model repository's own Python code (`model.trust_remote_code`)."""
     gguf: bool = True
     """llama.cpp's converter knows the architecture, so a candidate can be converted to GGUF."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The conversation a family was trained on, as its reference agent sends it (the layout code is the adapter's
+    `messages`, `policies/conversation.py`)."""
+
+    history_images: int = 1
+    """Screenshots in one request, the current one included (`policy.history_images` when unset)."""
+    replayed: str = "nothing: past steps are a text list"
+    """What of a past turn is sent back (the README's model table says it)."""
+    source: str = "Conway's own"
+    """The reference agent's file the layout follows (repository, path, commit)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,8 @@ class Family:
     declared), so that its reasoning sections are not cut off."""
     temperature: float = 0.0
     """Sampling temperature when `policy.temperature` is unset (the family's agent's)."""
+    conversation: Conversation = Conversation()
+    """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
-from conway.policies.family import Architecture, Family
+from conway.policies.family import Architecture, Conversation, Family
 from conway.policies.target_turns import opencua_turn
 
 
@@ -29,4 +29,12 @@ FAMILY = Family(
     max_tokens=1500,
     temperature=0.0,
     image_max_tokens=16384,
+    # mm_agents/opencua/opencua_agent.py OpenCUAAgent.predict with history_type action_history (the default of
+    # scripts/python/run_multienv_opencua.py): `# Step N:` + `## Action:` assistant turns, the newest
+    # max_image_history_length - 1 after their screenshot, older ones folded into one assistant text first
+    conversation=Conversation(
+        history_images=3,
+        replayed="each answer's `## Action:` section as `# Step N:` turns; the newest 2 after their screenshot, "
+                 "older ones folded into one assistant text",
+        source="OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )

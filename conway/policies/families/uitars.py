@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
-from conway.policies.family import Architecture, Family
+from conway.policies.family import Architecture, Conversation, Family
 from conway.policies.target_turns import uitars_turn
 
 
@@ -28,4 +28,12 @@ FAMILY = Family(
     max_tokens=1000,
     temperature=0.0,
     image_max_tokens=16384,
+    # mm_agents/uitars15_v1.py UITARSAgent.predict: system "You are a helpful assistant.", the prompt in the first
+    # user turn, every past answer as an assistant turn (box tokens added), the last history_n - 1 of them after
+    # their screenshot, then the current screenshot; history_n 5 (run_multienv_uitars15_v1.py)
+    conversation=Conversation(
+        history_images=5,
+        replayed="every answer as written (`Thought:` and `Action:`, box tokens added); the newest 4 after their "
+                 "screenshot",
+        source="OSWorld mm_agents/uitars15_v1.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )
