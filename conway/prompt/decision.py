@@ -21,8 +21,8 @@ from typing import Any, Callable
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
-from conway.prompt.host_facts import HostFacts
 from conway.history import TurnHistory
+from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
