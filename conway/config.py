@@ -90,6 +90,9 @@ class PolicyConfig(_Section):
     """Coordinate convention of the model's answers; auto picks the family default."""
     resize: str = "auto"
     """Image resize rule name from geometry (qwen2.5-vl, uitars, qwen3-vl, none); auto: family default."""
+    prompt: str = "auto"
+    """Which of the family's trained prompts is sent (`Family.prompts`: uitars-1.5 / uitars-1.0, OpenCUA's l2 / l1 /
+    l3); auto: the family's default."""
     model_path: str | None = None
     """Local GGUF model for in-process inference or a server Conway starts."""
     mmproj_path: str | None = None
