@@ -25,12 +25,12 @@ FAMILY = Family(
     name="gta1",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the smart-resized image, whose size the prompt states
-    resize="gta1",  # mm_agents/gta1/gta1_agent.py: smart_resize(factor=28, min_pixels=1000, max_pixels=1e12)
+    resize="gta1",  # factor 28, up to 4096*2160 px (its model card's processor; OSWorld's agent agrees below that)
     render=_turn,
     presets=("gta1",),
     # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
-    # max_tokens=100, temperature=0
+    # max_tokens=100, temperature=0 (the model card's example: 32 new tokens, greedy)
     max_tokens=100,
     temperature=0.0,
-    image_max_tokens=16384,  # no cap of its own: the Qwen2.5-VL processor's 16384 tokens bound what it sees
+    image_max_tokens=11285,  # 4096*2160 px / 28**2: the model card's max_pixels
 )
