@@ -204,3 +204,13 @@ def test_opencua_levels_are_prompts_of_the_preset():
         with build_model_policy(config, resolve_home(None)) as policy:
             assert policy.decide(_context((1280, 800))).actions[0].type == "wait"
         assert prompt_text("opencua/system_l3.txt") in _texts(fake.chat_requests[-1]["messages"])
+
+
+def test_the_readme_presets_table_lists_every_preset_with_its_numbers():
+    text = (REPO / "docs" / "running-models.md").read_text(encoding="utf-8")
+    section = text.split("\n## Presets\n", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| `policy=")}
+    assert set(rows) == {f"`policy={name}`" for name in CASES}
+    for name, case in CASES.items():
+        cells = [c.strip() for c in rows[f"`policy={name}`"].split("|")]
+        assert cells[7].split(" ")[0] == str(case.max_tokens), (name, cells[7])  # the max_tokens column
