@@ -162,7 +162,7 @@ def test_the_preset_sends_its_sources_prompt_and_maps_its_sample_answer(name):
 def test_uitars_presets_land_where_the_ui_tars_package_puts_the_readme_answer(name, model_type):
     """The `ui-tars` package (PyPI, ByteDance's own parser): qwen25vl divides by the smart-resized size, the other
     model types by the 1000 factor, as UI-TARS 1.0 answers."""
-    action_parser = pytest.importorskip("ui_tars.action_parser")
+    from ui_tars import action_parser  # the dev extra pins ui-tars 0.5.1
     w, h = CASES[name].screen
     (parsed,) = action_parser.parse_action_to_structure_output(UITARS_README, factor=1000, origin_resized_height=h,
                                                                origin_resized_width=w, model_type=model_type)
@@ -214,3 +214,13 @@ def test_the_readme_presets_table_lists_every_preset_with_its_numbers():
     for name, case in CASES.items():
         cells = [c.strip() for c in rows[f"`policy={name}`"].split("|")]
         assert cells[7].split(" ")[0] == str(case.max_tokens), (name, cells[7])  # the max_tokens column
+
+
+def test_preflight_names_an_unknown_prompt_instead_of_sizing_the_context():
+    from conway.readiness.checks.model import context_check
+
+    check = context_check(load_config(None, ["policy=opencua-7b", "policy.prompt=l4"]), 8192, "props", 32768)
+    assert check.status == "fail"
+    assert check.detail == "policy.prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3)"
+    assert context_check(load_config(None, ["policy=opencua-7b", "policy.prompt=l3"]), 8192, "props",
+                         32768).status != "fail"
