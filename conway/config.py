@@ -114,6 +114,14 @@ class PolicyConfig(_Section):
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     """How the resized screenshot is sent: JPEG q85 (measured 5-40x cheaper) or lossless PNG level 1."""
 
+    @model_validator(mode="after")
+    def _known_prompt(self) -> "PolicyConfig":
+        family = FAMILIES.get(self.kind)
+        problem = family.prompt_problem(self.prompt) if family is not None else None
+        if problem:
+            raise ValueError(f"prompt: {problem}")
+        return self
+
     def _family_default(self, name: str) -> Any:
         family = FAMILIES.get(self.kind) or FAMILIES["generic"]  # the mock decides nothing: any family's numbers do
         return getattr(family, name)

@@ -72,12 +72,17 @@ class Family:
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""
 
+    def prompt_problem(self, prompt: str) -> str | None:
+        """None when `prompt` (`policy.prompt`) is one of this family's, else the sentence naming its prompts."""
+        if prompt == "auto" or prompt in self.prompts:
+            return None
+        known = ", ".join(self.prompts) if self.prompts else "only its one, policy.prompt=auto"
+        return f"the {self.name} family has no prompt {prompt!r} (known: {known})"
+
     def make_adapter(self, prompt: str = "auto") -> Any:
-        """The adapter asking with `prompt` (`policy.prompt`; `auto`: the family's default); ValueError naming the
-        family's prompts when it has no such one."""
-        if prompt == "auto":
-            return self.adapter()
-        if prompt not in self.prompts:
-            known = ", ".join(self.prompts) if self.prompts else "only its one, policy.prompt=auto"
-            raise ValueError(f"the {self.name} family has no prompt {prompt!r} (known: {known})")
-        return self.adapter(prompt)
+        """The adapter asking with `prompt` (`auto`: the family's default); ValueError naming the family's prompts
+        when it has no such one."""
+        problem = self.prompt_problem(prompt)
+        if problem:
+            raise ValueError(problem)
+        return self.adapter() if prompt == "auto" else self.adapter(prompt)

@@ -177,24 +177,27 @@ def test_the_uitars_prompts_differ_only_in_their_action_space():
     assert v10.split("## Action Space")[0] == v15.split("## Action Space")[0]
 
 
-@pytest.mark.parametrize("override,needle", [
-    ("policy.prompt=uitars-2.0", "the uitars family has no prompt 'uitars-2.0' (known: uitars-1.5, uitars-1.0)"),
-    ("policy.prompt=l9", "the uitars family has no prompt 'l9'"),
+@pytest.mark.parametrize("overrides,needle", [
+    (["policy=uitars", "policy.prompt=uitars-2.0"],
+     "prompt: the uitars family has no prompt 'uitars-2.0' (known: uitars-1.5, uitars-1.0)"),
+    (["policy=opencua-7b", "policy.prompt=l4"], "prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3)"),
+    (["policy=gta1", "policy.prompt=l2"], "prompt: the gta1 family has no prompt 'l2' (known: only its one, "
+                                          "policy.prompt=auto)"),
 ])
-def test_an_unknown_prompt_is_refused_in_one_line_naming_the_familys(override, needle):
-    with ScriptedFakeServer() as fake:
-        with pytest.raises(UserError) as err:
-            build_model_policy(load_config(None, ["policy=uitars", f"policy.endpoint={fake.base_url}", override]),
-                               resolve_home(None))
-    assert str(err.value).startswith("policy.prompt: ") and needle in str(err.value)
-    assert "\n" not in str(err.value)
+def test_an_unknown_prompt_is_refused_when_the_config_is_read_naming_the_familys(overrides, needle):
+    with pytest.raises(UserError) as err:
+        load_config(None, overrides)
+    (line,) = [ln for ln in str(err.value).splitlines() if "prompt:" in ln]
+    assert line.startswith("  policy: ") and needle in line
 
 
-def test_a_family_with_one_prompt_refuses_any_other_by_name():
-    with ScriptedFakeServer() as fake:
-        with pytest.raises(UserError, match=r"the gta1 family has no prompt 'l2' \(known: only its one"):
-            build_model_policy(load_config(None, ["policy=gta1", f"policy.endpoint={fake.base_url}",
-                                                  "policy.prompt=l2"]), resolve_home(None))
+def test_a_family_builds_only_its_own_prompts():
+    from conway.policies.families import get_family
+
+    assert get_family("uitars").make_adapter("uitars-1.0").prompt == "uitars-1.0"
+    assert get_family("opencua").make_adapter().level == "l2"  # auto: the first
+    with pytest.raises(ValueError, match=r"^the uitars family has no prompt 'l2' \(known: uitars-1.5, uitars-1.0\)$"):
+        get_family("uitars").make_adapter("l2")
 
 
 def test_opencua_levels_are_prompts_of_the_preset():
@@ -215,12 +218,3 @@ def test_the_readme_presets_table_lists_every_preset_with_its_numbers():
         cells = [c.strip() for c in rows[f"`policy={name}`"].split("|")]
         assert cells[7].split(" ")[0] == str(case.max_tokens), (name, cells[7])  # the max_tokens column
 
-
-def test_preflight_names_an_unknown_prompt_instead_of_sizing_the_context():
-    from conway.readiness.checks.model import context_check
-
-    check = context_check(load_config(None, ["policy=opencua-7b", "policy.prompt=l4"]), 8192, "props", 32768)
-    assert check.status == "fail"
-    assert check.detail == "policy.prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3)"
-    assert context_check(load_config(None, ["policy=opencua-7b", "policy.prompt=l3"]), 8192, "props",
-                         32768).status != "fail"
