@@ -218,3 +218,37 @@ def test_the_readme_presets_table_lists_every_preset_with_its_numbers():
         cells = [c.strip() for c in rows[f"`policy={name}`"].split("|")]
         assert cells[7].split(" ")[0] == str(case.max_tokens), (name, cells[7])  # the max_tokens column
 
+
+
+def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema():
+    import json
+
+    from conway.geometry import Convention
+    from conway.policies.backend import Backend
+    from conway.policies.base import ModelPolicy, PolicySettings
+    from conway.policies.grounding import HoloAdapter
+    from conway.policies.http_client import ChatResult
+
+    class Schemas(Backend):  # a backend that honours json_schema and records what it was asked with
+        kind, model_id = "stub", "holo-stub"
+
+        def __init__(self):
+            self.calls = []
+
+        def structured_support(self):
+            return ["json_schema"]
+
+        def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+            self.calls.append((mode, spec))
+            return ChatResult(text=CASES["holo1.5"].answer, reasoning=None, finish_reason="stop", model=self.model_id,
+                              usage={})
+
+    backend = Schemas()
+    policy = ModelPolicy(HoloAdapter(), backend, PolicySettings(convention=Convention.ABSOLUTE, resize_rule="holo1.5",
+                                                                structured_output="json_schema"))
+    assert policy.decide(_context((1710, 852))).actions[0].type == "click"
+    ((mode, spec),) = backend.calls
+    schema = json.loads(prompt_text("holo/click_schema.json"))
+    assert mode == "json_schema" and spec.schema == schema
+    assert schema["required"] == ["x", "y"] and schema["properties"]["action"]["const"] == "click_absolute"
+    assert str(schema) in prompt_text("holo/localization.txt")  # the prompt shows the same schema (its Python repr)
