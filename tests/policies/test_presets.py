@@ -252,3 +252,12 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
     assert mode == "json_schema" and spec.schema == schema
     assert schema["required"] == ["x", "y"] and schema["properties"]["action"]["const"] == "click_absolute"
     assert str(schema) in prompt_text("holo/localization.txt")  # the prompt shows the same schema (its Python repr)
+
+
+def test_the_qwen25vl_system_turn_is_what_qwen_agents_own_code_renders():
+    """Golden made with Qwen-Agent's NousFnCallPrompt and the cookbook's ComputerUse tool (tests/data/presets/)."""
+    from conway.geometry import Convention
+    from conway.policies.qwen25vl import system_prompt
+
+    golden = (REPO / "tests" / "data" / "presets" / "qwen25vl_system_1932x1092.txt").read_text(encoding="utf-8")
+    assert system_prompt(None, (1932, 1092), Convention.ABSOLUTE) == golden
