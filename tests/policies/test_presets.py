@@ -69,8 +69,8 @@ CASES: dict[str, Case] = {
     # processor does; parse_action_qwen2vl divides by 1000: (200, 300) -> (384, 324)
     "uitars": Case((1920, 1080), (1932, 1092), (_uitars_head("uitars/action_space_call_user.txt"),),
                    UITARS_README, (384, 324), 1000),
-    # OpenCUA qwen25 coordinates (opencua_agent.py project_coordinate_to_absolute_scale):
-    # int(1443 / 1932 * 1920), int(343 / 1092 * 1080) = (1434, 339)
+    # OpenCUA qwen25 coordinates: OSWorld's own parse_response_to_cot_and_action (opencua_agent.py), run offline on
+    # this answer at 1920x1080, gives pyautogui.click(1434, 339)
     "opencua-7b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                        "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
                        "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 1500),
@@ -84,7 +84,8 @@ CASES: dict[str, Case] = {
                         "return a json object with function name and arguments within <tool_call></tool_call>"),
                        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
                        '"coordinate": [1240, 783]}}\n</tool_call>', (1232, 774), 1500),
-    # Qwen3-VL: factor 32 -> 1920x1088; OSWorld's qwen3vl_agent.py: 500 * 1920 / 999, 500 * 1080 / 999
+    # Qwen3-VL: factor 32 -> 1920x1088; OSWorld's qwen3vl_agent.py scales 500 * 1920 / 999, 500 * 1080 / 999 =
+    # (960.96, 540.54) and truncates to (960, 540); Conway rounds to the nearest pixel
     "qwen3-vl": Case((1920, 1080), (1920, 1088), ("* The screen's resolution is 1000x1000.", "# Response format"),
                      'Action: Click the Display entry in the sidebar.\n<tool_call>\n{"name": "computer_use", '
                      '"arguments": {"action": "left_click", "coordinate": [500, 500]}}\n</tool_call>', (961, 541),
