@@ -38,7 +38,7 @@ TYPES = ["click", "double_click", "triple_click", "right_click", "move", "drag",
          "wait", "finish"]
 
 UITARS_README = "Thought: Click the button\nAction: click(point='<point>200 300</point>')"
-"""The `ui-tars` package's README example answer (ui-tars 0.5.1 on PyPI, "Parse output into structured actions")."""
+"""The `ui-tars` package's README example answer (ui-tars 0.5.1, the package README's "Parse output into structured actions")."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def test_the_preset_sends_its_sources_prompt_and_maps_its_sample_answer(name):
 
 @pytest.mark.parametrize("name,model_type", [("uitars-1.5-7b", "qwen25vl"), ("uitars", "doubao")])
 def test_uitars_presets_land_where_the_ui_tars_package_puts_the_readme_answer(name, model_type):
-    """The `ui-tars` package (PyPI, ByteDance's own parser): qwen25vl divides by the smart-resized size, the other
+    """The `ui-tars` package (ByteDance's own parser): qwen25vl divides by the smart-resized size, the other
     model types by the 1000 factor, as UI-TARS 1.0 answers."""
     from ui_tars import action_parser  # the dev extra pins ui-tars 0.5.1
     w, h = CASES[name].screen
