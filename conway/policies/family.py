@@ -57,9 +57,10 @@ class Family:
 
     name: str
     """`policy.kind`, `export --style` and `data.policy_kind` value; recorded with every decision."""
-    adapter: Callable[[], Any]
+    adapter: Callable[..., Any]
     """Builds the `policies.base.Adapter`: the prompt language, and the parser and grammar of the answers.
-    Imported on use, so that the registry stays cheap to import."""
+    Imported on use, so that the registry stays cheap to import. Called with one of `prompts` (a model's own
+    prompt variant) or with nothing (the first)."""
     convention: Convention
     """Coordinate convention of the answers when `policy.convention=auto`."""
     resize: str
@@ -73,6 +74,8 @@ class Family:
     """The architecture of this family's released models, when training must know it (None: any base)."""
     presets: tuple[str, ...] = ()
     """`configs/policy/<name>.yaml` presets that serve this family (`conway run policy=<name>`)."""
+    prompts: tuple[str, ...] = ()
+    """The trained prompts this family's adapter can send (`policy.prompt`), the default first; empty: one only."""
     max_tokens: int = 512
     """Reply cap when `policy.max_tokens` is unset: what the family's own agent asks for (its source cited where
     declared), so that its reasoning sections are not cut off."""
@@ -83,3 +86,18 @@ class Family:
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""
+
+    def prompt_problem(self, prompt: str) -> str | None:
+        """None when `prompt` (`policy.prompt`) is one of this family's, else the sentence naming its prompts."""
+        if prompt == "auto" or prompt in self.prompts:
+            return None
+        known = ", ".join(self.prompts) if self.prompts else "only its one, policy.prompt=auto"
+        return f"the {self.name} family has no prompt {prompt!r} (known: {known})"
+
+    def make_adapter(self, prompt: str = "auto") -> Any:
+        """The adapter asking with `prompt` (`auto`: the family's default); ValueError naming the family's prompts
+        when it has no such one."""
+        problem = self.prompt_problem(prompt)
+        if problem:
+            raise ValueError(problem)
+        return self.adapter() if prompt == "auto" else self.adapter(prompt)

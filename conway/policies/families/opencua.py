@@ -9,9 +9,9 @@ from conway.policies.family import Architecture, Conversation, Family
 from conway.policies.target_turns import opencua_turn
 
 
-def _adapter() -> Any:
+def _adapter(prompt: str = "l2") -> Any:
     from conway.policies.opencua import OpenCUAAdapter
-    return OpenCUAAdapter()
+    return OpenCUAAdapter(level=prompt)
 
 
 FAMILY = Family(
@@ -22,7 +22,11 @@ FAMILY = Family(
     render=opencua_turn,
     # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
     architecture=Architecture("opencua", remote_code=True, gguf=False),
-    presets=("opencua-7b",),
+    # OpenCUA-7B and -32B alike: scripts/python/run_multienv_opencua.py runs both with --coordinate_type qwen25
+    # (absolute pixels of the 28-px smart_resize, max 12845056 px) and --use_old_sys_prompt (the training-data
+    # prompts kept here), cot_level l2 by default
+    presets=("opencua-7b", "opencua-32b"),
+    prompts=("l2", "l1", "l3"),
     # OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # OpenCUAAgent(max_tokens=1500, temperature=0); its smart_resize max_pixels 12845056 = 16384 x 28 x 28
     # (scripts/python/run_multienv_opencua.py passes --max_tokens 2048 by default)

@@ -9,9 +9,9 @@ from conway.policies.family import Architecture, Conversation, Family
 from conway.policies.target_turns import uitars_turn
 
 
-def _adapter() -> Any:
+def _adapter(prompt: str = "uitars-1.5") -> Any:
     from conway.policies.uitars import UITarsAdapter
-    return UITarsAdapter()
+    return UITarsAdapter(prompt)
 
 
 FAMILY = Family(
@@ -21,7 +21,10 @@ FAMILY = Family(
     resize="uitars",
     render=uitars_turn,
     architecture=Architecture("uitars"),  # Qwen2.5-VL's, in transformers
-    presets=("uitars-1.5-7b",),
+    # uitars-1.5-7b: absolute pixels of the smart-resized image; uitars (1.0): 0-1000, its call-user prompt, the
+    # uitars-1.0 resize (OSWorld mm_agents/uitars_agent.py: max_tokens 1000, temperature 0, as 1.5's)
+    presets=("uitars-1.5-7b", "uitars"),
+    prompts=("uitars-1.5", "uitars-1.0"),
     # OSWorld scripts/python/run_multienv_uitars15_v1.py, runtime_conf of infer_mode qwen25vl_normal (ljxpython/
     # OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6): max_tokens 1000, temperature 0.0,
     # max_pixels 16384*28*28 (also mm_agents/uitars15_v1.py MAX_PIXELS)
