@@ -81,6 +81,24 @@ class CapturingBackend(Backend):
         return ChatResult(text="", reasoning=None, finish_reason="stop", model=self.model_id, usage={})
 
 
+def _template_pieces(family: str) -> list[str]:
+    """The fixed text of a family's trained instruction template around the slot Conway fills (longest first)."""
+    from conway.policies.prompts import prompt_text
+    from conway.policies.uitars import LANGUAGE, PROMPTS, SYSTEM
+    if family == "uitars":
+        filled = prompt_text("uitars/user_thought.txt").replace("{action_space}", prompt_text(
+            PROMPTS["uitars-1.5"])).replace("{language}", LANGUAGE)
+        extra = [SYSTEM]
+    elif family == "opencua":
+        filled, extra = prompt_text("opencua/instruction.txt"), []
+    elif family == "qwen3vl":
+        filled, extra = prompt_text("qwen3vl/instruction.txt").replace("{previous_actions_str}", "None"), []
+    else:
+        return []
+    pieces = [p for p in filled.split("{instruction}") if p.strip()] + extra  # as sent, spaces and all
+    return sorted(pieces, key=len, reverse=True)
+
+
 def sent_prompt(ctx: DecisionContext, family: str) -> tuple[str, str]:
     """(the prompt text the family's policy sends for `ctx` minus its own fixed wording, the fixed wording).
 
@@ -105,8 +123,10 @@ def sent_prompt(ctx: DecisionContext, family: str) -> tuple[str, str]:
         content = m["content"]
         texts += [content] if isinstance(content, str) else [c["text"] for c in content if c["type"] == "text"]
     text = "\n\n".join(texts)
-    for piece in (said["text"].strip(), adapter.request_text()):
+    fixed = [said["text"].strip(), adapter.request_text()]
+    for piece in fixed[:1] if _template_pieces(family) else fixed:  # a trained layout has its own request line
         assert piece in text, f"the {family} prompt lost its fixed wording: {piece[:80]!r}"
+    for piece in _template_pieces(family) + fixed:  # the trained template around Conway's slot, then the rest
         text = text.replace(piece, "", 1)
     text = re.sub(r"\nThe screenshot below is \d+x\d+ pixels\.$", "", text.rstrip())
     return text, said["text"]
