@@ -420,7 +420,7 @@ class ModelPolicy(Policy):
         for _ in range(6):
             if estimate <= limit:
                 break
-            need = int((estimate - limit) * max(1.0, cpt) * 1.15) + 64
+            need = int((estimate - limit) * max(1.0, cpt) * 1.02) + 16  # a little over: the loop cuts again if short
             for name in _SHRINK_ORDER:
                 for part in context.parts:
                     if need <= 0 or part.name != name:
