@@ -123,7 +123,8 @@ def summarize(rows: list[dict]) -> dict:
     cached = sum(r["cached_tokens"] or 0 for r in later)
     shares = [(r["cached_tokens"] or 0) / r["prompt_tokens"] for r in later if r["prompt_tokens"]]
     return {"median_wall_ms": med("wall_ms"), "median_image_encode_ms": med("image_encode_ms"),
-            "median_prefill_ms": med("prefill_ms"), "median_decode_ms": med("decode_ms"),
+            "median_prefill_ms": med("prefill_ms"), "median_prefill_ms_after_first": med("prefill_ms", later),
+            "median_image_encode_ms_after_first": med("image_encode_ms", later), "median_decode_ms": med("decode_ms"),
             "median_other_ms": med("other_ms"), "median_ttft_ms_after_first": med("ttft_ms", later),
             "median_prompt_tokens": med("prompt_tokens"), "median_completion_tokens": med("completion_tokens"),
             "cached_per_cycle_after_first": round(cached / max(1, len(later)), 1),
@@ -138,25 +139,30 @@ def settings(layout: str, resize: str, threads: int, max_tokens: int) -> PolicyS
                           max_tokens=max_tokens, temperature=0.0, seed=0, layout=layout, meta={"threads": threads})
 
 
-RUNS = (("stable-first", "stable-first", True), ("no cache", "stable-first", False),
-        ("variable-first", "variable-first", True))
-"""(name, layout, in-process prompt cache) per in-process run."""
+RUNS = (("stable-first", "stable-first", True, {}), ("no cache", "stable-first", False, {}),
+        ("variable-first", "variable-first", True, {}),
+        ("encoder without FA", "stable-first", True, {"encoder_flash_attn": False}),
+        ("model with FA", "stable-first", True, {"flash_attn": True}))
+"""(name, layout, prompt cache, in-process backend options) per run. The last two are in-process only, for
+comparison: the vision encoder without flash attention (as before issue 26), the language model with it."""
+DEFAULT_RUNS = ("stable-first", "no cache", "variable-first")
+SERVER_RUNS = ("stable-first", "no cache", "variable-first")
 
 
 def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, ctxs, threads: int,
-                    log: Path, max_tokens: int, runs: tuple[str, ...] = tuple(r[0] for r in RUNS)) -> dict:
+                    log: Path, max_tokens: int, runs: tuple[str, ...] = DEFAULT_RUNS) -> dict:
     """One backend per run (each keeps its own KV cache), decisions interleaved."""
     from conway.policies.llama_inprocess import LlamaInProcessBackend
 
     result: dict = {"model": name, "backend": "llama-cpp-python in-process", "runs": []}
     policies: dict[str, ModelPolicy] = {}
     backends = []
-    for run, layout, cache in RUNS:
+    for run, layout, cache, options in RUNS:
         if run not in runs:
             continue
         backend = LlamaInProcessBackend(str(model), str(mmproj) if mmproj else None, n_ctx=N_CTX, n_threads=threads,
                                         n_threads_batch=threads, chat_format=chat_format, log_path=log,
-                                        prompt_cache=cache)
+                                        prompt_cache=cache, **options)
         backends.append(backend)
         result.setdefault("load_s", round(backend.load_s, 2))
         if not cache and backend.prompt is None:
@@ -171,7 +177,7 @@ def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: st
     return result
 
 
-def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = ("stable-first", "variable-first")) -> dict | None:
+def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = DEFAULT_RUNS) -> dict | None:
     from conway.config import load_config
     from conway.errors import UserError
     from conway.policies.factory import build_model_policy
@@ -180,7 +186,8 @@ def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = ("stabl
     result: dict = {"model": "tiny-vlm", "backend": "llama-server (started by Conway, cache_prompt)", "runs": []}
     policies: dict[str, ModelPolicy] = {}
     try:
-        for layout in [run for run in ("stable-first", "variable-first") if run in runs] or ["stable-first"]:
+        for run in [r for r in SERVER_RUNS if r in runs] or ["stable-first"]:
+            layout = "variable-first" if run == "variable-first" else "stable-first"
             cfg = load_config(None, ["policy=generic", "policy.backend=http",
                                      f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
                                      f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}",
@@ -190,13 +197,14 @@ def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = ("stabl
                                      # in-process llama.cpp only warns. Same room for both:
                                      f"runtime.extra_args=['--override-kv','qwen2vl.context_length=int:{N_CTX}']"])
             try:
-                policy = build_model_policy(cfg, Home(home / layout))
+                policy = build_model_policy(cfg, Home(home / run.replace(" ", "-")))
             except UserError as exc:
                 print(f"(llama-server part skipped: {exc})", file=sys.stderr)
                 return None
             policy.settings = settings(layout, "qwen2.5-vl", threads, TINY_MAX_TOKENS)
-            policies[layout] = policy
-            result["runs"].append(layout)
+            policy.backend.cache_prompt = run != "no cache"  # type: ignore[attr-defined]
+            policies[run] = policy
+            result["runs"].append(run)
         result.update(run_interleaved(policies, ctxs))
     finally:
         for policy in policies.values():
@@ -247,6 +255,25 @@ def print_result(res: dict) -> None:
         print(f"time to first token from cycle 2, uncached / cached: {t}x")
 
 
+def compare(results: list[dict]) -> None:
+    """In-process against llama-server on the same prompts: time to first token (in-process: the wall clock
+    to the first sampled token; llama-server: its prompt_ms, which holds the image encode and the prefill)."""
+    inproc = next((r for r in results if r["model"] == "tiny-vlm" and "in-process" in r["backend"]), None)
+    server = next((r for r in results if r["backend"].startswith("llama-server")), None)
+    if not inproc or not server:
+        return
+    print("\nin-process / llama-server, same prompts, medians from cycle 2 (<= 1.0: in-process as fast or faster):")
+    for run in inproc["runs"]:
+        base = "stable-first" if run not in server else run
+        a, b = inproc[run]["summary"], server[base]["summary"]
+        ttft, pre, srv = a["median_ttft_ms_after_first"], a["median_prefill_ms_after_first"], \
+            b["median_prefill_ms_after_first"]
+        if ttft and srv:
+            enc = a["median_image_encode_ms_after_first"]
+            print(f"  {run:<20} TTFT {ttft} ms (encode {enc}, prefill {pre}) / llama-server {base} {srv} ms = "
+                  f"{ttft / srv:.2f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cycles", type=int, default=30, help="decisions per run, from one mock-driven loop run")
@@ -255,11 +282,12 @@ def main() -> int:
     ap.add_argument("--no-gemma", action="store_true")
     ap.add_argument("--no-server", action="store_true")
     ap.add_argument("--json", metavar="FILE")
-    ap.add_argument("--runs", default=",".join(r[0] for r in RUNS),
-                    help="in-process runs, comma-separated (a short check: --runs stable-first)")
+    ap.add_argument("--runs", default=",".join(DEFAULT_RUNS),
+                    help=f"runs, comma-separated, of: {', '.join(r[0] for r in RUNS)} (the last two in-process "
+                    "only; a short check: --runs stable-first)")
     args = ap.parse_args()
     runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
-    if not runs or any(r not in {name for name, _, _ in RUNS} for r in runs):
+    if not runs or any(r not in {r[0] for r in RUNS} for r in runs):
         print(f"bench_model: --runs takes {', '.join(r[0] for r in RUNS)} (comma-separated), not {args.runs!r}",
               file=sys.stderr)
         return 1
@@ -291,6 +319,7 @@ def main() -> int:
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · medians; cache and TTFT columns from cycle 2 on")
     for res in results:
         print_result(res)
+    compare(results)
     if args.json:
         Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "results": results},
                                               indent=2))
