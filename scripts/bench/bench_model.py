@@ -102,7 +102,7 @@ def what_changed(ctxs: list, i: int) -> str:
         old = before.get(part.name)
         if old is not None and not part.text.startswith(old) and part.name not in ("latest result", "left out"):
             return f"{part.name} changed (not only appended to)"
-    return "grew at the end"
+    return "grew at the end (only the new screenshot, the latest result and what follows are new)"
 
 
 def lowest_cycle(rows: list[dict]) -> str | None:
@@ -110,13 +110,17 @@ def lowest_cycle(rows: list[dict]) -> str | None:
     later = [(i, r) for i, r in enumerate(rows) if i and r["prompt_tokens"]]
     if not later:
         return None
+    if not any(r["cached_tokens"] for _, r in later):
+        return "no cycle reused anything (the cache is off)"
     i, r = min(later, key=lambda ir: (ir[1]["cached_tokens"] or 0) / ir[1]["prompt_tokens"])
     why = r.get("changed", "")
     if why == "grew at the end" and r.get("cut_to_fit") and rows[i - 1].get("cut_to_fit"):
         why = f"the cut to fit slid ({', '.join(r['cut_to_fit'])})"
     elif why == "grew at the end" and r.get("cut_to_fit") != rows[i - 1].get("cut_to_fit"):
         why = "the cut to fit began or ended"
-    return f"cycle {i + 1}: {(r['cached_tokens'] or 0) / r['prompt_tokens']:.0%}, {why}"
+    new = r["prompt_tokens"] - (r["cached_tokens"] or 0)
+    return (f"cycle {i + 1}: {(r['cached_tokens'] or 0) / r['prompt_tokens']:.0%} ({new} of {r['prompt_tokens']} "
+            f"tokens evaluated), {why}")
 
 
 def summarize(rows: list[dict]) -> dict:
