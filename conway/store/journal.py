@@ -13,7 +13,9 @@ it is the unwritten tail, or after a crash what was never made durable.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import time
@@ -68,9 +70,38 @@ class Journal:
         self._path: Path | None = None
         self._size = 0  # where the next line goes: the end of the text
         self._alloc = 0  # the file's length: text, then zeros up to here
+        self._seen: tuple[int, int] | None = None  # (length, mtime) after this writer's last change
         self.torn_on_open: str | None = None
-        self._open_latest()
+        # Writers take turns (a run, and `promote` or an acceptance record beside it): appends are
+        # positioned writes now, so each must start from where the last writer, whoever it was, left.
+        self._lock_fd = os.open(self.folder / ".writer.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with self._exclusive():
+            self._open_latest()
         self._make_reserve()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _note(self) -> None:
+        """Remember the file as this writer left it, to notice another writer's change."""
+        if self._fd is not None:
+            st = os.fstat(self._fd)
+            self._seen = (st.st_size, st.st_mtime_ns)
+
+    def _catch_up(self) -> None:
+        """Another writer changed the file since our last line: start again from its text's end."""
+        if self._fd is None or self._path is None:
+            return
+        st = os.fstat(self._fd)
+        if (st.st_size, st.st_mtime_ns) != self._seen:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # not `_close_file`: what it would cut is the other writer's text now
+            self._open(self._path)
 
     def _make_reserve(self) -> None:
         reserve = self.folder / ".reserve"
@@ -118,6 +149,7 @@ class Journal:
             os.close(fd)
             raise
         self._fd, self._path, self._size, self._alloc = fd, path, size, size
+        self._note()
 
     def _rotate(self) -> None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
@@ -162,6 +194,17 @@ class Journal:
 
     def append(self, event: dict[str, Any], sync: bool | None = None) -> None:
         line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
+        with self._exclusive():
+            self._catch_up()
+            self._append(line)
+        if sync is None:
+            sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
+        if sync and self.fsync_mode != "none" and self._fd is not None:
+            # The data alone: inside the zeroed tail no metadata changed; past it (a full disk, one
+            # event bigger than a file) fdatasync flushes the new size too, as it must to read it back.
+            getattr(os, self.sync_call)(self._fd)
+
+    def _append(self, line: bytes) -> None:
         if self._size and self._size + len(line) > self.max_file_bytes:
             self._rotate()
         if self._size + len(line) > self.max_file_bytes:  # one event bigger than a whole file
@@ -175,12 +218,7 @@ class Journal:
             self._size = start  # what was written of this line goes
             self._drop_partial()
             raise JournalUnwritable(exc.errno, exc.strerror, str(self._path)) from None  # say which file
-        if sync is None:
-            sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
-        if sync and self.fsync_mode != "none":
-            # The data alone: inside the zeroed tail no metadata changed; past it (a full disk, one
-            # event bigger than a file) fdatasync flushes the new size too, as it must to read it back.
-            getattr(os, self.sync_call)(self._fd)
+        self._note()
 
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
@@ -235,7 +273,14 @@ class Journal:
             self._fd = None  # the next append says so (JournalUnwritable), no write to a closed file
 
     def close(self) -> None:
-        self._close_file()
+        if self._lock_fd < 0:
+            return
+        with self._exclusive():
+            if self._fd is not None and self._path is not None:
+                self._catch_up()  # cut the zeros at the text's end as it is now, whoever wrote last
+            self._close_file()
+        os.close(self._lock_fd)
+        self._lock_fd = -1
 
 
 class JournalUnwritable(OSError):

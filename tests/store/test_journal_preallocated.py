@@ -145,3 +145,22 @@ def test_kill_9_at_random_instants_loses_no_acknowledged_event(tmp_path):
     assert len(journal_files(folder)) > 1  # rotation was exercised
     for path in journal_files(folder):
         assert b"\0" not in path.read_bytes()  # reopened and closed: text only
+
+
+def test_a_second_writer_beside_a_run_loses_nothing(tmp_path):
+    """`conway promote` appends a control event while a run may be writing: neither overwrites the other."""
+    run = Journal(tmp_path, fsync="intents")
+    expected = []
+    for i in range(30):
+        run.append(make_event("run", i, "intent", {"i": i}))
+        expected.append(("run", i))
+        if i % 7 == 3:  # another process's Journal: opened, one event, closed (as candidates._journal does)
+            other = Journal(tmp_path, fsync="intents")
+            other.append(make_event("cli", i, "control", {"promoted": i}), sync=True)
+            other.close()
+            expected.append(("cli", i))
+    run.close()
+    read = read_journal(tmp_path)
+    assert [(e["session"], e["step"]) for e in read.events] == expected and read.skipped == []
+    for path in journal_files(tmp_path):
+        assert b"\0" not in path.read_bytes()
