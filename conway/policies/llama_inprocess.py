@@ -253,6 +253,7 @@ class LlamaInProcessBackend(Backend):
             with quiet_stderr(self.log):
                 handler._init_mtmd_context(self.llm)
         except ValueError as exc:
+            self.llm.close()
             raise UserError(f"libmtmd could not load the projector {self.mmproj_path}: {exc}") from None
         finally:
             params.flash_attn_type = saved
