@@ -187,7 +187,7 @@ class LlamaInProcessBackend(Backend):
                            f"{os.environ.get('OMP_WAIT_POLICY', 'unset')})")
         self.n_threads = n_threads
         # Flash attention (None: the rule measured in docs/measurements.md): the language model on CPU
-        # decodes ~4x slower with it and prefills no faster, so only offloaded layers get it; the vision
+        # decodes ~3x slower with it and prefills no faster, so only offloaded layers get it; the vision
         # encoder always does (2.6x faster on CPU; llama-server's default, auto, turns it on for both).
         self.flash_attn = bool(n_gpu_layers) if flash_attn is None else flash_attn
         handler = None
