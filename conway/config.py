@@ -298,7 +298,7 @@ class JournalConfig(_Section):
     max_total_bytes: int = Field(default=512 * 1024 * 1024, ge=8192)
     """Oldest journal files are deleted beyond this total."""
     fsync: Literal["intents", "all", "none"] = "intents"
-    """Which events are fsynced: intents (required before side effects), all, or none (tests/benchmarks only)."""
+    """Which events are made durable (fdatasync) before the next step: intents (required before side effects), all, or none (survives kill -9 only; tests/benchmarks)."""
 
 
 class ObserveConfig(_Section):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from conway.store.journal import journal_files
+from conway.store.journal import journal_files, journal_lines
 
 __all__ = ["ModelCost", "SessionCost", "costs_of", "session_cost", "render_record"]
 
@@ -102,17 +102,16 @@ def session_cost(journal_dir: Path, session: str) -> SessionCost:
     needle = json.dumps(session).encode()
     for path in reversed(journal_files(journal_dir)):
         started = False
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if needle not in raw:
-                    continue
-                try:
-                    event = json.loads(raw)
-                except ValueError:
-                    continue  # a torn line: the rest of the file still counts
-                if isinstance(event, dict) and event.get("session") == session:
-                    cost.add_event(event)
-                    started |= event.get("kind") == "session" and (event.get("payload") or {}).get("event") == "start"
+        for raw in journal_lines(path):
+            if needle not in raw:
+                continue
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue  # a torn line: the rest of the file still counts
+            if isinstance(event, dict) and event.get("session") == session:
+                cost.add_event(event)
+                started |= event.get("kind") == "session" and (event.get("payload") or {}).get("event") == "start"
         if started:
             break
     return cost

@@ -45,6 +45,7 @@ from conway.history import ArchivedImage, PastImage, Turn, TurnHistory, strip_re
 from conway.policies.backend import Backend, StructuredSpec
 from conway.policies.conversation import Past, Slots
 from conway.policies.parsed import ParsedOutput
+from conway.policies.slide_cut import SlidingCuts
 from conway.prompt.fence import render_part
 from conway.prompt.parts import PartName, frame_of
 from conway.protocols import (
@@ -126,16 +127,6 @@ _SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY,
 """Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
 _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 """Parts never cut away entirely: their head stays."""
-
-
-def _cut_middle(text: str, keep: int) -> str:
-    """Head and tail of `text` in `keep` characters, the cut marked."""
-    if len(text) <= keep:
-        return text
-    marker = f"\n[… {len(text) - keep} chars left out to fit the model's context window …]\n"
-    head = max(0, (keep - len(marker)) // 3)
-    tail = max(0, keep - len(marker) - head)
-    return text[:head] + marker + (text[-tail:] if tail else "")
 
 
 class Adapter(Protocol):
@@ -377,6 +368,8 @@ class ModelPolicy(Policy):
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self._history: TurnHistory | None = None
         """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
+        self._cuts = SlidingCuts()
+        """Parts cut to fit the window, kept cut the same way from cycle to cycle (`_fit`)."""
         self.description: list[str] = []
         """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
 
@@ -602,20 +595,23 @@ class ModelPolicy(Policy):
             return messages, estimate
         limit = window.n_ctx - self.settings.max_tokens
         cut: list[str] = []
+        whole = {id(p): p.text for p in context.parts}  # every cut is made from the part as built
         for _ in range(6):
             if estimate <= limit:
                 break
-            need = int((estimate - limit) * max(1.0, cpt) * 1.15) + 64
+            need = int((estimate - limit) * max(1.0, cpt) * 1.02) + 16  # a little over: the loop cuts again if short
             for name in _SHRINK_ORDER:
                 for part in context.parts:
                     if need <= 0 or part.name != name:
                         continue
                     floor = 100 if name in _HEAD_KEPT else 0
-                    take = min(need, len(part.text) - floor)
-                    if take <= 0:
+                    keep = max(floor, len(part.text) - need)
+                    if keep >= len(part.text):
                         continue
-                    part.text = _cut_middle(part.text, len(part.text) - take) if len(part.text) - take > 80 else ""
-                    need -= take
+                    # in slides: the same cut as last cycle while it fits, so a prompt cache keeps its prefix
+                    text = self._cuts.cut(name, whole[id(part)], keep)
+                    need -= len(part.text) - len(text)
+                    part.text = text
                     if part.name not in cut:
                         cut.append(part.name)
             context.parts = [p for p in context.parts if p.text or p.name in _HEAD_KEPT]

@@ -543,8 +543,8 @@ class HTTPBackend(Backend):
                                 "temperature": temperature, "stream": False}
         if seed is not None:
             body["seed"] = seed
-        if self.cache_prompt:
-            body["cache_prompt"] = True  # llama-server: reuse the KV cache of the shared prompt prefix
+        if self.server == "llama-server":  # reuse the KV cache of the shared prompt prefix (false: said so, as
+            body["cache_prompt"] = self.cache_prompt  # its default is true)
         if mode == "grammar" and spec.grammar:
             body["grammar"] = spec.grammar
         elif mode == "json_object" and spec.schema:

@@ -166,7 +166,9 @@ class LlamaInProcessBackend(Backend):
     def __init__(self, model_path: str, mmproj_path: str | None, *, model_id: str | None = None, n_ctx: int = 8192,
                  n_threads: int = 1, n_threads_batch: int | None = None, n_gpu_layers: int = 0,
                  chat_handler: str = "auto", chat_format: str | None = None, omp_wait_policy: str = "PASSIVE",
-                 seed: int | None = None, log_path: Path | None = None, prompt_cache: bool = True):
+                 seed: int | None = None, log_path: Path | None = None, prompt_cache: bool = True,
+                 flash_attn: bool | None = None, encoder_flash_attn: bool = True,
+                 kv_overrides: dict[str, int | float | bool | str] | None = None):
         self.note = prepare_llama_env(omp_wait_policy)
         try:
             import llama_cpp
@@ -184,6 +186,10 @@ class LlamaInProcessBackend(Backend):
                            f"{n_threads}/{n_threads_batch or n_threads}, OMP_WAIT_POLICY="
                            f"{os.environ.get('OMP_WAIT_POLICY', 'unset')})")
         self.n_threads = n_threads
+        # Flash attention (None: the rule measured in docs/measurements.md): the language model on CPU
+        # decodes ~3x slower with it and prefills no faster, so only offloaded layers get it; the vision
+        # encoder always does (2.6x faster on CPU; llama-server's default, auto, turns it on for both).
+        self.flash_attn = bool(n_gpu_layers) if flash_attn is None else flash_attn
         handler = None
         self._timed: _TimedMtmd | None = None
         if mmproj_path:
@@ -200,7 +206,10 @@ class LlamaInProcessBackend(Backend):
                 handler._mtmd_cpp = self._timed
         kwargs: dict[str, Any] = dict(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads,
                                       n_threads_batch=n_threads_batch or n_threads,
-                                      n_gpu_layers=-1 if n_gpu_layers == -1 else n_gpu_layers, verbose=False)
+                                      n_gpu_layers=-1 if n_gpu_layers == -1 else n_gpu_layers, verbose=False,
+                                      flash_attn=self.flash_attn)
+        if kv_overrides:
+            kwargs["kv_overrides"] = dict(kv_overrides)
         if handler is not None:
             kwargs["chat_handler"] = handler
         elif chat_format:
@@ -216,6 +225,8 @@ class LlamaInProcessBackend(Backend):
             if self.log is not None:
                 tail = f"; last lines of {log_path}:\n{self.log.tail(15)}"
             raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
+        if handler is not None and encoder_flash_attn and hasattr(handler, "_init_mtmd_context"):
+            self._init_encoder(handler)
         self.load_s = time.perf_counter() - t0
         self.has_vision = handler is not None
         self.prompt: MtmdPromptCache | None = None
@@ -229,6 +240,23 @@ class LlamaInProcessBackend(Backend):
             self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
             set_abort(self.llm._ctx.ctx, self._abort_cb, None)
         atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
+
+    def _init_encoder(self, handler: Any) -> None:
+        """Start libmtmd's vision encoder now, with flash attention whatever the language model uses.
+
+        The handler starts it on first use with the model's own switch (`context_params` is only read
+        by then: the language model's context exists already and keeps its own)."""
+        lc, params = self._llama_cpp, self.llm.context_params
+        saved = params.flash_attn_type
+        params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        try:
+            with quiet_stderr(self.log):
+                handler._init_mtmd_context(self.llm)
+        except ValueError as exc:
+            self.llm.close()
+            raise UserError(f"libmtmd could not load the projector {self.mmproj_path}: {exc}") from None
+        finally:
+            params.flash_attn_type = saved
 
     # -- cancellation -------------------------------------------------------------------
 

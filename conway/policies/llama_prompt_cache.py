@@ -323,6 +323,7 @@ class MtmdPromptCache:
             embd = self._embd[1]
             run.images_from_memory += 1
         else:
+            lc.llama_synchronize(llm._ctx.ctx)  # the text before is booked as prefill, not as the encode
             t = time.perf_counter()
             rc = mtmd.mtmd_encode_chunk(mctx, chunk)
             if rc != 0:

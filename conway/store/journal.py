@@ -3,11 +3,19 @@
 Lines are only ever appended. A torn last line (the process died mid-write) is
 isolated behind a newline on the next open and skipped by readers, with a
 recovery event saying so.
+
+The file being written is zero-filled a little ahead of its last line (`PREALLOCATE_BYTES`,
+synced once), so an append only overwrites blocks that already exist: making an intent durable
+is then an fdatasync of its data, with no file-system metadata to commit. Every reader stops at
+the first NUL byte (`journal_data`, `journal_lines`): JSON text never holds one, and what follows
+it is the unwritten tail, or after a crash what was never made durable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import time
@@ -39,11 +47,18 @@ def make_event(session: str, step: int, kind: str, payload: dict[str, Any], now:
     }
 
 
+PREALLOCATE_BYTES = 64 << 10
+"""How far ahead of its end the journal file is zero-filled (one write and fsync per this much journal)."""
+
 RESERVE_BYTES = 64 << 10
 """Space set aside in `journal/.reserve`: freed on a full disk so the run's last events still fit."""
 
 
 class Journal:
+    preallocate_bytes = PREALLOCATE_BYTES
+    sync_call = "fdatasync"
+    """The `os` call that makes an intent durable (a class attribute, so a benchmark can set the old ways side by side)."""
+
     def __init__(self, folder: Path, max_file_bytes: int = 8 << 20, max_total_bytes: int = 512 << 20,
                  fsync: str = "intents"):
         self.folder = folder
@@ -51,12 +66,42 @@ class Journal:
         self.max_file_bytes = min(max_file_bytes, max_total_bytes)  # one file alone never passes the cap
         self.fsync_mode = fsync
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._fh = None
+        self._fd: int | None = None
         self._path: Path | None = None
-        self._size = 0
+        self._size = 0  # where the next line goes: the end of the text
+        self._alloc = 0  # the file's length: text, then zeros up to here
+        self._seen: tuple[int, int] | None = None  # (length, mtime) after this writer's last change
         self.torn_on_open: str | None = None
-        self._open_latest()
+        # Writers take turns (a run, and `promote` or an acceptance record beside it): appends are
+        # positioned writes now, so each must start from where the last writer, whoever it was, left.
+        self._lock_fd = os.open(self.folder / ".writer.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with self._exclusive():
+            self._open_latest()
         self._make_reserve()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _note(self) -> None:
+        """Remember the file as this writer left it, to notice another writer's change."""
+        if self._fd is not None:
+            st = os.fstat(self._fd)
+            self._seen = (st.st_size, st.st_mtime_ns)
+
+    def _catch_up(self) -> None:
+        """Another writer changed the file since our last line: start again from its text's end."""
+        if self._fd is None or self._path is None:
+            return
+        st = os.fstat(self._fd)
+        if (st.st_size, st.st_mtime_ns) != self._seen:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # not `_close_file`: what it would cut is the other writer's text now
+            self._open(self._path)
 
     def _make_reserve(self) -> None:
         reserve = self.folder / ".reserve"
@@ -79,34 +124,53 @@ class Journal:
 
     def _open_latest(self) -> None:
         files = journal_files(self.folder)
-        if files and files[-1].stat().st_size < self.max_file_bytes:
+        if files and text_size(files[-1]) < self.max_file_bytes:
             path = files[-1]
-            with open(path, "rb") as fh:
-                fh.seek(max(0, path.stat().st_size - 1))
-                last = fh.read(1)
             self._open(path)
             self._enforce_total()  # the cap may have been lowered since the last run
-            if last not in (b"", b"\n"):  # isolate a torn tail so the next event starts clean
-                self._fh.write(b"\n")  # type: ignore[union-attr]
-                self._fh.flush()  # type: ignore[union-attr]
-                self._size += 1
+            if self._size and os.pread(self._fd, 1, self._size - 1) != b"\n":  # type: ignore[arg-type]
+                self._write(b"\n")  # isolate a torn tail so the next event starts clean
                 self.torn_on_open = path.name
         else:
             self._rotate()
 
     def _open(self, path: Path) -> None:
-        if self._fh:
-            self._fh.close()
-        self._fh = open(path, "ab")
-        self._path = path
-        self._size = path.stat().st_size
+        """Open for writing at the end of the text; whatever follows its first NUL is cut off first.
+
+        After a crash that is the zeroed tail, or blocks that were never made durable (written back
+        out of order before a power loss): dropping them leaves nothing a later append could join."""
+        self._close_file()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)  # read too: the torn-tail check
+        try:
+            size = text_size(path)
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._path, self._size, self._alloc = fd, path, size, size
+        self._note()
 
     def _rotate(self) -> None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         existing = journal_files(self.folder)
         seq = (int(existing[-1].name.split("-")[0]) + 1) if existing else 1
         self._open(self.folder / f"{seq:06d}-{stamp}.jsonl")
+        _fsync_dir(self.folder)  # the new file's name survives a power loss, with the intents it will hold
         self._enforce_total()
+
+    def _close_file(self) -> None:
+        """Close the file being written, its zeroed tail cut off (a closed file is text only)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            if self._alloc > self._size:
+                os.ftruncate(fd, self._size)
+        except OSError:
+            pass  # readers stop at the first NUL anyway
+        finally:
+            os.close(fd)
 
     def _enforce_total(self, current: int = 0) -> None:
         """Delete the oldest files until they fit beside a full current file: the cap counts it too.
@@ -130,44 +194,93 @@ class Journal:
 
     def append(self, event: dict[str, Any], sync: bool | None = None) -> None:
         line = (json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
+        with self._exclusive():
+            self._catch_up()
+            self._append(line)
+        if sync is None:
+            sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
+        if sync and self.fsync_mode != "none" and self._fd is not None:
+            # The data alone: inside the zeroed tail no metadata changed; past it (a full disk, one
+            # event bigger than a file) fdatasync flushes the new size too, as it must to read it back.
+            getattr(os, self.sync_call)(self._fd)
+
+    def _append(self, line: bytes) -> None:
         if self._size and self._size + len(line) > self.max_file_bytes:
             self._rotate()
         if self._size + len(line) > self.max_file_bytes:  # one event bigger than a whole file
             self._enforce_total(self._size + len(line))
-        if self._fh is None:  # an earlier failed write could not reopen the file
+        if self._fd is None:  # an earlier failed write could not reopen the file
             raise JournalUnwritable(errno.EBADF, "the journal file could not be reopened", str(self._path))
+        start = self._size
         try:
-            self._fh.write(line)
-            self._fh.flush()
+            self._write(line)
         except OSError as exc:
+            self._size = start  # what was written of this line goes
             self._drop_partial()
             raise JournalUnwritable(exc.errno, exc.strerror, str(self._path)) from None  # say which file
-        self._size += len(line)
-        if sync is None:
-            sync = self.fsync_mode == "all" or (self.fsync_mode == "intents" and event["kind"] == "intent")
-        if sync and self.fsync_mode != "none":
-            os.fsync(self._fh.fileno())
+        self._note()
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        end = self._size + len(data)
+        if end > self._alloc:
+            self._preallocate(end)
+        while data:  # pwrite may write less than asked (a signal, a full disk)
+            done = os.pwrite(self._fd, data, self._size)
+            self._size += done
+            data = data[done:]
+
+    def _preallocate(self, end: int) -> None:
+        """Zero-fill the file ahead of `end` and sync it once, so the appends up to there change no metadata.
+
+        Never past `max_file_bytes` (the caps count the file as it is on disk); a disk too full for
+        the zeros gets its space back and the line is appended the plain way (the caller's error, if any)."""
+        assert self._fd is not None
+        target = min(self.max_file_bytes, end + self.preallocate_bytes)
+        if target <= max(end, self._alloc):
+            return
+        try:
+            zeros = bytes(target - self._alloc)
+            offset = self._alloc
+            while zeros:
+                done = os.pwrite(self._fd, zeros, offset)
+                offset += done
+                zeros = zeros[done:]
+            os.fsync(self._fd)  # the new length and its blocks, once per PREALLOCATE_BYTES
+            self._alloc = target
+        except OSError:
+            try:
+                os.ftruncate(self._fd, max(self._size, self._alloc))
+            except OSError:
+                pass
 
     def _drop_partial(self) -> None:
         """A failed write (a full disk) must not leave half a line: cut the file back to its last whole line."""
-        assert self._fh is not None and self._path is not None
+        assert self._fd is not None and self._path is not None
+        path, size = self._path, self._size
         try:
-            self._fh.close()  # drops whatever the buffer still held (its flush fails the same way)
+            os.ftruncate(self._fd, size)
         except OSError:
             pass
         try:
-            os.truncate(self._path, self._size)
+            os.close(self._fd)
         except OSError:
             pass
+        self._fd = None
         try:
-            self._fh = open(self._path, "ab")
+            self._open(path)
         except OSError:
-            self._fh = None  # the next append says so (JournalUnwritable), no write to a closed file
+            self._fd = None  # the next append says so (JournalUnwritable), no write to a closed file
 
     def close(self) -> None:
-        if self._fh:
-            fh, self._fh = self._fh, None
-            fh.close()
+        if self._lock_fd < 0:
+            return
+        with self._exclusive():
+            if self._fd is not None and self._path is not None:
+                self._catch_up()  # cut the zeros at the text's end as it is now, whoever wrote last
+            self._close_file()
+        os.close(self._lock_fd)
+        self._lock_fd = -1
 
 
 class JournalUnwritable(OSError):
@@ -176,6 +289,45 @@ class JournalUnwritable(OSError):
 
 def journal_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.name.split("-")[0].isdigit())
+
+
+def text_size(path: Path) -> int:
+    """Where a journal file's text ends: its first NUL byte (the zeroed tail), else its length."""
+    offset = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            cut = chunk.find(b"\0")
+            if cut >= 0:
+                return offset + cut
+            offset += len(chunk)
+    return offset
+
+
+def journal_data(path: Path) -> bytes:
+    """A journal file's text: everything before its first NUL byte."""
+    data = path.read_bytes()
+    cut = data.find(b"\0")
+    return data if cut < 0 else data[:cut]
+
+
+def journal_lines(path: Path) -> Iterator[bytes]:
+    """A journal file's lines (each with its newline, the last maybe torn), up to its first NUL byte."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            cut = raw.find(b"\0")
+            if cut >= 0:
+                if cut:
+                    yield raw[:cut]
+                return
+            yield raw
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -200,25 +352,24 @@ def iter_journal(folder: Path) -> Iterator[tuple[dict[str, Any] | None, str]]:
     if not folder.exists():
         return
     for path in journal_files(folder):
-        with open(path, "rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    event = json.loads(raw)
-                    if not isinstance(event, dict) or "kind" not in event:
-                        raise ValueError("not an event")
-                except ValueError:
-                    yield None, f"{path.name}:{n}"
-                    continue
-                yield event, f"{path.name}:{n}"
+        for n, raw in enumerate(journal_lines(path), 1):
+            if not raw.strip():
+                continue
+            try:
+                event = json.loads(raw)
+                if not isinstance(event, dict) or "kind" not in event:
+                    raise ValueError("not an event")
+            except ValueError:
+                yield None, f"{path.name}:{n}"
+                continue
+            yield event, f"{path.name}:{n}"
 
 
 def tail_events(folder: Path, n: int = 10) -> list[dict[str, Any]]:
     """The last n events, reading only the newest files."""
     out: list[dict[str, Any]] = []
     for path in reversed(journal_files(folder)):
-        lines = path.read_bytes().splitlines()
+        lines = journal_data(path).splitlines()
         for raw in reversed(lines):
             try:
                 ev = json.loads(raw)

@@ -108,13 +108,14 @@ class ViewServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def _journal_state(self) -> tuple[tuple[str, int], ...]:
+    def _journal_state(self) -> tuple[tuple[str, int, int], ...]:
         if self.journal is None:
             return ()
         out = []
         for f in journal_files(self.journal):
-            try:
-                out.append((f.name, f.stat().st_size))
+            try:  # the time too: appends into the file's zeroed tail leave its length as it was
+                st = f.stat()
+                out.append((f.name, st.st_size, st.st_mtime_ns))
             except OSError:
                 continue
         return tuple(out)

@@ -2,18 +2,19 @@
 
     python -m scripts.bench.bench_loop --cycles 1000
 
-Runs the real `Loop` on a temporary home (real journal with fsync of intents,
+Runs the real `Loop` on a temporary home (real journal with the durable intent,
 real state.json writes, real files) with a mock script that alternates two
-file appends (so every cycle has a side effect and its fsynced intent), and
+file appends (so every cycle has a side effect and its synced intent), and
 times each part of every cycle: the bare mock decision, context building,
-journal appends, state writes, memory, the tool itself and every fsync.
+journal appends, state writes, memory, the tool itself and every fsync or
+fdatasync.
 
 The reference, measured in the same run on a private Xvfb screen of
 1280x800 showing an editor (needs Xvfb, xdotool and tkinter; skipped with the
 reason otherwise): one mss capture plus the JPEG q85 encode of that frame, what
 every real cycle pays before the model sees anything. Harness overhead is
 everything but the (synthetic) observation, the mock decision and the tool;
-it is reported with and without the intent's fsync (a property of the disk).
+it is reported with and without the syncs (the intent's fdatasync, a property of the disk).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class NoSleepClock(Clock):
 
 
 class Meter:
-    """Seconds per part, per call and per cycle; fsyncs counted apart, outside the tool only."""
+    """Seconds per part, per call and per cycle; fsyncs and fdatasyncs counted apart, outside the tool only."""
 
     def __init__(self) -> None:
         self.calls: dict[str, list[float]] = defaultdict(list)
@@ -164,7 +165,33 @@ class Reference:
             self._tmp.cleanup()
 
 
-def run_block(home: Home, cycles: int, meter: Meter) -> None:
+class GrowingFsyncJournal(Journal):
+    """The journal before issue 26: appends grow the file, and each intent is fsynced (data and inode)."""
+
+    preallocate_bytes = 0
+    sync_call = "fsync"
+
+
+class FallocatedJournal(Journal):
+    """Space reserved with posix_fallocate instead of zeros: unwritten extents, which a write must convert."""
+
+    def _preallocate(self, end: int) -> None:
+        assert self._fd is not None
+        target = min(self.max_file_bytes, end + self.preallocate_bytes)
+        if target > max(end, self._alloc):
+            os.posix_fallocate(self._fd, self._alloc, target - self._alloc)
+            os.fsync(self._fd)
+            self._alloc = target
+
+
+VARIANTS = {"fdatasync": Journal, "fsync": GrowingFsyncJournal, "fallocate": FallocatedJournal}
+"""--sync: the journal as it is (appends into a zero-filled tail, fdatasync), as it was, or with fallocate."""
+LABELS = {"fdatasync": "a zero-filled tail, fdatasync (the journal as it is)",
+          "fsync": "a growing file, fsync (the journal before issue 26)",
+          "fallocate": "a posix_fallocate'd tail, fdatasync"}
+
+
+def run_block(home: Home, cycles: int, meter: Meter, journal_class: type[Journal] = Journal) -> None:
     """One run of the real loop for `cycles` cycles, every part timed."""
     cfg = load_config(None, [f"agent.max_steps={cycles}", "agent.repetition_limit=1000000"])
     steps = [{"action": {"type": "append_file", "path": "bench.txt", "text": t}} for t in ("a", "b")]
@@ -172,8 +199,8 @@ def run_block(home: Home, cycles: int, meter: Meter) -> None:
     policy.decide = meter.timed("decide (bare mock)", policy.decide)
     toolbox = build_toolbox(cfg.tools, home.scratch, gui=False)
     toolbox.run = meter.tool(meter.timed("tool (append_file)", toolbox.run))
-    journal = Journal(home.journal_dir, fsync=cfg.journal.fsync)
-    journal.append = meter.timed("journal append (+fsync of intents)", journal.append)
+    journal = journal_class(home.journal_dir, fsync=cfg.journal.fsync)
+    journal.append = meter.timed("journal append (+sync of intents)", journal.append)
     observer = SyntheticObserver()
     observer.observe = meter.timed("observe (synthetic PNG, cached)", observer.observe)
     loop = Loop(LoopParts(home=home, config=cfg, policy=policy, observer=observer, toolbox=toolbox,
@@ -185,47 +212,23 @@ def run_block(home: Home, cycles: int, meter: Meter) -> None:
                                                 loop.state.store.save_current)
     loop.memory.memory.add = meter.timed("memory.md append", loop.memory.memory.add)
     first = len(meter.cycles)
-    real_fsync = os.fsync
-    os.fsync = meter.fsync(real_fsync)
+    real = os.fsync, os.fdatasync
+    os.fsync, os.fdatasync = meter.fsync(real[0]), meter.fsync(real[1])
     try:
         loop.run()
     finally:
-        os.fsync = real_fsync
+        os.fsync, os.fdatasync = real
         journal.close()
     meter.close_cycles(time.perf_counter())
     if len(meter.cycles) > first + 1:
         meter.cycles.pop()  # the last one also carries the session's end (final state write, end event)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cycles", type=int, default=1000, help="cycles to run (>= 1000 for the figures in docs/measurements.md)")
-    ap.add_argument("--blocks", type=int, default=5, help="loop runs, with reference frames before, between and after")
-    ap.add_argument("--frames", type=int, default=60, help="capture+encode reference frames in all")
-    args = ap.parse_args()
-    if args.cycles < args.blocks or args.blocks < 1:
-        print("bench_loop: --cycles must be at least --blocks (>= 1)", file=sys.stderr)
-        return 1
-    meter = Meter()
-    per_gap = max(1, args.frames // (args.blocks + 1))
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp, Reference() as ref:
-        home = Home(Path(tmp) / "home")
-        init_home(home)
-        for b in range(args.blocks):
-            ref.grab(per_gap)
-            run_block(home, args.cycles // args.blocks + (1 if b < args.cycles % args.blocks else 0), meter)
-        ref.grab(per_gap)
-    wall = time.perf_counter() - started
+def report(meter: Meter, reference: float | None, title: str) -> float:
+    """Print one variant's table; returns its median harness overhead per cycle (seconds)."""
     n = len(meter.cycles)
     base = statistics.median(meter.calls["decide (bare mock)"])
-    reference = statistics.median(ref.times) if ref.times else None
-    print(f"{n} cycles in {args.blocks} loop run(s), {wall:.1f} s in all with the reference")
-    if reference is None:
-        print(f"capture+encode reference not measured: {ref.why_not}")
-    else:
-        print(f"reference: one mss capture + JPEG q85 encode of a 1280x800 frame (Xvfb, editor scene), median of "
-              f"{len(ref.times)} taken between the loop runs: {reference * 1e3:.3f} ms")
+    print(f"\n{title}: {n} cycles")
     print(f"{'part':40} {'ms per cycle':>12} {'median call ms':>15} {'x bare decision':>16} {'% of capture+encode':>20}")
 
     def row(name: str, per_cycle: float, median: str = "") -> None:
@@ -235,14 +238,63 @@ def main() -> int:
     for name, values in meter.calls.items():
         row(name, sum(values) / n, f"{statistics.median(values) * 1e3:.3f}")
     fs = meter.fsync_calls
-    row(f"fsync outside the tool ({len(fs)} calls)", sum(fs) / n, f"{statistics.median(fs) * 1e3:.3f}" if fs else "")
+    row(f"(f|fdata)sync outside the tool ({len(fs)})", sum(fs) / n, f"{statistics.median(fs) * 1e3:.3f}" if fs else "")
     harness = [c["_wall"] - sum(c.get(k, 0.0) for k in NOT_HARNESS) for c in meter.cycles]
     bare = [h - c.get("fsync", 0.0) for h, c in zip(harness, meter.cycles)]
     print(f"{'harness overhead per cycle':40} {'median ms':>12} {'mean ms':>15} {'':16} {'% (median)':>20}")
-    for name, values in (("whole (all but observe, decide, tool)", harness), ("  without the intent's fsync", bare)):
+    for name, values in (("whole (all but observe, decide, tool)", harness), ("  without the syncs", bare)):
         med, mean = statistics.median(values), statistics.fmean(values)
         share = f"{med / reference * 100:19.1f}%" if reference else f"{'n/a':>20}"
         print(f"{name:40} {med * 1e3:12.3f} {mean * 1e3:15.3f} {'':16} {share}")
+    return statistics.median(harness)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=1000, help="cycles to run per variant (>= 1000 for the figures in docs/measurements.md)")
+    ap.add_argument("--blocks", type=int, default=5, help="loop runs per variant, with reference frames before, between and after")
+    ap.add_argument("--frames", type=int, default=60, help="capture+encode reference frames in all")
+    ap.add_argument("--sync", default="fdatasync", help="the intent's sync, or several comma-separated, their runs "
+                    "taking turns: fdatasync (the journal as it is: a zero-filled tail, fdatasync), fsync (as "
+                    "before: a growing file, fsync), fallocate (a posix_fallocate'd tail, fdatasync); all: the three")
+    args = ap.parse_args()
+    if args.cycles < args.blocks or args.blocks < 1:
+        print("bench_loop: --cycles must be at least --blocks (>= 1)", file=sys.stderr)
+        return 1
+    names = list(VARIANTS) if args.sync == "all" else [n.strip() for n in args.sync.split(",") if n.strip()]
+    if not names or any(n not in VARIANTS for n in names):
+        print(f"bench_loop: --sync takes {', '.join(VARIANTS)} (comma-separated) or all, not {args.sync!r}",
+              file=sys.stderr)
+        return 1
+    meters = {n: Meter() for n in names}
+    runs = args.blocks * len(names)
+    per_gap = max(1, args.frames // (runs + 1))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp, Reference() as ref:
+        homes = {n: Home(Path(tmp) / f"home-{n}") for n in names}
+        for home in homes.values():
+            init_home(home)
+        for b in range(args.blocks):
+            for n in names:  # the variants take turns, so load and disk state weigh on each alike
+                ref.grab(per_gap)
+                run_block(homes[n], args.cycles // args.blocks + (1 if b < args.cycles % args.blocks else 0),
+                          meters[n], VARIANTS[n])
+        ref.grab(per_gap)
+    wall = time.perf_counter() - started
+    reference = statistics.median(ref.times) if ref.times else None
+    print(f"{runs} loop run(s), {wall:.1f} s in all with the reference; under {tempfile.gettempdir()}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    if reference is None:
+        print(f"capture+encode reference not measured: {ref.why_not}")
+    else:
+        print(f"reference: one mss capture + JPEG q85 encode of a 1280x800 frame (Xvfb, editor scene), median of "
+              f"{len(ref.times)} taken between the loop runs: {reference * 1e3:.3f} ms")
+    medians = {n: report(meters[n], reference, f"intent sync: {n}, {LABELS[n]}") for n in names}
+    if len(names) > 1 and reference:
+        print("\nharness overhead, median per cycle: " + ", ".join(
+            f"{n} {m * 1e3:.3f} ms = {m / reference * 100:.1f}%" for n, m in medians.items()))
+        print("median sync call outside the tool: " + ", ".join(
+            f"{n} {statistics.median(meters[n].fsync_calls) * 1e3:.3f} ms" for n in names if meters[n].fsync_calls))
     return 0
 
 

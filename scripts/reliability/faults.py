@@ -52,8 +52,10 @@ def _conway(home: Path, *args: str, timeout: float = LIMIT_S) -> subprocess.Comp
 
 def _events(home: Path) -> list[dict[str, Any]]:
     out = []
+    from conway.store.journal import journal_data
+
     for path in sorted((home / "journal").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in journal_data(path).decode("utf-8", errors="replace").splitlines():
             try:
                 out.append(json.loads(line))
             except ValueError:

@@ -75,13 +75,13 @@ class JournalFollower:
     """Events appended to the journal after the moment it was made, across rotated files."""
 
     def __init__(self, folder: Path):
-        from conway.store.journal import journal_files
+        from conway.store.journal import journal_files, text_size
 
         self._files = journal_files
         self.folder = folder
         files = journal_files(folder)
         self.path: Path | None = files[-1] if files else None
-        self.offset = self.path.stat().st_size if self.path else 0
+        self.offset = text_size(self.path) if self.path else 0
         self.partial = b""
         self.events: list[dict[str, Any]] = []
 
@@ -100,6 +100,7 @@ class JournalFollower:
             except FileNotFoundError:
                 self.path = None
                 continue
+            data = data.split(b"\0", 1)[0]  # the file being written ends in zeros: its text stops there
             self.offset += len(data)
             lines = (self.partial + data).split(b"\n")
             self.partial = lines.pop()

@@ -277,3 +277,22 @@ def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
         assert after.text == "aaaaa"  # the context is usable again
     finally:
         backend.close()
+
+
+def test_the_vision_encoder_gets_flash_attention_and_the_cpu_model_does_not(conway_home):
+    """The split measured in docs/measurements.md (issue 26): libmtmd's encoder is started at load with
+    flash attention; the language model on CPU keeps it off (it decodes several times slower with it)."""
+    require_llama()
+    import llama_cpp
+
+    from conway.policies.llama_inprocess import LlamaInProcessBackend
+
+    backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=4096, n_threads=1,
+                                    log_path=conway_home / "llama-runtime.log")
+    try:
+        handler = backend.llm.chat_handler
+        assert handler.mtmd_ctx is not None  # started at load, not by the first decision
+        assert backend.flash_attn is False
+        assert backend.llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    finally:
+        backend.close()

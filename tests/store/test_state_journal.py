@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from helpers.loop_harness import run_script
 
@@ -188,8 +189,9 @@ def test_journal_cap_holds_when_a_new_run_reopens_the_current_file(tmp_path):
     j.close()
 
 
-def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monkeypatch):
-    """SIGKILL keeps unsynced data, so only the fsync calls show the intent is on disk (OS boundary)."""
+def test_the_intent_is_synced_before_its_action_is_dispatched(conway_home, monkeypatch):
+    """SIGKILL keeps unsynced data, so only the sync calls show the intent is on disk (OS boundary): an
+    fsync or fdatasync of the journal file once its text reached the intent's end."""
     import os
 
     from conway.config import load_config
@@ -197,19 +199,22 @@ def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monk
     from conway.protocols import Tool, ToolResult
     from conway.session.app import RunRequest, run_agent
     from conway.store.home import init_home, resolve_home
+    from conway.store.journal import journal_data, text_size
     from conway.tools.registry import Toolbox
 
     synced: list[tuple[str, int]] = []
-    real_fsync = os.fsync
 
-    def recording_fsync(fd):
-        real_fsync(fd)
-        try:
-            synced.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size))
-        except OSError:
-            pass
+    def recording(real):
+        def sync(fd):
+            real(fd)
+            try:
+                path = os.readlink(f"/proc/self/fd/{fd}")
+                synced.append((path, text_size(Path(path))))
+            except OSError:
+                pass
+        return sync
 
-    class Checking(Tool):  # at dispatch time: the journal holding the intent has been fsynced up to its end
+    class Checking(Tool):  # at dispatch time: the journal holding the intent has been synced up to its end
         name = "files"
         action_types = frozenset({"append_file"})
         seen: list[bool] = []
@@ -219,12 +224,13 @@ def test_the_intent_is_fsynced_before_its_action_is_dispatched(conway_home, monk
 
         def run(self, action, screen=None):
             jfile = journal_files(conway_home / "journal")[-1]
-            end = jfile.stat().st_size
-            assert b'"kind":"intent"' in jfile.read_bytes().splitlines()[-1]
+            end = text_size(jfile)
+            assert b'"kind":"intent"' in journal_data(jfile).splitlines()[-1]
             self.seen.append(any(path == str(jfile) and size >= end for path, size in synced))
             return ToolResult(ok=True, output="done")
 
-    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "fsync", recording(os.fsync))
+    monkeypatch.setattr(os, "fdatasync", recording(os.fdatasync))
     home = resolve_home(None)
     init_home(home)
     tool = Checking()

@@ -10,7 +10,7 @@ from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.readiness.checks import Check
 from conway.store.home import Home
-from conway.store.journal import journal_files, open_intent
+from conway.store.journal import journal_files, open_intent, text_size
 from conway.store.state import InstanceLock, StateStore
 
 
@@ -66,7 +66,7 @@ def recovery_checks(home: Home) -> list[Check]:
         out.append(Check("recovery: journal tail", "ok", "no journal yet"))
     else:
         last = files[-1]
-        size = last.stat().st_size
+        size = text_size(last)  # the file a run is writing ends in zeros: its text ends at the first NUL
         torn = False
         if size:
             with open(last, "rb") as fh:
