@@ -281,7 +281,12 @@ class SkillsConfig(_Section):
 
 class ToolsConfig(_Section):
     enabled: list[Literal["files", "shell", "browser", "gui"]] = ["files", "shell", "browser", "gui"]
-    """Tool groups offered to the model (a routing preference, not a sandbox)."""
+    """Tool groups offered to the model (a routing preference; `environment` decides what they can reach)."""
+    environment: Literal["local", "sandbox"] = "local"
+    """Where the shell and files tools act: `local` (as the current user, everything the user can reach) or
+    `sandbox` (inside bubblewrap: the workdir read-write, the system read-only, the real home hidden)."""
+    sandbox_network: bool = False
+    """With `environment: sandbox`, whether commands share the host's network (default: a private loopback only)."""
     workdir: str | None = None
     """Where relative paths resolve and shell commands start (None: the home's scratch/)."""
     read_max_bytes: int = Field(default=65536, ge=256)

@@ -373,6 +373,11 @@ def do_mcp_serve(args) -> int:
                  model_config=lambda: _model_config(args, home))
 
 
+def _tasks(args) -> int:
+    from conway.cli.tasks import do_tasks
+    return do_tasks(args)
+
+
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
@@ -380,7 +385,8 @@ COMMANDS: dict[str, Callable] = {
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
     "acceptance-check": do_acceptance_check,
-    "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills, "mcp-serve": do_mcp_serve,
+    "tasks": _tasks, "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills,
+    "mcp-serve": do_mcp_serve,
 }
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from conway import __version__
+from conway.cli import tasks as tasks_cli
 from conway.cli.commands import run_command
 from conway.errors import UserError, exit_codes_text
 from conway.evals.vision_cases import PROFILES as VISION_PROFILES
@@ -254,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     _add_overrides(p)
+
+    tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
 
     p = cmd("report", "print a readable summary (a table) of any Conway report")
     p.add_argument("file", metavar="FILE", help="a conway-report/1 JSON file")

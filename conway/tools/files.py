@@ -1,7 +1,9 @@
 """Direct file tools: bounded read, exact atomic replace, append, bounded listing.
 
-Paths are the current user's: relative ones resolve against `workdir`, `~`
-expands. This is routing, not a sandbox (nothing stops `/etc/...`).
+Paths go through the tools' environment (`conway.sandbox.environment`). Local (the default): the
+current user's paths, relative ones against `workdir`, `~` expanded; routing, not a sandbox (nothing
+stops `/etc/...`). In a sandbox: the paths the sandbox shows, links followed as inside it; anything it
+hides is refused, and a write where it shows files read-only is refused too.
 
 User mistakes (missing file, a directory, permission denied, no or ambiguous
 match) come back as `ToolResult(ok=False)`; `DispatchUncertain` is raised only
@@ -10,6 +12,7 @@ when a write failed after it may already have changed the file.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import tempfile
@@ -19,6 +22,8 @@ from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action, 
 from conway.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
+from conway.sandbox.environment import Environment, LocalEnvironment
+from conway.tasks.env import PathEscape
 
 _CHUNK = 1 << 16
 
@@ -46,10 +51,13 @@ class FileTools(Tool):
     name = "files"
     action_types = types_of("file")
 
-    def __init__(self, workdir: Path, read_max_bytes: int = 65536, list_max_entries: int = 200):
+    def __init__(self, workdir: Path, read_max_bytes: int = 65536, list_max_entries: int = 200,
+                 environment: Environment | None = None):
         self.workdir = Path(os.path.expanduser(str(workdir)))
         self.read_max_bytes = read_max_bytes
         self.list_max_entries = list_max_entries
+        self.environment: Environment = environment or LocalEnvironment()
+        """Which paths exist for the tool and where they live (the same view the shell's commands get)."""
 
     def availability(self) -> tuple[bool, str]:
         # Tried, not guessed: the working directory must be listable.
@@ -59,20 +67,31 @@ class FileTools(Tool):
             return False, f"working directory unusable: {_describe(exc, self.workdir)}"
         return True, f"files relative to {self.workdir}"
 
+    def close(self) -> None:
+        self.environment.close()  # idempotent: the shell tool may close the same one
+
     def resolve(self, path: str) -> Path:
-        p = Path(os.path.expanduser(path))
-        return p if p.is_absolute() else self.workdir / p
+        return self.environment.resolve(path, cwd=str(self.workdir)).host
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
+        if not isinstance(action, (ReadFile, ReplaceText, AppendFile, ListDir)):
+            return _fail(f"the files tool cannot run {getattr(action, 'type', action)!r}")
+        try:
+            where = self.environment.resolve(action.path, cwd=str(self.workdir))
+        except PathEscape as exc:
+            return _fail(f"{exc} (nothing read or written)")
+        writes = isinstance(action, (ReplaceText, AppendFile))
+        if writes and not where.writable:
+            return _fail(f"{where.inside} is read-only in this sandbox (file unchanged)")
         if isinstance(action, ReadFile):
-            return self.read(self.resolve(action.path))
-        if isinstance(action, ReplaceText):
-            return self.replace(self.resolve(action.path), action.old, action.new)
-        if isinstance(action, AppendFile):
-            return self.append(self.resolve(action.path), action.text)
-        if isinstance(action, ListDir):
-            return self.list_dir(self.resolve(action.path))
-        return _fail(f"the files tool cannot run {getattr(action, 'type', action)!r}")
+            result = self.read(where.host)
+        elif isinstance(action, ReplaceText):
+            result = self.replace(where.host, action.old, action.new)
+        elif isinstance(action, AppendFile):
+            result = self.append(where.host, action.text)
+        else:
+            result = self.list_dir(where.host)
+        return _named_inside(result, where.host, where.inside)
 
     # --- read ----------------------------------------------------------------
 
@@ -245,6 +264,17 @@ class FileTools(Tool):
                          f"{len(entries)} in name order ...]")
         return ToolResult(ok=True, output="\n".join(lines), truncated=bool(left),
                           data={"path": str(path), "entries": len(entries), "omitted": left})
+
+
+def _named_inside(result: ToolResult, host: Path, inside: str) -> ToolResult:
+    """A sandbox may show a file at another path than the host's (the task's /home/user): the model is told
+    the path it used, never where the sandbox keeps it."""
+    if str(host) == inside:
+        return result
+    def swap(value):
+        return value.replace(str(host), inside) if isinstance(value, str) else value
+    return dataclasses.replace(result, output=swap(result.output), error=swap(result.error),
+                               data={k: swap(v) for k, v in result.data.items()})
 
 
 class _Certain(Exception):

@@ -12,6 +12,7 @@ from conway.config import SkillsConfig, ToolsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 from conway.redact import tool_environment
+from conway.sandbox.environment import BubblewrapEnvironment, Environment, LocalEnvironment
 
 NO_DESKTOP = "no desktop tools available"
 
@@ -88,6 +89,8 @@ class Setup:
     api_key_env: str | None
     shell_env: dict[str, str]
     """Set in the shell's environment on top of the filtered one (a task's own CONWAY_HOME)."""
+    environment: Environment
+    """Where the shell and files tools act (`tools.environment`, or one handed in: a task's desktop)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ def _mcp(s: Setup) -> Tool | None:
 
 def _files(s: Setup) -> Tool:
     from conway.tools.files import FileTools
-    return FileTools(s.workdir, read_max_bytes=s.cfg.read_max_bytes, list_max_entries=s.cfg.list_max_entries)
+    return FileTools(s.workdir, read_max_bytes=s.cfg.read_max_bytes, list_max_entries=s.cfg.list_max_entries,
+                     environment=s.environment)
 
 
 def _shell(s: Setup) -> Tool:
@@ -131,7 +135,8 @@ def _shell(s: Setup) -> Tool:
     def env() -> dict[str, str]:  # read at each command: the environment may change during a run
         return {**tool_environment(os.environ, drop=[s.api_key_env], drop_patterns=cfg.shell_env_drop,
                                    keep=cfg.shell_env_keep)[0], **s.shell_env}
-    return ShellTool(s.workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes, env=env)
+    return ShellTool(s.workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes, env=env,
+                     environment=s.environment)
 
 
 def _browser(s: Setup) -> Tool:
@@ -164,7 +169,7 @@ _REFUSED = {row.family: row.refused for row in TOOLS if row.refused}
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
                   skills: SkillsConfig | None = None, api_key_env: str | None = None,
-                  shell_env: dict[str, str] | None = None) -> Toolbox:
+                  shell_env: dict[str, str] | None = None, environment: Environment | None = None) -> Toolbox:
     """Tools from config, one per row of TOOLS that is turned on. `gui=False` leaves the desktop alone (mock
     and acceptance runs).
 
@@ -172,8 +177,12 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     Configured MCP servers are started here (each within its timeout) and stopped by `close`.
     `api_key_env` names the variable holding the model's API key: the shell never sees it.
     `shell_env`: variables the shell's commands get on top of that environment (a task's CONWAY_HOME).
+    `environment`: where the shell and files tools act (None: `tools.environment`; the shell tool closes it).
     """
-    setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {})
+    if environment is None:
+        environment = (BubblewrapEnvironment.for_workdir(workdir, network=cfg.sandbox_network)
+                       if cfg.environment == "sandbox" else LocalEnvironment())
+    setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {}, environment)
     made = (row.make(setup) for row in TOOLS if row.enabled_as is None or row.enabled_as in cfg.enabled)
     return Toolbox([tool for tool in made if tool is not None])
 

@@ -1,10 +1,10 @@
-"""Current-user shell with a timeout, bounded output and process-group cleanup.
+"""Shell commands with a timeout, bounded output and process-group cleanup, run through an environment.
 
-The command runs as the user running Conway, with the user's permissions: this
-is routing, not a sandbox. It gets its own session/process group so that a
-timeout can kill everything it started (the group plus any descendant that
-left it), and /dev/null as stdin so it can never
-wait for a keyboard (`run` never reads stdin).
+With `LocalEnvironment` (the default) the command runs as the user running Conway, with the user's
+permissions: routing, not a sandbox. With `BubblewrapEnvironment` (`tools.environment: sandbox`) it runs
+inside bubblewrap (`conway.sandbox.environment`). Either way it gets its own session/process group so that a
+timeout or a stop can kill everything it started (the group plus any descendant that left it), and
+/dev/null as stdin so it can never wait for a keyboard (`run` never reads stdin).
 """
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ from __future__ import annotations
 import os
 import queue
 import selectors
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-import psutil
-
 from conway.actions import Shell, _Action, types_of
 from conway.bounded import HeadTail
 from conway.cancel import current_cancel
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
+from conway.sandbox.environment import Environment, LocalEnvironment
+from conway.sandbox.process import kill_tree
 
 _POSIX = os.name == "posix"
 _SLICE_S = 0.1  # how often the read loop looks at the clock and the process
@@ -39,7 +38,8 @@ class ShellTool(Tool):
     cancellable = True  # a stop kills the command's process group (see `run`)
 
     def __init__(self, workdir: Path, timeout_s: float = 60, max_output_bytes: int = 32768,
-                 kill_grace_s: float = 2.0, env: Callable[[], dict[str, str]] | None = None):
+                 kill_grace_s: float = 2.0, env: Callable[[], dict[str, str]] | None = None,
+                 environment: Environment | None = None):
         self.workdir = Path(os.path.expanduser(str(workdir)))
         self.timeout_s = timeout_s
         """Default and maximum per command; a longer `Shell.timeout_s` is capped to it."""
@@ -48,18 +48,25 @@ class ShellTool(Tool):
         """Between SIGTERM and SIGKILL of the process group on timeout."""
         self.env = env
         """Builds each command's environment at its start (None: Conway's own); `registry` drops credentials."""
+        self.environment: Environment = environment or LocalEnvironment()
+        """Where the command runs: as it is, or inside a sandbox (`tools.environment`)."""
 
     def availability(self) -> tuple[bool, str]:
         if not self.workdir.is_dir():
             return False, f"working directory does not exist: {self.workdir}"
+        ok, how = self.environment.availability()
+        if not ok:
+            return False, how
         try:  # tried, not guessed
-            done = subprocess.run(_argv("exit 0"), cwd=self.workdir, stdin=subprocess.DEVNULL,
+            prep = self.environment.prepare(_argv("exit 0"), cwd=str(self.workdir), env=None)
+            done = subprocess.run(prep.argv, cwd=prep.cwd, env=prep.env, stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"cannot start {_SHELL}: {exc}"
         if done.returncode != 0:
             return False, f"{_SHELL} exited {done.returncode} on a no-op command"
-        return True, f"{_SHELL} in {self.workdir}, timeout {self.timeout_s:g} s"
+        where = "" if self.environment.name == "local" else f", {how}"
+        return True, f"{_SHELL} in {self.workdir}, timeout {self.timeout_s:g} s{where}"
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         if not isinstance(action, Shell):
@@ -67,8 +74,9 @@ class ShellTool(Tool):
         timeout = min(action.timeout_s or self.timeout_s, self.timeout_s)
         capped = action.timeout_s is not None and action.timeout_s > self.timeout_s
         try:
-            proc = subprocess.Popen(_argv(action.command), cwd=self.workdir, stdin=subprocess.DEVNULL,
-                                    env=self.env() if self.env is not None else None,
+            prep = self.environment.prepare(_argv(action.command), cwd=str(self.workdir),
+                                            env=self.env() if self.env is not None else None)
+            proc = subprocess.Popen(prep.argv, cwd=prep.cwd, stdin=subprocess.DEVNULL, env=prep.env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     start_new_session=_POSIX, shell=not _POSIX,
                                     creationflags=0 if _POSIX else subprocess.CREATE_NEW_PROCESS_GROUP)
@@ -123,58 +131,10 @@ class ShellTool(Tool):
 
     def _kill_group(self, proc: subprocess.Popen) -> None:
         """SIGTERM the group and every descendant, wait the grace, then SIGKILL."""
-        if not _POSIX:
-            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
-            proc.wait()
-            return
-        pgid = proc.pid  # start_new_session made the shell its group's leader
-        members = _members(proc.pid)  # snapshot first: children are reparented once the shell dies
-        for sig, wait_s in ((signal.SIGTERM, self.kill_grace_s), (signal.SIGKILL, 5.0)):
-            # SIGKILL always follows: a child forked after the snapshot may ignore SIGTERM.
-            _signal(pgid, members, sig)
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                if proc.poll() is not None and all(_dead(p) for p in members):
-                    break
-                time.sleep(0.02)
-        proc.wait()
+        kill_tree(proc, self.kill_grace_s)
 
-
-def _members(leader: int) -> list[psutil.Process]:
-    """The leader's descendants plus its group's members (orphans reparented to init)."""
-    found: dict[int, psutil.Process] = {}
-    try:
-        for p in psutil.Process(leader).children(recursive=True):
-            found[p.pid] = p
-    except psutil.Error:
-        pass
-    for p in psutil.process_iter():
-        try:
-            if p.pid != leader and os.getpgid(p.pid) == leader:
-                found.setdefault(p.pid, p)
-        except (OSError, psutil.Error):
-            continue
-    return list(found.values())
-
-
-def _signal(pgid: int, members: list[psutil.Process], sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for p in members:  # also reaches descendants that left the group with setsid
-        try:
-            p.send_signal(sig)  # psutil refuses if the pid was reused
-        except psutil.Error:
-            pass
-
-
-def _dead(p: psutil.Process) -> bool:
-    # A zombie waiting for its (possibly slow) reaper runs nothing and holds nothing.
-    try:
-        return p.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
+    def close(self) -> None:
+        self.environment.close()
 
 
 def _argv(command: str) -> list[str] | str:

@@ -1,0 +1,125 @@
+"""OSWorld's getters by type: `GETTERS[type](env, config)` → the value a metric compares.
+
+Each sees the task's machine only through `TaskEnv`: a path through
+`env.host_path` (one that leaves the home raises PathEscape, and the evaluator
+records it as that metric's error), a command through `env.run`, bounded. A
+`cloud_file` comes from the local cache, never the network. Unlike OSWorld's,
+`vm_file` hands the metric the file where it lies (no copy into the cache):
+the cache is the user's, and a task's files are gone with its home anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from conway.tasks.cache import cloud_path
+from conway.tasks.env import TaskEnv
+
+COMMAND_TIMEOUT_S = 120.0
+"""OSWorld's server gives a command 120 s; so does a command getter here."""
+
+
+def _many(config: dict[str, Any], *keys: str) -> tuple[list[list[Any]], set[int]]:
+    """The `multi` form (lists of paths and dests) or the single one, and the indexes `gives` hands over."""
+    if config.get("multi", False):
+        columns = [list(config[k]) if k in config else [] for k in keys]
+    else:
+        columns = [[config[k]] if k in config else [] for k in keys]
+    return columns, set(config.get("gives", [0]))
+
+
+def _given(values: list[Any], gives: set[int]) -> Any:
+    picked = [v for i, v in enumerate(values) if i in gives]
+    return picked[0] if len(picked) == 1 else picked
+
+
+def vm_file(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """The file(s) at the task's `path`: the host path as text, or None for a file that is not there."""
+    (paths,), gives = _many(config, "path")
+    found = []
+    for guest in paths:
+        host = env.host_path(str(guest))
+        found.append(str(host) if host.is_file() else None)
+    return _given(found, gives)
+
+
+def _cached(env: TaskEnv, name: str, what: str) -> Path:
+    if env.cache_dir is None:
+        raise FileNotFoundError(f"{what} {name!r} needs a local cache (--cache DIR); none was given")
+    path = cloud_path(env.cache_dir, env.task_id, name)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {name!r} is not in the cache ({path})")
+    return path
+
+
+def cloud_file(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """The cached copy of each file the task names by URL (`path`) and file name (`dest`)."""
+    (urls, dests), gives = _many(config, "path", "dest")
+    files = []
+    for url, dest in zip(urls, dests):
+        files.append(str(_cached(env, str(dest), f"cloud file {url} as")))
+    return _given(files, gives)
+
+
+def cache_file(env: TaskEnv, config: dict[str, Any]) -> str:
+    """A file in the task's cache folder (a `command` step's saved `stdout`, say)."""
+    return str(_cached(env, str(config["path"]), "cache file"))
+
+
+def rule(env: TaskEnv, config: dict[str, Any]) -> Any:
+    return config["rules"]
+
+
+def _command(env: TaskEnv, config: dict[str, Any]):
+    command = config["command"]
+    if not isinstance(command, (str, list)):
+        raise ValueError("the getter's `command` must be a string or a list of arguments")
+    return env.run(command, shell=bool(config.get("shell", False)), timeout_s=COMMAND_TIMEOUT_S)
+
+
+def vm_command_line(env: TaskEnv, config: dict[str, Any]) -> str:
+    """What the command printed on standard output (as OSWorld's `output`)."""
+    done = _command(env, config)
+    if done.timed_out:
+        raise TimeoutError(f"the command did not finish within {COMMAND_TIMEOUT_S:g} s")
+    return done.stdout
+
+
+def vm_command_error(env: TaskEnv, config: dict[str, Any]) -> str:
+    """What the command printed on standard error (as OSWorld's `error`)."""
+    done = _command(env, config)
+    if done.timed_out:
+        raise TimeoutError(f"the command did not finish within {COMMAND_TIMEOUT_S:g} s")
+    return done.stderr
+
+
+def _tree(path: Path) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "directory", "name": path.name, "children": []}
+    try:
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):  # a link is listed, never followed (it may lead out)
+                node["children"].append(_tree(Path(entry.path)))
+            else:
+                node["children"].append({"type": "file", "name": entry.name})
+    except OSError as exc:
+        return {"error": str(exc)}
+    return node
+
+
+def list_directory(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The folder as OSWorld's nested tree ({type, name, children}); None when it is not a folder."""
+    host = env.host_path(str(config["path"]))
+    return _tree(host) if host.is_dir() else None
+
+
+def vm_terminal_output(env: TaskEnv, config: dict[str, Any]) -> str | None:
+    return env.terminal_output()
+
+
+GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
+    "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
+    "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
+    "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
+}

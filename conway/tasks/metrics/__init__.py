@@ -1,0 +1,27 @@
+"""OSWorld's metrics by name: `METRICS[func](result, expected, **options) -> float`, as OSWorld calls them.
+
+Each module here exposes its own `METRICS`; this one merges them, listed by
+name so a metric's home is one grep away. Written afresh from what OSWorld's
+metrics do (its `desktop_env/evaluators/metrics/`), never copied.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from conway.tasks.metrics import documents, files, tables, values
+
+MODULES = (values, files, tables, documents)
+
+
+def _merge() -> dict[str, Callable[..., Any]]:
+    merged: dict[str, Callable[..., Any]] = {}
+    for module in MODULES:
+        for name, fn in module.METRICS.items():
+            if name in merged:  # two modules claiming one name would make the winner an accident of order
+                raise RuntimeError(f"metric {name} is defined in two modules ({module.__name__})")
+            merged[name] = fn
+    return merged
+
+
+METRICS: dict[str, Callable[..., Any]] = _merge()

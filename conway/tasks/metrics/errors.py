@@ -1,0 +1,13 @@
+"""Why a metric could not score: the evaluator records the message as the task's one-line error, and the score is 0."""
+
+from __future__ import annotations
+
+
+class MetricError(ValueError):
+    """A metric's input could not be read as what the metric compares (a missing, corrupt or wrong-kind file),
+    or the task asked for something it does not do; the message says which, in one line."""
+
+
+class UnsupportedOption(MetricError):
+    """The task uses an option or rule this metric does not implement: the task is not runnable here, never
+    scored by a partial reading of its checker."""

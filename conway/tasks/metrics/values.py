@@ -1,0 +1,106 @@
+"""Metrics on values a getter returns (command output, a rule, text): OSWorld's general comparisons.
+
+`rules` is what the `rule` getter hands over (the task's `expected.rules`);
+a result of None (a getter that found nothing) scores 0.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rapidfuzz import fuzz
+
+FAILED_MARK = "__EVALUATION_FAILED__"
+"""A value OSWorld's relative-time rule getter writes when it could not build the expected value."""
+
+
+def exact_match(result: Any, rules: dict[str, Any]) -> float:
+    return float(result == rules["expected"])
+
+
+def match_in_list(result: Any, rules: dict[str, Any]) -> float:
+    return float(result in rules["expected"])
+
+
+def check_include_exclude(result: Any, rules: dict[str, Any]) -> float:
+    """Every `include` text is in the result and no `exclude` text is."""
+    if result is None:
+        return 0.0
+    include, exclude = rules.get("include", []), rules.get("exclude", [])
+    return float(all(t in result for t in include) and not any(t in result for t in exclude))
+
+
+def literal_match(result: Any, expected: Any, **options: Any) -> float:
+    """Compared as text (`type: str`, the default) or item by item as text (`type: list`); `ignore_case`."""
+    kind = options.get("type", "str")
+    fold = (lambda s: str(s).lower()) if options.get("ignore_case", False) else str
+    if kind == "str":
+        return float(fold(result) == fold(expected))
+    if kind == "list":
+        if not isinstance(result, (list, tuple)) or not isinstance(expected, (list, tuple)):
+            return 0.0
+        return float([fold(x) for x in result] == [fold(x) for x in expected])
+    raise ValueError(f"literal_match: unknown type {kind!r} (str or list)")
+
+
+def fuzzy_match(result: Any, rules: dict[str, Any]) -> float:
+    """Similarity in [0, 1] of the result text to `expected` (rapidfuzz's ratio, as OSWorld's)."""
+    if result is None:
+        return 0.0
+    return fuzz.ratio(str(result), str(rules["expected"])) / 100.0
+
+
+def _as_object(result: Any) -> Any:
+    if isinstance(result, str):  # OSWorld reads single-quoted "JSON" too (Python reprs printed by a command)
+        try:
+            return json.loads(result.strip().replace("'", '"'))
+        except json.JSONDecodeError:
+            return None
+    return result
+
+
+def _contains(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, list):  # any one of the listed values, in a list or as the whole text
+        return any((isinstance(actual, list) and w in actual) or (isinstance(actual, str) and w == actual)
+                   for w in wanted)
+    if isinstance(wanted, str):
+        return isinstance(actual, str) and wanted in actual
+    return False
+
+
+def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
+    """Every key of `expected` has its value in the result object (JSON text or a mapping).
+
+    `expect_in_result: true`: a listed expected value means any one of them, a text means a substring;
+    `ignore_list_order: true`: lists compared as sorted."""
+    obj = _as_object(result)
+    expected = rules.get("expected") or {}
+    if not isinstance(obj, dict) or not isinstance(expected, dict):
+        return 0.0
+    if any(v == FAILED_MARK for v in expected.values()):
+        return 0.0
+    for key, want in expected.items():
+        have = obj.get(key)
+        if rules.get("expect_in_result", False):
+            if not _contains(have, want):
+                return 0.0
+        elif rules.get("ignore_list_order", False) and isinstance(want, list) and isinstance(have, list):
+            try:
+                if sorted(want) != sorted(have):
+                    return 0.0
+            except TypeError:
+                return 0.0
+        elif want != have:
+            return 0.0
+    return 1.0
+
+
+def infeasible(*_: Any, **__: Any) -> float:
+    """An infeasible task is scored by the evaluator from the agent's last action (1 only for FAIL), before
+    any metric runs; called as a metric it never passes."""
+    return 0.0
+
+
+METRICS = {f.__name__: f for f in (exact_match, match_in_list, check_include_exclude, literal_match, fuzzy_match,
+                                   check_direct_json_object, infeasible)}

@@ -1,0 +1,165 @@
+"""Why a task cannot run here: every reason, so that no task is ever scored on a part that is missing.
+
+A task is runnable when every setup step type has an implementation, every
+getter and metric exists, the applications it names (and the programs its
+`launch` steps start) are installed, every file it downloads or takes from the
+cloud is in the local cache, and it needs no live web site.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Collection, Iterator, Mapping
+from urllib.parse import urlsplit
+
+from conway.evals.task_files import LOCAL_HOSTS
+from conway.tasks.cache import cloud_path, download_path
+from conway.tasks.getters import GETTERS
+from conway.tasks.metrics import METRICS
+from conway.tasks.model import Task
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+OFFICE = ("soffice", "libreoffice")
+TERMINALS = ("gnome-terminal", "xfce4-terminal", "xterm", "x-terminal-emulator")
+# a related app (lower case, spaces as _) → the programs any one of which runs it; () is always there
+APP_PROGRAMS: dict[str, tuple[str, ...]] = {
+    "os": (), "chrome": CHROMIUM, "browser": CHROMIUM, "gimp": ("gimp",), "vlc": ("vlc",),
+    "thunderbird": ("thunderbird",), "vs_code": ("code",), "vscode": ("code",), "terminal": TERMINALS,
+    "libreoffice": OFFICE, "libreoffice_calc": OFFICE, "libreoffice_writer": OFFICE,
+    "libreoffice_impress": OFFICE, "calc": OFFICE, "writer": OFFICE, "impress": OFFICE,
+}
+# a program a launch step names → what may stand in for it here (Debian ships Chromium, not Chrome)
+PROGRAM_ALIASES: dict[str, tuple[str, ...]] = {"google-chrome": CHROMIUM, "chromium": CHROMIUM, "libreoffice": OFFICE}
+URL = re.compile(r"https?://[^\s\"'<>\\]+")
+RULE_GETTERS = ("rule", "rule_relativeTime")  # their values are what a metric expects, not what the task opens
+
+
+def _which(program: str) -> bool:
+    return shutil.which(program) is not None
+
+
+def _none_of(programs: tuple[str, ...]) -> str:
+    return f"{programs[0]} is not on PATH" if len(programs) == 1 else f"none of {', '.join(programs)} is on PATH"
+
+
+def _steps(task: Task) -> Iterator[tuple[str, dict[str, Any]]]:
+    for step in task.config:
+        yield "setup step", step
+    for step in task.evaluator.postconfig:
+        yield "postconfig step", step
+
+
+def _getters(task: Task) -> Iterator[dict[str, Any]]:
+    ev = task.evaluator
+    yield from (g for g in (*ev.results, *(ev.expected or ())) if g)
+
+
+def _launched(step: dict[str, Any]) -> str | None:
+    command = step.get("parameters", {}).get("command")
+    try:
+        words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command or []]
+    except ValueError:
+        return None
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]  # VLC_VERBOSE=-1 vlc …
+    return posixpath.basename(words[0]) if words else None
+
+
+def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
+    reasons = []
+    for app in dict.fromkeys(task.related_apps):
+        key = app.strip().lower().replace(" ", "_")
+        programs = APP_PROGRAMS.get(key, (key,))
+        if programs and not any(installed(p) for p in programs):
+            reasons.append(f"application {app} is not installed ({_none_of(programs)})")
+    for _, step in _steps(task):
+        if step["type"] != "launch":
+            continue
+        program = _launched(step)
+        alts = PROGRAM_ALIASES.get(program or "", (program,)) if program else ()
+        if alts and not any(installed(p) for p in alts):
+            reasons.append(f"the launch step's program {program} is not installed ({_none_of(alts)})")
+    return list(dict.fromkeys(reasons))
+
+
+def _cache(task: Task, cache_dir: Path | None) -> list[str]:
+    wanted: list[tuple[str, Path | None]] = []
+    for _, step in _steps(task):
+        if step["type"] == "download":
+            for f in step.get("parameters", {}).get("files", []) or []:
+                url, dest = str(f.get("url", "")), str(f.get("path", ""))
+                wanted.append((f"download {url}", download_path(cache_dir, task.id, url, dest) if cache_dir else None))
+    for g in _getters(task):
+        if g["type"] == "cloud_file":
+            urls, dests = (g.get("path"), g.get("dest")) if g.get("multi") else ([g.get("path")], [g.get("dest")])
+            for url, dest in zip(urls or [], dests or []):
+                wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, str(dest)) if cache_dir else None))
+    reasons = []
+    for what, path in wanted:
+        if path is None:
+            reasons.append(f"{what} needs the local cache: give --cache DIR (OSWorld's cache layout)")
+        elif not path.is_file():
+            reasons.append(f"{what} is missing from the cache (looked for {path})")
+    return reasons
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _live_urls(task: Task) -> list[str]:
+    """Non-local http(s) URLs the task opens at run time (downloads and cloud files come from the cache)."""
+    places: list[Any] = [task.instruction]
+    for _, step in _steps(task):
+        params = dict(step.get("parameters", {}))
+        if step["type"] == "download":
+            params.pop("files", None)
+        places.append(params)
+    for g in _getters(task):
+        if g["type"] in RULE_GETTERS:
+            continue
+        places.append({k: v for k, v in g.items() if not (g["type"] == "cloud_file" and k == "path")})
+    found = []
+    for text in _strings(places):
+        for m in URL.finditer(text):
+            url = m.group(0).rstrip(".,;:!?)]}")
+            try:
+                host = urlsplit(url).hostname or ""
+            except ValueError:
+                host = ""
+            if host not in LOCAL_HOSTS:
+                found.append(url)
+    return [f"live URL {u}: the task needs the web at run time, and tasks here run offline"
+            for u in dict.fromkeys(found)]
+
+
+def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collection[str],
+                     installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
+                     metrics: Mapping[str, Any] = METRICS) -> list[str]:
+    """Every reason the task cannot run here; an empty list means it can."""
+    if task.format == "conway":
+        return [] if task.evaluator.criteria else ["the task declares no acceptance criteria: nothing would score it"]
+    reasons = []
+    for where, step in _steps(task):
+        if step["type"] not in step_types:
+            reasons.append(f"{where} type {step['type']} is not implemented")
+    for g in _getters(task):
+        if g["type"] not in getters:
+            reasons.append(f"getter {g['type']} is not implemented")
+    for func in task.evaluator.funcs:
+        if func not in metrics:
+            reasons.append(f"metric {func} is not implemented")
+    reasons += _apps(task, installed)
+    reasons += _cache(task, cache_dir)
+    reasons += _live_urls(task)
+    return list(dict.fromkeys(reasons))
