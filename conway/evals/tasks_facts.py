@@ -45,6 +45,22 @@ def app_version(executable: str) -> dict[str, Any]:
     return out
 
 
+def programs_of(task: Any) -> list[str]:
+    """The programs a task's related apps and launch steps stand for: the one installed here (else the first)."""
+    from conway.tasks.runnable import APP_PROGRAMS, PROGRAM_ALIASES, _launched
+
+    out = []
+    wanted = [APP_PROGRAMS.get(a.strip().lower().replace(" ", "_"), (a,)) for a in task.related_apps]
+    for step in (*task.config, *task.evaluator.postconfig):
+        program = _launched(step) if step.get("type") == "launch" else None
+        if program:
+            wanted.append(PROGRAM_ALIASES.get(program, (program,)))
+    for choices in wanted:
+        if choices:
+            out.append(next((p for p in choices if shutil.which(p)), choices[0]))
+    return out
+
+
 def environment_facts(executables: Iterable[str], display_size: tuple[int, int] | None) -> dict[str, Any]:
     return {"apps": [app_version(e) for e in sorted(set(executables))],
             "display_size": f"{display_size[0]}x{display_size[1]}" if display_size else None,

@@ -40,11 +40,14 @@ from conway.evals.runner import check_outputs, run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy
 from conway.store.home import Home
+from conway.tasks.env import GUEST_HOME
 
 DEFAULT_MAX_STEPS = 15
 """OSWorld's own default step budget per task."""
 DEFAULT_MAX_SECONDS = 600.0
 MOCK_SUFFIXES = (".yaml", ".yml", ".jsonl")
+MISSING = "result not found"
+"""How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
 
 CONSTITUTION = """\
 # Constitution (Conway tasks run)
@@ -190,7 +193,7 @@ class TasksSuite:
             record["phase"] = "evaluate"
             declared_fail = (outcome.finish or {}).get("status") == "FAIL"
             result = evaluate(task, desk, declared_fail=declared_fail,
-                              run_steps=lambda steps_: run_setup(list(steps_), desk))
+                              run_step=lambda step, env: run_setup([step], env))
         record.pop("phase", None)
         record.update(_scored(result))
 
@@ -210,7 +213,7 @@ class TasksSuite:
         data = self.config.model_dump()
         data["observe"]["source"] = "screen"  # the desktop's display, also for a scripted policy
         enabled = [t for t in data["tools"]["enabled"] if t != "browser"]  # the browser tool opens the host's
-        data["tools"].update(enabled=enabled, mcp_servers=[], workdir=str(desk.host_path("/home/user")))
+        data["tools"].update(enabled=enabled, mcp_servers=[], workdir=GUEST_HOME, environment="sandbox")
         return ConwayConfig.model_validate(data)
 
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
@@ -224,9 +227,8 @@ class TasksSuite:
         from conway.session.task_run import shell_env
         from conway.tools.registry import build_toolbox
 
-        return build_toolbox(cfg.tools, Path(cfg.tools.workdir or home.scratch), gui=True,
-                             api_key_env=cfg.policy.api_key_env, shell_env=shell_env(home),
-                             environment=desk.environment, display=desk.display)
+        return build_toolbox(cfg.tools, Path(GUEST_HOME), gui=True, api_key_env=cfg.policy.api_key_env,
+                             shell_env=shell_env(home), environment=desk.environment, display=desk.display)
 
     def _progress(self, case: TaskCase, record: dict[str, Any]) -> None:
         if self.quiet:
@@ -278,15 +280,19 @@ def _cost(home: Home, session: str) -> dict[str, Any]:
 
 
 def _scored(result: Any) -> dict[str, Any]:
-    """The evaluator's result as the case's fields; a checker's error (not a missing file) makes it an error."""
-    metrics = [m.record() if hasattr(m, "record") else dict(m) for m in result.metrics]
+    """The evaluator's result as the case's fields. A checker that raised, or a postconfig step that failed,
+    makes the case an error (its score is kept, not counted); a result file the agent never made is a 0."""
+    metrics = [m.record() for m in result.metrics]
     score = float(result.score)
-    broken = [m for m in metrics if m.get("error") and not m.get("missing")]
-    outcome = "error" if broken else ("pass" if score >= 1.0 else "fail")
-    out: dict[str, Any] = {"outcome": outcome, "score": score, "metrics": metrics, "verified": score >= 1.0,
-                           "conj": getattr(result, "conj", None)}
+    broken = [f"{m['func']}: {m['error']}" for m in metrics
+              if m.get("error") and not str(m["error"]).startswith(MISSING)]
+    broken = list(result.postconfig_errors) + broken
+    out: dict[str, Any] = {"outcome": "error" if broken else ("pass" if score >= 1.0 else "fail"), "score": score,
+                           "metrics": metrics, "verified": score >= 1.0}
+    if result.note:
+        out["note"] = result.note
     if broken:
-        out["error"] = f"evaluate: {broken[0].get('func')}: {broken[0]['error']}"
+        out["error"] = f"evaluate: {broken[0]}"
     return out
 
 
@@ -355,10 +361,9 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
 
 
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
-    from conway.evals.tasks_facts import environment_facts
-    from conway.tasks.runnable import executables_for
+    from conway.evals.tasks_facts import environment_facts, programs_of
 
-    programs = {exe for c in cases if c.task is not None for exe in executables_for(c.task)}
+    programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
     size = runner.display_sizes[0] if runner.display_sizes else None
     return {"environment": environment_facts(programs, size),
             "differences_from_osworld": list(tasks_summary.DIFFERENCES_FROM_OSWORLD)}
