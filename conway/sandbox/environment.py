@@ -123,7 +123,8 @@ class BubblewrapEnvironment:
         """Every bind a command gets (system, /tmp, display and bus sockets, the given binds), in mount order."""
         out = [Bind(d, Path(d)) for d in _SYSTEM_DIRS if os.path.exists(d)]
         out.append(Bind("/tmp", self.tmp, True))
-        out.extend(_socket_binds(env or {}))
+        mine = [b.inside.rstrip("/") + "/" for b in self.binds]
+        out.extend(b for b in _socket_binds(env or {}) if not any(b.inside.startswith(m) for m in mine))
         return out + self.binds
 
     def _bwrap_argv(self, env: dict[str, str], cwd: str) -> list[str]:

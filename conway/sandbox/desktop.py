@@ -1,0 +1,197 @@
+"""A disposable desktop for one task: a private display, session bus and user home, gone after the task.
+
+`DisposableDesktop` implements `conway.tasks.env.TaskEnv`. Under a temp root it makes `home/` (what commands
+see at /home/user and ~), `tmp/` (their /tmp) and `run/` (XDG_RUNTIME_DIR: the session bus socket and the
+accessibility bus that D-Bus activates there), starts a private Xvfb (`conway.xvfb`) and a
+`dbus-daemon --session`, and runs every command and application inside a `BubblewrapEnvironment` with
+DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
+look at and act on this display (they run outside the sandbox). `close()` kills everything it started,
+stops the bus and Xvfb and deletes the root, unless `keep=True`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conway.sandbox.environment import Bind, BubblewrapEnvironment, SandboxError
+from conway.sandbox.paths import resolve
+from conway.sandbox.process import kill_tree, run_bounded
+from conway.tasks.env import GUEST_HOME, CommandResult
+from conway.xvfb import XServer, XvfbError, start_xvfb
+
+__all__ = ["DisposableDesktop", "TERMINAL"]
+
+TERMINAL = "lxterminal"
+"""The terminal a task gets: LXDE's, GTK 3 + VTE, the lightest Debian terminal whose text AT-SPI can read
+(xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
+_TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class DisposableDesktop:
+    """A context manager; see the module docstring. `root_parent`: where the temp root is made (default: the
+    system's temp folder)."""
+
+    def __init__(self, task_id: str = "task", *, cache_dir: Path | None = None, size: tuple[int, int] = (1280, 800),
+                 network: bool = False, keep: bool = False, root_parent: Path | None = None):
+        self.task_id = task_id
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.size = size
+        self.network = network
+        self.keep = keep
+        self._root_parent = root_parent
+        self.root: Path | None = None
+        self.display = ""
+        self._x: XServer | None = None
+        self._bus: subprocess.Popen[bytes] | None = None
+        self._spawned: list[subprocess.Popen[bytes]] = []
+        self.environment: BubblewrapEnvironment | None = None
+        """The sandbox the agent's own shell and files tools should use on this desktop (`build_toolbox`)."""
+
+    # --- life ------------------------------------------------------------------
+
+    def __enter__(self) -> "DisposableDesktop":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def home(self) -> Path:
+        """The disposable home on this machine (what the task sees at /home/user)."""
+        return self._root() / "home"
+
+    def _root(self) -> Path:
+        if self.root is None:
+            raise RuntimeError("the desktop is not started (use it as a context manager)")
+        return self.root
+
+    def start(self) -> None:
+        """Make the root, start Xvfb and the bus; SandboxError (one line) when any of it cannot start here."""
+        self.root = Path(tempfile.mkdtemp(prefix="conway-desktop-", dir=self._root_parent))
+        try:
+            for sub in ("home", "tmp", "run"):
+                (self.root / sub).mkdir(mode=0o700)
+            run = self.root / "run"
+            try:
+                self._x = start_xvfb(*self.size)
+            except XvfbError as exc:
+                raise SandboxError(f"the desktop's display did not start: {exc}") from None
+            self.display = self._x.display
+            self._bus = self._start_bus(run)
+            self.environment = BubblewrapEnvironment(
+                [Bind(GUEST_HOME, self.root / "home", True), Bind(str(run), run, True)], home=GUEST_HOME,
+                network=self.network, tmp=self.root / "tmp", setenv=self._guest_env())
+            self.environment.require()
+        except BaseException:
+            self.close(keep=False)
+            raise
+
+    def _start_bus(self, run: Path) -> subprocess.Popen[bytes]:
+        socket = run / "bus"
+        try:
+            bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                                    f"--address=unix:path={socket}"],
+                                   env={"PATH": _PATH, "XDG_RUNTIME_DIR": str(run), "DISPLAY": self.display,
+                                        "HOME": str(self._root() / "home")},
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        except FileNotFoundError:
+            raise SandboxError("dbus-daemon is not installed (Debian: apt-get install dbus)") from None
+        deadline = time.monotonic() + 10
+        while not socket.exists():
+            if bus.poll() is not None or time.monotonic() > deadline:
+                kill_tree(bus, 1.0)
+                raise SandboxError("the desktop's session bus (dbus-daemon --session) did not start")
+            time.sleep(0.02)
+        return bus
+
+    def _guest_env(self) -> dict[str, str]:
+        run = str(self._root() / "run")
+        return {
+            "PATH": _PATH, "HOME": GUEST_HOME, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/sh",
+            "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "xterm-256color",
+            "DISPLAY": self.display, "XDG_RUNTIME_DIR": run, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus",
+            # accessibility on for every toolkit: GTK 3 loads its bridge by itself unless NO_AT_BRIDGE is set
+            # (it is not); GTK 2 needs the modules named; Qt reads these two
+            "GTK_MODULES": "gail:atk-bridge", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+        }
+
+    def env(self) -> dict[str, str]:
+        """What Conway's observer and GUI actuator need (outside the sandbox) to use this display and bus."""
+        run = str(self._root() / "run")
+        return {"DISPLAY": self.display, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus", "XDG_RUNTIME_DIR": run}
+
+    def close(self, keep: bool | None = None) -> None:
+        """Kill every process it started (process groups), stop the bus and Xvfb, delete the root unless kept."""
+        for proc in self._spawned:
+            kill_tree(proc, 1.0)
+        self._spawned.clear()
+        if self._bus is not None:  # the bus's children too: the accessibility bus and registry it activated
+            kill_tree(self._bus, 1.0)
+            self._bus = None
+        if self._x is not None:
+            self._x.stop()
+            self._x = None
+        keep = self.keep if keep is None else keep
+        if self.root is not None:
+            if keep:
+                print(f"kept the task's desktop root: {self.root} (its home: {self.root / 'home'})", file=sys.stderr)
+            else:
+                shutil.rmtree(self.root, ignore_errors=True)
+                self.root = None
+
+    # --- TaskEnv -----------------------------------------------------------------
+
+    def host_path(self, guest_path: str) -> Path:
+        """`/home/user/…`, `~/…` or a path relative to the home → the file in the disposable home; PathEscape
+        for anything else (`..` out of it, another absolute path, a link pointing out)."""
+        return resolve([Bind(GUEST_HOME, self.home, True)], guest_path, cwd=GUEST_HOME, home=GUEST_HOME).host
+
+    def _env(self) -> BubblewrapEnvironment:
+        if self.environment is None:
+            raise RuntimeError("the desktop is not started (use it as a context manager)")
+        return self.environment
+
+    def run(self, command: str | list[str], *, shell: bool = False, timeout_s: float = 30.0,
+            cwd: str | None = None) -> CommandResult:
+        argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else (
+            command.split() if isinstance(command, str) else list(command))
+        if not argv:
+            return CommandResult(127, "", "empty command")
+        prep = self._env().prepare(argv, cwd=cwd or GUEST_HOME, env={})
+        return run_bounded(list(prep.argv), env=prep.env, cwd=prep.cwd, timeout_s=timeout_s)
+
+    def spawn(self, command: str | list[str], *, shell: bool = False) -> None:
+        argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else (
+            command.split() if isinstance(command, str) else list(command))
+        if not argv:
+            raise ValueError("empty command")
+        # The sandbox ends when its first process does (its pid namespace goes with it); a launcher that forks
+        # the application and exits (xdg-open) must not take the application along, so a shell stays until
+        # the namespace holds nothing but itself and bwrap's init.
+        linger = ('"$@"; while :; do n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; '
+                  '[ "$n" -le 2 ] && exit 0; sleep 0.5; done')
+        prep = self._env().prepare(["/bin/sh", "-c", linger, "sh", *argv], cwd=GUEST_HOME, env={})
+        self._spawned.append(subprocess.Popen(prep.argv, env=prep.env, cwd=prep.cwd, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                              start_new_session=True))
+
+    def terminal_output(self) -> str | None:
+        """The text of the first terminal window on this desktop, read through AT-SPI; None when none is open or
+        the accessibility bus does not answer (within 10 s)."""
+        try:
+            done = subprocess.run([sys.executable, str(_TERMINAL_HELPER)], env={**os.environ, **self.env()},
+                                  capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+            text = json.loads(done.stdout.strip().splitlines()[-1])["text"]
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
+            return None
+        return None if text is None else text.rstrip()

@@ -1,0 +1,203 @@
+"""OSWorld's setup steps (a task file's `config` list), run against a `TaskEnv` (a disposable desktop).
+
+Each step is `{"type": …, "parameters": {…}}` with OSWorld's parameter names; every one is bounded in time,
+and anything that goes wrong is one `SetupError` whose message is one line naming the step. Nothing here
+reaches the network: `download` copies from the local cache (OSWorld's layout, `conway.tasks.cache`).
+After `launch`, `open` and `chrome_open_tabs` the step waits (`window_wait_s`) for a new window on the
+desktop's display, because a task whose application never showed up cannot be done by anyone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from conway.sandbox import windows
+from conway.tasks.cache import download_path
+from conway.tasks.env import PathEscape, TaskEnv
+
+__all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup"]
+
+
+class SetupError(Exception):
+    """A setup step that failed or cannot run here; the message is one line."""
+
+
+@dataclass(frozen=True)
+class SetupLimits:
+    window_wait_s: float = 5.0
+    """How long `launch`/`open`/`chrome_open_tabs` wait for the application's window."""
+    command_timeout_s: float = 60.0
+    """The bound on one `execute`/`command` (all of its `until` retries together)."""
+    max_sleep_s: float = 120.0
+    """A `sleep` step longer than this is refused (a typo must not hold a suite for hours)."""
+    screen: tuple[int, int] = (1280, 800)
+    """What `{SCREEN_WIDTH}` and friends in a command stand for."""
+
+
+def run_setup(steps: Any, env: TaskEnv, limits: SetupLimits | None = None) -> None:
+    """Run `steps` in order; the first that fails raises SetupError (`setup step 2 (open): …`)."""
+    limits = limits or SetupLimits()
+    if not isinstance(steps, list):
+        raise SetupError(f"setup steps must be a list, not {type(steps).__name__}")
+    for i, step in enumerate(steps, 1):
+        kind = step.get("type") if isinstance(step, dict) else None
+        where = f"setup step {i}" + (f" ({kind})" if isinstance(kind, str) else "")
+        if not isinstance(step, dict) or not isinstance(kind, str):
+            raise SetupError(f"{where}: each step is an object with a \"type\" (got {step!r:.80})")
+        params = step.get("parameters", {})
+        if not isinstance(params, dict):
+            raise SetupError(f"{where}: \"parameters\" must be an object")
+        run = _STEPS.get(kind)
+        if run is None:
+            raise SetupError(f"{where}: unknown setup step type {kind!r} (known: {', '.join(sorted(_STEPS))})")
+        try:
+            run(env, limits, params)
+        except SetupError as exc:
+            raise SetupError(f"{where}: {exc}") from None
+        except PathEscape as exc:
+            raise SetupError(f"{where}: {exc}") from None
+        except TypeError as exc:  # a parameter missing or unknown
+            raise SetupError(f"{where}: bad parameters {sorted(params)}: {exc}") from None
+
+
+def _need(params: dict[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    value = params.get(name)
+    if not isinstance(value, kinds) or value in ("", []):
+        raise SetupError(f"parameter {name!r} is missing or not a {_kind_names(kinds)}")
+    return value
+
+
+def _kind_names(kinds: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+
+
+def _argv(command: str | list[str], shell: bool) -> str | list[str]:
+    # as OSWorld: a string without shell=True is split on spaces
+    if isinstance(command, list) and not all(isinstance(c, str) for c in command):
+        raise SetupError(f"command must be a string or a list of strings (got {command!r:.80})")
+    return command if shell or isinstance(command, list) else command.split()
+
+
+def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callable[[], None]) -> None:
+    before = windows.visible_windows(env.display)
+    start()
+    if windows.wait_for_new_window(env.display, before, limits.window_wait_s) is None:
+        raise SetupError(f"the application never opened its window ({what}; waited {limits.window_wait_s:g} s)")
+
+
+def _launch(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    command, shell = _need(p, "command", (str, list)), bool(p.get("shell", False))
+    argv = _argv(command, shell)
+    _started_window(env, limits, f"launched {command!r:.80}", lambda: env.spawn(argv, shell=shell))
+
+
+def _open(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    path = _need(p, "path", str)
+    if not env.host_path(path).exists():
+        raise SetupError(f"cannot open {path}: no such file in the task's home")
+    _started_window(env, limits, f"opened {path}", lambda: env.spawn(["xdg-open", path]))
+
+
+def _screen_values(command: str | list[str], limits: SetupLimits) -> str | list[str]:
+    w, h = limits.screen
+    values = {"{SCREEN_WIDTH}": str(w), "{SCREEN_HEIGHT}": str(h), "{SCREEN_WIDTH_HALF}": str(w // 2),
+              "{SCREEN_HEIGHT_HALF}": str(h // 2), "{CLIENT_PASSWORD}": ""}  # no sudo in here: no password
+
+    def fill(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+    return fill(command) if isinstance(command, str) else [fill(c) for c in command]
+
+
+def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    command, shell = _need(p, "command", (str, list)), bool(p.get("shell", False))
+    argv = _argv(_screen_values(command, limits), shell)
+    until = p.get("until") or {}
+    if not isinstance(until, dict):
+        raise SetupError("parameter 'until' must be an object (returncode, stdout or stderr)")
+    deadline = time.monotonic() + limits.command_timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        result = env.run(argv, shell=shell, timeout_s=max(left, 0.1))
+        if result.timed_out:
+            raise SetupError(f"{command!r:.80} did not finish within {limits.command_timeout_s:g} s "
+                             "(killed with its process group)")
+        done = not until or ("returncode" in until and result.returncode == until["returncode"]) \
+            or ("stdout" in until and str(until["stdout"]) in result.stdout) \
+            or ("stderr" in until and str(until["stderr"]) in result.stderr)
+        if done:
+            break
+        if time.monotonic() + 0.3 >= deadline:
+            raise SetupError(f"{command!r:.80} never met its 'until' {until} within {limits.command_timeout_s:g} s")
+        time.sleep(0.3)
+    for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        name = p.get(key)
+        if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
+            if env.cache_dir is None:
+                raise SetupError(f"keeping the command's {key} in {name!r} needs a local cache (--cache DIR)")
+            target = env.cache_dir / env.task_id / str(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+
+def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    seconds = p.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise SetupError(f"parameter 'seconds' must be a number of seconds (got {seconds!r})")
+    if seconds > limits.max_sleep_s:
+        raise SetupError(f"a sleep of {seconds:g} s is longer than the {limits.max_sleep_s:g} s allowed")
+    time.sleep(seconds)
+
+
+def _activate_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    name = _need(p, "window_name", str)
+    strict, by_class = bool(p.get("strict", False)), bool(p.get("by_class", False))
+    deadline = time.monotonic() + limits.window_wait_s
+    while not (found := windows.find_windows(env.display, name, strict=strict, by_class=by_class)):
+        if time.monotonic() >= deadline:
+            what = "class" if by_class else "title"
+            raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} "
+                             f"(waited {limits.window_wait_s:g} s)")
+        time.sleep(0.1)
+    if not windows.activate(env.display, found[0]):
+        raise SetupError(f"the window {name!r} could not be raised and focused")
+
+
+def _download(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    files = _need(p, "files", list)
+    for f in files:
+        if not isinstance(f, dict) or not isinstance(f.get("url"), str) or not isinstance(f.get("path"), str):
+            raise SetupError(f"each file is an object with \"url\" and \"path\" (got {f!r:.80})")
+        url, path = f["url"], f["path"]
+        if env.cache_dir is None:
+            raise SetupError(f"{url} needs a local cache (--cache DIR); files are never fetched from the network")
+        source = download_path(env.cache_dir, env.task_id, url, path)
+        if not source.is_file():
+            raise SetupError(f"{url} is not in the local cache (expected {source})")
+        target = env.host_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def _chrome_open_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    urls = _need(p, "urls_to_open", list)
+    if not all(isinstance(u, str) for u in urls):
+        raise SetupError("parameter 'urls_to_open' must be a list of strings")
+    if shutil.which("chromium") is None:
+        raise SetupError("chrome_open_tabs needs Chromium, which is not installed (Debian: apt-get install chromium)")
+    # its own sandbox cannot nest inside bubblewrap's namespaces, and it refuses root without --no-sandbox
+    argv = ["chromium", "--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
+            "--password-store=basic", *urls]
+    _started_window(env, limits, "chromium", lambda: env.spawn(argv))
+
+
+_STEPS: dict[str, Callable[[TaskEnv, SetupLimits, dict[str, Any]], None]] = {
+    "launch": _launch, "open": _open, "execute": _execute, "command": _execute, "sleep": _sleep,
+    "activate_window": _activate_window, "download": _download, "chrome_open_tabs": _chrome_open_tabs,
+}
+STEP_TYPES = frozenset(_STEPS)
+"""The step types this sandbox runs; a task with any other is not runnable here."""
