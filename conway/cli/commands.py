@@ -386,6 +386,7 @@ def do_tasks_run(args) -> int:
     split_overrides(args)
     home = _home(args)
     args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
+    args.mock_script = None  # one script per task (--mock-scripts), never one for all
     cfg = _model_config(args, home)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet,
