@@ -96,8 +96,8 @@ def split_overrides(args: argparse.Namespace) -> None:
 
 
 def step_types() -> frozenset[str]:
-    # the sandbox's STEP_TYPES (conway.sandbox) goes here when it is merged; until then no setup step runs
-    return frozenset()
+    from conway.sandbox.setup import STEP_TYPES  # the setup steps the disposable desktop runs
+    return STEP_TYPES
 
 
 def do_list(args) -> int:

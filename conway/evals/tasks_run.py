@@ -46,6 +46,7 @@ DEFAULT_MAX_STEPS = 15
 """OSWorld's own default step budget per task."""
 DEFAULT_MAX_SECONDS = 600.0
 MOCK_SUFFIXES = (".yaml", ".yml", ".jsonl")
+WINDOW_WAIT_S = 30.0
 MISSING = "result not found"
 """How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
 
@@ -118,6 +119,8 @@ class TasksSuite:
     max_seconds: float | None = None
     quiet: bool = False
     say: Callable[[str], None] = print
+    window_wait_s: float = WINDOW_WAIT_S
+    """How long a launch/open step waits for its application's window (a loaded machine starts apps slowly)."""
     display_sizes: list[tuple[int, int]] = field(default_factory=list)
     kind = "tasks"
 
@@ -152,7 +155,7 @@ class TasksSuite:
         from conway.cancel import current_cancel
         from conway.loop.ending import RunEnd
         from conway.sandbox.desktop import DisposableDesktop
-        from conway.sandbox.setup import run_setup
+        from conway.sandbox.setup import SetupLimits, run_setup
         from conway.session.task_run import run_task
         from conway.tasks.evaluate import evaluate
 
@@ -169,7 +172,8 @@ class TasksSuite:
                 record["kept"] = str(desk.root)
             self.display_sizes.append(tuple(desk.size))
             record["phase"] = "setup"
-            run_setup(list(task.config), desk)
+            limits = SetupLimits(window_wait_s=self.window_wait_s, screen=tuple(desk.size))
+            run_setup(list(task.config), desk, limits)
             record["phase"] = "run"
             home.ensure_dirs()
             home.constitution.write_text(CONSTITUTION, encoding="utf-8")
@@ -193,7 +197,7 @@ class TasksSuite:
             record["phase"] = "evaluate"
             declared_fail = (outcome.finish or {}).get("status") == "FAIL"
             result = evaluate(task, desk, declared_fail=declared_fail,
-                              run_step=lambda step, env: run_setup([step], env))
+                              run_step=lambda step, env: run_setup([step], env, limits))
         record.pop("phase", None)
         record.update(_scored(result))
 

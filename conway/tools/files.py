@@ -61,8 +61,10 @@ class FileTools(Tool):
 
     def availability(self) -> tuple[bool, str]:
         # Tried, not guessed: the working directory must be listable.
-        try:
-            os.listdir(self.workdir)
+        try:  # the folder as the environment shows it (a task's /home/user lives elsewhere on this machine)
+            os.listdir(self.environment.resolve(str(self.workdir), cwd=str(self.workdir)).host)
+        except PathEscape as exc:
+            return False, f"working directory unusable: {exc}"
         except OSError as exc:
             return False, f"working directory unusable: {_describe(exc, self.workdir)}"
         return True, f"files relative to {self.workdir}"

@@ -52,7 +52,11 @@ class ShellTool(Tool):
         """Where the command runs: as it is, or inside a sandbox (`tools.environment`)."""
 
     def availability(self) -> tuple[bool, str]:
-        if not self.workdir.is_dir():
+        try:  # the folder as the environment shows it (a task's /home/user lives elsewhere on this machine)
+            here = self.environment.resolve(str(self.workdir), cwd=str(self.workdir)).host
+        except ValueError as exc:  # PathEscape: the environment hides it
+            return False, f"working directory unusable: {exc}"
+        if not here.is_dir():
             return False, f"working directory does not exist: {self.workdir}"
         ok, how = self.environment.availability()
         if not ok:
