@@ -6,7 +6,7 @@ scores 1 only when the agent's last action was FAIL, and any other task scores
 0 on FAIL; otherwise each metric is computed from its getters and the scores
 combine by `conj`: `and` ends at the first 0 (else the mean), `or` at the first
 1 (else the largest). A result getter that raises FileNotFoundError scores 0
-(under `and` that ends it). Any other error of a getter or a metric becomes
+(under `and` that ends it; under `or` it is that metric's 0). Any other error of a getter or a metric becomes
 that metric's one-line error with score 0, so one broken checker never stops a
 suite. A Conway task is scored by its acceptance criteria, all of which must
 hold; the model's own finish is reported beside it, never instead of it.

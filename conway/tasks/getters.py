@@ -76,7 +76,10 @@ def _command(env: TaskEnv, config: dict[str, Any]):
     command = config["command"]
     if not isinstance(command, (str, list)):
         raise ValueError("the getter's `command` must be a string or a list of arguments")
-    return env.run(command, shell=bool(config.get("shell", False)), timeout_s=COMMAND_TIMEOUT_S)
+    try:
+        return env.run(command, shell=bool(config.get("shell", False)), timeout_s=COMMAND_TIMEOUT_S)
+    except OSError as exc:  # a program that is not there is no missing result file (FileNotFoundError's meaning here)
+        raise RuntimeError(f"the command could not start: {exc.strerror or exc}: {exc.filename or command}") from None
 
 
 def vm_command_line(env: TaskEnv, config: dict[str, Any]) -> str:

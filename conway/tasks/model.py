@@ -170,6 +170,8 @@ def parse_osworld(data: Any, source: Path, domain: str | None = None) -> Task:
     """A task from OSWorld's JSON object, unmodified; TaskFileError for what cannot be read."""
     if not isinstance(data, dict):
         raise TaskFileError("not a task: the JSON is not an object")
+    if not any(k in data for k in ("id", "instruction", "evaluator")):
+        raise TaskFileError("not a task: no `id`, `instruction` or `evaluator`")
     for key in ("id", "instruction"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise TaskFileError(f"`{key}` must be a non-empty string")

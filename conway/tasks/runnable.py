@@ -3,7 +3,8 @@
 A task is runnable when every setup step type has an implementation, every
 getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
-cloud is in the local cache, and it needs no live web site.
+cloud is in the local cache, and it needs no live web site (no URL it opens,
+no `proxy: true`).
 """
 
 from __future__ import annotations
@@ -60,44 +61,65 @@ def _getters(task: Task) -> Iterator[dict[str, Any]]:
 
 def _launched(step: dict[str, Any]) -> str | None:
     command = step.get("parameters", {}).get("command")
-    try:
-        words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command or []]
-    except ValueError:
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+    elif isinstance(command, list):
+        words = [str(w) for w in command]
+    else:
         return None
-    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)]  # VLC_VERBOSE=-1 vlc …
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VLC_VERBOSE=-1 vlc …
+        words.pop(0)
     return posixpath.basename(words[0]) if words else None
 
 
 def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
     reasons = []
+    missing: set[str] = set()  # programs already named as missing: a launch of one of them adds nothing
     for app in dict.fromkeys(task.related_apps):
         key = app.strip().lower().replace(" ", "_")
         programs = APP_PROGRAMS.get(key, (key,))
         if programs and not any(installed(p) for p in programs):
             reasons.append(f"application {app} is not installed ({_none_of(programs)})")
+            missing.update(programs)
     for _, step in _steps(task):
         if step["type"] != "launch":
             continue
         program = _launched(step)
         alts = PROGRAM_ALIASES.get(program or "", (program,)) if program else ()
-        if alts and not any(installed(p) for p in alts):
+        if alts and not any(installed(p) for p in alts) and program not in missing:
             reasons.append(f"the launch step's program {program} is not installed ({_none_of(alts)})")
-    return list(dict.fromkeys(reasons))
+            missing.add(program)
+    return reasons
 
 
 def _cache(task: Task, cache_dir: Path | None) -> list[str]:
     wanted: list[tuple[str, Path | None]] = []
-    for _, step in _steps(task):
-        if step["type"] == "download":
-            for f in step.get("parameters", {}).get("files", []) or []:
-                url, dest = str(f.get("url", "")), str(f.get("path", ""))
-                wanted.append((f"download {url}", download_path(cache_dir, task.id, url, dest) if cache_dir else None))
-    for g in _getters(task):
-        if g["type"] == "cloud_file":
-            urls, dests = (g.get("path"), g.get("dest")) if g.get("multi") else ([g.get("path")], [g.get("dest")])
-            for url, dest in zip(urls or [], dests or []):
-                wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, str(dest)) if cache_dir else None))
     reasons = []
+    for where, step in _steps(task):
+        if step["type"] != "download":
+            continue
+        files = step.get("parameters", {}).get("files")
+        if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("url"), str)
+                                                  and isinstance(f.get("path"), str) for f in files):
+            reasons.append(f"a download {where} is malformed: `files` must be a list of {{url, path}}")
+            continue
+        for f in files:
+            wanted.append((f"download {f['url']}",
+                           download_path(cache_dir, task.id, f["url"], f["path"]) if cache_dir else None))
+    for g in _getters(task):
+        if g["type"] != "cloud_file":
+            continue
+        urls, dests = (g.get("path"), g.get("dest")) if g.get("multi") else ([g.get("path")], [g.get("dest")])
+        if not isinstance(urls, list) or not isinstance(dests, list) or len(urls) != len(dests) \
+                or not all(isinstance(x, str) for x in (*urls, *dests)):
+            reasons.append("a cloud_file getter is malformed: `path` and `dest` must be texts (lists of as many "
+                           "with `multi`)")
+            continue
+        for url, dest in zip(urls, dests):
+            wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, dest) if cache_dir else None))
     for what, path in wanted:
         if path is None:
             reasons.append(f"{what} needs the local cache: give --cache DIR (OSWorld's cache layout)")
@@ -162,4 +184,6 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
     reasons += _live_urls(task)
+    if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
+        reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")
     return list(dict.fromkeys(reasons))

@@ -6,6 +6,7 @@ raises, and the evaluator records that metric's error.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -30,6 +31,24 @@ def compare_text_file(actual: str | None, expected: str, **options: Any) -> floa
     if options.get("ignore_case", False):
         a, b = a.lower(), b.lower()
     return float(a == b)
+
+
+def diff_text_file(result: str | None, expected: str) -> float:
+    """How alike the two files are, line by line, in [0, 1] (difflib's ratio)."""
+    if result is None:
+        return 0.0
+    return difflib.SequenceMatcher(a=_text(result).splitlines(), b=_text(expected).splitlines()).ratio()
+
+
+def file_contains(result: str | None, rules: dict[str, Any]) -> float:
+    """Every text of `expected` occurs in the file; a file that cannot be read scores 0, as in OSWorld."""
+    if not result:
+        return 0.0
+    try:
+        text = _text(result)
+    except OSError:
+        return 0.0
+    return float(all(t in text for t in rules["expected"]))
 
 
 def check_list(result: str | None, rules: dict[str, Any]) -> float:
@@ -59,4 +78,24 @@ def check_json_settings(actual: str | None, expected: dict[str, Any], **options:
     return float(all(k in data and data[k] == v for k, v in expected["expected"].items()))
 
 
-METRICS = {f.__name__: f for f in (compare_text_file, check_list, check_json_settings)}
+def check_json_keybindings(actual: str | None, expected: dict[str, Any], **options: Any) -> float:
+    """The JSON list in the file (an editor's keybindings.json, perhaps after one comment line) holds
+    `expected.expected` as one of its entries."""
+    if not actual:
+        return 0.0
+    try:
+        text = _text(actual)
+    except OSError:
+        return 0.0
+    for candidate in (text, text.partition("\n")[2]):  # VS Code writes a `// …` line above the list
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, list):
+            return float(expected["expected"] in data)
+    return 0.0
+
+
+METRICS = {f.__name__: f for f in (compare_text_file, diff_text_file, file_contains, check_list,
+                                   check_json_settings, check_json_keybindings)}

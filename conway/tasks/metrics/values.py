@@ -23,12 +23,30 @@ def match_in_list(result: Any, rules: dict[str, Any]) -> float:
     return float(result in rules["expected"])
 
 
+def is_in_list(result: Any, rules: dict[str, Any]) -> float:
+    """The expected value is among the result's items (match_in_list the other way round)."""
+    if result is None:
+        return 0.0
+    return float(rules["expected"] in result)
+
+
 def check_include_exclude(result: Any, rules: dict[str, Any]) -> float:
     """Every `include` text is in the result and no `exclude` text is."""
     if result is None:
         return 0.0
     include, exclude = rules.get("include", []), rules.get("exclude", [])
     return float(all(t in result for t in include) and not any(t in result for t in exclude))
+
+
+def is_extension_installed(result: Any, rules: dict[str, Any], **options: Any) -> float:
+    """The command's output contains (`type: contain`) or lacks (`type: not_contain`) `expected`."""
+    if result is None:
+        return 0.0
+    if rules["type"] == "contain":
+        return float(rules["expected"] in result)
+    if rules["type"] == "not_contain":
+        return float(rules["expected"] not in result)
+    raise ValueError(f"is_extension_installed: unknown type {rules['type']!r} (contain or not_contain)")
 
 
 def literal_match(result: Any, expected: Any, **options: Any) -> float:
@@ -102,5 +120,5 @@ def infeasible(*_: Any, **__: Any) -> float:
     return 0.0
 
 
-METRICS = {f.__name__: f for f in (exact_match, match_in_list, check_include_exclude, literal_match, fuzzy_match,
-                                   check_direct_json_object, infeasible)}
+METRICS = {f.__name__: f for f in (exact_match, match_in_list, is_in_list, check_include_exclude, literal_match,
+                                   fuzzy_match, check_direct_json_object, is_extension_installed, infeasible)}

@@ -1,0 +1,126 @@
+"""Each getter on a real temporary home, through the test environment (real files, real processes)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.task_env import TestTaskEnv
+
+from conway.tasks.cache import cloud_path
+from conway.tasks.env import PathEscape, TaskEnv
+from conway.tasks.getters import GETTERS
+
+
+@pytest.fixture
+def env(tmp_path) -> TestTaskEnv:
+    home = tmp_path / "home"
+    home.mkdir()
+    return TestTaskEnv(home=home, task_id="t-1", cache_dir=tmp_path / "cache")
+
+
+def test_the_test_environment_keeps_the_contract(env):
+    assert isinstance(env, TaskEnv)
+
+
+def test_vm_file_gives_the_host_path_or_none(env):
+    (env.home / "Desktop").mkdir()
+    (env.home / "Desktop" / "a.txt").write_text("A")
+    assert GETTERS["vm_file"](env, {"path": "/home/user/Desktop/a.txt", "dest": "a.txt"}) == \
+        str(env.home / "Desktop" / "a.txt")
+    assert GETTERS["vm_file"](env, {"path": "~/Desktop/gone.txt", "dest": "gone.txt"}) is None
+    assert GETTERS["vm_file"](env, {"path": "/home/user/Desktop", "dest": "d"}) is None  # a folder is no file
+
+
+def test_vm_file_multi_and_gives(env):
+    for name in ("x.xlsx", "x-Sheet1.csv"):
+        (env.home / name).write_text(name)
+    config = {"path": ["/home/user/x.xlsx", "/home/user/x-Sheet1.csv", "/home/user/none"],
+              "dest": ["x.xlsx", "x-Sheet1.csv", "none"], "multi": True, "gives": [0, 1, 2]}
+    assert GETTERS["vm_file"](env, config) == [str(env.home / "x.xlsx"), str(env.home / "x-Sheet1.csv"), None]
+    assert GETTERS["vm_file"](env, {**config, "gives": [1]}) == str(env.home / "x-Sheet1.csv")
+    without_gives = {k: v for k, v in config.items() if k != "gives"}  # OSWorld's default: the first file
+    assert GETTERS["vm_file"](env, without_gives) == str(env.home / "x.xlsx")
+
+
+def test_a_path_out_of_the_home_is_refused(env, tmp_path):
+    (tmp_path / "secret.txt").write_text("no")
+    with pytest.raises(PathEscape):
+        GETTERS["vm_file"](env, {"path": "/etc/passwd", "dest": "p"})
+    with pytest.raises(PathEscape):
+        GETTERS["vm_file"](env, {"path": "~/../secret.txt", "dest": "s"})
+    (env.home / "link").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(PathEscape):
+        GETTERS["vm_file"](env, {"path": "/home/user/link", "dest": "s"})
+
+
+def test_cloud_file_reads_the_cache_in_osworlds_layout(env):
+    gold = cloud_path(env.cache_dir, env.task_id, "gold.txt")
+    gold.parent.mkdir(parents=True)
+    gold.write_text("gold")
+    url = "https://example.org/gold.txt"
+    assert GETTERS["cloud_file"](env, {"path": url, "dest": "gold.txt"}) == str(gold)
+    with pytest.raises(FileNotFoundError, match="https://example.org/other.txt"):
+        GETTERS["cloud_file"](env, {"path": "https://example.org/other.txt", "dest": "other.txt"})
+    gold.with_name("b.csv").write_text("b")
+    both = {"path": [url, "https://example.org/b.csv"], "dest": ["gold.txt", "b.csv"], "multi": True, "gives": [0, 1]}
+    assert GETTERS["cloud_file"](env, both) == [str(gold), str(gold.with_name("b.csv"))]
+
+
+def test_cloud_and_cache_files_without_a_cache_say_so(env):
+    env.cache_dir = None
+    with pytest.raises(FileNotFoundError, match="--cache"):
+        GETTERS["cloud_file"](env, {"path": "https://example.org/a", "dest": "a"})
+    with pytest.raises(FileNotFoundError, match="--cache"):
+        GETTERS["cache_file"](env, {"path": "grep.out"})
+
+
+def test_cache_file(env):
+    out = cloud_path(env.cache_dir, env.task_id, "grep.out")
+    out.parent.mkdir(parents=True)
+    out.write_text("found\n")
+    assert GETTERS["cache_file"](env, {"path": "grep.out"}) == str(out)
+    with pytest.raises(FileNotFoundError, match="apt.out"):
+        GETTERS["cache_file"](env, {"path": "apt.out"})
+
+
+def test_rule_hands_the_rules_over(env):
+    assert GETTERS["rule"](env, {"type": "rule", "rules": {"expected": "x"}}) == {"expected": "x"}
+
+
+def test_vm_command_line_and_error_run_real_commands_in_the_home(env):
+    (env.home / "Desktop").mkdir()
+    cmd = "[ -d ~/Desktop ] && echo 'Directory exists.'; echo oops >&2"
+    assert GETTERS["vm_command_line"](env, {"command": cmd, "shell": True}) == "Directory exists.\n"
+    assert GETTERS["vm_command_error"](env, {"command": cmd, "shell": True}) == "oops\n"
+    assert GETTERS["vm_command_line"](env, {"command": ["pwd"]}) == f"{env.home}\n"
+
+
+def test_a_command_getter_is_bounded(env, monkeypatch):
+    from conway.tasks import getters
+    monkeypatch.setattr(getters, "COMMAND_TIMEOUT_S", 0.5)
+    with pytest.raises(TimeoutError, match="0.5 s"):
+        GETTERS["vm_command_line"](env, {"command": "sleep 30", "shell": True})
+
+
+def test_list_directory_gives_osworlds_tree(env, tmp_path):
+    root = env.home / "Desktop" / "cpjpg"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.jpg").write_text("x")
+    (root / "sub" / "b.jpg").write_text("y")
+    (root / "out").symlink_to(tmp_path)  # listed as an entry, never followed out of the home
+    tree = GETTERS["list_directory"](env, {"path": "/home/user/Desktop/cpjpg"})
+    assert tree["type"] == "directory" and tree["name"] == "cpjpg"
+    kids = {c["name"]: c for c in tree["children"]}
+    assert kids["a.jpg"] == {"type": "file", "name": "a.jpg"} and kids["out"]["type"] == "file"
+    assert kids["sub"]["children"] == [{"type": "file", "name": "b.jpg"}]
+    assert GETTERS["list_directory"](env, {"path": "~/Desktop/none"}) is None
+
+
+def test_vm_terminal_output_is_the_environments(env):
+    assert GETTERS["vm_terminal_output"](env, {}) is None
+    env.terminal_text = "user@host:~$ ls\nDesktop\n"
+    assert GETTERS["vm_terminal_output"](env, {}) == "user@host:~$ ls\nDesktop\n"
+
+
+def test_a_command_that_cannot_start_is_an_error_not_a_missing_file(env):
+    with pytest.raises(RuntimeError, match="could not start"):
+        GETTERS["vm_command_line"](env, {"command": ["no-such-program-here", "x"]})

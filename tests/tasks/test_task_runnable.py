@@ -1,0 +1,128 @@
+"""Every reason a task cannot run here is named: steps, getters, metrics, applications, cache files, live URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import REPO
+
+from conway.tasks.cache import cloud_path, download_path
+from conway.tasks.model import parse_osworld, read_task_file
+from conway.tasks.runnable import why_not_runnable
+
+EXAMPLES = REPO / "tests" / "data" / "osworld" / "examples"
+ALL_STEPS = {"launch", "open", "execute", "command", "sleep", "activate_window", "download", "chrome_open_tabs"}
+DL = "https://files.example.org/cache/os/t/setup.sh"
+GOLD = "https://files.example.org/cache/os/t/gold.txt"
+
+
+def everything(_program: str) -> bool:
+    return True
+
+
+def nothing(_program: str) -> bool:
+    return False
+
+
+def make(config=(), evaluator=None, apps=("os",), instruction="x") -> object:
+    ev = evaluator or {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
+                       "expected": {"type": "rule", "rules": {"expected": ""}}}
+    return parse_osworld({"id": "t", "instruction": instruction, "config": list(config), "related_apps": list(apps),
+                          "evaluator": ev}, Path("t.json"))
+
+
+def test_a_task_with_known_parts_and_nothing_to_fetch_is_runnable():
+    t = read_task_file(EXAMPLES / "os" / "e0df059f-28a6-4169-924f-b9623e7184cc.json")
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=nothing) == []
+
+
+def test_unknown_step_types_getters_and_metrics_are_each_named():
+    t = make(config=[{"type": "googledrive", "parameters": {}}],
+             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "vlc_config"},
+                                                                              {"type": "vm_command_line"}],
+                        "postconfig": [{"type": "close_window", "parameters": {}}]})
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert reasons == ["setup step type googledrive is not implemented",
+                       "postconfig step type close_window is not implemented",
+                       "getter vlc_config is not implemented", "metric compare_audios is not implemented"]
+
+
+def test_an_application_not_installed_names_its_programs():
+    t = make(apps=("libreoffice_calc", "chrome", "os"))
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p == "chromium")
+    assert reasons == ["application libreoffice_calc is not installed (none of soffice, libreoffice is on PATH)"]
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p in ("soffice", "chromium")) == []
+
+
+def test_the_program_a_launch_step_starts_must_be_installed():
+    t = make(config=[{"type": "launch", "parameters": {"command": "VLC_VERBOSE=-1 vlc --start-time=5 a.mp4",
+                                                       "shell": True}},
+                     {"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}}])
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p == "chromium")
+    assert reasons == ["the launch step's program vlc is not installed (vlc is not on PATH)"]
+
+
+def test_a_real_vs_code_task_needs_code():
+    t = read_task_file(EXAMPLES / "vs_code" / "276cc624-87ea-4f08-ab93-f770e3790175.json")
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=nothing)
+    assert reasons == ["application vscode is not installed (code is not on PATH)"]  # its launch adds nothing
+
+
+def test_downloads_and_cloud_files_come_from_the_cache_or_are_reasons(tmp_path):
+    t = make(config=[{"type": "download", "parameters": {"files": [{"url": DL, "path": "/home/user/setup.sh"}]}}],
+             evaluator={"func": "compare_text_file", "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},
+                        "expected": {"type": "cloud_file", "path": GOLD, "dest": "gold.txt"}})
+    no_cache = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert no_cache == [f"download {DL} needs the local cache: give --cache DIR (OSWorld's cache layout)",
+                        f"cloud file {GOLD} needs the local cache: give --cache DIR (OSWorld's cache layout)"]
+    missing = why_not_runnable(t, cache_dir=tmp_path, step_types=ALL_STEPS, installed=everything)
+    assert missing[0] == (f"download {DL} is missing from the cache (looked for "
+                          f"{download_path(tmp_path, 't', DL, '/home/user/setup.sh')})")
+    assert missing[1].startswith(f"cloud file {GOLD} is missing from the cache")
+    for path in (download_path(tmp_path, "t", DL, "/home/user/setup.sh"), cloud_path(tmp_path, "t", "gold.txt")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert why_not_runnable(t, cache_dir=tmp_path, step_types=ALL_STEPS, installed=everything) == []
+
+
+def test_live_urls_are_reasons_and_local_ones_are_not():
+    t = make(config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://www.apple.com/",
+                                                                                   "http://127.0.0.1:8000/x"]}}],
+             instruction="Compare with https://howlongtoread.com/.",
+             evaluator={"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
+                        "expected": {"type": "rule", "rules": {"expected": "https://www.google.com/"}}})
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert reasons == ["live URL https://howlongtoread.com/: the task needs the web at run time, and tasks here run "
+                       "offline",
+                       "live URL https://www.apple.com/: the task needs the web at run time, and tasks here run "
+                       "offline"]  # the rule's expected URL is a value to compare, not a page to open
+
+
+def test_a_conway_task_is_runnable_when_it_declares_criteria(tmp_path):
+    good = tmp_path / "good.md"
+    good.write_text("---\nacceptance:\n  - file_exists: out.txt\n---\nWrite out.txt.\n")
+    bare = tmp_path / "bare.md"
+    bare.write_text("Just do something.\n")
+    assert why_not_runnable(read_task_file(good), cache_dir=None, step_types=set()) == []
+    assert why_not_runnable(read_task_file(bare), cache_dir=None, step_types=set()) == [
+        "the task declares no acceptance criteria: nothing would score it"]
+
+
+def test_a_malformed_download_or_cloud_file_is_a_reason_not_a_crash():
+    t = make(config=[{"type": "download", "parameters": {"files": ["https://example.org/a"]}}],
+             evaluator={"func": "compare_text_file", "result": {"type": "vm_file", "path": "~/a", "dest": "a"},
+                        "expected": {"type": "cloud_file", "path": [GOLD], "dest": "gold.txt", "multi": True}})
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert reasons == ["a download setup step is malformed: `files` must be a list of {url, path}",
+                       "a cloud_file getter is malformed: `path` and `dest` must be texts (lists of as many with "
+                       "`multi`)"]
+
+
+def test_a_task_that_declares_osworlds_proxy_needs_the_web():
+    t = parse_osworld({"id": "t", "instruction": "Install the Python extension.", "proxy": True,
+                       "evaluator": {"func": "infeasible"}}, Path("t.json"))
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
+        "the task declares `proxy: true`: it needs the web at run time, and tasks here run offline"]
+    off = parse_osworld({"id": "t", "instruction": "x", "proxy": False, "evaluator": {"func": "infeasible"}},
+                        Path("t.json"))
+    assert why_not_runnable(off, cache_dir=None, step_types=ALL_STEPS, installed=everything) == []
