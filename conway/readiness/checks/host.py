@@ -17,6 +17,7 @@ EXTRAS = {
     "gui": ["mss", "pyautogui"],
     "llama": ["llama_cpp"],
     "train": ["torch", "transformers", "peft", "datasets"],
+    "tasks": ["openpyxl", "docx", "pptx", "pandas", "rapidfuzz"],
 }
 """The optional extras and the modules each brings (pyproject.toml's extras)."""
 

@@ -11,8 +11,8 @@ may be a list, any one of which matches.
 `compare_table(result, expected, rules=[...])`: every rule holds (1) or the first
 that fails ends it (0). Sheets are named as OSWorld's tasks name them: an int is
 the result's sheet by position, `RI<n>`/`RN<name>` the result's by position/name,
-`EI<n>`/`EN<name>` the expected's. Rule types, with how often the 62
-`compare_table` evaluators in OSWorld's evaluation_examples use them (counted for
+`EI<n>`/`EN<name>` the expected's. Rule types, with how many rules of each type the 62
+`compare_table` evaluators in OSWorld's evaluation_examples hold (counted for
 this module), and what each compares:
 
 - `sheet_data` (53): the sheets read as tables by pandas, numbers rounded to
@@ -40,12 +40,19 @@ this module), and what each compares:
 - `zoom` (1): the sheet's zoom (100 when unset) against `{method, ref}`.
 - `row_props` (1): the listed row `props` (`hidden`, `height`, `collapsed`) of
   every row the file describes equal.
+- `chart` (5): the sheets' charts, matched by the cell ranges their series
+  read, with the listed `chart_props` (`type`, `title`, `direction`, `legend`,
+  `xtitle`, `ytitle`) equal.
+- `data_validation` (1): at least as many validations in the sheet as
+  `dv_props` describes, and each one matching one description: attributes
+  (`ranges`, `type`, `formula1`, `operator` ...) against `{method, ref}`, where
+  method may also be `spreadsheet_range` (the validated cells cover `ref[0]` and
+  stay within `ref[1]`) or `str_set_eq`/`str_list_eq` (a list validation's items).
 
 Not implemented, and refused with an error naming them (so a task using one is
-reported as not runnable, never mis-scored): `pivot_table` (5), `chart` (5),
-`data_validation` (1), and `sparkline`, `filter`, `col_props` (unused), any other
-rule type, prop, method or option key. `unsupported_options(func_name, options)`
-lists those names without opening a file.
+reported as not runnable, never mis-scored): `pivot_table` (5), and `sparkline`,
+`filter`, `col_props` (unused), any other rule type, prop, method or option key.
+`unsupported_options(func_name, options)` lists those names without opening a file.
 """
 
 from __future__ import annotations
@@ -65,6 +72,10 @@ _COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": opera
 _STYLE_PROPS = {"merge", "bgcolor", "fgcolor", "font_color", "font_bold", "font_italic", "font_underline",
                 "font_name", "font_size", "number_format"}
 _ROW_PROPS = {"hidden", "height", "collapsed"}
+_CHART_PROPS = {"type", "title", "direction", "legend", "xtitle", "ytitle"}
+_DV_ATTRS = {"ranges", "sqref", "type", "formula1", "formula2", "operator", "allow_blank", "allowBlank", "showDropDown",
+             "showErrorMessage", "showInputMessage", "errorStyle", "error", "errorTitle", "prompt", "promptTitle"}
+_DV_METHODS = {"spreadsheet_range", "str_list_eq", "str_set_eq"}
 _FUZZY_TYPES = {"exact_match", "includes", "included_by", "fuzzy_match"}
 _FUZZY_KEYS = {"type", "range", "threshold", "normalization", "trim_leadings", "trim_trailings", "ignore_chars",
                "ignore_case"}
@@ -79,12 +90,15 @@ _RULE_KEYS = {
     "freeze": {"sheet_idx0", "sheet_idx1"},
     "zoom": {"sheet_idx", "method", "ref"},
     "row_props": {"sheet_idx0", "sheet_idx1", "props"},
+    "chart": {"sheet_idx0", "sheet_idx1", "chart_props"},
+    "data_validation": {"sheet_idx", "dv_props"},
 }
 # rule type -> the keys it cannot do without
 _RULE_REQUIRED = {"sheet_data": ("sheet_idx0", "sheet_idx1"), "sheet_print": ("sheet_idx0", "sheet_idx1"),
                   "sheet_fuzzy": ("sheet_idx0", "sheet_idx1", "rules"), "check_cell": ("sheet_idx", "coordinate", "props"),
                   "style": ("sheet_idx0", "sheet_idx1"), "freeze": ("sheet_idx0", "sheet_idx1"),
-                  "zoom": ("sheet_idx", "method", "ref"), "row_props": ("sheet_idx0", "sheet_idx1")}
+                  "zoom": ("sheet_idx", "method", "ref"), "row_props": ("sheet_idx0", "sheet_idx1"),
+                  "chart": ("sheet_idx0", "sheet_idx1"), "data_validation": ("sheet_idx", "dv_props")}
 _CSV_OPTIONS = {"strict", "ignore_case"}
 _CELL = re.compile(r"\$?[A-Z]{1,3}\$?[1-9][0-9]{0,6}")
 
@@ -134,6 +148,24 @@ def _rule_problems(i: int, rule: Any) -> list[str]:
         if not isinstance(props, list):
             return problems + [f"{where}.props (not a list)"]
         problems += [f"{where}.props.{p}" for p in props if p not in allowed]
+    elif kind == "chart":
+        props = rule.get("chart_props", [])
+        if not isinstance(props, list):
+            return problems + [f"{where}.chart_props (not a list)"]
+        problems += [f"{where}.chart_props.{p}" for p in props if p not in _CHART_PROPS]
+    elif kind == "data_validation":
+        wanted = rule["dv_props"]
+        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+            return problems + [f"{where}.dv_props (not a list of objects)"]
+        for j, attrs in enumerate(wanted):
+            for attr, match in attrs.items():
+                at = f"{where}.dv_props[{j}].{attr}"
+                if attr not in _DV_ATTRS:
+                    problems.append(at)
+                elif isinstance(match, dict) and match.get("method") in _DV_METHODS and "ref" in match:
+                    continue
+                else:
+                    problems += _method_problem(at, match)
     elif kind == "zoom":
         problems += _method_problem(where, rule)
     elif kind == "sheet_fuzzy":
@@ -143,7 +175,7 @@ def _rule_problems(i: int, rule: Any) -> list[str]:
         for j, sub in enumerate(subrules):
             at = f"{where}.rules[{j}]"
             if not isinstance(sub, dict) or sub.get("type") not in _FUZZY_TYPES:
-                problems.append(f"{at}.type={sub.get('type') if isinstance(sub, dict) else sub!r}")
+                problems.append(f"{at}.type={sub.get('type')}" if isinstance(sub, dict) else f"{at} (not an object)")
                 continue
             problems += [f"{at}.{k}" for k in sub if k not in _FUZZY_KEYS and not is_note(k)]
             ranges = sub.get("range")
@@ -268,7 +300,8 @@ class _Books:
         frames = self._load(side, "frames")
         if name not in frames.sheet_names:
             return None
-        return opened(lambda _: frames.parse(name), self.paths[side], side, f"sheet {name!r}")
+        pd = library("pandas")
+        return opened(lambda _: pd.read_excel(frames, sheet_name=name), self.paths[side], side, f"sheet {name!r}")
 
     def printed(self, idx: Any) -> list[str] | None:
         side, name = self.sheet(idx)
@@ -460,10 +493,72 @@ def _row_props(books: _Books, rule: dict) -> bool:
     return _rows(books.worksheet(rule["sheet_idx0"]), props) == _rows(books.worksheet(rule["sheet_idx1"]), props)
 
 
+def _first_run_text(title: Any) -> Any:
+    """A chart or axis title's text as its first run holds it (None when it has none)."""
+    try:
+        return title.tx.rich.p[0].r[0].t
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _series_ref(source: Any) -> str:
+    for kind in ("numRef", "strRef"):
+        ref = getattr(getattr(source, kind, None), "f", None)
+        if ref is not None:
+            return ref
+    return ""
+
+
+def _charts(ws: Any, props: list[str]) -> dict[str, dict[str, Any]]:
+    """Each chart of the sheet, keyed by the cell ranges its series read, with the listed properties."""
+    if ws is None:
+        return {}
+    out = {}
+    for chart in ws._charts:  # openpyxl keeps the charts it read here; there is no public accessor
+        key = ";".join(f"{_series_ref(s.val)},{_series_ref(s.cat)}" for s in chart.series)
+        facts = {"type": lambda: chart.tagname, "title": lambda: _first_run_text(chart.title),
+                 "direction": lambda: getattr(chart, "barDir", None),
+                 "legend": lambda: chart.legend.position if chart.legend is not None else None,
+                 "xtitle": lambda: _first_run_text(getattr(chart.x_axis, "title", None)),
+                 "ytitle": lambda: _first_run_text(getattr(chart.y_axis, "title", None))}
+        out[key] = {p: facts[p]() for p in props}
+    return out
+
+
+def _chart(books: _Books, rule: dict) -> bool:
+    props = rule.get("chart_props", [])
+    return _charts(books.worksheet(rule["sheet_idx0"]), props) == _charts(books.worksheet(rule["sheet_idx1"]), props)
+
+
+def _dv_matches(value: Any, match: dict[str, Any]) -> bool:
+    method, ref = match["method"], match["ref"]
+    if method == "spreadsheet_range":  # the validated cells cover ref[0] and stay within ref[1]
+        from openpyxl.worksheet.cell_range import MultiCellRange
+        inner, outer = MultiCellRange(ref[0] if isinstance(ref[0], str) else " ".join(ref[0])), \
+            MultiCellRange(ref[1] if isinstance(ref[1], str) else " ".join(ref[1]))
+        return all(r in value for r in inner.ranges) and all(r in outer for r in value.ranges)
+    if method in ("str_list_eq", "str_set_eq"):  # a list validation's items, as its formula spells them
+        items = str(value or "").strip("\"'").split(",")
+        return items == list(ref) if method == "str_list_eq" else set(items) == set(ref)
+    return _matches(value, match)
+
+
+def _data_validation(books: _Books, rule: dict) -> bool:
+    ws = books.worksheet(rule["sheet_idx"])
+    if ws is None:
+        return False
+    validations = list(ws.data_validations.dataValidation)
+    wanted = rule["dv_props"]
+    # as many validations as described, and each one in the sheet is one of those described
+    return len(validations) >= len(wanted) and all(
+        any(all(_dv_matches(getattr(dv, attr), match) for attr, match in attrs.items()) for attrs in wanted)
+        for dv in validations)
+
+
 _RULES: dict[str, Callable[[_Books, dict], bool]] = {
     "sheet_name": _sheet_name, "sheet_data": _sheet_data, "sheet_print": _sheet_print,
     "sheet_fuzzy": _sheet_fuzzy, "check_cell": _check_cell, "style": _style_rule, "freeze": _freeze,
-    "zoom": _zoom, "row_props": _row_props,
+    "zoom": _zoom, "row_props": _row_props, "chart": _chart, "data_validation": _data_validation,
 }
 assert set(_RULES) == set(_RULE_KEYS)
 
