@@ -1,9 +1,9 @@
 """A disposable desktop for one task: a private display, session bus and user home, gone after the task.
 
 `DisposableDesktop` implements `conway.tasks.env.TaskEnv`. Under a temp root it makes `home/` (what commands
-see at /home/user and ~), `tmp/` (their /tmp) and `run/` (XDG_RUNTIME_DIR: the session bus socket and the
-accessibility bus that D-Bus activates there), starts a private Xvfb (`conway.xvfb`) and a
-`dbus-daemon --session`, and runs every command and application inside a `BubblewrapEnvironment` with
+see at /home/user and ~) and `tmp/` (their /tmp), and beside it a short `conway-run-*` folder
+(XDG_RUNTIME_DIR: the session bus socket, and the accessibility bus's that D-Bus activates there); it starts
+a private Xvfb (`conway.xvfb`) and a `dbus-daemon --session`, and runs every command and application inside a `BubblewrapEnvironment` with
 DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
 look at and act on this display (they run outside the sandbox). `close()` kills everything it started,
 stops the bus and Xvfb and deletes the root, unless `keep=True`.
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conway.sandbox.environment import Bind, BubblewrapEnvironment, SandboxError
+from conway.sandbox.environment import BWRAP, Bind, BubblewrapEnvironment, SandboxError
 from conway.sandbox.paths import resolve
 from conway.sandbox.process import kill_tree, run_bounded
 from conway.tasks.env import GUEST_HOME, CommandResult
@@ -33,6 +33,22 @@ TERMINAL = "lxterminal"
 (xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>{services}</servicedir>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
 
 
 class DisposableDesktop:
@@ -40,14 +56,17 @@ class DisposableDesktop:
     system's temp folder)."""
 
     def __init__(self, task_id: str = "task", *, cache_dir: Path | None = None, size: tuple[int, int] = (1280, 800),
-                 network: bool = False, keep: bool = False, root_parent: Path | None = None):
+                 network: bool = False, keep: bool = False, root_parent: Path | None = None, bwrap: str = BWRAP):
         self.task_id = task_id
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.size = size
         self.network = network
         self.keep = keep
         self._root_parent = root_parent
+        self._bwrap = bwrap
         self.root: Path | None = None
+        self.run_dir: Path | None = None
+        """XDG_RUNTIME_DIR of everything on this desktop: the session bus socket, the accessibility bus's."""
         self.display = ""
         self._x: XServer | None = None
         self._bus: subprocess.Popen[bytes] | None = None
@@ -76,46 +95,75 @@ class DisposableDesktop:
 
     def start(self) -> None:
         """Make the root, start Xvfb and the bus; SandboxError (one line) when any of it cannot start here."""
-        self.root = Path(tempfile.mkdtemp(prefix="conway-desktop-", dir=self._root_parent))
         try:
-            for sub in ("home", "tmp", "run"):
+            if self._root_parent is not None:
+                Path(self._root_parent).mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix="conway-desktop-", dir=self._root_parent))
+        except OSError as exc:
+            raise SandboxError(f"cannot make the desktop's folder in {self._root_parent or tempfile.gettempdir()}: "
+                               f"{exc.strerror or exc}") from None
+        try:
+            for sub in ("home", "tmp"):
                 (self.root / sub).mkdir(mode=0o700)
-            run = self.root / "run"
+            BubblewrapEnvironment([], home=GUEST_HOME, tmp=self.root / "tmp", bwrap=self._bwrap).require()
+            # the sockets' folder is short and of its own: a socket's path must fit in 108 bytes, and the
+            # accessibility bus puts its socket one level further down
+            self.run_dir = Path(tempfile.mkdtemp(prefix="conway-run-"))
+            if len(str(self.run_dir)) > 80:
+                raise SandboxError(f"the temp folder's path is too long for the desktop's sockets: {self.run_dir} "
+                                   "(set TMPDIR to a shorter one)")
             try:
                 self._x = start_xvfb(*self.size)
             except XvfbError as exc:
                 raise SandboxError(f"the desktop's display did not start: {exc}") from None
             self.display = self._x.display
-            self._bus = self._start_bus(run)
+            self._bus = self._start_bus(self.run_dir)
+            run = self.run_dir
             self.environment = BubblewrapEnvironment(
                 [Bind(GUEST_HOME, self.root / "home", True), Bind(str(run), run, True)], home=GUEST_HOME,
-                network=self.network, tmp=self.root / "tmp", setenv=self._guest_env())
+                network=self.network, tmp=self.root / "tmp", setenv=self._guest_env(), bwrap=self._bwrap)
             self.environment.require()
         except BaseException:
             self.close(keep=False)
             raise
 
     def _start_bus(self, run: Path) -> subprocess.Popen[bytes]:
-        socket = run / "bus"
+        socket, log = run / "bus", self._root() / "bus.log"  # the log: the bus reports each activation there
+        config = self._bus_config(socket)
         try:
-            bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--nopidfile",
-                                    f"--address=unix:path={socket}"],
-                                   env={"PATH": _PATH, "XDG_RUNTIME_DIR": str(run), "DISPLAY": self.display,
-                                        "HOME": str(self._root() / "home")},
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)
+            with open(log, "wb") as out:
+                bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"],
+                                       env={"PATH": _PATH, "XDG_RUNTIME_DIR": str(run), "DISPLAY": self.display,
+                                            "HOME": str(self._root() / "home")},
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out,
+                                       start_new_session=True)
         except FileNotFoundError:
             raise SandboxError("dbus-daemon is not installed (Debian: apt-get install dbus)") from None
         deadline = time.monotonic() + 10
         while not socket.exists():
             if bus.poll() is not None or time.monotonic() > deadline:
                 kill_tree(bus, 1.0)
-                raise SandboxError("the desktop's session bus (dbus-daemon --session) did not start")
+                said = (log.read_text(errors="replace").strip().splitlines() or ["no message"])[-1]
+                raise SandboxError(f"the desktop's session bus (dbus-daemon --session) did not start: {said}")
             time.sleep(0.02)
         return bus
 
+    def _bus_config(self, socket: Path) -> Path:
+        """The session bus's configuration: the standard one would start any service named in a file under
+        ~/.local/share/dbus-1/services, and it starts them outside the sandbox; this one starts only the
+        accessibility bus and dconf (settings, written into the disposable home), copied from the system."""
+        services = self._root() / "bus-services"
+        services.mkdir()
+        for name in _BUS_SERVICES:
+            source = Path("/usr/share/dbus-1/services") / name
+            if source.is_file():
+                shutil.copyfile(source, services / name)
+        config = self._root() / "bus.conf"
+        config.write_text(_BUS_CONFIG.format(socket=socket, services=services), encoding="utf-8")
+        return config
+
     def _guest_env(self) -> dict[str, str]:
-        run = str(self._root() / "run")
+        run = str(self.run_dir)
         return {
             "PATH": _PATH, "HOME": GUEST_HOME, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/sh",
             "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "xterm-256color",
@@ -127,7 +175,8 @@ class DisposableDesktop:
 
     def env(self) -> dict[str, str]:
         """What Conway's observer and GUI actuator need (outside the sandbox) to use this display and bus."""
-        run = str(self._root() / "run")
+        self._env()  # started, or say so
+        run = str(self.run_dir)
         return {"DISPLAY": self.display, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus", "XDG_RUNTIME_DIR": run}
 
     def close(self, keep: bool | None = None) -> None:
@@ -141,6 +190,9 @@ class DisposableDesktop:
         if self._x is not None:
             self._x.stop()
             self._x = None
+        if self.run_dir is not None:  # sockets only: nothing to keep
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            self.run_dir = None
         keep = self.keep if keep is None else keep
         if self.root is not None:
             if keep:
@@ -167,7 +219,8 @@ class DisposableDesktop:
             command.split() if isinstance(command, str) else list(command))
         if not argv:
             return CommandResult(127, "", "empty command")
-        prep = self._env().prepare(argv, cwd=cwd or GUEST_HOME, env={})
+        inside = GUEST_HOME if cwd is None else self._env().resolve(cwd, cwd=GUEST_HOME).inside  # PathEscape
+        prep = self._env().prepare(argv, cwd=inside, env={})
         return run_bounded(list(prep.argv), env=prep.env, cwd=prep.cwd, timeout_s=timeout_s)
 
     def spawn(self, command: str | list[str], *, shell: bool = False) -> None:

@@ -105,10 +105,11 @@ class BubblewrapEnvironment:
         self.bwrap = bwrap
 
     @classmethod
-    def for_workdir(cls, workdir: Path, *, network: bool = False) -> "BubblewrapEnvironment":
+    def for_workdir(cls, workdir: Path, *, network: bool = False, bwrap: str = BWRAP) -> "BubblewrapEnvironment":
         """`conway run`'s sandbox: the tools' workdir read-write at its own path (and HOME), the rest read-only."""
-        real = str(Path(os.path.expanduser(str(workdir))).resolve())
-        return cls([Bind(real, Path(real), True)], home=real, network=network)
+        given = os.path.abspath(os.path.expanduser(str(workdir)))
+        # shown at the path the tools use (links in it not followed: inside, the link would not exist)
+        return cls([Bind(given, Path(given).resolve(), True)], home=given, network=network, bwrap=bwrap)
 
     @property
     def tmp(self) -> Path:
@@ -119,17 +120,17 @@ class BubblewrapEnvironment:
 
     # --- the view ------------------------------------------------------------
 
-    def view(self, env: dict[str, str] | None = None) -> list[Bind]:
+    def view(self, env: dict[str, str] | None = None, tmp: Path | None = None) -> list[Bind]:
         """Every bind a command gets (system, /tmp, display and bus sockets, the given binds), in mount order."""
         out = [Bind(d, Path(d)) for d in _SYSTEM_DIRS if os.path.exists(d)]
-        out.append(Bind("/tmp", self.tmp, True))
+        out.append(Bind("/tmp", self.tmp if tmp is None else tmp, True))
         mine = [b.inside.rstrip("/") + "/" for b in self.binds]
         out.extend(b for b in _socket_binds(env or {}) if not any(b.inside.startswith(m) for m in mine))
         return out + self.binds
 
-    def _bwrap_argv(self, env: dict[str, str], cwd: str) -> list[str]:
+    def _bwrap_argv(self, env: dict[str, str], cwd: str, tmp: Path | None = None) -> list[str]:
         argv = [self.bwrap]
-        view = self.view(env)
+        view = self.view(env, tmp)
         for b in view:
             if b.inside == "/tmp":  # after /home and /root are emptied, before anything bound under /tmp
                 argv += ["--tmpfs", "/home", "--tmpfs", "/root", "--dev", "/dev", "--tmpfs", "/dev/shm",
@@ -154,8 +155,9 @@ class BubblewrapEnvironment:
         if not (os.path.isfile(self.bwrap) and os.access(self.bwrap, os.X_OK)):
             return f"bubblewrap is not installed ({self.bwrap} is missing; Debian: apt-get install bubblewrap)"
         try:
-            done = subprocess.run(self._bwrap_argv({}, "/") + ["/bin/true"], stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=15)
+            with tempfile.TemporaryDirectory(prefix="conway-sandbox-probe-") as probe_tmp:  # asking leaves nothing
+                done = subprocess.run(self._bwrap_argv({}, "/", Path(probe_tmp)) + ["/bin/true"],
+                                      stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=15)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap did not start: {exc}"
         if done.returncode == 0:

@@ -51,6 +51,7 @@ def resolve(binds: list[Bind], path: str, *, cwd: str, home: str) -> Resolved:
     """`path` (absolute, `~/…` or relative to `cwd`) as seen through `binds`; PathEscape when it is not shown."""
     if not isinstance(path, str) or not path or "\0" in path:
         raise PathEscape(f"not a usable path: {path!r}")
+    given = path  # messages name the path as it was written
     if path == "~" or path.startswith("~/"):
         path = home + path[1:]
     elif path.startswith("~"):
@@ -70,7 +71,7 @@ def resolve(binds: list[Bind], path: str, *, cwd: str, home: str) -> Resolved:
         if mapped is not None and os.path.islink(mapped[0]):
             links += 1
             if links > _MAX_LINKS:
-                raise PathEscape(f"{path}: too many levels of symbolic links")
+                raise PathEscape(f"{given}: too many levels of symbolic links")
             target = os.readlink(mapped[0])
             if target.startswith("/"):
                 cur = "/"
@@ -79,6 +80,6 @@ def resolve(binds: list[Bind], path: str, *, cwd: str, home: str) -> Resolved:
         cur = nxt
     mapped = _host_of(binds, cur)
     if mapped is None:
-        shown = path if cur == path else f"{path} (that is {cur})"
+        shown = given if cur == given else f"{given} (that is {cur})"
         raise PathEscape(f"{shown} is outside what this sandbox shows")
     return Resolved(inside=cur, host=mapped[0], writable=mapped[1])

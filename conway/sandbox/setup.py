@@ -27,7 +27,7 @@ class SetupError(Exception):
 
 @dataclass(frozen=True)
 class SetupLimits:
-    window_wait_s: float = 5.0
+    window_wait_s: float = 10.0
     """How long `launch`/`open`/`chrome_open_tabs` wait for the application's window."""
     command_timeout_s: float = 60.0
     """The bound on one `execute`/`command` (all of its `until` retries together)."""

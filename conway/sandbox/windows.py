@@ -7,6 +7,7 @@ namespace, so windows are found by appearing (a set difference) or by name/class
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 
@@ -39,8 +40,6 @@ def wait_for_new_window(display: str, before: set[int], timeout_s: float) -> int
 
 def find_windows(display: str, name: str, *, strict: bool = False, by_class: bool = False) -> list[int]:
     """Mapped windows whose title (or WM_CLASS) contains `name`, or equals it when `strict`."""
-    import re
-
     pattern = f"^{re.escape(name)}$" if strict else re.escape(name)
     try:
         done = _xdotool(display, "search", "--onlyvisible", "--class" if by_class else "--name", pattern)
@@ -52,8 +51,9 @@ def find_windows(display: str, name: str, *, strict: bool = False, by_class: boo
 def activate(display: str, window: int) -> bool:
     """Raise and focus `window`. With no window manager (a bare Xvfb) `windowactivate` has nobody to ask, so
     the window is raised and given the input focus directly."""
-    w = str(window)
-    if _xdotool(display, "windowactivate", "--sync", w).returncode == 0:
-        return True
-    raised = _xdotool(display, "windowraise", w).returncode == 0
-    return _xdotool(display, "windowfocus", "--sync", w).returncode == 0 and raised
+    def ok(*args: str) -> bool:
+        try:
+            return _xdotool(display, *args, str(window)).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):  # --sync waits for the change: bounded by _xdotool
+            return False
+    return ok("windowactivate", "--sync") or (ok("windowraise") and ok("windowfocus", "--sync"))

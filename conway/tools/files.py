@@ -60,14 +60,17 @@ class FileTools(Tool):
         """Which paths exist for the tool and where they live (the same view the shell's commands get)."""
 
     def availability(self) -> tuple[bool, str]:
-        # Tried, not guessed: the working directory must be listable.
-        try:  # the folder as the environment shows it (a task's /home/user lives elsewhere on this machine)
-            os.listdir(self.environment.resolve(str(self.workdir), cwd=str(self.workdir)).host)
+        # Tried, not guessed: the working directory must be listable (where the environment keeps it).
+        try:
+            os.listdir(self.environment.resolve(str(self.workdir), cwd="/").host)
         except PathEscape as exc:
             return False, f"working directory unusable: {exc}"
         except OSError as exc:
             return False, f"working directory unusable: {_describe(exc, self.workdir)}"
-        return True, f"files relative to {self.workdir}"
+        if self.environment.name == "local":
+            return True, f"files relative to {self.workdir}"
+        ok, how = self.environment.availability()  # a sandbox that cannot start shows nothing
+        return ok, f"files relative to {self.workdir}, as {how}" if ok else how
 
     def close(self) -> None:
         self.environment.close()  # idempotent: the shell tool may close the same one

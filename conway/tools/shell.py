@@ -25,6 +25,7 @@ from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 from conway.sandbox.environment import Environment, LocalEnvironment
 from conway.sandbox.process import kill_tree
+from conway.tasks.env import PathEscape
 
 _POSIX = os.name == "posix"
 _SLICE_S = 0.1  # how often the read loop looks at the clock and the process
@@ -52,9 +53,9 @@ class ShellTool(Tool):
         """Where the command runs: as it is, or inside a sandbox (`tools.environment`)."""
 
     def availability(self) -> tuple[bool, str]:
-        try:  # the folder as the environment shows it (a task's /home/user lives elsewhere on this machine)
-            here = self.environment.resolve(str(self.workdir), cwd=str(self.workdir)).host
-        except ValueError as exc:  # PathEscape: the environment hides it
+        try:  # the workdir as the environment shows it (a task's /home/user lives elsewhere on this machine)
+            here = self.environment.resolve(str(self.workdir), cwd="/").host
+        except PathEscape as exc:
             return False, f"working directory unusable: {exc}"
         if not here.is_dir():
             return False, f"working directory does not exist: {self.workdir}"

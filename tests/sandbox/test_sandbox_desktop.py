@@ -1,0 +1,202 @@
+"""The disposable desktop for real: bubblewrap, a private Xvfb, a private D-Bus with AT-SPI, lxterminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import pytest
+from helpers.desktop_fixtures import APPS, AppLog, wait_until
+
+from conway.observe.accessibility import snapshot
+from conway.sandbox.desktop import TERMINAL, DisposableDesktop
+from conway.sandbox.environment import BubblewrapEnvironment
+from conway.sandbox.setup import SetupError, SetupLimits, run_setup
+from conway.tasks.env import CommandResult, PathEscape, TaskEnv
+
+pytestmark = pytest.mark.desktop
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+
+
+def _need(ok: bool, why: str) -> None:
+    if not ok:
+        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+@pytest.fixture
+def desk(tmp_path: Path) -> Iterator[DisposableDesktop]:
+    for tool, apt in (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool")):
+        _need(shutil.which(tool) is not None, f"{tool} not installed (apt-get install {apt})")
+    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
+    _need(problem is None, problem or "")
+    with DisposableDesktop("t1", cache_dir=tmp_path / "cache") as d:
+        yield d
+
+
+def test_it_is_a_task_env_and_says_where_its_display_is(desk: DisposableDesktop) -> None:
+    assert isinstance(desk, TaskEnv)
+    env = desk.env()
+    assert env["DISPLAY"] == desk.display and env["DBUS_SESSION_BUS_ADDRESS"].startswith("unix:path=")
+
+
+def test_writes_land_in_the_disposable_home_and_are_gone_after_close(tmp_path: Path) -> None:
+    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    with DisposableDesktop("t2", root_parent=tmp_path) as d:
+        r = d.run("echo data > ~/a.txt; echo more > /home/user/b.txt; echo $HOME; ls -A /root; "
+                  f"test -e {REAL_HOME}/.pyenv || echo real-home-hidden", shell=True)
+        assert r == CommandResult(0, "/home/user\nreal-home-hidden\n", "")
+        assert d.host_path("~/a.txt").read_text() == "data\n"
+        assert d.host_path("b.txt") == d.host_path("/home/user/b.txt") == d.home / "b.txt"
+        assert d.run(["cat", "a.txt"]).stdout == "data\n"  # commands start in the home
+        root = d.root
+    assert root is not None and not root.exists()
+    assert not list(tmp_path.iterdir())
+
+
+def test_keep_leaves_the_root_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    with DisposableDesktop("t3", root_parent=tmp_path, keep=True) as d:
+        d.run("echo kept > ~/k.txt", shell=True)
+        root = d.root
+    assert root is not None and (root / "home" / "k.txt").read_text() == "kept\n"
+    assert f"kept the task's desktop root: {root}" in capsys.readouterr().err
+    shutil.rmtree(root)
+
+
+def test_paths_leaving_the_home_are_refused(desk: DisposableDesktop) -> None:
+    (desk.home / "docs").mkdir()
+    (desk.home / "docs" / "in.txt").write_text("x")
+    (desk.home / "inside").symlink_to("docs/in.txt")
+    (desk.home / "out").symlink_to("/etc/passwd")
+    (desk.home / "up").symlink_to("../../..")
+    assert desk.host_path("inside") == desk.home / "docs" / "in.txt"
+    assert desk.host_path("~/docs/../docs/in.txt") == desk.home / "docs" / "in.txt"
+    for bad in ("../x", "~/../../etc/passwd", "/etc/passwd", "/home/other/x", "~root/x", "out", "up/etc/passwd",
+                "/home/user/docs/../../user2/x", ""):
+        with pytest.raises(PathEscape):
+            desk.host_path(bad)
+
+
+def test_a_hanging_setup_command_is_killed_at_its_bound(desk: DisposableDesktop) -> None:
+    start = time.monotonic()
+    with pytest.raises(SetupError) as err:
+        run_setup([{"type": "execute", "parameters": {"command": ["sleep", "61.37"]}}], desk,
+                  SetupLimits(command_timeout_s=1))
+    assert time.monotonic() - start < 4
+    assert str(err.value) == ("setup step 1 (execute): ['sleep', '61.37'] did not finish within 1 s "
+                              "(killed with its process group)")
+    assert not any(p.info["cmdline"] == ["sleep", "61.37"] for p in psutil.process_iter(["cmdline"]))
+
+
+def test_an_app_that_never_opens_a_window_is_reported(desk: DisposableDesktop) -> None:
+    with pytest.raises(SetupError, match=r"^setup step 1 \(launch\): the application never opened its window "
+                                         r"\(launched \['sleep', '30'\]; waited 1 s\)$"):
+        run_setup([{"type": "launch", "parameters": {"command": ["sleep", "30"]}}], desk,
+                  SetupLimits(window_wait_s=1))
+
+
+def _atspi_ready() -> None:
+    probe = "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    _need(done.returncode == 0, "PyGObject with Atspi missing (pip install 'PyGObject<3.51'; apt gir1.2-atspi-2.0)")
+
+
+def test_the_observer_reads_a_gtk_app_on_the_private_display(desk: DisposableDesktop) -> None:
+    _atspi_ready()
+    system_gi = subprocess.run(["/usr/bin/python3", "-c", "import gi"], capture_output=True).returncode == 0
+    _need(system_gi, "python3-gi not installed (apt-get install python3-gi gir1.2-gtk-3.0)")
+    shutil.copy(APPS / "gtk_probe_app.py", desk.home / "gtk_probe_app.py")  # the repo is not in the sandbox
+    (desk.home / "gtk.jsonl").write_text("")
+    desk.spawn(["/usr/bin/python3", "gtk_probe_app.py", "/home/user/gtk.jsonl"])
+    log = AppLog(desk.home / "gtk.jsonl")
+    wait_until(lambda: any(e["event"] == "ready" for e in log.events()), timeout=30, what="the GTK app")
+
+    def tree():
+        snap = snapshot(env={**os.environ, **desk.env()}, timeout_s=10)
+        return snap if snap.ok and '"Save draft"' in (snap.text or "") else None
+    snap = wait_until(tree, timeout=30, interval=0.3, what="the GTK app in the accessibility tree")
+    assert 'frame "Conway GTK probe"' in snap.text
+
+
+def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(desk: DisposableDesktop) -> None:
+    _atspi_ready()
+    _need(shutil.which(TERMINAL) is not None, f"{TERMINAL} not installed (apt-get install {TERMINAL})")
+    assert desk.terminal_output() is None  # no terminal open yet
+    run_setup([{"type": "launch", "parameters": {"command": [TERMINAL]}},
+               {"type": "activate_window", "parameters": {"window_name": "LXTerminal", "by_class": True}}],
+              desk, SetupLimits(window_wait_s=20))
+    typed = subprocess.run(["xdotool", "type", "--delay", "20", "echo conway-$((6*7))\n"],
+                           env={**os.environ, "DISPLAY": desk.display}, capture_output=True, timeout=20)
+    assert typed.returncode == 0, typed.stderr
+    text = wait_until(lambda: (t := desk.terminal_output()) and "conway-42\n" in t + "\n" and t, timeout=20,
+                      interval=0.3, what="the command's output in the terminal")
+    assert "echo conway-$((6*7))" in text  # the typed line, then what it printed
+
+
+def test_a_desktop_that_cannot_sandbox_says_why_and_leaves_nothing(tmp_path: Path) -> None:
+    from conway.sandbox.environment import SandboxError
+    desk = DisposableDesktop("t5", root_parent=tmp_path / "roots", bwrap=str(tmp_path / "no-bwrap"))
+    with pytest.raises(SandboxError) as err:
+        with desk:
+            pass
+    assert str(err.value) == f"bubblewrap is not installed ({tmp_path / 'no-bwrap'} is missing; " \
+                             "Debian: apt-get install bubblewrap)"
+    assert not list((tmp_path / "roots").iterdir())
+    assert desk.display == "" and desk.root is None and desk.run_dir is None  # checked before anything started
+
+
+def test_close_kills_everything_it_started(tmp_path: Path) -> None:
+    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    with DisposableDesktop("t4", root_parent=tmp_path) as d:
+        d.spawn("sleep 300.71 & sleep 301.71", shell=True)
+        wait_until(lambda: _sleeping(), timeout=10, what="the spawned sleeps")
+        x_pid = d._x.proc.pid if d._x else None
+    assert not _sleeping()
+    assert x_pid is not None and not psutil.pid_exists(x_pid) or psutil.Process(x_pid).status() == "zombie"
+
+
+def _sleeping() -> bool:
+    return any(p.info["cmdline"] in (["sleep", "300.71"], ["sleep", "301.71"]) for p in psutil.process_iter(["cmdline"]))
+
+
+def test_the_agents_own_tools_share_the_desktops_view(desk: DisposableDesktop) -> None:
+    from conway.actions import AppendFile, ReadFile, Shell
+    from conway.config import ToolsConfig
+    from conway.tools.registry import build_toolbox
+    (desk.home / "a.txt").write_text("task file\n")
+    box = build_toolbox(ToolsConfig(enabled=["shell", "files"]), Path("/home/user"), gui=False,
+                        environment=desk.environment)
+    try:
+        assert box.report["shell"][0] and box.report["files"][0], box.report
+        r = box.run(Shell(command="pwd; echo $HOME $DISPLAY; cat a.txt"))
+        assert r.ok and r.output.splitlines()[:3] == ["/home/user", f"/home/user {desk.display}", "task file"]
+        read = box.run(ReadFile(path="~/a.txt"))
+        assert read.output == "task file\n" and read.data["path"] == "/home/user/a.txt"
+        wrote = box.run(AppendFile(path="/home/user/b.txt", text="by the agent\n"))
+        assert wrote.ok and str(desk.home) not in wrote.output  # the model is told the path it used
+        assert (desk.home / "b.txt").read_text() == "by the agent\n"
+        assert not box.run(ReadFile(path=str(desk.home / "a.txt"))).ok  # the host's name for it is not shown
+    finally:
+        box.close()
+    assert desk.run("cat b.txt").stdout == "by the agent\n"  # closing the tools left the desktop alone
+    with pytest.raises(PathEscape):
+        desk.run(["ls"], cwd="/root")
+
+
+def test_the_bus_starts_only_the_accessibility_bus_and_dconf(desk: DisposableDesktop) -> None:
+    # the bus runs what it activates outside the sandbox, so it may activate only what the desktop needs
+    r = desk.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                  "org.freedesktop.DBus.ListActivatableNames"], timeout_s=10)
+    assert r.returncode == 0, r
+    names = set(re.findall(r'string "([^"]+)"', r.stdout))
+    assert names == {"org.freedesktop.DBus", "org.a11y.Bus", "ca.desrt.dconf"} & (
+        {"org.freedesktop.DBus"} | {n[:-8] for n in os.listdir("/usr/share/dbus-1/services")}), names
