@@ -47,6 +47,7 @@ DEFAULT_MAX_STEPS = 15
 DEFAULT_MAX_SECONDS = 600.0
 MOCK_SUFFIXES = (".yaml", ".yml", ".jsonl")
 WINDOW_WAIT_S = 30.0
+COMMAND_TIMEOUT_S = 60.0
 MISSING = "result not found"
 """How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
 
@@ -121,6 +122,8 @@ class TasksSuite:
     say: Callable[[str], None] = print
     window_wait_s: float = WINDOW_WAIT_S
     """How long a launch/open step waits for its application's window (a loaded machine starts apps slowly)."""
+    command_timeout_s: float = COMMAND_TIMEOUT_S
+    """The bound on one execute/command setup step."""
     display_sizes: list[tuple[int, int]] = field(default_factory=list)
     kind = "tasks"
 
@@ -172,7 +175,8 @@ class TasksSuite:
                 record["kept"] = str(desk.root)
             self.display_sizes.append(tuple(desk.size))
             record["phase"] = "setup"
-            limits = SetupLimits(window_wait_s=self.window_wait_s, screen=tuple(desk.size))
+            limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
+                                 screen=tuple(desk.size))
             run_setup(list(task.config), desk, limits)
             record["phase"] = "run"
             home.ensure_dirs()
@@ -180,8 +184,8 @@ class TasksSuite:
             home.goals.write_text(GOALS, encoding="utf-8")
             cfg = self._task_config(desk)
             token = current_cancel()
-            if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started
-                raise KeyboardInterrupt(token.reason)
+            if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
+                raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
             run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
                            observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
                            say=self.say, quiet=True)
@@ -328,8 +332,9 @@ def _check_folder(raw: str | None, what: str) -> Path | None:
 def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str,
               cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
               max_steps: int | None = None, max_seconds: float | None = None, quiet: bool = False,
-              argv: list[str] | None = None, policy: Policy | None = None,
-              say: Callable[[str], None] = print) -> int:
+              argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] = print,
+              window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S) -> int:
+    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short)."""
     from conway.tasks.model import load_suite
 
     if max_steps is not None and max_steps < 1:
@@ -347,11 +352,13 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if folder.exists():
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
-                        max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say)
+                        max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say,
+                        window_wait_s=window_wait_s, command_timeout_s=command_timeout_s)
     report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,
         "max_seconds": max_seconds, "tasks_folder": folder.name,
+        "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS}})
     folder.mkdir()
     if not quiet:
