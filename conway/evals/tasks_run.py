@@ -332,11 +332,13 @@ def _check_folder(raw: str | None, what: str) -> Path | None:
 def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str,
               cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
               max_steps: int | None = None, max_seconds: float | None = None, quiet: bool = False,
-              argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] = print,
+              argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
               window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S) -> int:
     """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short)."""
+    from conway.session.app import console_say
     from conway.tasks.model import load_suite
 
+    say = say or console_say  # flushed: a line per task reaches a pipe as it happens
     if max_steps is not None and max_steps < 1:
         raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
     if max_seconds is not None and max_seconds <= 0:

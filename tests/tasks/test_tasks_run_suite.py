@@ -11,30 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from conway.sandbox.environment import BubblewrapEnvironment
+from helpers.task_desktop import REPO, need_desktop
 
 pytestmark = pytest.mark.desktop
-REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "evals" / "osworld_local"
-APPS = (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool"), ("lxterminal", "lxterminal"),
-        ("mousepad", "mousepad"), ("chromium", "chromium"), ("xdg-open", "xdg-utils"))
-
-
-def need_desktop() -> None:
-    missing = [f"{tool} (apt-get install {apt})" for tool, apt in APPS if shutil.which(tool) is None]
-    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
-    why = "; ".join(missing + ([problem] if problem else []))
-    if why:
-        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(why)
-        pytest.skip(why)
 
 
 def conway(home: Path, *args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
