@@ -152,7 +152,7 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         rows.append([c.get("task"), c.get("domain") or "-", c.get("outcome"),
                      f"{score:g}" if isinstance(score, (int, float)) else "-", said,
                      c.get("steps", "-"), f"{c['wall_s']:.1f}" if isinstance(c.get("wall_s"), (int, float)) else "-",
-                     _short(why, 70)])
+                     _short(why, 120)])
     out.append(table(["task", "domain", "outcome", "score", "declared", "steps", "time s", "metrics / why"], rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more task(s) in the report")
