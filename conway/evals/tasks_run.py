@@ -26,7 +26,9 @@ desktop (its user home, Xvfb, the sandbox) is gone after the task unless `--keep
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,10 +196,12 @@ class TasksSuite:
                 token.set(outcome.reason)  # the suite stops: this task did not finish
             record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
             record.update(session=run.session, home=_relative(home.root, self.report_dir),
-                          view=f"conway --home {home.root} view --session {run.session}",
+                          view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
                           steps=outcome.steps, stop_reason=outcome.reason,
                           declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
                           model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+            if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
+                raise RuntimeError(outcome.reason)
             record["phase"] = "evaluate"
             declared_fail = (outcome.finish or {}).get("status") == "FAIL"
             result = evaluate(task, desk, declared_fail=declared_fail,
@@ -229,6 +233,7 @@ class TasksSuite:
 
         observer = ScreenObserver.from_config(cfg, home)
         observer.display = desk.display
+        observer.accessibility_env = {**os.environ, **desk.env()}  # its AT-SPI tree is on the desktop's bus
         return observer
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
