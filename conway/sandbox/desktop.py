@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conway.sandbox.environment import BWRAP, Bind, BubblewrapEnvironment, SandboxError
+from conway.sandbox.environment import BWRAP, SYSTEM_PATH, Bind, BubblewrapEnvironment, SandboxError
 from conway.sandbox.paths import resolve
 from conway.sandbox.process import kill_tree, run_bounded
 from conway.tasks.env import GUEST_HOME, CommandResult
@@ -32,7 +32,7 @@ TERMINAL = "lxterminal"
 """The terminal a task gets: LXDE's, GTK 3 + VTE, the lightest Debian terminal whose text AT-SPI can read
 (xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
-_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_PATH = SYSTEM_PATH
 _BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
 _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

@@ -28,13 +28,15 @@ from typing import Protocol
 
 from conway.sandbox.paths import Bind, Resolved, resolve
 
-__all__ = ["BWRAP", "Bind", "BubblewrapEnvironment", "Environment", "LocalEnvironment", "Prepared",
+__all__ = ["BWRAP", "SYSTEM_PATH", "Bind", "BubblewrapEnvironment", "Environment", "LocalEnvironment", "Prepared",
            "SandboxError"]
 
 BWRAP = "/usr/bin/bwrap"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
                 "/var/lib/dbus", "/var/cache/fontconfig")
 """Shown read-only: what programs need to start (binaries, libraries, configuration, fonts' cache)."""
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""PATH for commands that see only the system's folders (a task's desktop)."""
 
 
 class SandboxError(RuntimeError):

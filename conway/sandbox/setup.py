@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.sandbox import windows
+from conway.sandbox.environment import SYSTEM_PATH
 from conway.tasks.cache import download_path
 from conway.tasks.env import PathEscape, TaskEnv
 
-__all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup"]
+__all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup", "run_step"]
 
 
 class SetupError(Exception):
@@ -39,28 +40,37 @@ class SetupLimits:
 
 def run_setup(steps: Any, env: TaskEnv, limits: SetupLimits | None = None) -> None:
     """Run `steps` in order; the first that fails raises SetupError (`setup step 2 (open): …`)."""
-    limits = limits or SetupLimits()
     if not isinstance(steps, list):
         raise SetupError(f"setup steps must be a list, not {type(steps).__name__}")
     for i, step in enumerate(steps, 1):
-        kind = step.get("type") if isinstance(step, dict) else None
-        where = f"setup step {i}" + (f" ({kind})" if isinstance(kind, str) else "")
-        if not isinstance(step, dict) or not isinstance(kind, str):
-            raise SetupError(f"{where}: each step is an object with a \"type\" (got {step!r:.80})")
-        params = step.get("parameters", {})
-        if not isinstance(params, dict):
-            raise SetupError(f"{where}: \"parameters\" must be an object")
-        run = _STEPS.get(kind)
-        if run is None:
-            raise SetupError(f"{where}: unknown setup step type {kind!r} (known: {', '.join(sorted(_STEPS))})")
-        try:
-            run(env, limits, params)
-        except SetupError as exc:
-            raise SetupError(f"{where}: {exc}") from None
-        except PathEscape as exc:
-            raise SetupError(f"{where}: {exc}") from None
-        except TypeError as exc:  # a parameter missing or unknown
-            raise SetupError(f"{where}: bad parameters {sorted(params)}: {exc}") from None
+        _one(step, env, limits or SetupLimits(), f"setup step {i}")
+
+
+def run_step(step: Any, env: TaskEnv, limits: SetupLimits | None = None) -> None:
+    """One step (the evaluator's `StepRunner`, for `postconfig`); SetupError (`launch: …`) when it fails."""
+    _one(step, env, limits or SetupLimits(), "")
+
+
+def _one(step: Any, env: TaskEnv, limits: SetupLimits, where: str) -> None:
+    kind = step.get("type") if isinstance(step, dict) else None
+    label = kind if isinstance(kind, str) else ""
+    where = (f"{where} ({label})" if label else where) if where else (label or "setup step")
+    if not isinstance(step, dict) or not isinstance(kind, str):
+        raise SetupError(f"{where}: each step is an object with a \"type\" (got {step!r:.80})")
+    params = step.get("parameters", {})
+    if not isinstance(params, dict):
+        raise SetupError(f"{where}: \"parameters\" must be an object")
+    run = _STEPS.get(kind)
+    if run is None:
+        raise SetupError(f"{where}: unknown setup step type {kind!r} (known: {', '.join(sorted(_STEPS))})")
+    try:
+        run(env, limits, params)
+    except (SetupError, PathEscape) as exc:
+        raise SetupError(f"{where}: {exc}") from None
+    except TypeError as exc:  # a parameter of the wrong kind
+        raise SetupError(f"{where}: bad parameters {sorted(params)}: {exc}") from None
+    except OSError as exc:  # a file the step copies or writes
+        raise SetupError(f"{where}: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "))
 
 
 def _need(params: dict[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
@@ -91,6 +101,9 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
 def _launch(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     command, shell = _need(p, "command", (str, list)), bool(p.get("shell", False))
     argv = _argv(command, shell)
+    program = argv[0] if isinstance(argv, list) and argv else None
+    if program and "/" not in program and shutil.which(program, path=SYSTEM_PATH) is None:
+        raise SetupError(f"{program} is not installed (not on the desktop's PATH)")  # not a wait for nothing
     _started_window(env, limits, f"launched {command!r:.80}", lambda: env.spawn(argv, shell=shell))
 
 

@@ -62,7 +62,7 @@ class FileTools(Tool):
     def availability(self) -> tuple[bool, str]:
         # Tried, not guessed: the working directory must be listable (where the environment keeps it).
         try:
-            os.listdir(self.environment.resolve(str(self.workdir), cwd="/").host)
+            os.listdir(self.environment.resolve(str(self.workdir), cwd=os.getcwd()).host)
         except PathEscape as exc:
             return False, f"working directory unusable: {exc}"
         except OSError as exc:

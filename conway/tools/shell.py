@@ -54,7 +54,7 @@ class ShellTool(Tool):
 
     def availability(self) -> tuple[bool, str]:
         try:  # the workdir as the environment shows it (a task's /home/user lives elsewhere on this machine)
-            here = self.environment.resolve(str(self.workdir), cwd="/").host
+            here = self.environment.resolve(str(self.workdir), cwd=os.getcwd()).host
         except PathEscape as exc:
             return False, f"working directory unusable: {exc}"
         if not here.is_dir():

@@ -146,11 +146,21 @@ def test_the_sandboxed_shell_hides_the_home_and_stops_within_a_second(bwrap_ok: 
         box.close()
 
 
-def test_sandbox_settings_are_validated() -> None:
+def test_sandbox_settings_are_validated_and_reach_the_tools(bwrap_ok: None, tmp_path: Path) -> None:
     from pydantic import ValidationError
     assert ToolsConfig().environment == "local" and ToolsConfig().sandbox_network is False
     with pytest.raises(ValidationError):
         ToolsConfig(environment="docker")
+    local = build_toolbox(ToolsConfig(enabled=["shell"]), tmp_path, gui=False)
+    shared = build_toolbox(ToolsConfig(environment="sandbox", sandbox_network=True, enabled=["shell", "files"]),
+                           tmp_path, gui=False)
+    try:
+        assert "bubblewrap" not in local.report["shell"][1]
+        assert "bubblewrap sandbox (network shared" in shared.report["shell"][1]
+        assert "bubblewrap sandbox (network shared" in shared.report["files"][1]
+    finally:
+        local.close()
+        shared.close()
 
 
 def test_bwrap_path_is_debians() -> None:

@@ -18,7 +18,7 @@ from conway.sandbox.setup import STEP_TYPES, SetupError, SetupLimits, run_setup
 from conway.tasks.cache import download_path
 
 pytestmark = pytest.mark.desktop
-FAST = SetupLimits(window_wait_s=10, command_timeout_s=10)
+FAST = SetupLimits(window_wait_s=30, command_timeout_s=30)  # bounds a failure only: generous under load
 
 
 def _need(ok: bool, why: str) -> None:
@@ -137,6 +137,8 @@ def test_chrome_open_tabs_opens_chromium(desk: DisposableDesktop) -> None:
     (["sleep"], "setup step 1: each step is an object with a \"type\" (got 'sleep')"),
     ([{"type": "sleep", "parameters": [1]}], "setup step 1 (sleep): \"parameters\" must be an object"),
     ([{"type": "launch", "parameters": {}}], "setup step 1 (launch): parameter 'command' is missing or not a str or list"),
+    ([{"type": "launch", "parameters": {"command": "no-such-program --flag"}}],
+     "setup step 1 (launch): no-such-program is not installed (not on the desktop's PATH)"),
     ([{"type": "download", "parameters": {"files": ["x"]}}],
      "setup step 1 (download): each file is an object with \"url\" and \"path\" (got 'x')"),
 ])
