@@ -13,6 +13,10 @@ pytest.importorskip("rapidfuzz")
 
 from openpyxl.chart import BarChart, LineChart, Reference  # noqa: E402
 from openpyxl.formatting.rule import CellIsRule  # noqa: E402
+from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource  # noqa: E402
+from openpyxl.pivot.record import RecordList  # noqa: E402
+from openpyxl.pivot.table import DataField, FieldItem, Location, PageField, PivotField, RowColField  # noqa: E402
+from openpyxl.pivot.table import TableDefinition as PivotTable  # noqa: E402
 from openpyxl.styles import Font, PatternFill  # noqa: E402
 from openpyxl.worksheet.datavalidation import DataValidation  # noqa: E402
 
@@ -53,6 +57,11 @@ def cell(coord, value):
 
 def test_the_module_exposes_its_metrics():
     assert METRICS == {"compare_csv": compare_csv, "compare_table": compare_table}
+
+
+def test_every_rule_the_options_check_accepts_has_an_implementation():
+    from conway.tasks.metrics.table_rules import RULE_KEYS, RULE_REQUIRED, RULES
+    assert set(RULES) == set(RULE_KEYS) and set(RULE_REQUIRED) <= set(RULES)
 
 
 # ---- compare_csv ---------------------------------------------------------------------------------------------
@@ -358,6 +367,44 @@ def test_data_validation(tmp_path, edit, holds):
     assert table(tmp_path, [DV_RULE], edit_result=edit) == float(holds)
 
 
+PIVOT_DATA = {"Sheet1": [["region", "kind", "amount"], ["n", "a", 1], ["s", "b", 2], ["n", "b", 3]], "Sheet2": []}
+
+
+def pivoted(rows=(0,), page=(1,), total="sum", hidden=None):
+    """A pivot table on Sheet2 summarising Sheet1 (what an office suite saves; openpyxl writes what it is given)."""
+    def edit(wb):
+        source = CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref="A1:C4", sheet="Sheet1"))
+        cache = CacheDefinition(cacheSource=source, recordCount=3, cacheFields=[
+            CacheField(name=n, sharedItems=SharedItems()) for n in ("region", "kind", "amount")])
+        cache.records = RecordList()
+        axes = {i: "axisRow" for i in rows} | {i: "axisPage" for i in page}
+        fields = [PivotField(axis=axes.get(i), items=[FieldItem(x=0, h=hidden), FieldItem(x=1), FieldItem(t="default")])
+                  for i in (0, 1)] + [PivotField(dataField=True)]
+        pivot = PivotTable(name="Pivot1", cacheId=1, dataCaption="Values", pivotFields=fields,
+                           location=Location(ref="A3:B6", firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
+                           rowFields=[RowColField(x=i) for i in rows], pageFields=[PageField(fld=i) for i in page],
+                           dataFields=[DataField(name="Total", fld=2, subtotal=total)])
+        pivot.cache = cache
+        wb["Sheet2"]._pivots.append(pivot)
+    return edit
+
+
+PIVOT_RULE = {"type": "pivot_table", "sheet_idx0": "RNSheet2", "sheet_idx1": "ENSheet2",
+              "pivot_props": ["col_fields", "filter", "row_fields", "data_fields"]}
+
+
+@pytest.mark.parametrize("edit,holds", [
+    (pivoted(), True),
+    (pivoted(rows=(1,), page=(0,)), False),  # the fields swapped between rows and filter
+    (pivoted(total="count"), False),
+    (pivoted(hidden=True), False),  # an item filtered out
+    (None, False),  # no pivot table
+])
+def test_pivot_table(tmp_path, edit, holds):
+    kw = {"result_sheets": PIVOT_DATA, "expected_sheets": PIVOT_DATA, "edit_expected": pivoted()}
+    assert table(tmp_path, [PIVOT_RULE], edit_result=edit, **kw) == float(holds)
+
+
 def test_every_rule_must_hold_and_the_first_failure_ends_it(tmp_path):
     ok = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}
     bad = {"type": "check_cell", "sheet_idx": 0, "coordinate": "A2", "props": {"value": {"method": "eq", "ref": "x"}}}
@@ -432,7 +479,8 @@ def test_a_rule_value_of_the_wrong_kind_is_a_one_line_error(tmp_path):
 
 UNSUPPORTED = [
     ({"rules": [{"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}]}, ["rules[0].type=sparkline"]),
-    ({"rules": [{"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EI0"}]}, ["rules[0].type=pivot_table"]),
+    ({"rules": [{"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EI0", "pivot_props": ["location"]}]},
+     ["rules[0].pivot_props.location"]),
     ({"rules": [{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["anchor"]}]},
      ["rules[0].chart_props.anchor"]),
     ({"rules": [{"type": "data_validation", "sheet_idx": 0, "dv_props": [{"imeMode": {"method": "eq", "ref": 1},
