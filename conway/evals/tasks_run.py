@@ -355,6 +355,11 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     out, _ = check_outputs(output, home, cases=len(cases))
+    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
+        root = Path(source).expanduser().resolve()
+        if root.is_dir() and out.parent.resolve().is_relative_to(root):
+            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
+                            "be read as task files next time; write it somewhere else")
     folder = tasks_folder(out)
     if folder.exists():
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -168,3 +169,23 @@ def test_ctrl_c_writes_the_report_of_the_tasks_that_finished_marked_partial(tmp_
     data = json.loads(out.read_text())
     assert data["status"] == "partial" and [c["task"] for c in data["cases"]] == ["a-first"]
     assert "1 of 2" in data["summary"]["interrupted"]
+
+
+def test_a_report_inside_the_suite_is_refused(tmp_path) -> None:
+    home = Home(tmp_path / "home")
+    suite, _ = write_suite(tmp_path, {"t": task("t")}, {})
+    with pytest.raises(UserError, match="inside the suite"):
+        tasks_run(home, load_config(home.config, ["policy=mock"]), str(suite), output=str(suite / "r.json"))
+
+
+def test_keep_keeps_the_desktop_folder_and_says_where(tmp_path) -> None:
+    need_desktop()
+    suite, mock = write_suite(tmp_path, {"t": task("t")}, {"t": WRITE_OK})
+    home, out = Home(tmp_path / "home"), tmp_path / "r.json"
+    code = tasks_run(home, load_config(home.config, ["policy=mock"]), str(suite), output=str(out),
+                     mock_scripts=str(mock), keep=True, say=lambda _line: None)
+    kept = Path(json.loads(out.read_text())["cases"][0]["kept"])
+    try:
+        assert code == 0 and (kept / "home" / "out.txt").read_text() == "ok\n"  # the task's own home, kept
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
