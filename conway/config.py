@@ -27,6 +27,13 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
 
 
+HOST_FACTS = ("os", "cpus", "memory", "disk", "display", "programs")
+"""The host facts the prompt can show (`agent.host_facts`)."""
+HOST_FACTS_PROGRAMS = ("python3", "git", "curl", "libreoffice", "soffice", "firefox", "chromium", "google-chrome",
+                       "code", "gimp", "vlc", "thunderbird", "xdg-open")
+"""Programs looked for on PATH by default: a desktop's usual office, browser, editor and media programs."""
+
+
 class AgentConfig(_Section):
     max_steps: int | None = Field(default=None, ge=1)
     """Stop after the model has made this many decisions (None: run until stopped). Cycles without an
@@ -52,6 +59,15 @@ class AgentConfig(_Section):
     """Slice length of every wait; pause/stop are checked between slices."""
     max_model_wait_s: float | None = Field(default=None, gt=0)
     """Longest wait a model may ask for in one `wait` action (None: idle_backoff_max_s); the prompt says so."""
+    host_facts: list[Literal[HOST_FACTS]] = list(HOST_FACTS)  # type: ignore[valid-type]
+    """The host facts the prompt's stable part shows, in this order (`[]` turns the part off): the OS, the CPU
+    count, total memory (GiB), free disk of the home's filesystem (rounded), the display size, and which of
+    host_facts_programs are on PATH."""
+    host_facts_refresh_s: float = Field(default=300.0, ge=1)
+    """The facts are gathered at the start and again at most this often (a changed fact reaches the next prompt
+    after the refresh; an unchanged one leaves the prompt's prefix as it was)."""
+    host_facts_programs: list[str] = list(HOST_FACTS_PROGRAMS)
+    """Programs whose presence on PATH the host facts report (`programs`)."""
 
     @model_validator(mode="after")
     def _caps(self) -> "AgentConfig":
@@ -197,11 +213,54 @@ class ContextConfig(_Section):
     """Tool output shown to the model is cut (head + tail) to this size."""
 
 
+class SummariserConfig(_Section):
+    """A separate model that writes memory's summary (text only): an OpenAI-compatible endpoint, or a local GGUF
+    run in-process. Neither set: the acting model writes it."""
+
+    endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    """Base URL of an OpenAI-compatible server for the summary, e.g. http://127.0.0.1:8081/v1."""
+    model: str | None = None
+    """Served model id at `endpoint` (discovered from /v1/models when only one is served); the id of a local one."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable holding the endpoint's API key (never the key itself)."""
+    model_path: str | None = None
+    """A local GGUF text model run in-process (llama-cpp-python) for the summary."""
+    n_ctx: int = Field(default=8192, ge=512)
+    """Context of the in-process summariser (memory.max_chars of text and the summary must fit)."""
+    n_threads: int | None = Field(default=None, ge=1)
+    """Threads of the in-process summariser (None: as runtime.n_threads)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "SummariserConfig":
+        if self.endpoint and self.model_path:
+            raise ValueError("memory.summariser: set endpoint or model_path, not both")
+        if self.api_key_env and not self.endpoint:
+            raise ValueError("memory.summariser.api_key_env is for an endpoint (memory.summariser.endpoint)")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoint or self.model_path)
+
+
 class MemoryConfig(_Section):
     max_chars: int = Field(default=8000, ge=500)
-    """When memory.md grows past this it is compacted (or truncated, marked)."""
+    """When memory.md grows past this it is compacted: summarised by a model, or truncated with a mark."""
     keep_chars: int = Field(default=4000, ge=200)
-    """Size memory.md is brought down to by compaction."""
+    """Size memory.md is brought down to by compaction: the summary's target (a longer one is refused)."""
+    summarise: bool = True
+    """Past max_chars a model summarises memory.md (memory.summariser when set, else the acting model; the mock has
+    none and truncates); false: always the marked truncation."""
+    summariser: SummariserConfig = SummariserConfig()
+    """A separate text model for the summary (default: none, the acting model writes it)."""
+    summary_max_tokens: int | None = Field(default=None, ge=16, le=32768)
+    """Cap on the summary's tokens (None: keep_chars / 2, room for the target in any tokenizer)."""
+    summary_timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    """Deadline of one summary request; past it the request is aborted and the marked truncation is used."""
+
+    @property
+    def resolved_summary_max_tokens(self) -> int:
+        return self.summary_max_tokens if self.summary_max_tokens is not None else max(16, self.keep_chars // 2)
 
 
 class JournalConfig(_Section):
@@ -298,10 +357,12 @@ class ToolsConfig(_Section):
     shell_max_output_bytes: int = Field(default=32768, ge=256)
     """Shell output kept (head and tail, the cut announced)."""
     shell_env_drop: list[str] = []
-    """More environment variable names (fnmatch patterns) removed from shell commands; policy.api_key_env's
-    variable and names that look like credentials (*TOKEN, *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
+    """More environment variable names (fnmatch patterns) removed from shell commands; the variables that
+    policy.api_key_env and memory.summariser.api_key_env name and names that look like credentials (*TOKEN,
+    *API_KEY*, *SECRET*, *PASSWORD* …) always are."""
     shell_env_keep: list[str] = []
-    """Credential-looking variable names the shell may still see (never policy.api_key_env's)."""
+    """Credential-looking variable names the shell may still see (never policy.api_key_env's or
+    memory.summariser.api_key_env's)."""
     gui_pause_s: float = Field(default=0.02, ge=0, le=2)
     """pyautogui's pause after each call (its own default, 0.1 s, is a large share of a cycle)."""
     gui_failsafe: bool = True

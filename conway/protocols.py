@@ -243,6 +243,34 @@ class Policy(Protocol):
         return None
 
 
+@dataclass
+class TextAnswer:
+    """A text-only completion (memory's summary): no image, no action grammar, no structured output."""
+
+    text: str
+    model_id: str
+    finish_reason: str | None = None
+    """`stop`, or `length` when the answer hit its max_tokens (it was cut off)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class TextModel(Protocol):
+    """A model asked for plain text (memory's summary): the acting model's backend or memory.summariser.
+
+    A stop aborts it as it aborts a decision (`conway.cancel`: the HTTP socket is shut down, llama.cpp's abort
+    callback ends the decode); PolicyError for a failed request."""
+
+    model_id: str
+    where: str = "memory.summariser"
+    """Which model this is, for the journal: `the acting model` or `memory.summariser`."""
+
+    def complete_text(self, prompt: str, max_tokens: int) -> TextAnswer: ...
+
+    def close(self) -> None:
+        """Release what it holds (a model of its own); nothing when it borrows the acting model's backend."""
+        return None
+
+
 # --- tools -------------------------------------------------------------------
 
 

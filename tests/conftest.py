@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 # helper modules full of asserts get pytest's detailed failure messages too
-pytest.register_assert_rewrite("helpers.parser_test_helpers", "helpers.loop_harness", "helpers.desktop_fixtures")
+pytest.register_assert_rewrite("helpers.parser_test_helpers", "helpers.loop_harness", "helpers.desktop_fixtures",
+                               "helpers.prompt_frames")
 
 # shared fixtures: a private X display per session, a recorded session for the viewer, a tiny base model
 pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.tiny_models"]

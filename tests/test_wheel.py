@@ -41,6 +41,7 @@ def test_the_wheel_ships_configs_and_a_fresh_install_runs(tmp_path: Path) -> Non
                 for p in (REPO / "configs").rglob("*") if p.is_file()}
     assert expected and expected <= shipped, sorted(expected - shipped)
     assert {"conway/view/static/viewer.js", "conway/view/static/viewer.css"} <= set(names)  # `conway view`'s assets
+    assert "conway/prompt/instructions/memory_summary.md" in names  # memory's summary instruction
 
     venv = tmp_path / "venv"
     r = _run([sys.executable, "-m", "venv", str(venv)], env, tmp_path)

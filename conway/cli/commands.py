@@ -212,15 +212,17 @@ def do_export(args) -> int:
 
 
 def _known_secrets(home) -> list[str]:
-    """Values exports must never carry: policy.api_key_env's variable and credential-looking ones."""
+    """Values exports must never carry: the variables policy.api_key_env and memory.summariser.api_key_env name,
+    and credential-looking ones."""
     import os
 
     from conway.redact import known_secret_values
     try:
-        name = _config(argparse.Namespace(), home).policy.api_key_env
+        config = _config(argparse.Namespace(), home)
+        names = [config.policy.api_key_env, config.memory.summariser.api_key_env]
     except UserError:
-        name = None  # an invalid config.yaml does not stop an export; the name-based scan still runs
-    return known_secret_values(os.environ, [name])
+        names = []  # an invalid config.yaml does not stop an export; the name-based scan still runs
+    return known_secret_values(os.environ, names)
 
 
 def do_review(args) -> int:
@@ -306,7 +308,20 @@ def do_vision_check(args) -> int:
     cfg = _model_config(args, home)
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
                         parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
-                        profile=args.profile)
+                        profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
+
+
+def _pool(args, cfg, home):
+    """The worker pool the arguments ask for, or None (the cases run in this process)."""
+    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec, parse_endpoint
+    endpoints = tuple(parse_endpoint(e) for e in args.pool_endpoint)
+    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints)
+    if spec.workers == 1 and not spec.ray and not endpoints:
+        return None
+    if args.parallel != 1:
+        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
+                        "use one or the other")
+    return Pool(spec, PolicyRecipe(cfg, str(home.root)))
 
 
 def do_grounding_check(args) -> int:
@@ -316,7 +331,7 @@ def do_grounding_check(args) -> int:
     return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
                            samples=args.samples, seed=args.seed, per_screen=args.per_screen,
                            bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
-                           progress=not args.quiet)
+                           progress=not args.quiet, pool=_pool(args, cfg, home), resume=args.resume)
 
 
 def do_acceptance_check(args) -> int:
@@ -325,6 +340,18 @@ def do_acceptance_check(args) -> int:
     cfg = _model_config(args, home)
     return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
                             seed=args.seed, keep=args.keep, argv=args._argv)
+
+
+def do_sweep(args) -> int:
+    from conway.evals.sweep import run_cell_process, run_sweep
+    pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
+    if args.ray:
+        pool_args += ["--ray", args.ray]
+    for e in args.pool_endpoint:
+        pool_args += ["--pool-endpoint", e]
+    home_args = ["--home", args.home] if getattr(args, "home", None) else []
+    return run_sweep(args.file, args.output, pool_args=pool_args, argv=args._argv,
+                     run=lambda argv: run_cell_process([*home_args, *argv]))
 
 
 def do_report(args) -> int:
@@ -400,7 +427,7 @@ COMMANDS: dict[str, Callable] = {
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
     "acceptance-check": do_acceptance_check,
-    "tasks": _tasks, "report": do_report, "probe": do_probe, "models": do_models, "skills": do_skills,
+    "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,
     "mcp-serve": do_mcp_serve,
 }
 

@@ -38,6 +38,22 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
 
 
+def _add_pool_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("worker pool (conway.evals.pool)")
+    g.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run the cases in N worker processes here (each builds its own policy; default 1: this "
+                        "process); with --ray, N Ray actors")
+    g.add_argument("--ray", metavar="ADDRESS",
+                   help="run the workers as Ray actors on the cluster at ADDRESS (HOST:PORT, 'auto' for the one "
+                        "this machine joined, 'local' for a private one here); needs the ray extra")
+    g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
+                   help="spread the workers over these model endpoints, never more cases in flight on one than its "
+                        "SLOTS (default 1); repeat for several (default: the configured endpoint, one slot per worker)")
+    g.add_argument("--resume", metavar="REPORT",
+                   help="a partial report of the same command (Ctrl+C, conway stop): keep its finished cases and run "
+                        "only the rest")
+
+
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, metavar="N",
                    help="stop after the model has made N decisions (cycles without an answer -- rate limits, "
@@ -213,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    _add_pool_args(p)
     p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
                    help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
                         "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
@@ -238,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
+    _add_pool_args(p)
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -258,6 +276,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_overrides(p)
 
     tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
+
+    p = cmd("sweep", "run vision-check or grounding-check over a grid of models, presets and seeds: a table",
+            "Run one eval command for every cell of a grid (a YAML file: command, args, grid of endpoint / model /\n"
+            "policy preset / seed / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
+            "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
+            "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
+            "flags apply to every cell. Example file: evals/sweeps/example.yaml. Exit 0 done, 130 interrupted,\n"
+            "1 setup error.")
+    p.add_argument("file", metavar="SWEEP.yaml", help="the sweep: command, args, grid")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder of the cells' reports and sweep.json")
+    g = p.add_argument_group("worker pool, for every cell")
+    g.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (or Ray actors) per cell")
+    g.add_argument("--ray", metavar="ADDRESS", help="run the workers on the Ray cluster at ADDRESS")
+    g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
+                   help="endpoints with their slots (see vision-check --help)")
 
     p = cmd("report", "print a readable summary (a table) of any Conway report")
     p.add_argument("file", metavar="FILE", help="a conway-report/1 JSON file")

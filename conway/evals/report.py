@@ -327,6 +327,9 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     elif kind == "tasks":
         from conway.evals.tasks_summary import render_tasks
         body = render_tasks(summary, cases, data, max_rows)
+    elif kind == "sweep":
+        from conway.evals.sweep_table import table_lines
+        body = table_lines(cases, summary)
     else:
         body = [f"  summary: {json.dumps(summary, default=str)}"] + [f"  case: {_short(json.dumps(c), 120)}"
                                                                      for c in cases[:max_rows]]

@@ -32,7 +32,8 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from conway.cancel import ABORT_GRACE_S, Cancel, cancel_scope
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
-from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output
+from conway.evals.pool import Pool
+from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, load_report
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
 
@@ -70,9 +71,11 @@ class SuiteResult:
 class SuiteInterrupted(KeyboardInterrupt):
     """Ctrl+C or SIGTERM ended the cases early: `records` are those that finished (case order)."""
 
-    def __init__(self, reason: str, records: list[Record], wall_s: float):
+    def __init__(self, reason: str, records: list[Record], wall_s: float, positions: list[int] | None = None):
         super().__init__(reason)
         self.reason, self.records, self.wall_s = reason, records, wall_s
+        self.positions = positions if positions is not None else list(range(len(records)))
+        """Each record's case position (a case order with gaps when cases ran in parallel)."""
 
 
 @contextmanager
@@ -96,19 +99,25 @@ def stop_on_signals(token: Cancel) -> Iterator[None]:
             signal.signal(sig, previous)
 
 
-def run_cases(suite: Suite, policy: Policy, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
-              on_record: Callable[[Record], None] | None = None) -> tuple[list[Record], float]:
+def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
+              on_record: Callable[[Record], None] | None = None, pool: Pool | None = None,
+              skip: dict[int, Record] | None = None) -> tuple[list[Record], float]:
     """Every case through `suite.run_case`; (records in case order, wall seconds).
 
-    One case at a time runs in this thread; K > 1 run in K threads, and `on_record` sees each record as it
-    is done (completion order). Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops
-    the cases not done and raises `SuiteInterrupted` with the records of those that finished.
+    One case at a time runs in this thread; K > 1 run in K threads; with `pool` in worker processes or Ray
+    actors that build their own policies (`conway.evals.pool`). `on_record` sees each record as it is done
+    (completion order). `skip`: records of cases already finished (a resumed run), by position, kept as
+    they are. Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops the cases not done
+    and raises `SuiteInterrupted` with the records of those that finished.
     """
     bar = None
+    skip = skip or {}
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=len(cases), desc=suite.kind, unit="case", file=sys.stderr, leave=False)
-    done: list[tuple[int, Record]] = []
+        bar = tqdm(total=len(cases), initial=len(skip), desc=suite.kind, unit="case", file=sys.stderr,
+                   leave=False)
+    done: list[tuple[int, Record]] = list(skip.items())
+    todo = [(position, case) for position, case in enumerate(cases) if position not in skip]
     token = Cancel()
 
     def take(position: int, record: Record) -> None:
@@ -125,18 +134,29 @@ def run_cases(suite: Suite, policy: Policy, cases: Sequence[Any], *, parallel: i
         with cancel_scope(token):  # the policy's request finds the token and aborts when it is set
             return suite.run_case(policy, case)
 
+    def states(by_worker: dict[str, str]) -> None:
+        if bar is not None:
+            busy = sum(1 for v in by_worker.values() if v != "idle")
+            bar.set_postfix(workers=f"{busy}/{len(by_worker)} busy",
+                            hits=sum(1 for _, r in done if r.get("hit")), refresh=False)
+
     started = time.perf_counter()
     try:
         with stop_on_signals(token):
-            if parallel <= 1:
-                for position, case in enumerate(cases):
+            if pool is not None:
+                from conway.evals.pool import run_pooled
+                positions = [p for p, _ in todo]
+                run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
+                           take=lambda i, record: take(positions[i], record))
+            elif parallel <= 1:
+                for position, case in todo:
                     if token.is_set():
                         break
                     take(position, one(case))
             else:
-                pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind)
+                threads = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind)
                 try:
-                    pending = {pool.submit(one, case): position for position, case in enumerate(cases)}
+                    pending = {threads.submit(one, case): position for position, case in todo}
                     while pending and not token.is_set():
                         finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
                         for fut in finished:
@@ -144,26 +164,36 @@ def run_cases(suite: Suite, policy: Policy, cases: Sequence[Any], *, parallel: i
                     if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
                         wait(pending, timeout=ABORT_GRACE_S)
                 finally:
-                    pool.shutdown(wait=not token.is_set(), cancel_futures=True)
+                    threads.shutdown(wait=not token.is_set(), cancel_futures=True)
     finally:
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - started
-    records = [r for _, r in sorted(done, key=lambda pr: pr[0])]
+    ordered = sorted(done, key=lambda pr: pr[0])
+    records = [r for _, r in ordered]
     if token.is_set():
-        raise SuiteInterrupted(token.reason or "interrupted", records, wall)
+        raise SuiteInterrupted(token.reason or "interrupted", records, wall, [p for p, _ in ordered])
     return records, wall
 
 
-def run_suite(suite: Suite, policy: Policy, cases: Sequence[Any], report: Report, *, parallel: int = 1,
-              progress: bool = True, extra: Callable[[SuiteResult], dict[str, Any]] | None = None) -> SuiteResult:
-    """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report."""
-    report.set_model(policy.model_id)
+def run_suite(suite: Suite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
+              progress: bool = True, extra: Callable[[SuiteResult], dict[str, Any]] | None = None,
+              pool: Pool | None = None, resume: dict[int, Record] | None = None) -> SuiteResult:
+    """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report.
+
+    `pool`: the cases run in its workers (each builds its own policy; `policy` may then be None).
+    `resume`: records of a partial report's finished cases by position (`resume_records`): not run again.
+    """
+    if policy is not None:
+        report.set_model(policy.model_id)
     streaming = report.cases_path is not None
     interrupted: SuiteInterrupted | None = None
+    if streaming:
+        for _, rec in sorted((resume or {}).items()):
+            report.add_case(rec)
     try:
         records, wall = run_cases(suite, policy, cases, parallel=parallel, progress=progress,
-                                  on_record=report.add_case if streaming else None)
+                                  on_record=report.add_case if streaming else None, pool=pool, skip=resume)
     except SuiteInterrupted as stop:  # the cases that finished make a partial report
         interrupted, records, wall = stop, stop.records, stop.wall_s
     except BaseException:
@@ -172,16 +202,47 @@ def run_suite(suite: Suite, policy: Policy, cases: Sequence[Any], report: Report
     summary = suite.summarize(records, wall)
     report.set_model_from_cases(records)
     code, status = suite.verdict(records, summary)
+    fields = {}
     if interrupted is not None:
         code, status = ExitCode.INTERRUPTED, "partial"
         summary["interrupted"] = f"{interrupted.reason}: {len(records)} of {len(cases)} case(s) finished"
+        fields["case_positions"] = interrupted.positions  # what `--resume` keeps
+    if resume:
+        summary["resumed"] = f"{len(resume)} case(s) kept from the resumed report"
     result = SuiteResult(records=records, summary=summary, code=code, status=status, wall_s=wall)
-    fields = extra(result) if extra else {}
+    fields.update(extra(result) if extra else {})
     if not streaming:
         for rec in records:
             report.add_case(rec)
     report.finish(status=status, exit_code=code, summary=summary, **fields)
     return result
+
+
+def resume_records(path: str, report: Report, cases: int) -> dict[int, Record]:
+    """The finished cases of a partial report of the same command and parameters, by position.
+
+    Refused (UserError) when the report is not partial, is of another kind, or was made with other
+    parameters, seed or case count: its records would not be the cases this run would run.
+    """
+    old, records = load_report(path)
+    if old.get("kind") != report.data["kind"]:
+        raise UserError(f"--resume {path}: a {old.get('kind')} report, not {report.data['kind']}")
+    if old.get("status") != "partial" or "case_positions" not in old:
+        raise UserError(f"--resume {path}: the report is complete ({old.get('status')}); nothing to resume")
+    def same(key: str) -> bool:  # how the cases were spread does not change what they are
+        a, b = old.get(key), report.data.get(key)
+        if key == "parameters" and isinstance(a, dict) and isinstance(b, dict):
+            a, b = ({k: v for k, v in d.items() if k != "parallel"} for d in (a, b))
+        return a == b
+
+    for key in ("parameters", "seed", "config_digest"):
+        if not same(key):
+            raise UserError(f"--resume {path}: it was made with another {key.replace('_', ' ')}; resume with the "
+                            "same command line and config")
+    positions = old["case_positions"]
+    if len(positions) != len(records) or any(not isinstance(p, int) or not 0 <= p < cases for p in positions):
+        raise UserError(f"--resume {path}: its case positions do not fit {cases} case(s)")
+    return dict(zip(positions, records))
 
 
 # --- what the commands share around a run ---------------------------------------------

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -28,8 +29,17 @@ from conway.actions import describe_action_space
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.clicks import CaseError, ask, decision_fields, first_click, parallel_notes, serial_lock
+from conway.evals.pool import Pool, pool_record
 from conway.evals.report import Report, write_new_file
-from conway.evals.runner import SuiteResult, check_outputs, check_parallel, click_verdict, run_suite, suite_policy
+from conway.evals.runner import (
+    SuiteResult,
+    check_outputs,
+    check_parallel,
+    click_verdict,
+    resume_records,
+    run_suite,
+    suite_policy,
+)
 from conway.evals.sheet import Tile, contact_sheet
 from conway.evals.stats import percentile, wilson
 from conway.evals.vision_cases import (
@@ -274,7 +284,8 @@ class VisionSuite:
 def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int, seed: int,
                  size: str | None = None, parallel: int = 1, sheet: str | None = None,
                  argv: list[str] | None = None, progress: bool = True, policy: Policy | None = None,
-                 say: Callable[[str], None] = print, profile: str = "standard") -> int:
+                 say: Callable[[str], None] = print, profile: str = "standard", pool: Pool | None = None,
+                 resume: str | None = None) -> int:
     """The whole command: validate, run, write the report (and sheet), print a summary. Returns the exit code."""
     if samples < 1:
         raise UserError(f"--samples must be at least 1 (got {samples})")
@@ -282,7 +293,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     out, sheet_path = check_outputs(output, home, sheet, cases=samples)
     get_profile(profile)
     image_size, size_source = resolve_size(size)
-    suite = VisionSuite(config, seed, image_size, profile, serial_lock(config, parallel))
+    suite = VisionSuite(config, seed, image_size, profile, None if pool else serial_lock(config, parallel))
     sheet_written = None
 
     def draw(result: SuiteResult) -> dict[str, Any]:
@@ -294,7 +305,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                 sheet_written = str(sheet_path)
         return {"sheet": sheet_written}
 
-    with suite_policy(config, home, policy) as policy:
+    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
         for note in parallel_notes(config, parallel):
             say(note)
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
@@ -303,10 +314,13 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                                     "backend": effective_backend(config),
                                     "instruction_form": "Click the <colour> <shape>.",
                                     "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
-        result = run_suite(suite, policy, range(samples), report, parallel=parallel, progress=progress, extra=draw)
+        report.data["pool"] = pool_record(pool, parallel)
+        kept = resume_records(resume, report, samples) if resume else None
+        result = run_suite(suite, policy, range(samples), report, parallel=parallel, progress=progress, extra=draw,
+                           pool=pool, resume=kept)
     summary = result.summary
     ci = summary["hit_rate_ci95"]
-    say(f"vision-check: {summary['hits']}/{samples} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
+    say(f"vision-check: {summary['hits']}/{summary['cases']} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "
         f"{summary['misses']} missed, {summary['errors']} error(s); image {image_size[0]}x{image_size[1]} "
         f"({size_source})")
     if summary["model_errors"]:

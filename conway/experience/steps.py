@@ -65,7 +65,7 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                                                   "source": "task-check", "scope": "session",
                                                   "report": accepted.report}
             continue
-        if kind in ("recovery", "control"):
+        if kind in ("recovery", "control", "memory"):  # not a step's: memory's compaction runs between cycles
             continue
         key = (ev.get("session", "?"), int(ev.get("step", 0)))
         rec = steps.get(key)

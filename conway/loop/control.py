@@ -173,6 +173,11 @@ class Control:
         if steps and a.max_steps is not None and self.decisions() >= a.max_steps:
             raise StopRun(f"max-steps budget ({a.max_steps}) reached", RunEnd.MAX_STEPS)
 
+    def seconds_left(self) -> float | None:
+        """What is left of --max-seconds (None: no such budget)."""
+        a = self.agent
+        return None if a.max_seconds is None else a.max_seconds - (self.clock.monotonic() - self.started)
+
     def budget_spent_by(self, seconds: float) -> StopRun | None:
         """The end a wait of `seconds` now would only sleep towards, already decided (else None)."""
         a = self.agent
@@ -239,11 +244,19 @@ class Control:
                  {"idle_wait_s": waited, "planned_wait_s": delay, **({"capped_at_s": cap} if capped else {}),
                   **({"ended_by": ended_by} if ended_by else {})})
 
-    def cancellable(self, fn: Callable[[], T]) -> T:
-        """Run a decision (on the run's worker thread) while watching for a stop, which aborts it (DecisionAborted)."""
+    def cancellable(self, fn: Callable[[], T], within_s: float | None = None) -> T:
+        """Run a decision (on the run's worker thread) while watching for a stop, which aborts it (DecisionAborted).
+        `within_s`: a deadline (wall time) that aborts it the same way; `pending_stop` tells the two apart."""
         token = self._cancel = Cancel()
+        end = None if within_s is None else time.monotonic() + within_s
+
+        def why() -> str | None:
+            stop = self.stop_requested()
+            if stop is None and end is not None and time.monotonic() >= end:
+                return f"timed out after {within_s:g} s"
+            return stop
         try:
-            return run_cancellable(fn, token, self.stop_requested, self.agent.control_poll_s, worker=self._worker)
+            return run_cancellable(fn, token, why, self.agent.control_poll_s, worker=self._worker)
         finally:
             self._cancel = None
 

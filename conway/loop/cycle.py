@@ -17,6 +17,7 @@ from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
 from conway.loop.control import Control
 from conway.loop.ending import PermanentFailures, PreDispatchError, RunEnd, StopRun
+from conway.loop.memory_upkeep import MemoryUpkeep
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.loop.ratelimit import rate_limit_wait
 from conway.loop.recovery import start_up
@@ -24,7 +25,6 @@ from conway.loop.repetition import Repetitions
 from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
 from conway.observe.fallback import ScreenFallback
 from conway.prompt.decision import ContextBuilder, context_record
-from conway.prompt.memory import Memory
 from conway.protocols import (
     Decision,
     DispatchUncertain,
@@ -48,8 +48,9 @@ class Loop:
         self.control = Control(parts.home.control, parts.session, parts.clock, cfg.agent, record=self.record,
                                set_status=lambda status: self.state.save(status=status), say=self.say,
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
-        self.memory = Memory(parts.home.memory, parts.home.memory_previous, cfg.memory.max_chars, cfg.memory.keep_chars)
-        self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory)
+        self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
+        self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
+                                       parts.clock.monotonic)
         self.screen = ScreenFallback(parts.observer, self.say, fatal=disk_full)  # no room for screenshots: stop
         self.repeats = Repetitions(cfg.agent.repetition_limit)
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
@@ -69,6 +70,7 @@ class Loop:
             self.contexts.latest = start_up(self.p, self.state, self.record, self.revision)  # recovery first
             while True:
                 self.control.check()
+                self.memory.between_cycles()  # past memory.max_chars: a summary (a stop aborts it) or the truncation
                 self.control.check_budget(steps=True)
                 self.step += 1
                 self.state.progress(self.step)
@@ -241,9 +243,7 @@ class Loop:
         self.control.wait(delay)
 
     def note(self, action: _Action, outcome: str) -> None:
-        compacted = self.contexts.note(self.step, action.summary(), outcome)
-        if compacted:
-            self.record("recovery", events.Recovery("memory", compacted).to_payload())
+        self.contexts.note(self.step, action.summary(), outcome)
         self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:

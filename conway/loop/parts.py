@@ -8,7 +8,7 @@ from typing import Any, Callable
 from conway.config import ConwayConfig
 from conway.loop.control import Clock
 from conway.loop.ending import RunEnd
-from conway.protocols import Actuator, Observer, Policy, describe_causes
+from conway.protocols import Actuator, Observer, Policy, TextModel, describe_causes
 from conway.store.events import SessionEnd
 from conway.store.home import Home
 from conway.store.journal import Journal
@@ -32,6 +32,9 @@ class LoopParts:
     """The loop's one print path."""
     task: str | None = None
     """A single-session task shown to the model as the goal."""
+    summariser: TextModel | None = None
+    """What writes memory.md's summary past memory.max_chars (the acting model's backend, or memory.summariser);
+    None: the marked truncation (docs/architecture.md#memory)."""
 
 
 @dataclass

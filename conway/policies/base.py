@@ -10,8 +10,8 @@ of them:
    the server do it (llama.cpp would shrink Qwen-VL images to its own
    image-token limit and absolute coordinates would land in the wrong place);
 2. lay out the prompt for prompt caches: the **stable part first** — adapter
-   instructions, the constitution tagged with its file name, the action space
-   — then what only grows, oldest first (goals, memory's step log, the
+   instructions, the constitution tagged with its file name, the action space,
+   the tool listings, what untrusted data means, the host facts — then what only grows, oldest first (goals, memory's step log, the
    recent-steps window), then what changes every cycle (accessibility, what
    the budget left out), and last the latest result, the request line and
    the image, so a cache reuses everything up to the first part that changed
@@ -38,7 +38,8 @@ from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from conway.policies.backend import Backend, StructuredSpec
 from conway.policies.parsed import ParsedOutput
-from conway.prompt.parts import PartName
+from conway.prompt.fence import render_part
+from conway.prompt.parts import PartName, frame_of
 from conway.protocols import (
     ContextExceeded,
     ContextPart,
@@ -65,16 +66,15 @@ __all__ = [
     "TextBudget",
 ]
 
-STABLE_PARTS = (PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.TOOLS)
-"""Context parts that rarely change: they go first, in the system message."""
+STABLE_PARTS = (PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.TOOLS, PartName.DATA_RULE,
+                PartName.HOST_FACTS)
+"""Context parts that rarely change: they go first, in the system message (host facts last: they change most)."""
 GROWING_PARTS = (PartName.GOALS, PartName.MEMORY, PartName.RECENT_STEPS)
 """Parts that change rarely or only grow at their end (oldest first): right after the stable part."""
 VOLATILE_PARTS = (PartName.ACCESSIBILITY, PartName.LEFT_OUT, PartName.LATEST_RESULT)
 """Parts that change every cycle, in this order at the end; the request line and the image follow them."""
 VARIABLE_ORDER = GROWING_PARTS + VOLATILE_PARTS
 """Order of the changing parts, least volatile first (parts of other names go between the two groups)."""
-TAGGED_FILES = (PartName.CONSTITUTION, PartName.GOALS, PartName.MEMORY)
-"""Parts sent inside `<file name="…">` tags (identity text names its source file)."""
 
 STRUCTURED_MODES = tuple(m for m in get_args(PolicyConfig.model_fields["structured_output"].annotation) if m != "auto")
 """Output constraints, in order of preference: a GBNF grammar generated from the action schema
@@ -111,7 +111,7 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 """Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
 UNKNOWN_IMAGE_TOKENS = 1024
 """Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
-_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.TOOLS,
+_SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.HOST_FACTS, PartName.TOOLS,
                  PartName.LATEST_RESULT, PartName.GOALS, PartName.CONSTITUTION)
 """Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
 _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
@@ -216,9 +216,8 @@ def _resize_exact(img: Any, size: Size) -> tuple[Any, Size]:
 
 
 def _render_part(name: str, text: str) -> str:
-    if name in TAGGED_FILES:
-        return f'<file name="{name}">\n{text.strip()}\n</file>'
-    return f"## {name}\n{text.strip()}"
+    """The part in its frame (owner's file, Conway's text, untrusted data), escaped: `conway/prompt/fence.py`."""
+    return render_part(name, text, frame_of(name))
 
 
 def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str | None,

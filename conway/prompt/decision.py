@@ -3,8 +3,8 @@
 `ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
 the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
 budget from the model's window when the policy can say it (`text_budget`) and lets
-`context.build_parts` lay it all out inside that budget. Without a screenshot, GUI actions
-are left out and the prompt says so.
+`context.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed at
+most every few minutes). Without a screenshot, GUI actions are left out and the prompt says so.
 
 It also keeps what the loop tells the model about past steps: `note` / `note_error` set the
 latest result, append to the recent-steps window and to memory.md's step log. memory.md is
@@ -14,12 +14,14 @@ the prompt only grows.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
+from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
@@ -55,7 +57,8 @@ def context_record(ctx: DecisionContext) -> dict[str, Any]:
 
 
 class ContextBuilder:
-    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory):
+    def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory,
+                 monotonic: Callable[[], float] = time.monotonic, host_facts: HostFacts | None = None):
         self.home = home
         self.cfg = config
         self.toolbox = toolbox
@@ -71,6 +74,9 @@ class ContextBuilder:
         self._goals = _home_text(home.goals, "(no goals.md: write current work there)")
         self._constitution = _home_text(home.constitution, "(no constitution.md)")
         self._journaled_goals: str | None = None
+        self.host_facts = host_facts or HostFacts(config.agent, home.root, monotonic)
+        """The machine's facts for the stable part, refreshed at most every agent.host_facts_refresh_s."""
+        self._compactions = 0  # memory.md's compactions the view has seen
 
     def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
         """goals.md, checked every cycle (a single-session task first), and the journal event when it changed."""
@@ -82,14 +88,12 @@ class ContextBuilder:
         self._journaled_goals = goals
         return goals, SessionGoals(goals[:GOALS_JOURNAL_MAX_CHARS], len(goals)).to_payload()
 
-    def note(self, step: int, action: str, outcome: str) -> str | None:
-        """One step's outcome, for the next decisions; returns what memory's compaction did, if it ran."""
-        slid = self.recent.add(StepNote(step, action, outcome))
-        self.latest = f"{action} → {outcome}"
-        compacted = self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
-        if slid or compacted:
+    def note(self, step: int, action: str, outcome: str) -> None:
+        """One step's outcome, for the next decisions (memory.md's step log is compacted by the loop, between cycles)."""
+        if self.recent.add(StepNote(step, action, outcome)):
             self.memory_view = None
-        return compacted
+        self.latest = f"{action} → {outcome}"
+        self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
 
     def note_error(self, step: int, message: str) -> None:
         """A step without an action: the error is the latest result and joins the recent steps."""
@@ -119,7 +123,8 @@ class ContextBuilder:
             goals=goals, memory=self._memory_text(), action_space=action_space,
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
             chars_per_token=chars_per_token, accessibility=obs.accessibility,
-            tools=self.toolbox.describe())  # MCP tools, skill names
+            tools=self.toolbox.describe(),  # MCP tools, skill names
+            host_facts=self.host_facts.text(captured))
         if captured is None:
             parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))
@@ -132,6 +137,7 @@ class ContextBuilder:
                                budget=info)
 
     def _memory_text(self) -> str:
-        if self.memory_view is None or self.memory.edited_elsewhere():
+        if self.memory_view is None or self.memory.edited_elsewhere() or self.memory.compactions != self._compactions:
+            self._compactions = self.memory.compactions
             self.memory_view = self.memory.read()
         return self.memory_view

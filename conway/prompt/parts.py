@@ -4,7 +4,8 @@ Order on the wire is built for prompt caches (the policy lays the parts out,
 `policies/base.py`): the stable part first (constitution, action space), then
 what only grows, oldest first (goals, memory's step log, the recent-steps
 window), then what changes every cycle, and last the latest result, right
-before the request line and the image (where the model reads it). Priority
+before the request line and the image (where the model reads it). Every prompt's stable part also says
+once what untrusted data is (`DATA_RULE`, see `fence`), and carries the host facts when they are on. Priority
 when the budget is short: constitution and goals are always present (cut and
 marked if they alone are too big), then the latest result, then recent steps
 (newest kept), then memory. Whatever does not fit is dropped and the drop is
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conway.bounded import cut_text
+from conway.prompt.fence import DATA_RULE, Frame
 from conway.protocols import ContextPart
 
 
@@ -34,9 +36,14 @@ class PartName:
     """The names of a decision prompt's parts (`ContextPart.name`): the one place they are spelled.
 
     The policy lays the parts out by these names (`policies/base.py`), and the files among them are sent
-    inside `<file name="…">` tags, so a name is also what the model reads."""
+    inside `<file name="…">` tags, the others under a heading or an untrusted-data tag (`frame_of`), so a
+    name is also what the model reads."""
 
     CONSTITUTION = "constitution.md"
+    DATA_RULE = "untrusted data"
+    """What the untrusted-data frame means (`fence.DATA_RULE`): said once, in the stable part."""
+    HOST_FACTS = "host facts"
+    """The machine the agent works on (`prompt.host_facts`): stable, refreshed when the facts change."""
     ACTION_SPACE = "action space"
     TOOLS = "tools"
     """What the runnable tools list: the MCP tools and the Agent Skills (stable; cut, marked, when too long)."""
@@ -50,6 +57,20 @@ class PartName:
     LEFT_OUT = "left out"
     """What was dropped or cut to stay inside the budget or the model's window."""
     LATEST_RESULT = "latest result"
+
+
+OWNER_FILES = (PartName.CONSTITUTION, PartName.GOALS)
+"""The owner's files: instructions, sent tagged with their file name."""
+CONWAY_PARTS = (PartName.DATA_RULE, PartName.HOST_FACTS, PartName.ACTION_SPACE, PartName.SCREEN, PartName.LEFT_OUT)
+"""Text Conway writes itself: instructions and facts, under a `## name` heading."""
+
+
+def frame_of(name: str) -> Frame:
+    """How a part is framed: the owner's file, Conway's own text, or untrusted data (every other part: tool
+    listings and results, memory and recent steps, accessibility text, and any part not named here)."""
+    if name in OWNER_FILES:
+        return "file"
+    return "conway" if name in CONWAY_PARTS else "data"
 
 
 class RecentSteps:
@@ -88,16 +109,17 @@ def resolve_budget(configured: int | None, fitted: int | None) -> int:
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
                 chars_per_token: float, accessibility: str | None = None,
-                tools: str = "") -> tuple[list[ContextPart], list[str]]:
+                tools: str = "", host_facts: str = "") -> tuple[list[ContextPart], list[str]]:
     """Return (parts in wire order, names of what was dropped); `recent` is oldest first.
 
-    `tools`: what the runnable tools list (MCP tools, skills), counted like the action space."""
+    `tools`: what the runnable tools list (MCP tools, skills), counted like the action space; `host_facts`:
+    the machine's (`prompt.host_facts`, empty when off), counted the same way."""
     budget_chars = int(budget_tokens * chars_per_token)
     fixed_share = budget_chars // 3  # identity and goals may use at most a third each
     constitution = cut_text(constitution, fixed_share)[0]
     goals = cut_text(goals, fixed_share)[0]
-    tools = tools.strip()
-    used = len(constitution) + len(goals) + len(action_space) + len(tools)
+    tools, host_facts = tools.strip(), host_facts.strip()
+    used = len(constitution) + len(goals) + len(action_space) + len(tools) + len(host_facts) + len(DATA_RULE)
     dropped: list[str] = []
 
     def fits(text: str) -> bool:
@@ -142,6 +164,9 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space)]
     if tools:
         parts.append(ContextPart(PartName.TOOLS, tools))
+    parts.append(ContextPart(PartName.DATA_RULE, DATA_RULE))
+    if host_facts:
+        parts.append(ContextPart(PartName.HOST_FACTS, host_facts))
     parts.append(ContextPart(PartName.GOALS, goals))
     if memory_text is not None:
         parts.append(ContextPart(PartName.MEMORY, memory_text))

@@ -4,7 +4,8 @@ Checks, each reported with what was observed: the configuration validates;
 constitution.md is there; recovery state (a pending intent in state.json, a
 a lock held by a running agent, a torn journal tail); available memory; the model (endpoint
 reachable and serving the configured model, or the local GGUF + mmproj
-present and fitting). It never downloads anything. `--desktop` adds a
+present and fitting); who writes memory's summary (a configured summariser
+reachable or present). It never downloads anything. `--desktop` adds a
 time-bounded screenshot in a subprocess; its temporary image is deleted and
 never sent to a model, and the context check sizes the image from its size. Without `--desktop` the report says desktop readiness
 was not checked.
@@ -27,6 +28,7 @@ from conway.readiness.checks import Check
 from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
 from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check
 from conway.readiness.checks.host import desktop_check, memory_check
+from conway.readiness.checks.memory_summary import summariser_check
 from conway.readiness.checks.model import model_checks
 from conway.redact import redact_text
 from conway.store.home import Home
@@ -46,7 +48,7 @@ def select_checks(home: Home, load_config: Callable[[], ConwayConfig],
         servers, mcp_listing = mcp_checks(config, home)
         checks += [*model_checks(config, home, prompt_parts(config, home, mcp_listing),
                                  tuple(captured) if captured else None),
-                   skills, *servers, workdir_check(config, home)]
+                   summariser_check(config), skills, *servers, workdir_check(config, home)]
     else:
         checks.append(Check("model", "not_checked", "the configuration is invalid"))
     checks.append(screen)

@@ -17,7 +17,8 @@ from conway.loop.control import Clock, sigterm_interrupts
 from conway.loop.cycle import Loop
 from conway.loop.parts import LoopParts, RunOutcome
 from conway.policies.factory import build_policy
-from conway.protocols import Actuator, Observer, Policy
+from conway.policies.summariser import build_summariser
+from conway.protocols import Actuator, Observer, Policy, TextModel
 from conway.store.home import Home
 from conway.store.journal import Journal, open_intent, tail_events
 from conway.store.state import InstanceLock, StateStore, write_control
@@ -102,11 +103,17 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
     observer = req.observer
     toolbox = req.toolbox
     policy = None
+    summariser: TextModel | None = None
     try:
         policy = req.policy or build_policy(config, home)
+        summariser = build_summariser(config, home, policy)  # memory's summary: the acting model unless configured
         observer = observer or build_observer(config, home)
         uses_desktop = not (config.policy.kind == "mock" and config.observe.source in ("auto", "synthetic"))
-        toolbox = toolbox or build_toolbox(config.tools, workdir_for(config, home), gui=uses_desktop,
+        tools, key_env = config.tools, config.memory.summariser.api_key_env
+        if key_env:  # the summariser's key is kept from the shell as the model's is, whatever shell_env_keep says
+            tools = tools.model_copy(update={"shell_env_drop": [*tools.shell_env_drop, key_env],
+                                             "shell_env_keep": [n for n in tools.shell_env_keep if n != key_env]})
+        toolbox = toolbox or build_toolbox(tools, workdir_for(config, home), gui=uses_desktop,
                                            home_root=home.root, skills=config.skills,
                                            api_key_env=config.policy.api_key_env, shell_env=req.shell_env)
         journal = Journal(home.journal_dir, config.journal.max_file_bytes, config.journal.max_total_bytes,
@@ -118,7 +125,8 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
                 say(str(line))
         parts = LoopParts(home=home, config=config, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session=session, clock=req.clock or Clock(),
-                          single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task)
+                          single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task,
+                          summariser=summariser)
         outcome = Loop(parts).run()
         return outcome, session
     finally:
@@ -128,6 +136,8 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
             observer.close()
         if toolbox:
             toolbox.close()
+        if summariser is not None:
+            summariser.close()  # only one of its own: the acting model's backend goes with the policy
         if policy is not None and req.policy is None:  # stops a model server Conway started for this run
             policy.close()
         lock.release()
@@ -198,7 +208,8 @@ def _cost(home: Home, session: str | None) -> dict | None:
     return session_cost(home.journal_dir, session).record()
 
 
-_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering"}
+_PHASES = {"observation": "deciding", "decision": "acting", "intent": "acting", "error": "recovering",
+           "memory": "compacting memory"}
 
 
 def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | None, str | None]:
@@ -217,6 +228,9 @@ def _current_step(state: dict, events: list[dict], alive: bool) -> tuple[int | N
 
 def _event_summary(event: dict) -> str:
     p = event.get("payload") or {}
+    if event.get("kind") == "memory":
+        what = "summary requested" if p.get("event") == "request" else f"memory {p.get('outcome')}"
+        return f"{what} ({p.get('model_id') or 'no model'})" + (f": {p['reason']}"[:100] if p.get("reason") else "")
     pointed = _pointed(event.get("kind"), p)
     if pointed:
         return pointed

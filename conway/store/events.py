@@ -105,8 +105,53 @@ class Finish(Payload):
 class Recovery(Payload):
     KIND = "recovery"
     what: str | None = None
-    """`temp files`, `state`, `journal`, `pending`, `memory`."""
+    """`temp files`, `state`, `journal`, `pending` (`memory` in journals before memory had its own events)."""
     detail: str | None = None
+
+
+# --- memory's compaction -------------------------------------------------------------
+
+
+@dataclass
+class MemoryRequest(Payload):
+    """A summary of memory.md was asked for (journaled before the request goes out)."""
+
+    KIND, EVENT = "memory", "request"
+    summariser: str | None = None
+    """`the acting model` or `memory.summariser`."""
+    model_id: str | None = None
+    prompt_sha256: str | None = None
+    prompt_chars: int | None = None
+    input_chars: int | None = None
+    """The memory.md text to summarise."""
+    target_chars: int | None = None
+    max_tokens: int | None = None
+    timeout_s: float | None = None
+
+
+@dataclass
+class MemoryCompacted(Payload):
+    """What replaced memory.md past memory.max_chars: a summary, the marked truncation (with the reason), or
+    nothing (`aborted` by a stop, `skipped` when memory.md was edited meanwhile)."""
+
+    KIND, EVENT = "memory", "compacted"
+    outcome: str | None = None
+    """`summarised`, `truncated`, `aborted` or `skipped`."""
+    reason: str | None = None
+    """Why it was not summarised (None when it was)."""
+    model_id: str | None = None
+    prompt_sha256: str | None = None
+    input_chars: int | None = None
+    output_chars: int | None = None
+    """The model's answer (None when there was none)."""
+    memory_chars: int | None = None
+    """The new memory.md (None when it was left as it was)."""
+    dropped_chars: int | None = None
+    duration_s: float | None = None
+    """Time the summary request took (None when none was made)."""
+    usage: dict[str, Any] | None = None
+    memory: str | None = None
+    """The new memory.md text."""
 
 
 # --- the session's events ------------------------------------------------------------

@@ -20,7 +20,7 @@ from conway.store.events import Intent, SessionEnd
 
 SCHEMA = "conway-event/1"
 EventKind = Literal["intent", "result", "error", "uncertain", "recovery", "control", "observation",
-                    "decision", "suppressed", "finish", "session"]
+                    "decision", "suppressed", "finish", "session", "memory"]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 

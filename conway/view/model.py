@@ -20,7 +20,7 @@ from conway.errors import UserError
 from conway.experience.costs import ModelCost
 from conway.experience.labels import LabelIndex, labels_path, read_labels
 from conway.experience.steps import attach_labels, screenshot_file, steps_from_events
-from conway.store.events import Acceptance, Recovery, SessionEnd, SessionStart
+from conway.store.events import Acceptance, MemoryCompacted, Recovery, SessionEnd, SessionStart
 from conway.store.journal import read_journal
 
 OUTCOMES = ("error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "none")
@@ -236,6 +236,14 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
             r = Recovery.from_payload(p)
             recov.setdefault(key, []).append(f"{r.what or '?'}: {r.detail or ''}")
             sv.recoveries.append({"step": key[1], "what": r.what, "detail": r.detail})
+            continue
+        if kind == "memory":  # between cycles: shown with the step before, never timed as part of it
+            m = MemoryCompacted.of(ev)
+            if m is not None:
+                detail = f"{m.outcome}" + (f" ({m.reason})" if m.reason else "") + \
+                    (f", {m.input_chars} → {m.memory_chars} characters" if m.memory_chars is not None else "")
+                recov.setdefault(key, []).append(f"memory: {detail}")
+                sv.recoveries.append({"step": key[1], "what": "memory", "detail": detail})
             continue
         t = ev.get("t")
         if not isinstance(t, (int, float)):

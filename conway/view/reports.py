@@ -30,8 +30,7 @@ CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
     if kind not in RENDERERS:
-        raise UserError(f"{path} is a {kind!r} report; `conway view` draws vision-check, grounding-check, "
-                        "candidate-eval and tasks reports "
+        raise UserError(f"{path} is a {kind!r} report; `conway view` draws {', '.join(RENDERERS)} reports "
                         f"(use `conway report {path}` for this one)")
     return kind
 
@@ -231,6 +230,28 @@ class KindRenderer:
     big: bool = False
 
 
+def _sweep_outcome(c: dict[str, Any]) -> str:
+    if c.get("status") in ("partial", "missing"):
+        return "unfinished"
+    return "best" if c.get("best") else "below" if c.get("below_best") else "within"
+
+
+def _sweep_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
+    """A cell: its settings, its rate and interval, and its own report (open it with `conway view`)."""
+    settings = ", ".join(f"{k}={v}" for k, v in (c.get("settings") or {}).items())
+    lines = [("settings", settings), ("rate", f"{c.get('successes')}/{c.get('cases')} = {_pct(c.get('rate'))} "
+                                              f"(95% CI {_ci(c.get('ci95'))})"),
+             ("model", str(c.get("model_id") or "—")), ("status", f"{c.get('status')} (exit {c.get('exit_code')})"),
+             ("report", f"{c.get('report')} — conway view {c.get('report')}")]
+    return "", "".join(f'<div class="line"><span class="k">{esc(k)}</span>{esc(v)}</div>' for k, v in lines)
+
+
+def _sweep_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    return [("cells", esc(f"{s.get('finished')}/{s.get('cells')} finished")),
+            ("best", esc(f"{s.get('best')} at {_pct(s.get('best_rate'))} (95% CI {_ci(s.get('best_ci95'))})")),
+            ("clearly below the best", esc(", ".join(s.get("clearly_below_best") or []) or "none"))]
+
+
 CLICK_OUTCOMES = ("error", "miss", "hit")
 RENDERERS: dict[str, KindRenderer] = {
     "vision-check": KindRenderer(
@@ -252,5 +273,10 @@ RENDERERS: dict[str, KindRenderer] = {
         outcome=report_tasks.outcome, outcomes=report_tasks.OUTCOMES, error_outcomes=("error", "fail"),
         next_error="failure", sort_value=report_tasks.domain, sort_label="domain",
         card_body=report_tasks.card_body, summary_rows=report_tasks.summary_rows, screenshots=True),
+    "sweep": KindRenderer(
+        outcome=_sweep_outcome, outcomes=("unfinished", "below", "within", "best"),
+        error_outcomes=("unfinished", "below"), next_error="cell below the best",
+        sort_value=lambda c: str((c.get("settings") or {}).get("policy") or ""), sort_label="preset",
+        card_body=_sweep_body, summary_rows=_sweep_rows),
 }
 """Report kind -> its renderer; `conway view` draws exactly these kinds."""

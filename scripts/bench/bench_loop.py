@@ -183,7 +183,7 @@ def run_block(home: Home, cycles: int, meter: Meter) -> None:
     loop.state.store.save = meter.timed("state.json write (atomic, + previous)", loop.state.store.save)
     loop.state.store.save_current = meter.timed("state.json pending copy (atomic)",
                                                 loop.state.store.save_current)
-    loop.memory.add = meter.timed("memory.md append", loop.memory.add)
+    loop.memory.memory.add = meter.timed("memory.md append", loop.memory.memory.add)
     first = len(meter.cycles)
     real_fsync = os.fsync
     os.fsync = meter.fsync(real_fsync)

@@ -1,4 +1,5 @@
-"""python -m scripts.bench.bench_model [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server] [--json FILE]
+"""python -m scripts.bench.bench_model [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server]
+    [--no-host-facts] [--set KEY=VALUE ...] [--text-prefix] [--json FILE]
 
 Decision latency and prompt-cache reuse of real models through Conway's own
 policy pipeline (prompt layout, resize, grammar, parse), split into image
@@ -20,7 +21,12 @@ those same contexts, in order.
   when `scripts/build/build_llama_server.sh` has built it.
 
 A layout that puts the variable parts first runs once per backend for
-comparison. Printed per run: medians, prompt tokens served from cache from
+comparison. The prompts carry the host facts as a run's do (`agent.host_facts`);
+`--no-host-facts` builds them without, to see what the part costs the cache; `--set KEY=VALUE`
+passes a config override to the loop that builds them (a prompt small enough for the tiny VLM's
+4,096-token trained window, which otherwise cuts every part to fit). `--text-prefix` asks no model: it
+prints how much of each prompt, as the generic policy sends it, repeats the previous one from its start
+(what a prefix cache can reuse, in characters), for prompts of any length. Printed per run: medians, prompt tokens served from cache from
 the second cycle on (share of all prompt tokens, and the lowest cycle), and
 for in-process the time-to-first-token ratio uncached / cached. Runs on CPU
 with OMP_WAIT_POLICY=PASSIVE; nothing is downloaded. Numbers depend on the
@@ -202,6 +208,29 @@ def print_result(res: dict) -> None:
         print(f"time to first token from cycle 2, uncached / cached: {t}x")
 
 
+def text_prefix(ctxs) -> dict:
+    """Per layout: the characters each prompt (cycle 2 on) shares from its start with the one before it."""
+    from os.path import commonprefix
+
+    from conway.policies.base import build_messages
+
+    adapter, out = GenericAdapter(), {}
+    for layout in ("stable-first", "variable-first"):
+        texts = []
+        for ctx in ctxs:
+            msgs = build_messages(ctx, instructions=adapter.instructions(ctx.action_types, (644, 392),
+                                                                         Convention.ABSOLUTE),
+                                  action_space=None, request_text=adapter.request_text(),
+                                  image_url=None, sent_size=(644, 392), layout=layout)
+            texts.append("\n".join(m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+                                   for m in msgs))
+        shared = [len(commonprefix([a, b])) for a, b in zip(texts, texts[1:])]
+        out[layout] = {"chars": sum(len(t) for t in texts[1:]), "shared": sum(shared),
+                       "share": round(sum(shared) / max(1, sum(len(t) for t in texts[1:])), 3),
+                       "lowest": round(min(n / len(t) for n, t in zip(shared, texts[1:])), 3)}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cycles", type=int, default=30, help="decisions per run, from one mock-driven loop run")
@@ -209,13 +238,30 @@ def main() -> int:
     ap.add_argument("--no-inprocess", action="store_true", help="skip the tiny VLM in-process")
     ap.add_argument("--no-gemma", action="store_true")
     ap.add_argument("--no-server", action="store_true")
+    ap.add_argument("--no-host-facts", action="store_true", help="prompts without the host-facts part")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for the loop that builds the prompts (repeatable)")
+    ap.add_argument("--text-prefix", action="store_true", help="no model: the prompts' shared prefixes in characters")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     if args.cycles < 2:
         print("bench_model: --cycles must be at least 2 (cache figures start at the second cycle)", file=sys.stderr)
         return 1
     work = Path(tempfile.mkdtemp(prefix="conway-bench-"))
-    ctxs = loop_contexts(args.cycles, work / "loop-home")
+    overrides = [*args.set, *(["agent.host_facts=[]"] if args.no_host_facts else [])]
+    ctxs = loop_contexts(args.cycles, work / "loop-home", overrides=overrides)
+    if args.text_prefix:
+        res = text_prefix(ctxs)
+        print(f"conway bench · {args.cycles} prompts from the real loop · host facts "
+              f"{'off' if args.no_host_facts else 'on'}" + (f" · overrides {' '.join(args.set)}" if args.set else "")
+              + " · characters each prompt shares from its start with the one before (cycle 2 on)")
+        for layout, r in res.items():
+            print(f"{layout:<15} {r['shared']:>9} of {r['chars']:>9} chars  share {r['share']:.3f}  "
+                  f"lowest cycle {r['lowest']:.3f}")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"cycles": args.cycles, "overrides": overrides, "text_prefix": res},
+                                                  indent=2))
+        return 0
     log = work / "llama-runtime.log"
     results = []
     if not args.no_inprocess:
@@ -236,12 +282,14 @@ def main() -> int:
         if res:
             results.append(res)
     print(f"conway bench · {args.cycles} cycles per run (contexts from the real loop) · {args.threads} thread(s) · "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · medians; cache and TTFT columns from cycle 2 on")
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · host facts {'off' if args.no_host_facts else 'on'} · "
+          + (f"overrides {' '.join(args.set)} · " if args.set else "") +
+          "medians; cache and TTFT columns from cycle 2 on")
     for res in results:
         print_result(res)
     if args.json:
-        Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "results": results},
-                                              indent=2))
+        Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "overrides": overrides,
+                                               "results": results}, indent=2))
         print(f"\nwrote {args.json}")
     return 0
 

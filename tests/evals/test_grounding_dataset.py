@@ -246,3 +246,14 @@ def test_hf_saved_dataset_with_normalised_boxes(tmp_path: Path):
     assert got["press ok"].box == pytest.approx((40, 30, 160, 70))
     assert got["pick the icon"].size == (400, 300) and got["pick the icon"].type == "icon"
     assert got["press ok"].load_image() == buf.getvalue()
+
+
+def test_a_worker_pool_scores_the_dataset_as_the_serial_run(dataset, tmp_path: Path):
+    root, expected = dataset
+    with GroundingFixtureServer(_key(expected), token_limit=100_000) as server:
+        code1, serial = _run(tmp_path, server, root, name="serial.json")
+        code2, pooled = _run(tmp_path, server, root, "--workers", "2", name="pool.json")
+    assert code1 == code2 == 0
+    assert pooled["pool"]["workers"] == 2
+    assert [(c["index"], c["predicted"], c["hit"]) for c in pooled["cases"]] == \
+           [(c["index"], c["predicted"], c["hit"]) for c in serial["cases"]]

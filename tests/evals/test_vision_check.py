@@ -293,7 +293,7 @@ def test_default_size_without_display(tmp_path, monkeypatch):
 
         def decide(self, ctx):
             cx, cy = find_colour_centre(Image.open(__import__("io").BytesIO(ctx.observation.png)),
-                                        PALETTE[ctx.parts[2].text.split()[2]])
+                                        PALETTE[next(p.text for p in ctx.parts if p.name == "goals.md").split()[2]])
             return Decision(raw_text="{}", actions=[Click(x=cx, y=cy)], model_id="oracle")
 
     out = tmp_path / "d.json"

@@ -51,6 +51,10 @@ def model_args(*extra: str, backend: str = "llama_cpp") -> list[str]:
             f"policy.mmproj_path={MMPROJ}", "runtime.n_threads=1", "runtime.startup_timeout_s=120", *extra]
 
 
+LONG_MEMORY = "memory.max_chars=200000"
+"""Keeps big_home's memory.md uncompacted (no summary between cycles): the window must take it as it is."""
+
+
 def big_home(home: Path) -> None:
     """A home whose goals and memory alone are far beyond any small window."""
     (home / "goals.md").write_text("# Goals\n" + "".join(f"- keep item {i} of the long backlog tidy\n"
@@ -69,7 +73,7 @@ def test_inprocess_window_is_n_ctx_and_a_long_home_still_fits(initialized_home):
     # the tiny VLM's tokenizer spends a token per ~1.2 characters: its fixed instructions and action space
     # alone take ~1,000 tokens, so 3,072 is a small window for it (a 30,000-character home would need ~25,000)
     proc = run_cli("run", "--max-steps", "2", *model_args("runtime.n_ctx=3072", "policy.max_tokens=256"),
-                   "observe.source=synthetic", "tools.enabled=[files]", "agent.idle_backoff_start_s=0.05",
+                   "observe.source=synthetic", "tools.enabled=[files]", LONG_MEMORY, "agent.idle_backoff_start_s=0.05",
                    "agent.idle_backoff_max_s=0.1", "agent.recovery_backoff_start_s=0.05",
                    "agent.recovery_backoff_max_s=0.1", timeout=400)
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
@@ -179,7 +183,7 @@ def test_llama_server_window_comes_from_props_and_a_long_home_fits(initialized_h
     big_home(initialized_home)
     proc = run_cli("run", "--max-steps", "2", *model_args("runtime.server=llama-server", "runtime.n_ctx=8192",
                                                           "policy.max_tokens=256", backend="http"),
-                   "observe.source=synthetic", "tools.enabled=[files]", "agent.idle_backoff_start_s=0.05",
+                   "observe.source=synthetic", "tools.enabled=[files]", LONG_MEMORY, "agent.idle_backoff_start_s=0.05",
                    "agent.idle_backoff_max_s=0.1", "agent.recovery_backoff_start_s=0.05",
                    "agent.recovery_backoff_max_s=0.1", timeout=400)
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr

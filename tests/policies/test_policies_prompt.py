@@ -52,8 +52,9 @@ def test_stable_part_first_and_image_last():
     for volatile in ("Write the report.", "waited 2 s", "step 1"):
         assert volatile not in system["content"]
     text = user["content"][0]["text"]
-    order = [text.index(s) for s in ('<file name="goals.md">', '<file name="memory.md">', "## recent steps",
-                                     "## latest result", "GO")]
+    order = [text.index(s) for s in ('<file name="goals.md">', '<untrusted-data source="memory.md">',
+                                     '<untrusted-data source="recent steps', '<untrusted-data source="latest result">',
+                                     "GO")]
     assert order == sorted(order)
     assert "1932x1092" in text
     assert user["content"][-1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}

@@ -36,8 +36,8 @@ def test_parts_grow_oldest_first_and_the_latest_result_is_last():
                                  latest="read_file → 12 bytes", recent=recent, budget_tokens=6000,
                                  chars_per_token=3.5, accessibility="button OK")
     names = [p.name for p in parts]
-    assert names == ["constitution.md", "action space", "goals.md", "memory.md", PartName.RECENT_STEPS,
-                     "accessibility snapshot", "latest result"]
+    assert names == ["constitution.md", "action space", "untrusted data", "goals.md", "memory.md",
+                     PartName.RECENT_STEPS, "accessibility snapshot", "latest result"]
     steps = next(p.text for p in parts if p.name == PartName.RECENT_STEPS).splitlines()
     assert [int(s.split()[2].rstrip(":")) for s in steps] == [1, 2, 3, 4, 5]
     assert not dropped
@@ -69,8 +69,9 @@ def test_the_real_loop_builds_prompts_that_only_grow_until_the_window_slides(tmp
     texts = [_user_text(c) for c in ctxs]
     kept = slides = 0
     for old, new in zip(texts, texts[1:]):
-        cut = old.find("## latest result")
+        cut = old.find('<untrusted-data source="latest result">')
         head = old[:cut if cut >= 0 else old.index(GenericAdapter().request_text())].rstrip()  # all but the volatile end
+        head = head.removesuffix("</untrusted-data>")  # the growing part's closing tag moves down by its new line
         if new.startswith(head):
             kept += 1
         else:
@@ -78,7 +79,9 @@ def test_the_real_loop_builds_prompts_that_only_grow_until_the_window_slides(tmp
     assert slides <= 20 // 4 + 1 and kept >= 14  # the window (8) slides by 4: at most every 4th cycle
     assert all(t.rstrip().endswith("The screenshot below is 644x392 pixels.") for t in texts)
     last = texts[-1]
-    assert last.index("## latest result") > last.index(f"## {PartName.RECENT_STEPS}") > last.index('<file name="memory.md">')
+    assert last.index('<untrusted-data source="latest result">') \
+        > last.index(f'<untrusted-data source="{PartName.RECENT_STEPS}">') \
+        > last.index('<untrusted-data source="memory.md">')
     # the screenshot changes every cycle, as it does when the agent acts
     assert len({c.observation.content_hash for c in ctxs}) == 20
 

@@ -4,6 +4,7 @@ them out and cuts them by the same names, matched exactly."""
 from __future__ import annotations
 
 from conway.policies.base import _SHRINK_ORDER, STABLE_PARTS, VARIABLE_ORDER
+from conway.prompt.fence import DATA_RULE
 from conway.prompt.parts import PartName, StepNote, build_parts
 
 NAMES = {v for k, v in vars(PartName).items() if k.isupper()}
@@ -11,11 +12,12 @@ NAMES = {v for k, v in vars(PartName).items() if k.isupper()}
 
 def test_every_part_the_builder_makes_is_a_named_one_the_policy_places():
     parts, dropped = build_parts(constitution="c", goals="g", memory="m" * 50_000, action_space="a", latest="l",
-                                 recent=[StepNote(1, "wait()", "ok")], budget_tokens=64, chars_per_token=3.0,
+                                 recent=[StepNote(1, "wait()", "ok")], budget_tokens=64 + len(DATA_RULE) // 3,
+                                 chars_per_token=3.0,
                                  accessibility="x" * 50_000)
     names = [p.name for p in parts]
     assert dropped == [PartName.ACCESSIBILITY, PartName.MEMORY]  # too big: left out, by name
-    assert names == [PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.GOALS, PartName.RECENT_STEPS,
+    assert names == [PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.DATA_RULE, PartName.GOALS, PartName.RECENT_STEPS,
                      PartName.LEFT_OUT, PartName.LATEST_RESULT]
     assert set(names) <= set(STABLE_PARTS) | set(VARIABLE_ORDER)
 

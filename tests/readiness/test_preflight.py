@@ -367,6 +367,7 @@ def test_the_context_check_counts_the_tool_listings_and_names_the_largest_part(t
     check = _checks(data)["context fits"]
     parts = check["data"]["part_tokens_estimate"]
     assert parts["MCP tool listing"] > 300 and parts["skills list"] > 2000 and parts["constitution.md"] > 0
+    assert parts["untrusted-data rule"] > 100 and parts["host facts"] > 20  # in every prompt's stable part too
     assert code == 2 and check["status"] == "fail"
     assert f"the largest part is the skills list (~{parts['skills list']} tokens): lower skills.listing_max_chars" \
         in check["detail"]

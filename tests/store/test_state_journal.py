@@ -6,7 +6,7 @@ import json
 
 from helpers.loop_harness import run_script
 
-from conway.prompt.memory import TRUNCATION_MARK, Memory
+from conway.prompt.memory import TRUNCATION_MARK
 from conway.store.journal import Journal, journal_files, make_event, read_journal
 from conway.store.state import StateStore, atomic_write_json, read_control, read_json, write_control
 
@@ -260,38 +260,15 @@ def test_a_torn_last_line_is_skipped_and_reported(conway_home):
     assert all(e["schema"] == "conway-event/1" for e in read.events)
 
 
-def test_memory_truncates_with_a_mark_and_keeps_the_prior_excerpt(tmp_path):
-    mem = Memory(tmp_path / "memory.md", tmp_path / "memory.previous.md", max_chars=600, keep_chars=300)
-    for i in range(40):
-        note = mem.add(f"- step {i}: something happened here")
-    text = (tmp_path / "memory.md").read_text()
-    assert text.startswith(TRUNCATION_MARK) and "no summariser available" in text
-    assert len(text) < 600 + 200
-    assert "step 39" in text and "step 0:" not in text
-    assert "step" in (tmp_path / "memory.previous.md").read_text()
-    assert note is None or "truncated" in note
-
-
-def test_memory_uses_a_summariser_when_given_and_falls_back_when_it_fails(tmp_path):
-    mem = Memory(tmp_path / "m.md", tmp_path / "p.md", max_chars=600, keep_chars=300,
-                 summariser=lambda text, n: "SUMMARY: many steps; still unsure about X")
-    for i in range(40):
-        mem.add(f"- step {i}: something happened here")
-    assert "SUMMARY" in (tmp_path / "m.md").read_text()
-
-    def broken(text, n):
-        raise RuntimeError("model down")
-
-    mem2 = Memory(tmp_path / "m2.md", tmp_path / "p2.md", max_chars=600, keep_chars=300, summariser=broken)
-    for i in range(40):
-        mem2.add(f"- step {i}: something happened here")
-    assert "summariser failed: model down" in (tmp_path / "m2.md").read_text()
-
-
 def test_memory_compaction_in_a_run_is_journaled():
+    """The mock has no model to ask: memory.md is truncated, marked, and the journal says why."""
     steps = [{"action": {"type": "list_dir", "path": "."}}] * 30
     run = run_script(steps, overrides=["agent.max_steps=30", "memory.max_chars=600", "memory.keep_chars=300"])
-    assert any(p["what"] == "memory" for p in run.payloads("recovery"))
+    compacted = [p for p in run.payloads("memory") if p["event"] == "compacted"]
+    assert compacted and all(p["outcome"] == "truncated" and "no summariser" in p["reason"] for p in compacted)
+    assert not [p for p in run.payloads("memory") if p["event"] == "request"]
+    text = run.home.memory.read_text()
+    assert text.startswith(TRUNCATION_MARK) and len(text) <= 600 and text.startswith(compacted[-1]["memory"])
 
 
 def test_context_budget_drops_old_steps_and_marks_it():
@@ -301,7 +278,7 @@ def test_context_budget_drops_old_steps_and_marks_it():
                                  latest="the latest result", recent=recent, budget_tokens=500,
                                  chars_per_token=3.5)
     names = [p.name for p in parts]
-    assert names[:3] == ["constitution.md", "action space", "goals.md"]
+    assert names[:4] == ["constitution.md", "action space", "untrusted data", "goals.md"]
     assert "left out" in names and names[-1] == "latest result"
     assert dropped and "older step(s)" in dropped[0]
     steps_text = next(p.text for p in parts if p.name.startswith("recent"))

@@ -491,3 +491,22 @@ def test_the_server_stops_cleanly_on_a_signal_even_with_sigint_ignored(session, 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_sweep_report_shows_one_card_per_cell_with_its_interval(conway_home, tmp_path):
+    from conway.evals.sweep import compare
+    rows = [{"cell": "policy-a", "settings": {"policy": "a"}, "report": "policy-a.json", "status": "pass",
+             "exit_code": 0, "model_id": "m", "rate": 1.0, "ci95": [0.61, 1.0], "successes": 6, "cases": 6},
+            {"cell": "policy-b", "settings": {"policy": "b"}, "report": "policy-b.json", "status": "fail",
+             "exit_code": 2, "model_id": "m", "rate": 0.0, "ci95": [0.0, 0.39], "successes": 0, "cases": 6}]
+    summary = {"cells": 2, "finished": 2, **compare(rows)}
+    out = tmp_path / "sweep.json"
+    r = Report("sweep", out, argv=["sweep", "s.yaml"], config=None, parameters={})
+    for i, row in enumerate(rows):
+        r.add_case({"index": i, "instruction": row["cell"], **row})
+    r.finish(status="done", exit_code=0, summary=summary)
+    html = (_site(tmp_path, str(out)) / "index.html").read_text()
+    assert 'data-outcome="best"' in _card(html, 0) and 'data-outcome="below"' in _card(html, 1)
+    assert "6/6 = 100.0% (95% CI 61.0%–100.0%)" in _card(html, 0)
+    assert "conway view policy-b.json" in _card(html, 1)
+    assert "clearly below the best" in html and "policy-b" in html

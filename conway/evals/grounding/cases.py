@@ -82,6 +82,12 @@ class ImageCache:
         self._items: dict[str, bytes] = {}
         self._keep = keep
 
+    def __getstate__(self) -> dict:  # a worker process starts with its own, empty cache
+        return {"keep": self._keep}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["keep"])
+
     def get(self, key: str, load: Callable[[], bytes]) -> bytes:
         with self._lock:
             data = self._items.get(key)

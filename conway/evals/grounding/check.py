@@ -9,6 +9,7 @@ dataset folder, no harvestable target, an unreachable model).
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,8 +18,17 @@ from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.clicks import parallel_notes, serial_lock
 from conway.evals.grounding.cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
+from conway.evals.pool import Pool, pool_record
 from conway.evals.report import Report, write_new_file
-from conway.evals.runner import SuiteResult, check_outputs, check_parallel, click_verdict, run_suite, suite_policy
+from conway.evals.runner import (
+    SuiteResult,
+    check_outputs,
+    check_parallel,
+    click_verdict,
+    resume_records,
+    run_suite,
+    suite_policy,
+)
 from conway.evals.sheet import Tile, contact_sheet
 from conway.protocols import Policy
 from conway.readiness.checks.model import effective_backend
@@ -114,15 +124,19 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
                     apps: str | None = None, desktop: bool = False, samples: int | None = None, seed: int = 0,
                     per_screen: int | None = None, bbox_format: str = "auto", parallel: int = 1,
                     sheet: str | None = None, argv: list[str] | None = None, progress: bool = True,
-                    policy: Policy | None = None, say: Callable[[str], None] = print) -> int:
-    """The whole command; returns the exit code (UserError for setup problems)."""
+                    policy: Policy | None = None, say: Callable[[str], None] = print, pool: Pool | None = None,
+                    resume: str | None = None) -> int:
+    """The whole command; returns the exit code (UserError for setup problems).
+
+    With `pool` the cases run in its workers: their screenshots are read where the case names them, so on a
+    Ray cluster a dataset must be at the same path on every node."""
     check_source(dataset, apps, desktop, samples, per_screen)
     check_parallel(parallel)
     out, sheet_path = check_outputs(output, home, sheet)
     cases, params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, desktop=desktop, samples=samples,
                                            seed=seed, per_screen=per_screen, bbox_format=bbox_format, say=say)
     params.update(parallel=parallel, backend=effective_backend(config))
-    suite = GroundingSuite(config, serial_lock(config, parallel))
+    suite = GroundingSuite(config, None if pool else serial_lock(config, parallel))
     sheet_written = None
 
     def draw(result: SuiteResult) -> dict[str, Any]:
@@ -136,13 +150,16 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
 
     asked = False
     try:
-        with suite_policy(config, home, policy) as policy:
+        with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
             asked = True
             for note in parallel_notes(config, parallel):
                 say(note)
             report = Report("grounding-check", out, argv=argv, config=config, seed=seed,
                             expected_cases=len(cases), parameters=params)
-            result = run_suite(suite, policy, cases, report, parallel=parallel, progress=progress, extra=draw)
+            report.data["pool"] = pool_record(pool, parallel)
+            kept = resume_records(resume, report, len(cases)) if resume else None
+            result = run_suite(suite, policy, cases, report, parallel=parallel, progress=progress, extra=draw,
+                               pool=pool, resume=kept)
     except BaseException:
         if cleanup and not asked:  # no model to ask: the live screenshots taken for it are not kept
             cleanup()

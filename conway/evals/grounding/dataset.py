@@ -26,6 +26,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -238,7 +239,11 @@ def _find_image(name: str, dirs: list[Path], root: Path) -> Path:
 
 
 def _file_bytes(path: Path) -> Callable[[], bytes]:
-    return lambda: path.read_bytes()
+    return partial(Path.read_bytes, path)  # a partial, not a lambda: a case travels to pool workers
+
+
+def _dataset_image(ds: Any, row: int, column: str) -> bytes:
+    return ds[row][column]["bytes"]
 
 
 def _json_rows(root: Path, ann: Path, skipped: list[dict[str, Any]], sizes: dict[Path, Any]) -> tuple[list[Row], int]:
@@ -326,7 +331,7 @@ def _hf_rows(root: Path, folder: Path, skipped: list[dict[str, Any]]) -> list[tu
                 rows.append(Row(file=name, row=i, instruction=instruction, bbox=bbox,
                                 source=str(_first(item, SOURCE_KEYS) or split or rel),
                                 type=str(_first(item, TYPE_KEYS) or "?"), image_key=f"{name}#{i}", size=size,
-                                load_image=(lambda ds=ds, i=i, c=img_col: ds[i][c]["bytes"]),
+                                load_image=partial(_dataset_image, ds, i, img_col),
                                 image_ref={"dataset": str(folder), "split": split, "row": i, "sha256": digest,
                                            **({"file_name": str(item[k])} if (k := next((k for k in IMAGE_KEYS
                                                                                           if item.get(k)), None))

@@ -10,14 +10,15 @@ never downloads, never touches the desktop unless asked) and returns a
 - `conway preflight` (`conway/readiness/preflight.py`): the home and the model:
   `home_files` (configuration, constitution.md, recovery state, the tools' working
   directory), `host.memory_check`, `model` (endpoint or local files, context
-  fit, one real decision), skills and MCP servers, and with `--desktop` one
+  fit, one real decision), `memory_summary` (who writes memory's summary), skills and MCP
+  servers, and with `--desktop` one
   screenshot (`host.desktop_check`).
 - `conway probe` (`conway/readiness/probe.py`): one decision on a synthetic image
   (`decision.probe`), reported in detail.
 
 Modules: `host` (the machine), `home_files` (the home's files), `model` (the model
-and its window), `decision` (one real decision), `extensions` (tools, MCP
-servers, skills). Nothing here imports the commands or `conway.evals`.
+and its window), `memory_summary` (memory's summariser), `decision` (one real decision),
+`extensions` (tools, MCP servers, skills). Nothing here imports the commands or `conway.evals`.
 """
 
 from __future__ import annotations

@@ -51,6 +51,10 @@ def mcp_checks(config: ConwayConfig, home: Home) -> tuple[list[Check], str]:
 
 def prompt_parts(config: ConwayConfig, home: Home, mcp_listing: str) -> dict[str, str]:
     """The texts every decision's prompt carries besides the instructions (for the context check)."""
+    import time
+
+    from conway.prompt.fence import DATA_RULE
+    from conway.prompt.host_facts import HostFacts
     from conway.store.skills import find_skills, listing
 
     def read(path: Path) -> str:
@@ -61,7 +65,10 @@ def prompt_parts(config: ConwayConfig, home: Home, mcp_listing: str) -> dict[str
 
     skills = find_skills(home.root, config.skills).skills
     return {"constitution.md": read(home.constitution), "goals.md": read(home.goals),
-            "MCP tool listing": mcp_listing, "skills list": listing(skills, config.skills.listing_max_chars)}
+            "MCP tool listing": mcp_listing, "skills list": listing(skills, config.skills.listing_max_chars),
+            "untrusted-data rule": DATA_RULE,
+            "host facts": HostFacts(config.agent, home.root if home.root.is_dir() else Path.cwd(), time.monotonic)
+            .text(None)}
 
 
 def toolbox_checks(config: ConwayConfig, workdir: Path, display: Check,

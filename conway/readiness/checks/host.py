@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
+from conway.host import host_facts as host_facts  # doctor's and reports' name for it
 from conway.readiness.checks import Check
 
 EXTRAS = {
@@ -33,22 +32,6 @@ with mss.MSS() as m:
     mss.tools.to_png(shot.rgb, shot.size, output=sys.argv[1])
     print(shot.size.width, shot.size.height, mon["width"], mon["height"], mon["left"], mon["top"])
 """
-
-
-def host_facts(path: Path | None = None) -> dict[str, Any]:
-    import psutil
-
-    vm = psutil.virtual_memory()
-    disk = shutil.disk_usage(path or Path.cwd())
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "memory_total_gb": round(vm.total / 2**30, 1),
-        "memory_available_gb": round(vm.available / 2**30, 1),
-        "disk_free_gb": round(disk.free / 2**30, 1),
-    }
 
 
 def module_check(module: str) -> Check:

@@ -158,6 +158,8 @@ _REMEDY = {
     "skills list": "lower skills.listing_max_chars or remove skills",
     "constitution.md": "shorten constitution.md",
     "goals.md": "shorten goals.md",
+    "untrusted-data rule": "raise the window",
+    "host facts": "show fewer (agent.host_facts)",
 }
 
 

@@ -1,0 +1,211 @@
+"""`conway sweep`: one eval command over a grid (models × presets × seeds …), one report per cell, one table.
+
+A sweep file (YAML):
+
+    command: vision-check            # or grounding-check
+    args: [--samples, "32", --size, 1280x800]
+    overrides: [policy.structured_output=none]   # config overrides every cell gets (optional)
+    grid:
+      endpoint: [http://127.0.0.1:8080/v1, http://127.0.0.1:8081/v1]
+      policy: [generic, uitars-1.5-7b]     # presets (configs/policy/<name>.yaml)
+      seed: [0, 1, 2]
+      policy.max_tokens: [256, 1024]       # any other key: a config override
+
+Every combination is a cell; each cell runs the command as its own command
+line would (`conway vision-check … --endpoint A policy=generic --seed 0
+--output DIR/<cell>.json`), with the sweep's pool flags. The sweep report
+(`DIR/sweep.json`, kind `sweep`) has one row per cell: its rate with the 95%
+Wilson interval, and whether that interval lies wholly below the best cell's
+(a difference the cases show, not noise). Run the same sweep into the same
+folder again and finished cells are kept, a cell Ctrl+C cut short is resumed
+(`--resume` on its partial report), so a long sweep can be stopped at any time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from conway.errors import ExitCode, UserError
+from conway.evals.report import Report, load_report
+from conway.evals.sweep_table import table_lines
+
+COMMANDS = {"vision-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
+            "grounding-check": ("hit_rate", "hit_rate_ci95", "hits", "cases")}
+"""Commands a sweep runs → (rate, its interval, successes, cases) in their report's summary."""
+FLAGS = {"endpoint": "--endpoint", "model": "--model", "seed": "--seed"}
+"""Grid keys that are command-line flags; `policy` is a preset; any other key is a config override."""
+OWN_FLAGS = ("--output", "--resume", "--workers", "--ray", "--pool-endpoint", "--quiet")
+"""Flags the sweep sets itself: not allowed in `args`."""
+
+
+def load_sweep(path: str) -> dict[str, Any]:
+    """The sweep file, checked: a known command, `args` a list of strings, a grid of non-empty lists."""
+    p = Path(path).expanduser()
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"sweep file {p} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"sweep file {p} is a folder; give the YAML file") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UserError(f"sweep file {p} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"sweep file {p}: expected a mapping with command, args and grid")
+    unknown = set(data) - {"command", "args", "overrides", "grid"}
+    if unknown:
+        raise UserError(f"sweep file {p}: unknown key(s) {', '.join(sorted(unknown))} (command, args, overrides, "
+                        "grid)")
+    overrides = data.get("overrides") or []
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o and not o.startswith("-")
+                                                  for o in overrides):
+        raise UserError(f"sweep file {p}: overrides must be a list of key=value config overrides")
+    if data.get("command") not in COMMANDS:
+        raise UserError(f"sweep file {p}: command must be one of {', '.join(COMMANDS)} (got {data.get('command')!r})")
+    args = data.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        raise UserError(f"sweep file {p}: args must be a list of command-line words")
+    args = [str(a) for a in args]
+    if own := [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]:
+        raise UserError(f"sweep file {p}: args may not set {', '.join(own)} (the sweep sets it for each cell)")
+    grid = data.get("grid")
+    if not isinstance(grid, dict) or not grid:
+        raise UserError(f"sweep file {p}: grid must map each varied setting to a list of values")
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise UserError(f"sweep file {p}: grid.{key} must be a non-empty list")
+        if any(isinstance(v, (dict, list)) or v is None for v in values):
+            raise UserError(f"sweep file {p}: grid.{key} values must be plain words or numbers")
+    return {"command": data["command"], "args": args, "overrides": overrides,
+            "grid": {str(k): [str(v) for v in vs] for k, vs in grid.items()}}
+
+
+def cells(grid: dict[str, list[str]]) -> list[dict[str, str]]:
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def cell_name(cell: dict[str, str]) -> str:
+    """A file name that says the cell: `policy-generic_seed-0`."""
+    def word(v: str) -> str:
+        return re.sub(r"[^A-Za-z0-9.]+", "-", v).strip("-")[:48] or "x"
+    return "_".join(f"{word(k)}-{word(v)}" for k, v in cell.items())
+
+
+def cell_argv(sweep: dict[str, Any], cell: dict[str, str], output: Path, pool_args: list[str]) -> list[str]:
+    argv = [sweep["command"], *sweep["args"], "--output", str(output), "--quiet", *pool_args]
+    overrides = list(sweep["overrides"])  # after every flag: they are the command's trailing words
+    for key, value in cell.items():
+        if key in FLAGS:
+            argv += [FLAGS[key], value]
+        elif key == "policy":
+            overrides.insert(0, f"policy={value}")  # a preset first, so other overrides refine it
+        else:
+            overrides.append(f"{key}={value}")
+    return argv + overrides
+
+
+def _row(sweep: dict[str, Any], cell: dict[str, str], path: Path, out_dir: Path) -> dict[str, Any]:
+    rate_key, ci_key, ok_key, n_key = COMMANDS[sweep["command"]]
+    row: dict[str, Any] = {"cell": cell_name(cell), "settings": cell, "report": str(path.relative_to(out_dir))}
+    try:
+        data, _ = load_report(path)
+    except UserError as exc:
+        return {**row, "status": "missing", "error": str(exc)}
+    s = data.get("summary") or {}
+    return {**row, "status": data.get("status"), "exit_code": data.get("exit_code"), "model_id": data.get("model_id"),
+            "rate": s.get(rate_key), "ci95": s.get(ci_key), "successes": s.get(ok_key), "cases": s.get(n_key)}
+
+
+def compare(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The best cell by rate, and which cells' intervals lie wholly below its interval."""
+    scored = [r for r in rows if isinstance(r.get("rate"), (int, float)) and r.get("ci95")]
+    if not scored:
+        return {"best": None}
+    best = max(scored, key=lambda r: (r["rate"], r["ci95"][0]))
+    for r in scored:
+        r["below_best"] = r is not best and r["ci95"][1] < best["ci95"][0]
+        r["best"] = r is best
+    return {"best": best["cell"], "best_rate": best["rate"], "best_ci95": best["ci95"],
+            "clearly_below_best": [r["cell"] for r in scored if r["below_best"]]}
+
+
+def run_sweep(sweep_file: str, out_dir: str, *, pool_args: list[str], argv: list[str] | None,
+              run: Callable[[list[str]], int], say: Callable[[str], None] = print) -> int:
+    """Every cell (finished ones kept, a partial one resumed), then `DIR/sweep.json` (a new file each time:
+    the previous table is kept as sweep.N.json). Returns the exit code: 130 when a cell was interrupted."""
+    sweep = load_sweep(sweep_file)
+    out = Path(out_dir).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--output {out} is a file; a sweep writes a folder of reports")
+    out.mkdir(parents=True, exist_ok=True)
+    grid_cells = cells(sweep["grid"])
+    rows: list[dict[str, Any]] = []
+    interrupted = None
+    for i, cell in enumerate(grid_cells, 1):
+        path = out / f"{cell_name(cell)}.json"
+        extra: list[str] = []
+        if path.exists():
+            status = (_row(sweep, cell, path, out)).get("status")
+            if status != "partial":
+                say(f"[{i}/{len(grid_cells)}] {cell_name(cell)}: kept ({status})")
+                rows.append(_row(sweep, cell, path, out))
+                continue
+            kept = _aside(path)
+            extra = ["--resume", str(kept)]
+        say(f"[{i}/{len(grid_cells)}] {cell_name(cell)}" + (" (resumed)" if extra else ""))
+        code = run(cell_argv(sweep, cell, path, pool_args + extra))
+        rows.append(_row(sweep, cell, path, out))
+        if code == ExitCode.INTERRUPTED:
+            interrupted = cell_name(cell)
+            break
+    summary = {"cells": len(grid_cells), "finished": sum(1 for r in rows if r.get("status") not in ("partial", "missing")),
+               **compare(rows)}
+    if interrupted:
+        summary["interrupted"] = f"stopped in {interrupted}: run the same sweep again to go on"
+    table = out / "sweep.json"
+    if table.exists():
+        n = 1
+        while (out / f"sweep.{n}.json").exists():
+            n += 1
+        table.rename(out / f"sweep.{n}.json")
+    report = Report("sweep", table, argv=argv, config=None, parameters={"sweep_file": str(sweep_file), **sweep})
+    for index, r in enumerate(rows):
+        report.add_case({"index": index, "instruction": r["cell"], **r})
+    status = "partial" if interrupted else "done"
+    code = ExitCode.INTERRUPTED if interrupted else ExitCode.PASSED
+    report.finish(status=status, exit_code=code, summary=summary)
+    for line in table_lines(rows, summary):
+        say(line)
+    say(f"sweep report: {table}")
+    return code
+
+
+def run_cell_process(argv: list[str]) -> int:
+    """One cell as its own `conway` process (a cell's crash or loaded model ends with it); its exit code.
+
+    Ctrl+C reaches the cell itself (same process group), which writes its partial report and exits 130;
+    meanwhile this process ignores it, and forwards a SIGTERM."""
+    child = subprocess.Popen([sys.executable, "-m", "conway.cli", *argv])
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def _aside(path: Path) -> Path:
+    n = 1
+    while (kept := path.with_name(f"{path.stem}.partial-{n}.json")).exists():
+        n += 1
+    path.rename(kept)
+    return kept

@@ -1,0 +1,15 @@
+"""The table of a sweep report (`conway sweep`, `conway report`): one line per cell, the best marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table_lines(rows: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    out = [f"{'cell':<48} {'rate':>7} {'95% CI':>15} {'n':>5}  status"]
+    for r in rows:
+        rate = f"{r['rate']:.1%}" if isinstance(r.get("rate"), (int, float)) else "—"
+        ci = f"{r['ci95'][0]:.0%}–{r['ci95'][1]:.0%}" if r.get("ci95") else "—"
+        mark = " (best)" if r["cell"] == summary.get("best") else (" (below best)" if r.get("below_best") else "")
+        out.append(f"{r['cell'][:48]:<48} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}  {r.get('status')}{mark}")
+    return out

@@ -1,0 +1,102 @@
+"""The worker pool on a real Ray cluster: two nodes started here on 127.0.0.1 (`ray start`), no dashboard.
+
+vision-check through Ray actors gives the serial run's cases; an actor SIGKILLed mid-case has its case run
+once more on another actor. Answers come from the FAKE vision fixture server, as in test_pool.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.vision_fixture_server import VisionFixtureServer
+
+from conway.cli.main import main
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head and a second node on this machine, each offering one desktop."""
+    port, tmp = _free_port(), tmp_path_factory.mktemp("ray")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    common = ["--num-cpus=1", '--resources={"desktop": 1}', "--disable-usage-stats"]
+    subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                    "--include-dashboard=false", f"--temp-dir={tmp}", *common],
+                   check=True, capture_output=True, env=env, timeout=120)
+    try:
+        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common], check=True, capture_output=True,
+                       env=env, timeout=120)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(server, tmp_path, name, *extra, samples=4):
+    out = tmp_path / name
+    code = main(["vision-check", "--samples", str(samples), "--seed", "5", "--size", "640x400", "--output", str(out),
+                 "--quiet", "--endpoint", server.base_url, "policy=generic", "policy.structured_output=none", *extra])
+    return code, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def _cases(report):
+    return [(c["index"], c["image"]["sha256"], c["predicted"], c["hit"]) for c in report["cases"]]
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONWAY_HOME", str(tmp_path / "home"))
+
+
+def _actor_pids() -> list[int]:
+    import psutil
+    return sorted(p.pid for p in psutil.process_iter(["cmdline"])
+                  if any("CaseWorker" in part for part in (p.info["cmdline"] or [])))
+
+
+def test_ray_actors_give_the_serial_report_and_a_lost_actor_costs_one_retry(cluster, tmp_path):
+    with VisionFixtureServer(delay_s=0.4) as server:
+        _, serial = _run(server, tmp_path, "serial.json")
+        server.max_in_flight = 0
+        code, pooled = _run(server, tmp_path, "ray.json", "--workers", "2", "--ray", cluster)
+        assert code == 0 and _cases(pooled) == _cases(serial)
+        assert server.max_in_flight == 2 and pooled["pool"]["ray"] == cluster
+        assert not ray.is_initialized()  # the driver left the cluster it joined
+
+        killed: list[int] = []
+        first = server.request_count
+
+        def kill_actor(count: int) -> None:
+            if count == first + 2 and not killed and (pids := _actor_pids()):
+                killed.append(pids[0])
+                os.kill(pids[0], signal.SIGKILL)
+
+        server.on_request = kill_actor
+        code, faulty = _run(server, tmp_path, "ray-kill.json", "--workers", "2", "--ray", cluster)
+    assert killed
+    assert code == 0 and _cases(faulty) == _cases(serial)
+    retried = [c for c in faulty["cases"] if "retried" in c]
+    assert len(retried) == 1 and "Ray actor lost" in retried[0]["retried"]["reason"]
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path, capsys):
+    with VisionFixtureServer() as server:
+        code, _ = _run(server, tmp_path, "x.json", "--ray", "127.0.0.1:1")
+    assert code == 1
+    assert "cannot join the Ray cluster at 127.0.0.1:1" in capsys.readouterr().err

@@ -1,0 +1,112 @@
+"""conway sweep: a grid of vision-check cells, one report each and a table; resumable; bad sweep files.
+
+Answers come from the FAKE vision fixture server (tests/fixtures/vision_fixture_server.py), in "centre"
+mode (every click on the target) or "outside" (every click misses), switched per cell by the endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+from fixtures.vision_fixture_server import VisionFixtureServer
+
+from conway.cli.main import main
+from conway.evals.report import render_report
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONWAY_HOME", str(tmp_path / "home"))
+
+
+def _sweep(tmp_path: Path, good: str, bad: str, seeds=(0, 1)) -> Path:
+    f = tmp_path / "sweep.yaml"
+    f.write_text(yaml.safe_dump({
+        "command": "vision-check",
+        "args": ["--samples", "6", "--size", "640x400"], "overrides": ["policy.structured_output=none"],
+        "grid": {"endpoint": [good, bad], "policy": ["generic"], "seed": list(seeds)}}))
+    return f
+
+
+def test_a_sweep_runs_every_cell_and_compares_them(tmp_path, capsys):
+    with VisionFixtureServer(mode="centre") as good, VisionFixtureServer(mode="outside") as bad:
+        code = main(["sweep", str(_sweep(tmp_path, good.base_url, bad.base_url)), "--output", str(tmp_path / "out"),
+                     "--workers", "2"])
+    assert code == 0
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert table["kind"] == "sweep" and table["summary"]["cells"] == 4 and table["summary"]["finished"] == 4
+    rates = {tuple(sorted(c["settings"].items())): c["rate"] for c in table["cases"]}
+    assert sorted(rates.values()) == [0.0, 0.0, 1.0, 1.0]
+    best = next(c for c in table["cases"] if c["cell"] == table["summary"]["best"])
+    assert best["rate"] == 1.0
+    assert len(table["summary"]["clearly_below_best"]) == 2  # 0/6 vs 6/6: the intervals do not overlap
+    for c in table["cases"]:
+        cell = json.loads((tmp_path / "out" / c["report"]).read_text())
+        assert cell["kind"] == "vision-check" and cell["pool"]["workers"] == 2
+        assert cell["seed"] == int(c["settings"]["seed"])
+    out = capsys.readouterr().out
+    assert "(best)" in out and "(below best)" in out
+    assert "(below best)" in render_report(tmp_path / "out" / "sweep.json")
+
+
+def test_running_a_sweep_again_keeps_finished_cells_and_resumes_the_cut_one(tmp_path):
+    with VisionFixtureServer(mode="centre", delay_s=0.2) as good, VisionFixtureServer(mode="outside") as bad:
+        good_url = good.base_url
+        f = _sweep(tmp_path, good_url, bad.base_url, seeds=(0,))
+
+        def interrupt(count: int) -> None:  # Ctrl+C as a terminal sends it: to the running cell too
+            if count == 3:
+                for child in psutil.Process().children():
+                    os.kill(child.pid, signal.SIGINT)
+
+        good.on_request = interrupt
+        code = main(["sweep", str(f), "--output", str(tmp_path / "out")])
+        assert code == 130
+        first = json.loads((tmp_path / "out" / "sweep.json").read_text())
+        assert first["status"] == "partial" and "run the same sweep again" in first["summary"]["interrupted"]
+        good.on_request = None
+        asked = good.request_count
+        code = main(["sweep", str(f), "--output", str(tmp_path / "out")])
+        resumed_requests = good.request_count - asked
+    assert code == 0
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert table["summary"]["finished"] == 2
+    assert (tmp_path / "out" / "sweep.1.json").exists()  # the first table is kept
+    assert resumed_requests < 6  # the cut cell's finished cases were not asked again
+    good_cell = next(c for c in table["cases"] if c["settings"]["endpoint"] == good_url)
+    assert good_cell["rate"] == 1.0 and good_cell["cases"] == 6
+
+
+@pytest.mark.parametrize("content, message", [
+    ("command: start\ngrid: {seed: [1]}", "command must be one of"),
+    ("command: vision-check\ngrid: {}", "grid must map"),
+    ("command: vision-check\ngrid: {seed: []}", "grid.seed must be a non-empty list"),
+    ("command: vision-check\nargs: [--output, x]\ngrid: {seed: [1]}", "may not set --output"),
+    ("command: vision-check\ngrid: {seed: [1]}\nextra: 1", "unknown key(s) extra"),
+    ("command: [unclosed", "not valid YAML"),
+    ("command: vision-check\noverrides: [--x]\ngrid: {seed: [1]}", "overrides must be a list of key=value"),
+])
+def test_bad_sweep_files_are_one_line(tmp_path, capsys, content, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(content)
+    assert main(["sweep", str(f), "--output", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_sweep_file_or_a_folder_is_one_line(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "none.yaml"), "--output", str(tmp_path / "out")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["sweep", str(tmp_path), "--output", str(tmp_path / "out")]) == 1
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_the_example_sweep_file_is_valid():
+    from conway.evals.sweep import cells, load_sweep
+    sweep = load_sweep(str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "example.yaml"))
+    assert len(cells(sweep["grid"])) == 6
