@@ -303,7 +303,7 @@ class GuiTool(Tool):
         if problem:
             _conn["stale"] = True
             return f"display lost before dispatch: {problem}"
-        if not _conn["stale"]:
+        if not _conn["stale"] and _conn["display"] == self.display:  # another tool may have moved it elsewhere
             try:
                 self._pg.position()
                 return None
