@@ -34,7 +34,7 @@ $VPY -m pip install -q --upgrade pip
 echo "== python packages (torch pinned to the local CPU build first, so nothing pulls a CUDA one)"
 $VPY -m pip install -q "torch==2.13.0"
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-  $VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,tasks,ray]"
+  $VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,ray,tasks]"
 if pkg-config --exists gobject-introspection-1.0 2>/dev/null; then
   $VPY -m pip install -q "PyGObject<3.51" || echo "PyGObject did not build: accessibility tests will skip"
 fi

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from conway.evals.task_files import LOCAL_HOSTS
 from conway.tasks.cache import cloud_path, download_path
 from conway.tasks.getters import GETTERS
-from conway.tasks.metrics import METRICS
+from conway.tasks.metrics import METRICS, unsupported_options
 from conway.tasks.model import Task
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
@@ -167,7 +167,8 @@ def _live_urls(task: Task) -> list[str]:
 
 def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collection[str],
                      installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
-                     metrics: Mapping[str, Any] = METRICS) -> list[str]:
+                     metrics: Mapping[str, Any] = METRICS,
+                     unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can."""
     if task.format == "conway":
         return [] if task.evaluator.criteria else ["the task declares no acceptance criteria: nothing would score it"]
@@ -178,9 +179,11 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     for g in _getters(task):
         if g["type"] not in getters:
             reasons.append(f"getter {g['type']} is not implemented")
-    for func in task.evaluator.funcs:
+    for func, options in zip(task.evaluator.funcs, task.evaluator.options):
         if func not in metrics:
             reasons.append(f"metric {func} is not implemented")
+        elif problems := unsupported(func, options):
+            reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
     reasons += _live_urls(task)

@@ -126,3 +126,20 @@ def test_a_task_that_declares_osworlds_proxy_needs_the_web():
     off = parse_osworld({"id": "t", "instruction": "x", "proxy": False, "evaluator": {"func": "infeasible"}},
                         Path("t.json"))
     assert why_not_runnable(off, cache_dir=None, step_types=ALL_STEPS, installed=everything) == []
+
+
+def test_a_metric_option_or_rule_not_implemented_here_is_a_reason():
+    rules = [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"},
+             {"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}]
+    t = make(evaluator={"func": ["compare_table", "compare_pptx_files"],
+                        "result": [{"type": "vm_file", "path": "/home/user/a.xlsx", "dest": "a.xlsx"},
+                                   {"type": "vm_file", "path": "/home/user/a.pptx", "dest": "a.pptx"}],
+                        "expected": [{"type": "rule", "rules": {}}, {"type": "rule", "rules": {}}],
+                        "options": [{"rules": rules}, {"examine_top_position": True}]})
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
+        "metric compare_table: not supported here: rules[1].type=sparkline",
+        "metric compare_pptx_files: not supported here: examine_top_position=True"]
+    t = make(evaluator={"func": "compare_table", "result": {"type": "vm_file", "path": "/home/user/a.xlsx",
+                                                            "dest": "a.xlsx"},
+                        "options": {"rules": rules[:1]}})
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == []

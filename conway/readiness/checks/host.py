@@ -16,7 +16,7 @@ EXTRAS = {
     "gui": ["mss", "pyautogui"],
     "llama": ["llama_cpp"],
     "train": ["torch", "transformers", "peft", "datasets"],
-    "tasks": ["openpyxl", "docx", "pptx", "pandas", "rapidfuzz"],
+    "tasks": ["openpyxl", "docx", "pptx", "pandas"],
 }
 """The optional extras and the modules each brings (pyproject.toml's extras)."""
 

@@ -25,3 +25,12 @@ def _merge() -> dict[str, Callable[..., Any]]:
 
 
 METRICS: dict[str, Callable[..., Any]] = _merge()
+
+
+def unsupported_options(func: str, options: dict[str, Any]) -> list[str]:
+    """The options of one evaluator entry its metric does not implement, for a metric whose module checks its
+    options (`tables`, `documents`); a task naming any is not runnable here rather than mis-scored."""
+    for module in MODULES:
+        if func in module.METRICS and hasattr(module, "unsupported_options"):
+            return module.unsupported_options(func, options)
+    return []

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from conway.tasks.metrics.errors import MetricError
-from conway.tasks.metrics.inputs import library
 from conway.tasks.metrics.workbooks import Books, cell_style, cell_value, matches
 
 ROW_PROPS = {"hidden", "height", "collapsed"}
@@ -98,7 +99,7 @@ def _sheet_fuzzy(books: Books, rule: dict) -> bool:
                 elif kind == "included_by":
                     ok = a in b
                 else:
-                    ok = library("rapidfuzz").fuzz.ratio(a, b) >= sub.get("threshold", 85.0)
+                    ok = fuzz.ratio(a, b) >= sub.get("threshold", 85.0)
                 if not ok:
                     return False
     return True
