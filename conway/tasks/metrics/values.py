@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conway.tasks.metrics.inputs import library
+from rapidfuzz import fuzz
 
 FAILED_MARK = "__EVALUATION_FAILED__"
 """A value OSWorld's relative-time rule getter writes when it could not build the expected value."""
@@ -66,8 +66,7 @@ def fuzzy_match(result: Any, rules: dict[str, Any]) -> float:
     """Similarity in [0, 1] of the result text to `expected` (rapidfuzz's ratio, as OSWorld's)."""
     if result is None:
         return 0.0
-    # imported here: listing a suite needs none of the tasks extra's libraries
-    return library("rapidfuzz").fuzz.ratio(str(result), str(rules["expected"])) / 100.0
+    return fuzz.ratio(str(result), str(rules["expected"])) / 100.0
 
 
 def _as_object(result: Any) -> Any:
