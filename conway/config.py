@@ -105,7 +105,11 @@ class PolicyConfig(_Section):
     convention: Literal["auto", "absolute", "relative", "relative1000", "relative999", "screen"] = "auto"
     """Coordinate convention of the model's answers; auto picks the family default."""
     resize: str = "auto"
-    """Image resize rule name from geometry (qwen2.5-vl, uitars, qwen3-vl, none); auto: family default."""
+    """Image resize rule name from geometry (`RESIZE_RULES`: qwen2.5-vl, uitars, uitars-1.0, qwen3-vl, gta1, holo1.5,
+    none …); auto: family default."""
+    prompt: str = "auto"
+    """Which of the family's trained prompts is sent (`Family.prompts`: uitars-1.5 / uitars-1.0, OpenCUA's l2 / l1 /
+    l3); auto: the family's default."""
     model_path: str | None = None
     """Local GGUF model for in-process inference or a server Conway starts."""
     mmproj_path: str | None = None
@@ -114,18 +118,30 @@ class PolicyConfig(_Section):
     """Sampling temperature (None: the family's, `Family.temperature`)."""
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
     """Cap on generated tokens per decision (None: the family's, `Family.max_tokens`: 512 generic, 1500 OpenCUA,
-    1000 UI-TARS, 2048 Qwen3-VL)."""
+    1000 UI-TARS, 2048 Qwen3-VL, 1500 Qwen2.5-VL, 100 GTA1, 128 Holo1.5)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
     """HTTP timeout of one decision request: it bounds the whole answer (a trickling or endless body included)."""
     structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
     """Output constraint: auto detects what the backend honours (generic: grammar, then json_object+schema, then json_schema; opencua/uitars: none)."""
     image_max_tokens: int | None = Field(default=None, ge=4)
-    """Cap on image tokens of the image sent (None: the family's, `Family.image_max_tokens`: 16384, Qwen3-VL 12800;
+    """Cap on image tokens of the image sent (None: the family's, `Family.image_max_tokens`: 16384, Qwen3-VL 12800,
+    GTA1 11285, Holo1.5 1280;
     in-process held to libmtmd's Qwen-VL default of 4096, which llama-cpp-python does not let Conway raise)."""
     seed: int | None = None
     """Sampling seed sent with every request (None: the server's default)."""
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     """How the resized screenshot is sent: JPEG q85 (measured 5-40x cheaper) or lossless PNG level 1."""
+    history_images: int | None = Field(default=None, ge=1, le=32)
+    """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
+    (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen3-VL 5, generic 1)."""
+
+    @model_validator(mode="after")
+    def _known_prompt(self) -> "PolicyConfig":
+        family = FAMILIES.get(self.kind)
+        problem = family.prompt_problem(self.prompt) if family is not None else None
+        if problem:
+            raise ValueError(f"prompt: {problem}")
+        return self
 
     def _family_default(self, name: str) -> Any:
         family = FAMILIES.get(self.kind) or FAMILIES["generic"]  # the mock decides nothing: any family's numbers do
@@ -140,6 +156,19 @@ class PolicyConfig(_Section):
     def resolved_temperature(self) -> float:
         """`temperature` when set, else the family's default."""
         return self.temperature if self.temperature is not None else self._family_default("temperature")
+
+    @property
+    def is_model_family(self) -> bool:
+        """`kind` names a model family (not the mock, which writes no answers of its own)."""
+        return self.kind in FAMILIES
+
+    @property
+    def resolved_history_images(self) -> int:
+        """`history_images` when set, else the family's (1 for the mock: it reads no history)."""
+        if self.history_images is not None:
+            return self.history_images
+        family = FAMILIES.get(self.kind)
+        return family.conversation.history_images if family is not None else 1
 
     def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
         """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway

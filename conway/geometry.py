@@ -192,6 +192,15 @@ RESIZE_RULES: dict[str, ResizeRule] = {
     "opencua": _QWEN25,
     "uitars": ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056),
     "qwen3-vl": ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216),
+    # UI-TARS 1.0 in OSWorld (mm_agents/uitars_agent.py): the screenshot scaled down to at most 2116800 px (at least
+    # 3136); its 0-1000 answers do not depend on the exact size, the server's processor rounds to 28 as this does
+    "uitars-1.0": ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800),
+    # GTA1: its model card's processor (Yan98/GTA1 README, 81f0c4c2997cf6ad696d42f47c5480f4c856b73a: factor 28,
+    # min_pixels 3136, max_pixels 4096*2160); OSWorld's agent (mm_agents/gta1/gta1_agent.py) computes the same size
+    # for any screen up to 4096x2160 (its min 1000 and max 1e12 never bind there)
+    "gta1": ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360),
+    # Holo1.5 (hcompai/hai-cookbook utils/image.py smart_resize defaults): factor 28, 56*56 .. 14*14*4*1280 px
+    "holo1.5": ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520),
     "none": ResizeRule(factor=1, min_pixels=1, max_pixels=None),
 }
 

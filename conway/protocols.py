@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from conway.actions import ActionProblem, _Action
 from conway.bounded import cut_text
 from conway.geometry import ScreenGeometry
+from conway.history import TurnHistory
 
 # --- observation -------------------------------------------------------------
 
@@ -91,6 +92,9 @@ class DecisionContext:
     the model's context window appends what it cut)."""
     budget: dict[str, Any] = field(default_factory=dict)
     """How the text budget was sized (tokens, window, where the window came from); journaled with the decision."""
+    history: TurnHistory | None = None
+    """The model's own past turns (its answers, the screenshots sent with them): the context builder keeps them
+    across cycles; a family that replays them lays them out, and proposes the turn it answered."""
 
     def text(self) -> str:
         return "\n\n".join(f"## {p.name}\n{p.text}" for p in self.parts)

@@ -38,7 +38,7 @@ NEVER = [
 
 # modules at the top of the package import only each other: they are what everything else stands on
 LEAVES = {f"conway.{m}" for m in ("actions", "protocols", "geometry", "imaging", "config", "errors", "redact",
-                                  "platform", "xvfb", "cancel", "bounded", "abortable_http", "host")}
+                                  "platform", "xvfb", "cancel", "bounded", "abortable_http", "host", "history")}
 # the one way out of the leaves: `policy.kind` is checked against the model-family registry
 LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 

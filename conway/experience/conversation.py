@@ -86,7 +86,7 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     """
     from conway.actions import ACTION_TYPES
     from conway.geometry import Convention, get_rule
-    from conway.policies.base import build_messages, prepare_image
+    from conway.policies.base import decision_messages, prepare_image
     from conway.policies.families import get_family
 
     family = get_family(policy_kind)
@@ -96,9 +96,8 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     obs = ctx.observation
     image = prepare_image(obs, rule_name, get_rule(rule_name), encoding, size=sent_size)
     types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
-    messages = build_messages(ctx, instructions=adapter.instructions(types, image.sent_size, conv),
-                              action_space=adapter.action_space(ctx), request_text=adapter.request_text(),
-                              image_url=IMAGE_MARKER, sent_size=image.sent_size)
+    messages = decision_messages(ctx, adapter, instructions=adapter.instructions(types, image.sent_size, conv),
+                                 image_url=IMAGE_MARKER, sent_size=image.sent_size)  # one step: no past turns
     return messages, image
 
 

@@ -22,12 +22,17 @@ of them:
    output constraint, token usage, cached tokens and timings.
 
 Hidden reasoning (`reasoning_content`, `<think>`) is kept in
-`Decision.reasoning` and never put into a later prompt: prompts are rebuilt
-from the loop's context parts every cycle, which never include model text.
+`Decision.reasoning` and never put into a later prompt. A family trained on a
+conversation (its adapter's `messages`) is shown its own past answers, as it
+wrote them less the reasoning, after the screenshots exactly as they were sent
+(`DecisionContext.history`, `conway/history.py`); when the window is short the
+oldest of those screenshots go first, before any text is cut, and a server that
+refuses that many images is asked again with as many as it takes.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -36,7 +41,9 @@ from typing import Any, Callable, Literal, Protocol, get_args
 from conway.actions import ACTION_TYPES, ActionProblem
 from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
+from conway.history import ArchivedImage, PastImage, Turn, TurnHistory, strip_reasoning
 from conway.policies.backend import Backend, StructuredSpec
+from conway.policies.conversation import Past, Slots
 from conway.policies.parsed import ParsedOutput
 from conway.prompt.fence import render_part
 from conway.prompt.parts import PartName, frame_of
@@ -97,10 +104,13 @@ class TextBudget:
     margin_tokens: int
     chars_per_token: float
     """Characters per token of this model's tokenizer on the instructions (None counted: the config's estimate)."""
+    history_tokens: int = 0
+    """What the replayed past turns cost (their screenshots and answers), as of the last decision."""
 
     def record(self) -> dict[str, Any]:
         return {"budget_tokens": self.text_tokens, "n_ctx": self.n_ctx, "window_source": self.source,
                 "image_tokens": self.image_tokens, "reply_tokens": self.reply_tokens,
+                **({"history_tokens": self.history_tokens} if self.history_tokens else {}),
                 "instruction_tokens": self.instruction_tokens, "margin_tokens": self.margin_tokens,
                 "chars_per_token": round(self.chars_per_token, 3)}
 
@@ -220,9 +230,47 @@ def _render_part(name: str, text: str) -> str:
     return render_part(name, text, frame_of(name))
 
 
+def split_parts(ctx: DecisionContext, action_space: str | None) -> tuple[str, str]:
+    """(task, tail) for a family's trained conversation (`conversation.Slots`): the stable and growing parts but
+    the recent steps (the replayed answers take their place), and what changes every cycle."""
+    by_name = {p.name: p.text for p in ctx.parts}
+    if action_space is not None:
+        by_name[PartName.ACTION_SPACE] = action_space
+    task_names = (*STABLE_PARTS, PartName.GOALS, PartName.MEMORY)
+    task = [_render_part(n, by_name[n]) for n in task_names if by_name.get(n, "").strip()]
+    known = set(STABLE_PARTS) | set(VARIABLE_ORDER)
+    order = [p.name for p in ctx.parts if p.name not in known] + [n for n in VOLATILE_PARTS if n in by_name]
+    return "\n\n".join(task), "\n\n".join(_render_part(n, by_name[n]) for n in order)
+
+
+def past_turns(history: TurnHistory | None, replay_text: bool) -> list[Past]:
+    """The history as a layout sends it: every kept answer (`replay_text`) or only those with their screenshot."""
+    from conway.policies.http_client import png_data_url
+
+    if history is None:
+        return []
+    return [Past(t, png_data_url(t.image.data, t.image.mime) if t.image is not None else None)
+            for t in history.turns if replay_text or t.image is not None]
+
+
+def decision_messages(ctx: DecisionContext, adapter: "Adapter", *, instructions: str, image_url: str | None,
+                      sent_size: Size, layout: Layout = "stable-first", past: list[Past] | None = None
+                      ) -> list[dict[str, Any]]:
+    """One decision's messages: the family's trained conversation where its adapter lays one out (`messages`),
+    else Conway's own (`build_messages`). `ModelPolicy.decide` and the exports (`experience/conversation.py`)
+    both build them here."""
+    layout_fn = getattr(adapter, "messages", None)
+    if callable(layout_fn):
+        task, tail = split_parts(ctx, adapter.action_space(ctx))
+        return layout_fn(Slots(instructions, task, tail, image_url), past or [])
+    return build_messages(ctx, instructions=instructions, action_space=adapter.action_space(ctx),
+                          request_text=adapter.request_text(), image_url=image_url, sent_size=sent_size,
+                          layout=layout, past=past)
+
+
 def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str | None,
                    request_text: str, image_url: str | None, sent_size: Size,
-                   layout: Layout = "stable-first") -> list[dict[str, Any]]:
+                   layout: Layout = "stable-first", past: list[Past] | None = None) -> list[dict[str, Any]]:
     """OpenAI chat messages for one decision.
 
     `stable-first` (the default): system = instructions + constitution + action
@@ -230,6 +278,8 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     accessibility, what was left out, the latest result, the request line,
     then the image. `variable-first` puts the changing parts
     before the stable ones (only for measuring what the layout is worth).
+    `past` (generic with `policy.history_images` > 1): the model's earlier JSON
+    answers, each after its screenshot, between the system and the user turn.
     """
     by_name = {p.name: p.text for p in ctx.parts}
     if action_space is not None:
@@ -254,6 +304,10 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     messages: list[dict[str, Any]] = []
     if system:
         messages.append({"role": "system", "content": system})
+    for p in past or []:
+        if p.image_url is not None:
+            messages.append({"role": "user", "content": [{"type": "image_url", "image_url": {"url": p.image_url}}]})
+            messages.append({"role": "assistant", "content": p.turn.answer})
     messages.append({"role": "user", "content": content})
     return messages
 
@@ -274,6 +328,27 @@ class PolicySettings:
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     meta: dict[str, Any] = field(default_factory=dict)
     """Facts recorded with every decision (backend, endpoint, server program …)."""
+
+
+_IMAGE_LIMIT = (
+    re.compile(r"at most (\d+) image", re.I),  # vLLM: "At most 1 image(s) may be provided in one request."
+    re.compile(r"(?:maximum|max|limit)(?: number)? of (\d+) images?", re.I),
+    re.compile(r"only (\d+) images? (?:is|are) (?:allowed|supported)", re.I),
+)
+
+
+def server_image_limit(message: str) -> int | None:
+    """The number of images a server says one request may hold, read from its refusal (None: not such a refusal)."""
+    for pattern in _IMAGE_LIMIT:
+        found = pattern.search(message)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def count_images(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
 
 
 class ModelPolicy(Policy):
@@ -300,6 +375,8 @@ class ModelPolicy(Policy):
         self._window_known = False
         self._calibration = 0
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
+        self._history: TurnHistory | None = None
+        """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
         self.description: list[str] = []
         """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
 
@@ -378,9 +455,30 @@ class ModelPolicy(Policy):
         image_n = self.image_tokens_for(captured_size) if has_image else 0
         margin = TEMPLATE_MARGIN_TOKENS + self._calibration
         text = window.n_ctx - image_n - self.settings.max_tokens - n_instr - margin
+        # the history takes at most half of the text's room: what does not fit then goes at decide (`_fit_history`),
+        # oldest screenshots first, instead of the goals being cut for screenshots that go anyway
+        past = min(self._past_tokens() + self._past_text_tokens(cpt), max(0, text // 2))
+        text -= past
         return TextBudget(text_tokens=text, n_ctx=window.n_ctx, source=window.source, image_tokens=image_n,
                           reply_tokens=self.settings.max_tokens, instruction_tokens=n_instr, margin_tokens=margin,
-                          chars_per_token=cpt)
+                          chars_per_token=cpt, history_tokens=past)
+
+    def _replays(self) -> bool:
+        """The adapter lays out its family's trained conversation (and replays every kept answer)."""
+        return callable(getattr(self.adapter, "messages", None))
+
+    def _past_tokens(self) -> int:
+        """Image tokens of the past screenshots the next request sends again."""
+        if self._history is None:
+            return 0
+        return sum(t.image.tokens if t.image.tokens is not None else UNKNOWN_IMAGE_TOKENS
+                   for t in self._history.with_images())
+
+    def _past_text_tokens(self, cpt: float) -> int:
+        if self._history is None:
+            return 0
+        turns = self._history.turns if self._replays() else self._history.with_images()
+        return int(sum(len(t.answer) for t in turns) / max(1.0, cpt))
 
     def _prompt_estimate(self, messages: list[dict[str, Any]], image: "SentImage") -> tuple[int, float]:
         """(prompt tokens with the template allowance, characters per text token) of these messages."""
@@ -395,6 +493,7 @@ class ModelPolicy(Policy):
         text_n, _ = self._count(text)
         image_n = (image.image_tokens if image.image_tokens is not None else UNKNOWN_IMAGE_TOKENS) \
             if image.data is not None else 0
+        image_n += self._past_tokens()
         return text_n + image_n + TEMPLATE_MARGIN_TOKENS + self._calibration, len(text) / max(1, text_n)
 
     def _largest_part(self, context: DecisionContext, image: "SentImage", cpt: float) -> str:
@@ -408,6 +507,87 @@ class ModelPolicy(Policy):
         name, n = max(sizes.items(), key=lambda kv: kv[1])
         return (f"the largest part is the {name} (~{n} tokens): {remedy.get(name, 'shorten it')}, or raise the "
                 "model's context window (runtime.n_ctx, or the server's own -c)")
+
+    def _reread(self, history: TurnHistory | None) -> None:
+        """Past screenshots known by their archived copy (after a restart) read again and resized as they were
+        sent; one that cannot be is let go, said once: its answer is replayed without it."""
+        for turn in history.turns if history is not None else []:
+            if isinstance(turn.image, ArchivedImage):
+                turn.image = self._archived_image(turn, history)  # type: ignore[arg-type]
+
+    def _archived_image(self, turn: Turn, history: TurnHistory) -> PastImage | None:
+        from pathlib import Path
+
+        archived = turn.image
+        assert isinstance(archived, ArchivedImage)
+        why = None
+        try:
+            data = Path(archived.path).read_bytes()
+            obs = Observation(png=data, captured_size=archived.captured_size, source="archive", content_hash="",
+                              change_key="")
+            sent = prepare_image(obs, self.settings.resize_rule, self.rule, self.settings.image_encoding,
+                                 size=archived.sent_size)
+            if tuple(sent.captured_size) != tuple(archived.captured_size):
+                why = (f"it is {sent.captured_size[0]}x{sent.captured_size[1]}, the screenshot answered was "
+                       f"{archived.captured_size[0]}x{archived.captured_size[1]}")
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        except PolicyError as exc:
+            why = str(exc)
+        if why is not None:
+            history.notes.append(f"the screenshot of past turn {turn.number} cannot be read again ({archived.path}: "
+                                 f"{why}); its answer is replayed without it")
+            return None
+        return PastImage(sent.data, sent.mime, tuple(sent.sent_size), archived.tokens or sent.image_tokens)  # type: ignore[arg-type]
+
+    def _shrink_for(self, exc: PolicyError, history: TurnHistory | None, sent_images: int) -> bool:
+        """Whether a refusal is one the history can answer (then it has shrunk): a server naming how many images
+        one request may hold (learned once), or one refusing the prompt for length while past screenshots went
+        with it (the older half of them go; the window was unknown or the estimate short)."""
+        if history is None:
+            return False
+        why = str(exc).splitlines()[0][:300]
+        takes = server_image_limit(str(exc))
+        if takes is not None and sent_images > takes:
+            history.limit_images(takes, why)
+            return True
+        past = len(history.with_images())
+        if isinstance(exc, ContextExceeded) and past:
+            gone = history.drop_oldest_images(max(1, (past + 1) // 2))
+            history.notes.append(f"the model server refused the prompt for length ({why}): the {gone} oldest past "
+                                 "screenshot(s) were let go, the request sent again, and the screenshots held to "
+                                 "what then went through")
+            return True
+        return False
+
+    def _fit_history(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
+                     image: "SentImage") -> None:
+        """The oldest past screenshots go first when the prompt does not fit (before any text is cut), then the
+        oldest past answers, marked; the screenshot window is held to what fitted, so it slides by half from then
+        on instead of losing one screenshot a cycle."""
+        window, history = self.context_window(), context.history
+        if window is None or history is None:
+            return
+        limit = window.n_ctx - self.settings.max_tokens
+        gone = answers = 0
+        while history.turns and self._prompt_estimate(build(), image)[0] > limit:
+            if history.with_images():
+                gone += history.drop_oldest_images(1)
+            else:
+                del history.turns[0]
+                answers += 1
+        if gone:
+            history.max_images = len(history.with_images())
+        if gone or answers:
+            what = ", ".join(x for x in (f"{gone} past screenshot(s)" if gone else "",
+                                         f"{answers} past answer(s)" if answers else "") if x)
+            context.dropped.append(f"{what} (cut to fit the model's context window)")
+            line = f"Cut to fit the model's context window: the oldest {what}."
+            left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
+            if left is None:
+                context.parts.append(ContextPart(PartName.LEFT_OUT, line))
+            else:
+                left.text = left.text + " " + line
 
     def _fit(self, context: DecisionContext, build: Callable[[], list[dict[str, Any]]],
              image: "SentImage") -> tuple[list[dict[str, Any]], int]:
@@ -474,13 +654,17 @@ class ModelPolicy(Policy):
         # cutting to fit works on a copy: the caller's context stays as built, so deciding it again (a retry,
         # a comparison) starts from the same text; only the names of what was cut are reported back
         work = replace(context, parts=[replace(p) for p in context.parts], dropped=[])
+        history = self._history = context.history
+        replays = self._replays()
+        notes_before = len(history.notes) if history is not None else 0
 
         def build() -> list[dict[str, Any]]:
-            return build_messages(
-                work, instructions=self.adapter.instructions(types, sent, conv),
-                action_space=self.adapter.action_space(context), request_text=self.adapter.request_text(),
-                image_url=url, sent_size=image.sent_size, layout=self.settings.layout)
+            return decision_messages(work, self.adapter, instructions=self.adapter.instructions(types, sent, conv),
+                                     image_url=url, sent_size=image.sent_size, layout=self.settings.layout,
+                                     past=past_turns(history, replay_text=replays))
 
+        self._reread(history)
+        self._fit_history(work, build, image)  # past screenshots first, then text (`_fit`)
         messages, estimate = self._fit(work, build, image)
         context.dropped.extend(d for d in work.dropped if d not in context.dropped)
         mode = self.structured_mode()
@@ -490,8 +674,19 @@ class ModelPolicy(Policy):
                 spec = self.adapter.structured(types, convention=conv, sent_size=sent, captured_size=captured)
             except ValueError as exc:
                 raise PolicyError(f"cannot build the output constraint: {exc}") from None
-        result = self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
-                                       temperature=self.settings.temperature, seed=self.settings.seed)
+
+        def complete(messages: list[dict[str, Any]]) -> Any:
+            return self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
+                                         temperature=self.settings.temperature, seed=self.settings.seed)
+        try:
+            result = complete(messages)
+        except PolicyError as exc:
+            if not self._shrink_for(exc, history, count_images(messages)):
+                raise
+            messages, estimate = self._fit(work, build, image)
+            result = complete(messages)
+            if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
+                history.server_images = count_images(messages)
         served_prompt = result.usage.get("prompt_tokens") if isinstance(result.usage, dict) else None
         if isinstance(served_prompt, int) and served_prompt > estimate:  # learn what the estimate missed
             self._calibration += served_prompt - estimate
@@ -505,6 +700,11 @@ class ModelPolicy(Policy):
             else:
                 error_cause = "unparseable" if parsed.raw_action_text is None else "invalid action"
         reasoning = "\n\n".join(r for r in (result.reasoning, parsed.reasoning) if r) or None
+        if history is not None and parsed.ok:  # a candidate turn: kept once the loop has acted on it
+            past_image = None
+            if image.data is not None and history.image_cap > 0:
+                past_image = PastImage(image.data, image.mime, tuple(image.sent_size), image.image_tokens)  # type: ignore[arg-type]
+            history.propose(strip_reasoning(result.text), past_image)
         meta = {
             **self.settings.meta,
             "policy": self.adapter.name,
@@ -526,6 +726,11 @@ class ModelPolicy(Policy):
         if error_cause:
             meta["error_cause"] = error_cause
         meta["prompt_tokens_estimate"] = estimate
+        if history is not None and (replays or history.with_images()):
+            meta["history"] = {"past_images": count_images(messages) - (1 if url else 0),
+                               "past_answers": len(past_turns(history, replay_text=replays))}
+            if len(history.notes) > notes_before:
+                meta["history"]["notes"] = history.notes[notes_before:]
         return Decision(raw_text=result.text, actions=actions, model_id=self.model_id,
                         thought=parsed.thought, reasoning=reasoning, usage=dict(result.usage),
                         latency_s=time.perf_counter() - started, meta=meta)

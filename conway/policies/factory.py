@@ -76,7 +76,10 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
         family = get_family(pol.kind)
     except ValueError as exc:
         raise UserError(f"policy.kind: {exc}") from None
-    adapter = family.adapter()
+    try:
+        adapter = family.make_adapter(pol.prompt)
+    except ValueError as exc:
+        raise UserError(f"policy.prompt: {exc}") from None
     choice = backend_choice(config)
 
     if choice == "endpoint":

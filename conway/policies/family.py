@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from conway.geometry import Convention
 
-__all__ = ["Architecture", "Family", "LM_PROJECTIONS", "Renderer"]
+__all__ = ["Architecture", "Conversation", "Family", "LM_PROJECTIONS", "Renderer"]
 
 Renderer = Callable[[dict[str, Any], dict[tuple[str, str], tuple[Any, Any]], str | None], str]
 """(action, its points in the model's coordinates by field pair, thought) → the answer text."""
@@ -39,14 +39,28 @@ class Architecture:
 
 
 @dataclass(frozen=True)
+class Conversation:
+    """The conversation a family was trained on, as its reference agent sends it (the layout code is the adapter's
+    `messages`, `policies/conversation.py`)."""
+
+    history_images: int = 1
+    """Screenshots in one request, the current one included (`policy.history_images` when unset)."""
+    replayed: str = "nothing: past steps are a text list"
+    """What of a past turn is sent back (the README's model table says it)."""
+    source: str = "Conway's own"
+    """The reference agent's file the layout follows (repository, path, commit)."""
+
+
+@dataclass(frozen=True)
 class Family:
     """One model family, declared once."""
 
     name: str
     """`policy.kind`, `export --style` and `data.policy_kind` value; recorded with every decision."""
-    adapter: Callable[[], Any]
+    adapter: Callable[..., Any]
     """Builds the `policies.base.Adapter`: the prompt language, and the parser and grammar of the answers.
-    Imported on use, so that the registry stays cheap to import."""
+    Imported on use, so that the registry stays cheap to import. Called with one of `prompts` (a model's own
+    prompt variant) or with nothing (the first)."""
     convention: Convention
     """Coordinate convention of the answers when `policy.convention=auto`."""
     resize: str
@@ -60,11 +74,30 @@ class Family:
     """The architecture of this family's released models, when training must know it (None: any base)."""
     presets: tuple[str, ...] = ()
     """`configs/policy/<name>.yaml` presets that serve this family (`conway run policy=<name>`)."""
+    prompts: tuple[str, ...] = ()
+    """The trained prompts this family's adapter can send (`policy.prompt`), the default first; empty: one only."""
     max_tokens: int = 512
     """Reply cap when `policy.max_tokens` is unset: what the family's own agent asks for (its source cited where
     declared), so that its reasoning sections are not cut off."""
     temperature: float = 0.0
     """Sampling temperature when `policy.temperature` is unset (the family's agent's)."""
+    conversation: Conversation = Conversation()
+    """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""
+
+    def prompt_problem(self, prompt: str) -> str | None:
+        """None when `prompt` (`policy.prompt`) is one of this family's, else the sentence naming its prompts."""
+        if prompt == "auto" or prompt in self.prompts:
+            return None
+        known = ", ".join(self.prompts) if self.prompts else "only its one, policy.prompt=auto"
+        return f"the {self.name} family has no prompt {prompt!r} (known: {known})"
+
+    def make_adapter(self, prompt: str = "auto") -> Any:
+        """The adapter asking with `prompt` (`auto`: the family's default); ValueError naming the family's prompts
+        when it has no such one."""
+        problem = self.prompt_problem(prompt)
+        if problem:
+            raise ValueError(problem)
+        return self.adapter() if prompt == "auto" else self.adapter(prompt)

@@ -328,12 +328,30 @@ class OpenAIClient:
         hidden = message.get("reasoning_content") or message.get("reasoning")
         text, think = split_reasoning(text)
         text = text.strip()
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:  # a server that rendered the tool call itself: back to the text form
+            text = "\n".join(([text] if text else []) + [tool_call_text(c) for c in calls])
         parts = [p for p in (hidden if isinstance(hidden, str) else None, think) if p]
         reasoning = "\n\n".join(parts) or None
         return ChatResult(text=text, reasoning=reasoning, finish_reason=choice.get("finish_reason"),
                           model=data.get("model") if isinstance(data.get("model"), str) else None,
                           usage=_usage(data.get("usage"), data.get("timings")),
                           timings=_timings(data.get("timings")), latency_s=latency, raw=data)
+
+
+def tool_call_text(call: Any) -> str:
+    """One OpenAI `tool_calls` entry as the `<tool_call>` block the model writes when no server parses it, so the
+    family's parser reads it (and refuses it, naming what is wrong) and the history replays it as written.
+    Arguments that are not a JSON object stay as they came: the block is then refused as not one JSON object."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    fn = fn if isinstance(fn, dict) else {}
+    name, args = fn.get("name"), fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {args}}}\n</tool_call>'
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
 
 
 _EXCEEDS = re.compile(r"\((\d+) tokens\).*?context size \((\d+) tokens\)", re.I | re.S)

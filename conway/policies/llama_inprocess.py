@@ -284,14 +284,17 @@ class LlamaInProcessBackend(Backend):
         # Text-only model: flatten content parts and leave images out. The system text moves to the
         # front of the first user turn (chat formats like gemma drop system messages), which keeps the
         # stable part first.
-        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+        def flat(content: Any) -> Any:
+            if isinstance(content, list):  # content parts (a family's trained layout sends its texts so)
+                return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+            return content
+
+        system = "\n\n".join(flat(m["content"]) for m in messages if m.get("role") == "system" and m.get("content"))
         out = []
         for m in messages:
             if m.get("role") == "system":
                 continue
-            content = m.get("content")
-            if isinstance(content, list):
-                content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+            content = flat(m.get("content"))
             if system and m.get("role") == "user":
                 content, system = f"{system}\n\n{content}", ""
             out.append({**m, "content": content})

@@ -11,9 +11,12 @@ Free text by default (the format the model was trained on); with
 
 from __future__ import annotations
 
+from typing import Any
+
 from conway.geometry import Convention, Size
 from conway.policies import parse_opencua
 from conway.policies.backend import StructuredSpec
+from conway.policies.conversation import Past, Slots, image, opencua_action, text
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompts import prompt_text
@@ -70,6 +73,24 @@ class OpenCUAAdapter:
         """The closing line of OpenCUA's instruction template (after its `# Task Instruction:` block)."""
         return prompt_text("opencua/instruction.txt").split("\n\n", 1)[1].strip()
 
+    def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
+        """As `OpenCUAAgent.predict` lays it out (action_history): system, older steps folded into one assistant
+        text, the newest after their screenshot, then the current screenshot and the instruction template with
+        Conway's parts as the task instruction."""
+        out: list[dict[str, Any]] = [{"role": "system", "content": slots.system}]
+        folded = [_step(p) for p in past if p.image_url is None]
+        if folded:
+            out.append({"role": "assistant", "content": "\n".join(folded)})
+        for p in past:
+            if p.image_url is not None:
+                out.append({"role": "user", "content": [image(p.image_url)]})
+                out.append({"role": "assistant", "content": _step(p)})
+        instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
+        last = [image(slots.image_url)] if slots.image_url else []
+        last.append(text(prompt_text("opencua/instruction.txt").replace("{instruction}", instruction)))
+        out.append({"role": "user", "content": last})
+        return out
+
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size,
                                    max_statements=self.max_statements)
@@ -78,3 +99,8 @@ class OpenCUAAdapter:
                    captured_size: Size) -> StructuredSpec:
         return StructuredSpec(grammar=opencua_grammar(action_types, convention=convention, sent_size=sent_size,
                                                       captured_size=captured_size))
+
+
+def _step(p: Past) -> str:
+    """A past step as the agent replays it: `# Step N:` and the answer's own `## Action:` section."""
+    return f"# Step {p.turn.number}:\n## Action:\n{opencua_action(p.turn.answer)}\n"

@@ -17,6 +17,7 @@ cookbook (QwenLM/Qwen3-VL ``cookbooks/utils/agent_function_call.py``, commit
 ``double_click`` / ``triple_click``                    DoubleClick / TripleClick
 ``mouse_move``                                         Move
 ``mouse_move`` then ``left_click_drag``                Drag (from the move's point)
+``mouse_move`` then a click without ``coordinate``     the click at the move's point (Qwen2.5-VL's tool)
 ``type`` (``text``)                                    TypeText
 ``key`` (``keys``: one)  / (several)                   Key / Hotkey (pressed together)
 ``scroll`` / ``hscroll`` (``pixels``, ``coordinate``)  Scroll dy / dx (positive = up / right)
@@ -64,11 +65,13 @@ TOOL_NAME = "computer_use"
 
 _POINT = ("coordinate",)
 ARGUMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "left_click": (_POINT, ()),
-    "right_click": (_POINT, ()),
-    "middle_click": (_POINT, ()),
-    "double_click": (_POINT, ()),
-    "triple_click": (_POINT, ()),
+    # a click's coordinate may be left out right after a mouse_move: Qwen2.5-VL's tool describes clicks
+    # without one ("Click the left mouse button"; coordinate "Required only by mouse_move and left_click_drag")
+    "left_click": ((), _POINT),
+    "right_click": ((), _POINT),
+    "middle_click": ((), _POINT),
+    "double_click": ((), _POINT),
+    "triple_click": ((), _POINT),
     "mouse_move": (_POINT, ()),
     "left_click_drag": (_POINT, ()),
     "type": (("text",), ()),
@@ -145,6 +148,9 @@ def _blocks_to_actions(blocks: list[str], convention: Any, sent: Size, captured:
         try:
             if args["action"] == "mouse_move" and nxt == "left_click_drag":
                 fields = _drag(args, calls[i + 1], convention, sent, captured)
+                i += 1
+            elif args["action"] == "mouse_move" and nxt in _CLICKS and "coordinate" not in calls[i + 1]:
+                fields = _fields({**calls[i + 1], "coordinate": args["coordinate"]}, convention, sent, captured)
                 i += 1
             elif args["action"] == "answer" and nxt == "terminate":
                 fields = _finish(calls[i + 1], message=_text(args, "answer"))
@@ -241,6 +247,9 @@ def _drag(move: dict[str, Any], drag: dict[str, Any], convention: Any, sent: Siz
 def _fields(args: dict[str, Any], convention: Any, sent: Size, captured: Size) -> dict[str, Any]:
     action = args["action"]
     if action in _CLICKS:
+        if "coordinate" not in args:
+            raise _Reject(f"{action} needs 'coordinate' (or a mouse_move right before it in the same answer): "
+                          "without one it clicks wherever the pointer is, which is unknown here")
         kind, button = _CLICKS[action]
         x, y = _point(args, convention, sent, captured)
         return {"type": kind, "x": x, "y": y, **({"button": button} if button else {})}

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
+from conway.history import TurnHistory
 from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
@@ -58,13 +59,22 @@ def context_record(ctx: DecisionContext) -> dict[str, Any]:
 
 class ContextBuilder:
     def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory,
-                 monotonic: Callable[[], float] = time.monotonic, host_facts: HostFacts | None = None):
+                 monotonic: Callable[[], float] = time.monotonic, host_facts: HostFacts | None = None,
+                 say: Callable[[str], None] = print):
         self.home = home
+        self.say = say
         self.cfg = config
         self.toolbox = toolbox
         self.policy = policy
         self.memory = memory
         self.recent = RecentSteps(config.context.recent_steps)
+        self.history = TurnHistory(max_images=config.policy.resolved_history_images - 1,
+                                   max_turns=config.context.recent_steps)
+        """The model's own past turns (its answers and the screenshots sent): replayed by families trained so; after
+        a restart, what the journal holds of them (`prompt/history_journal.py`)."""
+        if config.policy.is_model_family:
+            from conway.prompt.history_journal import journaled_turns
+            self.history.restore(journaled_turns(home, config.policy.kind))
         self.latest: str | None = None
         """The latest result or error: the last thing the model reads before the request and the image."""
         self.memory_view: str | None = None
@@ -90,6 +100,7 @@ class ContextBuilder:
 
     def note(self, step: int, action: str, outcome: str) -> None:
         """One step's outcome, for the next decisions (memory.md's step log is compacted by the loop, between cycles)."""
+        self.history.commit()  # its answer was acted on: the next decisions replay it (once per decision)
         if self.recent.add(StepNote(step, action, outcome)):
             self.memory_view = None
         self.latest = f"{action} → {outcome}"
@@ -98,10 +109,14 @@ class ContextBuilder:
     def note_error(self, step: int, message: str) -> None:
         """A step without an action: the error is the latest result and joins the recent steps."""
         self.latest = f"ERROR: {message}"
+        self.history.discard()  # an answer without a valid action is not replayed
         if self.recent.add(StepNote(step, "(no action)", f"error: {message[:200]}")):
             self.memory_view = None
 
     def build(self, goals: str, obs: Observation, step: int) -> DecisionContext:
+        self.history.discard()  # an answer a stop or a pause held was never acted on
+        for line in self.history.take_notes():  # journaled with the decision that learned it; said once here
+            self.say(line)
         types = self.toolbox.available_types()
         screen = obs.png is not None or obs.image is not None
         if not screen:
@@ -134,7 +149,7 @@ class ContextBuilder:
         elif self.cfg.context.budget_tokens is None:
             info["window_source"] = "unknown (the model does not say): the default budget"
         return DecisionContext(parts=parts, observation=obs, step=step, action_types=types, dropped=dropped,
-                               budget=info)
+                               budget=info, history=self.history)
 
     def _memory_text(self) -> str:
         if self.memory_view is None or self.memory.edited_elsewhere() or self.memory.compactions != self._compactions:

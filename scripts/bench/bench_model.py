@@ -1,5 +1,5 @@
 """python -m scripts.bench.bench_model [--cycles 30] [--threads 1] [--no-inprocess] [--no-gemma] [--no-server]
-    [--no-host-facts] [--set KEY=VALUE ...] [--text-prefix] [--json FILE]
+    [--no-host-facts] [--set KEY=VALUE ...] [--text-prefix] [--history N] [--json FILE]
 
 Decision latency and prompt-cache reuse of real models through Conway's own
 policy pipeline (prompt layout, resize, grammar, parse), split into image
@@ -19,6 +19,11 @@ those same contexts, in order.
   in-process, text-only (chat_format="gemma"; no image) when installed;
 * the tiny VLM on llama.cpp's llama-server started by Conway (cache_prompt),
   when `scripts/build/build_llama_server.sh` has built it.
+
+`--history N` adds the history row (`scripts/bench/bench_history.py`): N
+decisions of the UI-TARS conversation with 5 screenshots and with one, in
+process and on llama-server, cache share and time to first token side by
+side.
 
 A layout that puts the variable parts first runs once per backend for
 comparison. The prompts carry the host facts as a run's do (`agent.host_facts`);
@@ -242,6 +247,8 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a config override for the loop that builds the prompts (repeatable)")
     ap.add_argument("--text-prefix", action="store_true", help="no model: the prompts' shared prefixes in characters")
+    ap.add_argument("--history", type=int, default=0, metavar="N",
+                    help="also the history row: N decisions with 5 screenshots and with 1 (0: skip)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     if args.cycles < 2:
@@ -287,9 +294,14 @@ def main() -> int:
           "medians; cache and TTFT columns from cycle 2 on")
     for res in results:
         print_result(res)
+    history = []
+    if args.history:
+        from scripts.bench.bench_history import bench, print_rows
+        history = bench(max(2, args.history), args.threads, not args.no_server)
+        print_rows(history)
     if args.json:
         Path(args.json).write_text(json.dumps({"cycles": args.cycles, "threads": args.threads, "overrides": overrides,
-                                               "results": results}, indent=2))
+                                               "results": results, "history": history}, indent=2))
         print(f"\nwrote {args.json}")
     return 0
 

@@ -1,6 +1,6 @@
 """python -m scripts.bench.bench_parsers [--chars 200000] [--repeat 5] [--json out.json]
 
-Worst-case time of the four model-output parsers (JSON, OpenCUA, UI-TARS, Qwen3-VL) on
+Worst-case time of the model-output parsers (JSON, OpenCUA, UI-TARS, Qwen3-VL, GTA1, Holo) on
 pathological answers: unclosed fences, thousands of headings, deep brackets,
 unbalanced quotes, endless ``<think>`` tags … Each shape is built at 10k, 100k
 and ``--chars`` characters (the parsers refuse anything over 200,000). Prints
@@ -64,17 +64,21 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "qwen3vl: one block of open brackets": lambda n: "<tool_call>" + _rep("[", n - 11),
     "single quotes": lambda n: _rep("'", n),
     "parentheses": lambda n: _rep("(", n),
+    "point: unclosed pairs": lambda n: _rep("(123456789,", n),
+    "point: long digit runs": lambda n: "(" + _rep("9", n - 1),
     "noise": _noise,
 }
 
 
 def parsers() -> dict[str, Callable[[str], object]]:
-    from conway.policies import parse_json, parse_opencua, parse_qwen3vl, parse_uitars
+    from conway.policies import parse_json, parse_opencua, parse_point, parse_qwen3vl, parse_uitars
 
     return {"json": lambda t: parse_json.parse(t, **SETUP),  # type: ignore[arg-type]
             "opencua": lambda t: parse_opencua.parse(t, **SETUP),  # type: ignore[arg-type]
             "uitars": lambda t: parse_uitars.parse(t, **SETUP),  # type: ignore[arg-type]
-            "qwen3vl": lambda t: parse_qwen3vl.parse(t, **SETUP)}  # type: ignore[arg-type]
+            "qwen3vl": lambda t: parse_qwen3vl.parse(t, **SETUP),  # type: ignore[arg-type]
+            "gta1": lambda t: parse_point.parse_pair(t, **SETUP),  # type: ignore[arg-type]
+            "holo": lambda t: parse_point.parse_click_json(t, **SETUP)}  # type: ignore[arg-type]
 
 
 def best_time(fn: Callable[[str], object], text: str, repeat: int) -> float:

@@ -199,3 +199,21 @@ def test_the_system_prompt_is_osworlds_with_the_cookbooks_tool():
         "type", "left_click", "right_click", "middle_click", "wait", "terminate", "answer"]
     absolute = system_prompt(None, SENT, get_family("qwen3vl").convention.__class__("absolute"))
     assert "* The screen's resolution is 1920x1088." in absolute
+
+
+# --- Qwen2.5-VL's tool: clicks described without a coordinate ------------------------------------------
+
+
+@pytest.mark.parametrize("click,kind", [("left_click", "click"), ("double_click", "double_click"),
+                                        ("right_click", "right_click")])
+def test_a_click_without_coordinate_right_after_a_mouse_move_clicks_at_the_moves_point(click, kind):
+    out = parse(answer(call(action="mouse_move", coordinate=[500, 500]), call(action=click)), **GRID)
+    assert out.ok, out.problems
+    (action,) = out.actions  # one click, not a move and a click
+    assert action.type == kind and captured_to_input(action.x, action.y, X11) == (961, 541)
+
+
+def test_a_click_without_coordinate_and_without_a_move_is_refused_saying_why():
+    reason = only_problem(parse(answer(call(action="type", text="a"), call(action="left_click")), **GRID))
+    assert "block 2 of 2: left_click needs 'coordinate' (or a mouse_move right before it" in reason
+    assert "wherever the pointer is, which is unknown here" in reason

@@ -1,4 +1,4 @@
-"""The four model-output parsers take linear time on every pathological shape.
+"""Every model-output parser takes linear time on every pathological shape.
 
 Speed is asserted as a ratio against a same-run baseline, never as wall time:
 each shape is parsed at 20k and at 200k characters (the input limit) and the

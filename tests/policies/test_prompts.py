@@ -73,54 +73,64 @@ def _context() -> DecisionContext:
     return DecisionContext(parts=parts, observation=obs, step=1, action_types=["click", "wait", "finish"])
 
 
+TASK = '<file name="constitution.md">\nI am the owner\'s agent.\n</file>\n\n<file name="goals.md">\nOpen Display.\n</file>'
+"""Conway's parts of `_context()` as they fill a family's instruction slot."""
+
+
 @pytest.mark.parametrize("level", LEVELS)
-def test_opencua_sends_its_stored_system_prompt_and_request_line_unchanged(level):
+def test_opencua_sends_its_stored_system_prompt_and_instruction_template_unchanged(level):
     backend = _Recording("## Action:\nwait\n\n## Code:\n```code\ncomputer.wait()\n```")
     policy = ModelPolicy(OpenCUAAdapter(level), backend, PolicySettings(convention=Convention.ABSOLUTE,
                                                                          resize_rule="opencua"))
     assert policy.decide(_context()).actions[0].type == "wait"
     system, user = backend.messages[0]
-    stored = prompt_text(f"opencua/system_{level}.txt")
-    assert system["content"].startswith(stored + "\n\n")  # the trained prompt first and whole, then Conway's parts
-    request = "Please generate the next move according to the screenshot, task instruction and previous steps " \
-              "(if provided)."
-    assert request in prompt_text("opencua/instruction.txt")
-    text = user["content"][0]["text"]
-    assert text.endswith(request + "\nThe screenshot below is 1288x812 pixels.")
+    assert system == {"role": "system", "content": prompt_text(f"opencua/system_{level}.txt")}  # exactly, alone
+    shot, instruction = user["content"]
+    assert shot["type"] == "image_url"  # the screenshot first, then the instruction, as the agent sends them
+    space = "\n".join(f"- {line}" for line in OpenCUAAdapter().action_space(_context()).split("\n- "))
+    assert instruction["text"] == prompt_text("opencua/instruction.txt").replace(
+        "{instruction}", TASK.replace("\n\n<file name=\"goals.md\">", f"\n\n## action space\n{space[2:]}"
+                                      "\n\n<file name=\"goals.md\">"))
+    assert instruction["text"].endswith("Please generate the next move according to the screenshot, task "
+                                        "instruction and previous steps (if provided).\n")
 
 
-def test_uitars_sends_osworlds_prompt_up_to_its_user_instruction():
+def test_uitars_sends_osworlds_layout_with_conways_task_as_its_user_instruction():
     backend = _Recording("Thought: nothing yet\nAction: wait()")
     policy = ModelPolicy(UITarsAdapter(), backend, PolicySettings(convention=Convention.ABSOLUTE, resize_rule="uitars"))
     assert policy.decide(_context()).actions[0].type == "wait"
-    system, user = backend.messages[0]
+    system, prompt, shot = backend.messages[0]
+    assert system == {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]}
     template = prompt_text("uitars/user_thought.txt")
-    head, tail = template.split("## User Instruction", 1)
-    assert tail == "\n{instruction}\n"  # only the task line is left to Conway's goals
-    expected = head.replace("{action_space}", prompt_text("uitars/action_space_normal.txt")).replace(
-        "{language}", "English").strip()
-    assert system["content"].startswith(expected + "\n\n<file name=\"constitution.md\">")
-    assert system["content"].count("## Action Space") == 1 and "## action space" not in system["content"]
+    assert template.endswith("## User Instruction\n{instruction}\n")
+    expected = template.replace("{action_space}", prompt_text("uitars/action_space_normal.txt")).replace(
+        "{language}", "English").replace("{instruction}", TASK)
+    assert prompt == {"role": "user", "content": [{"type": "text", "text": expected}]}
+    assert [p["type"] for p in shot["content"]] == ["image_url"]  # the current screenshot alone, as trained
     assert expected.startswith("You are a GUI agent. You are given a task and your action history, with "
                                "screenshots. You need to perform the next action to complete the task. \n\n"
                                "## Output Format\n```\nThought: ...\nAction: ...\n```")
     assert "finished(content='xxx')" in expected and "Use English in `Thought` part." in expected
 
 
-def test_qwen3vl_sends_osworlds_system_prompt_with_the_cookbooks_tool_and_nothing_between():
+def test_qwen3vl_sends_osworlds_system_prompt_with_the_cookbooks_tool_and_nothing_else():
     backend = _Recording('Action: wait\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait"}}'
                          '\n</tool_call>')
     policy = ModelPolicy(Qwen3VLAdapter(), backend, PolicySettings(convention=Convention.RELATIVE999,
                                                                    resize_rule="qwen3-vl"))
     assert policy.decide(_context()).actions[0].type == "wait"
-    system, _user = backend.messages[0]
+    system, user = backend.messages[0]
     tool = json.loads(prompt_text("qwen3vl/computer_use.json"))
     fn = tool["function"]
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", "1000x1000")
     fn["parameters"]["properties"]["action"]["enum"] = ["left_click", "right_click", "middle_click", "wait",
                                                         "terminate", "answer"]  # what click, wait, finish carry out
     expected = prompt_text("qwen3vl/system.txt").replace("{tools}", json.dumps(tool))
-    assert system["content"] == expected + '\n\n<file name="constitution.md">\nI am the owner\'s agent.\n</file>'
+    assert system == {"role": "system", "content": [{"type": "text", "text": expected}]}
+    shot, instruction = user["content"]
+    assert shot["type"] == "image_url"
+    assert instruction["text"] == prompt_text("qwen3vl/instruction.txt").replace("{instruction}", TASK).replace(
+        "{previous_actions_str}", "None")
 
 
 def test_an_unknown_opencua_level_is_refused_naming_the_levels():

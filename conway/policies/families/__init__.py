@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from conway.policies.families import generic, opencua, qwen3vl, uitars
+from conway.policies.families import generic, gta1, holo, opencua, qwen3vl, qwen25vl, uitars
 from conway.policies.family import Architecture, Family
 
 __all__ = ["ARCHITECTURES", "FAMILIES", "MOCK", "POLICY_KINDS", "get_family", "one_of"]
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (generic.FAMILY, opencua.FAMILY, uitars.FAMILY, qwen3vl.FAMILY)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (generic.FAMILY, opencua.FAMILY, uitars.FAMILY, qwen3vl.FAMILY,
+                                                   qwen25vl.FAMILY, gta1.FAMILY, holo.FAMILY)}
 """Every model family by name, in the order the command line and error messages list them."""
 
 MOCK = "mock"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
-from conway.policies.family import Family
+from conway.policies.family import Conversation, Family
 from conway.policies.target_turns import generic_turn
 
 
@@ -26,4 +26,10 @@ FAMILY = Family(
     temperature=0.0,
     # qwen-vl-utils' Qwen2.5-VL max_pixels 12845056 = 16384 x 28 x 28 (QwenLM/Qwen2.5-VL vision_process.py)
     image_max_tokens=16384,
+    # Conway's own conversation: one screenshot and the recent steps as text; with policy.history_images > 1 the
+    # past JSON answers are replayed after their screenshots
+    conversation=Conversation(
+        history_images=1,
+        replayed="nothing by default (recent steps as text); with policy.history_images > 1 its JSON answers "
+                 "after their screenshots"),
 )

@@ -186,7 +186,10 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
                      "prompts are sized by context.budget_tokens alone, and a length refusal is reported as "
                      "\"context exceeded\"")
     family = get_family(p.kind)
-    adapter = family.adapter()
+    try:
+        adapter = family.make_adapter(p.prompt)
+    except ValueError as exc:
+        return Check("context fits", "fail", f"policy.prompt: {exc}")
     reply_n = p.resolved_max_tokens
     from conway.runtime.server import server_window
 

@@ -1,0 +1,153 @@
+"""The model's own past turns: its answers as it wrote them and the screenshots it was sent with them.
+
+A family trained on a conversation (UI-TARS, OpenCUA, Qwen3-VL) is shown its earlier answers and the
+images it answered, in its own layout (`policies/conversation.py`). `TurnHistory` holds them for one run, in
+memory: the decision context carries it (`DecisionContext.history`), the policy proposes the turn it just
+answered (`propose`), and the context builder commits it once its actions were handed on (`commit`), so an
+answer a stop or a pause discarded, or one that held no valid action, is never replayed.
+
+Two windows, both only appended to until full and then slid by half at once (like the recent-steps window,
+`prompt/parts.py`), so between slides a prompt is the previous one plus a turn at its end and a prompt cache
+keeps the prefix: the answers (`max_turns`) and, among their newest, those still sent with their screenshot
+(`max_images`, the current screenshot not counted). Only the screenshots in that window are kept in memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["ArchivedImage", "PastImage", "Turn", "TurnHistory", "strip_reasoning"]
+
+
+@dataclass(frozen=True)
+class PastImage:
+    """A screenshot exactly as it was sent: the encoded bytes after the family's resize."""
+
+    data: bytes
+    mime: str
+    sent_size: tuple[int, int]
+    tokens: int | None
+    """Image tokens it costs (None: the server decides)."""
+
+
+@dataclass(frozen=True)
+class ArchivedImage:
+    """A past screenshot known only by its archived copy (`screenshots/`, journaled with its observation), after a
+    restart: the policy reads it back and resizes it to the size it was sent at (`sent_size`); a lossless PNG
+    archive (the default) gives back the bytes that were sent."""
+
+    path: str
+    sent_size: tuple[int, int]
+    captured_size: tuple[int, int]
+    tokens: int | None = None
+
+
+@dataclass
+class Turn:
+    number: int
+    """1-based count of the turns of this history (OpenCUA's `# Step N:`, Qwen3-VL's `Step N:`)."""
+    answer: str
+    """The model's answer as it wrote it, hidden reasoning removed; in its own coordinate space."""
+    image: PastImage | ArchivedImage | None = None
+    """The screenshot it answered (None: not kept, or not archived when the turn was read back from the journal)."""
+
+
+@dataclass
+class TurnHistory:
+    max_images: int
+    """Past screenshots sent at most (`policy.history_images` − 1: the current screenshot is the other)."""
+    max_turns: int
+    """Past answers kept at most (`context.recent_steps`)."""
+    turns: list[Turn] = field(default_factory=list)
+    pending: Turn | None = None
+    """The turn just answered, until the loop has handed its actions on (`commit`) or not (`discard`)."""
+    server_images: int | None = None
+    """Images the model server takes in one request, learned from its refusal (None: not known to be limited)."""
+    notes: list[str] = field(default_factory=list)
+    """What happened to the history that the next decision's record should say (read once by the policy)."""
+    _numbered: int = 0
+
+    @property
+    def image_cap(self) -> int:
+        cap = self.max_images
+        if self.server_images is not None:
+            cap = min(cap, self.server_images - 1)
+        return max(0, cap)
+
+    def next_number(self) -> int:
+        return self._numbered + 1
+
+    def propose(self, answer: str, image: PastImage | None) -> None:
+        self.pending = Turn(self.next_number(), answer, image)
+
+    def discard(self) -> None:
+        self.pending = None
+
+    def commit(self) -> bool:
+        """Keep the pending turn; True when a window slid (the prompt's prefix changes this once)."""
+        turn, self.pending = self.pending, None
+        if turn is None:
+            return False
+        self._numbered = turn.number
+        self.turns.append(turn)
+        slid = False
+        if len(self.turns) > self.max_turns:
+            keep = max(1, self.max_turns // 2) if self.max_turns else 0
+            del self.turns[:len(self.turns) - keep]
+            slid = True
+        return self._slide_images() or slid
+
+    def restore(self, turns: list[tuple[str, ArchivedImage | None]]) -> None:
+        """Turns read back from the journal after a restart, oldest first: the answers as journaled, the newest
+        screenshots by their archived copies (the journal holds no image)."""
+        for answer, archived in turns[-self.max_turns:] if self.max_turns else []:
+            self._numbered += 1
+            self.turns.append(Turn(self._numbered, strip_reasoning(answer), archived))
+        self._slide_images_to(self.image_cap)
+
+    def with_images(self) -> list[Turn]:
+        return [t for t in self.turns if t.image is not None]
+
+    def _slide_images(self) -> bool:
+        kept = self.with_images()
+        cap = self.image_cap
+        if len(kept) <= cap:
+            return False
+        keep = max(1, cap // 2) if cap else 0
+        for turn in kept[:len(kept) - keep]:
+            turn.image = None  # its bytes go: only the window's screenshots stay in memory
+        return True
+
+    def drop_oldest_images(self, n: int) -> int:
+        """Let the `n` oldest screenshots go (the prompt did not fit); returns how many went."""
+        gone = 0
+        for turn in self.with_images()[:n]:
+            turn.image = None
+            gone += 1
+        return gone
+
+    def limit_images(self, images: int, why: str) -> None:
+        """The server takes at most `images` images in one request: the history shrinks to fit, said once."""
+        self.server_images = max(1, images)
+        self._slide_images_to(self.image_cap)
+        self.notes.append(f"the model server takes at most {self.server_images} image(s) in one request "
+                          f"({why}); the screenshot history is held to {self.image_cap} past image(s)")
+
+    def _slide_images_to(self, cap: int) -> None:
+        kept = self.with_images()
+        for turn in kept[:max(0, len(kept) - cap)]:
+            turn.image = None
+
+    def take_notes(self) -> list[str]:
+        out, self.notes = self.notes, []
+        return out
+
+
+def strip_reasoning(text: str) -> str:
+    """The answer without hidden reasoning (`<think>…</think>`, or everything up to a lone `</think>`)."""
+    out = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    if "</think>" in out:  # a template that opened the block itself: the model wrote only its end
+        out = out.split("</think>")[-1]
+    out = re.sub(r"<think>.*\Z", "", out, flags=re.S)  # cut off inside its reasoning
+    return out.strip()

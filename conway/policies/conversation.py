@@ -1,0 +1,97 @@
+"""What the families' trained conversations share: the slots Conway fills, the past turns, the content parts.
+
+A family trained on a conversation lays it out in its adapter's `messages(slots, past)` (`uitars.py`,
+`opencua.py`, `qwen3vl.py`), following its reference agent; the facts (history length, what is replayed,
+the source) are its `Family.conversation`. `ModelPolicy` (`base.py`) fills the slots from the loop's
+context parts:
+
+- `task`: what goes in the family's instruction slot, rendered as Conway always renders its parts: the
+  constitution, the action space, the tool listings, the goals and memory (only changes at a goals edit or
+  a memory refresh, so a prompt cache keeps it);
+- `tail`: what changes every cycle (accessibility, what was left out, the latest result): sent after the
+  current screenshot, at the end, so the turns before and the screenshot itself stay byte-identical in the
+  next request (a prompt cache serves them).
+
+The recent-steps text is not sent to these families: their own answers take its place (Conway's step list
+is in Conway's syntax and screen pixels, which the model does not answer in).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from conway.history import Turn
+
+__all__ = ["Past", "Slots", "add_box_tokens", "image", "opencua_action", "qwen_action_line", "text"]
+
+
+@dataclass
+class Slots:
+    system: str
+    """The adapter's instructions (its trained system prompt, exactly)."""
+    task: str
+    """Conway's stable and growing parts, for the family's instruction slot."""
+    tail: str
+    """Conway's parts that change every cycle ("" when none)."""
+    image_url: str | None
+    """The current screenshot (None: no screen this step)."""
+
+
+@dataclass
+class Past:
+    """One past turn as the layout sends it."""
+
+    turn: Turn
+    image_url: str | None
+    """Its screenshot, exactly as it was sent (None: not sent again, only its answer)."""
+
+
+def image(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+_BOX = re.compile(r"(start_box|end_box)='\((\d+),\s*(\d+)\)'")
+
+
+def add_box_tokens(answer: str) -> str:
+    """A UI-TARS answer as its agent replays it: bare `start_box='(x,y)'` points wrapped in box tokens.
+
+    As OSWorld's `add_box_token` does: only answers with an `Action: ` and a `start_box=`; the actions after the
+    first `Action: ` are stripped and joined by a blank line; a point written with a space after its comma is
+    found but left as it is (the agent's replacement looks for the spaceless form).
+    """
+    if "Action: " not in answer or "start_box=" not in answer:
+        return answer
+    head, *actions = answer.split("Action: ")
+    done = []
+    for action in actions:
+        action = action.strip()
+        for kind, x, y in _BOX.findall(action):
+            action = action.replace(f"{kind}='({x},{y})'", f"{kind}='<|box_start|>({x},{y})<|box_end|>'")
+        done.append(action)
+    return head + "Action: " + "\n\n".join(done)
+
+
+_SECTION = re.compile(r"^##\s*Action\s*:?[\n\r]+(.*?)(?=^##|\Z)", re.S | re.M)
+
+
+def opencua_action(answer: str) -> str:
+    """An OpenCUA answer's `## Action:` section (what its agent keeps of a step); the whole answer when it has none."""
+    found = _SECTION.search(answer)
+    return found.group(1).strip() if found else answer.strip()
+
+
+def qwen_action_line(answer: str) -> str:
+    """A Qwen3-VL answer's `Action:` line, as its agent keeps a step in "Previous actions"."""
+    for line in answer.split("\n"):
+        line = line.strip()
+        if line.lower().startswith("action:"):
+            return line.split("Action:")[-1].strip()
+    call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
+    return f"Performing {call.group(1)} action" if call else answer.strip()[:200]

@@ -1,0 +1,57 @@
+"""A 5-screenshot history through real llama.cpp on the tiny VLM: in-process and llama-server.
+
+Every request is real: the UI-TARS conversation with up to five screenshots (the four past ones exactly as
+the policy sent them) goes through libmtmd with the prompt cache on (`scripts/bench/bench_history.py`, the
+history row of `bench_model`). Only the answers replayed are a STAND-IN: the tiny VLM has random weights and
+writes garbage of any length, so each past turn replays one fixed short UI-TARS answer instead of its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts.bench.bench_history import run
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
+MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+
+pytestmark = [pytest.mark.llama, pytest.mark.slow]
+
+
+def require_inprocess():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
+    if not MODEL.exists() or not MMPROJ.exists():
+        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
+
+
+def require_llama_server():
+    require_inprocess()
+    from conway.config import RuntimeConfig
+    from conway.errors import UserError
+    from conway.runtime.server import find_program
+    try:
+        find_program(RuntimeConfig(server="llama-server"))
+    except UserError as exc:
+        pytest.skip(f"llama-server is not available here: {exc}")
+
+
+def check(res: dict) -> None:
+    cycles = res["cycles"]
+    assert [c["images"] for c in cycles] == [1, 2, 3, 4, 5, 3, 4]  # 5 at most in one request, slid by half
+    image_tokens = (cycles[1]["prompt"] - cycles[0]["prompt"]) // 2  # a turn adds about one image
+    assert cycles[4]["prompt"] > cycles[0]["prompt"] + 4 * image_tokens  # the five images really went in
+    for before, now in zip(cycles[1:4], cycles[2:5]):  # between slides the conversation only grows
+        assert now["cached"] >= before["prompt"] - image_tokens, (before, now)
+    assert res["cache_share_after_first"] >= 0.6 and cycles[4]["cached"] / cycles[4]["prompt"] >= 0.8
+
+
+def test_a_five_screenshot_history_in_process(tmp_path):
+    require_inprocess()
+    check(run("llama_cpp", 5, 7, 1, tmp_path))
+
+
+def test_a_five_screenshot_history_through_llama_server(tmp_path):
+    require_llama_server()
+    check(run("http", 5, 7, 1, tmp_path, "runtime.server=llama-server"))
