@@ -401,8 +401,23 @@ def do_mcp_serve(args) -> int:
 
 
 def _tasks(args) -> int:
+    if args.tasks_command == "run":
+        return do_tasks_run(args)
     from conway.cli.tasks import do_tasks
     return do_tasks(args)
+
+
+def do_tasks_run(args) -> int:
+    from conway.cli.tasks import split_overrides
+    from conway.evals.tasks_run import tasks_run
+    split_overrides(args)
+    home = _home(args)
+    args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
+    args.mock_script = None  # one script per task (--mock-scripts), never one for all
+    cfg = _model_config(args, home)
+    return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
+                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet,
+                     argv=args._argv)
 
 
 COMMANDS: dict[str, Callable] = {

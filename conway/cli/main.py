@@ -125,14 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-missing", action="store_true",
                    help="leave out steps whose screenshot file is gone (default: keep them, marked image_missing)")
     p.add_argument("--from-report", metavar="REPORT",
-                   help="export a vision-check or grounding-check report's cases (labelled by their targets) "
-                        "instead of the journal")
+                   help="export a vision-check or grounding-check report's cases (labelled by their targets), or a "
+                        "tasks report's sessions (labelled by their checkers), instead of the journal")
 
-    p = cmd("view", "see sessions (or a vision-, grounding-check or candidate-eval report) in a browser; --serve to label",
+    p = cmd("view", "see sessions (or a vision-, grounding-check, candidate-eval or tasks report) in a browser; "
+            "--serve to label",
             "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
             "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
             "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
-    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check or candidate-eval report")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check, candidate-eval or tasks report")
     p.add_argument("--session", metavar="ID", help="only this session")
     p.add_argument("--last", action="store_true", help="only the latest session")
     p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")

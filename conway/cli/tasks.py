@@ -1,12 +1,15 @@
-"""The `conway tasks` command group: parsing and one function per subcommand (`list`; `run` joins it here)."""
+"""The `conway tasks` command group: parsing and one function per subcommand (`list` here; `run`, which needs the
+home and a model, in `conway.cli.commands`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+from pathlib import Path
 from typing import Callable
 
-from conway.errors import ExitCode
+from conway.errors import ExitCode, UserError
 
 SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/<domain>/<id>.json gives the "
               "domain), task files (.json in OSWorld's format, .md in Conway's), or an OSWorld test_*.json index")
@@ -26,7 +29,7 @@ Exit {ExitCode.PASSED:d} every task can run here, {ExitCode.NOT_PASSED:d} some c
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `tasks` group under the main parser's subcommands; each subcommand adds its own parser here."""
-    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list)",
+    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), run and score them (run)",
                        description="Task suites: OSWorld's task JSON read as is, and Conway's Markdown task files.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     group = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", parser_class=type(p))
@@ -37,6 +40,59 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…): the "
                     "files download steps and cloud_file getters use; never fetched from the network")
     lp.add_argument("--json", action="store_true", help="print the listing as JSON (conway-task-list/1)")
+    _add_run(group)
+
+
+RUN_DESCRIPTION = f"""\
+Run each task of a suite through the real loop, one task at a time, each on its own disposable desktop: a
+private X display with a session bus, the task's setup steps (launch, open, execute, download from the
+local cache …), a fresh Conway home and a user home the task sees at /home/user, inside bubblewrap (the
+real home is not visible, the network is off). A finish ends the task; then the task's own checker scores
+it (OSWorld's rules: postconfig first, metrics combined by conj). A task that cannot run here is reported
+with its reasons and never scored; one that breaks (setup hangs, its application never opens, a checker
+raises) is one line in the report, and the suite goes on. Ctrl+C writes the report of the tasks that
+finished, marked partial.
+
+  conway tasks run evals/osworld_local --cache evals/osworld_local/cache --output tasks.json
+  conway tasks run evals/osworld_local --cache evals/osworld_local/cache --output mock.json \\
+      --mock-scripts evals/osworld_local/mock/pass
+  conway view tasks.json     conway report tasks.json     conway export --from-report tasks.json --output data.jsonl
+
+Each task's Conway home (its journal and screenshots) is kept beside the report in REPORT's name + .tasks/.
+Configuration overrides (key=value) may follow the suite. Exit {ExitCode.PASSED:d} every runnable task passed, \
+{ExitCode.NOT_PASSED:d} a task failed or broke (or none could run), {ExitCode.SETUP_ERROR:d} bad input, \
+{ExitCode.INTERRUPTED:d} Ctrl+C (a partial report)."""
+
+
+def _add_run(group: argparse._SubParsersAction) -> None:
+    rp = group.add_parser("run", help="run each task on a disposable desktop through the real loop, then score it",
+                          description=RUN_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rp.add_argument("suite", nargs="+", metavar="SUITE", help=SUITE_HELP + "; then any key=value overrides")
+    rp.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in "
+                    "the home); the tasks' homes go beside it")
+    rp.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
+    rp.add_argument("--mock", action="store_true", help="the offline scripted mock policy instead of a model")
+    rp.add_argument("--mock-scripts", metavar="DIR", help="drive each task with the mock script DIR/<task id>.yaml "
+                    "(the form --mock-script reads; implies --mock)")
+    rp.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    rp.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
+    rp.add_argument("--max-steps", type=int, metavar="N", help="decisions per task (default: the task's, else 15)")
+    rp.add_argument("--max-seconds", type=float, metavar="S", help="time per task (default: the task's, else 600)")
+    rp.add_argument("--keep", action="store_true", help="keep each task's desktop folder (its user home) afterwards")
+    rp.add_argument("--quiet", action="store_true", help="no line per task")
+
+
+OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][A-Za-z0-9_.]*=")
+
+
+def split_overrides(args: argparse.Namespace) -> None:
+    """`tasks run SUITE… key=value…`: argparse cannot tell the two lists apart, so a word shaped like an
+    override that is not an existing path is one."""
+    words = list(args.suite)
+    args.overrides = [w for w in words if OVERRIDE.match(w) and not Path(w).exists()]
+    args.suite = [w for w in words if w not in args.overrides]
+    if not args.suite:
+        raise UserError("name the suite to run (a folder, task files or an OSWorld test_*.json index)")
 
 
 def step_types() -> frozenset[str]:

@@ -3,7 +3,7 @@
 A report is one JSON object:
 
     format          "conway-report/1"
-    kind            preflight | vision-check | grounding-check | acceptance-check | session
+    kind            preflight | vision-check | grounding-check | acceptance-check | session | tasks | …
     command         the command line as run (argv list and a shell-quoted string)
     conway          {"version", "git_revision", "git_dirty"} (revision when available)
     config          the resolved configuration (secrets never present; redacted if found)
@@ -324,6 +324,9 @@ def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
         body = _render_replay(summary, cases, max_rows)
     elif kind == "candidate-eval":
         body = _render_candidate_eval(summary, cases, max_rows)
+    elif kind == "tasks":
+        from conway.evals.tasks_summary import render_tasks
+        body = render_tasks(summary, cases, data, max_rows)
     elif kind == "sweep":
         from conway.evals.sweep_table import table_lines
         body = table_lines(cases, summary)

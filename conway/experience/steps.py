@@ -194,8 +194,8 @@ def records_from_vision_check(report_path: Path) -> list[dict[str, Any]]:
         from conway.evals.grounding.records import records_from_grounding
         return records_from_grounding(report_path, data, cases, fmt=FORMAT, geometry_keys=_GEOMETRY_KEYS)
     if data.get("kind") != "vision-check":
-        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check or "
-                        "grounding-check report")
+        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check, "
+                        "grounding-check or tasks report")
     params = data.get("parameters") or {}
     seed = data.get("seed")
     size = params.get("size")

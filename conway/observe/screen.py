@@ -164,6 +164,8 @@ class ScreenObserver:
         self.accessibility_timeout_s = accessibility_timeout_s
         self.accessibility_max_chars = accessibility_max_chars
         self.display = display
+        self.accessibility_env: dict[str, str] | None = None
+        """The accessibility helper's environment when it is not Conway's own (a task desktop's display and bus)."""
         self._mss: Any = None
 
     @classmethod
@@ -257,7 +259,7 @@ class ScreenObserver:
             from conway.observe.accessibility import snapshot
 
             snap = snapshot(timeout_s=self.accessibility_timeout_s, max_chars=self.accessibility_max_chars,
-                            geometry=geometry)
+                            geometry=geometry, env=self.accessibility_env)
             text = snap.text
             meta["accessibility"] = snap.summary()
         obs = ScreenObservation(

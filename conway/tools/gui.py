@@ -133,26 +133,41 @@ def _display_env(display: str | None) -> Iterator[None]:
             os.environ["DISPLAY"] = old
 
 
-def load_pyautogui(display: str | None = None) -> tuple[Any, str | None]:
+def load_pyautogui(display: str | None = None, *, fresh: bool = False) -> tuple[Any, str | None]:
     """Import pyautogui if the display allows it: ``(module, None)`` or ``(None, reason)``.
 
     ``display`` defaults to ``$DISPLAY``. pyautogui binds to one display per
-    process, at its first successful import.
+    process, at its first successful import. ``fresh``: reconnect when it was
+    imported before (a new X server may have taken an old display's name).
     """
     problem = display_problem(display) if _X11 else None
     if problem:
         return None, problem
+    want = display or os.environ.get("DISPLAY")
     try:
         with _xauthority_fallback(), _display_env(display):
+            known = "pyautogui" in sys.modules
             import pyautogui
+            if _X11 and known and (fresh or _conn["display"] not in (None, want)):
+                # bound to another display (an earlier task's desktop, maybe gone): a request on that
+                # connection can hang, so reconnect to this one before the first
+                _rebind(pyautogui)
+                _conn.update(display=want, stale=False)
             pyautogui.position()  # one round trip: tried, not guessed
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # KeyError, Xlib errors, SystemExit, ...
         return None, _describe(exc)
     if _X11 and _conn["display"] is None:
-        _conn["display"] = display or os.environ.get("DISPLAY")
+        _conn["display"] = want
     return pyautogui, None
+
+
+def _rebind(pg: Any) -> None:
+    """Reopen pyautogui's X connection on `$DISPLAY` (its platform module connects at import)."""
+    importlib.reload(pg.platformModule)
+    w, h = pg.size()
+    pg.FAILSAFE_POINTS[:] = [(0, 0), (0, h - 1), (w - 1, 0), (w - 1, h - 1)]
 
 
 class GuiTool(Tool):
@@ -204,7 +219,7 @@ class GuiTool(Tool):
         """Import pyautogui once; None when ready, else the reason (retried next time)."""
         if self._pg is not None:
             return None
-        pg, reason = load_pyautogui(self._display_name())
+        pg, reason = load_pyautogui(self._display_name(), fresh=True)  # a new tool: a new run, maybe a new X server
         if pg is None:
             self._reason = reason
             return reason
@@ -288,7 +303,7 @@ class GuiTool(Tool):
         if problem:
             _conn["stale"] = True
             return f"display lost before dispatch: {problem}"
-        if not _conn["stale"]:
+        if not _conn["stale"] and _conn["display"] == self.display:  # another tool may have moved it elsewhere
             try:
                 self._pg.position()
                 return None
@@ -303,9 +318,7 @@ class GuiTool(Tool):
         pg = self._pg
         try:
             with _xauthority_fallback(), _display_env(self.display):
-                importlib.reload(pg.platformModule)
-                w, h = pg.size()
-                pg.FAILSAFE_POINTS[:] = [(0, 0), (0, h - 1), (w - 1, 0), (w - 1, h - 1)]
+                _rebind(pg)
                 pg.position()
                 _conn["display"] = self.display
                 self._chars = None

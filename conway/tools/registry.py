@@ -91,6 +91,8 @@ class Setup:
     """Set in the shell's environment on top of the filtered one (a task's own CONWAY_HOME)."""
     environment: Environment
     """Where the shell and files tools act (`tools.environment`, or one handed in: a task's desktop)."""
+    display: str | None = None
+    """The X display the GUI tool acts on (None: `$DISPLAY`); a task's disposable desktop has its own."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def _gui(s: Setup) -> Tool:
         from conway.tools.gui import GuiTool
     except ImportError as exc:  # the desktop extra is optional
         return _Unavailable("gui", GUI_TYPES, f"GUI tools unavailable: {exc}")
-    return GuiTool(pause_s=s.cfg.gui_pause_s, failsafe=s.cfg.gui_failsafe)
+    return GuiTool(pause_s=s.cfg.gui_pause_s, failsafe=s.cfg.gui_failsafe, display=s.display)
 
 
 TOOLS: tuple[ToolRow, ...] = (  # in this order: the prompt's tool texts and the start-up findings follow it
@@ -169,7 +171,8 @@ _REFUSED = {row.family: row.refused for row in TOOLS if row.refused}
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
                   skills: SkillsConfig | None = None, api_key_env: str | None = None,
-                  shell_env: dict[str, str] | None = None, environment: Environment | None = None) -> Toolbox:
+                  shell_env: dict[str, str] | None = None, environment: Environment | None = None,
+                  display: str | None = None) -> Toolbox:
     """Tools from config, one per row of TOOLS that is turned on. `gui=False` leaves the desktop alone (mock
     and acceptance runs).
 
@@ -178,11 +181,12 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     `api_key_env` names the variable holding the model's API key: the shell never sees it.
     `shell_env`: variables the shell's commands get on top of that environment (a task's CONWAY_HOME).
     `environment`: where the shell and files tools act (None: `tools.environment`; the shell tool closes it).
+    `display`: the X display of the GUI tool (None: `$DISPLAY`).
     """
     if environment is None:
         environment = (BubblewrapEnvironment.for_workdir(workdir, network=cfg.sandbox_network)
                        if cfg.environment == "sandbox" else LocalEnvironment())
-    setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {}, environment)
+    setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {}, environment, display)
     made = (row.make(setup) for row in TOOLS if row.enabled_as is None or row.enabled_as in cfg.enabled)
     return Toolbox([tool for tool in made if tool is not None])
 

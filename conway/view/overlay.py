@@ -112,3 +112,11 @@ def summary(a: dict[str, Any]) -> str:
     """`type(k=v, …)` like the action's own summary."""
     args = ", ".join(f"{k}={v!r}" for k, v in a.items() if k != "type" and v is not None)
     return f"{a.get('type', '?')}({args})"
+
+
+def frame(url: str | None, why: str, size: tuple[int, int], content: str, label: str) -> str:
+    """A report case's picture: the image (or why there is none) with `content` drawn over it, and a caption."""
+    pic = (f'<img loading="lazy" src="{esc(url)}" data-full="{esc(url)}" data-thumb="{esc(url)}" alt="{esc(label)}">'
+           if url else f'<div class="why">{esc(why or "no image")}</div>')
+    return (f'<figure class="shot"><div class="frame" style="aspect-ratio:{size[0]}/{size[1]}" data-w="{size[0]}" '
+            f'data-h="{size[1]}">{pic}{svg(size, content)}</div><figcaption>{esc(label)}</figcaption></figure>')

@@ -1,4 +1,5 @@
-"""HTML for reports: vision-check, grounding-check and candidate-eval cases with the target box and the click.
+"""HTML for reports: vision-check, grounding-check and candidate-eval cases with the target box and the click;
+tasks reports (`conway tasks run`: `conway.view.report_tasks`) with each task's last screen and scores.
 
 Vision-check images are not in a report; they are regenerated from the
 generator, seed, size and index it records (and checked against the recorded
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.errors import UserError
-from conway.view.overlay import crosshair, svg, target_box
+from conway.view import report_tasks
+from conway.view.overlay import crosshair, target_box
+from conway.view.overlay import frame as _frame
 from conway.view.page import esc, facts_table, pager, shell
 from conway.view.render import TEXT_MAX, pages_of, toolbar
 
@@ -39,13 +42,6 @@ def _click(pred: Any, size: tuple[int, int], hit: bool) -> str:
         return ""
     return (f'<g class="mark click {"hit" if hit else "miss"}" data-x="{x:g}" data-y="{y:g}">'
             f"{crosshair(x, y, max(size) / 70)}</g>")
-
-
-def _frame(url: str | None, why: str, size: tuple[int, int], content: str, label: str) -> str:
-    pic = (f'<img loading="lazy" src="{esc(url)}" data-full="{esc(url)}" data-thumb="{esc(url)}" alt="{esc(label)}">'
-           if url else f'<div class="why">{esc(why or "no image")}</div>')
-    return (f'<figure class="shot"><div class="frame" style="aspect-ratio:{size[0]}/{size[1]}" data-w="{size[0]}" '
-            f'data-h="{size[1]}">{pic}{svg(size, content)}</div><figcaption>{esc(label)}</figcaption></figure>')
 
 
 def _answer_lines(who: str, a: dict[str, Any]) -> str:
@@ -83,7 +79,7 @@ def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], ima
             f'<span>{esc(c.get("instruction") or "")}</span></header>')
     name = f"{t.get('colour')} {t.get('shape')} · " if t.get("colour") else ""
     target = (f'<div class="line"><span class="k">target</span>{esc(name)}box {esc(t.get("box"))} (inclusive) · '
-              f'centre {esc(t.get("centre"))}</div>')
+              f'centre {esc(t.get("centre"))}</div>') if t else ""  # a task case has no click target
     body_cls = "body big" if r.big else "body"
     return (f'<article class="card o-{esc(outcome)}{" big" if r.big else ""}" id="step-{esc(c.get("index"))}" '
             f'data-step="{esc(c.get("index"))}" data-index="{pos}" data-outcome="{esc(outcome)}">{head}'
@@ -107,6 +103,8 @@ def report_summary(kind: str, data: dict[str, Any]) -> str:
     if (data.get("parameters") or {}).get("size"):
         rows.append(("image size", esc(data["parameters"]["size"])))
     rows += RENDERERS[kind].summary_rows(data.get("summary") or {})
+    if kind == "tasks":
+        rows += report_tasks.environment_rows(data)
     return f'<section class="summary"><details open><summary>{esc(kind)} report</summary>{facts_table(rows)}</details></section>'
 
 
@@ -114,7 +112,7 @@ def report_data(kind: str, cases: list[dict[str, Any]], page_size: int) -> dict[
     r = RENDERERS[kind]
     text = []
     for c in cases:
-        parts = [c.get("instruction") or ""] + [str((c.get(w) or {}).get("raw_output") or "") for w in ("base", "candidate")]
+        parts = [str(c.get("task") or ""), c.get("instruction") or ""] + [str((c.get(w) or {}).get("raw_output") or "") for w in ("base", "candidate")]
         text.append(" ".join(parts + [str(c.get("raw_output") or ""), str(c.get("error") or "")])[:600])
     return {"title": kind, "page_size": page_size, "pages": pages_of(len(cases), page_size),
             "steps": [c.get("index", i) for i, c in enumerate(cases)],
@@ -271,6 +269,10 @@ RENDERERS: dict[str, KindRenderer] = {
         outcome=_pair_outcome, outcomes=("neither", "only-base", "only-candidate", "both"),
         error_outcomes=("neither", "only-base"), next_error="loss", sort_value=_colour, sort_label="target colour",
         card_body=_pair_body, summary_rows=_pair_rows, big=True),
+    "tasks": KindRenderer(
+        outcome=report_tasks.outcome, outcomes=report_tasks.OUTCOMES, error_outcomes=("error", "fail"),
+        next_error="failure", sort_value=report_tasks.domain, sort_label="domain",
+        card_body=report_tasks.card_body, summary_rows=report_tasks.summary_rows, screenshots=True),
     "sweep": KindRenderer(
         outcome=_sweep_outcome, outcomes=("unfinished", "below", "within", "best"),
         error_outcomes=("unfinished", "below"), next_error="cell below the best",

@@ -1,0 +1,401 @@
+"""`conway tasks run SUITE --output REPORT`: each task on its own disposable desktop, through the real loop, scored.
+
+For each task of the suite (`conway.tasks.model.load_suite`):
+
+1. the runnable check (`conway.tasks.runnable`): a task that cannot run here is
+   a `not-runnable` case with its reasons, never started and never scored;
+2. a disposable desktop (`conway.sandbox.desktop.DisposableDesktop`: private
+   Xvfb, session bus, bubblewrap, a user home seen at /home/user);
+3. the task's setup steps (`conway.sandbox.setup.run_setup`), each bounded;
+4. a fresh Conway home and one single session of the real loop
+   (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
+   command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
+   observing and acting on the desktop's display, its shell and files in the
+   desktop's sandbox;
+5. the task's own evaluator (`conway.tasks.evaluate`: postconfig first).
+
+A task that fails anywhere (setup hangs, the application never opens its
+window, the loop crashes, a checker raises) is one `error` case with one line
+saying where and why, and the suite goes on. Ctrl+C ends the task in flight,
+and the report of the tasks that finished is written, marked partial.
+
+Each task's Conway home is kept beside the report (`<report>.tasks/NN-<id>/home`),
+so `conway view` and `conway export --from-report` find its session; the
+desktop (its user home, Xvfb, the sandbox) is gone after the task unless `--keep`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from conway.config import ConwayConfig
+from conway.errors import UserError
+from conway.evals import tasks_summary
+from conway.evals.report import Report
+from conway.evals.runner import check_outputs, run_suite, suite_policy
+from conway.evals.task_files import declared_record
+from conway.protocols import Policy
+from conway.store.home import Home
+from conway.tasks.env import GUEST_HOME
+
+DEFAULT_MAX_STEPS = 15
+"""OSWorld's own default step budget per task."""
+DEFAULT_MAX_SECONDS = 600.0
+MOCK_SUFFIXES = (".yaml", ".yml", ".jsonl")
+WINDOW_WAIT_S = 30.0
+COMMAND_TIMEOUT_S = 60.0
+MISSING = "result not found"
+"""How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
+
+CONSTITUTION = """\
+# Constitution (Conway tasks run)
+
+You are working on one task on a disposable desktop. The user's home is
+/home/user (also `~`); the task's files are there. Use the GUI, the shell and
+the file tools as the task needs. Do exactly what the task asks, check the
+result yourself, then finish with DONE. If the task cannot be done at all,
+finish with FAIL and say why: that is the right answer for an impossible task.
+"""
+GOALS = "# Goals\n\nOnly the session task.\n"
+
+
+@dataclass
+class TaskCase:
+    """One entry of the suite, in the report's order: a task (with its reasons not to run), or a load problem."""
+
+    index: int
+    task: Any = None
+    """A `conway.tasks.model.Task`, or None for a file that could not be read."""
+    problem: Any = None
+    """A `conway.tasks.model.Problem` (path + reason) when the file could not be read."""
+    reasons: list[str] = field(default_factory=list)
+
+
+def tasks_folder(report_path: Path) -> Path:
+    """Where the tasks' Conway homes are kept: beside the report, named after it."""
+    return report_path.with_name(report_path.stem + ".tasks")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "task"
+
+
+def budget(task: Any, max_steps: int | None, max_seconds: float | None) -> tuple[int, float]:
+    """The command line's budget, else the task's, else the defaults."""
+    steps = max_steps or getattr(task, "max_steps", None) or DEFAULT_MAX_STEPS
+    seconds = max_seconds or getattr(task, "max_seconds", None) or DEFAULT_MAX_SECONDS
+    return int(steps), float(seconds)
+
+
+def mock_script_for(folder: Path, task_id: str) -> Path | None:
+    for suffix in MOCK_SUFFIXES:
+        path = folder / f"{task_id}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class TasksSuite:
+    """The runner's `Suite` for task files: one disposable desktop and one session per task."""
+
+    config: ConwayConfig
+    folder: Path
+    """`tasks_folder(report)`: the tasks' Conway homes."""
+    report_dir: Path
+    total: int
+    cache: Path | None = None
+    mock_scripts: Path | None = None
+    keep: bool = False
+    max_steps: int | None = None
+    max_seconds: float | None = None
+    quiet: bool = False
+    say: Callable[[str], None] = print
+    window_wait_s: float = WINDOW_WAIT_S
+    """How long a launch/open step waits for its application's window (a loaded machine starts apps slowly)."""
+    command_timeout_s: float = COMMAND_TIMEOUT_S
+    """The bound on one execute/command setup step."""
+    display_sizes: list[tuple[int, int]] = field(default_factory=list)
+    kind = "tasks"
+
+    # -- one case ------------------------------------------------------------------
+
+    def run_case(self, policy: Policy, case: TaskCase) -> dict[str, Any]:
+        record = self._base(case)
+        if case.problem is not None:
+            record.update(outcome="malformed", error=case.problem.reason)
+        elif case.reasons:
+            record.update(outcome="not-runnable", reasons=list(case.reasons))
+        else:
+            started = time.monotonic()
+            try:
+                self._run(policy, case, record)
+            except Exception as exc:  # anything a task does wrong is its own line; the suite goes on
+                record.update(outcome="error", error=f"{record.get('phase', 'run')}: {one_line(exc)}")
+            record["wall_s"] = round(time.monotonic() - started, 3)
+        self._progress(case, record)
+        return record
+
+    def _base(self, case: TaskCase) -> dict[str, Any]:
+        task = case.task
+        if task is None:
+            return {"index": case.index, "task": Path(str(case.problem.path)).stem, "source": str(case.problem.path),
+                    "domain": None, "related_apps": [], "instruction": None}
+        return {"index": case.index, "task": task.id, "source": str(task.source), "format": task.format,
+                "domain": task.domain, "related_apps": list(task.related_apps), "instruction": task.instruction,
+                "raw": task.raw}
+
+    def _run(self, policy: Policy, case: TaskCase, record: dict[str, Any]) -> None:
+        from conway.cancel import current_cancel
+        from conway.loop.ending import RunEnd
+        from conway.sandbox.desktop import DisposableDesktop
+        from conway.sandbox.setup import SetupLimits, run_setup
+        from conway.session.task_run import run_task
+        from conway.tasks.evaluate import evaluate
+
+        task = case.task
+        steps, seconds = budget(task, self.max_steps, self.max_seconds)
+        record["budget"] = {"max_steps": steps, "max_seconds": seconds}
+        record["phase"] = "policy"
+        policy = self._policy_for(task.id, policy)
+        root = self.folder / f"{case.index + 1:02d}-{_safe(task.id)}"
+        home = Home(root / "home")
+        record["phase"] = "desktop"
+        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep) as desk:
+            if self.keep:
+                record["kept"] = str(desk.root)
+            self.display_sizes.append(tuple(desk.size))
+            record["phase"] = "setup"
+            limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
+                                 screen=tuple(desk.size))
+            run_setup(list(task.config), desk, limits)
+            record["phase"] = "run"
+            home.ensure_dirs()
+            home.constitution.write_text(CONSTITUTION, encoding="utf-8")
+            home.goals.write_text(GOALS, encoding="utf-8")
+            cfg = self._task_config(desk)
+            token = current_cancel()
+            if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
+                raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
+            run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
+                           observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
+                           say=self.say, quiet=True)
+            outcome = run.outcome
+            if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
+                token.set(outcome.reason)  # the suite stops: this task did not finish
+            record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+            record.update(session=run.session, home=_relative(home.root, self.report_dir),
+                          view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
+                          steps=outcome.steps, stop_reason=outcome.reason,
+                          declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
+                          model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+            if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
+                raise RuntimeError(outcome.reason)
+            record["phase"] = "evaluate"
+            declared_fail = (outcome.finish or {}).get("status") == "FAIL"
+            result = evaluate(task, desk, declared_fail=declared_fail,
+                              run_step=lambda step, env: run_setup([step], env, limits))
+        record.pop("phase", None)
+        record.update(_scored(result))
+
+    # -- the parts of one task ---------------------------------------------------------
+
+    def _policy_for(self, task_id: str, policy: Policy) -> Policy:
+        if self.mock_scripts is None:
+            return policy
+        from conway.policies.mock import MockPolicy, load_script
+
+        path = mock_script_for(self.mock_scripts, task_id)
+        if path is None:
+            raise UserError(f"no mock script {self.mock_scripts / (task_id + '.yaml')}")
+        return MockPolicy(load_script(path))
+
+    def _task_config(self, desk: Any) -> ConwayConfig:
+        data = self.config.model_dump()
+        data["observe"]["source"] = "screen"  # the desktop's display, also for a scripted policy
+        enabled = [t for t in data["tools"]["enabled"] if t != "browser"]  # the browser tool opens the host's
+        data["tools"].update(enabled=enabled, mcp_servers=[], workdir=GUEST_HOME, environment="sandbox")
+        return ConwayConfig.model_validate(data)
+
+    def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
+        from conway.observe.screen import ScreenObserver
+
+        observer = ScreenObserver.from_config(cfg, home)
+        observer.display = desk.display
+        observer.accessibility_env = {**os.environ, **desk.env()}  # its AT-SPI tree is on the desktop's bus
+        return observer
+
+    def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
+        from conway.session.task_run import shell_env
+        from conway.tools.registry import build_toolbox
+
+        return build_toolbox(cfg.tools, Path(GUEST_HOME), gui=True, api_key_env=cfg.policy.api_key_env,
+                             shell_env=shell_env(home), environment=desk.environment, display=desk.display)
+
+    def _progress(self, case: TaskCase, record: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        score = record.get("score")
+        tail = record.get("error") or "; ".join(record.get("reasons") or []) or (
+            f"score {score:g}, {record.get('steps', 0)} step(s), declared "
+            f"{(record.get('declared') or {}).get('status') or 'nothing'}" if isinstance(score, (int, float)) else "")
+        self.say(f"[{case.index + 1}/{self.total}] {record['task']}: {record['outcome']}" + (f" — {tail}" if tail else ""))
+
+    # -- the runner's Suite ---------------------------------------------------------------
+
+    def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+        return tasks_summary.summarize(records, wall_s)
+
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[int, str]:
+        return tasks_summary.verdict(records, summary)
+
+
+def final_screen(display: str, path: Path, report_dir: Path) -> dict[str, Any] | None:
+    """The desktop's screen when the session ended (what the checker is about to look at), kept beside the home."""
+    from conway.observe.screen import ScreenObserver
+
+    observer = ScreenObserver(display=display)
+    try:
+        obs = observer.observe()
+        if not obs.png:
+            return None
+        path.write_bytes(obs.png)
+    except Exception:  # a lost display leaves the card without a picture; the score does not depend on it
+        return None
+    finally:
+        observer.close()
+    return {"path": _relative(path, report_dir), "size": list(obs.captured_size)}
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def _cost(home: Home, session: str) -> dict[str, Any]:
+    from conway.experience.costs import session_cost
+
+    rec = session_cost(home.journal_dir, session).record()
+    return {**rec["total"], "wall_s": rec["wall_s"], "models": sorted(rec["by_model"])}
+
+
+def _scored(result: Any) -> dict[str, Any]:
+    """The evaluator's result as the case's fields. A checker that raised, or a postconfig step that failed,
+    makes the case an error (its score is kept, not counted); a result file the agent never made is a 0."""
+    metrics = [m.record() for m in result.metrics]
+    score = float(result.score)
+    broken = [f"{m['func']}: {m['error']}" for m in metrics
+              if m.get("error") and not str(m["error"]).startswith(MISSING)]
+    broken = list(result.postconfig_errors) + broken
+    out: dict[str, Any] = {"outcome": "error" if broken else ("pass" if score >= 1.0 else "fail"), "score": score,
+                           "metrics": metrics, "verified": score >= 1.0}
+    if result.note:
+        out["note"] = result.note
+    if broken:
+        out["error"] = f"evaluate: {broken[0]}"
+    return out
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+def plan_cases(suite: Any, cache: Path | None) -> list[TaskCase]:
+    """The suite's tasks with their reasons not to run, then its load problems, in one list."""
+    from conway.sandbox.setup import STEP_TYPES
+    from conway.tasks.runnable import why_not_runnable
+
+    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, step_types=STEP_TYPES)))
+             for i, t in enumerate(suite.tasks)]
+    cases += [TaskCase(len(cases) + i, problem=p) for i, p in enumerate(suite.problems)]
+    return cases
+
+
+def _check_folder(raw: str | None, what: str) -> Path | None:
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    if not path.exists():
+        raise UserError(f"{what} {path} does not exist")
+    if not path.is_dir():
+        raise UserError(f"{what} {path} is not a folder")
+    return path.resolve()
+
+
+def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str,
+              cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
+              max_steps: int | None = None, max_seconds: float | None = None, quiet: bool = False,
+              argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
+              window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S) -> int:
+    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short)."""
+    from conway.session.app import console_say
+    from conway.tasks.model import load_suite
+
+    say = say or console_say  # flushed: a line per task reaches a pipe as it happens
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
+    if max_seconds is not None and max_seconds <= 0:
+        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
+    cache_dir = _check_folder(cache, "--cache")
+    scripts = _check_folder(mock_scripts, "--mock-scripts")
+    suite = load_suite(suite_source)
+    cases = plan_cases(suite, cache_dir)
+    if not cases:
+        raise UserError(f"suite {suite_source} holds no task files")
+    out, _ = check_outputs(output, home, cases=len(cases))
+    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
+        root = Path(source).expanduser().resolve()
+        if root.is_dir() and out.parent.resolve().is_relative_to(root):
+            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
+                            "be read as task files next time; write it somewhere else")
+    folder = tasks_folder(out)
+    if folder.exists():
+        raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
+    runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
+                        max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say,
+                        window_wait_s=window_wait_s, command_timeout_s=command_timeout_s)
+    report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
+        "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
+        "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,
+        "max_seconds": max_seconds, "tasks_folder": folder.name,
+        "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
+        "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS}})
+    folder.mkdir()
+    if not quiet:
+        runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
+        say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}")
+    with suite_policy(config, home, policy) as pol:
+        result = run_suite(runner, pol, cases, report, progress=False,
+                           extra=lambda res: _extra(runner, cases, res.records))
+    _say_result(result.summary, out, say)
+    return result.code
+
+
+def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
+    from conway.evals.tasks_facts import environment_facts, programs_of
+
+    programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
+    size = runner.display_sizes[0] if runner.display_sizes else None
+    return {"environment": environment_facts(programs, size),
+            "differences_from_osworld": list(tasks_summary.DIFFERENCES_FROM_OSWORLD)}
+
+
+def _say_result(summary: dict[str, Any], out: Path, say: Callable[[str], None]) -> None:
+    s = summary.get("success") or {}
+    rate = f" = {s['hit_rate']:.1%}" if summary.get("scored") else ""
+    say(f"tasks run: passed {summary['passed']}/{summary['scored']} scored{rate}; errors {summary['errors']}, "
+        f"not runnable {summary['not_runnable']}, malformed {summary['malformed']}"
+        + (f"; {summary['interrupted']}" if summary.get("interrupted") else ""))
+    say(f"report: {out} (conway view {out})")

@@ -1,0 +1,26 @@
+"""What the `conway tasks run` tests need of the machine: a real disposable desktop and the suite's apps."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conway.sandbox.environment import BubblewrapEnvironment
+
+REPO = Path(__file__).resolve().parents[2]
+APPS = (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool"), ("lxterminal", "lxterminal"),
+        ("mousepad", "mousepad"), ("chromium", "chromium"), ("xdg-open", "xdg-utils"))
+
+
+def need_desktop() -> None:
+    """Skip (fail where CONWAY_REQUIRE_DESKTOP=1, as in CI) unless bubblewrap works and the apps are here."""
+    missing = [f"{tool} (apt-get install {apt})" for tool, apt in APPS if shutil.which(tool) is None]
+    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
+    why = "; ".join(missing + ([problem] if problem else []))
+    if why:
+        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
+            pytest.fail(why)
+        pytest.skip(why)
