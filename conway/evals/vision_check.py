@@ -65,7 +65,7 @@ def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
     obs = Observation(png=case.png, captured_size=case.size, source="vision-check", content_hash=digest,
                       change_key=digest[:16], logical_size=case.size, meta={"vision_check_case": case.index})
     types = ["click"]
-    parts, dropped = build_parts(constitution=PROMPT, goals=case.instruction, memory="",
+    parts, dropped = build_parts(constitution=PROMPT, data_rule=False, goals=case.instruction, memory="",
                                  action_space=describe_action_space(types), latest=None, recent=[],
                                  budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                  chars_per_token=config.context.chars_per_token)

@@ -46,7 +46,7 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
                           change_key=digest[:16], logical_size=captured,  # type: ignore[arg-type]
                           meta={"vision_check_case": task.get("index")})
         types = ["click"]
-        parts, dropped = build_parts(constitution=PROMPT, goals=task.get("instruction") or "", memory="",
+        parts, dropped = build_parts(constitution=PROMPT, data_rule=False, goals=task.get("instruction") or "", memory="",
                                      action_space=describe_action_space(types), latest=None, recent=[],
                                      budget_tokens=resolve_budget(config.context.budget_tokens, None),
                                      chars_per_token=config.context.chars_per_token)

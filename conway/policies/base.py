@@ -303,6 +303,19 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     return messages
 
 
+def _say_cut(context: DecisionContext, cut: list[str], before: str | None) -> str:
+    """Say in the left-out part which parts were cut (replacing what an earlier round said); returns that part's
+    text as it was before any cut was said in it."""
+    line = "Cut to fit the model's context window: " + ", ".join(cut) + "."
+    left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
+    if left is None:
+        context.parts.append(ContextPart(PartName.LEFT_OUT, line))
+        return ""
+    base = left.text if before is None else before
+    left.text = f"{base} {line}" if base else line
+    return base
+
+
 # --- the policy ----------------------------------------------------------------------
 
 
@@ -595,6 +608,7 @@ class ModelPolicy(Policy):
             return messages, estimate
         limit = window.n_ctx - self.settings.max_tokens
         cut: list[str] = []
+        left_out: str | None = None  # the left-out part's own text, before any cut was said in it
         whole = {id(p): p.text for p in context.parts}  # every cut is made from the part as built
         for _ in range(6):
             if estimate <= limit:
@@ -615,6 +629,8 @@ class ModelPolicy(Policy):
                     if part.name not in cut:
                         cut.append(part.name)
             context.parts = [p for p in context.parts if p.text or p.name in _HEAD_KEPT]
+            if cut:  # said in the prompt before it is measured again, so the note itself is paid for
+                left_out = _say_cut(context, cut, left_out)
             messages = build()
             estimate, cpt = self._prompt_estimate(messages, image)
         if estimate > limit:
@@ -623,15 +639,7 @@ class ModelPolicy(Policy):
                                   f"(policy.max_tokens), but {window.source} allows {window.n_ctx}; "
                                   + self._largest_part(context, image, cpt))
         if cut:
-            note = [f"{name} (cut to fit the model's context window)" for name in cut]
-            context.dropped.extend(note)
-            left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
-            line = "Cut to fit the model's context window: " + ", ".join(cut) + "."
-            if left is None:
-                context.parts.append(ContextPart(PartName.LEFT_OUT, line))
-            else:
-                left.text = left.text + " " + line
-            messages = build()
+            context.dropped.extend(f"{name} (cut to fit the model's context window)" for name in cut)
         return messages, estimate
 
     # -- decide -----------------------------------------------------------------

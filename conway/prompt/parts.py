@@ -109,17 +109,20 @@ def resolve_budget(configured: int | None, fitted: int | None) -> int:
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
                 chars_per_token: float, accessibility: str | None = None,
-                tools: str = "", host_facts: str = "") -> tuple[list[ContextPart], list[str]]:
+                tools: str = "", host_facts: str = "", data_rule: bool = True) -> tuple[list[ContextPart], list[str]]:
     """Return (parts in wire order, names of what was dropped); `recent` is oldest first.
 
     `tools`: what the runnable tools list (MCP tools, skills), counted like the action space; `host_facts`:
-    the machine's (`prompt.host_facts`, empty when off), counted the same way."""
+    the machine's (`prompt.host_facts`, empty when off), counted the same way. `data_rule=False` leaves out
+    what untrusted data means, for a prompt that can hold none (a vision-check or grounding case: Conway's own
+    instruction and the case's target, no tool output, memory or steps)."""
     budget_chars = int(budget_tokens * chars_per_token)
     fixed_share = budget_chars // 3  # identity and goals may use at most a third each
     constitution = cut_text(constitution, fixed_share)[0]
     goals = cut_text(goals, fixed_share)[0]
     tools, host_facts = tools.strip(), host_facts.strip()
-    used = len(constitution) + len(goals) + len(action_space) + len(tools) + len(host_facts) + len(DATA_RULE)
+    used = (len(constitution) + len(goals) + len(action_space) + len(tools) + len(host_facts)
+            + (len(DATA_RULE) if data_rule else 0))
     dropped: list[str] = []
 
     def fits(text: str) -> bool:
@@ -164,7 +167,8 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space)]
     if tools:
         parts.append(ContextPart(PartName.TOOLS, tools))
-    parts.append(ContextPart(PartName.DATA_RULE, DATA_RULE))
+    if data_rule:
+        parts.append(ContextPart(PartName.DATA_RULE, DATA_RULE))
     if host_facts:
         parts.append(ContextPart(PartName.HOST_FACTS, host_facts))
     parts.append(ContextPart(PartName.GOALS, goals))
