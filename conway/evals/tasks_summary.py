@@ -66,7 +66,7 @@ def _rate(recs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def cost_totals(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The suite's cost: each task's cost (from its journal) summed."""
-    keys = ("decisions", "prompt_tokens", "cached_tokens", "generated_tokens", "model_s", "wall_s")
+    keys = ("decisions", "summaries", "prompt_tokens", "cached_tokens", "generated_tokens", "model_s", "wall_s")
     total: dict[str, Any] = {k: 0 for k in keys}
     for rec in records:
         cost = rec.get("cost") or {}

@@ -2,9 +2,12 @@
 
 The journal is the only source: every `decision` event carries the model's
 `usage` (prompt, cached prompt and generated tokens, as the backend reported
-them) and `latency_s` (the model's time for that decision). Nothing else
-counts, so a total can always be recomputed and never drifts from the record.
-Wall time is a session's first to last event.
+them) and `latency_s` (the model's time for that decision), and every
+`memory` `compacted` event that asked a model for memory's summary carries
+that request's `usage` and `duration_s` (counted apart as `summaries`, in
+the same token totals: the model spent them). Nothing else counts, so a
+total can always be recomputed and never drifts from the record. Wall time
+is a session's first to last event.
 """
 
 from __future__ import annotations
@@ -29,6 +32,18 @@ class ModelCost:
     """Of the prompt tokens, those the backend served from its cache."""
     generated_tokens: int = 0
     model_s: float = 0.0
+    summaries: int = 0
+    """Memory summaries asked of this model (their tokens and time are in the totals above)."""
+
+    def add_summary(self, compacted: dict[str, Any]) -> None:
+        """Count one memory summary request (a `memory` `compacted` event's payload that made one)."""
+        usage = compacted.get("usage") if isinstance(compacted.get("usage"), dict) else {}
+        self.summaries += 1
+        self.prompt_tokens += _count(usage.get("prompt_tokens"))
+        self.cached_tokens += _count(usage.get("cached_tokens"))
+        self.generated_tokens += _count(usage.get("completion_tokens"))
+        took = compacted.get("duration_s")
+        self.model_s += took if isinstance(took, (int, float)) and took > 0 else 0.0
 
     def add(self, decision: dict[str, Any]) -> None:
         """Count one decision payload (a journal event's, or a step record's `decision`)."""
@@ -79,6 +94,10 @@ class SessionCost:
         if event.get("kind") == "decision" and isinstance(payload, dict):
             model = str(payload.get("model_id") or "unknown model")
             self.by_model.setdefault(model, ModelCost()).add(payload)
+        elif (event.get("kind") == "memory" and isinstance(payload, dict) and payload.get("event") == "compacted"
+              and payload.get("duration_s") is not None):  # a summary was asked for (not a plain truncation)
+            model = str(payload.get("model_id") or "unknown model")
+            self.by_model.setdefault(model, ModelCost()).add_summary(payload)
 
     def record(self) -> dict[str, Any]:
         return {"session": self.session, "wall_s": round(self.wall_s, 3), "total": self.total.record(),
@@ -123,6 +142,8 @@ def render_record(rec: dict[str, Any]) -> str:
     if not t["decisions"]:
         return f"no decisions yet ({rec['wall_s']:.1f} s wall)"
     cached = f", {t['cached_tokens']:,} of them cached" if t["cached_tokens"] else ""
-    return (f"{t['decisions']} decision(s), {t['prompt_tokens']:,} prompt tokens{cached}, "
+    summaries = f" and {t['summaries']} memory summar{'y' if t['summaries'] == 1 else 'ies'}" \
+        if t.get("summaries") else ""
+    return (f"{t['decisions']} decision(s){summaries}, {t['prompt_tokens']:,} prompt tokens{cached}, "
             f"{t['generated_tokens']:,} generated; model {t['model_s']:.1f} s of {rec['wall_s']:.1f} s wall "
             f"({', '.join(rec['by_model'])})")

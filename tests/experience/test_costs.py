@@ -63,3 +63,16 @@ def test_status_says_what_the_session_cost_reading_only_its_own_events(tmp_path)
     expected = costs_of(events)[session].record()
     assert report["cost"] == expected == session_cost(home.journal_dir, session).record()
     assert "cost:     " in render_status(report)
+
+
+def test_a_memory_summary_counts_its_tokens_and_time_apart_from_decisions():
+    summary = make_event("s1", 3, "memory", {"event": "compacted", "outcome": "summarised", "model_id": "m",
+                                             "duration_s": 2.5, "usage": {"prompt_tokens": 900,
+                                                                          "completion_tokens": 120}}, now=12.0)
+    truncation = make_event("s1", 4, "memory", {"event": "compacted", "outcome": "truncated",
+                                                "reason": "memory.summarise=false"}, now=13.0)
+    events = [_decision("s1", 1, 10.0, "m", 100, 0, 10, 1.0), summary, truncation]
+    total = costs_of(events)["s1"].total
+    assert (total.decisions, total.summaries) == (1, 1)
+    assert (total.prompt_tokens, total.generated_tokens, total.model_s) == (1000, 130, 3.5)
+    assert "1 decision(s) and 1 memory summary, 1,000 prompt tokens" in render_record(costs_of(events)["s1"].record())
