@@ -318,7 +318,7 @@ def _pool(args, cfg, home):
     spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints)
     if spec.workers == 1 and not spec.ray and not endpoints:
         return None
-    if args.parallel != 1:
+    if getattr(args, "parallel", 1) != 1:
         raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
                         "use one or the other")
     return Pool(spec, PolicyRecipe(cfg, str(home.root)))
@@ -417,7 +417,7 @@ def do_tasks_run(args) -> int:
     cfg = _model_config(args, home)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet,
-                     argv=args._argv)
+                     argv=args._argv, pool=_pool(args, cfg, home), resume=args.resume)
 
 
 COMMANDS: dict[str, Callable] = {

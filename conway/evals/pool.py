@@ -44,8 +44,11 @@ from conway.errors import UserError
 
 Record = dict[str, Any]
 POLL_S = 0.25
-STOP_GRACE_S = 2.0
-"""How long stopped workers get to exit before they are killed."""
+STOP_GRACE_S = 10.0
+"""How long stopped workers get to exit (a task closes its desktop) before they are killed."""
+LOST = "environment_lost"
+"""A record with this key says the case's environment died under it (its X server killed …): the case runs
+once more, like a case whose worker died; the worker itself goes on."""
 
 
 @dataclass(frozen=True)
@@ -175,8 +178,11 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                 position, case = s.busy  # type: ignore[misc]
                 s.busy = None
                 in_flight[s.endpoint] -= 1
+                if isinstance(outcome, dict) and outcome.get(LOST):
+                    outcome = _Died(str(outcome[LOST]), worker_alive=True)
                 if isinstance(outcome, _Died):
-                    s.handle = backend.start(suite, recipes[s.endpoint], s.name)  # a fresh worker in its place
+                    if not outcome.worker_alive:
+                        s.handle = backend.start(suite, recipes[s.endpoint], s.name)  # a fresh worker in its place
                     if position in retried:
                         take(position, {**lost_record(case, f"lost twice: {retried[position]}; then {outcome.why}"),
                                         "retried": {"reason": retried[position]}})
@@ -188,19 +194,20 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                     outcome = {**outcome, "retried": {"reason": retried[position], "attempt": 2}}
                 take(position, outcome)
     finally:
-        backend.stop_all([s.handle for s in slots if s.handle is not None])
+        backend.stop_all([s.handle for s in slots if s.handle is not None], interrupted=token.is_set())
 
 
 @dataclass(frozen=True)
 class _Died:
     why: str
+    worker_alive: bool = False
 
 
 class _Backend:
     def start(self, suite: Any, recipe: PolicyRecipe, name: str) -> Any: ...
     def submit(self, handle: Any, position: int, case: Any) -> None: ...
     def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, Record | _Died]]: ...
-    def stop_all(self, handles: list[Any]) -> None: ...
+    def stop_all(self, handles: list[Any], interrupted: bool = False) -> None: ...
 
 
 # --- processes on this machine ------------------------------------------------------------
@@ -284,18 +291,19 @@ class _ProcessBackend(_Backend):
             seen.add(id(s))
         return out
 
-    def stop_all(self, handles: list[_Proc]) -> None:
+    def stop_all(self, handles: list[_Proc], interrupted: bool = False) -> None:
+        """Done: each worker is told so and exits. Stopped: SIGTERM at once, which a case's loop takes as a stop
+        (its desktop closed, its session recorded), then SIGKILL for one that outlasts the grace."""
         for h in handles:
             try:
                 h.conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
+            if interrupted and h.process.is_alive():
+                h.process.terminate()
         deadline = time.monotonic() + STOP_GRACE_S
         for h in handles:
             h.process.join(timeout=max(0.0, deadline - time.monotonic()))
-            if h.process.is_alive():  # busy with a case the stop abandons
-                h.process.terminate()
-                h.process.join(timeout=1.0)
             if h.process.is_alive():
                 h.process.kill()
                 h.process.join(timeout=1.0)
@@ -405,7 +413,7 @@ class _RayBackend(_Backend):
                 out.append((s, lost_record(s.busy[1] if s.busy else None, f"the case raised: {exc.cause!r}")))
         return out
 
-    def stop_all(self, handles: list[Any]) -> None:
+    def stop_all(self, handles: list[Any], interrupted: bool = False) -> None:
         for h in handles:
             try:
                 self.ray.kill(h, no_restart=True)
