@@ -43,10 +43,10 @@ def _suite(root: Path, scripts: dict[str, list]) -> tuple[Path, Path]:
     return root / "suite", mock
 
 
-def _run(root: Path, name: str, suite: Path, mock: Path, workers: int) -> dict:
+def _run(root: Path, name: str, suite: Path, mock: Path, workers: int, ray: str | None = None) -> dict:
     home = Home(root / "home")
     config = load_config(home.config, ["policy=mock"])
-    pool = Pool(PoolSpec(workers=workers), PolicyRecipe(config, str(home.root))) if workers > 1 else None
+    pool = Pool(PoolSpec(workers=workers, ray=ray), PolicyRecipe(config, str(home.root))) if workers > 1 else None
     out = root / f"{name}.json"
     tasks_run(home, config, str(suite), output=str(out), mock_scripts=str(mock), pool=pool, quiet=True,
               window_wait_s=5.0, command_timeout_s=10.0, max_seconds=120)
@@ -99,3 +99,16 @@ def test_a_task_whose_x_server_dies_runs_once_more_on_a_fresh_desktop(tmp_path):
     (case,) = report["cases"]
     assert case["retried"]["attempt"] == 2 and "X server" in case["retried"]["reason"]
     assert case["outcome"] == "pass" and case["score"] == 1
+
+
+def test_a_task_suite_on_a_real_ray_cluster_scores_as_the_serial_run(tmp_path, tmp_path_factory):
+    need_desktop()
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from helpers.ray_cluster import ray_cluster
+
+    suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(3)})
+    serial = _run(tmp_path, "serial", suite, mock, 1)
+    with ray_cluster(tmp_path_factory.mktemp("ray")) as address:
+        pooled = _run(tmp_path, "ray", suite, mock, 2, ray=address)
+    assert [(c["task"], c.get("score")) for c in pooled["cases"]] == [(c["task"], c.get("score")) for c in serial["cases"]]
+    assert pooled["summary"]["passed"] == 3 and pooled["pool"]["ray"] == address
