@@ -315,8 +315,9 @@ def _pool(args, cfg, home):
     """The worker pool the arguments ask for, or None (the cases run in this process)."""
     from conway.evals.pool import PolicyRecipe, Pool, PoolSpec, parse_endpoint
     endpoints = tuple(parse_endpoint(e) for e in args.pool_endpoint)
-    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints)
-    if spec.workers == 1 and not spec.ray and not endpoints:
+    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
+                    desktops_per_node=getattr(args, "desktops_per_node", None))
+    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
         return None
     if getattr(args, "parallel", 1) != 1:
         raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "

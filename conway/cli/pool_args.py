@@ -14,6 +14,9 @@ def add_pool_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ray", metavar="ADDRESS",
                    help="run the workers as Ray actors on the cluster at ADDRESS (HOST:PORT, 'auto' for the one "
                         "this machine joined, 'local' for a private one here); needs the ray extra")
+    g.add_argument("--desktops-per-node", type=int, metavar="K",
+                   help="with --ray local: the desktops (workers at once) the private node hosts (default: its CPUs); "
+                        "a cluster's nodes declare theirs with ray start --resources '{\"desktop\": K}'")
     g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
                    help="spread the workers over these model endpoints, never more cases in flight on one than its "
                         "SLOTS (default 1); repeat for several (default: the configured endpoint, one slot per worker)")

@@ -66,10 +66,18 @@ class PoolSpec:
     """A Ray cluster's address, "auto" (the cluster this machine belongs to) or "local" (start one here)."""
     endpoints: tuple[Endpoint, ...] = ()
     """Empty: every worker uses the configured endpoint, with as many slots as workers."""
+    desktops_per_node: int | None = None
+    """`ray="local"`: how many desktops (workers) the private node hosts (default: its CPUs). A cluster's own
+    nodes declare theirs when they join (`ray start --resources '{"desktop": N}'`)."""
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise UserError(f"--workers must be at least 1 (got {self.workers})")
+        if self.desktops_per_node is not None and self.desktops_per_node < 1:
+            raise UserError(f"--desktops-per-node must be at least 1 (got {self.desktops_per_node})")
+        if self.desktops_per_node is not None and self.ray != "local":
+            raise UserError("--desktops-per-node sizes the private cluster of --ray local; the nodes of a cluster "
+                            "declare theirs when they join: ray start --resources '{\"desktop\": N}'")
         for e in self.endpoints:
             if e.slots < 1:
                 raise UserError(f"an endpoint's slots must be at least 1 (got {e.slots} for {e.url})")
@@ -156,7 +164,7 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                on_state: Callable[[dict[str, str]], None] | None = None) -> None:
     """Every case through a worker; `take(position, record)` as each finishes. Returns when all are done or
     `token` is set (the workers stopped either way)."""
-    backend: _Backend = _RayBackend(spec.ray) if spec.ray else _ProcessBackend()
+    backend: _Backend = _RayBackend(spec.ray, spec.desktops_per_node) if spec.ray else _ProcessBackend()
     endpoints, assignment = _assign(spec)
     recipes = [recipe.for_endpoint(e) for e in endpoints]
     in_flight = [0] * len(endpoints)
@@ -345,8 +353,9 @@ def _actor_class() -> Any:
     return _ACTOR
 
 
-def ray_connect(address: str) -> Any:
-    """Join the cluster at `address` ("auto", "local" for a private one here, or HOST:PORT); dashboard off."""
+def ray_connect(address: str, desktops: int | None = None) -> Any:
+    """Join the cluster at `address` ("auto", "local" for a private one here with `desktops` desktops, or
+    HOST:PORT); dashboard off."""
     ray = _ray()
     if ray.is_initialized():
         return ray
@@ -356,7 +365,8 @@ def ray_connect(address: str) -> Any:
         _check_reachable(address)  # ray.init would retry an address nobody answers at for minutes
     try:
         if address == "local":
-            ray.init(_node_ip_address="127.0.0.1", num_cpus=os.cpu_count() or 1, **kwargs)
+            ray.init(_node_ip_address="127.0.0.1", num_cpus=os.cpu_count() or 1,
+                     resources={"desktop": desktops or os.cpu_count() or 1}, **kwargs)
         else:
             ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -378,10 +388,10 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 class _RayBackend(_Backend):
-    def __init__(self, address: str):
+    def __init__(self, address: str, desktops: int | None = None):
         self._owned = not _ray().is_initialized()
         """We joined the cluster for this run, so we leave it afterwards (an embedding program keeps its own)."""
-        self.ray = ray_connect(address)
+        self.ray = ray_connect(address, desktops)
         self._refs: dict[Any, Any] = {}
         resources = self.ray.cluster_resources()
         # a node that declares desktops (`ray start --resources '{"desktop": N}'`) hosts at most N workers;

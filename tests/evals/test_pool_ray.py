@@ -76,3 +76,13 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, capsys):
         code, _ = _run(server, tmp_path, "x.json", "--ray", "127.0.0.1:1")
     assert code == 1
     assert "cannot join the Ray cluster at 127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_ray_local_starts_a_private_cluster_here_with_its_desktops(tmp_path):
+    with VisionFixtureServer(delay_s=0.2) as server:
+        _, serial = _run(server, tmp_path, "serial.json")
+        code, pooled = _run(server, tmp_path, "local.json", "--workers", "2", "--ray", "local",
+                            "--desktops-per-node", "2")
+    assert code == 0 and _cases(pooled) == _cases(serial)
+    assert pooled["pool"]["ray"] == "local"
+    assert not ray.is_initialized()
