@@ -315,10 +315,11 @@ def _pool(args, cfg, home):
     """The worker pool the arguments ask for, or None (the cases run in this process)."""
     from conway.evals.pool import PolicyRecipe, Pool, PoolSpec, parse_endpoint
     endpoints = tuple(parse_endpoint(e) for e in args.pool_endpoint)
-    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints)
-    if spec.workers == 1 and not spec.ray and not endpoints:
+    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
+                    desktops_per_node=getattr(args, "desktops_per_node", None))
+    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
         return None
-    if args.parallel != 1:
+    if getattr(args, "parallel", 1) != 1:
         raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
                         "use one or the other")
     return Pool(spec, PolicyRecipe(cfg, str(home.root)))
@@ -417,7 +418,7 @@ def do_tasks_run(args) -> int:
     cfg = _model_config(args, home)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet,
-                     argv=args._argv)
+                     argv=args._argv, pool=_pool(args, cfg, home), resume=args.resume)
 
 
 COMMANDS: dict[str, Callable] = {

@@ -8,6 +8,7 @@ import sys
 from conway import __version__
 from conway.cli import tasks as tasks_cli
 from conway.cli.commands import run_command
+from conway.cli.pool_args import add_pool_args
 from conway.errors import UserError, exit_codes_text
 from conway.evals.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
@@ -36,22 +37,6 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mock-script", metavar="FILE", help="YAML/JSONL script of mock decisions (implies --mock)")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
-
-
-def _add_pool_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("worker pool (conway.evals.pool)")
-    g.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="run the cases in N worker processes here (each builds its own policy; default 1: this "
-                        "process); with --ray, N Ray actors")
-    g.add_argument("--ray", metavar="ADDRESS",
-                   help="run the workers as Ray actors on the cluster at ADDRESS (HOST:PORT, 'auto' for the one "
-                        "this machine joined, 'local' for a private one here); needs the ray extra")
-    g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
-                   help="spread the workers over these model endpoints, never more cases in flight on one than its "
-                        "SLOTS (default 1); repeat for several (default: the configured endpoint, one slot per worker)")
-    g.add_argument("--resume", metavar="REPORT",
-                   help="a partial report of the same command (Ctrl+C, conway stop): keep its finished cases and run "
-                        "only the rest")
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
@@ -229,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    _add_pool_args(p)
+    add_pool_args(p)
     p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
                    help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
                         "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
@@ -255,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="send K requests at once (for servers with several slots)")
-    _add_pool_args(p)
+    add_pool_args(p)
     p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

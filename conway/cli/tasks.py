@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from conway.cli.pool_args import add_pool_args
 from conway.errors import ExitCode, UserError
 
 SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/<domain>/<id>.json gives the "
@@ -80,6 +81,7 @@ def _add_run(group: argparse._SubParsersAction) -> None:
     rp.add_argument("--max-seconds", type=float, metavar="S", help="time per task (default: the task's, else 600)")
     rp.add_argument("--keep", action="store_true", help="keep each task's desktop folder (its user home) afterwards")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
+    add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop
 
 
 OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][A-Za-z0-9_.]*=")

@@ -44,8 +44,11 @@ from conway.errors import UserError
 
 Record = dict[str, Any]
 POLL_S = 0.25
-STOP_GRACE_S = 2.0
-"""How long stopped workers get to exit before they are killed."""
+STOP_GRACE_S = 10.0
+"""How long stopped workers get to exit (a task closes its desktop) before they are killed."""
+LOST = "environment_lost"
+"""A record with this key says the case's environment died under it (its X server killed …): the case runs
+once more, like a case whose worker died; the worker itself goes on."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,18 @@ class PoolSpec:
     """A Ray cluster's address, "auto" (the cluster this machine belongs to) or "local" (start one here)."""
     endpoints: tuple[Endpoint, ...] = ()
     """Empty: every worker uses the configured endpoint, with as many slots as workers."""
+    desktops_per_node: int | None = None
+    """`ray="local"`: how many desktops (workers) the private node hosts (default: its CPUs). A cluster's own
+    nodes declare theirs when they join (`ray start --resources '{"desktop": N}'`)."""
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise UserError(f"--workers must be at least 1 (got {self.workers})")
+        if self.desktops_per_node is not None and self.desktops_per_node < 1:
+            raise UserError(f"--desktops-per-node must be at least 1 (got {self.desktops_per_node})")
+        if self.desktops_per_node is not None and self.ray != "local":
+            raise UserError("--desktops-per-node sizes the private cluster of --ray local; the nodes of a cluster "
+                            "declare theirs when they join: ray start --resources '{\"desktop\": N}'")
         for e in self.endpoints:
             if e.slots < 1:
                 raise UserError(f"an endpoint's slots must be at least 1 (got {e.slots} for {e.url})")
@@ -153,7 +164,7 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                on_state: Callable[[dict[str, str]], None] | None = None) -> None:
     """Every case through a worker; `take(position, record)` as each finishes. Returns when all are done or
     `token` is set (the workers stopped either way)."""
-    backend: _Backend = _RayBackend(spec.ray) if spec.ray else _ProcessBackend()
+    backend: _Backend = _RayBackend(spec.ray, spec.desktops_per_node) if spec.ray else _ProcessBackend()
     endpoints, assignment = _assign(spec)
     recipes = [recipe.for_endpoint(e) for e in endpoints]
     in_flight = [0] * len(endpoints)
@@ -175,8 +186,11 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                 position, case = s.busy  # type: ignore[misc]
                 s.busy = None
                 in_flight[s.endpoint] -= 1
+                if isinstance(outcome, dict) and outcome.get(LOST):
+                    outcome = _Died(str(outcome[LOST]), worker_alive=True)
                 if isinstance(outcome, _Died):
-                    s.handle = backend.start(suite, recipes[s.endpoint], s.name)  # a fresh worker in its place
+                    if not outcome.worker_alive:
+                        s.handle = backend.start(suite, recipes[s.endpoint], s.name)  # a fresh worker in its place
                     if position in retried:
                         take(position, {**lost_record(case, f"lost twice: {retried[position]}; then {outcome.why}"),
                                         "retried": {"reason": retried[position]}})
@@ -188,19 +202,20 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                     outcome = {**outcome, "retried": {"reason": retried[position], "attempt": 2}}
                 take(position, outcome)
     finally:
-        backend.stop_all([s.handle for s in slots if s.handle is not None])
+        backend.stop_all([s.handle for s in slots if s.handle is not None], interrupted=token.is_set())
 
 
 @dataclass(frozen=True)
 class _Died:
     why: str
+    worker_alive: bool = False
 
 
 class _Backend:
     def start(self, suite: Any, recipe: PolicyRecipe, name: str) -> Any: ...
     def submit(self, handle: Any, position: int, case: Any) -> None: ...
     def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, Record | _Died]]: ...
-    def stop_all(self, handles: list[Any]) -> None: ...
+    def stop_all(self, handles: list[Any], interrupted: bool = False) -> None: ...
 
 
 # --- processes on this machine ------------------------------------------------------------
@@ -284,18 +299,19 @@ class _ProcessBackend(_Backend):
             seen.add(id(s))
         return out
 
-    def stop_all(self, handles: list[_Proc]) -> None:
+    def stop_all(self, handles: list[_Proc], interrupted: bool = False) -> None:
+        """Done: each worker is told so and exits. Stopped: SIGTERM at once, which a case's loop takes as a stop
+        (its desktop closed, its session recorded), then SIGKILL for one that outlasts the grace."""
         for h in handles:
             try:
                 h.conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
+            if interrupted and h.process.is_alive():
+                h.process.terminate()
         deadline = time.monotonic() + STOP_GRACE_S
         for h in handles:
             h.process.join(timeout=max(0.0, deadline - time.monotonic()))
-            if h.process.is_alive():  # busy with a case the stop abandons
-                h.process.terminate()
-                h.process.join(timeout=1.0)
             if h.process.is_alive():
                 h.process.kill()
                 h.process.join(timeout=1.0)
@@ -337,8 +353,9 @@ def _actor_class() -> Any:
     return _ACTOR
 
 
-def ray_connect(address: str) -> Any:
-    """Join the cluster at `address` ("auto", "local" for a private one here, or HOST:PORT); dashboard off."""
+def ray_connect(address: str, desktops: int | None = None) -> Any:
+    """Join the cluster at `address` ("auto", "local" for a private one here with `desktops` desktops, or
+    HOST:PORT); dashboard off."""
     ray = _ray()
     if ray.is_initialized():
         return ray
@@ -348,7 +365,8 @@ def ray_connect(address: str) -> Any:
         _check_reachable(address)  # ray.init would retry an address nobody answers at for minutes
     try:
         if address == "local":
-            ray.init(_node_ip_address="127.0.0.1", num_cpus=os.cpu_count() or 1, **kwargs)
+            ray.init(_node_ip_address="127.0.0.1", num_cpus=os.cpu_count() or 1,
+                     resources={"desktop": desktops or os.cpu_count() or 1}, **kwargs)
         else:
             ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -370,10 +388,10 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 class _RayBackend(_Backend):
-    def __init__(self, address: str):
+    def __init__(self, address: str, desktops: int | None = None):
         self._owned = not _ray().is_initialized()
         """We joined the cluster for this run, so we leave it afterwards (an embedding program keeps its own)."""
-        self.ray = ray_connect(address)
+        self.ray = ray_connect(address, desktops)
         self._refs: dict[Any, Any] = {}
         resources = self.ray.cluster_resources()
         # a node that declares desktops (`ray start --resources '{"desktop": N}'`) hosts at most N workers;
@@ -405,7 +423,7 @@ class _RayBackend(_Backend):
                 out.append((s, lost_record(s.busy[1] if s.busy else None, f"the case raised: {exc.cause!r}")))
         return out
 
-    def stop_all(self, handles: list[Any]) -> None:
+    def stop_all(self, handles: list[Any], interrupted: bool = False) -> None:
         for h in handles:
             try:
                 self.ray.kill(h, no_restart=True)

@@ -30,6 +30,7 @@ import os
 import re
 import shlex
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,8 +38,9 @@ from typing import Any, Callable
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.evals import tasks_summary
+from conway.evals.pool import LOST, Pool, pool_record
 from conway.evals.report import Report
-from conway.evals.runner import check_outputs, run_suite, suite_policy
+from conway.evals.runner import check_outputs, resume_records, run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy
 from conway.store.home import Home
@@ -157,12 +159,7 @@ class TasksSuite:
                 "raw": task.raw}
 
     def _run(self, policy: Policy, case: TaskCase, record: dict[str, Any]) -> None:
-        from conway.cancel import current_cancel
-        from conway.loop.ending import RunEnd
         from conway.sandbox.desktop import DisposableDesktop
-        from conway.sandbox.setup import SetupLimits, run_setup
-        from conway.session.task_run import run_task
-        from conway.tasks.evaluate import evaluate
 
         task = case.task
         steps, seconds = budget(task, self.max_steps, self.max_seconds)
@@ -173,40 +170,57 @@ class TasksSuite:
         home = Home(root / "home")
         record["phase"] = "desktop"
         with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep) as desk:
-            if self.keep:
-                record["kept"] = str(desk.root)
-            self.display_sizes.append(tuple(desk.size))
-            record["phase"] = "setup"
-            limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                                 screen=tuple(desk.size))
-            run_setup(list(task.config), desk, limits)
-            record["phase"] = "run"
-            home.ensure_dirs()
-            home.constitution.write_text(CONSTITUTION, encoding="utf-8")
-            home.goals.write_text(GOALS, encoding="utf-8")
-            cfg = self._task_config(desk)
-            token = current_cancel()
-            if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
-                raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
-            run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
-                           observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
-                           say=self.say, quiet=True)
-            outcome = run.outcome
-            if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
-                token.set(outcome.reason)  # the suite stops: this task did not finish
-            record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
-            record.update(session=run.session, home=_relative(home.root, self.report_dir),
-                          view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
-                          steps=outcome.steps, stop_reason=outcome.reason,
-                          declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
-                          model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
-            if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
-                raise RuntimeError(outcome.reason)
-            record["phase"] = "evaluate"
-            declared_fail = (outcome.finish or {}).get("status") == "FAIL"
-            result = evaluate(task, desk, declared_fail=declared_fail,
-                              run_step=lambda step, env: run_setup([step], env, limits))
+            try:
+                self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
+            finally:
+                lost = desk.lost()
+                if lost:  # not the task's doing: in a worker pool the case runs once more on a fresh desktop
+                    record[LOST] = lost
         record.pop("phase", None)
+
+    def _on_desktop(self, policy: Policy, case: TaskCase, record: dict[str, Any], desk: Any, home: Home, root: Path,
+                    steps: int, seconds: float) -> None:
+        from conway.cancel import current_cancel
+        from conway.loop.ending import RunEnd
+        from conway.sandbox.setup import SetupLimits, run_setup
+        from conway.session.task_run import run_task
+        from conway.tasks.evaluate import evaluate
+
+        task = case.task
+        if self.keep:
+            record["kept"] = str(desk.root)
+        self.display_sizes.append(tuple(desk.size))
+        record["display_size"] = list(desk.size)
+        record["phase"] = "setup"
+        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
+                             screen=tuple(desk.size))
+        run_setup(list(task.config), desk, limits)
+        record["phase"] = "run"
+        home.ensure_dirs()
+        home.constitution.write_text(CONSTITUTION, encoding="utf-8")
+        home.goals.write_text(GOALS, encoding="utf-8")
+        cfg = self._task_config(desk)
+        token = current_cancel()
+        if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
+            raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
+        run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
+                       observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
+                       say=self.say, quiet=True)
+        outcome = run.outcome
+        if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
+            token.set(outcome.reason)  # the suite stops: this task did not finish
+        record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+        record.update(session=run.session, home=_relative(home.root, self.report_dir),
+                      view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
+                      steps=outcome.steps, stop_reason=outcome.reason,
+                      declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
+                      model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+        if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
+            raise RuntimeError(outcome.reason)
+        record["phase"] = "evaluate"
+        declared_fail = (outcome.finish or {}).get("status") == "FAIL"
+        result = evaluate(task, desk, declared_fail=declared_fail,
+                          run_step=lambda step, env: run_setup([step], env, limits))
         record.update(_scored(result))
 
     # -- the parts of one task ---------------------------------------------------------
@@ -338,8 +352,12 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
               cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
               max_steps: int | None = None, max_seconds: float | None = None, quiet: bool = False,
               argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
-              window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S) -> int:
-    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short)."""
+              window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S,
+              pool: Pool | None = None, resume: str | None = None) -> int:
+    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short).
+
+    With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
+    report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
     from conway.session.app import console_say
     from conway.tasks.model import load_suite
 
@@ -376,8 +394,10 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
         say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}")
-    with suite_policy(config, home, policy) as pol:
-        result = run_suite(runner, pol, cases, report, progress=False,
+    report.data["pool"] = pool_record(pool)
+    kept = resume_records(resume, report, len(cases)) if resume else None
+    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as pol:
+        result = run_suite(runner, pol, cases, report, progress=False, pool=pool, resume=kept,
                            extra=lambda res: _extra(runner, cases, res.records))
     _say_result(result.summary, out, say)
     return result.code
@@ -387,7 +407,8 @@ def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, An
     from conway.evals.tasks_facts import environment_facts, programs_of
 
     programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
-    size = runner.display_sizes[0] if runner.display_sizes else None
+    sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]
+    size = sizes[0] if sizes else None  # a pool's workers report theirs in the records
     return {"environment": environment_facts(programs, size),
             "differences_from_osworld": list(tasks_summary.DIFFERENCES_FROM_OSWORLD)}
 

@@ -203,6 +203,14 @@ class DisposableDesktop:
 
     # --- TaskEnv -----------------------------------------------------------------
 
+    def lost(self) -> str | None:
+        """What of the desktop died while it was in use (its X server, its bus), or None while all is well."""
+        if self._x is not None and self._x.proc.poll() is not None:
+            return f"the desktop's X server {self.display} died (exit {self._x.proc.returncode})"
+        if self._bus is not None and self._bus.poll() is not None:
+            return f"the desktop's session bus died (exit {self._bus.returncode})"
+        return None
+
     def host_path(self, guest_path: str) -> Path:
         """`/home/user/…`, `~/…` or a path relative to the home → the file in the disposable home; PathEscape
         for anything else (`..` out of it, another absolute path, a link pointing out)."""

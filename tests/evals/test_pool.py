@@ -114,6 +114,8 @@ def test_ctrl_c_writes_a_partial_report_that_resume_completes(tmp_path):
     (("--pool-endpoint", "ftp://x"), "expected an http(s) URL"),
     (("--pool-endpoint", "http://127.0.0.1:1/v1@x"), "whole number"),
     (("--workers", "2", "--pool-endpoint", "http://127.0.0.1:9/v1@0"), "slots must be at least 1"),
+    (("--workers", "2", "--desktops-per-node", "2"), "sizes the private cluster of --ray local"),
+    (("--workers", "2", "--ray", "local", "--desktops-per-node", "0"), "--desktops-per-node must be at least 1"),
 ])
 def test_bad_pool_arguments_are_one_line(tmp_path, capsys, extra, message):
     with VisionFixtureServer() as server:

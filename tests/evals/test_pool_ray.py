@@ -8,44 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from fixtures.vision_fixture_server import VisionFixtureServer
+from helpers.ray_cluster import ray_cluster
 
 from conway.cli.main import main
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A head and a second node on this machine, each offering one desktop."""
-    port, tmp = _free_port(), tmp_path_factory.mktemp("ray")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    common = ["--num-cpus=1", '--resources={"desktop": 1}', "--disable-usage-stats"]
-    subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                    "--include-dashboard=false", f"--temp-dir={tmp}", *common],
-                   check=True, capture_output=True, env=env, timeout=120)
-    try:
-        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common], check=True, capture_output=True,
-                       env=env, timeout=120)
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
-        shutil.rmtree(tmp, ignore_errors=True)
+    with ray_cluster(tmp_path_factory.mktemp("ray")) as address:
+        yield address
 
 
 def _run(server, tmp_path, name, *extra, samples=4):
@@ -100,3 +76,13 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, capsys):
         code, _ = _run(server, tmp_path, "x.json", "--ray", "127.0.0.1:1")
     assert code == 1
     assert "cannot join the Ray cluster at 127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_ray_local_starts_a_private_cluster_here_with_its_desktops(tmp_path):
+    with VisionFixtureServer(delay_s=0.2) as server:
+        _, serial = _run(server, tmp_path, "serial.json")
+        code, pooled = _run(server, tmp_path, "local.json", "--workers", "2", "--ray", "local",
+                            "--desktops-per-node", "2")
+    assert code == 0 and _cases(pooled) == _cases(serial)
+    assert pooled["pool"]["ray"] == "local"
+    assert not ray.is_initialized()

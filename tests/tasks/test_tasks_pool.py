@@ -1,0 +1,114 @@
+"""`conway tasks run` in a worker pool: each worker runs its tasks one at a time, each on its own disposable
+desktop; the report equals the serial run's; a task whose X server is killed mid-run runs once more.
+
+Real desktops (bubblewrap, Xvfb, a session bus), real worker processes, the real loop with scripted
+policies (the point: a script stands in for the model), real checkers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers.task_desktop import need_desktop
+
+from conway.config import load_config
+from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
+from conway.evals.tasks_run import tasks_run
+from conway.store.home import Home
+
+pytestmark = pytest.mark.desktop
+
+FINISH = [{"action": {"type": "finish", "status": "DONE", "message": "done"}}]
+
+
+def _task(task_id: str) -> dict:
+    return {"id": task_id, "instruction": "Write ok into ~/out.txt.", "config": [], "related_apps": ["os"],
+            "evaluator": {"func": "exact_match",
+                          "result": {"type": "vm_command_line", "command": "cat ~/out.txt", "shell": True},
+                          "expected": {"type": "rule", "rules": {"expected": "ok\n"}}}}
+
+
+def _suite(root: Path, scripts: dict[str, list]) -> tuple[Path, Path]:
+    suite, mock = root / "suite" / "examples" / "os", root / "mock"
+    suite.mkdir(parents=True)
+    mock.mkdir()
+    for name, steps in scripts.items():
+        (suite / f"{name}.json").write_text(json.dumps(_task(name)))
+        (mock / f"{name}.yaml").write_text(json.dumps(steps))
+    return root / "suite", mock
+
+
+def _run(root: Path, name: str, suite: Path, mock: Path, workers: int, ray: str | None = None) -> dict:
+    home = Home(root / "home")
+    config = load_config(home.config, ["policy=mock"])
+    pool = Pool(PoolSpec(workers=workers, ray=ray), PolicyRecipe(config, str(home.root))) if workers > 1 else None
+    out = root / f"{name}.json"
+    tasks_run(home, config, str(suite), output=str(out), mock_scripts=str(mock), pool=pool, quiet=True,
+              window_wait_s=5.0, command_timeout_s=10.0, max_seconds=120)
+    return json.loads(out.read_text())
+
+
+WRITE_OK = [{"action": {"type": "shell", "command": "echo ok > ~/out.txt"}}] + FINISH
+
+
+def test_two_workers_score_the_suite_as_the_serial_run(tmp_path):
+    need_desktop()
+    suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(4)} |
+                         {"t-wrong": [{"action": {"type": "shell", "command": "echo no > ~/out.txt"}}] + FINISH})
+    serial = _run(tmp_path, "serial", suite, mock, 1)
+    pooled = _run(tmp_path, "pooled", suite, mock, 2)
+    assert [(c["task"], c["outcome"], c.get("score")) for c in pooled["cases"]] == \
+           [(c["task"], c["outcome"], c.get("score")) for c in serial["cases"]]
+    assert pooled["summary"]["passed"] == serial["summary"]["passed"] == 4
+    assert pooled["pool"]["workers"] == 2
+    assert pooled["environment"]["display_size"] == serial["environment"]["display_size"] == "1280x800"  # the workers' desktops said it
+
+
+def test_a_task_whose_x_server_dies_runs_once_more_on_a_fresh_desktop(tmp_path):
+    need_desktop()
+    slow = [{"action": {"type": "shell", "command": "sleep 6"}}] + WRITE_OK
+    suite, mock = _suite(tmp_path, {"slow": slow})
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def kill_the_first_x_server() -> None:  # the task's desktop, a few seconds into its run
+        while not stop.is_set() and not killed:
+            for p in psutil.Process().children(recursive=True):
+                try:
+                    if p.name() == "Xvfb" and time.time() - p.create_time() > 3:
+                        p.kill()
+                        killed.append(p.pid)
+                        return
+                except psutil.NoSuchProcess:
+                    continue
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_the_first_x_server, daemon=True)
+    killer.start()
+    try:
+        report = _run(tmp_path, "pooled", suite, mock, 2)
+    finally:
+        stop.set()
+        killer.join(timeout=5)
+    assert killed
+    (case,) = report["cases"]
+    assert case["retried"]["attempt"] == 2 and "X server" in case["retried"]["reason"]
+    assert case["outcome"] == "pass" and case["score"] == 1
+
+
+def test_a_task_suite_on_a_real_ray_cluster_scores_as_the_serial_run(tmp_path, tmp_path_factory):
+    need_desktop()
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from helpers.ray_cluster import ray_cluster
+
+    suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(3)})
+    serial = _run(tmp_path, "serial", suite, mock, 1)
+    with ray_cluster(tmp_path_factory.mktemp("ray")) as address:
+        pooled = _run(tmp_path, "ray", suite, mock, 2, ray=address)
+    assert [(c["task"], c.get("score")) for c in pooled["cases"]] == [(c["task"], c.get("score")) for c in serial["cases"]]
+    assert pooled["summary"]["passed"] == 3 and pooled["pool"]["ray"] == address
