@@ -1,5 +1,6 @@
 """A real Ray cluster on this machine for the pool's tests: a head and a second node on 127.0.0.1, each
-offering one desktop, no dashboard; stopped (`ray stop --force`) afterwards.
+offering one desktop, no dashboard; its own processes stopped afterwards (not `ray stop`, which would stop
+every Ray cluster on the machine, another test run's too).
 
     with ray_cluster(tmp) as address: ...     # "127.0.0.1:PORT"
 """
@@ -27,15 +28,45 @@ def _free_port() -> int:
 @contextmanager
 def ray_cluster(tmp: Path, desktops_per_node: int = 1) -> Iterator[str]:
     port = _free_port()
+    # without token authentication, for the nodes and for this process as the driver: a private ray.init()
+    # elsewhere in the run (`--ray local`) leaves Ray's default token in ~/.ray, which would otherwise apply
+    old_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--num-cpus=1", f'--resources={{"desktop": {desktops_per_node}}}', "--disable-usage-stats"]
-    subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                    "--include-dashboard=false", f"--temp-dir={tmp}", *common],
-                   check=True, capture_output=True, env=env, timeout=120)
     try:
+        subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                        "--include-dashboard=false", f"--temp-dir={tmp}", *common],
+                       check=True, capture_output=True, env=env, timeout=120)
         subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common], check=True, capture_output=True,
                        env=env, timeout=120)
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, env=env, timeout=120)
+        _stop(f"127.0.0.1:{port}", str(tmp))
         shutil.rmtree(tmp, ignore_errors=True)
+        if old_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = old_mode
+
+
+def _stop(address: str, temp_dir: str, grace_s: float = 10.0) -> None:
+    """End the processes of this cluster only: those whose command line names its address or its folder."""
+    import psutil
+
+    mine = []
+    for p in psutil.process_iter(["cmdline"]):
+        line = " ".join(p.info["cmdline"] or [])
+        if p.pid != os.getpid() and (address in line or temp_dir in line):
+            mine.append(p)
+    for p in mine:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(mine, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
