@@ -137,7 +137,8 @@ def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callab
     result; the work's own exceptions pass on.
     """
     box: dict[str, Any] = {}
-    done = threading.Event()
+    done = threading.Lock()  # held until the work is done: a bare lock wakes the waiter sooner than an Event
+    done.acquire()
 
     def run() -> None:
         try:
@@ -146,17 +147,17 @@ def run_cancellable(work: Callable[[], T], token: Cancel, stop_requested: Callab
         except BaseException as exc:
             box["error"] = exc
         finally:
-            done.set()
+            done.release()
 
     if worker is None:
         threading.Thread(target=run, name="conway-cancellable", daemon=True).start()
     else:
         worker.start(run)
-    while not done.wait(poll_s):
+    while not done.acquire(timeout=poll_s):
         reason = stop_requested()
         if reason:
             token.set(reason)
-            if not done.wait(grace_s) and worker is not None:
+            if not done.acquire(timeout=grace_s) and worker is not None:
                 worker.abandon()
             break
     if "result" in box:

@@ -182,11 +182,11 @@ class Loop:
                                    "detail": "planned only; not dispatched"})
             self.note(action, "planned only (dry run)")
             return
-        dumped = action.model_dump()
+        dumped, summary = action.model_dump(), action.summary()  # once: actions are frozen
         if action.side_effect:  # the fsynced intent is the authority (recovery, `status`) ...
-            self.record("intent", events.Intent(dumped, action.summary()).to_payload())
+            self.record("intent", events.Intent(dumped, summary).to_payload())
         if action.side_effect and action.lengthy:  # ... and what may take a while is shown in state.json
-            self.state.save_pending({"step": self.step, "action": dumped, "summary": action.summary(),
+            self.state.save_pending({"step": self.step, "action": dumped, "summary": summary,
                                      "at": self.p.clock.time()})
         try:  # the dispatch contract (`Tool.run`): ok=False had no effect; an exception may have had one
             result = self.control.watched(lambda: self.p.toolbox.run(action, screen), self.p.toolbox.cancellable(action))
@@ -203,9 +203,9 @@ class Loop:
         self.record("result" if result.ok else "error", {"action": dumped, **result.record()})
         if action.side_effect:  # recovery finds the journaled result if this write is lost
             self.state.save_pending(None)
-        self.note(action, "ok" if result.ok else f"failed: {result.error}")
+        self.note(action, "ok" if result.ok else f"failed: {result.error}", summary)
         shown = cut_text(result.text(), self.cfg.context.result_max_chars)[0]
-        self.contexts.latest = f"{action.summary()} → {shown}"
+        self.contexts.latest = f"{summary} → {shown}"
         # Policy.feedback: every recorded result (a no-op unless the policy learns from them)
         self.p.policy.feedback({"step": self.step, "action": dumped, **result.record()})
 
@@ -242,9 +242,9 @@ class Loop:
         self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
         self.control.wait(delay)
 
-    def note(self, action: _Action, outcome: str) -> None:
-        self.contexts.note(self.step, action.summary(), outcome)
-        self.say(f"step {self.step}: {action.summary()[:120]} → {outcome[:120]}")
+    def note(self, action: _Action, outcome: str, summary: str | None = None) -> None:
+        self.contexts.note(self.step, summary := summary or action.summary(), outcome)
+        self.say(f"step {self.step}: {summary[:120]} → {outcome[:120]}")
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:
         self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))

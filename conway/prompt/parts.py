@@ -143,11 +143,11 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
             access_text = accessibility
         else:
             dropped.append(PartName.ACCESSIBILITY)
-    kept_steps: list[StepNote] = []
+    kept_steps: list[str] = []  # rendered once: the lines are what is counted and what is sent
     for note in reversed(recent):  # the newest are kept when the budget is short
         line = _render_step(note)
         if fits(line + "\n"):
-            kept_steps.append(note)
+            kept_steps.append(line)
         else:
             dropped.append(f"{len(recent) - len(kept_steps)} older step(s)")
             break
@@ -175,7 +175,7 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     if memory_text is not None:
         parts.append(ContextPart(PartName.MEMORY, memory_text))
     if kept_steps:
-        parts.append(ContextPart(PartName.RECENT_STEPS, "\n".join(_render_step(n) for n in kept_steps)))
+        parts.append(ContextPart(PartName.RECENT_STEPS, "\n".join(kept_steps)))
     if access_text is not None:
         parts.append(ContextPart(PartName.ACCESSIBILITY, access_text))
     if dropped:

@@ -49,7 +49,30 @@ def harness_revision() -> str:
 
 
 def prompt_record(parts: list[Any]) -> dict[str, Any]:
-    """`prompt_sha256` (of the parts' names and texts, in order) and `prompt_parts` (their names)."""
-    blob = json.dumps([[p.name, p.text] for p in parts], ensure_ascii=False, separators=(",", ":"))
-    return {"prompt_sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest(),
-            "prompt_parts": [p.name for p in parts]}
+    """`prompt_sha256` (of the parts' names and texts, in order) and `prompt_parts` (their names).
+
+    The digest is the SHA-256 of `json.dumps([[name, text], ...], ensure_ascii=False, separators=(",", ":"))`
+    in UTF-8, fed part by part: most parts (constitution, goals, memory, action space) are the same text
+    every cycle, so each part's encoded element is kept and only the changed ones are serialised again.
+    """
+    digest = hashlib.sha256(b"[")
+    for n, p in enumerate(parts):
+        if n:
+            digest.update(b",")
+        digest.update(_element(p.name, p.text))
+    digest.update(b"]")
+    return {"prompt_sha256": digest.hexdigest(), "prompt_parts": [p.name for p in parts]}
+
+
+_ELEMENTS: dict[tuple[str, str], bytes] = {}
+_ELEMENTS_MAX = 64  # a few cycles' parts; the changing ones (latest result, recent steps) soon fall out
+
+
+def _element(name: str, text: str) -> bytes:
+    key = (name, text)
+    chunk = _ELEMENTS.get(key)
+    if chunk is None:
+        if len(_ELEMENTS) >= _ELEMENTS_MAX:
+            _ELEMENTS.clear()
+        chunk = _ELEMENTS[key] = json.dumps([name, text], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return chunk

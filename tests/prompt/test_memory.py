@@ -31,6 +31,20 @@ def test_add_only_appends_and_due_says_when_the_threshold_is_passed(tmp_path):
     assert text.startswith("- step 0:") and text.count("\n") == 40 and len(text) > 600
 
 
+def test_add_appends_utf8_after_the_owners_text_and_keeps_seeing_its_own_writes(tmp_path):
+    path = tmp_path / "memory.md"
+    path.write_text("owner's line, no newline")
+    mem = _memory(tmp_path)
+    assert mem.read() == "owner's line, no newline"
+    mem.add("- step 1: typed → ok\n\n")  # one newline at the end, whatever the caller gave
+    mem.add("- step 2: é")
+    assert path.read_bytes().decode("utf-8") == "owner's line, no newline- step 1: typed → ok\n- step 2: é\n"
+    assert not mem.edited_elsewhere()  # its own appends are not an edit by someone else
+    with open(path, "a") as fh:
+        fh.write("the owner again\n")
+    assert mem.edited_elsewhere()
+
+
 def test_the_truncation_is_marked_keeps_whole_recent_lines_and_the_prior_text(tmp_path):
     mem = _memory(tmp_path)
     _fill(mem)
