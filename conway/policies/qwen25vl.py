@@ -6,7 +6,7 @@ Qwen2.5-VL's computer-use cookbook (QwenLM/Qwen2.5-VL `cookbooks/computer_use.ip
 smart-resized image (28-px rule), whose size the tool's description states. Both are kept as data in
 `conway/policies/prompts/qwen25vl/`. The answer format is Qwen3-VL's, so `parse_qwen3vl` reads it (JSON
 only, never evaluated; the tool's actions are a subset of Qwen3-VL's); only the prompt and the coordinate
-space differ.
+space differ. The conversation around it is OSWorld's `mm_agents/qwen25vl_agent.py`'s (`messages`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from conway.geometry import Convention, Size
 from conway.policies import parse_qwen3vl
 from conway.policies.backend import StructuredSpec
+from conway.policies.conversation import Past, Slots, qwen25_action_line, qwen_layout
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompts import prompt_text
 from conway.policies.qwen3vl import TOOL_ACTIONS
@@ -53,7 +54,12 @@ class Qwen25VLAdapter:
         return ""  # the tool in the system prompt lists the actions available; an empty part is left out
 
     def request_text(self) -> str:
-        return "Perform the next action according to the screenshot and the goals."
+        return "Please generate the next move according to the UI screenshot, instruction and previous actions."
+
+    def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
+        """As OSWorld's `Qwen25VLAgent.predict` lays it out (`conversation.qwen_layout`): its instruction template,
+        older steps by the line its `parse_response` keeps."""
+        return qwen_layout(slots, past, prompt_text("qwen25vl/instruction.txt"), qwen25_action_line)
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_qwen3vl.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

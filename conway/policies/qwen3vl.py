@@ -16,7 +16,7 @@ from typing import Any
 from conway.geometry import Convention, Size
 from conway.policies import parse_qwen3vl
 from conway.policies.backend import StructuredSpec
-from conway.policies.conversation import Past, Slots, image, qwen_action_line, text
+from conway.policies.conversation import Past, Slots, qwen_action_line, qwen_layout
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompts import prompt_text
 from conway.protocols import DecisionContext
@@ -63,24 +63,8 @@ class Qwen3VLAdapter:
         return "Please generate the next move according to the UI screenshot, instruction and previous actions."
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
-        """As `Qwen3VLAgent.predict` lays it out: system, the past answers after their screenshots (the first with
-        the instruction, older steps in its Previous actions), then the current screenshot; without past turns
-        the instruction follows the current screenshot. Conway's per-cycle parts follow the current screenshot."""
-        shown = [p for p in past if p.image_url is not None]
-        folded = [f"Step {p.turn.number}: {qwen_action_line(p.turn.answer)}" for p in past if p.image_url is None]
-        instruction = prompt_text("qwen3vl/instruction.txt").replace("{instruction}", slots.task).replace(
-            "{previous_actions_str}", "\n".join(folded) or "None")
-        out: list[dict[str, Any]] = [{"role": "system", "content": [text(slots.system)]}]
-        for n, p in enumerate(shown):
-            out.append({"role": "user", "content": [image(p.image_url)] + ([text(instruction)] if n == 0 else [])})  # type: ignore[arg-type]
-            out.append({"role": "assistant", "content": [text(p.turn.answer)]})
-        last = [image(slots.image_url)] if slots.image_url else []
-        if not shown:
-            last.append(text(instruction))
-        if slots.tail:
-            last.append(text(slots.tail))
-        out.append({"role": "user", "content": last})
-        return out
+        """As `Qwen3VLAgent.predict` lays it out (`conversation.qwen_layout`), past steps by their `Action:` line."""
+        return qwen_layout(slots, past, prompt_text("qwen3vl/instruction.txt"), qwen_action_line)
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_qwen3vl.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

@@ -2,8 +2,8 @@
 
     python -m scripts.build.osworld_goldens /path/to/OSWorld-checkout [--commit SHA]
 
-Runs the message building of `mm_agents/uitars15_v1.py`, `mm_agents/opencua/opencua_agent.py` and
-`mm_agents/qwen3vl_agent.py` (read from the checkout at `--commit` with `git show`, never copied into Conway)
+Runs the message building of `mm_agents/uitars15_v1.py`, `mm_agents/opencua/opencua_agent.py`,
+`mm_agents/qwen3vl_agent.py` and `mm_agents/qwen25vl_agent.py` (read from the checkout at `--commit` with `git show`, never copied into Conway)
 over one fixed 6-step episode, offline: their network clients and loggers are replaced by STAND-INS that
 record the messages and answer with the episode's scripted answers (no model is asked). Each screenshot is
 written as `<image k>` (the step it was taken at, told by its colour) and the instruction as `<instruction>`,
@@ -74,12 +74,24 @@ ANSWERS: dict[str, list[str]] = {
         'Action: Wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
         '"time": 2}}\n</tool_call>',
     ],
+    "qwen25vl": [
+        'Action: Click the Files icon.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
+        '"coordinate": [120, 340]}}\n</tool_call>',
+        'I will type the name.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
+        '"text": "report"}}\n</tool_call>',
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "scroll", "pixels": -5}}\n</tool_call>',
+        'Action: Double-click the report.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
+        '"double_click", "coordinate": [300, 420]}}\n</tool_call>',
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "key", "keys": ["ctrl", "s"]}}\n</tool_call>',
+        'Now I wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
+        '"time": 2}}\n</tool_call>',
+    ],
 }
 """Each family's scripted answers, one a step; every one holds a valid action, so Conway replays them all."""
 
 SOURCES = {"uitars": "mm_agents/uitars15_v1.py", "opencua": "mm_agents/opencua/opencua_agent.py",
-           "qwen3vl": "mm_agents/qwen3vl_agent.py"}
-HISTORY = {"uitars": 5, "opencua": 3, "qwen3vl": 5}
+           "qwen3vl": "mm_agents/qwen3vl_agent.py", "qwen25vl": "mm_agents/qwen25vl_agent.py"}
+HISTORY = {"uitars": 5, "opencua": 3, "qwen3vl": 5, "qwen25vl": 5}
 """Each family's screenshots in one request (Conway's `Conversation.history_images`, the agents' defaults)."""
 
 
@@ -153,7 +165,7 @@ def _checkout(repo: Path, commit: str, into: Path) -> None:
     """The agents' files at `commit`, as a package under `into` (read with git show)."""
     files = ["mm_agents/uitars15_v1.py", "mm_agents/opencua/__init__.py", "mm_agents/opencua/opencua_agent.py",
              "mm_agents/opencua/prompts.py", "mm_agents/opencua/utils.py", "mm_agents/qwen3vl_agent.py",
-             "mm_agents/utils/qwen_vl_utils.py"]
+             "mm_agents/qwen25vl_agent.py", "mm_agents/utils/qwen_vl_utils.py"]
     for name in files:
         text = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{name}"], check=True, capture_output=True,
                               text=True).stdout
@@ -243,6 +255,28 @@ def qwen3vl() -> list[Any]:
     return _episode("qwen3vl", make, predict)
 
 
+def qwen25vl() -> list[Any]:
+    import logging
+
+    from mm_agents import qwen25vl_agent as mod
+
+    mod.logger = logging.getLogger("stand-in")  # set by its runner (`reset`)
+
+    def make(n: int) -> Any:
+        return mod.Qwen25VLAgent(history_n=n - 1)
+
+    def predict(agent: Any, k: int, sent: list[Any]) -> None:
+        def call_llm(payload: Any, model: Any) -> str:
+            messages = json.loads(json.dumps(payload["messages"]))
+            messages[0]["content"][0]["text"] = "<system>"  # Conway's: the cookbook's tool (test_presets.py)
+            sent.append(messages)
+            return ANSWERS["qwen25vl"][k - 1]
+        agent.call_llm = call_llm
+        agent.predict(INSTRUCTION, {"screenshot": screenshot(k)})
+
+    return _episode("qwen25vl", make, predict)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("osworld", type=Path, help="a git checkout of OSWorld (or its upstream-identical copy)")
@@ -254,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(tmp)  # the Qwen3-VL agent writes a debug copy of its messages under ./draft/
         _stand_ins()
         OUT.mkdir(parents=True, exist_ok=True)
-        for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl)):
+        for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl),
+                            ("qwen25vl", qwen25vl)):
             golden = {"source": f"ljxpython/OSWorldUse {SOURCES[family]} @ {args.commit} (upstream-identical copy "
                                 "of xlang-ai/OSWorld)",
                       "made_by": "scripts/build/osworld_goldens.py", "answers": ANSWERS[family], "steps": run()}

@@ -27,7 +27,7 @@ from scripts.build.osworld_goldens import ANSWERS, INSTRUCTION, SIZE, normalized
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
-            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl")}
+            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl")}
 
 
 def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], ModelPolicy]:
@@ -62,7 +62,7 @@ def in_golden_form(messages: list, task: str, family: str) -> list:
     return out
 
 
-@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl"])
+@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl", "qwen25vl"])
 def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
     golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
     assert "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6" in golden["source"] and golden["answers"] == ANSWERS[family]
@@ -74,7 +74,19 @@ def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
                      if p["type"] == "image_url")
         assert images == want["images"]
     assert [s["images"] for s in golden["steps"]] == {"uitars": [1, 2, 3, 4, 5, 3], "opencua": [1, 2, 3, 2, 3, 2],
-                                                      "qwen3vl": [1, 2, 3, 4, 5, 3]}[family]
+                                                      "qwen3vl": [1, 2, 3, 4, 5, 3],
+                                                      "qwen25vl": [1, 2, 3, 4, 5, 3]}[family]
+
+
+def test_qwen25vl_older_steps_are_the_line_its_agent_keeps():
+    from conway.policies.conversation import qwen25_action_line
+
+    assert qwen25_action_line("Thought: x\nNow I open it.\nAction: open") == "Now I open it."  # the first lead line
+    call = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "%s"%s}}\n</tool_call>'
+    assert qwen25_action_line(call % ("key", ', "keys": ["enter"]')) == "Performing press action"
+    assert qwen25_action_line(call % ("key", ', "keys": ["ctrl", "c"]')) == "Performing hotkey action"
+    assert qwen25_action_line(call % ("left_click", "")) == "Performing click action"
+    assert qwen25_action_line(call % ("wait", "")) == "Performing wait action"
 
 
 def test_past_screenshots_are_the_bytes_sent_at_their_step():
