@@ -457,8 +457,9 @@ class ModelPolicy(Policy):
                           chars_per_token=cpt, history_tokens=past)
 
     def _replays(self) -> bool:
-        """The adapter lays out its family's trained conversation (and replays every kept answer)."""
-        return callable(getattr(self.adapter, "messages", None))
+        """The adapter lays out its family's trained conversation and replays every kept answer (a grounding model's
+        layout, `replays = False`, sends none)."""
+        return callable(getattr(self.adapter, "messages", None)) and getattr(self.adapter, "replays", True)
 
     def _past_tokens(self) -> int:
         """Image tokens of the past screenshots the next request sends again."""

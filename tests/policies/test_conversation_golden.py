@@ -23,18 +23,19 @@ from conway.policies.base import ModelPolicy, PolicySettings, split_parts
 from conway.policies.conversation import add_box_tokens
 from conway.policies.families import get_family
 from conway.protocols import DecisionContext
-from scripts.build.osworld_goldens import ANSWERS, INSTRUCTION, SIZE, normalized
+from scripts.build.osworld_goldens import ANSWERS, GROUNDING_ANSWERS, HOLO_COMMIT, INSTRUCTION, SIZE, normalized
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
-            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl")}
+            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl"),
+            "gta1": (Convention.ABSOLUTE, "gta1"), "holo": (Convention.ABSOLUTE, "holo1.5")}
 
 
 def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], ModelPolicy]:
     """Conway's messages for the episode, and the task text each step put in the family's instruction slot."""
     fam = get_family(family)
     adapter = fam.adapter()
-    backend = Recording(ANSWERS[family])
+    backend = Recording({**ANSWERS, **GROUNDING_ANSWERS}[family])
     convention, rule = SETTINGS[family]
     policy = ModelPolicy(adapter, backend, PolicySettings(convention=convention, resize_rule=rule,
                                                           structured_output="none"))
@@ -53,7 +54,7 @@ def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], 
 
 def in_golden_form(messages: list, task: str, family: str) -> list:
     out = json.loads(json.dumps(normalized(messages)).replace(json.dumps(task)[1:-1], INSTRUCTION))
-    if family != "uitars":  # the system prompts are held to their stored sources in test_prompts.py
+    if family not in ("uitars", "gta1", "holo"):  # the system prompts are held to their stored sources in test_prompts.py
         system = out[0]
         if isinstance(system["content"], str):
             system["content"] = "<system>"
@@ -76,6 +77,19 @@ def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
     assert [s["images"] for s in golden["steps"]] == {"uitars": [1, 2, 3, 4, 5, 3], "opencua": [1, 2, 3, 2, 3, 2],
                                                       "qwen3vl": [1, 2, 3, 4, 5, 3],
                                                       "qwen25vl": [1, 2, 3, 4, 5, 3]}[family]
+
+
+@pytest.mark.parametrize("family", ["gta1", "holo"])
+def test_a_grounding_request_is_what_its_source_sends_with_no_history(family):
+    """Compared whole, the trained prompt included (GTA1's with the image size filled in, Holo's as pydantic renders
+    the cookbook's schema); the second step carries no trace of the first."""
+    golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
+    assert (HOLO_COMMIT if family == "holo" else "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6") in golden["source"]
+    assert golden["answers"] == GROUNDING_ANSWERS[family]
+    sent, tasks, policy = conway_episode(family, steps=2)
+    for step, (messages, task, want) in enumerate(zip(sent, tasks, golden["steps"]), start=1):
+        assert in_golden_form(messages, task, family) == want["messages"], f"{family} step {step} differs"
+    assert "File the report." in tasks[0]  # the goals fill the description slot
 
 
 def test_qwen25vl_older_steps_are_the_line_its_agent_keeps():
