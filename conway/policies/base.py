@@ -317,6 +317,8 @@ class PolicySettings:
     seed: int | None = None
     layout: Layout = "stable-first"
     image_encoding: Literal["jpeg", "png"] = "jpeg"
+    tool_schema: Literal["auto", "request", "prompt"] = "auto"
+    """`policy.tool_schema`: where a tool-calling family's function schema goes (`ModelPolicy._tools`)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Facts recorded with every decision (backend, endpoint, server program …)."""
 
@@ -326,6 +328,10 @@ _IMAGE_LIMIT = (
     re.compile(r"(?:maximum|max|limit)(?: number)? of (\d+) images?", re.I),
     re.compile(r"only (\d+) images? (?:is|are) (?:allowed|supported)", re.I),
 )
+
+
+_TOOLS_REFUSED = re.compile(r"\btools?\b|jinja|tool_choice", re.I)
+"""A refusal naming the `tools` field (llama-server without --jinja: "tools param requires --jinja flag")."""
 
 
 def server_image_limit(message: str) -> int | None:
@@ -367,6 +373,8 @@ class ModelPolicy(Policy):
         self._calibration = 0
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self._history: TurnHistory | None = None
+        self._tools_refused: str | None = None
+        """Why the server's `tools` field is no longer used (it refused it under `policy.tool_schema=auto`)."""
         """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
         self._cuts = SlidingCuts()
         """Parts cut to fit the window, kept cut the same way from cycle to cycle (`_fit`)."""
@@ -455,6 +463,16 @@ class ModelPolicy(Policy):
         return TextBudget(text_tokens=text, n_ctx=window.n_ctx, source=window.source, image_tokens=image_n,
                           reply_tokens=self.settings.max_tokens, instruction_tokens=n_instr, margin_tokens=margin,
                           chars_per_token=cpt, history_tokens=past)
+
+    def _tool_form(self) -> bool:
+        """Whether the family's function schema goes in the request's `tools` field (`policy.tool_schema`): asked for,
+        or `auto` and the server says its template renders tools (and has not refused them)."""
+        if not callable(getattr(self.adapter, "request_tools", None)) or self._tools_refused:
+            return False
+        if self.settings.tool_schema != "auto":
+            return self.settings.tool_schema == "request"
+        renders = getattr(self.backend, "renders_tools", None)
+        return bool(callable(renders) and renders())
 
     def _replays(self) -> bool:
         """The adapter lays out its family's trained conversation and replays every kept answer (a grounding model's
@@ -654,9 +672,11 @@ class ModelPolicy(Policy):
         history = self._history = context.history
         replays = self._replays()
         notes_before = len(history.notes) if history is not None else 0
+        tools = self.adapter.request_tools(types, sent, conv) if self._tool_form() else None  # type: ignore[attr-defined]
+        instructions = tools[0] if tools else self.adapter.instructions(types, sent, conv)
 
         def build() -> list[dict[str, Any]]:
-            return decision_messages(work, self.adapter, instructions=self.adapter.instructions(types, sent, conv),
+            return decision_messages(work, self.adapter, instructions=instructions,
                                      image_url=url, sent_size=image.sent_size, layout=self.settings.layout,
                                      past=past_turns(history, replay_text=replays))
 
@@ -671,6 +691,8 @@ class ModelPolicy(Policy):
                 spec = self.adapter.structured(types, convention=conv, sent_size=sent, captured_size=captured)
             except ValueError as exc:
                 raise PolicyError(f"cannot build the output constraint: {exc}") from None
+        if tools:
+            spec = replace(spec, tools=tools[1])
 
         def complete(messages: list[dict[str, Any]]) -> Any:
             return self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
@@ -678,12 +700,21 @@ class ModelPolicy(Policy):
         try:
             result = complete(messages)
         except PolicyError as exc:
-            if not self._shrink_for(exc, history, count_images(messages)):
+            if tools and self.settings.tool_schema == "auto" and _TOOLS_REFUSED.search(str(exc)):
+                # the template takes tools but the server does not render them (llama-server without --jinja):
+                # the system-prompt form from now on, said once
+                self._tools_refused = f"the server refused the tools field ({str(exc)[:200]}); the tool goes in the " \
+                                      "system prompt from now on (policy.tool_schema=auto)"
+                tools, instructions, spec = None, self.adapter.instructions(types, sent, conv), replace(spec, tools=None)
+                messages, estimate = self._fit(work, build, image)
+                result = complete(messages)
+            elif not self._shrink_for(exc, history, count_images(messages)):
                 raise
-            messages, estimate = self._fit(work, build, image)
-            result = complete(messages)
-            if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
-                history.server_images = count_images(messages)
+            else:
+                messages, estimate = self._fit(work, build, image)
+                result = complete(messages)
+                if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
+                    history.server_images = count_images(messages)
         served_prompt = result.usage.get("prompt_tokens") if isinstance(result.usage, dict) else None
         if isinstance(served_prompt, int) and served_prompt > estimate:  # learn what the estimate missed
             self._calibration += served_prompt - estimate
@@ -716,6 +747,10 @@ class ModelPolicy(Policy):
             "timings": {**result.timings, "image_prepare_ms": round(image.encode_s * 1000, 3)},
             "layout": self.settings.layout,
         }
+        if callable(getattr(self.adapter, "request_tools", None)):
+            meta["tool_schema"] = "request" if tools else "prompt"
+            if self._tools_refused and not tools:
+                meta["tool_schema_note"] = self._tools_refused
         if result.model and result.model != self.model_id:
             meta["served_model"] = result.model
         if result.finish_reason == "length":

@@ -481,6 +481,27 @@ class HTTPBackend(Backend):
         """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
+        self._props_body: Any = ...
+
+    def props(self) -> dict[str, Any]:
+        """llama-server's GET /props, asked once ({} from any other server, or when it does not answer)."""
+        if self._props_body is ...:
+            body = self.client.get_json("/props") if self.server == "llama-server" else None
+            self._props_body = body if isinstance(body, dict) else {}
+        return self._props_body
+
+    def renders_tools(self) -> bool:
+        """llama-server's /props says its chat template takes `tools` (`chat_template_caps.supports_tools`). It
+        says so from the template alone, with or without --jinja; a server without it refuses the field
+        (`ModelPolicy` then falls back to the prompt form under `policy.tool_schema=auto`)."""
+        caps = self.props().get("chat_template_caps")
+        return isinstance(caps, dict) and caps.get("supports_tools") is True
+
+    def takes_images(self) -> bool | None:
+        """llama-server's /props `modalities.vision` (False: started without a projector); None: not said."""
+        modalities = self.props().get("modalities")
+        vision = modalities.get("vision") if isinstance(modalities, dict) else None
+        return vision if isinstance(vision, bool) else None
 
     def context_window(self) -> Any:
         """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), else what Conway knows.
@@ -494,9 +515,9 @@ class HTTPBackend(Backend):
         train = train if isinstance(train, int) and train > 0 else None
         window = None
         if self.server == "llama-server":
-            props = self.client.get_json("/props")
-            n = ((props or {}).get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) \
-                else None
+            props = self.props()
+            settings = props.get("default_generation_settings")
+            n = settings.get("n_ctx") if isinstance(settings, dict) else None
             if isinstance(n, int) and n > 0:
                 window = ContextWindow(n, "llama-server /props (per-slot n_ctx)", train)
             else:
@@ -545,6 +566,8 @@ class HTTPBackend(Backend):
             body["seed"] = seed
         if self.server == "llama-server":  # reuse the KV cache of the shared prompt prefix (false: said so, as
             body["cache_prompt"] = self.cache_prompt  # its default is true)
+        if spec.tools:  # the server's chat template renders them (`policy.tool_schema`)
+            body["tools"] = spec.tools
         if mode == "grammar" and spec.grammar:
             body["grammar"] = spec.grammar
         elif mode == "json_object" and spec.schema:

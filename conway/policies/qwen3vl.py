@@ -21,7 +21,7 @@ from conway.policies.parsed import ParsedOutput
 from conway.policies.prompts import prompt_text
 from conway.protocols import DecisionContext
 
-__all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "system_prompt"]
+__all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "openai_tool", "system_prompt", "tool_record"]
 
 TOOL_ACTIONS: dict[str, tuple[str, ...]] = {
     "key": ("key", "hotkey"), "type": ("type",), "mouse_move": ("move",), "left_click": ("click",),
@@ -36,9 +36,10 @@ def _data() -> tuple[dict[str, Any], str]:
     return json.loads(prompt_text("qwen3vl/computer_use.json")), prompt_text("qwen3vl/system.txt")
 
 
-def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
-    """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
-    tool, template = _data()
+def tool_record(tool: dict[str, Any], action_types: list[str] | None, sent_size: Size,
+                convention: Convention) -> dict[str, Any]:
+    """The stored tool record with the image size filled in and its actions limited to those `action_types` can
+    carry out (the Qwen2.5-VL adapter's too)."""
     fn = tool["function"]
     w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
@@ -46,6 +47,20 @@ def system_prompt(action_types: list[str] | None, sent_size: Size, convention: C
         action = fn["parameters"]["properties"]["action"]
         action["enum"] = [a for a in action["enum"]
                           if a in ("wait", "terminate") or set(TOOL_ACTIONS[a]) & set(action_types)]
+    return tool
+
+
+def openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A stored (qwen-agent) tool record as an OpenAI `tools` entry: its name, description and parameters, the
+    fields a chat template renders (`name_for_human` and `args_format` are qwen-agent's own)."""
+    fn = tool["function"]
+    return {"type": "function", "function": {k: fn[k] for k in ("name", "description", "parameters")}}
+
+
+def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
+    """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
+    tool, template = _data()
+    tool = tool_record(tool, action_types, sent_size, convention)
     return template.replace("{tools}", json.dumps(tool))  # json.dumps' own separators, as the agent sends it
 
 
@@ -58,6 +73,14 @@ class Qwen3VLAdapter:
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         return ""  # the tool in the system prompt lists the actions available; an empty part is left out
+
+    def request_tools(self, action_types: list[str], sent_size: Size, convention: Convention
+                      ) -> tuple[str, list[dict[str, Any]]]:
+        """(system prompt, `tools`) when the server renders the tool (`policy.tool_schema`): the agent's prompt from its
+        `# Response format` on (the server's chat template writes its own `# Tools` block), and the tool."""
+        tool, template = _data()
+        return ("# Response format" + template.split("# Response format", 1)[1],
+                [openai_tool(tool_record(tool, action_types, sent_size, convention))])
 
     def request_text(self) -> str:
         return "Please generate the next move according to the UI screenshot, instruction and previous actions."
