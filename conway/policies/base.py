@@ -67,6 +67,7 @@ __all__ = [
     "VARIABLE_ORDER",
     "Adapter",
     "SentImage",
+    "ServerTakesNoImages",
     "prepare_image",
     "build_messages",
     "ModelPolicy",
@@ -328,6 +329,14 @@ _IMAGE_LIMIT = (
     re.compile(r"(?:maximum|max|limit)(?: number)? of (\d+) images?", re.I),
     re.compile(r"only (\d+) images? (?:is|are) (?:allowed|supported)", re.I),
 )
+
+
+class ServerTakesNoImages(PolicyError):
+    """The model server says it takes no images (llama-server /props `modalities.vision` false): asking would only
+    be refused, every cycle."""
+
+    permanent = True
+    advice = "start the model server with the model's vision projector (llama-server --mmproj MMPROJ.gguf)"
 
 
 _TOOLS_REFUSED = re.compile(r"\btools?\b|jinja|tool_choice", re.I)
@@ -665,6 +674,10 @@ class ModelPolicy(Policy):
         sent, captured = image.sent_size, image.captured_size
         if image.data is None or min(sent) <= 0 or min(captured) <= 0:
             sent = captured = (1, 1)  # no screenshot: GUI actions are not offered, coordinates never map
+        takes_images = getattr(self.backend, "takes_images", None)
+        if image.data is not None and callable(takes_images) and takes_images() is False:  # before any refusal
+            raise ServerTakesNoImages("the model server takes no images (llama-server /props: modalities.vision is "
+                                      "false): it was started without the model's vision projector")
 
         # cutting to fit works on a copy: the caller's context stays as built, so deciding it again (a retry,
         # a comparison) starts from the same text; only the names of what was cut are reported back
