@@ -138,7 +138,8 @@ class PolicyConfig(_Section):
     tools, else `prompt`."""
     history_images: int | None = Field(default=None, ge=1, le=32)
     """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
-    (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen3-VL 5, generic 1)."""
+    (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen2.5-VL and Qwen3-VL 5, GTA1, Holo1.5
+    and generic 1)."""
 
     @model_validator(mode="after")
     def _known_prompt(self) -> "PolicyConfig":
