@@ -50,9 +50,10 @@ class Backend(Protocol):
         """Exact tokens `text` costs with the model's tokenizer; None when there is none to ask (the default)."""
         return None
 
-    def renders_tools(self) -> bool:
-        """The server says its chat template renders a request's `tools` (False when it does not say: the default)."""
-        return False
+    def renders_tools(self) -> bool | None:
+        """Whether the server says its chat template renders a request's `tools` (None: it does not say, the
+        default)."""
+        return None
 
     def close(self) -> None:
         """Release what the backend holds (a connection, a loaded model); nothing by default."""

@@ -68,6 +68,7 @@ __all__ = [
     "Adapter",
     "SentImage",
     "ServerTakesNoImages",
+    "ToolsNotRendered",
     "prepare_image",
     "build_messages",
     "ModelPolicy",
@@ -339,6 +340,13 @@ class ServerTakesNoImages(PolicyError):
     advice = "start the model server with the model's vision projector (llama-server --mmproj MMPROJ.gguf)"
 
 
+class ToolsNotRendered(PolicyError):
+    """`policy.tool_schema=request` against a server whose template would drop the `tools` field."""
+
+    permanent = True
+    advice = "set policy.tool_schema=prompt (or auto), or serve the model with a chat template that renders tools"
+
+
 _TOOLS_REFUSED = re.compile(r"\btools?\b|jinja|tool_choice", re.I)
 """A refusal naming the `tools` field (llama-server without --jinja: "tools param requires --jinja flag")."""
 
@@ -478,10 +486,15 @@ class ModelPolicy(Policy):
         or `auto` and the server says its template renders tools (and has not refused them)."""
         if not callable(getattr(self.adapter, "request_tools", None)) or self._tools_refused:
             return False
-        if self.settings.tool_schema != "auto":
-            return self.settings.tool_schema == "request"
+        if self.settings.tool_schema == "prompt":
+            return False
         renders = getattr(self.backend, "renders_tools", None)
-        return bool(callable(renders) and renders())
+        said = renders() if callable(renders) else None
+        if self.settings.tool_schema == "request" and said is False:  # the tool would vanish without a word
+            raise ToolsNotRendered("policy.tool_schema=request, but the server's chat template renders no tools "
+                                   "(llama-server /props: chat_template_caps.supports_tools false): the tool would "
+                                   "be dropped")
+        return self.settings.tool_schema == "request" or said is True
 
     def _replays(self) -> bool:
         """The adapter lays out its family's trained conversation and replays every kept answer (a grounding model's
@@ -713,7 +726,8 @@ class ModelPolicy(Policy):
         try:
             result = complete(messages)
         except PolicyError as exc:
-            if tools and self.settings.tool_schema == "auto" and _TOOLS_REFUSED.search(str(exc)):
+            if tools and self.settings.tool_schema == "auto" and getattr(exc, "status", None) in (400, 422, 500) \
+                    and _TOOLS_REFUSED.search(str(exc)):
                 # the template takes tools but the server does not render them (llama-server without --jinja):
                 # the system-prompt form from now on, said once
                 self._tools_refused = f"the server refused the tools field ({str(exc)[:200]}); the tool goes in the " \

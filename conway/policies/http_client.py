@@ -490,12 +490,14 @@ class HTTPBackend(Backend):
             self._props_body = body if isinstance(body, dict) else {}
         return self._props_body
 
-    def renders_tools(self) -> bool:
-        """llama-server's /props says its chat template takes `tools` (`chat_template_caps.supports_tools`). It
-        says so from the template alone, with or without --jinja; a server without it refuses the field
-        (`ModelPolicy` then falls back to the prompt form under `policy.tool_schema=auto`)."""
+    def renders_tools(self) -> bool | None:
+        """llama-server's /props `chat_template_caps.supports_tools` (None: not said). It reads the template alone:
+        a server started with --no-jinja says True and refuses the field (HTTP 500 "tools param requires --jinja
+        flag"), and one whose template says False takes the field and drops it unrendered (llama-server
+        b1-0c1e570, by hand on the tiny VLM)."""
         caps = self.props().get("chat_template_caps")
-        return isinstance(caps, dict) and caps.get("supports_tools") is True
+        said = caps.get("supports_tools") if isinstance(caps, dict) else None
+        return said if isinstance(said, bool) else None
 
     def takes_images(self) -> bool | None:
         """llama-server's /props `modalities.vision` (False: started without a projector); None: not said."""

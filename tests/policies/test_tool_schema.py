@@ -108,8 +108,8 @@ def test_auto_keeps_the_prompt_form_where_the_server_says_nothing():
 
 
 def test_a_server_refusing_tools_under_auto_is_asked_again_in_the_prompt_form_once():
-    refusal = Reply(status=400, body={"error": {"code": 400, "message": "tools param requires --jinja flag",
-                                                "type": "invalid_request_error"}})
+    refusal = Reply(status=500, body={"error": {"code": 500, "message": "tools param requires --jinja flag",
+                                                "type": "server_error"}})  # llama-server --no-jinja, verbatim
     answer = Reply.text('Action: Wait.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
                         '"time": 1}}\n</tool_call>')
     with ScriptedFakeServer(owned_by="llamacpp", props=_props(True), replies=[refusal, answer]) as fake:
@@ -121,10 +121,19 @@ def test_a_server_refusing_tools_under_auto_is_asked_again_in_the_prompt_form_on
     assert "tools param requires --jinja flag" in first.meta["tool_schema_note"]
 
 
+def test_request_against_a_template_that_would_drop_the_tool_is_refused_before_sending():
+    from conway.policies.base import ToolsNotRendered
+
+    with ScriptedFakeServer(owned_by="llamacpp", props=_props(False)) as fake, pytest.raises(ToolsNotRendered) as err:
+        _decide(fake, "qwen3-vl", "policy.tool_schema=request")
+    assert fake.chat_requests == [] and "supports_tools false" in str(err.value)
+    assert err.value.permanent and "policy.tool_schema=prompt" in err.value.advice
+
+
 def test_a_server_refusing_tools_that_were_asked_for_is_a_clear_error():
     from conway.protocols import PolicyError
 
-    refusal = Reply(status=400, body={"error": {"message": "tools param requires --jinja flag"}})
+    refusal = Reply(status=500, body={"error": {"message": "tools param requires --jinja flag"}})
     with ScriptedFakeServer(owned_by="llamacpp", replies=[refusal]) as fake, pytest.raises(PolicyError) as err:
         _decide(fake, "qwen3-vl", "policy.tool_schema=request")
     assert "tools param requires --jinja flag" in str(err.value)
