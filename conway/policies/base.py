@@ -132,7 +132,12 @@ _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 
 
 class Adapter(Protocol):
-    """A model family's answer format: how to ask, how to read the answer (its defaults: `policies.families`)."""
+    """A model family's answer format: how to ask, how to read the answer (its defaults: `policies.families`).
+
+    Optional members, looked up with `getattr`: `messages(slots, past)` lays out the family's trained conversation
+    (`policies/conversation.py`), `replays` (default True) says whether that layout sends past turns, and
+    `request_tools(action_types, sent_size, convention)` gives (system prompt, `tools`) for a server that renders
+    the family's function schema itself (`policy.tool_schema`)."""
 
     name: str
     """The family's name (recorded with every decision)."""
