@@ -568,7 +568,8 @@ class HTTPBackend(Backend):
             body["seed"] = seed
         if self.server == "llama-server":  # reuse the KV cache of the shared prompt prefix (false: said so, as
             body["cache_prompt"] = self.cache_prompt  # its default is true)
-        if spec.tools:  # the server's chat template renders them (`policy.tool_schema`)
+        if getattr(spec, "tools", None):  # the server's chat template renders them (`policy.tool_schema`); callers
+            # outside a decision (memory summaries, probes) pass no spec
             body["tools"] = spec.tools
         if mode == "grammar" and spec.grammar:
             body["grammar"] = spec.grammar
