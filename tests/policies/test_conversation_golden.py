@@ -1,4 +1,5 @@
-"""Each family's conversation over a fixed 6-step episode, compared whole with what its reference agent sends.
+"""Each family's conversation over a fixed 6-step episode, compared whole with what its reference agent sends
+(the grounding models, whose requests are stateless: two steps, against their sources' own message building).
 
 The golden files (`tests/data/conversations/<family>.json`) were made by running OSWorld's own agents'
 message building offline (`scripts/build/osworld_goldens.py`; each names its source file and commit). Conway
