@@ -491,10 +491,10 @@ class HTTPBackend(Backend):
         return self._props_body
 
     def renders_tools(self) -> bool | None:
-        """llama-server's /props `chat_template_caps.supports_tools` (None: not said). It reads the template alone:
-        a server started with --no-jinja says True and refuses the field (HTTP 500 "tools param requires --jinja
-        flag"), and one whose template says False takes the field and drops it unrendered (llama-server
-        b1-0c1e570, by hand on the tiny VLM)."""
+        """llama-server's /props `chat_template_caps.supports_tools` (None: not said). The template's capabilities
+        are reported with --no-jinja too, where the field is refused (HTTP 500 "tools param requires --jinja
+        flag"); a template that says False takes the field and drops it unrendered (llama-server b1-0c1e570, by
+        hand on the tiny VLM)."""
         caps = self.props().get("chat_template_caps")
         said = caps.get("supports_tools") if isinstance(caps, dict) else None
         return said if isinstance(said, bool) else None
