@@ -1,6 +1,6 @@
 """The model's own past turns: its answers as it wrote them and the screenshots it was sent with them.
 
-A family trained on a conversation (UI-TARS, OpenCUA, Qwen3-VL) is shown its earlier answers and the
+A family trained on a conversation (UI-TARS, OpenCUA, Qwen2.5-VL, Qwen3-VL) is shown its earlier answers and the
 images it answered, in its own layout (`policies/conversation.py`). `TurnHistory` holds them for one run, in
 memory: the decision context carries it (`DecisionContext.history`), the policy proposes the turn it just
 answered (`propose`), and the context builder commits it once its actions were handed on (`commit`), so an

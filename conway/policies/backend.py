@@ -19,6 +19,8 @@ class StructuredSpec:
 
     grammar: str | None = None
     schema: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    """Function schemas for the request's `tools` field (`policy.tool_schema`); None: none sent."""
 
 
 class Backend(Protocol):
@@ -46,6 +48,11 @@ class Backend(Protocol):
 
     def count_tokens(self, text: str) -> int | None:
         """Exact tokens `text` costs with the model's tokenizer; None when there is none to ask (the default)."""
+        return None
+
+    def renders_tools(self) -> bool | None:
+        """Whether the server says its chat template renders a request's `tools` (None: it does not say, the
+        default)."""
         return None
 
     def close(self) -> None:

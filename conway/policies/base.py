@@ -67,6 +67,8 @@ __all__ = [
     "VARIABLE_ORDER",
     "Adapter",
     "SentImage",
+    "ServerTakesNoImages",
+    "ToolsNotRendered",
     "prepare_image",
     "build_messages",
     "ModelPolicy",
@@ -130,7 +132,12 @@ _HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 
 
 class Adapter(Protocol):
-    """A model family's answer format: how to ask, how to read the answer (its defaults: `policies.families`)."""
+    """A model family's answer format: how to ask, how to read the answer (its defaults: `policies.families`).
+
+    Optional members, looked up with `getattr`: `messages(slots, past)` lays out the family's trained conversation
+    (`policies/conversation.py`), `replays` (default True) says whether that layout sends past turns, and
+    `request_tools(action_types, sent_size, convention)` gives (system prompt, `tools`) for a server that renders
+    the family's function schema itself (`policy.tool_schema`)."""
 
     name: str
     """The family's name (recorded with every decision)."""
@@ -330,6 +337,8 @@ class PolicySettings:
     seed: int | None = None
     layout: Layout = "stable-first"
     image_encoding: Literal["jpeg", "png"] = "jpeg"
+    tool_schema: Literal["auto", "request", "prompt"] = "auto"
+    """`policy.tool_schema`: where a tool-calling family's function schema goes (`ModelPolicy._tools`)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Facts recorded with every decision (backend, endpoint, server program …)."""
 
@@ -339,6 +348,25 @@ _IMAGE_LIMIT = (
     re.compile(r"(?:maximum|max|limit)(?: number)? of (\d+) images?", re.I),
     re.compile(r"only (\d+) images? (?:is|are) (?:allowed|supported)", re.I),
 )
+
+
+class ServerTakesNoImages(PolicyError):
+    """The model server says it takes no images (llama-server /props `modalities.vision` false): asking would only
+    be refused, every cycle."""
+
+    permanent = True
+    advice = "start the model server with the model's vision projector (llama-server --mmproj MMPROJ.gguf)"
+
+
+class ToolsNotRendered(PolicyError):
+    """`policy.tool_schema=request` against a server whose template would drop the `tools` field."""
+
+    permanent = True
+    advice = "set policy.tool_schema=prompt (or auto), or serve the model with a chat template that renders tools"
+
+
+_TOOLS_REFUSED = re.compile(r"\btools?\b|jinja|tool_choice", re.I)
+"""A refusal naming the `tools` field (llama-server without --jinja: "tools param requires --jinja flag")."""
 
 
 def server_image_limit(message: str) -> int | None:
@@ -380,6 +408,8 @@ class ModelPolicy(Policy):
         self._calibration = 0
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self._history: TurnHistory | None = None
+        self._tools_refused: str | None = None
+        """Why the server's `tools` field is no longer used (it refused it under `policy.tool_schema=auto`)."""
         """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
         self._cuts = SlidingCuts()
         """Parts cut to fit the window, kept cut the same way from cycle to cycle (`_fit`)."""
@@ -469,9 +499,25 @@ class ModelPolicy(Policy):
                           reply_tokens=self.settings.max_tokens, instruction_tokens=n_instr, margin_tokens=margin,
                           chars_per_token=cpt, history_tokens=past)
 
+    def _tool_form(self) -> bool:
+        """Whether the family's function schema goes in the request's `tools` field (`policy.tool_schema`): asked for,
+        or `auto` and the server says its template renders tools (and has not refused them)."""
+        if not callable(getattr(self.adapter, "request_tools", None)) or self._tools_refused:
+            return False
+        if self.settings.tool_schema == "prompt":
+            return False
+        renders = getattr(self.backend, "renders_tools", None)
+        said = renders() if callable(renders) else None
+        if self.settings.tool_schema == "request" and said is False:  # the tool would vanish without a word
+            raise ToolsNotRendered("policy.tool_schema=request, but the server's chat template renders no tools "
+                                   "(llama-server /props: chat_template_caps.supports_tools false): the tool would "
+                                   "be dropped")
+        return self.settings.tool_schema == "request" or said is True
+
     def _replays(self) -> bool:
-        """The adapter lays out its family's trained conversation (and replays every kept answer)."""
-        return callable(getattr(self.adapter, "messages", None))
+        """The adapter lays out its family's trained conversation and replays every kept answer (a grounding model's
+        layout, `replays = False`, sends none)."""
+        return callable(getattr(self.adapter, "messages", None)) and getattr(self.adapter, "replays", True)
 
     def _past_tokens(self) -> int:
         """Image tokens of the past screenshots the next request sends again."""
@@ -654,6 +700,10 @@ class ModelPolicy(Policy):
         sent, captured = image.sent_size, image.captured_size
         if image.data is None or min(sent) <= 0 or min(captured) <= 0:
             sent = captured = (1, 1)  # no screenshot: GUI actions are not offered, coordinates never map
+        takes_images = getattr(self.backend, "takes_images", None)
+        if image.data is not None and callable(takes_images) and takes_images() is False:  # before any refusal
+            raise ServerTakesNoImages("the model server takes no images (llama-server /props: modalities.vision is "
+                                      "false): it was started without the model's vision projector")
 
         # cutting to fit works on a copy: the caller's context stays as built, so deciding it again (a retry,
         # a comparison) starts from the same text; only the names of what was cut are reported back
@@ -661,9 +711,11 @@ class ModelPolicy(Policy):
         history = self._history = context.history
         replays = self._replays()
         notes_before = len(history.notes) if history is not None else 0
+        tools = self.adapter.request_tools(types, sent, conv) if self._tool_form() else None  # type: ignore[attr-defined]
+        instructions = tools[0] if tools else self.adapter.instructions(types, sent, conv)
 
         def build() -> list[dict[str, Any]]:
-            return decision_messages(work, self.adapter, instructions=self.adapter.instructions(types, sent, conv),
+            return decision_messages(work, self.adapter, instructions=instructions,
                                      image_url=url, sent_size=image.sent_size, layout=self.settings.layout,
                                      past=past_turns(history, replay_text=replays))
 
@@ -678,6 +730,8 @@ class ModelPolicy(Policy):
                 spec = self.adapter.structured(types, convention=conv, sent_size=sent, captured_size=captured)
             except ValueError as exc:
                 raise PolicyError(f"cannot build the output constraint: {exc}") from None
+        if tools:
+            spec = replace(spec, tools=tools[1])
 
         def complete(messages: list[dict[str, Any]]) -> Any:
             return self.backend.complete(messages, mode=mode, spec=spec, max_tokens=self.settings.max_tokens,
@@ -685,12 +739,22 @@ class ModelPolicy(Policy):
         try:
             result = complete(messages)
         except PolicyError as exc:
-            if not self._shrink_for(exc, history, count_images(messages)):
+            if tools and self.settings.tool_schema == "auto" and getattr(exc, "status", None) in (400, 422, 500) \
+                    and _TOOLS_REFUSED.search(str(exc)):
+                # the template takes tools but the server does not render them (llama-server without --jinja):
+                # the system-prompt form from now on, said once
+                self._tools_refused = f"the server refused the tools field ({str(exc)[:200]}); the tool goes in the " \
+                                      "system prompt from now on (policy.tool_schema=auto)"
+                tools, instructions, spec = None, self.adapter.instructions(types, sent, conv), replace(spec, tools=None)
+                messages, estimate = self._fit(work, build, image)
+                result = complete(messages)
+            elif not self._shrink_for(exc, history, count_images(messages)):
                 raise
-            messages, estimate = self._fit(work, build, image)
-            result = complete(messages)
-            if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
-                history.server_images = count_images(messages)
+            else:
+                messages, estimate = self._fit(work, build, image)
+                result = complete(messages)
+                if history is not None and isinstance(exc, ContextExceeded):  # what went through is what it takes
+                    history.server_images = count_images(messages)
         served_prompt = result.usage.get("prompt_tokens") if isinstance(result.usage, dict) else None
         if isinstance(served_prompt, int) and served_prompt > estimate:  # learn what the estimate missed
             self._calibration += served_prompt - estimate
@@ -723,6 +787,10 @@ class ModelPolicy(Policy):
             "timings": {**result.timings, "image_prepare_ms": round(image.encode_s * 1000, 3)},
             "layout": self.settings.layout,
         }
+        if callable(getattr(self.adapter, "request_tools", None)):
+            meta["tool_schema"] = "request" if tools else "prompt"
+            if self._tools_refused and not tools:
+                meta["tool_schema_note"] = self._tools_refused
         if result.model and result.model != self.model_id:
             meta["served_model"] = result.model
         if result.finish_reason == "length":

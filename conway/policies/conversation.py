@@ -1,7 +1,7 @@
 """What the families' trained conversations share: the slots Conway fills, the past turns, the content parts.
 
 A family trained on a conversation lays it out in its adapter's `messages(slots, past)` (`uitars.py`,
-`opencua.py`, `qwen3vl.py`), following its reference agent; the facts (history length, what is replayed,
+`opencua.py`, `qwen3vl.py`, `qwen25vl.py`, the grounding models' `grounding.py`), following its reference agent; the facts (history length, what is replayed,
 the source) are its `Family.conversation`. `ModelPolicy` (`base.py`) fills the slots from the loop's
 context parts:
 
@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from conway.history import Turn
 
-__all__ = ["Past", "Slots", "add_box_tokens", "image", "opencua_action", "qwen_action_line", "text"]
+__all__ = ["Past", "Slots", "add_box_tokens", "image", "opencua_action", "qwen25_action_line", "qwen_action_line",
+           "qwen_layout", "text"]
 
 
 @dataclass
@@ -95,3 +96,52 @@ def qwen_action_line(answer: str) -> str:
             return line.split("Action:")[-1].strip()
     call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
     return f"Performing {call.group(1)} action" if call else answer.strip()[:200]
+
+
+_QWEN25_LEAD = ("action:", "step", "i will", "i'll", "now i")
+_QWEN25_CALLS = {"left_click": "click", "right_click": "rightClick", "middle_click": "middleClick",
+                 "double_click": "doubleClick", "type": "typewrite", "scroll": "scroll", "mouse_move": "moveTo",
+                 "left_click_drag": "dragTo"}
+
+
+def qwen25_action_line(answer: str) -> str:
+    """A Qwen2.5-VL answer as OSWorld's `Qwen25VLAgent.parse_response` keeps a step for "Previous actions": its
+    first line opening with `Action:`, `Step`, `I will`, `I'll` or `Now I`, whole (prefix kept); without one,
+    `Performing <pyautogui function> action` of its first tool call (the agent fails on `wait`/`terminate` there;
+    Conway writes the tool action's name)."""
+    for line in answer.split("\n"):
+        line = line.strip()
+        if line.lower().startswith(_QWEN25_LEAD):
+            return line
+    call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
+    if call is None:
+        return answer.strip()[:200]
+    name = call.group(1)
+    if name == "key":
+        keys = re.search(r'"keys"\s*:\s*\[([^\]]*)\]', answer)
+        name = "hotkey" if keys and "," in keys.group(1) else "press"
+    return f"Performing {_QWEN25_CALLS.get(name, name)} action"
+
+
+def qwen_layout(slots: Slots, past: list[Past], instruction: str, action_line: Callable[[str], str]
+                ) -> list[dict[str, Any]]:
+    """The layout OSWorld's Qwen agents share (`qwen25vl_agent.py`, `qwen3vl_agent.py`, `predict`): system, the past
+    answers after their screenshots (the first with the instruction, older steps as `Step N: <action_line>` in its
+    Previous actions), then the current screenshot; without past turns the instruction follows the current
+    screenshot. `instruction` is the agent's template (`{instruction}`, `{previous_actions_str}`). Conway's
+    per-cycle parts follow the current screenshot."""
+    shown = [p for p in past if p.image_url is not None]
+    folded = [f"Step {p.turn.number}: {action_line(p.turn.answer)}" for p in past if p.image_url is None]
+    filled = instruction.replace("{instruction}", slots.task).replace(
+        "{previous_actions_str}", "\n".join(folded) or "None")
+    out: list[dict[str, Any]] = [{"role": "system", "content": [text(slots.system)]}]
+    for n, p in enumerate(shown):
+        out.append({"role": "user", "content": [image(p.image_url)] + ([text(filled)] if n == 0 else [])})  # type: ignore[arg-type]
+        out.append({"role": "assistant", "content": [text(p.turn.answer)]})
+    last = [image(slots.image_url)] if slots.image_url else []
+    if not shown:
+        last.append(text(filled))
+    if slots.tail:
+        last.append(text(slots.tail))
+    out.append({"role": "user", "content": last})
+    return out

@@ -63,7 +63,7 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
     return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
                           structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
                           temperature=pol.resolved_temperature, seed=pol.seed, image_encoding=pol.image_encoding,
-                          meta=meta)
+                          tool_schema=pol.tool_schema, meta=meta)
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
@@ -81,6 +81,12 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     except ValueError as exc:
         raise UserError(f"policy.prompt: {exc}") from None
     choice = backend_choice(config)
+    if pol.tool_schema == "request" and not callable(getattr(adapter, "request_tools", None)):
+        raise UserError(f"policy.tool_schema=request: the {family.name} family calls no tool (only qwen25vl and "
+                        "qwen3vl do); leave it auto")
+    if pol.tool_schema == "request" and choice not in ("endpoint", "server"):
+        raise UserError("policy.tool_schema=request needs an HTTP server that renders tools (vLLM, llama-server "
+                        "--jinja); in-process llama-cpp-python does not: leave it auto")
 
     if choice == "endpoint":
         from conway.policies.discovery import discover

@@ -481,6 +481,29 @@ class HTTPBackend(Backend):
         """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
+        self._props_body: Any = ...
+
+    def props(self) -> dict[str, Any]:
+        """llama-server's GET /props, asked once ({} from any other server, or when it does not answer)."""
+        if self._props_body is ...:
+            body = self.client.get_json("/props") if self.server == "llama-server" else None
+            self._props_body = body if isinstance(body, dict) else {}
+        return self._props_body
+
+    def renders_tools(self) -> bool | None:
+        """llama-server's /props `chat_template_caps.supports_tools` (None: not said). The template's capabilities
+        are reported with --no-jinja too, where the field is refused (HTTP 500 "tools param requires --jinja
+        flag"); a template that says False takes the field and drops it unrendered (llama-server b1-0c1e570, by
+        hand on the tiny VLM)."""
+        caps = self.props().get("chat_template_caps")
+        said = caps.get("supports_tools") if isinstance(caps, dict) else None
+        return said if isinstance(said, bool) else None
+
+    def takes_images(self) -> bool | None:
+        """llama-server's /props `modalities.vision` (False: started without a projector); None: not said."""
+        modalities = self.props().get("modalities")
+        vision = modalities.get("vision") if isinstance(modalities, dict) else None
+        return vision if isinstance(vision, bool) else None
 
     def context_window(self) -> Any:
         """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), else what Conway knows.
@@ -494,9 +517,9 @@ class HTTPBackend(Backend):
         train = train if isinstance(train, int) and train > 0 else None
         window = None
         if self.server == "llama-server":
-            props = self.client.get_json("/props")
-            n = ((props or {}).get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) \
-                else None
+            props = self.props()
+            settings = props.get("default_generation_settings")
+            n = settings.get("n_ctx") if isinstance(settings, dict) else None
             if isinstance(n, int) and n > 0:
                 window = ContextWindow(n, "llama-server /props (per-slot n_ctx)", train)
             else:
@@ -545,6 +568,9 @@ class HTTPBackend(Backend):
             body["seed"] = seed
         if self.server == "llama-server":  # reuse the KV cache of the shared prompt prefix (false: said so, as
             body["cache_prompt"] = self.cache_prompt  # its default is true)
+        if getattr(spec, "tools", None):  # the server's chat template renders them (`policy.tool_schema`); callers
+            # outside a decision (memory summaries, probes) pass no spec
+            body["tools"] = spec.tools
         if mode == "grammar" and spec.grammar:
             body["grammar"] = spec.grammar
         elif mode == "json_object" and spec.schema:

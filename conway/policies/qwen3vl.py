@@ -16,12 +16,12 @@ from typing import Any
 from conway.geometry import Convention, Size
 from conway.policies import parse_qwen3vl
 from conway.policies.backend import StructuredSpec
-from conway.policies.conversation import Past, Slots, image, qwen_action_line, text
+from conway.policies.conversation import Past, Slots, qwen_action_line, qwen_layout
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompts import prompt_text
 from conway.protocols import DecisionContext
 
-__all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "system_prompt"]
+__all__ = ["Qwen3VLAdapter", "TOOL_ACTIONS", "openai_tool", "system_prompt", "tool_record"]
 
 TOOL_ACTIONS: dict[str, tuple[str, ...]] = {
     "key": ("key", "hotkey"), "type": ("type",), "mouse_move": ("move",), "left_click": ("click",),
@@ -36,9 +36,10 @@ def _data() -> tuple[dict[str, Any], str]:
     return json.loads(prompt_text("qwen3vl/computer_use.json")), prompt_text("qwen3vl/system.txt")
 
 
-def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
-    """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
-    tool, template = _data()
+def tool_record(tool: dict[str, Any], action_types: list[str] | None, sent_size: Size,
+                convention: Convention) -> dict[str, Any]:
+    """The stored tool record with the image size filled in and its actions limited to those `action_types` can
+    carry out (the Qwen2.5-VL adapter's too)."""
     fn = tool["function"]
     w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
@@ -46,6 +47,20 @@ def system_prompt(action_types: list[str] | None, sent_size: Size, convention: C
         action = fn["parameters"]["properties"]["action"]
         action["enum"] = [a for a in action["enum"]
                           if a in ("wait", "terminate") or set(TOOL_ACTIONS[a]) & set(action_types)]
+    return tool
+
+
+def openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A stored (qwen-agent) tool record as an OpenAI `tools` entry: its name, description and parameters, the
+    fields a chat template renders (`name_for_human` and `args_format` are qwen-agent's own)."""
+    fn = tool["function"]
+    return {"type": "function", "function": {k: fn[k] for k in ("name", "description", "parameters")}}
+
+
+def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
+    """OSWorld's Qwen3-VL system prompt; the tool's actions limited to those `action_types` can carry out."""
+    tool, template = _data()
+    tool = tool_record(tool, action_types, sent_size, convention)
     return template.replace("{tools}", json.dumps(tool))  # json.dumps' own separators, as the agent sends it
 
 
@@ -59,28 +74,20 @@ class Qwen3VLAdapter:
     def action_space(self, ctx: DecisionContext) -> str | None:
         return ""  # the tool in the system prompt lists the actions available; an empty part is left out
 
+    def request_tools(self, action_types: list[str], sent_size: Size, convention: Convention
+                      ) -> tuple[str, list[dict[str, Any]]]:
+        """(system prompt, `tools`) when the server renders the tool (`policy.tool_schema`): the agent's prompt from its
+        `# Response format` on (the server's chat template writes its own `# Tools` block), and the tool."""
+        tool, template = _data()
+        return ("# Response format" + template.split("# Response format", 1)[1],
+                [openai_tool(tool_record(tool, action_types, sent_size, convention))])
+
     def request_text(self) -> str:
         return "Please generate the next move according to the UI screenshot, instruction and previous actions."
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
-        """As `Qwen3VLAgent.predict` lays it out: system, the past answers after their screenshots (the first with
-        the instruction, older steps in its Previous actions), then the current screenshot; without past turns
-        the instruction follows the current screenshot. Conway's per-cycle parts follow the current screenshot."""
-        shown = [p for p in past if p.image_url is not None]
-        folded = [f"Step {p.turn.number}: {qwen_action_line(p.turn.answer)}" for p in past if p.image_url is None]
-        instruction = prompt_text("qwen3vl/instruction.txt").replace("{instruction}", slots.task).replace(
-            "{previous_actions_str}", "\n".join(folded) or "None")
-        out: list[dict[str, Any]] = [{"role": "system", "content": [text(slots.system)]}]
-        for n, p in enumerate(shown):
-            out.append({"role": "user", "content": [image(p.image_url)] + ([text(instruction)] if n == 0 else [])})  # type: ignore[arg-type]
-            out.append({"role": "assistant", "content": [text(p.turn.answer)]})
-        last = [image(slots.image_url)] if slots.image_url else []
-        if not shown:
-            last.append(text(instruction))
-        if slots.tail:
-            last.append(text(slots.tail))
-        out.append({"role": "user", "content": last})
-        return out
+        """As `Qwen3VLAgent.predict` lays it out (`conversation.qwen_layout`), past steps by their `Action:` line."""
+        return qwen_layout(slots, past, prompt_text("qwen3vl/instruction.txt"), qwen_action_line)
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_qwen3vl.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

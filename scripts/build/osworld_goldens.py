@@ -1,13 +1,19 @@
 """Golden conversations from OSWorld's own agents, for `tests/policies/test_conversation_golden.py`.
 
-    python -m scripts.build.osworld_goldens /path/to/OSWorld-checkout [--commit SHA]
+    python -m scripts.build.osworld_goldens /path/to/OSWorld-checkout [--commit SHA] [--hai-cookbook PATH]
 
-Runs the message building of `mm_agents/uitars15_v1.py`, `mm_agents/opencua/opencua_agent.py` and
-`mm_agents/qwen3vl_agent.py` (read from the checkout at `--commit` with `git show`, never copied into Conway)
+Runs the message building of `mm_agents/uitars15_v1.py`, `mm_agents/opencua/opencua_agent.py`,
+`mm_agents/qwen3vl_agent.py` and `mm_agents/qwen25vl_agent.py` (read from the checkout at `--commit` with `git show`, never copied into Conway)
 over one fixed 6-step episode, offline: their network clients and loggers are replaced by STAND-INS that
 record the messages and answer with the episode's scripted answers (no model is asked). Each screenshot is
 written as `<image k>` (the step it was taken at, told by its colour) and the instruction as `<instruction>`,
 so a test can put Conway's messages in the same form and compare them whole.
+
+The grounding models' requests are stateless (one screenshot, one description): GTA1's is the
+`request_vllm` function inside `GTA1Agent.predict` (`mm_agents/gta1/gta1_agent.py`), taken out of the
+source with `ast` and run as written; Holo1.5's is `build_messages` of the hcompai/hai-cookbook notebook
+`holo1_5/openai_client/invoke_localization.ipynb` (its code cells' definitions, run as written, from a
+checkout of the cookbook given with `--hai-cookbook`). Two steps each: the second shows no history.
 
 Conway slides its history by half (`conway/history.py`) where the agents drop one screenshot per step; for
 each step the agent is run with the history length Conway holds at that step (`conway_images`), so the
@@ -74,12 +80,30 @@ ANSWERS: dict[str, list[str]] = {
         'Action: Wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
         '"time": 2}}\n</tool_call>',
     ],
+    "qwen25vl": [
+        'Action: Click the Files icon.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
+        '"coordinate": [120, 340]}}\n</tool_call>',
+        'I will type the name.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
+        '"text": "report"}}\n</tool_call>',
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "scroll", "pixels": -5}}\n</tool_call>',
+        'Action: Double-click the report.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
+        '"double_click", "coordinate": [300, 420]}}\n</tool_call>',
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "key", "keys": ["ctrl", "s"]}}\n</tool_call>',
+        'Now I wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
+        '"time": 2}}\n</tool_call>',
+    ],
 }
 """Each family's scripted answers, one a step; every one holds a valid action, so Conway replays them all."""
 
+GROUNDING_ANSWERS = {"gta1": ["(120,340)", "(300,420)"],
+                     "holo": ['{"action": "click_absolute", "x": 120, "y": 340}',
+                              '{"action": "click_absolute", "x": 300, "y": 420}']}
+"""The grounding models' answers, one a step (each a click)."""
+HOLO_COMMIT = "2ba89619bdcfe729d31649d976bdaa7b9551e216"
+
 SOURCES = {"uitars": "mm_agents/uitars15_v1.py", "opencua": "mm_agents/opencua/opencua_agent.py",
-           "qwen3vl": "mm_agents/qwen3vl_agent.py"}
-HISTORY = {"uitars": 5, "opencua": 3, "qwen3vl": 5}
+           "qwen3vl": "mm_agents/qwen3vl_agent.py", "qwen25vl": "mm_agents/qwen25vl_agent.py"}
+HISTORY = {"uitars": 5, "opencua": 3, "qwen3vl": 5, "qwen25vl": 5}
 """Each family's screenshots in one request (Conway's `Conversation.history_images`, the agents' defaults)."""
 
 
@@ -145,22 +169,34 @@ def _stand_ins() -> None:
     module("google.api_core")
     module("google.api_core.exceptions", InvalidArgument=Exception, ResourceExhausted=Exception,
            InternalServerError=Exception, BadRequest=Exception)
+    module("pytesseract", Output=Anything, image_to_data=None)
+    module("cv2", imencode=_png_of_array)  # the GTA1 agent encodes its screenshot with OpenCV
     module("mm_agents.accessibility_tree_wrap")
     module("mm_agents.accessibility_tree_wrap.heuristic_retrieve", filter_nodes=lambda *a, **k: [])
+
+
+def _png_of_array(ext: str, array: Any) -> tuple[bool, Any]:
+    """STAND-IN for `cv2.imencode('.png', array)` (PNG bytes as a numpy buffer), by Pillow."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG")
+    return True, np.frombuffer(buf.getvalue(), dtype=np.uint8)
 
 
 def _checkout(repo: Path, commit: str, into: Path) -> None:
     """The agents' files at `commit`, as a package under `into` (read with git show)."""
     files = ["mm_agents/uitars15_v1.py", "mm_agents/opencua/__init__.py", "mm_agents/opencua/opencua_agent.py",
              "mm_agents/opencua/prompts.py", "mm_agents/opencua/utils.py", "mm_agents/qwen3vl_agent.py",
-             "mm_agents/utils/qwen_vl_utils.py"]
+             "mm_agents/qwen25vl_agent.py", "mm_agents/utils/qwen_vl_utils.py",
+             "mm_agents/gta1/gta1_agent.py", "mm_agents/prompts.py"]
     for name in files:
         text = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{name}"], check=True, capture_output=True,
                               text=True).stdout
         path = into / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    for pkg in ("mm_agents", "mm_agents/utils"):
+    for pkg in ("mm_agents", "mm_agents/utils", "mm_agents/gta1"):
         (into / pkg / "__init__.py").touch()
 
 
@@ -243,10 +279,99 @@ def qwen3vl() -> list[Any]:
     return _episode("qwen3vl", make, predict)
 
 
+def qwen25vl() -> list[Any]:
+    import logging
+
+    from mm_agents import qwen25vl_agent as mod
+
+    mod.logger = logging.getLogger("stand-in")  # set by its runner (`reset`)
+
+    def make(n: int) -> Any:
+        return mod.Qwen25VLAgent(history_n=n - 1)
+
+    def predict(agent: Any, k: int, sent: list[Any]) -> None:
+        def call_llm(payload: Any, model: Any) -> str:
+            messages = json.loads(json.dumps(payload["messages"]))
+            messages[0]["content"][0]["text"] = "<system>"  # Conway's: the cookbook's tool (test_presets.py)
+            sent.append(messages)
+            return ANSWERS["qwen25vl"][k - 1]
+        agent.call_llm = call_llm
+        agent.predict(INSTRUCTION, {"screenshot": screenshot(k)})
+
+    return _episode("qwen25vl", make, predict)
+
+
+def _grounding_steps(family: str, request: Any) -> list[Any]:
+    steps = []
+    for step in (1, 2):
+        sent: list[Any] = []
+        request(step, sent)
+        steps.append({"step": step, "images": 1, "messages": normalized(sent[-1])})
+    return steps
+
+
+def gta1() -> list[Any]:
+    import ast
+    import textwrap
+
+    os.environ.setdefault("OPENAI_API_KEY", "stand-in")  # the module builds its planner engines when imported
+    from mm_agents.gta1 import gta1_agent as mod
+
+    source = Path(mod.__file__).read_text(encoding="utf-8")
+    found = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "request_vllm")
+    code = textwrap.dedent("\n".join(source.splitlines()[found.lineno - 1:found.end_lineno]))
+    space = dict(mod.__dict__)
+    exec(compile(code, mod.__file__, "exec"), space)  # the agent's own function, as written
+
+    def request(step: int, sent: list[Any]) -> None:
+        class Client:
+            def __init__(self, **kw: Any) -> None:
+                self.chat = types.SimpleNamespace(completions=self)
+
+            def create(self, *, messages: Any, **kw: Any) -> Any:
+                sent.append(json.loads(json.dumps(messages)))
+                msg = types.SimpleNamespace(content=GROUNDING_ANSWERS["gta1"][step - 1])
+                return types.SimpleNamespace(choices=[types.SimpleNamespace(message=msg)])
+        space["OpenAI"] = Client
+        space["request_vllm"](screenshot(step), INSTRUCTION)
+
+    return _grounding_steps("gta1", request)
+
+
+def holo(cookbook: Path) -> list[Any]:
+    notebook = subprocess.run(["git", "-C", str(cookbook), "show",
+                               f"{HOLO_COMMIT}:holo1_5/openai_client/invoke_localization.ipynb"],
+                              check=True, capture_output=True, text=True).stdout
+    utils = subprocess.run(["git", "-C", str(cookbook), "show", f"{HOLO_COMMIT}:utils/image.py"], check=True,
+                           capture_output=True, text=True).stdout
+    notebook_mod = types.ModuleType("invoke_localization")  # pydantic resolves the model's annotations through it
+    sys.modules[notebook_mod.__name__] = notebook_mod
+    space = notebook_mod.__dict__
+    utils_mod = types.ModuleType("utils.image")
+    exec(compile(utils, "utils/image.py", "exec"), utils_mod.__dict__)
+    sys.modules["utils"] = types.ModuleType("utils")
+    sys.modules["utils.image"] = utils_mod
+    sys.modules["IPython"] = types.ModuleType("IPython")
+    sys.modules["IPython.display"] = types.ModuleType("IPython.display")
+    sys.modules["IPython.display"].display = None  # type: ignore[attr-defined]  # the notebook shows images with it
+    cells = ["".join(c["source"]) for c in json.loads(notebook)["cells"] if c["cell_type"] == "code"]
+    defining = [c for c in cells if "def build_messages" in c or c.startswith("from typing")]
+    for cell in defining:  # the imports and the definitions of the prompt and its message building, as written
+        exec(compile(cell, "invoke_localization.ipynb", "exec"), space)
+
+    def request(step: int, sent: list[Any]) -> None:
+        image = Image.open(io.BytesIO(screenshot(step)))
+        h, w = utils_mod.smart_resize(height=image.height, width=image.width)
+        sent.append(space["build_messages"](task=INSTRUCTION, image=image.resize((w, h)), image_format="JPEG"))
+
+    return _grounding_steps("holo", request)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("osworld", type=Path, help="a git checkout of OSWorld (or its upstream-identical copy)")
     ap.add_argument("--commit", default=DEFAULT_COMMIT)
+    ap.add_argument("--hai-cookbook", type=Path, help=f"a git checkout of hcompai/hai-cookbook (holds {HOLO_COMMIT})")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         _checkout(args.osworld, args.commit, Path(tmp))
@@ -254,10 +379,22 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(tmp)  # the Qwen3-VL agent writes a debug copy of its messages under ./draft/
         _stand_ins()
         OUT.mkdir(parents=True, exist_ok=True)
-        for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl)):
+        for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl),
+                            ("qwen25vl", qwen25vl)):
             golden = {"source": f"ljxpython/OSWorldUse {SOURCES[family]} @ {args.commit} (upstream-identical copy "
                                 "of xlang-ai/OSWorld)",
                       "made_by": "scripts/build/osworld_goldens.py", "answers": ANSWERS[family], "steps": run()}
+            path = OUT / f"{family}.json"
+            path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"{path}: {len(golden['steps'])} steps")
+        grounding = [("gta1", f"ljxpython/OSWorldUse mm_agents/gta1/gta1_agent.py (request_vllm) @ {args.commit} "
+                              "(upstream-identical copy of xlang-ai/OSWorld)", gta1)]
+        if args.hai_cookbook is not None:
+            grounding.append(("holo", "hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb "
+                                      f"(build_messages) @ {HOLO_COMMIT}", lambda: holo(args.hai_cookbook)))
+        for family, source, make in grounding:
+            golden = {"source": source, "made_by": "scripts/build/osworld_goldens.py",
+                      "answers": GROUNDING_ANSWERS[family], "steps": make()}
             path = OUT / f"{family}.json"
             path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"{path}: {len(golden['steps'])} steps")

@@ -15,9 +15,11 @@ from conway.geometry import Convention
 from conway.policies.backend import Backend
 from conway.policies.base import ModelPolicy, PolicySettings
 from conway.policies.generic import GenericAdapter
+from conway.policies.grounding import GTA1Adapter, HoloAdapter
 from conway.policies.http_client import ChatResult
 from conway.policies.opencua import OpenCUAAdapter
 from conway.policies.qwen3vl import Qwen3VLAdapter
+from conway.policies.qwen25vl import Qwen25VLAdapter
 from conway.policies.uitars import UITarsAdapter
 from conway.protocols import DecisionContext
 
@@ -27,7 +29,11 @@ _HEADING = re.compile(r"## (\S.*)")
 CLOSE = {"file": "</file>", "data": "</untrusted-data>"}
 
 FAMILIES = {"generic": (GenericAdapter, "absolute"), "uitars": (UITarsAdapter, "absolute"),
-            "opencua": (OpenCUAAdapter, "absolute"), "qwen3vl": (Qwen3VLAdapter, "relative999")}
+            "opencua": (OpenCUAAdapter, "absolute"), "qwen3vl": (Qwen3VLAdapter, "relative999"),
+            "qwen25vl": (Qwen25VLAdapter, "absolute"), "gta1": (GTA1Adapter, "absolute"),
+            "holo": (HoloAdapter, "absolute")}
+TRAINED_LAYOUTS = {"uitars", "opencua", "qwen3vl", "qwen25vl", "gta1", "holo"}
+"""The families whose adapter lays out its source's conversation (`messages`), with no request line of Conway's."""
 
 
 def _opening(line: str) -> tuple[str, str] | None:
@@ -91,8 +97,8 @@ def _template_pieces(family: str) -> list[str]:
         extra = [SYSTEM]
     elif family == "opencua":
         filled, extra = prompt_text("opencua/instruction.txt"), []
-    elif family == "qwen3vl":
-        filled, extra = prompt_text("qwen3vl/instruction.txt").replace("{previous_actions_str}", "None"), []
+    elif family in ("qwen3vl", "qwen25vl"):
+        filled, extra = prompt_text(f"{family}/instruction.txt").replace("{previous_actions_str}", "None"), []
     else:
         return []
     pieces = [p for p in filled.split("{instruction}") if p.strip()] + extra  # as sent, spaces and all
@@ -124,7 +130,7 @@ def sent_prompt(ctx: DecisionContext, family: str) -> tuple[str, str]:
         texts += [content] if isinstance(content, str) else [c["text"] for c in content if c["type"] == "text"]
     text = "\n\n".join(texts)
     fixed = [said["text"].strip(), adapter.request_text()]
-    for piece in fixed[:1] if _template_pieces(family) else fixed:  # a trained layout has its own request line
+    for piece in fixed[:1] if family in TRAINED_LAYOUTS else fixed:  # a trained layout has its own request line
         assert piece in text, f"the {family} prompt lost its fixed wording: {piece[:80]!r}"
     for piece in _template_pieces(family) + fixed:  # the trained template around Conway's slot, then the rest
         text = text.replace(piece, "", 1)

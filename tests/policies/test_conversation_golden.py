@@ -1,4 +1,5 @@
-"""Each family's conversation over a fixed 6-step episode, compared whole with what its reference agent sends.
+"""Each family's conversation over a fixed 6-step episode, compared whole with what its reference agent sends
+(the grounding models, whose requests are stateless: two steps, against their sources' own message building).
 
 The golden files (`tests/data/conversations/<family>.json`) were made by running OSWorld's own agents'
 message building offline (`scripts/build/osworld_goldens.py`; each names its source file and commit). Conway
@@ -23,18 +24,19 @@ from conway.policies.base import ModelPolicy, PolicySettings, split_parts
 from conway.policies.conversation import add_box_tokens
 from conway.policies.families import get_family
 from conway.protocols import DecisionContext
-from scripts.build.osworld_goldens import ANSWERS, INSTRUCTION, SIZE, normalized
+from scripts.build.osworld_goldens import ANSWERS, GROUNDING_ANSWERS, HOLO_COMMIT, INSTRUCTION, SIZE, normalized
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
-            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl")}
+            "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl"),
+            "gta1": (Convention.ABSOLUTE, "gta1"), "holo": (Convention.ABSOLUTE, "holo1.5")}
 
 
 def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], ModelPolicy]:
     """Conway's messages for the episode, and the task text each step put in the family's instruction slot."""
     fam = get_family(family)
     adapter = fam.adapter()
-    backend = Recording(ANSWERS[family])
+    backend = Recording({**ANSWERS, **GROUNDING_ANSWERS}[family])
     convention, rule = SETTINGS[family]
     policy = ModelPolicy(adapter, backend, PolicySettings(convention=convention, resize_rule=rule,
                                                           structured_output="none"))
@@ -53,7 +55,7 @@ def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], 
 
 def in_golden_form(messages: list, task: str, family: str) -> list:
     out = json.loads(json.dumps(normalized(messages)).replace(json.dumps(task)[1:-1], INSTRUCTION))
-    if family != "uitars":  # the system prompts are held to their stored sources in test_prompts.py
+    if family not in ("uitars", "gta1", "holo"):  # the system prompts are held to their stored sources in test_prompts.py
         system = out[0]
         if isinstance(system["content"], str):
             system["content"] = "<system>"
@@ -62,7 +64,7 @@ def in_golden_form(messages: list, task: str, family: str) -> list:
     return out
 
 
-@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl"])
+@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl", "qwen25vl"])
 def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
     golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
     assert "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6" in golden["source"] and golden["answers"] == ANSWERS[family]
@@ -74,7 +76,32 @@ def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
                      if p["type"] == "image_url")
         assert images == want["images"]
     assert [s["images"] for s in golden["steps"]] == {"uitars": [1, 2, 3, 4, 5, 3], "opencua": [1, 2, 3, 2, 3, 2],
-                                                      "qwen3vl": [1, 2, 3, 4, 5, 3]}[family]
+                                                      "qwen3vl": [1, 2, 3, 4, 5, 3],
+                                                      "qwen25vl": [1, 2, 3, 4, 5, 3]}[family]
+
+
+@pytest.mark.parametrize("family", ["gta1", "holo"])
+def test_a_grounding_request_is_what_its_source_sends_with_no_history(family):
+    """Compared whole, the trained prompt included (GTA1's with the image size filled in, Holo's as pydantic renders
+    the cookbook's schema); the second step carries no trace of the first."""
+    golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
+    assert (HOLO_COMMIT if family == "holo" else "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6") in golden["source"]
+    assert golden["answers"] == GROUNDING_ANSWERS[family]
+    sent, tasks, policy = conway_episode(family, steps=2)
+    for step, (messages, task, want) in enumerate(zip(sent, tasks, golden["steps"]), start=1):
+        assert in_golden_form(messages, task, family) == want["messages"], f"{family} step {step} differs"
+    assert "File the report." in tasks[0]  # the goals fill the description slot
+
+
+def test_qwen25vl_older_steps_are_the_line_its_agent_keeps():
+    from conway.policies.conversation import qwen25_action_line
+
+    assert qwen25_action_line("Thought: x\nNow I open it.\nAction: open") == "Now I open it."  # the first lead line
+    call = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "%s"%s}}\n</tool_call>'
+    assert qwen25_action_line(call % ("key", ', "keys": ["enter"]')) == "Performing press action"
+    assert qwen25_action_line(call % ("key", ', "keys": ["ctrl", "c"]')) == "Performing hotkey action"
+    assert qwen25_action_line(call % ("left_click", "")) == "Performing click action"
+    assert qwen25_action_line(call % ("wait", "")) == "Performing wait action"
 
 
 def test_past_screenshots_are_the_bytes_sent_at_their_step():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
-from conway.policies.family import Family
+from conway.policies.family import Conversation, Family
 from conway.policies.target_turns import qwen3vl_turn
 
 
@@ -26,4 +26,12 @@ FAMILY = Family(
     max_tokens=1500,
     temperature=0.0,
     image_max_tokens=16384,
+    # mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict (same commit): the last history_n (4) answers as assistant
+    # turns after their screenshots (the first one with the instruction), older ones as `Step N: <line>` in the
+    # instruction's "Previous actions", then the current screenshot
+    conversation=Conversation(
+        history_images=5,
+        replayed="the newest 4 answers as written, after their screenshot; older ones as their first `Action:` line "
+                 "in the instruction's Previous actions",
+        source="OSWorld mm_agents/qwen25vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )

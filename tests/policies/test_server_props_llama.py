@@ -1,0 +1,125 @@
+"""What a real llama-server's /props says, acted on: the tiny VLM served by llama.cpp's own llama-server.
+
+The tiny VLM's chat template renders no tools (/props `chat_template_caps.supports_tools` false), so `auto` keeps
+the tool in the system prompt and `request` is refused before anything is sent; started with `--no-jinja` the
+server refuses the `tools` field itself; started without the projector it says `modalities.vision` false and is
+sent no screenshot. Every server here is a real process; nothing is faked (the tiny VLM's answers are random, so
+only the requests and the refusals are checked, not what it writes).
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+
+from conway.config import RuntimeConfig, load_config
+from conway.errors import UserError
+from conway.policies.base import ServerTakesNoImages, ToolsNotRendered
+from conway.policies.factory import build_model_policy
+from conway.protocols import ContextPart, DecisionContext, Observation, PolicyError
+from conway.runtime.server import find_program
+from conway.store.home import resolve_home
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
+MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
+
+pytestmark = [pytest.mark.llama, pytest.mark.slow]
+
+
+def _program() -> list[str]:
+    if not MODEL.exists() or not MMPROJ.exists():
+        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
+    try:
+        program = find_program(RuntimeConfig(server="llama-server"))
+    except UserError as exc:
+        pytest.skip(f"llama-server is not available here: {exc}")
+    return list(program.argv0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Server:
+    """A real llama-server on the tiny VLM, on a free port, stopped by pid."""
+
+    def __init__(self, *args: str):
+        self.port = _free_port()
+        cmd = [*_program(), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(self.port), "-c", "4096",
+               "-t", "1", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self) -> "_Server":
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited with {self.proc.returncode}")
+            time.sleep(0.3)
+        raise RuntimeError("llama-server did not become healthy in 120 s")
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def _context() -> DecisionContext:
+    buf = io.BytesIO()
+    Image.new("RGB", (640, 400), (40, 90, 160)).save(buf, format="PNG")
+    obs = Observation(png=buf.getvalue(), captured_size=(640, 400), source="synthetic", content_hash="h",
+                      change_key="k")
+    return DecisionContext(parts=[ContextPart("goals.md", "Wait.")], observation=obs, step=1,
+                           action_types=["wait", "finish"])
+
+
+def _policy(server: _Server, *extra: str):
+    config = load_config(None, ["policy=qwen3-vl", f"policy.endpoint={server.base_url}", "policy.max_tokens=4",
+                                "policy.image_max_tokens=256", *extra])
+    return build_model_policy(config, resolve_home(None))
+
+
+def test_auto_keeps_the_tool_in_the_prompt_where_the_template_renders_none():
+    with _Server("--mmproj", str(MMPROJ)) as server, _policy(server) as policy:
+        decision = policy.decide(_context())
+    assert decision.meta["tool_schema"] == "prompt"
+    assert decision.usage.get("prompt_tokens", 0) > 400  # the tool's JSON in the system turn, and the image
+
+
+def test_request_is_refused_before_sending_where_the_template_would_drop_the_tool():
+    with _Server("--mmproj", str(MMPROJ)) as server, _policy(server, "policy.tool_schema=request") as policy:
+        with pytest.raises(ToolsNotRendered):
+            policy.decide(_context())
+
+
+def test_a_no_jinja_server_refuses_the_tools_field_with_its_own_words():
+    with _Server("--mmproj", str(MMPROJ), "--no-jinja") as server:
+        props = httpx.get(f"http://127.0.0.1:{server.port}/props", timeout=5).json()
+        assert props["chat_template_caps"]["supports_tools"] is False  # this template; the refusal is the server's
+        reply = httpx.post(f"{server.base_url}/chat/completions", timeout=30, json={
+            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+            "tools": [{"type": "function", "function": {"name": "computer_use", "parameters": {"type": "object"}}}]})
+    assert reply.status_code == 500 and "tools param requires --jinja flag" in reply.text  # what the fallback reads
+
+
+def test_a_server_without_the_projector_is_sent_no_screenshot():
+    with _Server() as server, _policy(server) as policy:
+        with pytest.raises(ServerTakesNoImages) as err:
+            policy.decide(_context())
+    assert isinstance(err.value, PolicyError) and "--mmproj" in err.value.advice
