@@ -340,7 +340,8 @@ def do_acceptance_check(args) -> int:
     home = _home(args)
     cfg = _model_config(args, home)
     return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                            seed=args.seed, keep=args.keep, argv=args._argv)
+                            seed=args.seed, keep=args.keep, argv=args._argv, pool=_pool(args, cfg, home),
+                            resume=args.resume)
 
 
 def do_sweep(args) -> int:

@@ -258,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
     p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    add_pool_args(p)  # each check one session in a worker that builds its own policy
     _add_overrides(p)
 
     tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
