@@ -263,9 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
 
-    p = cmd("sweep", "run vision-check or grounding-check over a grid of models, presets and seeds: a table",
+    p = cmd("sweep", "run vision-check, grounding-check or tasks run over a grid of models, presets and seeds: a "
+            "table",
             "Run one eval command for every cell of a grid (a YAML file: command, args, grid of endpoint / model /\n"
-            "policy preset / seed / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
+            "policy preset / seed / --flag / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
             "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
             "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
             "flags apply to every cell. Example file: evals/sweeps/example.yaml. Exit 0 done, 130 interrupted,\n"

@@ -99,6 +99,20 @@ def test_bad_sweep_files_are_one_line(tmp_path, capsys, content, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content, message", [
+    ("command: tasks run\nargs: [--cache, x]\ngrid: {policy: [mock]}", "begin with the suite"),
+    ("command: tasks run\nargs: [suite]\ngrid: {seed: [1, 2]}", "tasks run has no --seed"),
+    ("command: tasks run\nargs: [suite]\ngrid: {--workers: [1, 2]}", "the sweep sets --workers"),
+    ("command: tasks run\nargs: [suite]\ngrid: {--mock-scripts: [/a/very/long/folder/name/that/is/the/same/x"
+     "/scripts, /b/very/long/folder/name/that/is/the/same/x/scripts]}", "share the report name"),
+])
+def test_bad_tasks_run_sweeps_are_one_line(tmp_path, capsys, content, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(content)
+    assert main(["sweep", str(f), "--output", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
+
+
 def test_a_missing_sweep_file_or_a_folder_is_one_line(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "none.yaml"), "--output", str(tmp_path / "out")]) == 1
     assert "does not exist" in capsys.readouterr().err
