@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="llama_cpp: in-process llama-cpp-python (default); http: a llama.cpp server Conway starts")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_pool_args(p, endpoints=False, resume=False)  # each worker loads the model of the run it serves
 
     p = cmd("promote", "make a candidate the configured policy (or --rollback to the previous one)",
             "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
