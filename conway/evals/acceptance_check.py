@@ -258,6 +258,8 @@ class AcceptanceSuite:
     kind = "acceptance-check"
 
     def run_case(self, policy: Policy, check: Check) -> dict[str, Any]:
+        from conway.cancel import current_cancel
+        from conway.loop.ending import RunEnd
         from conway.observe.synthetic import SyntheticObserver
         from conway.session.task_run import no_desktop_toolbox, run_task
 
@@ -274,6 +276,9 @@ class AcceptanceSuite:
         run = run_task(home, cfg, check.task, max_steps=self.max_steps, max_seconds=self.max_seconds,
                        policy=policy, observer=SyntheticObserver(), toolbox=no_desktop_toolbox(cfg, home, work),
                        clock=self.clock, say=self.say)
+        token = current_cancel()
+        if run.outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
+            token.set(run.outcome.reason)  # the loop took the Ctrl+C: the suite stops, this check did not finish
         events = run.events()
         ok, observed, details = check.verify(work, events)
         return _case(check.name, check.task, check.criterion, run.outcome, ok, observed, details, events)
@@ -346,6 +351,8 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
         say(f"model errors: {describe_causes(summary['model_errors'])}")
     if summary.get("no_valid_decision"):
         say(summary["no_valid_decision"])
+    if summary.get("interrupted"):
+        say(f"{summary['interrupted']}: the report is partial; --resume it to run the rest")
     say(f"report: {out}" + (f" (working files kept in {base})" if keep else ""))
     return result.code
 

@@ -123,3 +123,35 @@ def test_resume_of_a_complete_acceptance_report_is_refused(tmp_path, capsys):
                      "--resume", str(tmp_path / "done.json"), "policy.structured_output=none"])
     assert code == 1
     assert "nothing to resume" in capsys.readouterr().err
+
+
+def test_ctrl_c_gives_a_partial_report_that_a_pool_resumes_with_its_seed(tmp_path):
+    """Serial run stopped as the second check starts; `--resume` (no --seed) runs only that check in a pool."""
+    import os
+    import signal
+
+    class StopAtProgram(Model):
+        def __call__(self, body: dict) -> Reply:
+            if _action(body)[0] == "program" and not self.program_asked.is_set():
+                self.program_asked.set()
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C, as the terminal sends it to the command
+            return super().__call__(body)
+
+    model = Model(gate=False)
+    with ScriptedFakeServer(responder=StopAtProgram(gate=False)) as server:  # one endpoint: the same config
+        def check(name: str, *extra: str) -> tuple[int, dict]:
+            out = tmp_path / f"{name}.json"
+            code = main(["acceptance-check", "--endpoint", server.base_url, "--max-steps", "5", "--output", str(out),
+                         *extra, "policy.structured_output=none"])
+            return code, json.loads(out.read_text())
+
+        code, partial = check("partial", "--seed", str(SEED))
+        assert code == 130 and partial["status"] == "partial"
+        assert [c["check"] for c in partial["cases"]] == ["file_roundtrip"] and partial["case_positions"] == [0]
+        assert "1 of 2 case(s) finished" in partial["summary"]["interrupted"]
+        server.responder = model
+        code, resumed = check("resumed", "--workers", "2", "--resume", str(tmp_path / "partial.json"))
+    assert code == 0 and resumed["seed"] == SEED
+    assert [c["verified"] for c in resumed["cases"]] == [True, True]
+    assert {task for task, _ in model.seen} == {"program"}  # the finished check was not run again
+    assert "kept from the resumed report" in resumed["summary"]["resumed"]
