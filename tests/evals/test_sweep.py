@@ -124,3 +124,12 @@ def test_the_example_sweep_file_is_valid():
     from conway.evals.sweep import cells, load_sweep
     sweep = load_sweep(str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "example.yaml"))
     assert len(cells(sweep["grid"])) == 6
+
+
+def test_the_tasks_example_sweep_file_is_valid():
+    from conway.evals.sweep import cell_argv, cells, load_sweep
+    sweep = load_sweep(str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "tasks-mock.yaml"))
+    first = cells(sweep["grid"])[0]
+    argv = cell_argv(sweep, first, Path("out.json"), [])
+    assert argv[:3] == ["tasks", "run", "evals/osworld_local"]
+    assert argv[argv.index("--mock-scripts") + 1] == "evals/osworld_local/mock/pass"
