@@ -155,3 +155,13 @@ def test_ctrl_c_gives_a_partial_report_that_a_pool_resumes_with_its_seed(tmp_pat
     assert [c["verified"] for c in resumed["cases"]] == [True, True]
     assert {task for task, _ in model.seen} == {"program"}  # the finished check was not run again
     assert "kept from the resumed report" in resumed["summary"]["resumed"]
+
+
+def test_ray_actors_verify_both_checks_as_the_serial_run_does(tmp_path):
+    """The same two checks as Ray actors of a private cluster here (--ray local): the serial verdicts."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    _, serial = _check(tmp_path, "serial", Model(gate=False))
+    code, pooled = _check(tmp_path, "ray", Model(gate=True), "--workers", "2", "--ray", "local",
+                          "--desktops-per-node", "2")
+    assert code == 0 and _verdicts(pooled) == _verdicts(serial)
+    assert pooled["pool"]["ray"] == "local" and not ray.is_initialized()
