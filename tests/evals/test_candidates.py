@@ -145,14 +145,16 @@ def test_promoting_an_unknown_candidate_names_the_known_ones(initialized_home, c
     assert "real" in capsys.readouterr().err
 
 
-def test_candidate_eval_with_no_server_able_to_load_the_candidate(initialized_home, tmp_path, capsys):
-    """A GGUF that llama.cpp cannot load: exit 1 and say which model could not be loaded."""
+@pytest.mark.parametrize("pool", [[], ["--workers", "2"]], ids=["serial", "pool"])
+def test_candidate_eval_with_no_server_able_to_load_the_candidate(initialized_home, tmp_path, capsys, pool):
+    """A GGUF that llama.cpp cannot load: exit 1 and say which model could not be loaded (in a pool: the
+    workers could not load it)."""
     pytest.importorskip("llama_cpp")
     base = tmp_path / "bad-base.gguf"
     base.write_bytes(b"GGUF" + b"\x03\0\0\0" + b"\0" * 64)
     make_candidate(initialized_home, "broken", base=(base, base))
     out = tmp_path / "eval.json"
-    assert main(["candidate-eval", "broken", "--samples", "2", "--output", str(out)]) == 1
+    assert main(["candidate-eval", "broken", "--samples", "2", "--output", str(out), "--quiet", *pool]) == 1
     err = capsys.readouterr().err
     assert "no llama.cpp backend could load the candidate model" in err and "broken" in err
     assert not out.exists()
