@@ -270,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
             "policy preset / seed / --flag / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
             "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
             "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
-            "flags apply to every cell. Example file: evals/sweeps/example.yaml. Exit 0 done, 130 interrupted,\n"
-            "1 setup error.")
+            "flags apply to every cell. Example files: evals/sweeps/example.yaml, evals/sweeps/tasks-mock.yaml.\n"
+            "Exit 0 done, 130 interrupted, 1 setup error.")
     p.add_argument("file", metavar="SWEEP.yaml", help="the sweep: command, args, grid")
     p.add_argument("--output", required=True, metavar="DIR", help="folder of the cells' reports and sweep.json")
     g = p.add_argument_group("worker pool, for every cell")
