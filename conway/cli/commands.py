@@ -253,7 +253,8 @@ def do_candidate_eval(args) -> int:
     return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
-                          progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format)
+                          progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format,
+                          pool=_pool_spec(args))
 
 
 def do_promote(args) -> int:
@@ -311,13 +312,22 @@ def do_vision_check(args) -> int:
                         profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
 
 
-def _pool(args, cfg, home):
-    """The worker pool the arguments ask for, or None (the cases run in this process)."""
-    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec, parse_endpoint
-    endpoints = tuple(parse_endpoint(e) for e in args.pool_endpoint)
+def _pool_spec(args):
+    """The pool's shape the arguments ask for, or None (one process)."""
+    from conway.evals.pool import PoolSpec, parse_endpoint
+    endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))
     spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
                     desktops_per_node=getattr(args, "desktops_per_node", None))
     if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
+        return None
+    return spec
+
+
+def _pool(args, cfg, home):
+    """The worker pool the arguments ask for, or None (the cases run in this process)."""
+    from conway.evals.pool import PolicyRecipe, Pool
+    spec = _pool_spec(args)
+    if spec is None:
         return None
     if getattr(args, "parallel", 1) != 1:
         raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
@@ -340,7 +350,8 @@ def do_acceptance_check(args) -> int:
     home = _home(args)
     cfg = _model_config(args, home)
     return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                            seed=args.seed, keep=args.keep, argv=args._argv)
+                            seed=args.seed, keep=args.keep, argv=args._argv, pool=_pool(args, cfg, home),
+                            resume=args.resume)
 
 
 def do_sweep(args) -> int:

@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="llama_cpp: in-process llama-cpp-python (default); http: a llama.cpp server Conway starts")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_pool_args(p, endpoints=False, resume=False)  # each worker loads the model of the run it serves
 
     p = cmd("promote", "make a candidate the configured policy (or --rollback to the previous one)",
             "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
@@ -258,17 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
     p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    add_pool_args(p)  # each check one session in a worker that builds its own policy
     _add_overrides(p)
 
     tasks_cli.add_parser(sub)  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
 
-    p = cmd("sweep", "run vision-check or grounding-check over a grid of models, presets and seeds: a table",
+    p = cmd("sweep", "run vision-check, grounding-check or tasks run over a grid of models, presets and seeds: a "
+            "table",
             "Run one eval command for every cell of a grid (a YAML file: command, args, grid of endpoint / model /\n"
-            "policy preset / seed / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
+            "policy preset / seed / --flag / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
             "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
             "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
-            "flags apply to every cell. Example file: evals/sweeps/example.yaml. Exit 0 done, 130 interrupted,\n"
-            "1 setup error.")
+            "flags apply to every cell. Example files: evals/sweeps/example.yaml, evals/sweeps/tasks-mock.yaml.\n"
+            "Exit 0 done, 130 interrupted, 1 setup error.")
     p.add_argument("file", metavar="SWEEP.yaml", help="the sweep: command, args, grid")
     p.add_argument("--output", required=True, metavar="DIR", help="folder of the cells' reports and sweep.json")
     g = p.add_argument_group("worker pool, for every cell")

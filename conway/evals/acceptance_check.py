@@ -30,14 +30,17 @@ import shlex
 import shutil
 import sys
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
+from conway.evals.pool import Pool, pool_record
 from conway.evals.report import Report, check_new_output
-from conway.evals.runner import run_suite, suite_policy
+from conway.evals.runner import resume_records, resumed_seed, run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
@@ -207,20 +210,29 @@ class Check:
     """(verified, observed, details) from the working directory and the session's journal."""
 
 
+def _nothing_to_prepare(work: Path) -> None:
+    pass
+
+
+def _put_program(tasks: AcceptanceTasks, program: bytes, work: Path) -> None:
+    (work / "source").mkdir()
+    (work / tasks.program_source).write_bytes(program)
+
+
+def _verify_launch(tasks: AcceptanceTasks, program: bytes, work: Path, _events: list[dict[str, Any]]) -> tuple[bool, str, dict]:
+    return verify_program_launch(tasks, work, program)
+
+
 def make_checks(tasks: AcceptanceTasks) -> list[Check]:
+    """The checks, picklable (partials of module-level functions): a worker of the pool gets them whole."""
     program = PROGRAM.format(token=tasks.program_token, nonce=tasks.program_nonce).encode("utf-8")
-
-    def put_program(work: Path) -> None:
-        (work / "source").mkdir()
-        (work / tasks.program_source).write_bytes(program)
-
     return [
         Check(1, "file_roundtrip", "file round trip", tasks.file_task(),
               f"{tasks.note_name} holds exactly the given text and the session read it back",
-              lambda work: None, lambda work, events: verify_file_roundtrip(tasks, work, events)),
+              _nothing_to_prepare, partial(verify_file_roundtrip, tasks)),
         Check(2, "program_launch", "program copy + launch", tasks.program_task(),
               f"{tasks.program_copy} is an unchanged copy and launching it left {tasks.marker}",
-              put_program, lambda work, _events: verify_program_launch(tasks, work, program)),
+              partial(_put_program, tasks, program), partial(_verify_launch, tasks, program)),
     ]
 
 
@@ -246,6 +258,8 @@ class AcceptanceSuite:
     kind = "acceptance-check"
 
     def run_case(self, policy: Policy, check: Check) -> dict[str, Any]:
+        from conway.cancel import current_cancel
+        from conway.loop.ending import RunEnd
         from conway.observe.synthetic import SyntheticObserver
         from conway.session.task_run import no_desktop_toolbox, run_task
 
@@ -262,6 +276,9 @@ class AcceptanceSuite:
         run = run_task(home, cfg, check.task, max_steps=self.max_steps, max_seconds=self.max_seconds,
                        policy=policy, observer=SyntheticObserver(), toolbox=no_desktop_toolbox(cfg, home, work),
                        clock=self.clock, say=self.say)
+        token = current_cancel()
+        if run.outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
+            token.set(run.outcome.reason)  # the loop took the Ctrl+C: the suite stops, this check did not finish
         events = run.events()
         ok, observed, details = check.verify(work, events)
         return _case(check.name, check.task, check.criterion, run.outcome, ok, observed, details, events)
@@ -295,24 +312,31 @@ class AcceptanceSuite:
 def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps: int = 10,
                      max_seconds: float = 600.0, seed: int | None = None, keep: bool = False,
                      argv: list[str] | None = None, policy: Policy | None = None, clock: Any = None,
-                     say: Callable[[str], None] = print) -> int:
+                     say: Callable[[str], None] = print, pool: Pool | None = None, resume: str | None = None) -> int:
+    """`pool`: each check runs in a worker that builds its own policy; the workers' lines go to their standard
+    output through `print` (a caller's `say` need not cross a process). `resume`: a partial report's finished
+    checks are kept (its seed is used when none is given)."""
     if max_steps < 1:
         raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
     if max_seconds <= 0:
         raise UserError(f"--max-seconds must be positive (got {max_seconds})")
     out = check_new_output(output, home)
+    if seed is None and resume:
+        seed = resumed_seed(resume)
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     tasks = make_tasks(seed)
     checks = make_checks(tasks)
-    with suite_policy(config, home, policy) as policy:
+    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
         base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
         try:
             report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
                 "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
                 "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
-            suite = AcceptanceSuite(config, base, max_steps, max_seconds, len(checks), say, clock)
-            result = run_suite(suite, policy, checks, report, progress=False)
+            report.data["pool"] = pool_record(pool)
+            kept = resume_records(resume, report, len(checks)) if resume else None
+            suite = AcceptanceSuite(config, base, max_steps, max_seconds, len(checks), print if pool else say, clock)
+            result = run_suite(suite, policy, checks, report, progress=False, pool=pool, resume=kept)
         finally:
             if not keep:
                 shutil.rmtree(base, ignore_errors=True)
@@ -327,6 +351,8 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
         say(f"model errors: {describe_causes(summary['model_errors'])}")
     if summary.get("no_valid_decision"):
         say(summary["no_valid_decision"])
+    if summary.get("interrupted"):
+        say(f"{summary['interrupted']}: the report is partial; --resume it to run the rest")
     say(f"report: {out}" + (f" (working files kept in {base})" if keep else ""))
     return result.code
 

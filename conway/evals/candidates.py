@@ -29,6 +29,7 @@ import yaml
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, NoValidDecision, UserError
+from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
 from conway.evals.runner import Suite, SuiteInterrupted, run_cases
 from conway.store.home import Home, validate_name
 from conway.store.state import atomic_write_bytes, atomic_write_json
@@ -334,34 +335,50 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
 
 
 def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], Suite],
-             cases: list[Any], progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig,
-                                                        str | None]:
+             cases: list[Any], progress: bool, spec: PoolSpec | None = None
+             ) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig, str | None]:
     """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg,
-    why it was interrupted or None). An interrupted run keeps the cases that finished, in case order."""
+    why it was interrupted or None). An interrupted run keeps the cases that finished, in case order.
+
+    `spec`: the cases run in a worker pool whose workers each load this model (a recipe of its config)."""
     from conway.config import load_config
     from conway.policies.factory import build_policy
 
     cfg = load_config(home.config, overrides)
-    try:
-        policy = build_policy(cfg, home)
-    except UserError as exc:
-        raise UserError(f"no llama.cpp backend could load the {label} model: {exc}") from None
-    except Exception as exc:
-        raise UserError(f"no llama.cpp backend could load the {label} model "
-                        f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
+    policy, pool = None, None
+    if spec is not None:
+        pool = Pool(spec, PolicyRecipe(cfg, str(home.root)))
+    else:
+        try:
+            policy = build_policy(cfg, home)
+        except UserError as exc:
+            raise UserError(f"no llama.cpp backend could load the {label} model: {exc}") from None
+        except Exception as exc:
+            raise UserError(f"no llama.cpp backend could load the {label} model "
+                            f"({cfg.policy.model_path}): {type(exc).__name__}: {exc}") from None
     suite = make_suite(cfg)
     interrupted = None
     try:
-        records, wall = run_cases(suite, policy, cases, progress=progress)
+        records, wall = run_cases(suite, policy, cases, progress=progress, pool=pool)
     except SuiteInterrupted as stop:
         records, wall, interrupted = stop.records, stop.wall_s, stop.reason
+    except UserError as exc:  # a worker could not build the policy
+        raise UserError(f"no llama.cpp backend could load the {label} model: {exc}") from None
     finally:
-        policy.close()
+        if policy is not None:
+            policy.close()
     errors = [r for r in records if r.get("error", "") and "model request failed" in str(r.get("error"))]
     if errors and len(errors) == len(records) and not interrupted:  # nothing to compare: never answered
         raise NoValidDecision(f"the {label} model answered no case: {errors[0]['error']}")
     summary = suite.summarize(records, wall) if records else {}
-    return records, summary, policy.model_id, cfg, interrupted
+    model_id = policy.model_id if policy is not None else _answered_by(records, cfg)
+    return records, summary, model_id, cfg, interrupted
+
+
+def _answered_by(records: list[dict[str, Any]], cfg: ConwayConfig) -> str:
+    """The model id the workers' answers name (their policies stayed in the workers), else the configured one."""
+    ids = sorted({str(r["model_id"]) for r in records if r.get("model_id")})
+    return ", ".join(ids) if ids else str(cfg.policy.model or Path(str(cfg.policy.model_path)).stem)
 
 
 def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,
@@ -369,7 +386,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                    base_mmproj: str | None = None,
                    backend: str = "llama_cpp", argv: list[str] | None = None, progress: bool = True,
                    say: Any = print, dataset: str | None = None, apps: str | None = None,
-                   bbox_format: str = "auto") -> int:
+                   bbox_format: str = "auto", pool: PoolSpec | None = None) -> int:
     """Run the SAME held-out cases on the base and on candidate `name`; write one report.
 
     Exit codes (`conway.errors.ExitCode`): 0 when the candidate's hit rate is
@@ -448,7 +465,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                                                                 extra=policy_extra,
                                                                 model_id=f"candidate-{name}" if label == "candidate"
                                                                 else f"base-{model.stem}"), make_suite, cases,
-                                    progress)
+                                    progress, pool)
             if stopped := runs[label][4]:
                 break
     except KeyboardInterrupt:  # between the two runs (each run's own Ctrl+C arrives as its interruption)
@@ -491,6 +508,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
                     parameters=report_params)
     report.set_model(f"{b_id} vs {c_id}")
+    report.data["pool"] = {"workers": pool.workers, "ray": pool.ray} if pool else {"workers": 1}
     code = ExitCode.PASSED if separated else ExitCode.NOT_PASSED
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
                   cases_order=[{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],

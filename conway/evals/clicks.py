@@ -33,6 +33,9 @@ class CaseError(str):
         obj.cause = cause
         return obj
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:  # a record crosses to the pool's driver with its cause
+        return CaseError, (str(self), self.cause)
+
 
 def first_click(decision: Decision) -> tuple[tuple[float, float] | None, dict[str, Any] | None, str | None]:
     """(point in screenshot pixels, the action as a dict, error) of a decision's first action."""

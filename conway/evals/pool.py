@@ -110,9 +110,11 @@ class PolicyRecipe:
         return PolicyRecipe(ConwayConfig.model_validate(data), self.home)
 
     def build(self) -> Any:
+        from pathlib import Path
+
         from conway.policies.factory import build_policy
         from conway.store.home import Home
-        return build_policy(self.config, Home(self.home))
+        return build_policy(self.config, Home(Path(self.home)))  # Home does not convert: a str root breaks `/`
 
 
 @dataclass(frozen=True)

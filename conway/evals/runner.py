@@ -245,6 +245,12 @@ def resume_records(path: str, report: Report, cases: int) -> dict[int, Record]:
     return dict(zip(positions, records))
 
 
+def resumed_seed(path: str) -> int | None:
+    """The seed a partial report was made with: a command whose seed defaults to a random one resumes with it."""
+    seed = load_report(path)[0].get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 # --- what the commands share around a run ---------------------------------------------
 
 

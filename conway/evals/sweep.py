@@ -2,7 +2,7 @@
 
 A sweep file (YAML):
 
-    command: vision-check            # or grounding-check
+    command: vision-check            # or grounding-check, or tasks run (its args begin with the suite)
     args: [--samples, "32", --size, 1280x800]
     overrides: [policy.structured_output=none]   # config overrides every cell gets (optional)
     grid:
@@ -10,6 +10,7 @@ A sweep file (YAML):
       policy: [generic, uitars-1.5-7b]     # presets (configs/policy/<name>.yaml)
       seed: [0, 1, 2]
       policy.max_tokens: [256, 1024]       # any other key: a config override
+      --max-steps: [10, 20]                # a key that starts with --: that flag of the command
 
 Every combination is a cell; each cell runs the command as its own command
 line would (`conway vision-check … --endpoint A policy=generic --seed 0
@@ -19,6 +20,9 @@ Wilson interval, and whether that interval lies wholly below the best cell's
 (a difference the cases show, not noise). Run the same sweep into the same
 folder again and finished cells are kept, a cell Ctrl+C cut short is resumed
 (`--resume` on its partial report), so a long sweep can be stopped at any time.
+
+A `tasks run` cell's rate is the success rate over its scored tasks (the
+tasks report's `success`; errors and not-runnable tasks stay out of it).
 """
 
 from __future__ import annotations
@@ -38,12 +42,17 @@ from conway.evals.report import Report, load_report
 from conway.evals.sweep_table import table_lines
 
 COMMANDS = {"vision-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
-            "grounding-check": ("hit_rate", "hit_rate_ci95", "hits", "cases")}
-"""Commands a sweep runs → (rate, its interval, successes, cases) in their report's summary."""
+            "grounding-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
+            "tasks run": ("success.hit_rate", "success.hit_rate_ci95", "success.hits", "success.n")}
+"""Commands a sweep runs → (rate, its interval, successes, cases) in their report's summary (a dotted key
+reaches into a part of it)."""
 FLAGS = {"endpoint": "--endpoint", "model": "--model", "seed": "--seed"}
-"""Grid keys that are command-line flags; `policy` is a preset; any other key is a config override."""
-OWN_FLAGS = ("--output", "--resume", "--workers", "--ray", "--pool-endpoint", "--quiet")
-"""Flags the sweep sets itself: not allowed in `args`."""
+"""Grid keys that are command-line flags; `policy` is a preset; a key starting with -- is that flag; any other
+key is a config override."""
+NOT_TAKEN = {"tasks run": ("seed",)}
+"""Grid keys a command has no flag for (a task suite is the same tasks every time: no seed)."""
+OWN_FLAGS = ("--output", "--resume", "--workers", "--ray", "--pool-endpoint", "--quiet", "--desktops-per-node")
+"""Flags the sweep sets itself: not allowed in `args` or as grid keys."""
 
 
 def load_sweep(path: str) -> dict[str, Any]:
@@ -75,16 +84,29 @@ def load_sweep(path: str) -> dict[str, Any]:
     args = [str(a) for a in args]
     if own := [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]:
         raise UserError(f"sweep file {p}: args may not set {', '.join(own)} (the sweep sets it for each cell)")
+    if data["command"] == "tasks run" and (not args or args[0].startswith("-")):
+        raise UserError(f"sweep file {p}: the args of tasks run begin with the suite (a folder, task files or an "
+                        "OSWorld test_*.json index)")
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise UserError(f"sweep file {p}: grid must map each varied setting to a list of values")
     for key, values in grid.items():
+        if str(key) in NOT_TAKEN.get(data["command"], ()):
+            raise UserError(f"sweep file {p}: grid.{key}: {data['command']} has no --{key}")
+        if str(key) in OWN_FLAGS:
+            raise UserError(f"sweep file {p}: grid.{key}: the sweep sets {key} for each cell")
         if not isinstance(values, list) or not values:
             raise UserError(f"sweep file {p}: grid.{key} must be a non-empty list")
         if any(isinstance(v, (dict, list)) or v is None for v in values):
             raise UserError(f"sweep file {p}: grid.{key} values must be plain words or numbers")
-    return {"command": data["command"], "args": args, "overrides": overrides,
-            "grid": {str(k): [str(v) for v in vs] for k, vs in grid.items()}}
+    out = {"command": data["command"], "args": args, "overrides": overrides,
+           "grid": {str(k): [str(v) for v in vs] for k, vs in grid.items()}}
+    names = [cell_name(c) for c in cells(out["grid"])]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise UserError(f"sweep file {p}: two cells would share the report name {twice}; make the grid's values "
+                        "differ in their last 48 letters")
+    return out
 
 
 def cells(grid: dict[str, list[str]]) -> list[dict[str, str]]:
@@ -94,34 +116,47 @@ def cells(grid: dict[str, list[str]]) -> list[dict[str, str]]:
 
 def cell_name(cell: dict[str, str]) -> str:
     """A file name that says the cell: `policy-generic_seed-0`."""
-    def word(v: str) -> str:
-        return re.sub(r"[^A-Za-z0-9.]+", "-", v).strip("-")[:48] or "x"
+    def word(v: str) -> str:  # a long value keeps its end: a path's or URL's last part says the most
+        return re.sub(r"[^A-Za-z0-9.]+", "-", v).strip("-")[-48:].strip("-") or "x"
     return "_".join(f"{word(k)}-{word(v)}" for k, v in cell.items())
 
 
 def cell_argv(sweep: dict[str, Any], cell: dict[str, str], output: Path, pool_args: list[str]) -> list[str]:
-    argv = [sweep["command"], *sweep["args"], "--output", str(output), "--quiet", *pool_args]
-    overrides = list(sweep["overrides"])  # after every flag: they are the command's trailing words
+    flags = ["--output", str(output), "--quiet", *pool_args]
+    overrides = list(sweep["overrides"])
     for key, value in cell.items():
         if key in FLAGS:
-            argv += [FLAGS[key], value]
+            flags += [FLAGS[key], value]
+        elif key.startswith("--"):
+            flags += [key, value]
         elif key == "policy":
             overrides.insert(0, f"policy={value}")  # a preset first, so other overrides refine it
         else:
             overrides.append(f"{key}={value}")
-    return argv + overrides
+    args = sweep["args"]
+    if sweep["command"] == "tasks run":  # its overrides follow the suite words (a positional list)
+        lead = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
+        return ["tasks", "run", *args[:lead], *overrides, *args[lead:], *flags]
+    return [sweep["command"], *args, *flags, *overrides]  # after every flag: the command's trailing words
 
 
 def _row(sweep: dict[str, Any], cell: dict[str, str], path: Path, out_dir: Path) -> dict[str, Any]:
-    rate_key, ci_key, ok_key, n_key = COMMANDS[sweep["command"]]
+    keys = COMMANDS[sweep["command"]]
     row: dict[str, Any] = {"cell": cell_name(cell), "settings": cell, "report": str(path.relative_to(out_dir))}
     try:
         data, _ = load_report(path)
     except UserError as exc:
         return {**row, "status": "missing", "error": str(exc)}
-    s = data.get("summary") or {}
+    rate, ci95, successes, n = (_dig(data.get("summary") or {}, key) for key in keys)
     return {**row, "status": data.get("status"), "exit_code": data.get("exit_code"), "model_id": data.get("model_id"),
-            "rate": s.get(rate_key), "ci95": s.get(ci_key), "successes": s.get(ok_key), "cases": s.get(n_key)}
+            "rate": rate, "ci95": ci95, "successes": successes, "cases": n}
+
+
+def _dig(summary: dict[str, Any], dotted: str) -> Any:
+    value: Any = summary
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def compare(rows: list[dict[str, Any]]) -> dict[str, Any]:

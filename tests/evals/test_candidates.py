@@ -145,14 +145,16 @@ def test_promoting_an_unknown_candidate_names_the_known_ones(initialized_home, c
     assert "real" in capsys.readouterr().err
 
 
-def test_candidate_eval_with_no_server_able_to_load_the_candidate(initialized_home, tmp_path, capsys):
-    """A GGUF that llama.cpp cannot load: exit 1 and say which model could not be loaded."""
+@pytest.mark.parametrize("pool", [[], ["--workers", "2"]], ids=["serial", "pool"])
+def test_candidate_eval_with_no_server_able_to_load_the_candidate(initialized_home, tmp_path, capsys, pool):
+    """A GGUF that llama.cpp cannot load: exit 1 and say which model could not be loaded (in a pool: the
+    workers could not load it)."""
     pytest.importorskip("llama_cpp")
     base = tmp_path / "bad-base.gguf"
     base.write_bytes(b"GGUF" + b"\x03\0\0\0" + b"\0" * 64)
     make_candidate(initialized_home, "broken", base=(base, base))
     out = tmp_path / "eval.json"
-    assert main(["candidate-eval", "broken", "--samples", "2", "--output", str(out)]) == 1
+    assert main(["candidate-eval", "broken", "--samples", "2", "--output", str(out), "--quiet", *pool]) == 1
     err = capsys.readouterr().err
     assert "no llama.cpp backend could load the candidate model" in err and "broken" in err
     assert not out.exists()
@@ -238,3 +240,38 @@ def test_ctrl_c_between_the_two_runs_writes_a_partial_report_of_what_finished(in
     assert s["cases_planned"] == 3 and s["candidate"]["cases"] == 3 and "base" not in s
     assert "candidate 3 of 3" in s["interrupted"] and "nothing is compared" in s["interrupted"]
     assert "difference" not in s and any("the report is partial" in line for line in said)
+
+
+@pytest.mark.slow
+@pytest.mark.llama
+def test_candidate_eval_in_a_pool_of_two_workers_scores_as_the_serial_run(initialized_home, tmp_path):
+    """Each run's cases in two worker processes that each load that run's model: the same answers per case."""
+    pytest.importorskip("llama_cpp")
+    base = _build(tmp_path / "base", seed=0)
+    other = _build(tmp_path / "other", seed=7)
+    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
+    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 16\n")
+    reports = {}
+    for name, pool in (("serial", []), ("pooled", ["--workers", "2"])):
+        out = tmp_path / f"{name}.json"
+        assert main(["candidate-eval", "other", "--samples", "4", "--seed", "5", "--output", str(out), "--quiet",
+                     *pool]) in (0, 2)
+        reports[name] = json.loads(out.read_text())
+    serial, pooled = reports["serial"], reports["pooled"]
+
+    def answers(report: dict) -> list:
+        return [(c["image_sha256"], c["base"]["predicted"], c["base"]["hit"], c["candidate"]["predicted"],
+                 c["candidate"]["hit"]) for c in report["cases"]]
+
+    assert answers(pooled) == answers(serial)
+    for side in ("base", "candidate"):
+        assert pooled["summary"][side]["hits"] == serial["summary"][side]["hits"]
+        assert pooled["summary"][side]["model_id"] == serial["summary"][side]["model_id"]
+    assert pooled["pool"] == {"workers": 2, "ray": None} and serial["pool"] == {"workers": 1}
+
+
+def test_candidate_eval_takes_no_pool_endpoint(initialized_home, tmp_path, capsys):
+    make_candidate(initialized_home, "half")
+    with pytest.raises(SystemExit):
+        main(["candidate-eval", "half", "--pool-endpoint", "http://127.0.0.1:9/v1", "--output", str(tmp_path / "e.json")])
+    assert "unrecognized arguments: --pool-endpoint" in capsys.readouterr().err

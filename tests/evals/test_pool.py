@@ -52,6 +52,17 @@ def test_workers_give_the_serial_report_case_by_case(tmp_path):
     assert not any("retried" in c for c in pooled["cases"])
 
 
+
+def test_unusable_answers_cross_the_workers_with_their_causes(tmp_path):
+    """A case's error carries its cause (conway.evals.clicks.CaseError): the worker's record must unpickle whole."""
+    with VisionFixtureServer(mode="garbage") as server:
+        code1, serial = _run(server, tmp_path, "serial.json", samples=3)
+        code2, pooled = _run(server, tmp_path, "pool.json", "--workers", "2", samples=3)
+    assert code1 == code2
+    assert [c["error"] for c in pooled["cases"]] == [c["error"] for c in serial["cases"]]
+    assert all(c["error"] for c in pooled["cases"])
+    assert pooled["summary"]["model_errors"] == serial["summary"]["model_errors"] != {}
+
 def test_an_endpoint_never_gets_more_requests_than_its_slots(tmp_path):
     with VisionFixtureServer(delay_s=0.2) as server:
         url = server.base_url

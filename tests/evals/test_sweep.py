@@ -99,6 +99,20 @@ def test_bad_sweep_files_are_one_line(tmp_path, capsys, content, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content, message", [
+    ("command: tasks run\nargs: [--cache, x]\ngrid: {policy: [mock]}", "begin with the suite"),
+    ("command: tasks run\nargs: [suite]\ngrid: {seed: [1, 2]}", "tasks run has no --seed"),
+    ("command: tasks run\nargs: [suite]\ngrid: {--workers: [1, 2]}", "the sweep sets --workers"),
+    ("command: tasks run\nargs: [suite]\ngrid: {--mock-scripts: [/a/very/long/folder/name/that/is/the/same/x"
+     "/scripts, /b/very/long/folder/name/that/is/the/same/x/scripts]}", "share the report name"),
+])
+def test_bad_tasks_run_sweeps_are_one_line(tmp_path, capsys, content, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(content)
+    assert main(["sweep", str(f), "--output", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
+
+
 def test_a_missing_sweep_file_or_a_folder_is_one_line(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "none.yaml"), "--output", str(tmp_path / "out")]) == 1
     assert "does not exist" in capsys.readouterr().err
@@ -110,3 +124,12 @@ def test_the_example_sweep_file_is_valid():
     from conway.evals.sweep import cells, load_sweep
     sweep = load_sweep(str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "example.yaml"))
     assert len(cells(sweep["grid"])) == 6
+
+
+def test_the_tasks_example_sweep_file_is_valid():
+    from conway.evals.sweep import cell_argv, cells, load_sweep
+    sweep = load_sweep(str(Path(__file__).resolve().parents[2] / "evals" / "sweeps" / "tasks-mock.yaml"))
+    first = cells(sweep["grid"])[0]
+    argv = cell_argv(sweep, first, Path("out.json"), [])
+    assert argv[:3] == ["tasks", "run", "evals/osworld_local"]
+    assert argv[argv.index("--mock-scripts") + 1] == "evals/osworld_local/mock/pass"
