@@ -214,6 +214,7 @@ def references(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     From the records alone (target box, number of distractors, image size), so every report carries them.
     """
+    records = [r for r in records if r.get("image") and r.get("target")]  # a case no worker finished has neither
     n = len(records)
     centre = 0
     random_shape = 0.0

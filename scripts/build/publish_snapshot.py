@@ -47,7 +47,8 @@ EXCLUDE = ("training/results/", "tests/fixtures/tiny-vlm/")
 WEIGHTS = (".gguf", ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".npz", ".h5")
 IMAGES = (".png", ".jpg", ".jpeg")
 IMAGE_FOLDERS = ("docs/",)  # pictures of the viewer
-BINARY_FOLDERS = ("tests/data/",)  # recorded screenshots, hostile parser inputs
+BINARY_FOLDERS = ("tests/data/", "evals/osworld_local/cache/")  # recorded screenshots, hostile parser inputs; the
+# shipped task suite's office documents (its inputs and expected files, made by scripts/build/build_osworld_local.py)
 PLANTED_FOLDERS = ("tests/", "conway/redact.py")  # the tests' fake keys, the credential patterns themselves
 PLANTED_FILES = ("tests/test_secrets.py",)  # nothing but fake credentials of every shape, by design
 STATE_FILES = {"state.json", "state.previous.json", "control.json", "instance.lock", "memory.previous.md"}

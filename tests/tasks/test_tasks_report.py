@@ -55,8 +55,8 @@ def test_the_rate_is_over_scored_tasks_only_with_its_wilson_interval() -> None:
     assert s["by_domain"]["os"]["n"] == 3 and s["by_domain"]["chrome"]["hits"] == 1
     assert s["by_app"]["os"]["n"] == 4 and s["by_app"]["chrome"]["n"] == 1  # a task counts for each of its apps
     assert s["declared"] == {"DONE": 3, "FAIL": 1, "nothing": 0} and s["declared_done_but_failed"] == 1
-    assert s["cost"] == {"decisions": 12, "prompt_tokens": 4000, "cached_tokens": 2400, "generated_tokens": 120,
-                         "model_s": 6.0, "wall_s": 8.0}
+    assert s["cost"] == {"decisions": 12, "summaries": 0, "prompt_tokens": 4000, "cached_tokens": 2400,
+                         "generated_tokens": 120, "model_s": 6.0, "wall_s": 8.0}
     assert verdict(CASES, s) == (2, "fail")
 
 
