@@ -160,8 +160,15 @@ def test_ctrl_c_gives_a_partial_report_that_a_pool_resumes_with_its_seed(tmp_pat
 def test_ray_actors_verify_both_checks_as_the_serial_run_does(tmp_path):
     """The same two checks as Ray actors of a private cluster here (--ray local): the serial verdicts."""
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    from helpers.ray_cluster import conway_process
+
+    assert ray
     _, serial = _check(tmp_path, "serial", Model(gate=False))
-    code, pooled = _check(tmp_path, "ray", Model(gate=True), "--workers", "2", "--ray", "local",
-                          "--desktops-per-node", "2")
-    assert code == 0 and _verdicts(pooled) == _verdicts(serial)
-    assert pooled["pool"]["ray"] == "local" and not ray.is_initialized()
+    out = tmp_path / "ray.json"
+    with ScriptedFakeServer(responder=Model(gate=True)) as server:  # the driver in a process of its own
+        done = conway_process("acceptance-check", "--endpoint", server.base_url, "--seed", str(SEED), "--max-steps",
+                              "5", "--output", str(out), "--workers", "2", "--ray", "local",
+                              "--desktops-per-node", "2", "policy.structured_output=none")
+    pooled = json.loads(out.read_text())
+    assert done.returncode == 0 and _verdicts(pooled) == _verdicts(serial), done.stderr[-2000:]
+    assert pooled["pool"]["ray"] == "local"

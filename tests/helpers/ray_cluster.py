@@ -17,6 +17,15 @@ from pathlib import Path
 from typing import Iterator
 
 RAY = str(Path(sys.executable).with_name("ray"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def conway_process(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`conway ARGS` in a process of its own: a Ray driver is joined to one cluster for the life of its process,
+    so every Ray test's driver is a fresh process and the test run itself never joins (or leaves) one."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "conway.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def _free_port() -> int:

@@ -105,11 +105,15 @@ def test_a_task_whose_x_server_dies_runs_once_more_on_a_fresh_desktop(tmp_path):
 def test_a_task_suite_on_a_real_ray_cluster_scores_as_the_serial_run(tmp_path, tmp_path_factory):
     need_desktop()
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    from helpers.ray_cluster import ray_cluster
+    from helpers.ray_cluster import conway_process, ray_cluster
 
     suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(3)})
     serial = _run(tmp_path, "serial", suite, mock, 1)
-    with ray_cluster(tmp_path_factory.mktemp("ray")) as address:
-        pooled = _run(tmp_path, "ray", suite, mock, 2, ray=address)
+    out = tmp_path / "ray.json"
+    with ray_cluster(tmp_path_factory.mktemp("ray")) as address:  # the driver in a process of its own
+        done = conway_process("--home", str(tmp_path / "home"), "tasks", "run", str(suite), "--mock-scripts",
+                              str(mock), "--output", str(out), "--workers", "2", "--ray", address, "--quiet")
+    assert out.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    pooled = json.loads(out.read_text())
     assert [(c["task"], c.get("score")) for c in pooled["cases"]] == [(c["task"], c.get("score")) for c in serial["cases"]]
     assert pooled["summary"]["passed"] == 3 and pooled["pool"]["ray"] == address
