@@ -62,8 +62,9 @@ def test_running_a_sweep_again_keeps_finished_cells_and_resumes_the_cut_one(tmp_
 
         def interrupt(count: int) -> None:  # Ctrl+C as a terminal sends it: to the running cell too
             if count == 3:
-                for child in psutil.Process().children():
-                    os.kill(child.pid, signal.SIGINT)
+                for child in psutil.Process().children():  # the cell's conway only (the session's X server
+                    if "conway.cli" in " ".join(child.cmdline()):  # is a child of this process too)
+                        os.kill(child.pid, signal.SIGINT)
 
         good.on_request = interrupt
         code = main(["sweep", str(f), "--output", str(tmp_path / "out")])
