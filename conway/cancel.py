@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from conway.protocols import PolicyError
 
-__all__ = ["Cancel", "DecisionAborted", "Worker", "cancel_scope", "current_cancel", "run_cancellable", "watching"]
+__all__ = ["Cancel", "DecisionAborted", "Watcher", "Worker", "cancel_scope", "current_cancel", "run_cancellable",
+           "watching"]
 
 T = TypeVar("T")
 
@@ -119,6 +120,58 @@ class Worker:
         if self._thread is not None:
             self._jobs.put(None)
             self._thread = None
+
+
+class Watcher:
+    """One long-lived daemon thread that watches work its caller runs on the caller's own thread.
+
+    For work that returns soon once its token is set (`Policy.abortable`): handing it to a `Worker`
+    and waiting for it costs two thread wake-ups a call, the largest share of a cheap cycle's harness
+    work. The watcher ticks every `poll_s` for the whole run, armed or not (so arming it wakes no
+    thread); while work is armed it asks `stop_requested` and sets the token, which aborts the work
+    where it blocks. There is no grace and no abandoning here: work that may ignore its token belongs
+    on a `Worker` (`run_cancellable`).
+    """
+
+    def __init__(self, poll_s: float, name: str = "conway-decision-watch"):
+        self.poll_s = poll_s
+        self.name = name
+        self._lock = threading.Lock()  # a check holds it: disarming waits for one in progress, never races it
+        self._armed: tuple[Cancel, Callable[[], str | None]] | None = None
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run(self, work: Callable[[], T], token: Cancel, stop_requested: Callable[[], str | None]) -> T:
+        """`work()` here, inside `cancel_scope(token)`, the token set by a stop meanwhile. Errors as
+        `run_cancellable`'s: a PolicyError after the token was set is DecisionAborted, others pass on."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+            self._thread.start()
+        with self._lock:
+            self._armed = (token, stop_requested)
+        try:
+            with cancel_scope(token):
+                return work()
+        except PolicyError as exc:
+            if token.is_set():
+                raise DecisionAborted(f"aborted: {token.reason}") from exc
+            raise
+        finally:
+            with self._lock:
+                self._armed = None
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread = None
+
+    def _serve(self) -> None:
+        while not self._closed.wait(self.poll_s):
+            with self._lock:
+                armed = self._armed
+                if armed is not None and not armed[0].is_set():
+                    reason = armed[1]()
+                    if reason:
+                        armed[0].set(reason)
 
 
 def _serve(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:

@@ -221,6 +221,12 @@ class Policy(Protocol):
     description: list[str] | tuple[str, ...] = ()
     """Lines the run prints at start (where the model is, warnings); none by default."""
 
+    abortable: bool = False
+    """`decide` returns soon after the current `conway.cancel.Cancel` is set, at every point where it can block
+    (it shuts its socket down, its decode checks the token). The loop then runs it on its own thread, watched
+    for a stop, rather than handing each decision to a worker thread and back (two thread wake-ups, the largest
+    share of a cheap cycle). False (the default): a worker thread, abandoned 1 s after a stop it ignores."""
+
     def decide(self, context: DecisionContext) -> Decision: ...
 
     def feedback(self, record: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from conway.cancel import Cancel, Worker, run_cancellable, watching
+from conway.cancel import Cancel, Watcher, Worker, run_cancellable, watching
 from conway.config import AgentConfig
 from conway.loop.ending import RunEnd, StopRun
 from conway.store.state import ReadIfChanged, read_control
@@ -115,6 +115,7 @@ class Control:
         self._cancel: Cancel | None = None
         self._old_handlers: dict[int, Any] = {}
         self._worker = Worker()  # the decisions' thread, one for the whole run
+        self._watcher = Watcher(agent.control_poll_s)  # watches an abortable decision run on the loop's thread
         self._requests = ReadIfChanged(control_path, lambda path: read_control(path, session), None)
 
     # -- requests -------------------------------------------------------------
@@ -244,9 +245,11 @@ class Control:
                  {"idle_wait_s": waited, "planned_wait_s": delay, **({"capped_at_s": cap} if capped else {}),
                   **({"ended_by": ended_by} if ended_by else {})})
 
-    def cancellable(self, fn: Callable[[], T], within_s: float | None = None) -> T:
-        """Run a decision (on the run's worker thread) while watching for a stop, which aborts it (DecisionAborted).
-        `within_s`: a deadline (wall time) that aborts it the same way; `pending_stop` tells the two apart."""
+    def cancellable(self, fn: Callable[[], T], within_s: float | None = None, abortable: bool = False) -> T:
+        """Run a decision while watching for a stop, which aborts it (DecisionAborted). `within_s`: a deadline
+        (wall time) that aborts it the same way; `pending_stop` tells the two apart. `abortable` (the policy
+        returns soon once aborted: `Policy.abortable`): it runs on this thread, watched; otherwise on the run's
+        worker thread, abandoned if it is not back within a grace after the stop."""
         token = self._cancel = Cancel()
         end = None if within_s is None else time.monotonic() + within_s
 
@@ -256,6 +259,8 @@ class Control:
                 return f"timed out after {within_s:g} s"
             return stop
         try:
+            if abortable:
+                return self._watcher.run(fn, token, why)
             return run_cancellable(fn, token, why, self.agent.control_poll_s, worker=self._worker)
         finally:
             self._cancel = None
@@ -295,3 +300,4 @@ class Control:
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
         self._worker.close()
+        self._watcher.close()

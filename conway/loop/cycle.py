@@ -111,7 +111,7 @@ class Loop:
 
         ctx = self.contexts.build(goals, obs, self.step)
         try:
-            decision = self.control.cancellable(lambda: self.p.policy.decide(ctx))  # a stop aborts it
+            decision = self.control.cancellable(lambda: self.p.policy.decide(ctx), abortable=self.p.abortable)
         except DecisionAborted as exc:  # a stop arrived and the request was abandoned: nothing to dispatch
             self.record("decision", {"raw_text": None, "actions": [], "model_id": self.p.policy.model_id,
                                      "discarded": True, "aborted": True, "detail": str(exc), "dry_run": self.p.dry_run})

@@ -36,6 +36,11 @@ class LoopParts:
     """What writes memory.md's summary past memory.max_chars (the acting model's backend, or memory.summariser);
     None: the marked truncation (docs/architecture.md#memory)."""
 
+    @property
+    def abortable(self) -> bool:
+        """The policy returns soon once its decision is aborted (`Policy.abortable`): decided on the loop's thread."""
+        return bool(getattr(self.policy, "abortable", False))
+
 
 @dataclass
 class RunOutcome:

@@ -29,6 +29,10 @@ class Backend(Protocol):
     kind: str
     model_id: str
 
+    abortable: bool = False
+    """A request returns soon once the current `conway.cancel.Cancel` is set, wherever it blocks
+    (`Policy.abortable`); False by default."""
+
     structured_report: Mapping[str, str] = MappingProxyType({})
     """What each structured-output try showed (mode → detail), filled by `structured_support`; empty when the
     modes are known without trying (the default)."""

@@ -416,6 +416,10 @@ class ModelPolicy(Policy):
         self.description: list[str] = []
         """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
 
+    @property
+    def abortable(self) -> bool:  # `Policy.abortable`: as its backend is
+        return bool(getattr(self.backend, "abortable", False))
+
     # -- structured output ------------------------------------------------------
 
     def structured_mode(self) -> str:

@@ -106,6 +106,11 @@ class MockPolicy(Policy):
         self.last_context: DecisionContext | None = None
         """The context of the latest decision (what a real model would have been shown)."""
 
+    @property
+    def abortable(self) -> bool:
+        """Nothing in a script blocks but a `sleep` step, which ignores a stop as a stalled model would."""
+        return not any(step.sleep for step in self.script.steps)
+
     def _next(self) -> MockStep | None:
         steps = self.script.steps
         if self._index >= len(steps):

@@ -69,6 +69,82 @@ def test_an_aborted_decision_is_discarded_once_a_stop_arrives():
     worker.close()
 
 
+# --- an abortable decision runs on the loop's thread, watched ------------------------------------
+
+
+def test_an_abortable_decision_runs_on_the_callers_thread_and_a_stop_aborts_it(tmp_path):
+    control = _control(tmp_path)
+    me = threading.get_ident()
+    assert control.cancellable(lambda: (threading.get_ident(), current_cancel() is not None), abortable=True) \
+        == (me, True)
+    assert control.cancellable(threading.get_ident) != me  # the default: the run's worker thread
+
+    def model():  # blocks until aborted, as a request whose socket a stop shuts down
+        token = current_cancel()
+        write_control(tmp_path / "control.json", "s-1", "stop")  # `conway stop` from another terminal
+        deadline = time.monotonic() + 10
+        while not token.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        token.check()
+        return "answered"
+
+    t0 = time.monotonic()
+    with pytest.raises(DecisionAborted, match="stop requested"):
+        control.cancellable(model, abortable=True)
+    assert time.monotonic() - t0 < 5  # about the control poll (0.05 s here)
+    with pytest.raises(ZeroDivisionError):  # the work's own errors pass on
+        control.cancellable(lambda: 1 / 0, abortable=True)
+    control.close()
+
+
+def test_an_abortable_decision_past_its_deadline_is_aborted_the_same_way(tmp_path):
+    control = _control(tmp_path)
+
+    def model():
+        token = current_cancel()
+        while not token.is_set():
+            time.sleep(0.01)
+        token.check()
+
+    with pytest.raises(DecisionAborted, match="timed out after 0.2 s"):
+        control.cancellable(model, within_s=0.2, abortable=True)
+    control.close()
+
+
+def test_the_loop_decides_on_its_own_thread_only_for_a_policy_that_says_it_is_abortable(tmp_path):
+    """The mock never blocks, unless a step sleeps (it then ignores a stop, as a stalled model would);
+    a loopback endpoint connects at once, a remote one may hold its connect up to the timeout."""
+    from conway.policies.http_client import HTTPBackend, OpenAIClient, on_loopback
+    from conway.policies.mock import MockPolicy, MockScript
+
+    assert MockPolicy().abortable
+    assert not MockPolicy(MockScript.model_validate({"steps": [{"sleep": 1, "action": {"type": "wait"}}]})).abortable
+    assert [on_loopback(u) for u in ("http://127.0.0.1:8080/v1", "http://localhost:1/v1", "http://[::1]:9/v1",
+                                     "http://127.3.4.5/v1", "http://10.0.0.2:8080/v1", "https://api.example/v1",
+                                     "http://localhost.example/v1")] == [True] * 4 + [False] * 3
+    for url, abortable in (("http://127.0.0.1:9/v1", True), ("http://192.0.2.1:9/v1", False)):
+        client = OpenAIClient(url)
+        assert HTTPBackend(client, "m").abortable is abortable
+        client.close()
+
+    from conway.config import load_config
+    from conway.loop.control import SimulatedClock
+    from conway.session.app import RunRequest, run_agent
+    from conway.store.home import Home, init_home
+
+    steps = [{"action": {"type": "append_file", "path": "a.txt", "text": "x"}}]
+    for script, on_loop_thread in ((steps, True), ([{"sleep": 0.01, **steps[0]}], False)):
+        home = Home(tmp_path / f"home-{on_loop_thread}")
+        init_home(home)
+        policy = MockPolicy(MockScript.model_validate({"steps": script}))
+        threads: list[int] = []
+        decide = policy.decide
+        policy.decide = lambda ctx: threads.append(threading.get_ident()) or decide(ctx)
+        run_agent(home, load_config(home.config, ["agent.max_steps=3"]),
+                  RunRequest(single_session=False, policy=policy, clock=SimulatedClock()), say=lambda _s: None)
+        assert len(threads) == 3 and (set(threads) == {threading.get_ident()}) is on_loop_thread, threads
+
+
 # --- tools run watched only when a stop can end them --------------------------------------------
 
 
