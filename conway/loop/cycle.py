@@ -1,10 +1,9 @@
-"""The continuous cycle (docs/architecture.md#the-cycle), top to bottom: read control → reread goals → observe → build context
+"""The continuous cycle (docs/architecture.md#the-cycle): read control → reread goals → observe → build context
 → decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
 
-Everything comes in through `LoopParts`. Around the cycle: `control` (stop/pause, signals, budgets,
-sliced waits), `ending` (how a run ends), `recovery` (start-up), `run_state` (state.json), `prompt.decision`
-(what the model sees), `repetition` (suppression), `observe.fallback` (no screen). An uncertain outcome is
-never replayed and ends the run.
+Everything comes in through `LoopParts`. Around it: `control` (stop/pause, signals, budgets, sliced waits), `ending`,
+`recovery` (start-up), `run_state` (state.json), `prompt.decision` (what the model sees), `repetition`,
+`observe.fallback` (no screen). An uncertain outcome is never replayed and ends the run.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from conway.loop.control import Control
 from conway.loop.ending import PermanentFailures, PreDispatchError, RunEnd, StopRun
 from conway.loop.memory_upkeep import MemoryUpkeep
 from conway.loop.parts import LoopParts, RunOutcome
-from conway.loop.ratelimit import rate_limit_wait
+from conway.loop.ratelimit import rate_limit_event, rate_limit_wait
 from conway.loop.recovery import start_up
 from conway.loop.repetition import Repetitions
 from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
@@ -162,8 +161,8 @@ class Loop:
 
     def finish(self, action: Finish) -> None:
         self.outcome.finish = action.model_dump()
-        self.record("finish", events.Finish(**action.model_dump(), declared_by="model",
-                                            note="the model's own report; not a verified success").to_payload())
+        self.record("finish", events.Finish(**self.outcome.finish, declared_by="model",
+                                            note=events.MODEL_OWN_REPORT).to_payload())
         self.note(action, "recorded (the model's own report)")
         self.say(f"model reports {action.status}: {action.message}")
         if self.p.single_session:
@@ -236,9 +235,7 @@ class Loop:
     def rate_limited(self, exc: RateLimited, backoff: float, context: dict[str, Any] | None) -> None:
         """Counts toward recovery backoff; the wait is bounded (conway/loop/ratelimit.py)."""
         delay, why = rate_limit_wait(exc.retry_after, backoff, self.cfg.agent.recovery_backoff_max_s, exc.source)
-        self.record("error", {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive":
-                              self.error_count, "retry_after_s": exc.retry_after, "wait_s": delay, "why": why,
-                              "cause": exc.cause, "context": context})
+        self.record("error", rate_limit_event(exc, self.error_count, delay, why, context))
         self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
         self.control.wait(delay)
 

@@ -10,8 +10,9 @@ and why, for the journal.
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["MIN_WAIT_S", "rate_limit_wait"]
+__all__ = ["MIN_WAIT_S", "rate_limit_event", "rate_limit_wait"]
 
 MIN_WAIT_S = 1.0
 """Shortest wait after any 429, whatever the server says."""
@@ -36,3 +37,10 @@ def rate_limit_wait(asked: float | None, backoff_s: float, cap_s: float, source:
         wait = min(backoff_s, cap)
         why += f"; repeated failures: recovery backoff {wait:g} s is longer"
     return round(wait, 3), why
+
+
+def rate_limit_event(exc: Any, consecutive: int, wait_s: float, why: str,
+                     context: dict[str, Any] | None) -> dict[str, Any]:
+    """The journal's error payload for a 429 (`exc`: the policy's `RateLimited`) and the wait chosen for it."""
+    return {"stage": "decide", "error": str(exc), "rate_limited": True, "consecutive": consecutive,
+            "retry_after_s": exc.retry_after, "wait_s": wait_s, "why": why, "cause": exc.cause, "context": context}

@@ -193,7 +193,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
 
     started = time.perf_counter()
     captured = tuple(obs.captured_size)
-    if obs.png is None and obs.image is None:
+    if obs.image is None and obs.png is None:  # in this order: a screen's PNG is encoded only on demand
         return SentImage(None, "", captured, captured, rule_name, None, 0.0)  # type: ignore[arg-type]
     try:
         img = observation_image(obs)  # a screen observation keeps its decoded pixels

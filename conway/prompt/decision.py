@@ -118,7 +118,7 @@ class ContextBuilder:
         for line in self.history.take_notes():  # journaled with the decision that learned it; said once here
             self.say(line)
         types = self.toolbox.available_types()
-        screen = obs.png is not None or obs.image is not None
+        screen = obs.image is not None or obs.png is not None  # in this order: a screen's PNG is encoded on demand
         if not screen:
             types = [t for t in types if t not in GUI_TYPES]  # nothing to point at
         key = tuple(types)

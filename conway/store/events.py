@@ -89,6 +89,9 @@ class Decision(Payload):
     """A stop arrived during inference: recorded, never dispatched."""
 
 
+MODEL_OWN_REPORT = "the model's own report; not a verified success"
+
+
 @dataclass
 class Finish(Payload):
     """The model's own report (never a verified success)."""

@@ -15,6 +15,13 @@ reason otherwise): one mss capture plus the JPEG q85 encode of that frame, what
 every real cycle pays before the model sees anything. Harness overhead is
 everything but the (synthetic) observation, the mock decision and the tool;
 it is reported with and without the syncs (the intent's fdatasync, a property of the disk).
+
+`--observe screen`: the loop observes that Xvfb screen itself, through the observer a real run builds
+(`ScreenObserver.from_config`: capture, exact hash, the change test, the screenshot archive); each
+observation's own time is left out of the harness as the synthetic one's is. The harness then pays for
+what a real frame leaves behind (caches cold after several passes over 4 MB of pixels), which a cached
+synthetic PNG does not show. The observation's median in the loop is printed beside the same observer's
+taken alone between the runs.
 """
 
 from __future__ import annotations
@@ -107,7 +114,8 @@ class Meter:
             cycle.setdefault("_wall", nxt["_start"] - cycle["_start"])
 
 
-NOT_HARNESS = ("decide (bare mock)", "tool (append_file)", "observe (synthetic PNG, cached)")
+OBSERVE_SCREEN = "observe (screen: capture, hash, change, archive)"
+NOT_HARNESS = ("decide (bare mock)", "tool (append_file)", "observe (synthetic PNG, cached)", OBSERVE_SCREEN)
 
 
 class Reference:
@@ -117,6 +125,9 @@ class Reference:
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        self.observe_times: list[float] = []
+        """The loop's own screen observer, observing alone (`--observe screen`)."""
+        self.display: str | None = None
         self.why_not: str | None = None
         self._procs: list = []
         self._screen = None
@@ -140,6 +151,7 @@ class Reference:
         xvfb, display = start_xvfb(*self.size)
         self._procs.append(xvfb)
         self._procs.append(start_scene("ui", display, self.size, Path(self._tmp.name)))
+        self.display = display
         self._screen = ScreenObserver(display=display)
         self._screen.capture()  # connect once, as a running agent is
         return self
@@ -153,6 +165,15 @@ class Reference:
             t = time.perf_counter()
             encode_jpeg(self._screen.capture().image())
             self.times.append(time.perf_counter() - t)
+
+    def observe_alone(self, observer, frames: int) -> None:
+        """Time `observer.observe()` alone (the loop's own observer, `--observe screen`)."""
+        if observer is None:
+            return
+        for _ in range(frames):
+            t = time.perf_counter()
+            observer.observe()
+            self.observe_times.append(time.perf_counter() - t)
 
     def __exit__(self, *exc) -> None:
         from scripts.bench.bench_observe import stop
@@ -191,8 +212,17 @@ LABELS = {"fdatasync": "a zero-filled tail, fdatasync (the journal as it is)",
           "fallocate": "a posix_fallocate'd tail, fdatasync"}
 
 
-def run_block(home: Home, cycles: int, meter: Meter, journal_class: type[Journal] = Journal) -> None:
-    """One run of the real loop for `cycles` cycles, every part timed."""
+def screen_observer(home: Home, display: str):
+    """The observer a real run builds for `display` (its screenshot archive in `home`)."""
+    from conway.observe.screen import ScreenObserver
+
+    os.environ["DISPLAY"] = display
+    return ScreenObserver.from_config(load_config(None, ["observe.source=screen"]), home)
+
+
+def run_block(home: Home, cycles: int, meter: Meter, journal_class: type[Journal] = Journal,
+              screen: str | None = None) -> None:
+    """One run of the real loop for `cycles` cycles, every part timed (`screen`: an X display to observe)."""
     cfg = load_config(None, [f"agent.max_steps={cycles}", "agent.repetition_limit=1000000"])
     steps = [{"action": {"type": "append_file", "path": "bench.txt", "text": t}} for t in ("a", "b")]
     policy = MockPolicy(MockScript.model_validate({"steps": steps, "repeat": True}))
@@ -201,8 +231,12 @@ def run_block(home: Home, cycles: int, meter: Meter, journal_class: type[Journal
     toolbox.run = meter.tool(meter.timed("tool (append_file)", toolbox.run))
     journal = journal_class(home.journal_dir, fsync=cfg.journal.fsync)
     journal.append = meter.timed("journal append (+sync of intents)", journal.append)
-    observer = SyntheticObserver()
-    observer.observe = meter.timed("observe (synthetic PNG, cached)", observer.observe)
+    if screen is not None:
+        observer = screen_observer(home, screen)
+        observer.observe = meter.timed(OBSERVE_SCREEN, observer.observe)
+    else:
+        observer = SyntheticObserver()
+        observer.observe = meter.timed("observe (synthetic PNG, cached)", observer.observe)
     loop = Loop(LoopParts(home=home, config=cfg, policy=policy, observer=observer, toolbox=toolbox,
                           journal=journal, session="bench", clock=NoSleepClock(), say=lambda s: None))
     loop.state.progress = meter.cycle(loop.state.progress)
@@ -219,6 +253,7 @@ def run_block(home: Home, cycles: int, meter: Meter, journal_class: type[Journal
     finally:
         os.fsync, os.fdatasync = real
         journal.close()
+        observer.close()
     meter.close_cycles(time.perf_counter())
     if len(meter.cycles) > first + 1:
         meter.cycles.pop()  # the last one also carries the session's end (final state write, end event)
@@ -257,12 +292,18 @@ def main() -> int:
     ap.add_argument("--sync", default="fdatasync", help="the intent's sync, or several comma-separated, their runs "
                     "taking turns: fdatasync (the journal as it is: a zero-filled tail, fdatasync), fsync (as "
                     "before: a growing file, fsync), fallocate (a posix_fallocate'd tail, fdatasync); all: the three")
+    ap.add_argument("--observe", choices=("synthetic", "screen"), default="synthetic",
+                    help="synthetic: a cached PNG (the harness alone); screen: the loop observes the reference's "
+                         "Xvfb screen through a real run's observer, with the journal as it is (needs Xvfb, "
+                         "xdotool, tkinter)")
     args = ap.parse_args()
     if args.cycles < args.blocks or args.blocks < 1:
         print("bench_loop: --cycles must be at least --blocks (>= 1)", file=sys.stderr)
         return 1
     names = list(VARIANTS) if args.sync == "all" else [n.strip() for n in args.sync.split(",") if n.strip()]
-    if not names or any(n not in VARIANTS for n in names):
+    if args.observe == "screen":
+        names = ["screen"]
+    elif not names or any(n not in VARIANTS for n in names):
         print(f"bench_loop: --sync takes {', '.join(VARIANTS)} (comma-separated) or all, not {args.sync!r}",
               file=sys.stderr)
         return 1
@@ -271,15 +312,29 @@ def main() -> int:
     per_gap = max(1, args.frames // (runs + 1))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, Reference() as ref:
+        if args.observe == "screen" and ref.display is None:
+            print(f"bench_loop: --observe screen needs the reference's screen: {ref.why_not}", file=sys.stderr)
+            return 1
         homes = {n: Home(Path(tmp) / f"home-{n}") for n in names}
         for home in homes.values():
             init_home(home)
+        alone = screen_observer(homes[names[0]], ref.display) if args.observe == "screen" else None
+
+        def gap() -> None:
+            ref.grab(per_gap)
+            ref.observe_alone(alone, per_gap)
+
         for b in range(args.blocks):
             for n in names:  # the variants take turns, so load and disk state weigh on each alike
-                ref.grab(per_gap)
-                run_block(homes[n], args.cycles // args.blocks + (1 if b < args.cycles % args.blocks else 0),
-                          meters[n], VARIANTS[n])
-        ref.grab(per_gap)
+                gap()
+                size = args.cycles // args.blocks + (1 if b < args.cycles % args.blocks else 0)
+                if alone is not None:
+                    run_block(homes[n], size, meters[n], Journal, screen=ref.display)
+                else:
+                    run_block(homes[n], size, meters[n], VARIANTS[n])
+        gap()
+        if alone is not None:
+            alone.close()
     wall = time.perf_counter() - started
     reference = statistics.median(ref.times) if ref.times else None
     print(f"{runs} loop run(s), {wall:.1f} s in all with the reference; under {tempfile.gettempdir()}; "
@@ -289,7 +344,12 @@ def main() -> int:
     else:
         print(f"reference: one mss capture + JPEG q85 encode of a 1280x800 frame (Xvfb, editor scene), median of "
               f"{len(ref.times)} taken between the loop runs: {reference * 1e3:.3f} ms")
-    medians = {n: report(meters[n], reference, f"intent sync: {n}, {LABELS[n]}") for n in names}
+    if ref.observe_times:
+        print(f"the loop's screen observer alone, between the runs: median {statistics.median(ref.observe_times) * 1e3:.3f} "
+              f"ms of {len(ref.observe_times)}; in the loop: " + ", ".join(
+                  f"{n} {statistics.median(meters[n].calls[OBSERVE_SCREEN]) * 1e3:.3f} ms" for n in names))
+    medians = {n: report(meters[n], reference, f"intent sync: {n}, {LABELS[n]}" if n in LABELS else
+                         "the loop observing the screen, the journal as it is") for n in names}
     if len(names) > 1 and reference:
         print("\nharness overhead, median per cycle: " + ", ".join(
             f"{n} {m * 1e3:.3f} ms = {m / reference * 100:.1f}%" for n, m in medians.items()))
