@@ -20,15 +20,6 @@ from conway.tools.registry import build_toolbox
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
 
 
-@pytest.fixture
-def bwrap_ok() -> None:
-    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
-    if problem:
-        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(problem)
-        pytest.skip(problem)
-
-
 def _sh(env: BubblewrapEnvironment, command: str, cwd: str) -> tuple[int, str]:
     import subprocess
     prep = env.prepare(command, cwd=cwd, env={"PATH": "/usr/bin:/bin"})
