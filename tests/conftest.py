@@ -13,8 +13,10 @@ import pytest
 pytest.register_assert_rewrite("helpers.parser_test_helpers", "helpers.loop_harness", "helpers.desktop_fixtures",
                                "helpers.prompt_frames")
 
-# shared fixtures: a private X display per session, a recorded session for the viewer, a tiny base model
-pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.tiny_models"]
+# shared fixtures: a private X display per session, a recorded session for the viewer, a tiny base model, bubblewrap
+# and a disposable desktop for the sandbox tests
+pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.tiny_models",
+                  "helpers.sandbox_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
 

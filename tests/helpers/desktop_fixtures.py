@@ -52,14 +52,17 @@ def wait_until(predicate: Callable[[], T], timeout: float = 10.0, interval: floa
         time.sleep(interval)
 
 
-def need(tool: str, apt: str) -> None:
-    if shutil.which(tool) is None:
-        msg = f"{tool} not installed (apt-get install {apt})"
+def require(ok: bool, why: str) -> None:
+    """Skip the test, saying `why`, unless `ok`; fail it instead where ``CONWAY_REQUIRE_DESKTOP=1`` (CI)."""
+    if not ok:
         if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+            pytest.fail(why)
+        pytest.skip(why)
 
 
+def need(tool: str, apt: str) -> None:
+    """`require` the program `tool`, naming the apt package `apt` that installs it."""
+    require(shutil.which(tool) is not None, f"{tool} not installed (apt-get install {apt})")
 
 
 def xdotool(display: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,11 +9,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable
 
 import psutil
 import pytest
-from helpers.desktop_fixtures import APPS, AppLog, wait_until
+from helpers.desktop_fixtures import APPS, AppLog, require, wait_until
 
 from conway.observe.accessibility import snapshot
 from conway.sandbox.desktop import TERMINAL, DisposableDesktop
@@ -25,21 +25,9 @@ pytestmark = pytest.mark.desktop
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
 
 
-def _need(ok: bool, why: str) -> None:
-    if not ok:
-        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(why)
-        pytest.skip(why)
-
-
 @pytest.fixture
-def desk(tmp_path: Path) -> Iterator[DisposableDesktop]:
-    for tool, apt in (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool")):
-        _need(shutil.which(tool) is not None, f"{tool} not installed (apt-get install {apt})")
-    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
-    _need(problem is None, problem or "")
-    with DisposableDesktop("t1", cache_dir=tmp_path / "cache") as d:
-        yield d
+def desk(open_desk: Callable[..., DisposableDesktop]) -> DisposableDesktop:
+    return open_desk("t1")
 
 
 def test_it_is_a_task_env_and_says_where_its_display_is(desk: DisposableDesktop) -> None:
@@ -49,7 +37,7 @@ def test_it_is_a_task_env_and_says_where_its_display_is(desk: DisposableDesktop)
 
 
 def test_writes_land_in_the_disposable_home_and_are_gone_after_close(tmp_path: Path) -> None:
-    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    require(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
     with DisposableDesktop("t2", root_parent=tmp_path) as d:
         r = d.run("echo data > ~/a.txt; echo more > /home/user/b.txt; echo $HOME; ls -A /root; "
                   f"test -e {REAL_HOME}/.pyenv || echo real-home-hidden", shell=True)
@@ -63,7 +51,7 @@ def test_writes_land_in_the_disposable_home_and_are_gone_after_close(tmp_path: P
 
 
 def test_keep_leaves_the_root_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    require(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
     with DisposableDesktop("t3", root_parent=tmp_path, keep=True) as d:
         d.run("echo kept > ~/k.txt", shell=True)
         root = d.root
@@ -107,13 +95,13 @@ def test_an_app_that_never_opens_a_window_is_reported(desk: DisposableDesktop) -
 def _atspi_ready() -> None:
     probe = "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    _need(done.returncode == 0, "PyGObject with Atspi missing (pip install 'PyGObject<3.51'; apt gir1.2-atspi-2.0)")
+    require(done.returncode == 0, "PyGObject with Atspi missing (pip install 'PyGObject<3.51'; apt gir1.2-atspi-2.0)")
 
 
 def test_the_observer_reads_a_gtk_app_on_the_private_display(desk: DisposableDesktop) -> None:
     _atspi_ready()
     system_gi = subprocess.run(["/usr/bin/python3", "-c", "import gi"], capture_output=True).returncode == 0
-    _need(system_gi, "python3-gi not installed (apt-get install python3-gi gir1.2-gtk-3.0)")
+    require(system_gi, "python3-gi not installed (apt-get install python3-gi gir1.2-gtk-3.0)")
     shutil.copy(APPS / "gtk_probe_app.py", desk.home / "gtk_probe_app.py")  # the repo is not in the sandbox
     (desk.home / "gtk.jsonl").write_text("")
     desk.spawn(["/usr/bin/python3", "gtk_probe_app.py", "/home/user/gtk.jsonl"])
@@ -129,7 +117,7 @@ def test_the_observer_reads_a_gtk_app_on_the_private_display(desk: DisposableDes
 
 def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(desk: DisposableDesktop) -> None:
     _atspi_ready()
-    _need(shutil.which(TERMINAL) is not None, f"{TERMINAL} not installed (apt-get install {TERMINAL})")
+    require(shutil.which(TERMINAL) is not None, f"{TERMINAL} not installed (apt-get install {TERMINAL})")
     assert desk.terminal_output() is None  # no terminal open yet
     run_setup([{"type": "launch", "parameters": {"command": [TERMINAL]}},
                {"type": "activate_window", "parameters": {"window_name": "LXTerminal", "by_class": True}}],
@@ -155,7 +143,7 @@ def test_a_desktop_that_cannot_sandbox_says_why_and_leaves_nothing(tmp_path: Pat
 
 
 def test_close_kills_everything_it_started(tmp_path: Path) -> None:
-    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    require(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
     with DisposableDesktop("t4", root_parent=tmp_path) as d:
         d.spawn("sleep 300.71 & sleep 301.71", shell=True)
         wait_until(lambda: _sleeping(), timeout=10, what="the spawned sleeps")

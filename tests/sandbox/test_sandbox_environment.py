@@ -5,30 +5,19 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from helpers.stopping import stopped_after
 
 from conway.actions import AppendFile, ListDir, ReadFile, Shell
-from conway.cancel import Cancel, cancel_scope
 from conway.config import ToolsConfig
 from conway.sandbox.environment import BWRAP, BubblewrapEnvironment, LocalEnvironment, SandboxError
 from conway.tools.files import FileTools
 from conway.tools.registry import build_toolbox
 
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
-
-
-@pytest.fixture
-def bwrap_ok() -> None:
-    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
-    if problem:
-        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(problem)
-        pytest.skip(problem)
 
 
 def _sh(env: BubblewrapEnvironment, command: str, cwd: str) -> tuple[int, str]:
@@ -134,12 +123,8 @@ def test_the_sandboxed_shell_hides_the_home_and_stops_within_a_second(bwrap_ok: 
         r = box.run(Shell(command=f"ls -A {REAL_HOME} | wc -l; test -e {REAL_HOME}/.pyenv || echo hidden"))
         assert r.ok and r.output.split()[:2] == ["0", "hidden"], r.output
         pidfile = work / "pid"
-        token = Cancel()
-        threading.Timer(0.3, token.set, args=("stop requested",)).start()
-        start = time.monotonic()
-        with cancel_scope(token):
-            r = box.run(Shell(command=f"sleep 62.41 & echo $! > {pidfile}; wait"))
-        elapsed = time.monotonic() - start
+        r, elapsed = stopped_after(0.3, "stop requested",
+                                   lambda: box.run(Shell(command=f"sleep 62.41 & echo $! > {pidfile}; wait")))
         assert not r.ok and r.data["stopped"] is True and elapsed < 1.3, (elapsed, r.output)
         assert not any(p.info["cmdline"] == ["sleep", "62.41"] for p in psutil.process_iter(["cmdline"]))
     finally:

@@ -6,10 +6,10 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable
 
 import pytest
-from helpers.desktop_fixtures import wait_until
+from helpers.desktop_fixtures import require, wait_until
 
 from conway.sandbox import windows
 from conway.sandbox.desktop import DisposableDesktop
@@ -21,21 +21,9 @@ pytestmark = pytest.mark.desktop
 FAST = SetupLimits(window_wait_s=30, command_timeout_s=30)  # bounds a failure only: generous under load
 
 
-def _need(ok: bool, why: str) -> None:
-    if not ok:
-        if os.environ.get("CONWAY_REQUIRE_DESKTOP"):
-            pytest.fail(why)
-        pytest.skip(why)
-
-
 @pytest.fixture
-def desk(tmp_path: Path) -> Iterator[DisposableDesktop]:
-    for tool, apt in (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool"), ("xmessage", "x11-utils")):
-        _need(shutil.which(tool) is not None, f"{tool} not installed (apt-get install {apt})")
-    problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
-    _need(problem is None, problem or "")
-    with DisposableDesktop("task-1", cache_dir=tmp_path / "cache") as d:
-        yield d
+def desk(open_desk: Callable[..., DisposableDesktop]) -> DisposableDesktop:
+    return open_desk("task-1", ("xmessage", "x11-utils"))
 
 
 def _titles(d: DisposableDesktop) -> list[str]:
@@ -123,7 +111,7 @@ def test_open_uses_the_homes_default_application(desk: DisposableDesktop) -> Non
 
 
 def test_chrome_open_tabs_opens_chromium(desk: DisposableDesktop) -> None:
-    _need(shutil.which("chromium") is not None, "chromium not installed (apt-get install chromium)")
+    require(shutil.which("chromium") is not None, "chromium not installed (apt-get install chromium)")
     (desk.home / "page.html").write_text("<title>conway-tab</title><h1>hi</h1>")
     run_setup([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["file:///home/user/page.html"]}}],
               desk, SetupLimits(window_wait_s=60))
@@ -149,7 +137,7 @@ def test_bad_steps_are_one_line_each(desk: DisposableDesktop, steps: object, mes
 
 
 def test_download_without_a_cache_names_the_url(tmp_path: Path) -> None:
-    _need(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    require(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
     with DisposableDesktop("task-2") as d:
         with pytest.raises(SetupError, match=r"^setup step 1 \(download\): https://x.invalid/a needs a local cache"):
             run_setup([{"type": "download", "parameters": {"files": [{"url": "https://x.invalid/a",

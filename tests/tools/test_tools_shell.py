@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from helpers.stopping import stopped_after
 
 from conway.actions import Shell
 from conway.tools.shell import ShellTool
@@ -80,17 +81,10 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 
 def test_a_stop_ends_a_running_command_and_its_process_group(tmp_path):
-    import threading
-
-    from conway.cancel import Cancel, cancel_scope
     tool = ShellTool(tmp_path, timeout_s=60)
     pidfile = tmp_path / "pid"
-    token = Cancel()
-    threading.Timer(0.5, token.set, args=("terminated (SIGTERM)",)).start()
-    start = time.monotonic()
-    with cancel_scope(token):
-        r = tool.run(Shell(command=f"echo started; sleep 100 & echo $! > {pidfile}; wait"))
-    elapsed = time.monotonic() - start
+    r, elapsed = stopped_after(0.5, "terminated (SIGTERM)",
+                               lambda: tool.run(Shell(command=f"echo started; sleep 100 & echo $! > {pidfile}; wait")))
     assert not r.ok and r.data["stopped"] is True and not r.data["timed_out"]
     assert "because the agent was stopped (terminated (SIGTERM))" in r.error and r.output.startswith("started\n")
     assert elapsed < 5  # not the 100 s the command wanted, nor the 60 s timeout
