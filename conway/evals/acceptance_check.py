@@ -30,7 +30,6 @@ import shlex
 import shutil
 import sys
 import tempfile
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -38,9 +37,9 @@ from typing import Any, Callable
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
-from conway.evals.pool import Pool, pool_record
+from conway.evals.pool import Pool
 from conway.evals.report import Report, check_new_output
-from conway.evals.runner import resume_records, resumed_seed, run_suite, suite_policy
+from conway.evals.runner import resumed_seed, run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
@@ -327,16 +326,14 @@ def acceptance_check(home: Home, config: ConwayConfig, *, output: str, max_steps
         seed = random.SystemRandom().randrange(2**31)
     tasks = make_tasks(seed)
     checks = make_checks(tasks)
-    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
+    with suite_policy(config, home, policy, pool) as policy:
         base = Path(tempfile.mkdtemp(prefix="conway-acceptance-"))
         try:
             report = Report("acceptance-check", out, argv=argv, config=config, seed=seed, parameters={
                 "max_steps": max_steps, "max_seconds": max_seconds, "tools": ["files", "shell"], "desktop": False,
                 "observation": "synthetic", "python": tasks.python, "kept_tempdir": str(base) if keep else None})
-            report.data["pool"] = pool_record(pool)
-            kept = resume_records(resume, report, len(checks)) if resume else None
             suite = AcceptanceSuite(config, base, max_steps, max_seconds, len(checks), print if pool else say, clock)
-            result = run_suite(suite, policy, checks, report, progress=False, pool=pool, resume=kept)
+            result = run_suite(suite, policy, checks, report, progress=False, pool=pool, resume=resume)
         finally:
             if not keep:
                 shutil.rmtree(base, ignore_errors=True)

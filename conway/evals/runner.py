@@ -6,9 +6,14 @@ records (`summarize`) and what that summary means (`verdict`: an `ExitCode`
 and the report's status). How the cases are made is the command's own
 business; it hands them to the runner as a list.
 
-    with suite_policy(config, home, policy) as policy:
-        result = run_suite(suite, policy, cases, report, parallel=k)
+    with suite_policy(config, home, policy, pool) as policy:
+        result = run_suite(suite, policy, cases, report, parallel=k, pool=pool, resume=partial_report)
     return result.code
+
+What every command shares around the cases is the runner's: a pool's workers
+build their own policies (so `suite_policy` builds none here), the report
+records how the cases were spread (`pool_record`), and `--resume` keeps a
+partial report's finished cases (`resume_records`, refused before any case).
 
 The runner hands the cases out (`run_cases`: one at a time in this thread, or
 K at a time in threads), streams each record to the report as it arrives
@@ -32,7 +37,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from conway.cancel import ABORT_GRACE_S, Cancel, cancel_scope
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
-from conway.evals.pool import Pool
+from conway.evals.pool import Pool, pool_record
 from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, load_report
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
@@ -178,22 +183,25 @@ def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, para
 
 def run_suite(suite: Suite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
               progress: bool = True, extra: Callable[[SuiteResult], dict[str, Any]] | None = None,
-              pool: Pool | None = None, resume: dict[int, Record] | None = None) -> SuiteResult:
+              pool: Pool | None = None, resume: str | None = None) -> SuiteResult:
     """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report.
 
-    `pool`: the cases run in its workers (each builds its own policy; `policy` may then be None).
-    `resume`: records of a partial report's finished cases by position (`resume_records`): not run again.
+    `pool`: the cases run in its workers (each builds its own policy; `policy` may then be None); the report's
+    `pool` records it (or `parallel`). `resume`: the path of a partial report of the same command whose
+    finished cases are kept, not run again (`resume_records`: a UserError before any case when it does not fit).
     """
+    report.data["pool"] = pool_record(pool, parallel)
+    kept = resume_records(resume, report, len(cases)) if resume else None
     if policy is not None:
         report.set_model(policy.model_id)
     streaming = report.cases_path is not None
     interrupted: SuiteInterrupted | None = None
     if streaming:
-        for _, rec in sorted((resume or {}).items()):
+        for _, rec in sorted((kept or {}).items()):
             report.add_case(rec)
     try:
         records, wall = run_cases(suite, policy, cases, parallel=parallel, progress=progress,
-                                  on_record=report.add_case if streaming else None, pool=pool, skip=resume)
+                                  on_record=report.add_case if streaming else None, pool=pool, skip=kept)
     except SuiteInterrupted as stop:  # the cases that finished make a partial report
         interrupted, records, wall = stop, stop.records, stop.wall_s
     except BaseException:
@@ -207,8 +215,8 @@ def run_suite(suite: Suite, policy: Policy | None, cases: Sequence[Any], report:
         code, status = ExitCode.INTERRUPTED, "partial"
         summary["interrupted"] = f"{interrupted.reason}: {len(records)} of {len(cases)} case(s) finished"
         fields["case_positions"] = interrupted.positions  # what `--resume` keeps
-    if resume:
-        summary["resumed"] = f"{len(resume)} case(s) kept from the resumed report"
+    if kept:
+        summary["resumed"] = f"{len(kept)} case(s) kept from the resumed report"
     result = SuiteResult(records=records, summary=summary, code=code, status=status, wall_s=wall)
     fields.update(extra(result) if extra else {})
     if not streaming:
@@ -273,12 +281,14 @@ def check_outputs(output: str, home: Home, sheet: str | None = None,
 
 
 @contextmanager
-def suite_policy(config: ConwayConfig, home: Home, policy: Policy | None = None) -> Iterator[Policy]:
-    """The given policy, or the configured one built here and closed afterwards.
+def suite_policy(config: ConwayConfig, home: Home, policy: Policy | None = None,
+                 pool: Pool | None = None) -> Iterator[Policy | None]:
+    """The given policy, or the configured one built here and closed afterwards; with `pool` and no policy
+    given, None (each of the pool's workers builds its own).
 
     Building it is where an unreachable or missing model is found: a UserError (exit 1) before any case.
     """
-    if policy is not None:
+    if policy is not None or pool is not None:
         yield policy
         return
     from conway.policies.factory import build_policy

@@ -30,7 +30,6 @@ import os
 import re
 import shlex
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -38,9 +37,9 @@ from typing import Any, Callable
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.evals import tasks_summary
-from conway.evals.pool import LOST, Pool, pool_record
+from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
-from conway.evals.runner import check_outputs, resume_records, run_suite, suite_policy
+from conway.evals.runner import check_outputs, run_suite, suite_policy
 from conway.evals.task_files import declared_record
 from conway.protocols import Policy
 from conway.store.home import Home
@@ -394,10 +393,8 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
         say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}")
-    report.data["pool"] = pool_record(pool)
-    kept = resume_records(resume, report, len(cases)) if resume else None
-    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as pol:
-        result = run_suite(runner, pol, cases, report, progress=False, pool=pool, resume=kept,
+    with suite_policy(config, home, policy, pool) as pol:
+        result = run_suite(runner, pol, cases, report, progress=False, pool=pool, resume=resume,
                            extra=lambda res: _extra(runner, cases, res.records))
     _say_result(result.summary, out, say)
     return result.code

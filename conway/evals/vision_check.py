@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import threading
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,14 +28,13 @@ from conway.actions import describe_action_space
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.clicks import CaseError, ask, decision_fields, first_click, parallel_notes, serial_lock
-from conway.evals.pool import Pool, pool_record
+from conway.evals.pool import Pool
 from conway.evals.report import Report, write_new_file
 from conway.evals.runner import (
     SuiteResult,
     check_outputs,
     check_parallel,
     click_verdict,
-    resume_records,
     run_suite,
     suite_policy,
 )
@@ -305,7 +303,7 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                 sheet_written = str(sheet_path)
         return {"sheet": sheet_written}
 
-    with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
+    with suite_policy(config, home, policy, pool) as policy:
         for note in parallel_notes(config, parallel):
             say(note)
         report = Report("vision-check", out, argv=argv, config=config, seed=seed, expected_cases=samples,
@@ -314,10 +312,8 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
                                     "backend": effective_backend(config),
                                     "instruction_form": "Click the <colour> <shape>.",
                                     "scoring": "hit = click inside the target's box (inclusive); nothing executed"})
-        report.data["pool"] = pool_record(pool, parallel)
-        kept = resume_records(resume, report, samples) if resume else None
         result = run_suite(suite, policy, range(samples), report, parallel=parallel, progress=progress, extra=draw,
-                           pool=pool, resume=kept)
+                           pool=pool, resume=resume)
     summary = result.summary
     ci = summary["hit_rate_ci95"]
     say(f"vision-check: {summary['hits']}/{summary['cases']} hit ({summary['hit_rate']:.1%}, 95% CI {ci[0]:.1%}–{ci[1]:.1%}), "

@@ -108,6 +108,75 @@ def test_the_report_carries_the_verdict_and_a_failed_run_writes_none(tmp_path: P
     assert not (tmp_path / "b.json").exists()  # a report exists only for a run that completed
 
 
+
+def test_the_runner_records_the_pool_and_reads_the_resume_for_every_command(tmp_path: Path):
+    """The report's `pool` and `--resume` are the runner's: only the cases a partial report lacks run again,
+    and a report that does not fit is refused before any case runs."""
+    from conway.errors import UserError
+
+    class Counting(SlowFirst):
+        def run_case(self, policy: Any, case: int) -> dict[str, Any]:
+            self.ran.append(case)
+            return {"case": case, "hit": True}
+
+    def suite() -> Counting:
+        s = Counting()
+        s.ran = []
+        return s
+
+    def report(name: str) -> Report:
+        return Report("fake-check", tmp_path / name, argv=["x"], config=None, parameters={"parallel": 2})
+
+    first = suite()
+    run_suite(first, None, [0, 1, 2], report("done.json"), parallel=2, progress=False)
+    done = json.loads((tmp_path / "done.json").read_text())
+    assert done["pool"] == {"workers": 1, "parallel": 2} and sorted(first.ran) == [0, 1, 2]
+    partial = {**done, "status": "partial", "case_positions": [1], "cases": [{"case": 1, "hit": True, "kept": 1}]}
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+
+    again = suite()
+    result = run_suite(again, None, [0, 1, 2], report("resumed.json"), progress=False,
+                       resume=str(tmp_path / "partial.json"))
+    data = json.loads((tmp_path / "resumed.json").read_text())
+    assert again.ran == [0, 2] and [r["case"] for r in result.records] == [0, 1, 2]
+    assert data["cases"][1] == {"case": 1, "hit": True, "kept": 1}
+    assert data["summary"]["resumed"] == "1 case(s) kept from the resumed report"
+    assert data["pool"] == {"workers": 1, "parallel": 1}
+
+    refused = suite()
+    with pytest.raises(UserError, match="nothing to resume"):
+        run_suite(refused, None, [0, 1, 2], report("refused.json"), progress=False,
+                  resume=str(tmp_path / "done.json"))
+    assert refused.ran == [] and not (tmp_path / "refused.json").exists()
+
+
+def test_a_pool_builds_its_own_policies_so_suite_policy_builds_none(monkeypatch, tmp_path: Path):
+    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
+    from conway.evals.runner import suite_policy
+    from conway.policies import factory
+
+    def build_policy(config: Any, home: Any) -> Any:
+        raise AssertionError("a pool's policy is built in its workers")
+
+    monkeypatch.setattr(factory, "build_policy", build_policy)
+    pool = Pool(PoolSpec(workers=2), PolicyRecipe(None, str(tmp_path)))  # type: ignore[arg-type]
+    with suite_policy(None, None, None, pool) as policy:  # type: ignore[arg-type]
+        assert policy is None
+
+    class Given:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    given = Given()
+    with suite_policy(None, None, given, pool) as policy:  # type: ignore[arg-type]
+        assert policy is given
+    assert not given.closed  # the caller's policy is the caller's to close
+    with pytest.raises(AssertionError, match="built in its workers"):  # no pool: the configured one is built here
+        with suite_policy(None, None):  # type: ignore[arg-type]
+            pass
+
 def test_candidate_eval_stops_with_exit_3_when_a_model_answers_no_case(initialized_home: Path):
     from fixtures.scripted_server import Reply, ScriptedFakeServer
 

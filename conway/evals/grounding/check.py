@@ -9,7 +9,6 @@ dataset folder, no harvestable target, an unreachable model).
 from __future__ import annotations
 
 import threading
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -18,14 +17,13 @@ from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.clicks import parallel_notes, serial_lock
 from conway.evals.grounding.cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
-from conway.evals.pool import Pool, pool_record
+from conway.evals.pool import Pool
 from conway.evals.report import Report, write_new_file
 from conway.evals.runner import (
     SuiteResult,
     check_outputs,
     check_parallel,
     click_verdict,
-    resume_records,
     run_suite,
     suite_policy,
 )
@@ -150,16 +148,14 @@ def grounding_check(home: Home, config: ConwayConfig, *, output: str, dataset: s
 
     asked = False
     try:
-        with (nullcontext(policy) if pool and policy is None else suite_policy(config, home, policy)) as policy:
+        with suite_policy(config, home, policy, pool) as policy:
             asked = True
             for note in parallel_notes(config, parallel):
                 say(note)
             report = Report("grounding-check", out, argv=argv, config=config, seed=seed,
                             expected_cases=len(cases), parameters=params)
-            report.data["pool"] = pool_record(pool, parallel)
-            kept = resume_records(resume, report, len(cases)) if resume else None
             result = run_suite(suite, policy, cases, report, parallel=parallel, progress=progress, extra=draw,
-                               pool=pool, resume=kept)
+                               pool=pool, resume=resume)
     except BaseException:
         if cleanup and not asked:  # no model to ask: the live screenshots taken for it are not kept
             cleanup()
