@@ -23,12 +23,13 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
 
     Vision-check steps rebuild exactly (fixed prompt + instruction). Loop
     steps: the journal keeps the prompt's hash and part names, not its text,
-    so the goal recorded with the step and the action space (from the action
-    types the loop offered, when journaled) are rebuilt; constitution,
-    memory and recent steps are not. A home with an empty constitution.md,
-    no memory and no skills, on a step without history, rebuilds exactly:
-    `provenance.prompt_record(ctx.parts)` then equals the journaled
-    `prompt_sha256`.
+    so the goal recorded with the step, the host facts in effect at it (from
+    the journal's `host_facts` record; none from a journal older than it) and
+    the action space (from the action types the loop offered, when journaled)
+    are rebuilt; constitution, memory and recent steps are not. A home with
+    an empty constitution.md, no memory and no skills, on a step without
+    history, rebuilds exactly: `provenance.prompt_record(ctx.parts)` then
+    equals the journaled `prompt_sha256`.
     """
     from conway.actions import describe_action_space
     from conway.prompt.parts import build_parts, resolve_budget
@@ -70,7 +71,8 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
                                  goals=task.get("instruction") or rec.get("instruction") or "",
                                  memory="", action_space=action_space, latest=None, recent=[],
                                  budget_tokens=resolve_budget(config.context.budget_tokens, None),
-                                 chars_per_token=config.context.chars_per_token)
+                                 chars_per_token=config.context.chars_per_token,
+                                 host_facts=rec.get("host_facts") or "")
     return DecisionContext(parts=parts, observation=obs, step=int(rec.get("step", 0)), action_types=types,
                            dropped=dropped)
 

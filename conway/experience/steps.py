@@ -5,6 +5,8 @@ Format `conway-traj/1`, one JSON object per step:
 
     format, session, step, t_start, t_end
     instruction   the goals / task text the model saw at that step (journaled when it changes)
+    host_facts    the host-facts part's text the model saw at that step (journaled when it changes;
+                  absent when the part was off, or from a journal older than that record)
     observation   the journal's observation record: screenshot path + sha256,
                   captured size, logical size, accessibility length, ...
     geometry      captured_size, sent_size, convention, resize_rule (what the
@@ -31,7 +33,7 @@ from typing import Any, Iterable
 
 from conway.errors import UserError
 from conway.experience.labels import LabelIndex, label_summary, labels_path, read_labels
-from conway.store.events import Acceptance, Decision, Finish, Intent, SessionGoals, SessionStart
+from conway.store.events import Acceptance, Decision, Finish, Intent, SessionGoals, SessionHostFacts, SessionStart
 from conway.store.journal import read_journal
 
 FORMAT = "conway-traj/1"
@@ -50,15 +52,25 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     revisions: dict[str, str | None] = {}
     checks: dict[str, dict[str, Any]] = {}
     goals: dict[str, str] = {}
+    facts: dict[str, str] = {}
     for ev in events:
         kind = ev.get("kind")
         p = ev.get("payload") or {}
         if kind == "session":
             start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
+            host = SessionHostFacts.of(ev)
             if start:
                 revisions[ev.get("session", "?")] = start.revision
             elif told:  # the goals / task text the model saw from here on
                 goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
+            elif host and isinstance(host.text, str):  # the host facts from here on: journaled while the step's
+                sid = ev.get("session", "?")           # prompt is built, after its observation
+                facts[sid] = host.text
+                here = steps.get((sid, _step_of(ev)))
+                if here is not None and host.text:
+                    here["host_facts"] = host.text
+                elif here is not None:  # the part emptied: this step's prompt had none
+                    here.pop("host_facts", None)
             elif accepted and accepted.verified is not None:
                 # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
                 checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
@@ -77,6 +89,8 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
                                 "labels": {"success": "unknown"}}
             if goals.get(key[0]):
                 rec["instruction"] = goals[key[0]]
+            if facts.get(key[0]):
+                rec["host_facts"] = facts[key[0]]
             order.append(key)
         rec["t_end"] = ev.get("ts")
         if kind == "observation":
@@ -126,6 +140,13 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             continue
         out.append(rec)
     return out
+
+
+def _step_of(ev: dict[str, Any]) -> int:
+    try:
+        return int(ev.get("step", 0))
+    except (TypeError, ValueError):
+        return -1
 
 
 def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:

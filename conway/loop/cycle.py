@@ -49,7 +49,7 @@ class Loop:
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
         self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
         self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
-                                       parts.clock.monotonic, say=self.say)
+                                       parts.clock.monotonic, say=self.say, record=self.record)
         self.screen = ScreenFallback(parts.observer, self.say, fatal=disk_full)  # no room for screenshots: stop
         self.repeats = Repetitions(cfg.agent.repetition_limit)
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes

@@ -6,6 +6,10 @@ budget from the model's window when the policy can say it (`text_budget`) and le
 `context.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed at
 most every few minutes). Without a screenshot, GUI actions are left out and the prompt says so.
 
+What an export cannot read back from the home later is journaled when it changes, as `session` events: the
+goals / task text (`goals`, which the loop records) and the host facts' text (`build` records it through
+`record`), so an exported step's prompt is rebuilt with what that step saw.
+
 It also keeps what the loop tells the model about past steps: `note` / `note_error` set the
 latest result, append to the recent-steps window and to memory.md's step log. memory.md is
 reread only when the window slid, memory was compacted or someone else edited it: between,
@@ -26,7 +30,7 @@ from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
 from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
-from conway.store.events import SessionGoals
+from conway.store.events import SessionGoals, SessionHostFacts
 from conway.store.home import Home, not_text
 from conway.store.state import ReadIfChanged
 
@@ -60,9 +64,12 @@ def context_record(ctx: DecisionContext) -> dict[str, Any]:
 class ContextBuilder:
     def __init__(self, home: Home, config: ConwayConfig, toolbox: Actuator, policy: Policy, memory: Memory,
                  monotonic: Callable[[], float] = time.monotonic, host_facts: HostFacts | None = None,
-                 say: Callable[[str], None] = print):
+                 say: Callable[[str], None] = print,
+                 record: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None):
         self.home = home
         self.say = say
+        self.record = record
+        """Journals an event (the loop's `record`): the host facts' text when it changed."""
         self.cfg = config
         self.toolbox = toolbox
         self.policy = policy
@@ -86,6 +93,7 @@ class ContextBuilder:
         self._journaled_goals: str | None = None
         self.host_facts = host_facts or HostFacts(config.agent, home.root, monotonic)
         """The machine's facts for the stable part, refreshed at most every agent.host_facts_refresh_s."""
+        self._journaled_facts = ""  # the part is absent until its text is journaled: off, nothing is
         self._compactions = 0  # memory.md's compactions the view has seen
 
     def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
@@ -139,7 +147,7 @@ class ContextBuilder:
             latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
             chars_per_token=chars_per_token, accessibility=obs.accessibility,
             tools=self.toolbox.describe(),  # MCP tools, skill names
-            host_facts=self.host_facts.text(captured))
+            host_facts=self._facts(captured))
         if captured is None:
             parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))
@@ -150,6 +158,15 @@ class ContextBuilder:
             info["window_source"] = "unknown (the model does not say): the default budget"
         return DecisionContext(parts=parts, observation=obs, step=step, action_types=types, dropped=dropped,
                                budget=info, history=self.history)
+
+    def _facts(self, captured: tuple[int, int] | None) -> str:
+        """The host facts' text for this prompt, journaled (before the decision that sees it) when it changed:
+        exports rebuild the prompt with the facts in effect at each step."""
+        facts = self.host_facts.text(captured)
+        if facts != self._journaled_facts:
+            self.record("session", SessionHostFacts(facts).to_payload())
+            self._journaled_facts = facts
+        return facts
 
     def _memory_text(self) -> str:
         if self.memory_view is None or self.memory.edited_elsewhere() or self.memory.compactions != self._compactions:

@@ -186,6 +186,14 @@ class SessionGoals(Payload):
 
 
 @dataclass
+class SessionHostFacts(Payload):
+    """The host-facts part's text the model saw from here on (journaled when it changed; none while it is off)."""
+
+    KIND, EVENT = "session", "host_facts"
+    text: str | None = None
+
+
+@dataclass
 class SessionEnd(Payload):
     KIND, EVENT = "session", "end"
     reason: str | None = None

@@ -4,7 +4,9 @@ The step records are export's own (`steps_from_events`, every step kept:
 dry runs and uncertain ones too), with the labels attached the way export
 attaches them, so what the viewer shows is what an export would carry. The
 journal's timestamps, recovery events and session events, which a
-trajectory record leaves out, are gathered here beside them.
+trajectory record leaves out, are gathered here beside them. A session's
+cost is `conway.experience.costs`' own count (decisions and memory
+summaries), the one `conway status` shows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conway.errors import UserError
-from conway.experience.costs import ModelCost
+from conway.experience.costs import ModelCost, SessionCost, costs_of
 from conway.experience.labels import LabelIndex, labels_path, read_labels
 from conway.experience.steps import attach_labels, screenshot_file, steps_from_events
 from conway.store.events import Acceptance, MemoryCompacted, Recovery, SessionEnd, SessionStart
@@ -84,6 +86,9 @@ class SessionView:
     recoveries: list[dict[str, Any]] = field(default_factory=list)
     first_ts: str | None = None
     last_ts: str | None = None
+    costs: SessionCost | None = None
+    """What the session cost, counted by `conway.experience.costs` from its events (as `conway status` does);
+    None: nothing counted (no event of the session named it)."""
 
     @property
     def folder(self) -> str:
@@ -118,12 +123,13 @@ class SessionView:
         }
 
     def cost(self) -> ModelCost:
-        """Tokens and model time of every decision shown (the journal's own numbers)."""
-        total = ModelCost()
-        for s in self.steps:
-            if isinstance(s.record.get("decision"), dict):
-                total.add(s.record["decision"])
-        return total
+        """Tokens and model time of the session's decisions and memory summaries (the journal's own numbers,
+        counted as `conway status` counts them)."""
+        return self.session_cost().total
+
+    def session_cost(self) -> SessionCost:
+        """The session's `SessionCost` (wall time and per model too): `record()` is what `conway status` reports."""
+        return self.costs if self.costs is not None else SessionCost(self.id)
 
 
 def error_streaks(steps: list[StepView]) -> list[dict[str, Any]]:
@@ -213,6 +219,7 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
         raise UserError(f"nothing to view: the journal in {journal_dir} is empty (run the agent first)")
     records = steps_from_events(read.events, include_dry_runs=True, include_uncertain=True)
     attach_labels(records, labels if labels is not None else read_labels(labels_path(home_root)))
+    costs = costs_of(read.events)  # the count `conway status` makes: decisions and memory summaries
     sessions: dict[str, SessionView] = {}
     times: dict[tuple[str, int], dict[str, float]] = {}
     recov: dict[tuple[str, int], list[str]] = {}
@@ -220,7 +227,7 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
         sid = str(ev.get("session", "?"))
         sv = sessions.get(sid)
         if sv is None:
-            sv = sessions[sid] = SessionView(id=sid, steps=[], first_ts=ev.get("ts"))
+            sv = sessions[sid] = SessionView(id=sid, steps=[], first_ts=ev.get("ts"), costs=costs.get(sid))
         sv.last_ts = ev.get("ts")
         kind, p = ev.get("kind"), ev.get("payload") or {}
         if kind == "session":

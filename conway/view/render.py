@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from conway.experience.costs import render_record
 from conway.view.model import SessionView, StepView
 from conway.view.overlay import POINT_TYPES, action_mark, caption, summary, svg
 from conway.view.page import esc, facts_table, pager, shell
@@ -230,6 +231,7 @@ def session_summary(sv: SessionView) -> str:
         ("error streaks", esc(streaks)),
         ("declared by the model", esc(declared)),
         ("verified by Conway", esc(verified)),
+        ("cost", esc(render_record(sv.session_cost().record()))),  # the line `conway status` prints
     ]
     if sv.recoveries:
         rows.append(("recoveries", esc("; ".join(f"step {r['step']}: {r['what']}: {r['detail']}" for r in sv.recoveries[:20]))))

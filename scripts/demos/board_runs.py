@@ -35,15 +35,14 @@ APP = Path(bb.__file__).resolve()
 
 
 def bare_home(home: Home) -> None:
-    """Make a fresh home's prompt rebuildable from its journal: empty constitution and goals, no skills, no
-    host facts (they are not journaled).
+    """Make a fresh home's prompt rebuildable from its journal: empty constitution and goals, no skills.
 
     Exported loop steps are trained on a rebuilt prompt (`conway.experience.conversation.step_context`); with nothing in
-    the home beyond the task, the rebuilt prompt is the one the loop sent (same `prompt_sha256`).
+    the home beyond the task (and the host facts, which the journal records), the rebuilt prompt is the one the loop
+    sent (same `prompt_sha256`).
     """
     home.constitution.write_text("", encoding="utf-8")
     home.goals.write_text("", encoding="utf-8")
-    home.config.write_text("agent:\n  host_facts: []\n", encoding="utf-8")
     skills = home.root / "skills"
     if skills.is_dir():
         for skill in skills.iterdir():

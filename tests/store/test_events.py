@@ -17,12 +17,13 @@ from conway.store.events import (
     Recovery,
     SessionEnd,
     SessionGoals,
+    SessionHostFacts,
     SessionStart,
 )
 from conway.store.journal import read_journal
 
 RECORDED = Path(__file__).parents[1] / "data" / "export" / "home" / "journal"
-RECORDS = (Intent, Decision, Finish, Recovery, SessionStart, SessionGoals, SessionEnd, Acceptance)
+RECORDS = (Intent, Decision, Finish, Recovery, SessionStart, SessionGoals, SessionHostFacts, SessionEnd, Acceptance)
 
 
 def _line(payload: dict) -> str:
@@ -67,6 +68,10 @@ def test_a_session_event_is_its_own_records_only():
     ev = {"kind": "session", "payload": {"event": "goals", "text": "do it", "chars": 5}}
     assert SessionGoals.of(ev).text == "do it"
     assert SessionStart.of(ev) is None and SessionEnd.of(ev) is None and Intent.of(ev) is None
+    assert SessionHostFacts.of(ev) is None
+    facts = {"kind": "session", "payload": SessionHostFacts("- CPUs: 4").to_payload()}
+    assert facts["payload"] == {"event": "host_facts", "text": "- CPUs: 4"}
+    assert SessionHostFacts.of(facts).text == "- CPUs: 4" and SessionGoals.of(facts) is None
 
 
 @pytest.mark.parametrize("event", [None, {}, {"kind": "intent"}, {"kind": "intent", "payload": None},

@@ -20,6 +20,7 @@ from conway.experience.labels import Label
 from conway.store.home import Home
 from conway.store.journal import Journal, make_event
 from conway.view.command import build_site
+from conway.view.page import esc
 from conway.view.server import ViewServer
 from scripts.demos.view_session import CLICK_STEP, INJECTED, SIZE, UNCERTAIN_TEXT, WINDOW_TITLE, record_session
 
@@ -130,6 +131,35 @@ def test_session_summary(session, tmp_path):
     assert "none 2, click 1, type 1, drag 1, scroll 1, hotkey 1, right_click 1, wait 1, finish 1" in summary
     assert "steps 5–6 (2 in a row, waited 5 s)" in summary
     assert "step 10: DONE “saved notes.txt”" in summary and "not verified" in summary
+
+
+def test_the_session_cost_is_the_one_status_shows_memory_summaries_included(conway_home, tmp_path):
+    from conway.experience.costs import render_record
+    from conway.session.app import render_status, status_report
+    from conway.view.model import load_sessions
+    j = Journal(conway_home / "journal", fsync="none")
+    j.append(make_event("s-cost", 0, "session", {"event": "start", "model_id": "m"}, now=100.0))
+    j.append(make_event("s-cost", 1, "observation", {"source": "synthetic", "captured_size": [64, 64]}, now=101.0))
+    j.append(make_event("s-cost", 1, "decision", {"model_id": "m", "actions": [{"type": "wait"}], "latency_s": 1.5,
+                                                  "usage": {"prompt_tokens": 1200, "cached_tokens": 800,
+                                                            "completion_tokens": 30}}, now=102.0))
+    j.append(make_event("s-cost", 1, "memory", {"event": "compacted", "outcome": "summarised", "model_id": "m",
+                                                "duration_s": 4.0, "usage": {"prompt_tokens": 900,
+                                                                             "completion_tokens": 110}}, now=107.0))
+    j.close()
+    (conway_home / "state.json").write_text(json.dumps({"session": "s-cost", "status": "stopped"}))
+    status = status_report(Home(root=conway_home))["cost"]
+    (sv,), _ = load_sessions(conway_home / "journal", conway_home)
+    assert sv.summary()["cost"] == status["total"] == {
+        "decisions": 1, "discarded": 0, "prompt_tokens": 2100, "cached_tokens": 800, "generated_tokens": 140,
+        "model_s": 5.5, "summaries": 1}  # the summary's tokens and time counted, as `conway status` counts them
+    line = render_record(status)
+    assert "1 decision(s) and 1 memory summary, 2,100 prompt tokens, 800 of them cached, 140 generated" in line
+    assert f"cost:     {line}" in render_status(status_report(Home(root=conway_home)))
+    out = _site(tmp_path)
+    summary = _page(out, "s-cost").split('<section class="summary">')[1].split("</section>")[0]
+    assert esc(line) in summary  # the session page prints the line `conway status` prints
+    assert "<td>2,100 (800) / 140</td><td>5.5</td>" in (out / "index.html").read_text()
 
 
 def test_labels_are_shown(session, conway_home, tmp_path):
