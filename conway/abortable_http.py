@@ -9,9 +9,13 @@ the socket shut down is exactly the one of the request in flight.
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import socket
 import threading
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -22,15 +26,59 @@ class RequestAborted(Exception):
     """A cancel broke the request in flight (the reason is the cancel's)."""
 
 
+CONNECT_SLICE_S = 0.25
+"""A connect to this machine is tried this long at a time, the cancel checked between tries (`send`)."""
+
+
+def on_loopback(url: str) -> bool:
+    """The URL's host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def send(client: httpx.Client, method: str, url: str, cancel: Cancel | None = None, deadline_s: float | None = None,
          **kwargs: Any) -> httpx.Response:
     """`client.request(method, url, **kwargs)`, aborted by `cancel` (None: an ordinary request) and cut at
     `deadline_s` for the whole answer (httpx's timeout bounds each read: a server that trickles its body
     or streams forever would pass it).
 
+    A connect has no socket to shut down until it completes. To this machine it completes at once, unless
+    the server stopped accepting and its backlog is full: then it hangs up to the connect timeout. So
+    under a cancel a loopback connect is tried `CONNECT_SLICE_S` at a time, within the same connect
+    timeout in all, and a cancel is noticed between tries (nothing was sent before a connect, so trying
+    again is safe). A remote connect is left whole: a slow link may need longer than a slice.
+
     httpx errors pass through as they are, unless the cancel caused them (RequestAborted) or the deadline
     did (httpx.ReadTimeout).
     """
+    if cancel is None or not on_loopback(url):
+        return _send(client, method, url, cancel, deadline_s, **kwargs)
+    given = kwargs.get("timeout", client.timeout)
+    base = given if isinstance(given, httpx.Timeout) else httpx.Timeout(given)
+    started = time.monotonic()
+    connect_ends = started + (base.connect if base.connect is not None else math.inf)
+    while True:
+        now = time.monotonic()
+        kwargs["timeout"] = httpx.Timeout(connect=max(0.01, min(CONNECT_SLICE_S, connect_ends - now)),
+                                          read=base.read, write=base.write, pool=base.pool)
+        left = None if deadline_s is None else max(0.01, deadline_s - (now - started))
+        try:
+            return _send(client, method, url, cancel, left, **kwargs)
+        except httpx.ConnectTimeout:
+            if cancel.is_set():
+                raise RequestAborted(cancel.reason or "cancelled") from None
+            if time.monotonic() >= connect_ends or (deadline_s is not None and time.monotonic() - started >= deadline_s):
+                raise
+
+
+def _send(client: httpx.Client, method: str, url: str, cancel: Cancel | None, deadline_s: float | None,
+          **kwargs: Any) -> httpx.Response:
+    """One try of `send`."""
     if cancel is None and deadline_s is None:
         return client.request(method, url, **kwargs)
     sockets: list[socket.socket] = []

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import base64
 import email.utils
-import ipaddress
 import json
 import math
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -159,17 +157,6 @@ def _looks_like_date(v: str) -> bool:
 
 def _cap(seconds: float) -> float:
     return round(min(max(seconds, 0.0), MAX_RETRY_AFTER_S), 3)
-
-
-def on_loopback(url: str) -> bool:
-    """The URL's host is this machine (localhost, 127.0.0.0/8, ::1)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _short(text: str, n: int = 300) -> str:
@@ -490,10 +477,10 @@ class HTTPBackend(Backend):
         self.structured_report: dict[str, str] = {}
         self._known_window = known_window
         """A `ContextWindow` Conway knows from the GGUF and runtime.n_ctx (a server it started itself)."""
-        self.abortable = on_loopback(client.base_url)
-        """A stop shuts the request's socket down once it is connected; connecting to this machine is immediate
-        (or refused), whereas a remote host may hold a connect up to its timeout: that request stays on the
-        worker thread, abandoned after a grace (`Policy.abortable`)."""
+        self.abortable = abortable_http.on_loopback(client.base_url)
+        """A stop shuts the request's socket down once it is connected, and a connect to this machine is tried
+        in short slices (`abortable_http.send`), whereas a remote host may hold a connect up to its timeout: that
+        request stays on the worker thread, abandoned after a grace (`Policy.abortable`)."""
         self._model_meta = model_meta or {}
         """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
         self._window: Any = None
