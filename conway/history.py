@@ -10,6 +10,12 @@ Two windows, both only appended to until full and then slid by half at once (lik
 `prompt/parts.py`), so between slides a prompt is the previous one plus a turn at its end and a prompt cache
 keeps the prefix: the answers (`max_turns`) and, among their newest, those still sent with their screenshot
 (`max_images`, the current screenshot not counted). Only the screenshots in that window are kept in memory.
+
+An answer enters the history once, by `replayed` (`propose`, and `restore` from the journal's raw answer): its
+hidden reasoning removed and its chat-template special tokens neutralised (`<|im_end|>` → `&lt;|im_end|>`,
+`prompt/fence.py` `escape_tokens`), so an answer that copied them from a hostile screen cannot forge the
+conversation's structure in any later request; the rest (OpenCUA's `## Action:`, Qwen's `<tool_call>`) stays
+as written. The bytes replayed are those of `Turn.answer`, the same after a restart.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ArchivedImage", "PastImage", "Turn", "TurnHistory", "strip_reasoning"]
+from conway.prompt.fence import escape_tokens
+
+__all__ = ["ArchivedImage", "PastImage", "Turn", "TurnHistory", "replayed", "strip_reasoning"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,8 @@ class Turn:
     number: int
     """1-based count of the turns of this history (OpenCUA's `# Step N:`, Qwen3-VL's `Step N:`)."""
     answer: str
-    """The model's answer as it wrote it, hidden reasoning removed; in its own coordinate space."""
+    """The model's answer as it wrote it, hidden reasoning removed and special tokens neutralised (`replayed`); in its
+    own coordinate space."""
     image: PastImage | ArchivedImage | None = None
     """The screenshot it answered (None: not kept, or not archived when the turn was read back from the journal)."""
 
@@ -79,7 +88,8 @@ class TurnHistory:
         return self._numbered + 1
 
     def propose(self, answer: str, image: PastImage | None) -> None:
-        self.pending = Turn(self.next_number(), answer, image)
+        """The answer just given (as the model wrote it) as the candidate turn, in its replayed form."""
+        self.pending = Turn(self.next_number(), replayed(answer), image)
 
     def discard(self) -> None:
         self.pending = None
@@ -103,7 +113,7 @@ class TurnHistory:
         screenshots by their archived copies (the journal holds no image)."""
         for answer, archived in turns[-self.max_turns:] if self.max_turns else []:
             self._numbered += 1
-            self.turns.append(Turn(self._numbered, strip_reasoning(answer), archived))
+            self.turns.append(Turn(self._numbered, replayed(answer), archived))
         self._slide_images_to(self.image_cap)
 
     def with_images(self) -> list[Turn]:
@@ -142,6 +152,11 @@ class TurnHistory:
     def take_notes(self) -> list[str]:
         out, self.notes = self.notes, []
         return out
+
+
+def replayed(answer: str) -> str:
+    """An answer as the history keeps and replays it: no hidden reasoning, no chat-template special tokens."""
+    return escape_tokens(strip_reasoning(answer))
 
 
 def strip_reasoning(text: str) -> str:

@@ -128,7 +128,11 @@ def do_run(args) -> int:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
         return 1
-    return ExitCode.NO_VALID_DECISION if outcome.no_valid_decision else 0
+    if outcome.no_valid_decision:
+        return ExitCode.NO_VALID_DECISION
+    if outcome.setup_failed:  # valid decisions before, then the model server kept failing: its setup is wrong
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
+    return 0
 
 
 def do_start(args) -> int:

@@ -377,7 +377,9 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
     if never:
         summary["no_valid_decision"] = never
     uncertain = outcome.uncertain
-    code = 1 if uncertain or outcome.failed else ExitCode.NO_VALID_DECISION if never else \
+    # a crash, a full disk, or a model server that kept failing after valid decisions: exit 1 and an error line
+    broke = outcome.failed or (outcome.setup_failed and not never)
+    code = 1 if uncertain or broke else ExitCode.NO_VALID_DECISION if never else \
         (2 if summary["verified"] is False else 0)
     if report is not None:
         report.set_model(_model_id_of(home, session))
@@ -405,7 +407,7 @@ def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpe
         say("note: another agent holds this home's lock; the acceptance record was not journaled")
     if out is not None:
         say(f"report: {out}")
-    if outcome.failed:
+    if broke:
         sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
 

@@ -46,6 +46,12 @@ class RunEnd(Enum):
         """Ended on an action whose outcome is not known (the CLI exits 1)."""
         return self in (RunEnd.UNCERTAIN, RunEnd.FAIL_SAFE)
 
+    @property
+    def setup_failed(self) -> bool:
+        """Ended because the model server kept failing in a way retrying cannot cure: its setup is wrong (the CLI
+        exits 1 with the reason and its advice, or 3 when no decision was ever valid)."""
+        return self is RunEnd.PERMANENT_FAILURE
+
 
 class StopRun(Exception):
     """Ends the run; carries the reason recorded in state and journal, and how it ended."""
@@ -88,5 +94,5 @@ class PermanentFailures:
         self.count += 1
         if self.count >= self.limit:
             raise StopRun(f"the model request failed {self.count} times in a row ({cause}), which retrying cannot "
-                          f"cure: {str(error)[:200]}; {error.advice or 'check the model server'}",
+                          f"cure: {' '.join(str(error).split())[:200]}; {error.advice or 'check the model server'}",
                           RunEnd.PERMANENT_FAILURE)

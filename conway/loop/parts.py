@@ -67,6 +67,12 @@ class RunOutcome:
         """The run ended on an action whose outcome is not known (uncertain, fail-safe: the CLI exits 1)."""
         return self.end is not None and self.end.uncertain
 
+    @property
+    def setup_failed(self) -> bool:
+        """The run ended itself because the model server kept failing the same way, which retrying cannot cure
+        (the CLI exits 1, or 3 when the model never produced a valid decision)."""
+        return self.end is not None and self.end.setup_failed
+
     def model_error(self, cause: str) -> None:
         self.model_errors[cause] = self.model_errors.get(cause, 0) + 1
 

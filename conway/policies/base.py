@@ -41,7 +41,7 @@ from typing import Any, Callable, Literal, Protocol, get_args
 from conway.actions import ACTION_TYPES, ActionProblem
 from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
-from conway.history import ArchivedImage, PastImage, Turn, TurnHistory, strip_reasoning
+from conway.history import ArchivedImage, PastImage, Turn, TurnHistory
 from conway.policies.backend import Backend, StructuredSpec
 from conway.policies.conversation import Past, Slots
 from conway.policies.parsed import ParsedOutput
@@ -776,7 +776,7 @@ class ModelPolicy(Policy):
             past_image = None
             if image.data is not None and history.image_cap > 0:
                 past_image = PastImage(image.data, image.mime, tuple(image.sent_size), image.image_tokens)  # type: ignore[arg-type]
-            history.propose(strip_reasoning(result.text), past_image)
+            history.propose(result.text, past_image)  # kept in its replayed form (`history.replayed`)
         meta = {
             **self.settings.meta,
             "policy": self.adapter.name,

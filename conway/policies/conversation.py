@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.history import Turn
+from conway.prompt.fence import escape
 
 __all__ = ["Past", "Slots", "add_box_tokens", "image", "opencua_action", "qwen25_action_line", "qwen_action_line",
            "qwen_layout", "text"]
@@ -131,7 +132,9 @@ def qwen_layout(slots: Slots, past: list[Past], instruction: str, action_line: C
     screenshot. `instruction` is the agent's template (`{instruction}`, `{previous_actions_str}`). Conway's
     per-cycle parts follow the current screenshot."""
     shown = [p for p in past if p.image_url is not None]
-    folded = [f"Step {p.turn.number}: {action_line(p.turn.answer)}" for p in past if p.image_url is None]
+    # the older steps go into the user turn, after Conway's parts: escaped as content (`fence.escape`), so an
+    # answer's `<file …>` or `## goals.md` cannot pass for a part there
+    folded = [escape(f"Step {p.turn.number}: {action_line(p.turn.answer)}") for p in past if p.image_url is None]
     filled = instruction.replace("{instruction}", slots.task).replace(
         "{previous_actions_str}", "\n".join(folded) or "None")
     out: list[dict[str, Any]] = [{"role": "system", "content": [text(slots.system)]}]

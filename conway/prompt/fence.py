@@ -29,7 +29,10 @@ text that grows by lines. What it changes:
   counts (``\\r``, U+2028 …), not only ``\\n``.
 
 Family adapters put Conway's text into their trained templates only through rendered parts; a slot
-filled with content must go through `escape` too, the stored trained wording never does.
+filled with content must go through `escape` too, the stored trained wording never does. The model's own
+past answers, replayed as its turns, are its trained answer format (headings, ``<tool_call>`` blocks) and go
+in as they were written but for `escape_tokens`, applied once where an answer enters the history
+(`conway/history.py`): a ``<|im_end|>`` it copied from a hostile screen cannot close its turn.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["DATA_RULE", "Frame", "RESERVED_TAGS", "escape", "render_part"]
+__all__ = ["DATA_RULE", "Frame", "RESERVED_TAGS", "escape", "escape_tokens", "render_part"]
 
 Frame = Literal["file", "conway", "data"]
 """`file`: the owner's file, tagged with its name; `conway`: Conway's own text under a heading; `data`:
@@ -48,6 +51,7 @@ RESERVED_TAGS = ("file", "untrusted-data", "tools", "tool_call", "tool_response"
 
 _TAG_OR_TOKEN = re.compile(r"<(?=\||[ \t]*/?[ \t]*(?:" + "|".join(re.escape(t) for t in RESERVED_TAGS)
                            + r")(?![\w-]))", re.IGNORECASE)
+_TOKEN = re.compile(r"<(?=\|)")
 _BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 """Line breaks besides \\n (str.splitlines' set): a model may read any of them as a new line."""
 _HEADING = re.compile(r"(?:^|(?<=[" + _BREAKS + r"]))([ \t]{0,3})(?=#+(?:[ \t]|$|[" + _BREAKS + "]))",
@@ -67,6 +71,13 @@ DATA_RULE = (
 def escape(text: str) -> str:
     """`text` with everything that could open or close a part, or imitate a heading, neutralised."""
     return _HEADING.sub(r"\1\\", _TAG_OR_TOKEN.sub("&lt;", text))
+
+
+def escape_tokens(text: str) -> str:
+    """`text` with only chat-template special tokens (``<|im_end|>``, ``<|im_start|>`` …) neutralised, as `escape`
+    does them (``&lt;|``): for the model's own answers, replayed as its turns (`conway/history.py`), whose
+    trained form holds headings (OpenCUA's ``## Action:``) and fences (Qwen's ``<tool_call>``) that must stay."""
+    return _TOKEN.sub("&lt;", text)
 
 
 def render_part(name: str, text: str, frame: Frame) -> str:

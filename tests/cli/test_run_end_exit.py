@@ -50,4 +50,7 @@ def test_the_end_not_the_reason_text_decides():
     out = RunOutcome(reason="running", steps=0).ended("anything", RunEnd.FAIL_SAFE, 3)
     assert out.uncertain and not out.failed
     assert RunOutcome(reason="x", steps=0).ended("disk full: x", RunEnd.DISK_FULL, 1).failed
+    out = RunOutcome(reason="running", steps=0).ended("anything", RunEnd.PERMANENT_FAILURE, 3)
+    assert out.setup_failed and not out.failed and not out.uncertain
+    assert not RunOutcome(reason="x", steps=0).ended("x", RunEnd.MAX_STEPS, 1).setup_failed
     assert StopRun("stop requested", RunEnd.STOP_REQUESTED).end is RunEnd.STOP_REQUESTED

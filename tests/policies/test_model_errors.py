@@ -215,3 +215,56 @@ def test_transient_failures_keep_backing_off_and_a_different_one_restarts_the_co
         outcome, events, _, _ = run_against(fake, 1)
     assert outcome.end is RunEnd.MAX_STEPS
     assert [e["cause"] for e in of(events, "error")] == ["HTTP 501", "HTTP 501", "HTTP 500", "HTTP 501", "HTTP 501"]
+
+
+FAST = ["observe.source=synthetic", "policy.structured_output=none", "agent.idle_backoff_start_s=0.01",
+        "agent.idle_backoff_max_s=0.02", "agent.recovery_backoff_start_s=0.01", "agent.recovery_backoff_max_s=0.02"]
+NOT_FOUND = Reply(status=404, body={"error": {"message": "model 'nope'\nnot found"}})
+NOT_FOUND_ADVICE = "check --endpoint / policy.endpoint and policy.model"
+
+
+def _session_end(home) -> dict:
+    return [e for e in read_journal(home / "journal").events
+            if e["kind"] == "session" and e["payload"].get("event") == "end"][-1]["payload"]
+
+
+def test_a_run_the_model_server_stopped_after_valid_decisions_exits_1_with_the_reason_and_advice(initialized_home,
+                                                                                                 capsys):
+    with ScriptedFakeServer(replies=[Reply.text(WAIT), Reply.text(WAIT), NOT_FOUND]) as fake:
+        code = main(["run", "--endpoint", fake.base_url, "--max-steps", "10", *FAST])
+        asked = len(fake.chat_requests)
+    err = capsys.readouterr().err
+    assert code == 1 and asked == 5  # two answers, then three 404s in a row end the run
+    end = _session_end(initialized_home)
+    assert end["valid_decisions"] == 2 and end["model_errors"] == {"HTTP 404": 3}
+    (line,) = err.splitlines()  # one line, the server's two-line message folded into it
+    assert line.startswith("conway: error: the run ended: the model request failed 3 times in a row (HTTP 404), "
+                           "which retrying cannot cure: ")
+    assert "model 'nope' not found" in line and NOT_FOUND_ADVICE in line and "(journal: " in line
+
+
+def test_a_run_the_model_server_stopped_before_any_valid_decision_still_exits_3(initialized_home, capsys):
+    with ScriptedFakeServer(replies=[NOT_FOUND]) as fake:
+        code = main(["run", "--endpoint", fake.base_url, "--max-steps", "10", *FAST])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "failed 3 times in a row (HTTP 404)" in out and "no valid decision in 3 step(s): 3 × HTTP 404" in out
+
+
+@pytest.mark.parametrize("answers, expected", [(1, 1), (0, 3)])
+def test_a_task_session_the_model_server_stopped_exits_1_after_valid_decisions_else_3(tmp_path, initialized_home,
+                                                                                     capsys, answers, expected):
+    out = tmp_path / "session.json"
+    with ScriptedFakeServer(replies=[Reply.text(WAIT)] * answers + [NOT_FOUND]) as fake:
+        code = main(["start", "--task", "do it", "--execute", "--endpoint", fake.base_url, "--max-steps", "10",
+                     "--output", str(out), *FAST])
+    err = capsys.readouterr().err
+    data = json.loads(out.read_text())
+    assert code == expected and data["exit_code"] == expected
+    assert data["summary"]["valid_decisions"] == answers and data["summary"]["model_errors"] == {"HTTP 404": 3}
+    if expected == 1:
+        (line,) = err.splitlines()
+        assert line.startswith("conway: error: the session ended: the model request failed 3 times in a row "
+                               "(HTTP 404)") and NOT_FOUND_ADVICE in line and "(journal: " in line
+    else:
+        assert data["status"] == "no valid decision" and "conway: error" not in err
