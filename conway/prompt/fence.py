@@ -20,9 +20,11 @@ readable, and it is a pure function of the text: the same content renders the sa
 text that grows by lines. What it changes:
 
 - ``<`` before a reserved tag name (``file``, ``untrusted-data``, and the model families' own fences
-  ``tools``, ``tool_call``, ``tool_response``, ``think``; opening or closing, any case) and before ``|``
-  (chat-template special tokens such as ``<|im_start|>``, which a server may tokenize as real ones)
-  becomes ``&lt;``; other tags (``<div>``, ``<a href>``) are left alone;
+  ``tools``, ``tool_call``, ``tool_response``, ``think``; opening or closing, any case) and before a
+  chat-template special token, which a server may tokenize as a real one (``<|`` as in ``<|im_start|>``
+  or Llama 3's ``<|eot_id|>``, DeepSeek's fullwidth ``<｜``, and the exact tags ``<start_of_turn>``,
+  ``<end_of_turn>`` (Gemma), ``<s>``, ``</s>`` (Llama 2, Mistral), ``<bos>``, ``<eos>``) becomes
+  ``&lt;``; other tags (``<div>``, ``<a href>``) are left alone;
 - a line that starts, after at most three spaces or tabs, with ``#`` and then a space, a tab or the end
   of the line (a Markdown heading, as the prompt's own ``## name`` and the trained prompts' ``## Note``
   or ``# Tools`` are) gets a backslash before its first ``#`` (Markdown's own escape). Any line break
@@ -49,9 +51,14 @@ untrusted data."""
 RESERVED_TAGS = ("file", "untrusted-data", "tools", "tool_call", "tool_response", "think")
 """Tag names content may not open or close: the prompt's own frames and the trained templates' fences."""
 
-_TAG_OR_TOKEN = re.compile(r"<(?=\||[ \t]*/?[ \t]*(?:" + "|".join(re.escape(t) for t in RESERVED_TAGS)
+CONTROL_TAGS = ("start_of_turn", "end_of_turn", "s", "bos", "eos")
+"""Chat-control tokens spelled as tags in common templates (Gemma's turns, Llama 2's and Mistral's BOS and
+EOS): only their exact spelling is one token, so only that is escaped (``<s class=…>`` is left alone)."""
+
+_TOKENS = r"[|\uff5c]|/?(?:" + "|".join(CONTROL_TAGS) + r")>"
+_TAG_OR_TOKEN = re.compile(r"<(?=" + _TOKENS + r"|[ \t]*/?[ \t]*(?:" + "|".join(re.escape(t) for t in RESERVED_TAGS)
                            + r")(?![\w-]))", re.IGNORECASE)
-_TOKEN = re.compile(r"<(?=\|)")
+_TOKEN = re.compile(r"<(?=" + _TOKENS + ")")
 _BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 """Line breaks besides \\n (str.splitlines' set): a model may read any of them as a new line."""
 _HEADING = re.compile(r"(?:^|(?<=[" + _BREAKS + r"]))([ \t]{0,3})(?=#+(?:[ \t]|$|[" + _BREAKS + "]))",
