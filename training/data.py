@@ -352,13 +352,19 @@ class Encoder:
             text = text.replace(self.IMAGE_TOKEN, self.IMAGE_TOKEN * n)
             out.update(pixel_values=img["pixel_values"], image_grid_thw=img["image_grid_thw"])
         prompt_ids = self.tokenizer(text, add_special_tokens=False).input_ids
-        completion_ids = (self.tokenizer(ex.completion + self.end_of_turn, add_special_tokens=False).input_ids
-                          if with_completion else [])
+        completion_ids = self.completion_ids(ex.completion) if with_completion else []
         ids = prompt_ids + completion_ids
         out["input_ids"] = torch.tensor(ids)
         out["labels"] = torch.tensor([-100] * len(prompt_ids) + completion_ids)
         out["prompt_len"] = len(prompt_ids)
         return out
+
+    def completion_ids(self, completion: str) -> list[int]:
+        """The target turn's tokens, then the real end of turn. The target is text: a `<|im_end|>` the model
+        wrote (copied from a screen) stays characters, never the special token, or training would teach
+        ending the turn there."""
+        text = self.tokenizer(completion, add_special_tokens=False, split_special_tokens=True).input_ids
+        return list(text) + list(self.tokenizer(self.end_of_turn, add_special_tokens=False).input_ids)
 
     def collate(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """Right-padded batch; loss only on completion tokens; mm_token_type_ids marks image tokens."""
