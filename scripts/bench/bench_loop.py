@@ -301,6 +301,10 @@ def main() -> int:
         print("bench_loop: --cycles must be at least --blocks (>= 1)", file=sys.stderr)
         return 1
     names = list(VARIANTS) if args.sync == "all" else [n.strip() for n in args.sync.split(",") if n.strip()]
+    if args.observe == "screen" and args.sync != "fdatasync":
+        print("bench_loop: --sync compares journals with the synthetic observer; --observe screen runs the journal "
+              "as it is", file=sys.stderr)
+        return 1
     if args.observe == "screen":
         names = ["screen"]
     elif not names or any(n not in VARIANTS for n in names):

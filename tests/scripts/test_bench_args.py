@@ -23,6 +23,7 @@ def bench(module: str, *args: str, timeout: int = 300) -> subprocess.CompletedPr
 @pytest.mark.parametrize("module,args,needle", [
     ("bench_loop", ["--sync", "fsync,nosuch"], "--sync takes fdatasync, fsync, fallocate"),
     ("bench_loop", ["--cycles", "1", "--blocks", "2"], "--cycles must be at least --blocks"),
+    ("bench_loop", ["--observe", "screen", "--sync", "fsync"], "--sync compares journals with the synthetic"),
     ("bench_journal_sync", ["--appends", "0"], "--appends must be 1.."),
     ("bench_model", ["--runs", "fastest"], "--runs takes stable-first, no cache"),
     ("bench_model", ["--window", "99"], "--window must be 256..16384"),
@@ -49,3 +50,14 @@ def test_the_loop_bench_compares_the_journal_variants_in_one_run():
     for name in ("fdatasync", "fsync", "fallocate"):
         assert f"intent sync: {name}," in done.stdout, done.stdout
     assert "median sync call outside the tool: fdatasync" in done.stdout or "not measured" in done.stdout
+
+
+@pytest.mark.desktop
+def test_the_loop_bench_can_observe_a_real_screen_through_a_real_runs_observer():
+    done = bench("bench_loop", "--cycles", "6", "--blocks", "2", "--frames", "2", "--observe", "screen")
+    from helpers.desktop_fixtures import require
+
+    require(not (done.returncode == 1 and "needs the reference's screen" in done.stderr), done.stderr.strip())
+    assert done.returncode == 0, done.stderr
+    assert "the loop observing the screen" in done.stdout and "observe (screen: capture" in done.stdout
+    assert "the loop's screen observer alone, between the runs: median" in done.stdout
