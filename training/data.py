@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from conway.errors import UserError
 from conway.experience.conversation import policy_messages
+from conway.experience.steps import read_records
 from conway.policies.families import FAMILIES, get_family
 
 
@@ -140,19 +141,8 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
             img = r.get("image")
             rows.append({"record": json.loads(r["record"]), "image": img.get("bytes") if img else None})
         return rows
-    rows = []
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise UserError(f"{p}:{n} is not JSON (a conway-traj/1 file has one record per line)") from None
-            if not isinstance(rec, dict) or rec.get("format") != "conway-traj/1":
-                raise UserError(f"{p}:{n} is not a conway-traj/1 record")
-            rows.append({"record": rec, "image": None})
-    return rows
+    return [{"record": rec, "image": None}
+            for rec in read_records(p, " (a conway-traj/1 file has one record per line)")]
 
 
 def data_hash(path: str | Path) -> str:

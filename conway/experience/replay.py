@@ -16,7 +16,6 @@ reference point (captured-screenshot pixels); other fields must be equal.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Callable
 from conway.actions import ActionProblem, _Action
 from conway.errors import UserError
 from conway.experience.conversation import step_context
+from conway.experience.steps import read_records
 
 POINT_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag")
 
@@ -63,18 +63,7 @@ def load_trajectory(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path).expanduser()
     if not p.is_file():
         raise UserError(f"trajectory {p} does not exist (write one with `conway export --output FILE`)")
-    recs = []
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise UserError(f"{p}:{n} is not JSON; a trajectory is a conway-traj/1 JSONL file") from None
-            if not isinstance(rec, dict) or rec.get("format") != "conway-traj/1":
-                raise UserError(f"{p}:{n} is not a conway-traj/1 record")
-            recs.append(rec)
+    recs = read_records(p, "; a trajectory is a conway-traj/1 JSONL file")
     if not recs:
         raise UserError(f"trajectory {p} is empty")
     return recs

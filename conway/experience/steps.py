@@ -28,6 +28,7 @@ renders each step's target turn in one model family's own action format.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -38,6 +39,27 @@ from conway.store.journal import read_journal
 
 FORMAT = "conway-traj/1"
 _GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
+
+
+def read_records(path: Path, not_json: str) -> list[dict[str, Any]]:
+    """The records of a conway-traj/1 JSONL file, in order (blank lines skipped).
+
+    A line that is not JSON is a UserError naming it, with `not_json` after
+    (what the file should be); so is one that is not a conway-traj/1 record.
+    """
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise UserError(f"{path}:{n} is not JSON{not_json}") from None
+            if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+                raise UserError(f"{path}:{n} is not a {FORMAT} record")
+            records.append(rec)
+    return records
 
 
 def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool = False,

@@ -31,17 +31,16 @@ import re
 from typing import Any
 
 from conway.actions import GUI_TYPES, ActionProblem, _Action, action_schema
-from conway.geometry import Convention, Size
+from conway.geometry import Size
 from conway.policies import dialects
 from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,
     build_action,
     check_setup,
-    guarded,
     map_point,
+    parser,
     problem,
-    split_reasoning,
 )
 
 __all__ = ["parse", "extract_json", "wrapped_schema", "NoJsonFound"]
@@ -56,19 +55,7 @@ class NoJsonFound(ValueError):
     pass
 
 
-def parse(
-    text: str,
-    *,
-    convention: Convention | str,
-    sent_size: Size,
-    captured_size: Size,
-) -> ParsedOutput:
-    """Parse one generic-policy answer; never raises."""
-    return guarded("JSON", lambda: _parse(text, convention, sent_size, captured_size), text)
-
-
-def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
-    visible, reasoning = split_reasoning(text)
+def _parse(visible: str, reasoning: str | None, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
     try:
         value, start, end = extract_json(visible)
     except NoJsonFound as exc:
@@ -100,6 +87,9 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
             thought = inline_thought
         actions.append(action)
     return ParsedOutput(thought, actions, reasoning, raw)
+
+
+parse = parser("JSON", _parse, "Parse one generic-policy answer; never raises.")
 
 
 def _action(item: Any, convention: Any, sent: Size, captured: Size) -> tuple[_Action | ActionProblem, str | None]:

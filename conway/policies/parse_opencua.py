@@ -72,11 +72,10 @@ from conway.policies.parsed import (
     ParsedOutput,
     build_action,
     check_setup,
-    guarded,
     map_point,
     normalize_key,
     problem,
-    split_reasoning,
+    run_parser,
 )
 
 __all__ = ["parse", "ALLOWED_CALLS", "MAX_CODE_CHARS", "MAX_STATEMENTS"]
@@ -128,20 +127,14 @@ class _Reject(Exception):
     """A reason to refuse the code block (internal control flow only)."""
 
 
-def parse(
-    text: str,
-    *,
-    convention: Convention | str,
-    sent_size: Size,
-    captured_size: Size,
-    max_statements: int = MAX_STATEMENTS,
-) -> ParsedOutput:
+def parse(text: str, *, convention: Convention | str, sent_size: Size, captured_size: Size,
+          max_statements: int = MAX_STATEMENTS) -> ParsedOutput:
     """Parse one OpenCUA answer; never raises, never executes anything."""
-    return guarded("OpenCUA", lambda: _parse(text, convention, sent_size, captured_size, max_statements), text)
+    return run_parser("OpenCUA", _parse, text, convention, sent_size, captured_size, max_statements)
 
 
-def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any, max_statements: int) -> ParsedOutput:
-    visible, reasoning = split_reasoning(text)
+def _parse(visible: str, reasoning: str | None, convention: Any, sent_size: Any, captured_size: Any,
+           max_statements: int) -> ParsedOutput:
     try:
         sections, code = _split(visible)
     except _Reject as exc:

@@ -45,18 +45,17 @@ import re
 from typing import Any
 
 from conway.actions import ActionProblem, _Action
-from conway.geometry import Convention, Size
+from conway.geometry import Size
 from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,
     build_action,
     check_setup,
-    guarded,
     map_point,
     normalize_key,
+    parser,
     problem,
     show_value,
-    split_reasoning,
 )
 
 __all__ = ["parse", "TOOL_NAME", "ARGUMENTS"]
@@ -95,19 +94,7 @@ class _Reject(Exception):
     """A reason to refuse the answer (internal control flow only)."""
 
 
-def parse(
-    text: str,
-    *,
-    convention: Convention | str,
-    sent_size: Size,
-    captured_size: Size,
-) -> ParsedOutput:
-    """Parse one Qwen3-VL answer; never raises, never executes anything."""
-    return guarded("Qwen3-VL", lambda: _parse(text, convention, sent_size, captured_size), text)
-
-
-def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
-    visible, reasoning = split_reasoning(text)
+def _parse(visible: str, reasoning: str | None, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
     blocks = []
     for m in _BLOCK.finditer(visible):
         blocks.append(m.group(1).strip())
@@ -129,6 +116,9 @@ def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> Pa
     except _Reject as exc:
         actions = [problem(f"rejected Qwen3-VL tool call: {exc}", raw)]
     return ParsedOutput(thought, actions, reasoning, raw)
+
+
+parse = parser("Qwen3-VL", _parse, "Parse one Qwen3-VL answer; never raises, never executes anything.")
 
 
 def _blocks_to_actions(blocks: list[str], convention: Any, sent: Size, captured: Size) -> list[_Action | ActionProblem]:

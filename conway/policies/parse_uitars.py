@@ -53,17 +53,16 @@ import re
 from typing import Any
 
 from conway.actions import ActionProblem, _Action
-from conway.geometry import Convention, Size
+from conway.geometry import Size
 from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,
     build_action,
     check_setup,
-    guarded,
     map_point,
     normalize_key,
+    parser,
     problem,
-    split_reasoning,
 )
 
 __all__ = ["parse", "SCROLL_CLICKS", "WAIT_SECONDS", "CALL_USER_MESSAGE"]
@@ -134,19 +133,7 @@ class _Reject(Exception):
     pass
 
 
-def parse(
-    text: str,
-    *,
-    convention: Convention | str,
-    sent_size: Size,
-    captured_size: Size,
-) -> ParsedOutput:
-    """Parse one UI-TARS answer; never raises, never evaluates anything."""
-    return guarded("UI-TARS", lambda: _parse(text, convention, sent_size, captured_size), text)
-
-
-def _parse(text: Any, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
-    visible, reasoning = split_reasoning(text)
+def _parse(visible: str, reasoning: str | None, convention: Any, sent_size: Any, captured_size: Any) -> ParsedOutput:
     if any(t in visible for t in _END_LITERALS):  # a fast check first: the alternation scans slowly
         visible = _END_TOKENS.sub("", visible)
 
@@ -313,6 +300,9 @@ class _Lexer:
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "'": "'", '"': '"', "\\": "\\"}
+
+
+parse = parser("UI-TARS", _parse, "Parse one UI-TARS answer; never raises, never evaluates anything.")
 
 
 def _unescape(s: str) -> str:

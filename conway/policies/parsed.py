@@ -8,6 +8,10 @@ It never raises for any text (bad input becomes an `ActionProblem` with the
 reason) and never executes anything the model wrote. Coordinates in the
 returned GUI actions are pixels of the *captured* screenshot; the model's own
 convention (see `conway.geometry.Convention`) is mapped here.
+
+`parser` makes that function from a parser's own body, which gets the text
+already checked and split by `split_reasoning` (`run_parser` does the same for
+a parser with options of its own, OpenCUA's `max_statements`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from conway.actions import ActionProblem, _Action, digits, parse_action
 from conway.geometry import Convention, Size, model_point_error, model_to_captured
@@ -31,6 +35,9 @@ __all__ = [
     "build_action",
     "problem",
     "guarded",
+    "Parser",
+    "parser",
+    "run_parser",
     "normalize_key",
     "show_value",
 ]
@@ -202,3 +209,26 @@ def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutpu
             actions=[problem(f"internal {kind} parser error ({type(exc).__name__}: {exc})",
                              text if isinstance(text, str) else None)],
         )
+
+
+class Parser(Protocol):
+    """A parser's `parse`: the model's text -> `ParsedOutput`; never raises."""
+
+    def __call__(self, text: str, *, convention: Convention | str, sent_size: Size,
+                 captured_size: Size) -> ParsedOutput: ...
+
+
+def run_parser(kind: str, body: Callable[..., ParsedOutput], text: Any, *args: Any) -> ParsedOutput:
+    """`body(visible, reasoning, *args)` on the text split by `split_reasoning`, `guarded` (never raises)."""
+    return guarded(kind, lambda: body(*split_reasoning(text), *args), text)
+
+
+def parser(kind: str, body: Callable[[str, str | None, Any, Any, Any], ParsedOutput], doc: str) -> Parser:
+    """A parser's `parse` from its body, which reads (visible text, reasoning, convention, sent_size,
+    captured_size); `kind` names the parser in an internal error."""
+
+    def parse(text: str, *, convention: Convention | str, sent_size: Size, captured_size: Size) -> ParsedOutput:
+        return run_parser(kind, body, text, convention, sent_size, captured_size)
+
+    parse.__doc__, parse.__module__, parse.__qualname__ = doc, body.__module__, "parse"  # as if written there
+    return parse

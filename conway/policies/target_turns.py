@@ -108,22 +108,29 @@ def generic_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
     return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
 
 
+def _pointer_call(action: dict[str, Any], by_type: dict[str, str], by_button: dict[str, str],
+                  other_button: str | None = None) -> str | None:
+    """A family's call for a pointer action at one point: a click's by its button (`other_button` for any other
+    button), the other types' by type; None when the family has none for it (or it is no such action)."""
+    t = action["type"]
+    if t == "click":
+        button = action.get("button", "left")
+        return by_button.get(button, other_button) if isinstance(button, str) else other_button
+    return by_type.get(t) if isinstance(t, str) else None
+
+
+_OPENCUA_POINTER = {"double_click": "doubleClick", "triple_click": "tripleClick", "right_click": "rightClick",
+                    "move": "moveTo"}
+_OPENCUA_BUTTONS = {"left": "click", "right": "rightClick"}  # any other button: middleClick
+
+
 def opencua_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
     """OpenCUA's answer: `## Thought` / `## Action` / `## Code` with one pyautogui call."""
     t = action["type"]
     x, y = pt.get(("x", "y"), (None, None))
-    if t == "click":
-        button = action.get("button", "left")
-        code = f"pyautogui.click(x={x}, y={y})" if button == "left" else \
-            (f"pyautogui.rightClick(x={x}, y={y})" if button == "right" else f"pyautogui.middleClick(x={x}, y={y})")
-    elif t == "double_click":
-        code = f"pyautogui.doubleClick(x={x}, y={y})"
-    elif t == "triple_click":
-        code = f"pyautogui.tripleClick(x={x}, y={y})"
-    elif t == "right_click":
-        code = f"pyautogui.rightClick(x={x}, y={y})"
-    elif t == "move":
-        code = f"pyautogui.moveTo(x={x}, y={y})"
+    pointer = _pointer_call(action, _OPENCUA_POINTER, _OPENCUA_BUTTONS, other_button="middleClick")
+    if pointer is not None:
+        code = f"pyautogui.{pointer}(x={x}, y={y})"
     elif t == "drag":
         tx, ty = pt[("to_x", "to_y")]
         code = f"pyautogui.moveTo(x={x}, y={y})\npyautogui.dragTo(x={tx}, y={ty})"
@@ -156,6 +163,10 @@ def _uitars_quote(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
+_UITARS_POINTER = {"right_click": "right_single", "double_click": "left_double", "move": "hover"}
+_UITARS_BUTTONS = {"left": "click", "right": "right_single"}  # a middle click has no UI-TARS form
+
+
 def uitars_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
     """UI-TARS's answer: `Thought: …` / `Action: click(start_box='(x,y)')`."""
     t = action["type"]
@@ -163,14 +174,9 @@ def uitars_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
     if ("x", "y") in pt:
         x, y = pt[("x", "y")]
         box = f"'({x},{y})'"
-    if t == "click" and action.get("button", "left") == "left":
-        call = f"click(start_box={box})"
-    elif t == "right_click" or (t == "click" and action.get("button") == "right"):
-        call = f"right_single(start_box={box})"
-    elif t == "double_click":
-        call = f"left_double(start_box={box})"
-    elif t == "move":
-        call = f"hover(start_box={box})"
+    pointer = _pointer_call(action, _UITARS_POINTER, _UITARS_BUTTONS)
+    if pointer is not None:
+        call = f"{pointer}(start_box={box})"
     elif t == "drag":
         tx, ty = pt[("to_x", "to_y")]
         call = f"drag(start_box={box}, end_box='({tx},{ty})')"

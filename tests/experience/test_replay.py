@@ -114,3 +114,23 @@ def test_interactive_review_writes_labels_until_quit(tmp_path):
     verdicts = sorted((k[1], v.verdict) for k, v in labels.by_step.items())
     assert verdicts == [(1, "correct"), (2, "redundant"), (3, "wrong")]
     assert any("unknown answer" in line for line in lines)
+
+
+def test_a_trajectory_is_read_record_by_record_and_a_bad_line_is_named(tmp_path):
+    import pytest
+
+    from conway.errors import UserError
+    from conway.experience.replay import load_trajectory
+
+    traj = tmp_path / "t.jsonl"
+    good = [{"format": "conway-traj/1", "step": 1}, {"format": "conway-traj/1", "step": 2}]
+    traj.write_text(json.dumps(good[0]) + "\n\n  \n" + json.dumps(good[1]) + "\n", encoding="utf-8")
+    assert load_trajectory(traj) == good
+    for body, message in (("{nope\n", f"{traj}:1 is not JSON; a trajectory is a conway-traj/1 JSONL file"),
+                          ("\n[1, 2]\n", f"{traj}:2 is not a conway-traj/1 record"),
+                          ('{"format": "conway-report/1"}\n', f"{traj}:1 is not a conway-traj/1 record"),
+                          ("\n \n", f"trajectory {traj} is empty")):
+        traj.write_text(body, encoding="utf-8")
+        with pytest.raises(UserError) as err:
+            load_trajectory(traj)
+        assert str(err.value) == message

@@ -116,3 +116,37 @@ def test_every_policy_preset_belongs_to_the_family_it_serves():
     declared = {p: f.name for f in FAMILIES.values() for p in f.presets}
     shipped = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))["kind"] for p in PRESETS.glob("*.yaml")}
     assert {name: kind for name, kind in shipped.items() if kind != MOCK} == declared
+
+
+
+_POINTER_ACTIONS = {  # (type, button) -> what the parser reads back (a right-button click is a RightClick)
+    ("click", "left"): ("click", "left"), ("click", "right"): ("right_click", None),
+    ("click", "middle"): ("click", "middle"), ("double_click", None): ("double_click", None),
+    ("triple_click", None): ("triple_click", None), ("right_click", None): ("right_click", None),
+    ("move", None): ("move", None)}
+
+
+@pytest.mark.parametrize("kind, button", list(_POINTER_ACTIONS))
+@pytest.mark.parametrize("turn, calls", [
+    ("opencua_turn", {("click", "left"): "pyautogui.click", ("click", "right"): "pyautogui.rightClick",
+                      ("click", "middle"): "pyautogui.middleClick", ("double_click", None): "pyautogui.doubleClick",
+                      ("triple_click", None): "pyautogui.tripleClick", ("right_click", None): "pyautogui.rightClick",
+                      ("move", None): "pyautogui.moveTo"}),
+    ("uitars_turn", {("click", "left"): "click", ("click", "right"): "right_single",
+                     ("double_click", None): "left_double", ("right_click", None): "right_single",
+                     ("move", None): "hover"}),
+])
+def test_each_pointer_action_is_written_as_the_familys_call_and_read_back(turn, calls, kind, button):
+    from conway.policies import parse_opencua, parse_uitars, target_turns
+    render = getattr(target_turns, turn)
+    parse = parse_opencua.parse if turn == "opencua_turn" else parse_uitars.parse
+    action = {"type": kind, **({"button": button} if button else {})}
+    if (kind, button) not in calls:  # UI-TARS has no middle click and no triple click
+        with pytest.raises(ValueError, match=f"^{kind} has no UI-TARS form$"):
+            render(action, {("x", "y"): (30, 40)}, None)
+        return
+    text = render(action, {("x", "y"): (30, 40)}, None)
+    call = calls[(kind, button)]
+    assert (f"{call}(x=30, y=40)" if turn == "opencua_turn" else f"{call}(start_box='(30,40)')") in text
+    (act,) = parse(text, convention="absolute", sent_size=(100, 100), captured_size=(100, 100)).actions
+    assert (act.type, getattr(act, "button", None), act.x, act.y) == (*_POINTER_ACTIONS[(kind, button)], 30, 40)

@@ -73,6 +73,21 @@ def test_data_rows_use_the_policy_prompt_the_loop_resize_and_assistant_only_loss
     assert enc.tokenizer.decode(enc.completion_ids(copied.completion)[:-1]) == copied.completion
 
 
+def test_data_rows_from_a_jsonl_file_are_its_records_without_images_and_a_bad_line_is_named(tmp_path):
+    from conway.errors import UserError
+    from training.data import load_rows
+    data = tmp_path / "t.jsonl"
+    good = [{"format": "conway-traj/1", "step": 1}, {"format": "conway-traj/1", "step": 2}]
+    data.write_text(json.dumps(good[0]) + "\n\n" + json.dumps(good[1]) + "\n", encoding="utf-8")
+    assert load_rows(data) == [{"record": good[0], "image": None}, {"record": good[1], "image": None}]
+    for body, message in (("\n{nope\n", f"{data}:2 is not JSON (a conway-traj/1 file has one record per line)"),
+                          ('"text"\n', f"{data}:1 is not a conway-traj/1 record")):
+        data.write_text(body, encoding="utf-8")
+        with pytest.raises(UserError) as err:
+            load_rows(data)
+        assert str(err.value) == message
+
+
 def test_lora_learns_saves_reloads_and_merges(tiny_base, dataset, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForImageTextToText
