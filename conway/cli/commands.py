@@ -432,8 +432,9 @@ def do_tasks_run(args) -> int:
     args.mock_script = None  # one script per task (--mock-scripts), never one for all
     cfg = _model_config(args, home)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
-                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet,
-                     argv=args._argv, pool=_pool(args, cfg, home), resume=args.resume)
+                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                     task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
+                     pool=_pool(args, cfg, home), resume=args.resume)
 
 
 COMMANDS: dict[str, Callable] = {

@@ -11,6 +11,7 @@ from typing import Callable
 
 from conway.cli.pool_args import add_pool_args
 from conway.errors import ExitCode, UserError
+from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
 
 SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/<domain>/<id>.json gives the "
               "domain), task files (.json in OSWorld's format, .md in Conway's), or an OSWorld test_*.json index")
@@ -51,8 +52,9 @@ local cache …), a fresh Conway home and a user home the task sees at /home/use
 real home is not visible, the network is off). A finish ends the task; then the task's own checker scores
 it (OSWorld's rules: postconfig first, metrics combined by conj). A task that cannot run here is reported
 with its reasons and never scored; one that breaks (setup hangs, its application never opens, a checker
-raises) is one line in the report, and the suite goes on. Ctrl+C writes the report of the tasks that
-finished, marked partial.
+raises) is one line in the report, and the suite goes on. A task whose loop outlasts --task-timeout-s is
+stopped and still scored (OSWorld scores what the agent left), counted as timed out. Ctrl+C writes the
+report of the tasks that finished, marked partial.
 
   conway tasks run evals/osworld_local --cache evals/osworld_local/cache --output tasks.json
   conway tasks run evals/osworld_local --cache evals/osworld_local/cache --output mock.json \\
@@ -79,6 +81,11 @@ def _add_run(group: argparse._SubParsersAction) -> None:
     rp.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
     rp.add_argument("--max-steps", type=int, metavar="N", help="decisions per task (default: the task's, else 15)")
     rp.add_argument("--max-seconds", type=float, metavar="S", help="time per task (default: the task's, else 600)")
+    rp.add_argument("--task-timeout-s", type=float, metavar="S", help="wall-clock limit of each task's loop, which "
+                    "--max-seconds (checked between steps) cannot give when a step blocks: once it passes the loop "
+                    "is stopped as `conway stop` does and the task is scored as the agent left it, marked timed "
+                    f"out; a loop that does not stop within {STOP_GRACE_S:g} s is an error and its desktop is torn "
+                    f"down (default: the task's time, --max-seconds, + {TIMEOUT_MARGIN_S:g})")
     rp.add_argument("--keep", action="store_true", help="keep each task's desktop folder (its user home) afterwards")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
     add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop

@@ -11,7 +11,12 @@ For each task of the suite (`conway.tasks.model.load_suite`):
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
    command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
    observing and acting on the desktop's display, its shell and files in the
-   desktop's sandbox;
+   desktop's sandbox, under a wall-clock limit (`conway.evals.task_watchdog`:
+   `--task-timeout-s`, default the time budget + 120 s): when it passes the
+   loop is stopped as `conway stop` stops a run and the task is still scored
+   (OSWorld scores whatever state the agent left), marked `timed_out`; a loop
+   that does not end within a grace of the stop has its desktop torn down
+   and is an `error`;
 5. the task's own evaluator (`conway.tasks.evaluate`: postconfig first).
 
 A task that fails anywhere (setup hangs, the application never opens its
@@ -41,6 +46,7 @@ from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
 from conway.evals.task_files import declared_record
+from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.protocols import Policy
 from conway.store.home import Home
 from conway.tasks.env import GUEST_HOME
@@ -94,6 +100,11 @@ def budget(task: Any, max_steps: int | None, max_seconds: float | None) -> tuple
     return int(steps), float(seconds)
 
 
+def task_timeout(task_timeout_s: float | None, seconds: float) -> float:
+    """The wall-clock limit of one task's loop: the command line's, else its time budget + the margin."""
+    return float(task_timeout_s) if task_timeout_s is not None else default_timeout(seconds)
+
+
 def mock_script_for(folder: Path, task_id: str) -> Path | None:
     for suffix in MOCK_SUFFIXES:
         path = folder / f"{task_id}{suffix}"
@@ -121,6 +132,10 @@ class TasksSuite:
     keep: bool = False
     max_steps: int | None = None
     max_seconds: float | None = None
+    task_timeout_s: float | None = None
+    """The wall-clock limit of each task's loop (None: `task_timeout`'s default)."""
+    stop_grace_s: float = STOP_GRACE_S
+    """How long a timed-out loop has to end after its stop before its desktop is torn down."""
     quiet: bool = False
     say: Callable[[str], None] = print
     window_wait_s: float = WINDOW_WAIT_S
@@ -162,7 +177,8 @@ class TasksSuite:
 
         task = case.task
         steps, seconds = budget(task, self.max_steps, self.max_seconds)
-        record["budget"] = {"max_steps": steps, "max_seconds": seconds}
+        record["budget"] = {"max_steps": steps, "max_seconds": seconds,
+                            "task_timeout_s": task_timeout(self.task_timeout_s, seconds)}
         record["phase"] = "policy"
         policy = self._policy_for(task.id, policy)
         root = self.folder / f"{case.index + 1:02d}-{_safe(task.id)}"
@@ -172,7 +188,7 @@ class TasksSuite:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
             finally:
-                lost = desk.lost()
+                lost = None if record.get("torn_down") else desk.lost()  # the watchdog's teardown: not a loss
                 if lost:  # not the task's doing: in a worker pool the case runs once more on a fresh desktop
                     record[LOST] = lost
         record.pop("phase", None)
@@ -202,18 +218,32 @@ class TasksSuite:
         token = current_cancel()
         if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
             raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
-        run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
-                       observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
-                       say=self.say, quiet=True)
+        limit = task_timeout(self.task_timeout_s, seconds)
+        dog = TaskWatchdog(home, limit, self.stop_grace_s, teardown=desk.kill)
+        try:
+            with dog:
+                run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
+                               observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
+                               say=self.say, quiet=True)
+        finally:  # also when the loop raised: a torn-down desktop is the watchdog's doing, not a lost one
+            if dog.fired:
+                record.update(timed_out=True, elapsed_s=dog.elapsed_s)
+            if dog.torn_down:
+                record["torn_down"] = True
         outcome = run.outcome
         if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
             token.set(outcome.reason)  # the suite stops: this task did not finish
         record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
         record.update(session=run.session, home=_relative(home.root, self.report_dir),
                       view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
-                      steps=outcome.steps, stop_reason=outcome.reason,
+                      steps=outcome.steps, stop_reason=(f"task timeout ({limit:g} s): " if dog.fired else "")
+                      + outcome.reason,
                       declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
                       model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+        if dog.torn_down:  # the loop ignored the stop: the state it left is not the agent's to be scored
+            raise RuntimeError(f"timed out after {limit:g} s and did not stop within {self.stop_grace_s:g} s of "
+                               "the stop request; the desktop was torn down (its processes killed)"
+                               + (f"; the teardown failed: {dog.teardown_error}" if dog.teardown_error else ""))
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
         record["phase"] = "evaluate"
@@ -263,7 +293,9 @@ class TasksSuite:
         tail = record.get("error") or "; ".join(record.get("reasons") or []) or (
             f"score {score:g}, {record.get('steps', 0)} step(s), declared "
             f"{(record.get('declared') or {}).get('status') or 'nothing'}" if isinstance(score, (int, float)) else "")
-        self.say(f"[{case.index + 1}/{self.total}] {record['task']}: {record['outcome']}" + (f" — {tail}" if tail else ""))
+        timed = f" (timed out after {record['elapsed_s']:g} s)" if record.get("timed_out") else ""
+        self.say(f"[{case.index + 1}/{self.total}] {record['task']}: {record['outcome']}{timed}"
+                 + (f" — {tail}" if tail else ""))
 
     # -- the runner's Suite ---------------------------------------------------------------
 
@@ -349,11 +381,13 @@ def _check_folder(raw: str | None, what: str) -> Path | None:
 
 def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str,
               cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
-              max_steps: int | None = None, max_seconds: float | None = None, quiet: bool = False,
-              argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
-              window_wait_s: float = WINDOW_WAIT_S, command_timeout_s: float = COMMAND_TIMEOUT_S,
+              max_steps: int | None = None, max_seconds: float | None = None, task_timeout_s: float | None = None,
+              quiet: bool = False, argv: list[str] | None = None, policy: Policy | None = None,
+              say: Callable[[str], None] | None = None, window_wait_s: float = WINDOW_WAIT_S,
+              command_timeout_s: float = COMMAND_TIMEOUT_S, stop_grace_s: float = STOP_GRACE_S,
               pool: Pool | None = None, resume: str | None = None) -> int:
-    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps (tests make them short).
+    """The command; `window_wait_s` and `command_timeout_s` bound the setup steps, `stop_grace_s` how long a
+    timed-out loop has to end after its stop (tests make them short).
 
     With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
     report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
@@ -365,6 +399,8 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
     if max_seconds is not None and max_seconds <= 0:
         raise UserError(f"--max-seconds must be positive (got {max_seconds})")
+    if task_timeout_s is not None and task_timeout_s <= 0:
+        raise UserError(f"--task-timeout-s must be positive (got {task_timeout_s})")
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
@@ -381,14 +417,17 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if folder.exists():
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
-                        max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say,
-                        window_wait_s=window_wait_s, command_timeout_s=command_timeout_s)
+                        max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
+                        stop_grace_s=stop_grace_s, quiet=quiet, say=say, window_wait_s=window_wait_s,
+                        command_timeout_s=command_timeout_s)
     report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,
-        "max_seconds": max_seconds, "tasks_folder": folder.name,
+        "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
+        "tasks_folder": folder.name,
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
-        "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS}})
+        "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
+                     "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
     folder.mkdir()
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
@@ -415,5 +454,6 @@ def _say_result(summary: dict[str, Any], out: Path, say: Callable[[str], None]) 
     rate = f" = {s['hit_rate']:.1%}" if summary.get("scored") else ""
     say(f"tasks run: passed {summary['passed']}/{summary['scored']} scored{rate}; errors {summary['errors']}, "
         f"not runnable {summary['not_runnable']}, malformed {summary['malformed']}"
+        + (f"; timed out {summary['timed_out']}" if summary.get("timed_out") else "")
         + (f"; {summary['interrupted']}" if summary.get("interrupted") else ""))
     say(f"report: {out} (conway view {out})")

@@ -13,6 +13,12 @@ Only pass and fail are scored. The success rate (with its 95% Wilson
 interval) is over the scored tasks; errors, not-runnable and malformed tasks
 are counted apart and never enter a rate, so a broken environment does not
 read as a weak model.
+
+A task whose loop outlasted `--task-timeout-s` has `timed_out: true` and its
+`elapsed_s`: stopped, then scored as the agent left it (OSWorld's rule at
+its step limit), so it is a pass or a fail like any other; one whose loop
+ignored the stop is an error (its desktop torn down). `timed_out` counts
+them all, whatever their outcome.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     return {
         "tasks": len(records), "scored": len(scored), "passed": count["pass"], "failed": count["fail"],
         "errors": count["error"], "not_runnable": count["not-runnable"], "malformed": count["malformed"],
+        "timed_out": sum(1 for r in records if r.get("timed_out")),
         "success": _rate(scored),
         "by_domain": group_rates(records, "domain"), "by_app": group_rates(records, "related_apps"),
         "declared": declared,
@@ -137,6 +144,9 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         groups = summary.get(key) or {}
         if groups:
             out.append(f"by {what}: " + "; ".join(f"{n} {g['hits']}/{g['n']}" for n, g in groups.items()))
+    if "timed_out" in summary:  # reports from before the task timeout have no such count
+        out.append(f"timed out: {summary['timed_out']} task(s) (stopped at --task-timeout-s, then scored as left; "
+                   "one that ignored the stop is an error)")
     if summary.get("interrupted"):
         out.append(f"interrupted: {summary['interrupted']}")
     env = data.get("environment") or {}
@@ -149,6 +159,8 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         said = (c.get("declared") or {}).get("status") or "-"
         score = c.get("score")
         why = c.get("error") or "; ".join(c.get("reasons") or []) or _metric_line(c)
+        if c.get("timed_out"):
+            why = f"timed out after {c.get('elapsed_s') or 0:g} s; {why}"
         rows.append([c.get("task"), c.get("domain") or "-", c.get("outcome"),
                      f"{score:g}" if isinstance(score, (int, float)) else "-", said,
                      c.get("steps", "-"), f"{c['wall_s']:.1f}" if isinstance(c.get("wall_s"), (int, float)) else "-",

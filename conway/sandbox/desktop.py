@@ -5,8 +5,9 @@ see at /home/user and ~) and `tmp/` (their /tmp), and beside it a short `conway-
 (XDG_RUNTIME_DIR: the session bus socket, and the accessibility bus's that D-Bus activates there); it starts
 a private Xvfb (`conway.xvfb`) and a `dbus-daemon --session`, and runs every command and application inside a `BubblewrapEnvironment` with
 DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
-look at and act on this display (they run outside the sandbox). `close()` kills everything it started,
-stops the bus and Xvfb and deletes the root, unless `keep=True`.
+look at and act on this display (they run outside the sandbox). `kill()` kills everything it started and every
+command still running in its sandbox, stops the bus and Xvfb; `close()` does that, then deletes the root unless
+`keep=True`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 from conway.sandbox.environment import BWRAP, SYSTEM_PATH, Bind, BubblewrapEnvironment, SandboxError
 from conway.sandbox.paths import resolve
@@ -181,6 +184,20 @@ class DisposableDesktop:
 
     def close(self, keep: bool | None = None) -> None:
         """Kill every process it started (process groups), stop the bus and Xvfb, delete the root unless kept."""
+        self.kill()
+        keep = self.keep if keep is None else keep
+        if self.root is not None:
+            if keep:
+                print(f"kept the task's desktop root: {self.root} (its home: {self.root / 'home'})", file=sys.stderr)
+            else:
+                shutil.rmtree(self.root, ignore_errors=True)
+                self.root = None
+
+    def kill(self) -> None:
+        """Kill everything running on this desktop, its folders left as they are: the applications it launched,
+        the bus, Xvfb, then every command still in its sandbox (setup's and the agent's shell commands alike,
+        found by the desktop's home in their bwrap command line). What a task's watchdog does to a task whose
+        loop does not stop; `close` does it too."""
         for proc in self._spawned:
             kill_tree(proc, 1.0)
         self._spawned.clear()
@@ -190,16 +207,11 @@ class DisposableDesktop:
         if self._x is not None:
             self._x.stop()
             self._x = None
+        if self.root is not None:  # what is still running in the sandbox: the agent's commands, setup's
+            _kill_sandboxed(str(self.root / "home"), self._bwrap)
         if self.run_dir is not None:  # sockets only: nothing to keep
             shutil.rmtree(self.run_dir, ignore_errors=True)
             self.run_dir = None
-        keep = self.keep if keep is None else keep
-        if self.root is not None:
-            if keep:
-                print(f"kept the task's desktop root: {self.root} (its home: {self.root / 'home'})", file=sys.stderr)
-            else:
-                shutil.rmtree(self.root, ignore_errors=True)
-                self.root = None
 
     # --- TaskEnv -----------------------------------------------------------------
 
@@ -256,3 +268,32 @@ class DisposableDesktop:
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
             return None
         return None if text is None else text.rstrip()
+
+
+def _kill_sandboxed(home: str, bwrap: str) -> None:
+    """SIGKILL every bwrap process whose command line binds `home` (one desktop's sandbox) and everything under
+    it (its pid namespace ends with it); returns once they are gone or zombies (their parents reap them)."""
+    name = os.path.basename(bwrap)
+    victims: dict[int, psutil.Process] = {}
+    for p in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if p.info["name"] == name and home in (p.info["cmdline"] or []):
+                victims[p.pid] = p
+                victims.update((c.pid, c) for c in p.children(recursive=True))
+        except psutil.Error:
+            continue
+    for p in victims.values():
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and not all(_gone(p) for p in victims.values()):
+        time.sleep(0.02)
+
+
+def _gone(p: psutil.Process) -> bool:
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True

@@ -46,6 +46,9 @@ def card_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: st
     for m in c.get("metrics") or []:
         text = f"{m.get('func')}: {_num(m.get('score'))}" + (f" — {m['error']}" if m.get("error") else "")
         lines.append(_line("metric", esc(text), "err" if m.get("error") else ""))
+    if c.get("timed_out"):
+        lines.append(_line("timed out", esc(f"stopped after {_num(c.get('elapsed_s'), '.1f')} s (limit "
+                                            f"{_num((c.get('budget') or {}).get('task_timeout_s'))} s)"), "err"))
     if c.get("error"):
         lines.append(_line("error", esc(c["error"]), "err"))
     for reason in c.get("reasons") or []:
@@ -87,6 +90,9 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
         groups = s.get(key) or {}
         if groups:
             rows.append((what, esc("; ".join(f"{n} {_rate(g)}" for n, g in groups.items()))))
+    if "timed_out" in s:  # reports from before the task timeout have no such count
+        rows.append(("timed out", esc(f"{s['timed_out']} task(s): stopped at --task-timeout-s, then scored as left "
+                                      "(one that ignored the stop is an error)")))
     if s.get("interrupted"):
         rows.append(("interrupted", esc(s["interrupted"])))
     return rows

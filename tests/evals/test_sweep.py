@@ -134,3 +134,19 @@ def test_the_tasks_example_sweep_file_is_valid():
     argv = cell_argv(sweep, first, Path("out.json"), [])
     assert argv[:3] == ["tasks", "run", "evals/osworld_local"]
     assert argv[argv.index("--mock-scripts") + 1] == "evals/osworld_local/mock/pass"
+
+
+def test_a_tasks_run_sweep_varies_the_task_timeout_as_the_command_s_flag(tmp_path):
+    from conway.cli.main import build_parser
+    from conway.cli.tasks import split_overrides
+    from conway.evals.sweep import cell_argv, cells, load_sweep
+    f = tmp_path / "timeouts.yaml"
+    f.write_text(yaml.safe_dump({"command": "tasks run", "args": ["suite", "--max-seconds", "60"],
+                                 "overrides": ["policy=mock"], "grid": {"--task-timeout-s": [30, 90]}}))
+    sweep = load_sweep(str(f))
+    parsed = []
+    for cell in cells(sweep["grid"]):
+        args = build_parser().parse_args(cell_argv(sweep, cell, tmp_path / "out.json", []))
+        split_overrides(args)
+        parsed.append((args.task_timeout_s, args.max_seconds, args.suite, args.overrides))
+    assert parsed == [(30.0, 60.0, ["suite"], ["policy=mock"]), (90.0, 60.0, ["suite"], ["policy=mock"])]

@@ -152,8 +152,27 @@ def test_close_kills_everything_it_started(tmp_path: Path) -> None:
     assert x_pid is not None and not psutil.pid_exists(x_pid) or psutil.Process(x_pid).status() == "zombie"
 
 
-def _sleeping() -> bool:
-    return any(p.info["cmdline"] in (["sleep", "300.71"], ["sleep", "301.71"]) for p in psutil.process_iter(["cmdline"]))
+def test_kill_ends_every_command_in_its_sandbox_and_leaves_its_folders(tmp_path: Path) -> None:
+    require(BubblewrapEnvironment.for_workdir(Path("/")).problem() is None, "bubblewrap unusable")
+    with DisposableDesktop("t5", root_parent=tmp_path) as d:
+        d.run("echo kept > ~/a.txt", shell=True)
+        assert d.environment is not None
+        prep = d.environment.prepare(["sleep", "302.71"], cwd="/home/user", env={})  # as the agent's shell runs it
+        cmd = subprocess.Popen(prep.argv, env=prep.env, cwd=prep.cwd, start_new_session=True)
+        try:
+            wait_until(lambda: _sleeping(("302.71",)), timeout=10, what="the sandboxed sleep")
+            x = d._x.proc if d._x else None
+            d.kill()
+            assert cmd.wait(timeout=10) == -9 and not _sleeping(("302.71",))  # this process reaps its own child
+            assert x is not None and x.poll() is not None and d.lost() is None  # nothing of it is left to lose
+            assert (d.home / "a.txt").read_text() == "kept\n"  # the folders stay until close
+        finally:
+            if cmd.poll() is None:
+                cmd.kill()
+
+
+def _sleeping(args: tuple[str, ...] = ("300.71", "301.71")) -> bool:
+    return any(p.info["cmdline"] in [["sleep", a] for a in args] for p in psutil.process_iter(["cmdline"]))
 
 
 def test_the_agents_own_tools_share_the_desktops_view(desk: DisposableDesktop) -> None:

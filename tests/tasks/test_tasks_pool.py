@@ -43,13 +43,14 @@ def _suite(root: Path, scripts: dict[str, list]) -> tuple[Path, Path]:
     return root / "suite", mock
 
 
-def _run(root: Path, name: str, suite: Path, mock: Path, workers: int, ray: str | None = None) -> dict:
+def _run(root: Path, name: str, suite: Path, mock: Path, workers: int, ray: str | None = None,
+         task_timeout_s: float | None = None) -> dict:
     home = Home(root / "home")
     config = load_config(home.config, ["policy=mock"])
     pool = Pool(PoolSpec(workers=workers, ray=ray), PolicyRecipe(config, str(home.root))) if workers > 1 else None
     out = root / f"{name}.json"
     tasks_run(home, config, str(suite), output=str(out), mock_scripts=str(mock), pool=pool, quiet=True,
-              window_wait_s=5.0, command_timeout_s=10.0, max_seconds=120)
+              window_wait_s=5.0, command_timeout_s=10.0, max_seconds=120, task_timeout_s=task_timeout_s)
     return json.loads(out.read_text())
 
 
@@ -67,6 +68,19 @@ def test_two_workers_score_the_suite_as_the_serial_run(tmp_path):
     assert pooled["summary"]["passed"] == serial["summary"]["passed"] == 4
     assert pooled["pool"]["workers"] == 2
     assert pooled["environment"]["display_size"] == serial["environment"]["display_size"] == "1280x800"  # the workers' desktops said it
+
+
+def test_the_task_timeout_reaches_the_workers(tmp_path):
+    need_desktop()
+    hang = [{"action": {"type": "shell", "command": "sleep 600"}}]
+    suite, mock = _suite(tmp_path, {"a-hangs": WRITE_OK[:1] + hang + FINISH, "b-ok": WRITE_OK})
+    started = time.monotonic()
+    report = _run(tmp_path, "pooled", suite, mock, 2, task_timeout_s=3)
+    assert time.monotonic() - started < 90 and report["pool"]["workers"] == 2
+    a, b = report["cases"]
+    assert a["timed_out"] is True and a["budget"]["task_timeout_s"] == 3.0 and a["outcome"] == "pass", a
+    assert "timed_out" not in b and b["outcome"] == "pass"
+    assert report["summary"]["timed_out"] == 1
 
 
 def test_a_task_whose_x_server_dies_runs_once_more_on_a_fresh_desktop(tmp_path):

@@ -70,6 +70,26 @@ def test_the_verdict() -> None:
     assert verdict(none, s) == (2, "nothing ran") and "no task ran" in s["outcome"]
 
 
+def test_timed_out_tasks_are_counted_whatever_their_outcome_and_shown() -> None:
+    from conway.evals.tasks_summary import render_tasks
+    from conway.view.report_tasks import card_body, summary_rows
+
+    cases = [case(0, "a", "pass", timed_out=True, elapsed_s=7.5, budget={"task_timeout_s": 7.0}),
+             case(1, "b", "error", error="run: RuntimeError: timed out after 7 s and did not stop", timed_out=True,
+                  elapsed_s=9.0), case(2, "c", "fail")]
+    s = summarize(cases, 1.0)
+    assert (s["timed_out"], s["passed"], s["failed"], s["errors"], s["scored"]) == (2, 1, 1, 1, 2)
+    assert verdict(cases, s) == (2, "fail")  # a timed-out pass is a pass; the error and the fail decide
+    text = "\n".join(render_tasks(s, cases, {}))
+    assert "timed out: 2 task(s)" in text and "timed out after 7.5 s; exact_match 1" in text
+    older = {k: v for k, v in summarize(CASES, 1.0).items() if k != "timed_out"}  # a report from before
+    assert "timed out" not in "\n".join(render_tasks(older, CASES, {}))
+    assert dict(summary_rows(s))["timed out"].startswith("2 task(s)") and "timed out" not in dict(summary_rows(older))
+    _, body = card_body(cases[0], (1280, 800), None, "", "")
+    assert "stopped after 7.5 s (limit 7 s)" in body
+    assert "timed out" not in card_body(cases[2], (1280, 800), None, "", "")[1]
+
+
 @pytest.fixture
 def report(tmp_path) -> Path:
     out = tmp_path / "tasks.json"
