@@ -38,7 +38,8 @@ NEVER = [
 
 # modules at the top of the package import only each other: they are what everything else stands on
 LEAVES = {f"conway.{m}" for m in ("actions", "protocols", "geometry", "imaging", "config", "errors", "redact",
-                                  "platform", "xvfb", "cancel", "bounded", "abortable_http", "host", "history")}
+                                  "platform", "xvfb", "cancel", "bounded", "abortable_http", "host", "history",
+                                  "control_tokens")}
 # the one way out of the leaves: `policy.kind` is checked against the model-family registry
 LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 

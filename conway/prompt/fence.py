@@ -42,7 +42,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["DATA_RULE", "Frame", "RESERVED_TAGS", "escape", "escape_tokens", "render_part"]
+from conway.control_tokens import CONTROL_TAGS, TOKENS_PATTERN, escape_tokens
+
+__all__ = ["CONTROL_TAGS", "DATA_RULE", "Frame", "RESERVED_TAGS", "escape", "escape_tokens", "render_part"]
 
 Frame = Literal["file", "conway", "data"]
 """`file`: the owner's file, tagged with its name; `conway`: Conway's own text under a heading; `data`:
@@ -51,14 +53,8 @@ untrusted data."""
 RESERVED_TAGS = ("file", "untrusted-data", "tools", "tool_call", "tool_response", "think")
 """Tag names content may not open or close: the prompt's own frames and the trained templates' fences."""
 
-CONTROL_TAGS = ("start_of_turn", "end_of_turn", "s", "bos", "eos")
-"""Chat-control tokens spelled as tags in common templates (Gemma's turns, Llama 2's and Mistral's BOS and
-EOS): only their exact spelling is one token, so only that is escaped (``<s class=…>`` is left alone)."""
-
-_TOKENS = r"[|\uff5c]|/?(?:" + "|".join(CONTROL_TAGS) + r")>"
-_TAG_OR_TOKEN = re.compile(r"<(?=" + _TOKENS + r"|[ \t]*/?[ \t]*(?:" + "|".join(re.escape(t) for t in RESERVED_TAGS)
+_TAG_OR_TOKEN = re.compile(r"<(?=" + TOKENS_PATTERN + r"|[ \t]*/?[ \t]*(?:" + "|".join(re.escape(t) for t in RESERVED_TAGS)
                            + r")(?![\w-]))", re.IGNORECASE)
-_TOKEN = re.compile(r"<(?=" + _TOKENS + ")")
 _BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 """Line breaks besides \\n (str.splitlines' set): a model may read any of them as a new line."""
 _HEADING = re.compile(r"(?:^|(?<=[" + _BREAKS + r"]))([ \t]{0,3})(?=#+(?:[ \t]|$|[" + _BREAKS + "]))",
@@ -78,13 +74,6 @@ DATA_RULE = (
 def escape(text: str) -> str:
     """`text` with everything that could open or close a part, or imitate a heading, neutralised."""
     return _HEADING.sub(r"\1\\", _TAG_OR_TOKEN.sub("&lt;", text))
-
-
-def escape_tokens(text: str) -> str:
-    """`text` with only chat-template special tokens (``<|im_end|>``, ``<|im_start|>`` …) neutralised, as `escape`
-    does them (``&lt;|``): for the model's own answers, replayed as its turns (`conway/history.py`), whose
-    trained form holds headings (OpenCUA's ``## Action:``) and fences (Qwen's ``<tool_call>``) that must stay."""
-    return _TOKEN.sub("&lt;", text)
 
 
 def render_part(name: str, text: str, frame: Frame) -> str:
