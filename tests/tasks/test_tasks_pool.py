@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers.task_desktop import need_desktop
+from helpers.task_suites import mock_suite
 
 from conway.config import load_config
 from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
@@ -26,21 +27,6 @@ pytestmark = pytest.mark.desktop
 FINISH = [{"action": {"type": "finish", "status": "DONE", "message": "done"}}]
 
 
-def _task(task_id: str) -> dict:
-    return {"id": task_id, "instruction": "Write ok into ~/out.txt.", "config": [], "related_apps": ["os"],
-            "evaluator": {"func": "exact_match",
-                          "result": {"type": "vm_command_line", "command": "cat ~/out.txt", "shell": True},
-                          "expected": {"type": "rule", "rules": {"expected": "ok\n"}}}}
-
-
-def _suite(root: Path, scripts: dict[str, list]) -> tuple[Path, Path]:
-    suite, mock = root / "suite" / "examples" / "os", root / "mock"
-    suite.mkdir(parents=True)
-    mock.mkdir()
-    for name, steps in scripts.items():
-        (suite / f"{name}.json").write_text(json.dumps(_task(name)))
-        (mock / f"{name}.yaml").write_text(json.dumps(steps))
-    return root / "suite", mock
 
 
 def _run(root: Path, name: str, suite: Path, mock: Path, workers: int, ray: str | None = None,
@@ -59,7 +45,7 @@ WRITE_OK = [{"action": {"type": "shell", "command": "echo ok > ~/out.txt"}}] + F
 
 def test_two_workers_score_the_suite_as_the_serial_run(tmp_path):
     need_desktop()
-    suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(4)} |
+    suite, mock = mock_suite(tmp_path, {f"t{i}": WRITE_OK for i in range(4)} |
                          {"t-wrong": [{"action": {"type": "shell", "command": "echo no > ~/out.txt"}}] + FINISH})
     serial = _run(tmp_path, "serial", suite, mock, 1)
     pooled = _run(tmp_path, "pooled", suite, mock, 2)
@@ -73,7 +59,7 @@ def test_two_workers_score_the_suite_as_the_serial_run(tmp_path):
 def test_the_task_timeout_reaches_the_workers(tmp_path):
     need_desktop()
     hang = [{"action": {"type": "shell", "command": "sleep 600"}}]
-    suite, mock = _suite(tmp_path, {"a-hangs": WRITE_OK[:1] + hang + FINISH, "b-ok": WRITE_OK})
+    suite, mock = mock_suite(tmp_path, {"a-hangs": WRITE_OK[:1] + hang + FINISH, "b-ok": WRITE_OK})
     started = time.monotonic()
     report = _run(tmp_path, "pooled", suite, mock, 2, task_timeout_s=3)
     assert time.monotonic() - started < 90 and report["pool"]["workers"] == 2
@@ -86,7 +72,7 @@ def test_the_task_timeout_reaches_the_workers(tmp_path):
 def test_a_task_whose_x_server_dies_runs_once_more_on_a_fresh_desktop(tmp_path):
     need_desktop()
     slow = [{"action": {"type": "shell", "command": "sleep 6"}}] + WRITE_OK
-    suite, mock = _suite(tmp_path, {"slow": slow})
+    suite, mock = mock_suite(tmp_path, {"slow": slow})
     killed: list[int] = []
     stop = threading.Event()
     before = {p.pid for p in psutil.Process().children(recursive=True)}  # the session's own display among them
@@ -121,7 +107,7 @@ def test_a_task_suite_on_a_real_ray_cluster_scores_as_the_serial_run(tmp_path, t
     pytest.importorskip("ray", reason="the ray extra is not installed")
     from helpers.ray_cluster import conway_process, ray_cluster
 
-    suite, mock = _suite(tmp_path, {f"t{i}": WRITE_OK for i in range(3)})
+    suite, mock = mock_suite(tmp_path, {f"t{i}": WRITE_OK for i in range(3)})
     serial = _run(tmp_path, "serial", suite, mock, 1)
     out = tmp_path / "ray.json"
     with ray_cluster(tmp_path_factory.mktemp("ray")) as address:  # the driver in a process of its own

@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers.task_desktop import REPO, need_desktop
+from helpers.task_suites import mock_suite, ok_task
 
 from conway.config import load_config
 from conway.errors import ExitCode, UserError
@@ -34,21 +35,6 @@ HANG = [{"action": {"type": "shell", "command": "sleep 600"}}]
 STALL = [{"sleep": 600}]  # the model never answers (a server that trickles)
 
 
-def _task(task_id: str) -> dict:
-    return {"id": task_id, "instruction": "Write ok into ~/out.txt.", "config": [], "related_apps": ["os"],
-            "evaluator": {"func": "exact_match",
-                          "result": {"type": "vm_command_line", "command": "cat ~/out.txt", "shell": True},
-                          "expected": {"type": "rule", "rules": {"expected": "ok\n"}}}}
-
-
-def _suite(root: Path, scripts: dict[str, list]) -> tuple[Path, Path]:
-    suite, mock = root / "suite" / "examples" / "os", root / "mock"
-    suite.mkdir(parents=True)
-    mock.mkdir()
-    for name, steps in scripts.items():
-        (suite / f"{name}.json").write_text(json.dumps(_task(name)))
-        (mock / f"{name}.yaml").write_text(json.dumps(steps))
-    return root / "suite", mock
 
 
 def conway(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -73,7 +59,7 @@ def test_the_default_limit_is_the_time_budget_plus_the_margin() -> None:
 def test_a_limit_that_is_not_positive_is_refused(tmp_path) -> None:
     home = Home(tmp_path / "home")
     (tmp_path / "suite").mkdir()
-    (tmp_path / "suite" / "t.json").write_text(json.dumps(_task("t")))
+    (tmp_path / "suite" / "t.json").write_text(json.dumps(ok_task("t")))
     with pytest.raises(UserError, match="--task-timeout-s must be positive"):
         tasks_run(home, load_config(home.config, ["policy=mock"]), str(tmp_path / "suite"),
                   output=str(tmp_path / "r.json"), task_timeout_s=0)
@@ -85,7 +71,7 @@ def timed_out(tmp_path_factory):
     that stalls before any work (stopped, then scored 0), then a task that finishes in time."""
     need_desktop()
     root = tmp_path_factory.mktemp("timeout")
-    suite, mock = _suite(root, {"a-hangs-after-work": WRITE_OK + HANG + FINISH, "b-model-stalls": STALL + FINISH,
+    suite, mock = mock_suite(root, {"a-hangs-after-work": WRITE_OK + HANG + FINISH, "b-model-stalls": STALL + FINISH,
                                 "c-in-time": WRITE_OK + FINISH})
     out = root / "r.json"
     started = time.monotonic()
@@ -134,7 +120,7 @@ def test_conway_report_and_view_show_the_timed_out_count(timed_out, tmp_path) ->
 def test_a_loop_that_ignores_the_stop_has_its_desktop_torn_down_and_is_an_error(tmp_path, monkeypatch) -> None:
     need_desktop()
     monkeypatch.setattr(ShellTool, "cancellable", False)  # a tool that ignores stops: its command runs on
-    suite, mock = _suite(tmp_path, {"a-ignores-stop": WRITE_OK + HANG + FINISH, "b-next": WRITE_OK + FINISH})
+    suite, mock = mock_suite(tmp_path, {"a-ignores-stop": WRITE_OK + HANG + FINISH, "b-next": WRITE_OK + FINISH})
     home, out = Home(tmp_path / "home"), tmp_path / "r.json"
     lines: list[str] = []
     started = time.monotonic()
