@@ -37,24 +37,22 @@ class ModelCost:
 
     def add_summary(self, compacted: dict[str, Any]) -> None:
         """Count one memory summary request (a `memory` `compacted` event's payload that made one)."""
-        usage = compacted.get("usage") if isinstance(compacted.get("usage"), dict) else {}
         self.summaries += 1
-        self.prompt_tokens += _count(usage.get("prompt_tokens"))
-        self.cached_tokens += _count(usage.get("cached_tokens"))
-        self.generated_tokens += _count(usage.get("completion_tokens"))
-        took = compacted.get("duration_s")
-        self.model_s += took if isinstance(took, (int, float)) and took > 0 else 0.0
+        self._spend(compacted.get("usage"), compacted.get("duration_s"))
 
     def add(self, decision: dict[str, Any]) -> None:
         """Count one decision payload (a journal event's, or a step record's `decision`)."""
-        usage = decision.get("usage") if isinstance(decision.get("usage"), dict) else {}
         self.decisions += 1
         self.discarded += bool(decision.get("discarded"))
+        self._spend(decision.get("usage"), decision.get("latency_s"))
+
+    def _spend(self, usage: Any, seconds: Any) -> None:
+        """A request's tokens (its `usage`) and model time; malformed or negative values count as none."""
+        usage = usage if isinstance(usage, dict) else {}
         self.prompt_tokens += _count(usage.get("prompt_tokens"))
         self.cached_tokens += _count(usage.get("cached_tokens"))
         self.generated_tokens += _count(usage.get("completion_tokens"))
-        latency = decision.get("latency_s")
-        self.model_s += latency if isinstance(latency, (int, float)) and latency > 0 else 0.0
+        self.model_s += seconds if isinstance(seconds, (int, float)) and seconds > 0 else 0.0
 
     def plus(self, other: ModelCost) -> ModelCost:
         return ModelCost(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
