@@ -14,36 +14,16 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from helpers.tiny_vlm import MMPROJ, MODEL, require_inprocess, require_llama_server
 
 from conway.config import load_config
 from conway.protocols import ContextExceeded, ContextPart
 from conway.store.home import resolve_home
 from conway.store.journal import read_journal
 
-TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
-MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
 TRAINED = 4096
 
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
-
-
-def require_inprocess():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
-    if not MODEL.exists() or not MMPROJ.exists():
-        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
-
-
-def require_llama_server():
-    if not MODEL.exists() or not MMPROJ.exists():
-        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
-    from conway.config import RuntimeConfig
-    from conway.errors import UserError
-    from conway.runtime.server import find_program
-    try:
-        found = find_program(RuntimeConfig(server="llama-server"))
-    except UserError as exc:
-        pytest.skip(f"llama-server is not available here: {exc}")
-    assert found.kind == "llama-server"
 
 
 def model_args(*extra: str, backend: str = "llama_cpp") -> list[str]:

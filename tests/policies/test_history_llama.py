@@ -8,33 +8,12 @@ writes garbage of any length, so each past turn replays one fixed short UI-TARS 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from helpers.tiny_vlm import require_inprocess, require_llama_server
 
 from scripts.bench.bench_history import run
 
-TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
-MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
-
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
-
-
-def require_inprocess():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[llama]')")
-    if not MODEL.exists() or not MMPROJ.exists():
-        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
-
-
-def require_llama_server():
-    require_inprocess()
-    from conway.config import RuntimeConfig
-    from conway.errors import UserError
-    from conway.runtime.server import find_program
-    try:
-        find_program(RuntimeConfig(server="llama-server"))
-    except UserError as exc:
-        pytest.skip(f"llama-server is not available here: {exc}")
 
 
 def check(res: dict) -> None:
@@ -53,5 +32,6 @@ def test_a_five_screenshot_history_in_process(tmp_path):
 
 
 def test_a_five_screenshot_history_through_llama_server(tmp_path):
+    require_inprocess()  # the bench counts tokens with the in-process tokenizer too
     require_llama_server()
     check(run("http", 5, 7, 1, tmp_path, "runtime.server=llama-server"))

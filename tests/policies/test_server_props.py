@@ -8,28 +8,21 @@ of the fake: to answer a given /props and record that no chat request was sent).
 
 from __future__ import annotations
 
-import io
-
 import pytest
 from fixtures.scripted_server import Reply, ScriptedFakeServer
-from PIL import Image
+from helpers.tiny_vlm import wait_context
 
 from conway.config import load_config
 from conway.policies.base import ServerTakesNoImages
 from conway.policies.factory import build_model_policy
-from conway.protocols import ContextPart, DecisionContext, Observation
+from conway.protocols import DecisionContext
 from conway.store.home import resolve_home
 
 WAIT = '{"thought": "", "action": {"type": "wait"}}'
 
 
 def _context() -> DecisionContext:
-    buf = io.BytesIO()
-    Image.new("RGB", (1280, 800), (40, 90, 160)).save(buf, format="PNG")
-    obs = Observation(png=buf.getvalue(), captured_size=(1280, 800), source="synthetic", content_hash="h",
-                      change_key="k")
-    return DecisionContext(parts=[ContextPart("goals.md", "Wait.")], observation=obs, step=1,
-                           action_types=["wait", "finish"])
+    return wait_context((1280, 800))
 
 
 def _props(vision: bool) -> dict:

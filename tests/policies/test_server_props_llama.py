@@ -9,38 +9,21 @@ only the requests and the refusals are checked, not what it writes).
 
 from __future__ import annotations
 
-import io
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import httpx
 import pytest
-from PIL import Image
+from helpers.tiny_vlm import MMPROJ, MODEL, llama_server_argv, wait_context
 
-from conway.config import RuntimeConfig, load_config
-from conway.errors import UserError
+from conway.config import load_config
 from conway.policies.base import ServerTakesNoImages, ToolsNotRendered
 from conway.policies.factory import build_model_policy
-from conway.protocols import ContextPart, DecisionContext, Observation, PolicyError
-from conway.runtime.server import find_program
+from conway.protocols import DecisionContext, PolicyError
 from conway.store.home import resolve_home
 
-TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
-MODEL, MMPROJ = TINY / "tiny-vlm.gguf", TINY / "tiny-vlm-mmproj.gguf"
-
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
-
-
-def _program() -> list[str]:
-    if not MODEL.exists() or not MMPROJ.exists():
-        pytest.skip("tiny VLM fixtures missing (python -m scripts.build.build_tiny_vlm --out tests/fixtures/tiny-vlm)")
-    try:
-        program = find_program(RuntimeConfig(server="llama-server"))
-    except UserError as exc:
-        pytest.skip(f"llama-server is not available here: {exc}")
-    return list(program.argv0)
 
 
 def _free_port() -> int:
@@ -54,7 +37,7 @@ class _Server:
 
     def __init__(self, *args: str):
         self.port = _free_port()
-        cmd = [*_program(), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(self.port), "-c", "4096",
+        cmd = [*llama_server_argv(), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(self.port), "-c", "4096",
                "-t", "1", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -81,12 +64,7 @@ class _Server:
 
 
 def _context() -> DecisionContext:
-    buf = io.BytesIO()
-    Image.new("RGB", (640, 400), (40, 90, 160)).save(buf, format="PNG")
-    obs = Observation(png=buf.getvalue(), captured_size=(640, 400), source="synthetic", content_hash="h",
-                      change_key="k")
-    return DecisionContext(parts=[ContextPart("goals.md", "Wait.")], observation=obs, step=1,
-                           action_types=["wait", "finish"])
+    return wait_context((640, 400))
 
 
 def _policy(server: _Server, *extra: str):
