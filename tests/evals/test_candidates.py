@@ -177,14 +177,21 @@ def _build(out: Path, seed: int) -> tuple[Path, Path]:
     return out / b.MODEL_FILE, out / b.MMPROJ_FILE
 
 
+def _other_candidate(home: Path, tmp_path: Path, max_tokens: int) -> tuple[Path, Path]:
+    """Candidate `other` (another seed's tiny VLM) against a base of seed 0, answers capped at `max_tokens`;
+    the base's (model, mmproj)."""
+    base = _build(tmp_path / "base", seed=0)
+    other = _build(tmp_path / "other", seed=7)
+    make_candidate(home, "other", model=other[0], mmproj=other[1], base=base)
+    (home / "config.yaml").write_text(f"policy:\n  max_tokens: {max_tokens}\n")
+    return base
+
+
 @pytest.mark.slow
 @pytest.mark.llama
 def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initialized_home, tmp_path, capsys):
     pytest.importorskip("llama_cpp")
-    base = _build(tmp_path / "base", seed=0)
-    other = _build(tmp_path / "other", seed=7)
-    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
-    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 48\n")
+    base = _other_candidate(initialized_home, tmp_path, max_tokens=48)
     out = tmp_path / "eval.json"
     code = main(["candidate-eval", "other", "--samples", "4", "--seed", "5", "--output", str(out), "--quiet"])
     assert code in (0, 2)
@@ -219,10 +226,7 @@ def test_ctrl_c_between_the_two_runs_writes_a_partial_report_of_what_finished(in
     from conway.evals.candidates import candidate_eval
     from conway.store.home import Home
 
-    base = _build(tmp_path / "base", seed=0)
-    other = _build(tmp_path / "other", seed=7)
-    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
-    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 16\n")
+    _other_candidate(initialized_home, tmp_path, max_tokens=16)
     said: list[str] = []
 
     def say(line: str) -> None:  # Ctrl+C as the base model's run is about to start
@@ -247,10 +251,7 @@ def test_ctrl_c_between_the_two_runs_writes_a_partial_report_of_what_finished(in
 def test_candidate_eval_in_a_pool_of_two_workers_scores_as_the_serial_run(initialized_home, tmp_path):
     """Each run's cases in two worker processes that each load that run's model: the same answers per case."""
     pytest.importorskip("llama_cpp")
-    base = _build(tmp_path / "base", seed=0)
-    other = _build(tmp_path / "other", seed=7)
-    make_candidate(initialized_home, "other", model=other[0], mmproj=other[1], base=base)
-    (initialized_home / "config.yaml").write_text("policy:\n  max_tokens: 16\n")
+    _other_candidate(initialized_home, tmp_path, max_tokens=16)
     reports = {}
     for name, pool in (("serial", []), ("pooled", ["--workers", "2"])):
         out = tmp_path / f"{name}.json"
