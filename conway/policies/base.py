@@ -408,9 +408,9 @@ class ModelPolicy(Policy):
         self._calibration = 0
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self._history: TurnHistory | None = None
+        """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
         self._tools_refused: str | None = None
         """Why the server's `tools` field is no longer used (it refused it under `policy.tool_schema=auto`)."""
-        """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
         self._cuts = SlidingCuts()
         """Parts cut to fit the window, kept cut the same way from cycle to cycle (`_fit`)."""
         self.description: list[str] = []

@@ -101,15 +101,13 @@ class MockPolicy(Policy):
         self.model_id = MODEL_ID
         self._index = 0
         self._sleep = sleep
+        self.abortable = not any(step.sleep for step in self.script.steps)
+        """`Policy.abortable`: nothing in a script blocks but a `sleep` step, which ignores a stop as a stalled
+        model would (read once: the loop asks every cycle)."""
         self.feedback_records: deque[dict[str, Any]] = deque(maxlen=FEEDBACK_KEEP)
         """The latest tool results (bounded: a run of any length keeps only these)."""
         self.last_context: DecisionContext | None = None
         """The context of the latest decision (what a real model would have been shown)."""
-
-    @property
-    def abortable(self) -> bool:
-        """Nothing in a script blocks but a `sleep` step, which ignores a stop as a stalled model would."""
-        return not any(step.sleep for step in self.script.steps)
 
     def _next(self) -> MockStep | None:
         steps = self.script.steps
