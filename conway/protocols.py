@@ -161,6 +161,8 @@ class PolicyError(Exception):
     """Retrying cannot cure it (a prompt over the window, HTTP 401/404/501 …): repeated, it ends the run."""
     advice: str = ""
     """What to change when it is permanent (said in the line that ends the run)."""
+    status: int | None = None
+    """The HTTP status a server refused the request with (None: no such refusal)."""
 
 
 class RateLimited(PolicyError):

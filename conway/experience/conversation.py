@@ -88,8 +88,9 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     """
     from conway.actions import ACTION_TYPES
     from conway.geometry import Convention, get_rule
-    from conway.policies.base import decision_messages, prepare_image
     from conway.policies.families import get_family
+    from conway.policies.images import prepare_image
+    from conway.policies.messages import decision_messages
 
     family = get_family(policy_kind)
     adapter = family.adapter()

@@ -1,7 +1,8 @@
 """What a model backend is to a policy: where completions come from (HTTP endpoint or in-process llama.cpp).
 
 Backends subclass `Backend` and so inherit the optional members' defaults
-(no per-try report, an unknown context window, no exact token count).
+(no per-try report, an unknown context window, no exact token count, nothing said about rendering tools or
+taking images).
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class Backend(Protocol):
     def renders_tools(self) -> bool | None:
         """Whether the server says its chat template renders a request's `tools` (None: it does not say, the
         default)."""
+        return None
+
+    def takes_images(self) -> bool | None:
+        """Whether the server says it takes images (False: started without a vision projector; None: it does not
+        say, the default)."""
         return None
 
     def close(self) -> None:

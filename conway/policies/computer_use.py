@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_qwen3vl
+from conway.policies.adapter import Adapter
 from conway.policies.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, qwen_layout
 from conway.policies.parsed import ParsedOutput
@@ -53,7 +54,7 @@ def openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {k: fn[k] for k in ("name", "description", "parameters")}}
 
 
-class ComputerUseAdapter:
+class ComputerUseAdapter(Adapter):
     """An adapter for a family trained on the `computer_use` tool; a subclass sets `name`, `prompts` (its folder
     under `conway/policies/prompts/`, holding `computer_use.json` and `instruction.txt`), `action_line`, and writes
     `system_turn` and `request_system`."""

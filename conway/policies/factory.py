@@ -22,9 +22,11 @@ from typing import Any
 from conway.config import ConwayConfig, api_key
 from conway.errors import UserError
 from conway.geometry import Convention, get_rule
-from conway.policies.base import ModelPolicy, PolicySettings
+from conway.policies.adapter import Adapter
+from conway.policies.base import ModelPolicy
 from conway.policies.families import MOCK, get_family
 from conway.policies.family import Family
+from conway.policies.settings import PolicySettings
 from conway.protocols import ContextWindow, Policy
 from conway.store.home import Home
 
@@ -68,86 +70,114 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     """Build the configured policy; UserError (exit 1) for anything the user must fix."""
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    family, adapter = _family_adapter(config)
+    choice = backend_choice(config)
+    _check_tool_schema(config, family, adapter, choice)
+    if choice == "endpoint":
+        return _endpoint_policy(config, family, adapter)
+    from conway.runtime.resolver import resolve_local_model
 
+    pol, rt = config.policy, config.runtime
+    local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
+                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                slots=rt.parallel if choice == "server" else 1)
+    model_id = pol.model or Path(local.model.path).stem
+    build = _server_policy if choice == "server" else _inprocess_policy
+    policy = build(config, home, family, adapter, local, model_id)
+    warning = n_ctx_warning(rt.n_ctx, local.model.context_length, Path(local.model.path).name)
+    if warning:
+        policy.description.append("warning: " + warning)
+    return policy
+
+
+def _family_adapter(config: ConwayConfig) -> tuple[Family, Adapter]:
+    """The configured family and its adapter for the configured prompt."""
     pol = config.policy
-    rt = config.runtime
     try:
         family = get_family(pol.kind)
     except ValueError as exc:
         raise UserError(f"policy.kind: {exc}") from None
     try:
-        adapter = family.make_adapter(pol.prompt)
+        return family, family.make_adapter(pol.prompt)
     except ValueError as exc:
         raise UserError(f"policy.prompt: {exc}") from None
-    choice = backend_choice(config)
-    if pol.tool_schema == "request" and not callable(getattr(adapter, "request_tools", None)):
+
+
+def _check_tool_schema(config: ConwayConfig, family: Family, adapter: Adapter, choice: str) -> None:
+    """`policy.tool_schema=request` needs a family that calls a tool and a server that renders tools."""
+    pol = config.policy
+    if pol.tool_schema == "request" and adapter.request_tools is None:
         raise UserError(f"policy.tool_schema=request: the {family.name} family calls no tool (only qwen25vl and "
                         "qwen3vl do); leave it auto")
     if pol.tool_schema == "request" and choice not in ("endpoint", "server"):
         raise UserError("policy.tool_schema=request needs an HTTP server that renders tools (vLLM, llama-server "
                         "--jinja); in-process llama-cpp-python does not: leave it auto")
 
-    if choice == "endpoint":
-        from conway.policies.discovery import discover
-        try:
-            client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
-        except ValueError as exc:
-            raise UserError(f"--endpoint: {exc}") from None
-        try:
-            served = discover(client, pol.model)
-        except BaseException:
-            client.close()
-            raise
-        backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
-                              model_meta=_served_meta(served))
-        policy = ModelPolicy(adapter, backend, _settings(config, family, {
-            "endpoint": served.base_url, "server": served.server}))
-        policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
-        return policy
 
-    from conway.runtime.resolver import resolve_local_model
-    from conway.runtime.server import default_threads, server_window
+def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> ModelPolicy:
+    """The policy on a server someone else runs (`policy.endpoint`)."""
+    from conway.policies.discovery import discover
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
 
-    local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
-                                slots=rt.parallel if choice == "server" else 1)
-    model_id = pol.model or Path(local.model.path).stem
+    pol = config.policy
+    try:
+        client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
+    except ValueError as exc:
+        raise UserError(f"--endpoint: {exc}") from None
+    try:
+        served = discover(client, pol.model)
+    except BaseException:
+        client.close()
+        raise
+    backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
+                          model_meta=_served_meta(served))
+    policy = ModelPolicy(adapter, backend, _settings(config, family, {
+        "endpoint": served.base_url, "server": served.server}))
+    policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
+    return policy
+
+
+def _server_policy(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, local: Any,
+                   model_id: str) -> ModelPolicy:
+    """The policy on a local server Conway starts (`policy.backend=http`), stopped when the policy is closed."""
+    from conway.policies.discovery import discover
+    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.runtime.server import LocalServer, server_window
+
+    pol, rt = config.policy, config.runtime
     trained = local.model.context_length
-    warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
+    server = LocalServer.from_config(config, home.runtime_log, alias=model_id, n_ctx=local.estimate.n_ctx)
+    url = server.start()
+    try:
+        client = OpenAIClient(url, timeout_s=pol.request_timeout_s)
+        served = discover(client, model_id)
+    except BaseException:
+        server.stop()
+        raise
+    known = ContextWindow(min(rt.n_ctx, trained) if trained else rt.n_ctx,
+                          "runtime.n_ctx" + (" held to the GGUF's context_length" if trained and trained < rt.n_ctx
+                                             else ""), trained)
+    backend = HTTPBackend(client, served.model_id, server=server.program.kind,
+                          request_timeout_s=pol.request_timeout_s, known_window=known,
+                          model_meta=_served_meta(served))
+    # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
+    policy = ModelPolicy(adapter, backend, _settings(config, family, {
+        "endpoint": url, "server": server.program.kind, "started_by_conway": True},
+        inprocess=server.program.kind == "llama-cpp-python", window=server_window(config, local.estimate.n_ctx)),
+        on_close=[server.stop])
+    policy.server = server  # type: ignore[attr-defined]
+    policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
+                          f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
+    return policy
 
-    if choice == "server":
-        from conway.policies.discovery import discover
-        from conway.runtime.server import LocalServer
 
-        server = LocalServer.from_config(config, home.runtime_log, alias=model_id, n_ctx=local.estimate.n_ctx)
-        url = server.start()
-        try:
-            client = OpenAIClient(url, timeout_s=pol.request_timeout_s)
-            served = discover(client, model_id)
-        except BaseException:
-            server.stop()
-            raise
-        known = ContextWindow(min(rt.n_ctx, trained) if trained else rt.n_ctx,
-                              "runtime.n_ctx" + (" held to the GGUF's context_length" if trained and trained < rt.n_ctx
-                                                 else ""), trained)
-        backend = HTTPBackend(client, served.model_id, server=server.program.kind,
-                              request_timeout_s=pol.request_timeout_s, known_window=known,
-                              model_meta=_served_meta(served))
-        # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
-        policy = ModelPolicy(adapter, backend, _settings(config, family, {
-            "endpoint": url, "server": server.program.kind, "started_by_conway": True},
-            inprocess=server.program.kind == "llama-cpp-python", window=server_window(config, local.estimate.n_ctx)),
-            on_close=[server.stop])
-        policy.server = server  # type: ignore[attr-defined]
-        policy.description = [f"model {model_id} on {server.program.kind} at {url}, started by Conway in "
-                              f"{server.started_s:.1f} s (log: {home.runtime_log})", local.verdict]
-        if warning:
-            policy.description.append("warning: " + warning)
-        return policy
-
+def _inprocess_policy(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, local: Any,
+                      model_id: str) -> ModelPolicy:
+    """The policy on llama-cpp-python in this process (the embedded default)."""
     from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.runtime.server import default_threads
 
+    pol, rt = config.policy, config.runtime
     threads = default_threads(rt.n_threads)
     backend = LlamaInProcessBackend(
         local.model.path, local.projector.path if local.projector else None, model_id=model_id,
@@ -161,8 +191,6 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     policy = ModelPolicy(adapter, backend, _settings(config, family, meta, inprocess=True, window=local.estimate.n_ctx))
     policy.description = [f"model {model_id} in-process (llama-cpp-python, {threads} thread(s), loaded in "
                           f"{backend.load_s:.1f} s; diagnostics: {home.runtime_log})", local.verdict]
-    if warning:
-        policy.description.append("warning: " + warning)
     return policy
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_json
+from conway.policies.adapter import Adapter
 from conway.policies.backend import StructuredSpec
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
@@ -36,7 +37,7 @@ def describe_convention(convention: Convention, sent_size: Size) -> str:
     return "pixels of the full-resolution screen capture"
 
 
-class GenericAdapter:
+class GenericAdapter(Adapter):
     name = "generic"
     constrain_by_default = True
 

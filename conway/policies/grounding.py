@@ -20,6 +20,7 @@ from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_point
+from conway.policies.adapter import Adapter
 from conway.policies.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, text
 from conway.policies.parsed import ParsedOutput
@@ -29,7 +30,7 @@ from conway.protocols import DecisionContext
 __all__ = ["GTA1Adapter", "HoloAdapter"]
 
 
-class GTA1Adapter:
+class GTA1Adapter(Adapter):
     name = "gta1"
     constrain_by_default = False
     replays = False
@@ -59,7 +60,7 @@ class GTA1Adapter:
         return StructuredSpec()  # free text, as the agent asks
 
 
-class HoloAdapter:
+class HoloAdapter(Adapter):
     name = "holo"
     constrain_by_default = False
     replays = False

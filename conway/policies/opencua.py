@@ -15,6 +15,7 @@ from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_opencua
+from conway.policies.adapter import Adapter
 from conway.policies.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, opencua_action, text
 from conway.policies.grammar import opencua_grammar
@@ -47,7 +48,7 @@ LEVELS = ("l1", "l2", "l3")
 """OpenCUA's chain-of-thought levels: Action only; Thought and Action; Observation, Thought and Action."""
 
 
-class OpenCUAAdapter:
+class OpenCUAAdapter(Adapter):
     """OpenCUA-7B/32B asked with the system prompt of its training data (`prompts/opencua/system_<level>.txt`)."""
 
     name = "opencua"

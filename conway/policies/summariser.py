@@ -18,7 +18,8 @@ from pathlib import Path
 from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.policies.backend import Backend, StructuredSpec
-from conway.policies.base import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS, ModelPolicy
+from conway.policies.base import ModelPolicy
+from conway.policies.budget import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS
 from conway.protocols import ContextExceeded, Policy, TextAnswer, TextModel
 from conway.store.home import Home
 

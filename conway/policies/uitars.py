@@ -14,6 +14,7 @@ from typing import Any
 
 from conway.geometry import Convention, Size
 from conway.policies import parse_uitars
+from conway.policies.adapter import Adapter
 from conway.policies.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, add_box_tokens, image, text
 from conway.policies.grammar import uitars_grammar
@@ -50,7 +51,7 @@ def user_prompt(instruction: str, prompt: str = "uitars-1.5") -> str:
         PROMPTS[prompt])).replace("{language}", LANGUAGE).replace("{instruction}", instruction)
 
 
-class UITarsAdapter:
+class UITarsAdapter(Adapter):
     name = "uitars"
     constrain_by_default = False
 

@@ -39,8 +39,8 @@ def _observation(step: int):
 def run(backend: str, images: int, cycles: int, threads: int, home: Path, *extra: str) -> dict:
     from conway.config import load_config
     from conway.history import PastImage, TurnHistory
-    from conway.policies.base import prepare_image
     from conway.policies.factory import build_model_policy
+    from conway.policies.images import prepare_image
     from conway.protocols import ContextPart, DecisionContext
     from conway.store.home import Home
 

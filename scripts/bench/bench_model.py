@@ -62,8 +62,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before llama.cpp loads
 ROOT = Path(__file__).resolve().parents[2]
 
 from conway.geometry import Convention  # noqa: E402
-from conway.policies.base import ModelPolicy, PolicySettings  # noqa: E402
+from conway.policies.base import ModelPolicy  # noqa: E402
 from conway.policies.generic import GenericAdapter  # noqa: E402
+from conway.policies.settings import PolicySettings  # noqa: E402
 from scripts.bench.loop_contexts import loop_contexts  # noqa: E402
 
 TINY = ROOT / "tests" / "fixtures" / "tiny-vlm"
@@ -308,7 +309,7 @@ def text_prefix(ctxs) -> dict:
     """Per layout: the characters each prompt (cycle 2 on) shares from its start with the one before it."""
     from os.path import commonprefix
 
-    from conway.policies.base import build_messages
+    from conway.prompt.layout import build_messages
 
     adapter, out = GenericAdapter(), {}
     for layout in ("stable-first", "variable-first"):

@@ -13,13 +13,14 @@ from typing import Any
 
 from conway.geometry import Convention
 from conway.policies.backend import Backend
-from conway.policies.base import ModelPolicy, PolicySettings
+from conway.policies.base import ModelPolicy
 from conway.policies.generic import GenericAdapter
 from conway.policies.grounding import GTA1Adapter, HoloAdapter
 from conway.policies.http_client import ChatResult
 from conway.policies.opencua import OpenCUAAdapter
 from conway.policies.qwen3vl import Qwen3VLAdapter
 from conway.policies.qwen25vl import Qwen25VLAdapter
+from conway.policies.settings import PolicySettings
 from conway.policies.uitars import UITarsAdapter
 from conway.protocols import DecisionContext
 

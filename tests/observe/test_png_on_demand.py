@@ -16,7 +16,7 @@ def test_context_and_image_preparation_never_encode_a_screen_png_they_do_not_sen
     import conway.imaging
     from conway.geometry import get_rule
     from conway.observe.screen import ScreenObservation
-    from conway.policies.base import prepare_image
+    from conway.policies.images import prepare_image
     from conway.prompt.decision import ContextBuilder
     from conway.prompt.memory import Memory
     from conway.tools.registry import Toolbox

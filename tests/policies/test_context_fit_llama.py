@@ -109,7 +109,7 @@ def test_cutting_to_fit_leaves_the_callers_context_as_built(conway_home):
         policy.decide(ctx)
         assert [(p.name, p.text) for p in ctx.parts] == before  # nothing cut in place, no part added
         assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]
-        policy._calibration = 0  # the second call must not see a better estimate either: same inputs
+        policy.budget.calibration = 0  # the second call must not see a better estimate either: same inputs
         policy.decide(ctx)
         assert sent[0] == sent[1] and "Cut to fit the model" in sent[0], ctx.dropped
         assert ctx.dropped == ["memory.md (cut to fit the model's context window)"]  # reported once

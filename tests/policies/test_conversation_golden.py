@@ -20,9 +20,11 @@ from helpers.episode import Recording, observation, parts
 
 from conway.geometry import Convention, get_rule
 from conway.history import TurnHistory
-from conway.policies.base import ModelPolicy, PolicySettings, split_parts
+from conway.policies.base import ModelPolicy
 from conway.policies.conversation import add_box_tokens
 from conway.policies.families import get_family
+from conway.policies.settings import PolicySettings
+from conway.prompt.layout import split_parts
 from conway.protocols import DecisionContext
 from scripts.build.osworld_goldens import ANSWERS, GROUNDING_ANSWERS, HOLO_COMMIT, INSTRUCTION, SIZE, normalized
 

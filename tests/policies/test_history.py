@@ -12,8 +12,10 @@ from helpers.episode import Recording, observation, parts
 
 from conway.geometry import Convention
 from conway.history import PastImage, TurnHistory
-from conway.policies.base import ModelPolicy, PolicySettings, server_image_limit
+from conway.policies.base import ModelPolicy
 from conway.policies.families import get_family
+from conway.policies.retry import server_image_limit
+from conway.policies.settings import PolicySettings
 from conway.protocols import ContextPart, ContextWindow, DecisionContext
 from conway.store.journal import read_journal
 from scripts.build.osworld_goldens import ANSWERS
@@ -330,7 +332,7 @@ def test_the_history_takes_at_most_half_of_the_texts_room_in_the_budget():
     for n in range(4):
         history.propose("Thought: x\nAction: wait()", PastImage(b"x", "image/jpeg", (1288, 812), 1300))
         history.commit()
-    policy._history = history
+    policy.budget.history = history
     shared = policy.text_budget((1280, 800), TYPES)
     assert shared.history_tokens == alone.text_tokens // 2 and shared.text_tokens >= alone.text_tokens // 2
     assert "history_tokens" in shared.record()

@@ -80,7 +80,8 @@ def test_opencua_and_uitars_formats_under_their_grammars():
 
 def test_json_object_schema_mode_in_process(inprocess_policy):
     """The second structured mode llama-cpp-python honours in-process: a JSON schema via json_object."""
-    from conway.policies.base import ModelPolicy, PolicySettings
+    from conway.policies.base import ModelPolicy
+    from conway.policies.settings import PolicySettings
     from conway.readiness.checks.decision import probe_context
     s = inprocess_policy.settings
     policy = ModelPolicy(inprocess_policy.adapter, inprocess_policy.backend,

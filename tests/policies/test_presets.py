@@ -226,9 +226,10 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
 
     from conway.geometry import Convention
     from conway.policies.backend import Backend
-    from conway.policies.base import ModelPolicy, PolicySettings
+    from conway.policies.base import ModelPolicy
     from conway.policies.grounding import HoloAdapter
     from conway.policies.http_client import ChatResult
+    from conway.policies.settings import PolicySettings
 
     class Schemas(Backend):  # a backend that honours json_schema and records what it was asked with
         kind, model_id = "stub", "holo-stub"

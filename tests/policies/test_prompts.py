@@ -12,11 +12,12 @@ from PIL import Image
 
 from conway.geometry import Convention
 from conway.policies.backend import Backend
-from conway.policies.base import ModelPolicy, PolicySettings
+from conway.policies.base import ModelPolicy
 from conway.policies.http_client import ChatResult
 from conway.policies.opencua import LEVELS, OpenCUAAdapter
 from conway.policies.prompts import FOLDER, prompt_text
 from conway.policies.qwen3vl import Qwen3VLAdapter
+from conway.policies.settings import PolicySettings
 from conway.policies.uitars import UITarsAdapter
 from conway.protocols import ContextPart, DecisionContext, Observation
 

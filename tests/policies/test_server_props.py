@@ -13,8 +13,8 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 from helpers.tiny_vlm import wait_context
 
 from conway.config import load_config
-from conway.policies.base import ServerTakesNoImages
 from conway.policies.factory import build_model_policy
+from conway.policies.images import ServerTakesNoImages
 from conway.protocols import DecisionContext
 from conway.store.home import resolve_home
 

@@ -18,8 +18,9 @@ import pytest
 from helpers.tiny_vlm import MMPROJ, MODEL, llama_server_argv, wait_context
 
 from conway.config import load_config
-from conway.policies.base import ServerTakesNoImages, ToolsNotRendered
 from conway.policies.factory import build_model_policy
+from conway.policies.images import ServerTakesNoImages
+from conway.policies.output import ToolsNotRendered
 from conway.protocols import DecisionContext, PolicyError
 from conway.store.home import resolve_home
 

@@ -122,7 +122,7 @@ def test_a_server_refusing_tools_under_auto_is_asked_again_in_the_prompt_form_on
 
 
 def test_request_against_a_template_that_would_drop_the_tool_is_refused_before_sending():
-    from conway.policies.base import ToolsNotRendered
+    from conway.policies.output import ToolsNotRendered
 
     with ScriptedFakeServer(owned_by="llamacpp", props=_props(False)) as fake, pytest.raises(ToolsNotRendered) as err:
         _decide(fake, "qwen3-vl", "policy.tool_schema=request")

@@ -27,8 +27,9 @@ from conway.history import TurnHistory
 from conway.loop.control import SimulatedClock
 from conway.observe.accessibility import AccessibilitySnapshot, render
 from conway.observe.synthetic import SyntheticObserver
-from conway.policies.base import ModelPolicy, PolicySettings
+from conway.policies.base import ModelPolicy
 from conway.policies.mock import MockPolicy, MockScript
+from conway.policies.settings import PolicySettings
 from conway.prompt.fence import DATA_RULE, escape, escape_tokens, render_part
 from conway.prompt.parts import PartName, frame_of
 from conway.protocols import ContextPart, DecisionContext

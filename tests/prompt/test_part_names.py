@@ -3,8 +3,9 @@ them out and cuts them by the same names, matched exactly."""
 
 from __future__ import annotations
 
-from conway.policies.base import _SHRINK_ORDER, STABLE_PARTS, VARIABLE_ORDER
+from conway.policies.budget import SHRINK_ORDER
 from conway.prompt.fence import DATA_RULE
+from conway.prompt.layout import STABLE_PARTS, VARIABLE_ORDER
 from conway.prompt.parts import PartName, StepNote, build_parts
 
 NAMES = {v for k, v in vars(PartName).items() if k.isupper()}
@@ -23,8 +24,8 @@ def test_every_part_the_builder_makes_is_a_named_one_the_policy_places():
 
 
 def test_the_policy_orders_name_only_known_parts_and_the_wire_names_stay():
-    assert set(STABLE_PARTS) | set(VARIABLE_ORDER) | set(_SHRINK_ORDER) <= NAMES
-    assert PartName.RECENT_STEPS in _SHRINK_ORDER  # matched exactly now, no longer by the prefix "recent steps"
+    assert set(STABLE_PARTS) | set(VARIABLE_ORDER) | set(SHRINK_ORDER) <= NAMES
+    assert PartName.RECENT_STEPS in SHRINK_ORDER  # matched exactly now, no longer by the prefix "recent steps"
     # what the model reads (and recorded journals and exports hold): changing one is a prompt change
     assert (PartName.CONSTITUTION, PartName.GOALS, PartName.MEMORY, PartName.RECENT_STEPS, PartName.LATEST_RESULT) \
         == ("constitution.md", "goals.md", "memory.md", "recent steps (oldest first)", "latest result")

@@ -122,8 +122,9 @@ class CompleteOnly(Backend):
 
 def test_a_backend_inherits_the_optional_members_and_a_model_policy_reports_them():
     from conway.geometry import Convention
-    from conway.policies.base import ModelPolicy, PolicySettings
+    from conway.policies.base import ModelPolicy
     from conway.policies.generic import GenericAdapter
+    from conway.policies.settings import PolicySettings
     backend = CompleteOnly()
     assert backend.context_window() is None and backend.count_tokens("text") is None
     assert dict(backend.structured_report) == {} and backend.close() is None
