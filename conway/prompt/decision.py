@@ -2,9 +2,10 @@
 
 `ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
 the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
-budget from the model's window when the policy can say it (`text_budget`) and lets
-`context.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed at
-most every few minutes). Without a screenshot, GUI actions are left out and the prompt says so.
+budget once (`parts.context_budget`: from the model's window when the policy can say it, its `text_budget`)
+and lets `parts.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed
+at most every few minutes). The policy fits what it is handed to the model's window itself and adds what it
+cut to `DecisionContext.dropped` (`conway/policies/budget.py`). Without a screenshot, GUI actions are left out and the prompt says so.
 
 What an export cannot read back from the home later is journaled when it changes, as `session` events: the
 goals / task text (`goals`, which the loop records) and the host facts' text (`build` records it through
@@ -28,7 +29,7 @@ from conway.config import ConwayConfig
 from conway.history import TurnHistory
 from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
-from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, resolve_budget
+from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, context_budget
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 from conway.store.events import SessionGoals, SessionHostFacts
 from conway.store.home import Home, not_text
@@ -136,28 +137,20 @@ class ContextBuilder:
                                         + f"\nA wait lasts at most {cap:g} s (longer requests are cut).")
         action_space = self._action_spaces[key]
         captured = tuple(obs.captured_size) if screen else None
-        fitted = self.policy.text_budget(captured, types)
-        budget = resolve_budget(self.cfg.context.budget_tokens, fitted.text_tokens if fitted else None)
-        chars_per_token = self.cfg.context.chars_per_token
-        if fitted is not None:
-            chars_per_token = min(chars_per_token, fitted.chars_per_token)
+        budget = context_budget(self.cfg.context.budget_tokens, self.cfg.context.chars_per_token,
+                                self.policy.text_budget(captured, types))  # the model's window sizes it
         parts, dropped = build_parts(
             constitution=self._constitution.get(),
             goals=goals, memory=self._memory_text(), action_space=action_space,
-            latest=self.latest, recent=self.recent.notes, budget_tokens=budget,
-            chars_per_token=chars_per_token, accessibility=obs.accessibility,
+            latest=self.latest, recent=self.recent.notes, budget_tokens=budget.tokens,
+            chars_per_token=budget.chars_per_token, accessibility=obs.accessibility,
             tools=self.toolbox.describe(),  # MCP tools, skill names
             host_facts=self._facts(captured))
         if captured is None:
             parts.append(ContextPart(PartName.SCREEN, f"No screenshot this step: {obs.meta.get('screen_unavailable')}. "
                                                "GUI actions are not available; use the direct tools."))
-        info: dict[str, Any] = {"budget_tokens": budget, "chars_per_token": round(chars_per_token, 3)}
-        if fitted is not None:
-            info.update({k: v for k, v in fitted.record().items() if k not in info})
-        elif self.cfg.context.budget_tokens is None:
-            info["window_source"] = "unknown (the model does not say): the default budget"
         return DecisionContext(parts=parts, observation=obs, step=step, action_types=types, dropped=dropped,
-                               budget=info, history=self.history)
+                               budget=budget.record, history=self.history)
 
     def _facts(self, captured: tuple[int, int] | None) -> str:
         """The host facts' text for this prompt, journaled (before the decision that sees it) when it changed:

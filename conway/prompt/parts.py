@@ -19,6 +19,7 @@ text before its newest line stays byte-identical and a KV cache reuses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from conway.bounded import cut_text
 from conway.prompt.fence import DATA_RULE, Frame
@@ -106,6 +107,49 @@ def resolve_budget(configured: int | None, fitted: int | None) -> int:
     return fitted if configured is None else min(configured, fitted)
 
 
+@dataclass
+class ContextBudget:
+    """One decision's text budget, decided once (`context_budget`) and journaled with the decision."""
+
+    tokens: int
+    chars_per_token: float
+    record: dict[str, Any]
+    """How it was sized (tokens, window, where the window came from): `DecisionContext.budget`."""
+
+
+def context_budget(configured: int | None, chars_per_token: float, fitted: Any | None) -> ContextBudget:
+    """The budget for the parts: what the model's window leaves (`fitted`: the policy's `text_budget`, None when
+    the model does not say), capped by `context.budget_tokens`, counted with the model's characters per token
+    where it has a tokenizer (never more than the configured estimate)."""
+    budget = resolve_budget(configured, fitted.text_tokens if fitted else None)
+    if fitted is not None:
+        chars_per_token = min(chars_per_token, fitted.chars_per_token)
+    info: dict[str, Any] = {"budget_tokens": budget, "chars_per_token": round(chars_per_token, 3)}
+    if fitted is not None:
+        info.update({k: v for k, v in fitted.record().items() if k not in info})
+    elif configured is None:
+        info["window_source"] = "unknown (the model does not say): the default budget"
+    return ContextBudget(budget, chars_per_token, info)
+
+
+class _Room:
+    """Characters left in the budget as the parts are placed, most needed first."""
+
+    def __init__(self, budget_chars: int, used: int):
+        self.budget_chars = budget_chars
+        self.used = used
+
+    def fits(self, text: str) -> bool:
+        """Take `text`'s room when it fits whole."""
+        if self.used + len(text) <= self.budget_chars:
+            self.used += len(text)
+            return True
+        return False
+
+    def left(self) -> int:
+        return self.budget_chars - self.used
+
+
 def build_parts(*, constitution: str, goals: str, memory: str, action_space: str,
                 latest: str | None, recent: list[StepNote], budget_tokens: int,
                 chars_per_token: float, accessibility: str | None = None,
@@ -121,49 +165,18 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     constitution = cut_text(constitution, fixed_share)[0]
     goals = cut_text(goals, fixed_share)[0]
     tools, host_facts = tools.strip(), host_facts.strip()
-    used = (len(constitution) + len(goals) + len(action_space) + len(tools) + len(host_facts)
-            + (len(DATA_RULE) if data_rule else 0))
+    room = _Room(budget_chars, len(constitution) + len(goals) + len(action_space) + len(tools) + len(host_facts)
+                 + (len(DATA_RULE) if data_rule else 0))
     dropped: list[str] = []
-
-    def fits(text: str) -> bool:
-        nonlocal used
-        if used + len(text) <= budget_chars:
-            used += len(text)
-            return True
-        return False
-
-    latest_text = None
-    if latest is not None:
-        latest_text = latest if fits(latest) else cut_text(latest, max(200, budget_chars - used))[0]
-        if latest_text is not latest:
-            used += len(latest_text)
+    latest_text = _latest(latest, room)
     access_text = None
     if accessibility:
-        if fits(accessibility):
+        if room.fits(accessibility):
             access_text = accessibility
         else:
             dropped.append(PartName.ACCESSIBILITY)
-    kept_steps: list[str] = []  # rendered once: the lines are what is counted and what is sent
-    for note in reversed(recent):  # the newest are kept when the budget is short
-        line = _render_step(note)
-        if fits(line + "\n"):
-            kept_steps.append(line)
-        else:
-            dropped.append(f"{len(recent) - len(kept_steps)} older step(s)")
-            break
-    kept_steps.reverse()
-    memory_text = None
-    if memory.strip():
-        if fits(memory):
-            memory_text = memory
-        else:
-            room = budget_chars - used
-            if room > 400:  # keep the newest part of memory rather than nothing
-                memory_text = cut_text(memory, room)[0]
-                used += len(memory_text)
-            else:
-                dropped.append(PartName.MEMORY)
-
+    kept_steps = _kept_steps(recent, room, dropped)
+    memory_text = _memory(memory, room, dropped)
     parts = [ContextPart(PartName.CONSTITUTION, constitution), ContextPart(PartName.ACTION_SPACE, action_space)]
     if tools:
         parts.append(ContextPart(PartName.TOOLS, tools))
@@ -184,6 +197,45 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     if latest_text is not None:
         parts.append(ContextPart(PartName.LATEST_RESULT, latest_text))
     return parts, dropped
+
+
+def _latest(latest: str | None, room: _Room) -> str | None:
+    """The latest result: whole when it fits, else its head and tail in what is left (at least 200 characters)."""
+    if latest is None:
+        return None
+    latest_text = latest if room.fits(latest) else cut_text(latest, max(200, room.left()))[0]
+    if latest_text is not latest:
+        room.used += len(latest_text)
+    return latest_text
+
+
+def _kept_steps(recent: list[StepNote], room: _Room, dropped: list[str]) -> list[str]:
+    """The recent steps' lines that fit, newest kept when the budget is short (rendered once: the lines are what
+    is counted and what is sent), oldest first."""
+    kept: list[str] = []
+    for note in reversed(recent):
+        line = _render_step(note)
+        if room.fits(line + "\n"):
+            kept.append(line)
+        else:
+            dropped.append(f"{len(recent) - len(kept)} older step(s)")
+            break
+    kept.reverse()
+    return kept
+
+
+def _memory(memory: str, room: _Room, dropped: list[str]) -> str | None:
+    """memory.md whole when it fits, else its newest part when there is room for one, else dropped."""
+    if not memory.strip():
+        return None
+    if room.fits(memory):
+        return memory
+    if room.left() > 400:  # keep the newest part of memory rather than nothing
+        text = cut_text(memory, room.left())[0]
+        room.used += len(text)
+        return text
+    dropped.append(PartName.MEMORY)
+    return None
 
 
 def _render_step(note: StepNote) -> str:
