@@ -10,7 +10,7 @@ What makes a row train what the loop will later ask:
 * the prompt is rebuilt with the policy adapter's own `build_messages`
   (instructions, constitution, action space, goals, request line, image last),
   so the tiny model is trained on exactly the text the loop sends;
-* the image goes through the loop's resize rule (`policies.base.prepare_image`)
+* the image goes through the loop's resize rule (`policies.images.prepare_image`)
   and then through the model's own image processor;
 * the completion is the target turn in the adapter family's format
   (`conway.policies.target_turns.render_target`), with the recorded sent size and

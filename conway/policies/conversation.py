@@ -2,7 +2,7 @@
 
 A family trained on a conversation lays it out in its adapter's `messages(slots, past)` (`uitars.py`,
 `opencua.py`, `qwen3vl.py`, `qwen25vl.py`, the grounding models' `grounding.py`), following its reference agent; the facts (history length, what is replayed,
-the source) are its `Family.conversation`. `ModelPolicy` (`base.py`) fills the slots from the loop's
+the source) are its `Family.conversation`. `ModelPolicy` (`messages.py`) fills the slots from the loop's
 context parts:
 
 - `task`: what goes in the family's instruction slot, rendered as Conway always renders its parts: the

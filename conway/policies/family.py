@@ -58,7 +58,7 @@ class Family:
     name: str
     """`policy.kind`, `export --style` and `data.policy_kind` value; recorded with every decision."""
     adapter: Callable[..., Any]
-    """Builds the `policies.base.Adapter`: the prompt language, and the parser and grammar of the answers.
+    """Builds the `policies.adapter.Adapter`: the prompt language, and the parser and grammar of the answers.
     Imported on use, so that the registry stays cheap to import. Called with one of `prompts` (a model's own
     prompt variant) or with nothing (the first)."""
     convention: Convention

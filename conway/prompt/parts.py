@@ -1,10 +1,10 @@
 """Assembling one decision's text inside a token budget.
 
-Order on the wire is built for prompt caches (the policy lays the parts out,
-`policies/base.py`): the stable part first (constitution, action space), then
-what only grows, oldest first (goals, memory's step log, the recent-steps
-window), then what changes every cycle, and last the latest result, right
-before the request line and the image (where the model reads it). Every prompt's stable part also says
+Order on the wire is built for prompt caches (the part order: `layout.py`): the
+stable part first (constitution, action space), then what only grows, oldest
+first (goals, memory's step log, the recent-steps window), then what changes
+every cycle, and last the latest result, right before the request line and the
+image (where the model reads it). Every prompt's stable part also says
 once what untrusted data is (`DATA_RULE`, see `fence`), and carries the host facts when they are on. Priority
 when the budget is short: constitution and goals are always present (cut and
 marked if they alone are too big), then the latest result, then recent steps
@@ -36,7 +36,7 @@ class StepNote:
 class PartName:
     """The names of a decision prompt's parts (`ContextPart.name`): the one place they are spelled.
 
-    The policy lays the parts out by these names (`policies/base.py`), and the files among them are sent
+    The parts are laid out by these names (`prompt/layout.py`), and the files among them are sent
     inside `<file name="…">` tags, the others under a heading or an untrusted-data tag (`frame_of`), so a
     name is also what the model reads."""
 
