@@ -20,7 +20,7 @@ from conway.history import TurnHistory
 from conway.policies.adapter import Adapter
 from conway.policies.backend import Backend
 from conway.policies.images import SentImage
-from conway.policies.messages import Prompt
+from conway.policies.messages import Prompt, replays_answers
 from conway.policies.settings import PolicySettings
 from conway.policies.slide_cut import SlidingCuts
 from conway.prompt.parts import PartName
@@ -155,8 +155,7 @@ class Budgeter:
     def _past_text_tokens(self, cpt: float) -> int:
         if self.history is None:
             return 0
-        replays = self.adapter.messages is not None and self.adapter.replays
-        turns = self.history.turns if replays else self.history.with_images()
+        turns = self.history.turns if replays_answers(self.adapter) else self.history.with_images()
         return int(sum(len(t.answer) for t in turns) / max(1.0, cpt))
 
     def estimate(self, messages: list[dict[str, Any]], image: SentImage) -> tuple[int, float]:

@@ -19,7 +19,7 @@ from conway.policies.output import AnswerForm
 from conway.prompt.layout import Layout, build_messages, split_parts
 from conway.protocols import DecisionContext
 
-__all__ = ["Prompt", "decision_messages", "past_turns"]
+__all__ = ["Prompt", "decision_messages", "past_turns", "replays_answers"]
 
 
 def past_turns(history: TurnHistory | None, replay_text: bool) -> list[Past]:
