@@ -31,6 +31,7 @@ NEVER = [
     ("conway.evals", "conway.cli", "evals know no command line"),
     ("conway.readiness", "conway.cli", "readiness checks and commands know no command line"),
     ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
+    ("conway.tasks", "conway.evals", "a task is loaded, checked and scored below the suites and reports that run it"),
     ("training", "conway.loop", "training reads exported data, never the live loop"),
     ("conway", "scripts", "the package never imports a demo, benchmark or builder"),
     ("training", "scripts", "training never imports a demo, benchmark or builder"),

@@ -136,7 +136,8 @@ def do_run(args) -> int:
 
 
 def do_start(args) -> int:
-    from conway.evals.task_files import parse_task, read_task, run_task_session
+    from conway.session.task_run import run_task_session
+    from conway.tasks.task_file import parse_task, read_task
     home = _home(args)
     _require_home(home)
     if args.execute and not (args.task or args.task_file):
@@ -152,7 +153,7 @@ def do_start(args) -> int:
 
 
 def do_status(args) -> int:
-    from conway.evals.task_files import acceptance_counts, render_counts
+    from conway.session.acceptance import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run

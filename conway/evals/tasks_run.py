@@ -45,9 +45,9 @@ from conway.evals import tasks_summary
 from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
-from conway.evals.task_files import declared_record
 from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.protocols import Policy
+from conway.session.acceptance import declared_record
 from conway.store.home import Home
 from conway.tasks.env import GUEST_HOME
 
@@ -440,7 +440,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
 
 
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
-    from conway.evals.tasks_facts import environment_facts, programs_of
+    from conway.tasks.facts import environment_facts, programs_of
 
     programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]

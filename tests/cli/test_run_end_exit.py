@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conway.config import load_config
-from conway.evals.task_files import run_task_session
+from conway.session.task_run import run_task_session
 from conway.loop.ending import RunEnd, StopRun
 from conway.loop.parts import RunOutcome
 from conway.policies.mock import MockPolicy, MockScript

@@ -12,7 +12,8 @@ import pytest
 
 from conway.cli.main import main
 from conway.errors import UserError
-from conway.evals.task_files import Criterion, acceptance_counts, parse_task, verify, verify_one
+from conway.session.acceptance import acceptance_counts
+from conway.tasks.task_file import Criterion, parse_task, verify, verify_one
 from conway.store.home import resolve_home
 
 REPO = Path(__file__).resolve().parents[2]
