@@ -11,7 +11,7 @@ from typing import Callable
 
 from conway.cli.pool_args import add_pool_args
 from conway.errors import ExitCode, UserError
-from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
+from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
 
 SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/<domain>/<id>.json gives the "
               "domain), task files (.json in OSWorld's format, .md in Conway's), or an OSWorld test_*.json index")

@@ -11,7 +11,7 @@ For each task of the suite (`conway.tasks.model.load_suite`):
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
    command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
    observing and acting on the desktop's display, its shell and files in the
-   desktop's sandbox, under a wall-clock limit (`conway.evals.task_watchdog`:
+   desktop's sandbox, under a wall-clock limit (`conway.session.task_watchdog`:
    `--task-timeout-s`, default the time budget + 120 s): when it passes the
    loop is stopped as `conway stop` stops a run and the task is still scored
    (OSWorld scores whatever state the agent left), marked `timed_out`; a loop
@@ -27,6 +27,12 @@ and the report of the tasks that finished is written, marked partial.
 Each task's Conway home is kept beside the report (`<report>.tasks/NN-<id>/home`),
 so `conway view` and `conway export --from-report` find its session; the
 desktop (its user home, Xvfb, the sandbox) is gone after the task unless `--keep`.
+
+This is the one module that runs a suite of tasks; around it: the task itself
+(loading, runnability, setup's contract, scoring) in `conway.tasks`, one task's
+session in `conway.session.task_run` and its wall-clock guard in
+`conway.session.task_watchdog`, the report's numbers and text in
+`conway.evals.tasks_summary`.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from conway.evals import tasks_summary
 from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
-from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
+from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.protocols import Policy
 from conway.session.acceptance import declared_record
 from conway.store.home import Home
