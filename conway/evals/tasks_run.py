@@ -280,10 +280,9 @@ class TasksSuite:
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.observe.screen import ScreenObserver
 
-        observer = ScreenObserver.from_config(cfg, home)
-        observer.display = desk.display
-        observer.accessibility_env = {**os.environ, **desk.env()}  # its AT-SPI tree is on the desktop's bus
-        return observer
+        # the desktop's display, and its AT-SPI tree on the desktop's bus
+        return ScreenObserver.from_config(cfg, home, display=desk.display,
+                                          accessibility_env={**os.environ, **desk.env()})
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.session.task_run import shell_env
