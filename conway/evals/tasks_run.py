@@ -66,16 +66,10 @@ COMMAND_TIMEOUT_S = 60.0
 MISSING = "result not found"
 """How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
 
-CONSTITUTION = """\
-# Constitution (Conway tasks run)
-
-You are working on one task on a disposable desktop. The user's home is
-/home/user (also `~`); the task's files are there. Use the GUI, the shell and
-the file tools as the task needs. Do exactly what the task asks, check the
-result yourself, then finish with DONE. If the task cannot be done at all,
-finish with FAIL and say why: that is the right answer for an impossible task.
-"""
-GOALS = "# Goals\n\nOnly the session task.\n"
+INSTRUCTIONS = Path(__file__).resolve().parent.parent / "prompt" / "instructions"
+CONSTITUTION_FILE = INSTRUCTIONS / "tasks_run_constitution.md"
+"""The constitution each task's fresh home is given: one task on a disposable desktop, FAIL for an impossible one."""
+GOALS_FILE = INSTRUCTIONS / "tasks_run_goals.md"
 
 
 @dataclass
@@ -218,8 +212,8 @@ class TasksSuite:
         run_setup(list(task.config), desk, limits)
         record["phase"] = "run"
         home.ensure_dirs()
-        home.constitution.write_text(CONSTITUTION, encoding="utf-8")
-        home.goals.write_text(GOALS, encoding="utf-8")
+        home.constitution.write_text(CONSTITUTION_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+        home.goals.write_text(GOALS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
         cfg = self._task_config(desk)
         token = current_cancel()
         if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
