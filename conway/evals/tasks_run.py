@@ -1,6 +1,6 @@
 """`conway tasks run SUITE --output REPORT`: each task on its own disposable desktop, through the real loop, scored.
 
-For each task of the suite (`conway.tasks.model.load_suite`):
+For each task of the suite (`conway.tasks.task.load_suite`):
 
 1. the runnable check (`conway.tasks.runnable`): a task that cannot run here is
    a `not-runnable` case with its reasons, never started and never scored;
@@ -78,9 +78,9 @@ class TaskCase:
 
     index: int
     task: Any = None
-    """A `conway.tasks.model.Task`, or None for a file that could not be read."""
+    """A `conway.tasks.task.Task`, or None for a file that could not be read."""
     problem: Any = None
-    """A `conway.tasks.model.Problem` (path + reason) when the file could not be read."""
+    """A `conway.tasks.task.Problem` (path + reason) when the file could not be read."""
     reasons: list[str] = field(default_factory=list)
 
 
@@ -391,7 +391,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
     report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
     from conway.session.app import console_say
-    from conway.tasks.model import load_suite
+    from conway.tasks.task import load_suite
 
     say = say or console_say  # flushed: a line per task reaches a pipe as it happens
     if max_steps is not None and max_steps < 1:

@@ -2,7 +2,7 @@
 
 Everything about a task lives here, below the commands that run one
 (`conway.session.task_run`, `conway.evals.tasks_run`), and never imports
-`conway.evals`: the task (`model`; Conway's Markdown task files and their
+`conway.evals`: the task (`task`; Conway's Markdown task files and their
 acceptance criteria in `task_file`), whether it can run here (`runnable`,
 `listing`), how it is scored (`evaluate`, `getters`, `metrics/`) and the
 facts a report records about where it ran (`facts`).

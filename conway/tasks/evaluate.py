@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 from conway.tasks.env import TaskEnv
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import METRICS
-from conway.tasks.model import Task
+from conway.tasks.task import Task
 from conway.tasks.task_file import DEFAULT_TIMEOUT_S, Criterion, verify_one
 
 StepRunner = Callable[[dict[str, Any], TaskEnv], None]

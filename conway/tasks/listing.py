@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from conway.errors import ExitCode, UserError
-from conway.tasks.model import load_suite
+from conway.tasks.task import load_suite
 from conway.tasks.runnable import why_not_runnable
 
 SCHEMA = "conway-task-list/1"

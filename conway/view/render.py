@@ -6,7 +6,7 @@ import json
 from typing import Any, Callable
 
 from conway.experience.costs import render_record
-from conway.view.model import SessionView, StepView
+from conway.view.sessions import SessionView, StepView
 from conway.view.overlay import POINT_TYPES, action_mark, caption, summary, svg
 from conway.view.page import esc, facts_table, pager, shell
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import REPO
 
 from conway.tasks.cache import cloud_path, download_path
-from conway.tasks.model import parse_osworld, read_task_file
+from conway.tasks.task import parse_osworld, read_task_file
 from conway.tasks.runnable import why_not_runnable
 
 EXAMPLES = REPO / "tests" / "data" / "osworld" / "examples"
