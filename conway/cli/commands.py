@@ -1,8 +1,9 @@
 """One function per `conway` subcommand: turn parsed arguments into a call to the module that does the work.
 
 `main.py` parses; this module resolves the home and the configuration from the
-arguments (`resolve.py`) and hands over; the `tasks` group is `tasks.py`'s. What a command prints is rendered by the module that
-owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
+arguments (`resolve.py`) and hands over; the `tasks` group is `tasks.py`'s.
+What a command prints is rendered by the module that owns the data (status by
+`app`, candidates by `candidates`, probes by `probe`).
 """
 
 from __future__ import annotations
