@@ -51,9 +51,9 @@ from conway.evals import tasks_summary
 from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
-from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.protocols import Policy
 from conway.session.acceptance import declared_record
+from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.store.home import Home
 from conway.tasks.env import GUEST_HOME
 
