@@ -89,6 +89,13 @@ def tasks_folder(report_path: Path) -> Path:
     return report_path.with_name(report_path.stem + ".tasks")
 
 
+def _task_home(home: Home) -> None:
+    """A fresh Conway home for one task: its constitution and goals from the prompt files."""
+    home.ensure_dirs()
+    home.constitution.write_text(CONSTITUTION_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    home.goals.write_text(GOALS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "task"
 
@@ -211,9 +218,7 @@ class TasksSuite:
                              screen=tuple(desk.size))
         run_setup(list(task.config), desk, limits)
         record["phase"] = "run"
-        home.ensure_dirs()
-        home.constitution.write_text(CONSTITUTION_FILE.read_text(encoding="utf-8"), encoding="utf-8")
-        home.goals.write_text(GOALS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+        _task_home(home)
         cfg = self._task_config(desk)
         token = current_cancel()
         if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
@@ -394,12 +399,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     from conway.tasks.task import load_suite
 
     say = say or console_say  # flushed: a line per task reaches a pipe as it happens
-    if max_steps is not None and max_steps < 1:
-        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
-    if max_seconds is not None and max_seconds <= 0:
-        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
-    if task_timeout_s is not None and task_timeout_s <= 0:
-        raise UserError(f"--task-timeout-s must be positive (got {task_timeout_s})")
+    _check_limits(max_steps, max_seconds, task_timeout_s)
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
@@ -407,11 +407,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     out, _ = check_outputs(output, home, cases=len(cases))
-    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
-        root = Path(source).expanduser().resolve()
-        if root.is_dir() and out.parent.resolve().is_relative_to(root):
-            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
-                            "be read as task files next time; write it somewhere else")
+    _check_outside(out, suite_source)
     folder = tasks_folder(out)
     if folder.exists():
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
@@ -436,6 +432,24 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
                            extra=lambda res: _extra(runner, cases, res.records))
     _say_result(result.summary, out, say)
     return result.code
+
+
+def _check_limits(max_steps: int | None, max_seconds: float | None, task_timeout_s: float | None) -> None:
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
+    if max_seconds is not None and max_seconds <= 0:
+        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
+    if task_timeout_s is not None and task_timeout_s <= 0:
+        raise UserError(f"--task-timeout-s must be positive (got {task_timeout_s})")
+
+
+def _check_outside(out: Path, suite_source: str | list[str]) -> None:
+    """The report goes outside the suite's folders: the tasks' homes beside it would be read as task files."""
+    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
+        root = Path(source).expanduser().resolve()
+        if root.is_dir() and out.parent.resolve().is_relative_to(root):
+            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
+                            "be read as task files next time; write it somewhere else")
 
 
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
