@@ -1,8 +1,9 @@
 """One function per `conway` subcommand: turn parsed arguments into a call to the module that does the work.
 
-`cli.py` parses; this module resolves the home and the configuration from the
-arguments and hands over. What a command prints is rendered by the module that
-owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
+`main.py` parses; this module resolves the home and the configuration from the
+arguments (`resolve.py`) and hands over; the `tasks` group is `tasks.py`'s.
+What a command prints is rendered by the module that owns the data (status by
+`app`, candidates by `candidates`, probes by `probe`).
 """
 
 from __future__ import annotations
@@ -14,72 +15,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from conway.cli.resolve import config_of as _config
+from conway.cli.resolve import home_of as _home
+from conway.cli.resolve import model_config_of as _model_config
+from conway.cli.resolve import pool_of as _pool
+from conway.cli.resolve import pool_spec_of as _pool_spec
+from conway.cli.resolve import require_model as _require_model
 from conway.errors import ExitCode, UserError
-from conway.policies.families import FAMILIES, one_of
-
-
-def _home(args, writable: bool = True):
-    from conway.store.home import resolve_home
-    return resolve_home(args.home, writable=writable)
-
-
-NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
-            f"policy.mmproj_path=MMPROJ.gguf (policy.kind {one_of(FAMILIES)}), or an OpenAI-compatible "
-            "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
-
-
-def _require_model(args, home, cfg) -> None:
-    """The default policy is the offline mock: only use it when asked, never silently in place of a model."""
-    from conway.config import mock_chosen
-    if cfg.policy.kind != "mock" or getattr(args, "mock", False) or getattr(args, "mock_script", None):
-        return
-    if not mock_chosen(home.config, list(getattr(args, "overrides", []) or [])):
-        raise UserError(NO_MODEL)
-
-
-def _model_config(args, home, extra: list[str] | None = None):
-    """The configuration of a command that evaluates a model: refused (NO_MODEL) when none is configured,
-    unless --mock or the mock policy was chosen."""
-    cfg = _config(args, home, extra)
-    _require_model(args, home, cfg)
-    return cfg
-
-
-def _config(args, home, extra: list[str] | None = None):
-    from conway.config import load_config
-    given = list(getattr(args, "overrides", []) or [])
-    overrides = list(given)
-
-    def from_flag(flag: str, key: str, value: object) -> None:
-        # a flag's value is appended, so it would win silently over an override of the same setting
-        for item in given:
-            name, _, text = item.lstrip("+~").partition("=")
-            if name == key and text != str(value):
-                raise UserError(f"{flag} {value} and the override {item} both set {key}; give one of them")
-        overrides.append(f"{key}={value}")
-
-    if getattr(args, "mock", False) or getattr(args, "mock_script", None):
-        overrides.insert(0, "policy=mock")
-        if args.mock_script:
-            from_flag("--mock-script", "policy.mock_script", Path(args.mock_script).expanduser().resolve())
-    if getattr(args, "endpoint", None):
-        from_flag("--endpoint", "policy.endpoint", args.endpoint)
-    if getattr(args, "model", None):
-        from_flag("--model", "policy.model", args.model)
-    if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
-            and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
-        overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
-    for flag, key in (("max_steps", "agent.max_steps"), ("max_seconds", "agent.max_seconds")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            if value <= 0:
-                raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
-            from_flag(f"--{flag.replace('_', '-')}", key, value)
-    cfg = load_config(home.config, overrides + (extra or []))
-    if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
-        raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
-                        "the home's config.yaml): use one or the other")
-    return cfg
 
 
 def do_init(args) -> int:
@@ -136,7 +78,8 @@ def do_run(args) -> int:
 
 
 def do_start(args) -> int:
-    from conway.evals.task_files import parse_task, read_task, run_task_session
+    from conway.session.task_run import run_task_session
+    from conway.tasks.task_file import parse_task, read_task
     home = _home(args)
     _require_home(home)
     if args.execute and not (args.task or args.task_file):
@@ -152,7 +95,7 @@ def do_start(args) -> int:
 
 
 def do_status(args) -> int:
-    from conway.evals.task_files import acceptance_counts, render_counts
+    from conway.session.acceptance import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
@@ -316,29 +259,6 @@ def do_vision_check(args) -> int:
                         profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
 
 
-def _pool_spec(args):
-    """The pool's shape the arguments ask for, or None (one process)."""
-    from conway.evals.pool import PoolSpec, parse_endpoint
-    endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))
-    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
-                    desktops_per_node=getattr(args, "desktops_per_node", None))
-    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
-        return None
-    return spec
-
-
-def _pool(args, cfg, home):
-    """The worker pool the arguments ask for, or None (the cases run in this process)."""
-    from conway.evals.pool import PolicyRecipe, Pool
-    spec = _pool_spec(args)
-    if spec is None:
-        return None
-    if getattr(args, "parallel", 1) != 1:
-        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
-                        "use one or the other")
-    return Pool(spec, PolicyRecipe(cfg, str(home.root)))
-
-
 def do_grounding_check(args) -> int:
     from conway.evals.grounding.check import grounding_check
     home = _home(args)
@@ -417,24 +337,8 @@ def do_mcp_serve(args) -> int:
 
 
 def _tasks(args) -> int:
-    if args.tasks_command == "run":
-        return do_tasks_run(args)
-    from conway.cli.tasks import do_tasks
+    from conway.cli.tasks import do_tasks  # the `tasks` group owns its subcommands
     return do_tasks(args)
-
-
-def do_tasks_run(args) -> int:
-    from conway.cli.tasks import split_overrides
-    from conway.evals.tasks_run import tasks_run
-    split_overrides(args)
-    home = _home(args)
-    args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
-    args.mock_script = None  # one script per task (--mock-scripts), never one for all
-    cfg = _model_config(args, home)
-    return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
-                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                     task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
-                     pool=_pool(args, cfg, home), resume=args.resume)
 
 
 COMMANDS: dict[str, Callable] = {

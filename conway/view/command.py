@@ -9,7 +9,7 @@ from typing import Callable
 
 from conway.errors import UserError
 from conway.store.home import Home
-from conway.view.model import load_sessions, pick_sessions
+from conway.view.sessions import load_sessions, pick_sessions
 from conway.view.site import Report, Site, write_site
 
 DEFAULT_PAGE_SIZE = 100

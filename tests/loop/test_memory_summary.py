@@ -199,7 +199,7 @@ def test_memory_summarise_false_truncates_without_asking():
 def test_memory_events_are_named_by_status_and_the_viewer_and_stay_out_of_exported_steps():
     from conway.experience.steps import steps_from_events
     from conway.session.app import _event_summary
-    from conway.view.model import load_sessions
+    from conway.view.sessions import load_sessions
 
     _seeded, _outcome, events, _lines, _requests, _ = _run(Reply.text(""))
     home = resolve_home(None)

@@ -15,7 +15,7 @@ from conway.evals.tasks_summary import DIFFERENCES_FROM_OSWORLD, summarize, verd
 from conway.sandbox.setup import STEP_TYPES
 from conway.store.home import Home
 from conway.tasks.cache import cloud_path, download_path
-from conway.tasks.model import load_suite
+from conway.tasks.task import load_suite
 from conway.view.command import build_site
 
 REPO = Path(__file__).resolve().parents[2]

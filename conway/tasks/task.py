@@ -2,7 +2,7 @@
 
 OSWorld's fields (`id`, `instruction`, `config`, `evaluator`, `related_apps`)
 become typed ones; every other field (`snapshot`, `source`, `proxy` …) is kept
-raw for the report. A Conway task file is parsed by `conway.evals.task_files`
+raw for the report. A Conway task file is parsed by `conway.tasks.task_file`
 and its acceptance criteria are its checker.
 
 A suite is a folder (searched recursively; `README.md` and OSWorld's
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from conway.errors import UserError
-from conway.evals.task_files import TaskSpec, parse_task
+from conway.tasks.task_file import TaskSpec, parse_task
 
 FORMATS = ("osworld", "conway")
 CONJ = ("and", "or")
@@ -45,7 +45,7 @@ class Evaluator:
     conj: str = "and"
     postconfig: tuple[dict[str, Any], ...] = ()
     criteria: tuple[Any, ...] = ()
-    """A Conway task's acceptance criteria (`conway.evals.task_files.Criterion`); empty for OSWorld tasks."""
+    """A Conway task's acceptance criteria (`conway.tasks.task_file.Criterion`); empty for OSWorld tasks."""
 
     @property
     def infeasible(self) -> bool:
@@ -188,7 +188,7 @@ def parse_osworld(data: Any, source: Path, domain: str | None = None) -> Task:
 
 
 def parse_conway(text: str, source: Path, domain: str | None = None) -> Task:
-    """A task from Conway's Markdown task file (`conway.evals.task_files`); its criteria are its checker."""
+    """A task from Conway's Markdown task file (`conway.tasks.task_file`); its criteria are its checker."""
     try:
         spec = parse_task(text, str(source))
     except UserError as exc:

@@ -1,4 +1,4 @@
-"""Single-session tasks with acceptance criteria Conway checks itself.
+"""Conway's own task files: single-session tasks with acceptance criteria Conway checks itself.
 
 A task file (`conway start --task-file FILE`) is UTF-8 Markdown. It may begin
 with a YAML front matter block that declares acceptance criteria:
@@ -24,29 +24,27 @@ the session starts.
 
 After an executed session the criteria are checked, and the session record
 keeps `declared` (the model's own `finish`, or nothing) and `verified` (what
-the checks found) as separate fields; `conway status` counts them apart. A
-plan-only session (no `--execute`) is not verified: nothing was done, and a
-command check could itself have side effects.
+the checks found) as separate fields (`conway.session.acceptance`);
+`conway status` counts them apart. A plan-only session (no `--execute`) is
+not verified: nothing was done, and a command check could itself have side
+effects.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
 
-from conway.errors import ExitCode, UserError
-from conway.store.home import Home
+from conway.errors import UserError
 
 KINDS = ("file_exists", "file_contains", "command_exits_zero", "url_answers_200")
 OPTIONS = {"file_exists": set(), "file_contains": {"text"}, "command_exits_zero": {"timeout_s"},
@@ -246,186 +244,9 @@ def verify(criteria: list[Criterion], workdir: Path) -> list[dict[str, Any]]:
     return out
 
 
-# --- the session: memory isolation, journaling, counting ---------------------------
-
-
-@dataclass(frozen=True)
-class SessionHome(Home):
-    """The real home, except that memory.md is a session copy: the standing memory stays intact."""
-
-    session_dir: Path = Path(".")
-
-    @property
-    def memory(self) -> Path: return self.session_dir / "memory.md"
-    @property
-    def memory_previous(self) -> Path: return self.session_dir / "memory.previous.md"
-
-
-def session_home(home: Home, name: str) -> SessionHome:
-    folder = home.root / "sessions" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    if home.memory.exists():
-        shutil.copyfile(home.memory, folder / "memory.md")
-    return SessionHome(root=home.root, session_dir=folder)
-
-
-def declared_record(finish: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not finish:
-        return None
-    return {"status": finish.get("status"), "message": finish.get("message", ""), "by": "model"}
-
-
-def session_summary(spec: TaskSpec | None, results: list[dict[str, Any]] | None, declared: dict[str, Any] | None,
-                    *, executed: bool, steps: int, reason: str) -> dict[str, Any]:
-    criteria = len(spec.criteria) if spec else 0
-    if not executed:
-        verified: bool | None = None
-        note = "plan only: nothing was dispatched, so nothing was verified"
-    elif not criteria:
-        verified = None
-        note = "the task declared no acceptance criteria; nothing to verify"
-    else:
-        verified = all(r["verified"] for r in results or [])
-        note = "verified by Conway's own checks, not by the model's finish"
-    passed = sum(1 for r in results or [] if r["verified"])
-    return {"declared": declared, "verified": verified, "criteria": criteria, "verified_passed": passed,
-            "verified_failed": len(results or []) - passed, "executed": executed, "steps": steps,
-            "stop_reason": reason, "note": note}
-
-
-def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, Any], report: str | None,
-                      journal_cfg: Any) -> bool:
-    """Append the acceptance outcome to the journal (holding the lock); False when another agent holds it."""
-    from conway.store.events import Acceptance
-    from conway.store.journal import Journal, make_event
-    from conway.store.state import InstanceLock
-
-    lock = InstanceLock(home.lock)
-    try:
-        lock.acquire()
-    except UserError:
-        return False
-    try:
-        journal = Journal(home.journal_dir, journal_cfg.max_file_bytes, journal_cfg.max_total_bytes,
-                          journal_cfg.fsync)
-        try:
-            journal.append(make_event(session, steps, "session", Acceptance(
-                summary["declared"], summary["verified"], summary["criteria"], summary["verified_passed"],
-                summary["verified_failed"], summary["executed"], report).to_payload()), sync=True)
-        finally:
-            journal.close()
-    finally:
-        lock.release()
-    return True
-
-
-def acceptance_counts(home: Home) -> dict[str, int]:
-    """Single sessions counted apart: what the model declared vs what Conway verified."""
-    from conway.store.events import Acceptance
-    from conway.store.journal import iter_journal
-
-    counts = {"sessions": 0, "declared_done": 0, "declared_fail": 0, "declared_nothing": 0,
-              "verified_passed": 0, "verified_failed": 0, "not_verified": 0}
-    for event, _ in iter_journal(home.journal_dir):
-        acceptance = Acceptance.of(event)
-        if acceptance is None:
-            continue
-        counts["sessions"] += 1
-        key = {"DONE": "declared_done", "FAIL": "declared_fail"}.get(acceptance.declared_status, "declared_nothing")
-        counts[key] += 1
-        v = acceptance.verified
-        counts["verified_passed" if v is True else "verified_failed" if v is False else "not_verified"] += 1
-    return counts
-
-
-def run_task_session(home: Home, config: Any, *, task: str | None, spec: TaskSpec | None, execute: bool, quiet: bool,
-                     output: str | None, argv: list[str] | None, say: Callable[[str], None] = print,
-                     policy: Any = None, toolbox: Any = None) -> int:
-    """`conway start`: one session (memory isolated), then verification, journal record and report.
-
-    `policy` and `toolbox` replace the configured ones (a scripted session)."""
-
-    from conway.evals.report import Report, check_new_output
-    from conway.experience.costs import session_cost
-    from conway.session.app import new_session_id, workdir_for
-    from conway.session.task_run import run_task
-
-    out = check_new_output(output, home) if output else None
-    name = "task-" + new_session_id()
-    shome = session_home(home, name)
-    prompt = spec.prompt() if spec else task
-    report = None
-    if out is not None:
-        report = Report("session", out, argv=argv, config=config, parameters={
-            "execute": execute, "task_file": spec.source if spec else None,
-            "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
-            "criteria": [c.record() for c in spec.criteria] if spec else [],
-            "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
-    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox)
-    outcome, session = run.outcome, run.session
-    declared = declared_record(outcome.finish)
-    results = None
-    if execute and spec and spec.criteria:
-        results = verify(spec.criteria, workdir_for(config, home))
-    summary = session_summary(spec, results, declared, executed=execute, steps=outcome.steps, reason=outcome.reason)
-    summary["session"] = session
-    summary["session_memory"] = str(shome.memory)
-    summary["valid_decisions"] = outcome.valid_decisions
-    summary["model_errors"] = dict(outcome.model_errors)
-    summary["cost"] = session_cost(shome.journal_dir, session).record()
-    never = outcome.no_valid_decision
-    if never:
-        summary["no_valid_decision"] = never
-    uncertain = outcome.uncertain
-    # a crash, a full disk, or a model server that kept failing after valid decisions: exit 1 and an error line
-    broke = outcome.failed or (outcome.setup_failed and not never)
-    code = 1 if uncertain or broke else ExitCode.NO_VALID_DECISION if never else \
-        (2 if summary["verified"] is False else 0)
-    if report is not None:
-        report.set_model(_model_id_of(home, session))
-        for r in results or []:
-            report.add_case(r)
-        status = "no valid decision" if never and not uncertain else \
-            {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
-        report.finish(status=status, exit_code=code, summary=summary, task=prompt)
-    recorded = record_in_journal(home, session, outcome.steps, summary, str(out) if out else None,
-                                 config.journal)
-    if not execute:
-        say("plan only: nothing was dispatched (add --execute to act)")
-    d = f"{declared['status']}" + (f" ({declared['message']})" if declared and declared.get("message") else "") \
-        if declared else "nothing (no finish)"
-    say(f"declared by the model: {d}")
-    if results is not None:
-        for r in results:
-            say(f"  {'PASS' if r['verified'] else 'FAIL'}  {r['criterion']}: {r['observed']}")
-        say(f"verified by Conway: {summary['verified_passed']}/{len(results)} criteria passed")
-    else:
-        say(f"verified by Conway: - ({summary['note']})")
-    if never:
-        say(never)
-    if not recorded:
-        say("note: another agent holds this home's lock; the acceptance record was not journaled")
-    if out is not None:
-        say(f"report: {out}")
-    if broke:
-        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
-    return code
-
-
-def _model_id_of(home: Home, session: str) -> str | None:
-    from conway.store.state import StateStore
-    state, _ = StateStore(home.state, home.state_previous).load()
-    return str(state["model_id"]) if state.get("session") == session and state.get("model_id") else None
-
-
-def render_counts(counts: dict[str, int]) -> str:
-    return (f"{counts['sessions']} task session(s): declared DONE {counts['declared_done']}, "
-            f"FAIL {counts['declared_fail']}, nothing {counts['declared_nothing']} · verified "
-            f"{counts['verified_passed']} passed, {counts['verified_failed']} failed, "
-            f"{counts['not_verified']} not verified")
-
-
 def read_task(text: str | None, file: str | None) -> str | None:
+    """The task `conway start` was given (`--task TEXT` or `--task-file FILE`, read as UTF-8); UserError when
+    both or an empty one are given."""
     if text and file:
         raise UserError("give either --task or --task-file, not both")
     if file:
