@@ -29,7 +29,7 @@ from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_
 from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check
 from conway.readiness.checks.host import desktop_check, memory_check
 from conway.readiness.checks.memory_summary import summariser_check
-from conway.readiness.checks.model import model_checks
+from conway.readiness.checks.model_runtime import model_checks
 from conway.redact import redact_text
 from conway.store.home import Home
 from conway.store.state import STDOUT
