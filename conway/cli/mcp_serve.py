@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.errors import UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 from conway.store.state import is_stdout
 
@@ -207,7 +207,7 @@ def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | 
     server = build_server(home, load_config, model_config)
     if http_port is None:
         server.run("stdio")
-        return 0
+        return ExitCode.PASSED
     if not 1 <= http_port <= 65535:
         raise UserError(f"--http needs a port between 1 and 65535 (got {http_port})")
     import socket
@@ -222,4 +222,4 @@ def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | 
         server.run("streamable-http", host="127.0.0.1", port=http_port)
     except KeyboardInterrupt:
         pass
-    return 0
+    return ExitCode.PASSED

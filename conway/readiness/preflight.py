@@ -23,6 +23,7 @@ import time
 from typing import Callable
 
 from conway.config import ConwayConfig
+from conway.errors import ExitCode
 from conway.evals.report import Report, check_new_output, table
 from conway.readiness.checks import Check
 from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
@@ -65,7 +66,7 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
         say = _to_stderr
     checks, config = select_checks(home, load_config, desktop)
     failed = [c for c in checks if c.status == "fail"]
-    code = 2 if failed else 0
+    code = ExitCode.NOT_PASSED if failed else ExitCode.PASSED
     if out is not None:
         report = Report("preflight", out, argv=argv, config=config,
                         parameters={"desktop": desktop, "downloads": "never"}, started=started)
