@@ -31,7 +31,7 @@ def do_init(args) -> int:
         print(msg)
     print(f"home: {home.root}")
     print(f"goals: {home.goals}  (edit it; the agent rereads it every cycle)")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_doctor(args) -> int:
@@ -41,7 +41,7 @@ def do_doctor(args) -> int:
     cfg = _config(args, home)
     report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd(), home_root=home.root)
     print(json.dumps(report, indent=2) if args.json else render_doctor(report))
-    return 0
+    return ExitCode.PASSED
 
 
 def _require_home(home) -> None:
@@ -69,12 +69,12 @@ def do_run(args) -> int:
     if outcome.failed:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
-        return 1
+        return ExitCode.SETUP_ERROR
     if outcome.no_valid_decision:
         return ExitCode.NO_VALID_DECISION
     if outcome.setup_failed:  # valid decisions before, then the model server kept failing: its setup is wrong
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_start(args) -> int:
@@ -104,14 +104,14 @@ def do_status(args) -> int:
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None
     print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
-    return 0
+    return ExitCode.PASSED
 
 
 def _control(request: str) -> Callable:
     def run(args) -> int:
         from conway.session.app import send_control
         print(send_control(_home(args), request))
-        return 0
+        return ExitCode.PASSED
     return run
 
 
@@ -121,7 +121,7 @@ def do_config(args) -> int:
     cfg = _config(args, home)
     print(f"# configuration valid (digest {cfg.digest()[:12]})")
     print(to_yaml(cfg), end="")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_export(args) -> int:
@@ -155,7 +155,7 @@ def do_export(args) -> int:
         print(f"conway: no step has a {args.style} target turn; the records were written without one",
               file=sys.stderr)
         return ExitCode.NOT_PASSED
-    return 0
+    return ExitCode.PASSED
 
 
 def _known_secrets(home) -> list[str]:
@@ -177,7 +177,7 @@ def do_review(args) -> int:
     home = _home(args)
     review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
            include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
-    return 0
+    return ExitCode.PASSED
 
 
 def do_view(args) -> int:
@@ -191,7 +191,7 @@ def do_candidates(args) -> int:
     home = _home(args)
     items = list_candidates(home)
     print(json.dumps(items, indent=2, default=str) if args.json else render_candidates(items, home))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_candidate_eval(args) -> int:
@@ -213,14 +213,14 @@ def do_promote(args) -> int:
         entry = rollback(home)
         print(f"rolled back: the policy before candidate {entry['candidate']!r} is configured again "
               f"({home.config})")
-        return 0
+        return ExitCode.PASSED
     if not args.name:
         raise UserError("name the candidate to promote (see `conway candidates`), or pass --rollback")
     entry = promote(home, args.name)
     print(f"promoted {args.name}: policy.model_path = {entry['new_policy'].get('model_path')}")
     print("the previous policy is recorded; `conway promote --rollback` restores it. "
           "A running agent picks the change up at its next start.")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_replay(args) -> int:
@@ -293,7 +293,7 @@ def do_sweep(args) -> int:
 def do_report(args) -> int:
     from conway.evals.report import render_report
     print(render_report(args.file))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_probe(args) -> int:
@@ -307,7 +307,7 @@ def do_probe(args) -> int:
     print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
     if not report.ok:
         raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_models(args) -> int:
@@ -317,7 +317,7 @@ def do_models(args) -> int:
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
     if report["problems"]:
         raise UserError("; ".join(report["problems"]))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_skills(args) -> int:
@@ -326,7 +326,7 @@ def do_skills(args) -> int:
     cfg = _config(args, home)
     found = find_skills(home.root, cfg.skills)
     print(json.dumps(found.record(), indent=2) if args.json else render_skills(found, skill_roots(home.root, cfg.skills)))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_mcp_serve(args) -> int:

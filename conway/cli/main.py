@@ -9,7 +9,7 @@ from conway import __version__
 from conway.cli import tasks as tasks_cli
 from conway.cli.commands import run_command
 from conway.cli.pool_args import add_pool_args
-from conway.errors import UserError, exit_codes_text
+from conway.errors import ExitCode, UserError, exit_codes_text
 from conway.evals.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
 
@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # user mistakes exit 1 with a hint, never 2 or a traceback
         self.print_usage(sys.stderr)
         sys.stderr.write(f"conway: error: {message}\n(see `{self.prog} --help`)\n")
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.SETUP_ERROR)
 
 
 def _add_overrides(p: argparse.ArgumentParser) -> None:
@@ -318,15 +318,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("conway: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:  # `conway status | head -1`: the reader left; nothing more to say
         from conway.session.app import silence_stdout
         silence_stdout()
-        return 0
+        return ExitCode.PASSED
     except OSError as exc:  # the machine refused (full disk, permissions, read-only file system)
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         sys.stderr.write(f"conway: error: {exc.strerror or exc}{where}\n")
-        return 1
+        return ExitCode.SETUP_ERROR
 
 
 if __name__ == "__main__":

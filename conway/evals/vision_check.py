@@ -51,7 +51,7 @@ from conway.evals.vision_cases import (
 )
 from conway.prompt.parts import build_parts, resolve_budget
 from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
-from conway.readiness.checks.model import effective_backend
+from conway.readiness.checks.model_runtime import effective_backend
 from conway.store.home import Home
 
 # --- one case through the policy ---------------------------------------------------

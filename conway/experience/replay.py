@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.actions import ActionProblem, _Action
-from conway.errors import UserError
+from conway.errors import ExitCode, UserError
 from conway.experience.conversation import step_context
 from conway.experience.steps import read_records
 
@@ -136,8 +136,8 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
         "trajectory": str(Path(trajectory).expanduser().resolve()), "against": against,
         "tolerance_px": tolerance_px, "executed": "nothing (decisions only)"})
     report.set_model(policy.model_id)
-    code = 0 if agreed == n else 2
-    report.finish(status="pass" if code == 0 else "disagreements", exit_code=code, summary=summary,
+    code = ExitCode.PASSED if agreed == n else ExitCode.NOT_PASSED
+    report.finish(status="pass" if code == ExitCode.PASSED else "disagreements", exit_code=code, summary=summary,
                   cases_order=cases)
     say(f"replay: {agreed}/{n} steps agree ({summary['agreement']:.1%}, 95% CI {lo:.1%}–{hi:.1%}), "
         f"{summary['errors']} error(s); nothing was executed")

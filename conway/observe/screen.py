@@ -5,7 +5,7 @@ One `ScreenObserver.observe()` grabs the monitor once and returns a
 
 * ``image``: a Pillow RGB image of the capture, built once without copying
   the pixels; the model pipeline resizes and encodes it
-  (see `conway.imaging.prepare_for_model`);
+  (see `prepare_image` in `conway.policies`);
 * ``png``: the same frame PNG-encoded, computed lazily on first access (and
   cached), so a cycle that never archives or sends PNG never pays for it;
 * ``geometry``: the `ScreenGeometry` of the capture, computed once here from

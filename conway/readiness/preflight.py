@@ -23,13 +23,14 @@ import time
 from typing import Callable
 
 from conway.config import ConwayConfig
+from conway.errors import ExitCode
 from conway.evals.report import Report, check_new_output, table
 from conway.readiness.checks import Check
 from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
 from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check
 from conway.readiness.checks.host import desktop_check, memory_check
 from conway.readiness.checks.memory_summary import summariser_check
-from conway.readiness.checks.model import model_checks
+from conway.readiness.checks.model_runtime import model_checks
 from conway.redact import redact_text
 from conway.store.home import Home
 from conway.store.state import STDOUT
@@ -65,7 +66,7 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
         say = _to_stderr
     checks, config = select_checks(home, load_config, desktop)
     failed = [c for c in checks if c.status == "fail"]
-    code = 2 if failed else 0
+    code = ExitCode.NOT_PASSED if failed else ExitCode.PASSED
     if out is not None:
         report = Report("preflight", out, argv=argv, config=config,
                         parameters={"desktop": desktop, "downloads": "never"}, started=started)

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from conway.errors import UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 from conway.view.sessions import load_sessions, pick_sessions
 from conway.view.site import Report, Site, write_site
@@ -62,7 +62,7 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
             pass
         finally:
             server.httpd.server_close()
-        return 0
+        return ExitCode.PASSED
     out = Path(output).expanduser() if output else home.root / "view"
     out = out if out.is_absolute() else Path.cwd() / out
     counts = write_site(site, out)
@@ -72,7 +72,7 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
     say(f"wrote {counts['pages']} page(s) and {counts['images']} image(s) to {out} "
         f"({counts['bytes'] / 1e6:.1f} MB)")
     say(f"open {first.as_uri()}")
-    return 0
+    return ExitCode.PASSED
 
 
 class _stop_on_signals:

@@ -229,39 +229,7 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
         if sv is None:
             sv = sessions[sid] = SessionView(id=sid, steps=[], first_ts=ev.get("ts"), costs=costs.get(sid))
         sv.last_ts = ev.get("ts")
-        kind, p = ev.get("kind"), ev.get("payload") or {}
-        if kind == "session":
-            sv.start = sv.start or SessionStart.of(ev)
-            sv.end = SessionEnd.of(ev) or sv.end
-            sv.acceptance = Acceptance.of(ev) or sv.acceptance
-            continue
-        try:
-            key = (sid, int(ev.get("step", 0)))
-        except (TypeError, ValueError):
-            continue
-        if kind == "recovery":
-            r = Recovery.from_payload(p)
-            recov.setdefault(key, []).append(f"{r.what or '?'}: {r.detail or ''}")
-            sv.recoveries.append({"step": key[1], "what": r.what, "detail": r.detail})
-            continue
-        if kind == "memory":  # between cycles: shown with the step before, never timed as part of it
-            m = MemoryCompacted.of(ev)
-            if m is not None:
-                detail = f"{m.outcome}" + (f" ({m.reason})" if m.reason else "") + \
-                    (f", {m.input_chars} → {m.memory_chars} characters" if m.memory_chars is not None else "")
-                recov.setdefault(key, []).append(f"memory: {detail}")
-                sv.recoveries.append({"step": key[1], "what": "memory", "detail": detail})
-            continue
-        t = ev.get("t")
-        if not isinstance(t, (int, float)):
-            continue
-        tk = times.setdefault(key, {})
-        tk.setdefault("first", float(t))
-        tk["last"] = float(t)
-        if kind == "decision":
-            tk["decision"] = float(t)
-        elif kind in ("result", "error", "uncertain", "suppressed", "finish"):
-            tk["acted"] = float(t)
+        _note_event(ev, sv, times, recov)
     for rec in records:
         key = (str(rec["session"]), int(rec["step"]))
         sv = sessions.setdefault(key[0], SessionView(id=key[0], steps=[]))
@@ -269,6 +237,44 @@ def load_sessions(journal_dir: Path, home_root: Path, labels: LabelIndex | None 
         sv.steps.append(StepView(index=len(sv.steps), record=rec, outcome=outcome_of(rec), flags=flags_of(rec, r),
                                  timings=_timings(times.get(key, {}), rec), recoveries=r))
     return list(sessions.values()), read.skipped
+
+
+def _note_event(ev: dict[str, Any], sv: SessionView, times: dict[tuple[str, int], dict[str, float]],
+                recov: dict[tuple[str, int], list[str]]) -> None:
+    """What one event adds to its session: its start and end, a recovery or memory note, or a step's times."""
+    kind, p = ev.get("kind"), ev.get("payload") or {}
+    if kind == "session":
+        sv.start = sv.start or SessionStart.of(ev)
+        sv.end = SessionEnd.of(ev) or sv.end
+        sv.acceptance = Acceptance.of(ev) or sv.acceptance
+        return
+    try:
+        key = (sv.id, int(ev.get("step", 0)))
+    except (TypeError, ValueError):
+        return
+    if kind == "recovery":
+        r = Recovery.from_payload(p)
+        recov.setdefault(key, []).append(f"{r.what or '?'}: {r.detail or ''}")
+        sv.recoveries.append({"step": key[1], "what": r.what, "detail": r.detail})
+        return
+    if kind == "memory":  # between cycles: shown with the step before, never timed as part of it
+        m = MemoryCompacted.of(ev)
+        if m is not None:
+            detail = f"{m.outcome}" + (f" ({m.reason})" if m.reason else "") + \
+                (f", {m.input_chars} → {m.memory_chars} characters" if m.memory_chars is not None else "")
+            recov.setdefault(key, []).append(f"memory: {detail}")
+            sv.recoveries.append({"step": key[1], "what": "memory", "detail": detail})
+        return
+    t = ev.get("t")
+    if not isinstance(t, (int, float)):
+        return
+    tk = times.setdefault(key, {})
+    tk.setdefault("first", float(t))
+    tk["last"] = float(t)
+    if kind == "decision":
+        tk["decision"] = float(t)
+    elif kind in ("result", "error", "uncertain", "suppressed", "finish"):
+        tk["acted"] = float(t)
 
 
 def pick_sessions(sessions: list[SessionView], session: str | None, last: bool) -> list[SessionView]:

@@ -79,7 +79,7 @@ def test_no_model_configured_reads_the_same_in_probe_and_preflight(initialized_h
 
 def test_preflight_s_decision_check_is_the_probe(initialized_home):
     from conway.policies.factory import build_model_policy
-    from conway.readiness.checks.model import decision_check
+    from conway.readiness.checks.model_runtime import decision_check
     with ScriptedFakeServer(replies=[Reply.text("no idea")] * 2) as fake:
         cfg = load_config(None, ["policy=generic", f"policy.endpoint={fake.base_url}",
                                  "policy.structured_output=none"])
