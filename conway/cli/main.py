@@ -10,7 +10,7 @@ from conway.cli import tasks as tasks_cli
 from conway.cli.commands import run_command
 from conway.cli.pool_args import add_pool_args
 from conway.errors import UserError, exit_codes_text
-from conway.evals.vision_cases import PROFILES as VISION_PROFILES
+from conway.observe.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
 
 EPILOG = """\

@@ -38,7 +38,7 @@ from conway.store.events import Acceptance, Decision, Finish, Intent, SessionGoa
 from conway.store.journal import read_journal
 
 FORMAT = "conway-traj/1"
-_GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
+GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
 
 
 def read_records(path: Path, not_json: str) -> list[dict[str, Any]]:
@@ -126,7 +126,7 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             if decided.harness_revision:
                 rec["harness_revision"] = decided.harness_revision
             rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
-            geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
+            geo = {k: p[k] for k in GEOMETRY_KEYS if p.get(k) is not None}
             if geo:
                 rec["geometry"] = geo
             prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
@@ -202,7 +202,7 @@ def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     """PNG bytes of a step's image: the archived screenshot, or a regenerated vision-check case (hash-checked)."""
     gen = (rec.get("task") or {}).get("generator")
     if gen:
-        from conway.evals.vision_cases import GENERATOR, generate_case
+        from conway.observe.vision_cases import GENERATOR, generate_case
 
         if gen.get("name") != GENERATOR:
             raise UserError(f"{rec['session']} step {rec['step']}: made by image generator {gen.get('name')!r}, "
@@ -216,68 +216,6 @@ def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
         return case.png
     path = screenshot_file(rec, home_root)
     return path.read_bytes() if path is not None and path.is_file() else None
-
-
-def records_from_vision_check(report_path: Path) -> list[dict[str, Any]]:
-    """A vision-check report → one conway-traj/1 record per case, labelled by the case itself.
-
-    The target box is ground truth: a hit is labelled correct; a miss becomes a
-    hindsight example whose corrected action clicks the target's centre.
-    Images are not copied: the generator, seed and index regenerate them.
-    """
-    from conway.evals.report import load_report
-
-    try:
-        data, cases = load_report(report_path)
-    except UserError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read report {report_path}: {exc}") from None
-    if data.get("kind") == "grounding-check":
-        from conway.evals.grounding.records import records_from_grounding
-        return records_from_grounding(report_path, data, cases, fmt=FORMAT, geometry_keys=_GEOMETRY_KEYS)
-    if data.get("kind") != "vision-check":
-        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check, "
-                        "grounding-check or tasks report")
-    params = data.get("parameters") or {}
-    seed = data.get("seed")
-    size = params.get("size")
-    if seed is None or not size or not params.get("generator"):
-        raise UserError(f"{report_path} does not record seed, image size and generator; cannot rebuild its images")
-    if not cases:
-        raise UserError(f"nothing to export: {report_path} has no cases")
-    revision = (data.get("conway") or {}).get("git_revision")
-    out = []
-    for c in cases:
-        meta = c.get("decision_meta") or {}
-        box = (c.get("target") or {}).get("box")
-        centre = (c.get("target") or {}).get("centre")
-        hit = bool(c.get("hit"))
-        labels: dict[str, Any] = {"success": "success" if hit else "failure", "source": "vision-check",
-                                  "verdict": "correct" if hit else "wrong", "hindsight": not hit}
-        if not hit and centre:
-            labels["corrected_action"] = {"type": "click", "x": centre[0], "y": centre[1], "button": "left"}
-        geo = {k: meta[k] for k in _GEOMETRY_KEYS if meta.get(k) is not None}
-        geo.setdefault("captured_size", list(size))
-        out.append({
-            "format": FORMAT, "session": f"vision-check-seed{seed}", "step": int(c["index"]),
-            "t_start": data.get("started_at"), "t_end": data.get("ended_at"),
-            "observation": {"source": "vision-check", "captured_size": list(size), "logical_size": list(size),
-                            "sha256": (c.get("image") or {}).get("sha256"), "screenshot": None,
-                            "accessibility_chars": 0},
-            "geometry": geo, "prompt": None,
-            "decision": {"raw_text": c.get("raw_output"), "actions": [c["action"]] if c.get("action") else [],
-                         "model_id": c.get("model_id"), "thought": None},
-            "actions": [], "errors": [{"kind": "error", "error": c["error"]}] if c.get("error") else [],
-            "uncertain": False, "dry_run": False, "finish": None, "model_id": c.get("model_id"),
-            "harness_revision": revision, "labels": labels,
-            "instruction": c.get("instruction"),
-            "task": {"kind": "vision-check", "instruction": c.get("instruction"), "index": int(c["index"]),
-                     "target_box": box, "generator": {"name": params["generator"], "seed": seed,
-                                                      "profile": params.get("profile", "standard"),
-                                                      "index": int(c["index"]), "size": list(size)}},
-        })
-    return out
 
 
 def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,

@@ -31,7 +31,7 @@ from conway.view.images import CASE_WIDTH, case_image, thumbnail
 from conway.view.model import SessionView, StepView, screenshot_state
 from conway.view.page import page_file, script_json
 from conway.view.render import index_page, pages_of, session_data, session_page, session_summary
-from conway.view.reports import RENDERERS, report_data, report_page
+from conway.view.reports import report_data, report_page, view_of
 
 MARKER = ".conway-view"
 MARKER_FORMAT = "conway-view/1"
@@ -152,7 +152,7 @@ class Site:
 
     def _case_file(self, case: dict[str, Any]) -> tuple[Path | None, str]:
         assert self.report is not None
-        if RENDERERS[self.report.kind].screenshots:
+        if view_of(self.report.kind).screenshots:
             return self._screenshot_of(case)
         params = self.report.data.get("parameters") or {}
         seed, size = self.report.data.get("seed"), params.get("size")
