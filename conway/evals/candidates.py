@@ -30,7 +30,7 @@ import yaml
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, NoValidDecision, UserError
 from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
-from conway.evals.runner import Suite, SuiteInterrupted, run_cases
+from conway.evals.runner import CaseSuite, SuiteInterrupted, run_cases
 from conway.store.home import Home, validate_name
 from conway.store.state import atomic_write_bytes, atomic_write_json
 
@@ -334,7 +334,7 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
     return out
 
 
-def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], Suite],
+def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], CaseSuite],
              cases: list[Any], progress: bool, spec: PoolSpec | None = None
              ) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig, str | None]:
     """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg,
@@ -423,7 +423,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                         "(and --base-mmproj FILE)")
     policy_extra = dict(manifest.get("policy") or {})
     kind = policy_extra.pop("kind", "generic")
-    make_suite: Callable[[ConwayConfig], Suite]
+    make_suite: Callable[[ConwayConfig], CaseSuite]
     if suite == "grounding":  # one set of cases (one harvest of live screens) for both models
         from conway.evals.grounding.check import GroundingSuite, prepare_cases
 
@@ -450,7 +450,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
         cases = list(range(samples))
         cleanup = None
 
-        def make_suite(cfg: ConwayConfig) -> Suite:
+        def make_suite(cfg: ConwayConfig) -> CaseSuite:
             return VisionSuite(cfg, seed, eval_size, profile)
 
         def case_key(r: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """The one eval runner: cases → policy → one result record per case → summary → report → exit code.
 
-An eval command supplies a `Suite`: how one case is run and scored
+An eval command supplies a `CaseSuite`: how one case is run and scored
 (`run_case`, which returns the case's result record), the summary of the
 records (`summarize`) and what that summary means (`verdict`: an `ExitCode`
 and the report's status). How the cases are made is the command's own
@@ -47,7 +47,7 @@ POLL_S = 0.25
 """How often the thread that hands out parallel cases looks for a stop."""
 
 
-class Suite(Protocol):
+class CaseSuite(Protocol):
     """What one eval command supplies to the runner."""
 
     kind: str
@@ -104,7 +104,7 @@ def stop_on_signals(token: Cancel) -> Iterator[None]:
             signal.signal(sig, previous)
 
 
-def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
+def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
               on_record: Callable[[Record], None] | None = None, pool: Pool | None = None,
               skip: dict[int, Record] | None = None) -> tuple[list[Record], float]:
     """Every case through `suite.run_case`; (records in case order, wall seconds).
@@ -181,7 +181,7 @@ def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, para
     return records, wall
 
 
-def run_suite(suite: Suite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
+def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
               progress: bool = True, extra: Callable[[SuiteResult], dict[str, Any]] | None = None,
               pool: Pool | None = None, resume: str | None = None) -> SuiteResult:
     """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report.

@@ -41,7 +41,9 @@ _CASE = re.compile(r"^case-(\d+)\.jpg$")
 
 
 @dataclass
-class Report:
+class SiteReport:
+    """A report as the viewer draws it (the file's format and writer: `conway.evals.report`)."""
+
     kind: str
     data: dict[str, Any]
     cases: list[dict[str, Any]]
@@ -58,7 +60,7 @@ class Site:
     page_size: int = 100
     token: str | None = None
     """Set when served: the pages carry it and show the review buttons."""
-    report: Report | None = None
+    report: SiteReport | None = None
 
     def __post_init__(self) -> None:
         self._by_folder = {s.folder: s for s in self.sessions}
