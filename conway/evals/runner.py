@@ -115,12 +115,8 @@ def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, 
     they are. Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops the cases not done
     and raises `SuiteInterrupted` with the records of those that finished.
     """
-    bar = None
     skip = skip or {}
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(cases), initial=len(skip), desc=suite.kind, unit="case", file=sys.stderr,
-                   leave=False)
+    bar = _progress_bar(suite.kind, len(cases), len(skip)) if progress else None
     done: list[tuple[int, Record]] = list(skip.items())
     todo = [(position, case) for position, case in enumerate(cases) if position not in skip]
     token = Cancel()
@@ -149,27 +145,14 @@ def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, 
     try:
         with stop_on_signals(token):
             if pool is not None:
-                from conway.evals.pool import run_pooled
-                positions = [p for p, _ in todo]
-                run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
-                           take=lambda i, record: take(positions[i], record))
+                _run_in_pool(suite, pool, todo, take, token, states)
             elif parallel <= 1:
                 for position, case in todo:
                     if token.is_set():
                         break
                     take(position, one(case))
             else:
-                threads = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind)
-                try:
-                    pending = {threads.submit(one, case): position for position, case in todo}
-                    while pending and not token.is_set():
-                        finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            take(pending.pop(fut), fut.result())
-                    if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
-                        wait(pending, timeout=ABORT_GRACE_S)
-                finally:
-                    threads.shutdown(wait=not token.is_set(), cancel_futures=True)
+                _run_in_threads(one, todo, take, token, parallel, suite.kind)
     finally:
         if bar is not None:
             bar.close()
@@ -179,6 +162,36 @@ def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, 
     if token.is_set():
         raise SuiteInterrupted(token.reason or "interrupted", records, wall, [p for p, _ in ordered])
     return records, wall
+
+
+def _progress_bar(name: str, total: int, initial: int) -> Any:
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=name, unit="case", file=sys.stderr, leave=False)
+
+
+def _run_in_pool(suite: CaseSuite, pool: Pool, todo: list[tuple[int, Any]], take: Callable[[int, Record], None],
+                 token: Cancel, states: Callable[[dict[str, str]], None]) -> None:
+    """The cases in the pool's workers, which build their own policies (`conway.evals.pool`)."""
+    from conway.evals.pool import run_pooled
+    positions = [p for p, _ in todo]
+    run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
+               take=lambda i, record: take(positions[i], record))
+
+
+def _run_in_threads(one: Callable[[Any], Record], todo: list[tuple[int, Any]],
+                    take: Callable[[int, Record], None], token: Cancel, parallel: int, name: str) -> None:
+    """`parallel` cases at once in threads, until all are done or `token` is set."""
+    threads = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=name)
+    try:
+        pending = {threads.submit(one, case): position for position, case in todo}
+        while pending and not token.is_set():
+            finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                take(pending.pop(fut), fut.result())
+        if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
+            wait(pending, timeout=ABORT_GRACE_S)
+    finally:
+        threads.shutdown(wait=not token.is_set(), cancel_futures=True)
 
 
 def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,

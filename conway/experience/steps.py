@@ -29,6 +29,7 @@ renders each step's target turn in one model family's own action format.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -69,99 +70,126 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     Dry runs and uncertain steps are left out unless asked for: a dry run did
     nothing, and an uncertain step may or may not have happened.
     """
-    steps: dict[tuple[str, int], dict[str, Any]] = {}
-    order: list[tuple[str, int]] = []
-    revisions: dict[str, str | None] = {}
-    checks: dict[str, dict[str, Any]] = {}
-    goals: dict[str, str] = {}
-    facts: dict[str, str] = {}
+    grouping = _Grouping()
     for ev in events:
         kind = ev.get("kind")
-        p = ev.get("payload") or {}
         if kind == "session":
-            start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
-            host = SessionHostFacts.of(ev)
-            if start:
-                revisions[ev.get("session", "?")] = start.revision
-            elif told:  # the goals / task text the model saw from here on
-                goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
-            elif host and isinstance(host.text, str):  # the host facts from here on: journaled while the step's
-                sid = ev.get("session", "?")           # prompt is built, after its observation
-                facts[sid] = host.text
-                here = steps.get((sid, _step_of(ev)))
-                if here is not None and host.text:
-                    here["host_facts"] = host.text
-                elif here is not None:  # the part emptied: this step's prompt had none
-                    here.pop("host_facts", None)
-            elif accepted and accepted.verified is not None:
-                # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
-                checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
-                                                  "source": "task-check", "scope": "session",
-                                                  "report": accepted.report}
+            grouping.session_event(ev)
             continue
         if kind in ("recovery", "control", "memory"):  # not a step's: memory's compaction runs between cycles
             continue
-        key = (ev.get("session", "?"), int(ev.get("step", 0)))
-        rec = steps.get(key)
-        if rec is None:
-            rec = steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
-                                "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
-                                "decision": None, "actions": [], "errors": [], "uncertain": False,
-                                "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
-                                "labels": {"success": "unknown"}}
-            if goals.get(key[0]):
-                rec["instruction"] = goals[key[0]]
-            if facts.get(key[0]):
-                rec["host_facts"] = facts[key[0]]
-            order.append(key)
+        rec = grouping.record_for(ev)
         rec["t_end"] = ev.get("ts")
-        if kind == "observation":
-            rec["observation"] = p
-        elif kind == "decision":
-            decided = Decision.from_payload(p)
-            if decided.discarded:
-                rec["discarded"] = True
-            rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
-            rec["model_id"] = decided.model_id
-            if decided.harness_revision:
-                rec["harness_revision"] = decided.harness_revision
-            rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
-            geo = {k: p[k] for k in GEOMETRY_KEYS if p.get(k) is not None}
-            if geo:
-                rec["geometry"] = geo
-            prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
-            if prompt:
-                rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
-        elif kind in ("result", "error", "suppressed"):
-            if p.get("dry_run"):
-                rec["dry_run"] = True
-            entry = {"kind": kind, **p}
-            (rec["errors"] if kind == "error" and "action" not in p else rec["actions"]).append(entry)
-        elif kind == "uncertain":
-            rec["uncertain"] = True
-            rec["actions"].append({"kind": "uncertain", **p})
-        elif kind == "finish":
-            declared = Finish.from_payload(p)
-            rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
-        elif kind == "intent":
-            rec.setdefault("intents", []).append(Intent.from_payload(p).action)
-    out = []
-    for key in order:
-        rec = steps[key]
-        rec["harness_revision"] = rec["harness_revision"] or revisions.get(key[0])
-        if key[0] in checks:
-            rec["labels"] = dict(checks[key[0]])
-        if rec["geometry"] is None and rec["observation"]:
-            size = rec["observation"].get("captured_size")
-            rec["geometry"] = {"captured_size": size} if size else None
-        if rec["dry_run"] and not include_dry_runs:
-            continue
-        if rec["uncertain"] and not include_uncertain:
-            continue
-        if rec["observation"] is None and rec["decision"] is None and not rec["actions"]:
-            continue
-        out.append(rec)
-    return out
+        _apply_event(rec, kind, ev.get("payload") or {})
+    return grouping.records(include_dry_runs, include_uncertain)
+
+
+@dataclass
+class _Grouping:
+    """The step records being built, in first-seen order, and what the session events say about them."""
+
+    steps: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    order: list[tuple[str, int]] = field(default_factory=list)
+    revisions: dict[str, str | None] = field(default_factory=dict)
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    goals: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)
+
+    def session_event(self, ev: dict[str, Any]) -> None:
+        start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
+        host = SessionHostFacts.of(ev)
+        if start:
+            self.revisions[ev.get("session", "?")] = start.revision
+        elif told:  # the goals / task text the model saw from here on
+            self.goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
+        elif host and isinstance(host.text, str):  # the host facts from here on: journaled while the step's
+            sid = ev.get("session", "?")           # prompt is built, after its observation
+            self.facts[sid] = host.text
+            here = self.steps.get((sid, _step_of(ev)))
+            if here is not None and host.text:
+                here["host_facts"] = host.text
+            elif here is not None:  # the part emptied: this step's prompt had none
+                here.pop("host_facts", None)
+        elif accepted and accepted.verified is not None:
+            # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
+            self.checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
+                                                   "source": "task-check", "scope": "session",
+                                                   "report": accepted.report}
+
+    def record_for(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """The step record of the event's (session, step), begun at its first event."""
+        key = (ev.get("session", "?"), int(ev.get("step", 0)))
+        rec = self.steps.get(key)
+        if rec is None:
+            rec = self.steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
+                                     "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
+                                     "decision": None, "actions": [], "errors": [], "uncertain": False,
+                                     "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
+                                     "labels": {"success": "unknown"}}
+            if self.goals.get(key[0]):
+                rec["instruction"] = self.goals[key[0]]
+            if self.facts.get(key[0]):
+                rec["host_facts"] = self.facts[key[0]]
+            self.order.append(key)
+        return rec
+
+    def records(self, include_dry_runs: bool, include_uncertain: bool) -> list[dict[str, Any]]:
+        """The finished records, in order, without those left out (dry runs, uncertain, empty steps)."""
+        out = []
+        for key in self.order:
+            rec = self.steps[key]
+            rec["harness_revision"] = rec["harness_revision"] or self.revisions.get(key[0])
+            if key[0] in self.checks:
+                rec["labels"] = dict(self.checks[key[0]])
+            if rec["geometry"] is None and rec["observation"]:
+                size = rec["observation"].get("captured_size")
+                rec["geometry"] = {"captured_size": size} if size else None
+            if rec["dry_run"] and not include_dry_runs:
+                continue
+            if rec["uncertain"] and not include_uncertain:
+                continue
+            if rec["observation"] is None and rec["decision"] is None and not rec["actions"]:
+                continue
+            out.append(rec)
+        return out
+
+
+def _apply_event(rec: dict[str, Any], kind: Any, p: dict[str, Any]) -> None:
+    """What one step event adds to its step's record."""
+    if kind == "observation":
+        rec["observation"] = p
+    elif kind == "decision":
+        _apply_decision(rec, p)
+    elif kind in ("result", "error", "suppressed"):
+        if p.get("dry_run"):
+            rec["dry_run"] = True
+        entry = {"kind": kind, **p}
+        (rec["errors"] if kind == "error" and "action" not in p else rec["actions"]).append(entry)
+    elif kind == "uncertain":
+        rec["uncertain"] = True
+        rec["actions"].append({"kind": "uncertain", **p})
+    elif kind == "finish":
+        declared = Finish.from_payload(p)
+        rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
+    elif kind == "intent":
+        rec.setdefault("intents", []).append(Intent.from_payload(p).action)
+
+
+def _apply_decision(rec: dict[str, Any], p: dict[str, Any]) -> None:
+    decided = Decision.from_payload(p)
+    if decided.discarded:
+        rec["discarded"] = True
+    rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
+    rec["model_id"] = decided.model_id
+    if decided.harness_revision:
+        rec["harness_revision"] = decided.harness_revision
+    rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
+    geo = {k: p[k] for k in GEOMETRY_KEYS if p.get(k) is not None}
+    if geo:
+        rec["geometry"] = geo
+    prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
+    if prompt:
+        rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
 
 
 def _step_of(ev: dict[str, Any]) -> int:
