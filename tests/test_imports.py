@@ -42,6 +42,8 @@ NEVER = [
     ("training", "conway.loop", "training reads exported data, never the live loop"),
     ("conway", "scripts", "the package never imports a demo, benchmark or builder"),
     ("training", "scripts", "training never imports a demo, benchmark or builder"),
+    ("conway.experience", "conway.evals", "experience turns journals into data; the suites and reports that use it sit above"),
+    ("conway.readiness", "conway.evals", "readiness checks and commands sit below the suites and reports that run them"),
 ]
 
 # modules at the top of the package import only each other: they are what everything else stands on

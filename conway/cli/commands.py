@@ -130,9 +130,13 @@ def do_export(args) -> int:
     home = _home(args, writable=False)
     out = STDOUT if is_stdout(args.output) else Path(args.output).expanduser()
     say = functools.partial(print, file=sys.stderr if out == STDOUT else sys.stdout)  # stdout carries the records
+    report_records = None
+    if args.from_report is not None:  # the report's kind builds its records (conway.evals.suites)
+        from conway.evals.export_report import records_from_report
+        report_records = functools.partial(records_from_report, Path(args.from_report))
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
-                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
+                 skip_missing=args.skip_missing, home_root=home.root, report_records=report_records,
                  secret_values=_known_secrets(home))
     say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
@@ -224,7 +228,7 @@ def do_promote(args) -> int:
 
 
 def do_replay(args) -> int:
-    from conway.experience.replay import replay
+    from conway.evals.replay import replay
     home = _home(args)
     extra = []
     if args.candidate:
@@ -237,7 +241,7 @@ def do_replay(args) -> int:
 
 
 def do_preflight(args) -> int:
-    from conway.readiness.preflight import preflight
+    from conway.evals.preflight import preflight
     home = _home(args)
     try:
         cfg = _config(args, home)
@@ -291,7 +295,7 @@ def do_sweep(args) -> int:
 
 
 def do_report(args) -> int:
-    from conway.evals.report import render_report
+    from conway.evals.report_render import render_report
     print(render_report(args.file))
     return ExitCode.PASSED
 

@@ -158,7 +158,7 @@ def _add_report_tools(server: Any, home: Home, load_config: Callable[[], ConwayC
     def preflight(output: str) -> dict[str, Any]:
         """Check that this home and setup are ready to run (never downloads anything); returns the report
         path and summary. `output` is a new absolute path outside the home."""
-        from conway.readiness.preflight import preflight as run_preflight
+        from conway.evals.preflight import preflight as run_preflight
 
         def run() -> dict[str, Any]:
             path = _absolute(output)

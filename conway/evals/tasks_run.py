@@ -127,7 +127,7 @@ def one_line(exc: BaseException) -> str:
 
 @dataclass
 class TasksSuite:
-    """The runner's `Suite` for task files: one disposable desktop and one session per task."""
+    """The runner's `CaseSuite` for task files: one disposable desktop and one session per task."""
 
     config: ConwayConfig
     folder: Path
@@ -301,7 +301,7 @@ class TasksSuite:
         self.say(f"[{case.index + 1}/{self.total}] {record['task']}: {record['outcome']}{timed}"
                  + (f" — {tail}" if tail else ""))
 
-    # -- the runner's Suite ---------------------------------------------------------------
+    # -- the runner's CaseSuite ---------------------------------------------------------------
 
     def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         return tasks_summary.summarize(records, wall_s)

@@ -40,7 +40,7 @@ from conway.evals.runner import (
 )
 from conway.evals.sheet import Tile, contact_sheet
 from conway.evals.stats import percentile, wilson
-from conway.evals.vision_cases import (
+from conway.observe.vision_cases import (
     DEFAULT_SIZE,
     GENERATOR,
     PROMPT,

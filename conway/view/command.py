@@ -10,7 +10,7 @@ from typing import Callable
 from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 from conway.view.sessions import load_sessions, pick_sessions
-from conway.view.site import Report, Site, write_site
+from conway.view.site import Site, SiteReport, write_site
 
 DEFAULT_PAGE_SIZE = 100
 
@@ -27,7 +27,7 @@ def build_site(home: Home, *, report: str | None = None, session: str | None = N
             raise UserError("a report view shows the report's cases; --session and --last are for the journal")
         data, cases = load_report(report)
         return Site(home.root, page_size=page_size,
-                    report=Report(check_kind(data, report), data, cases, Path(report).name,
+                    report=SiteReport(check_kind(data, report), data, cases, Path(report).name,
                                   Path(report).expanduser().resolve().parent))
     sessions, skipped = load_sessions(home.journal_dir, home.root)
     return Site(home.root, pick_sessions(sessions, session, last), skipped, page_size=page_size)

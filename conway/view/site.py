@@ -30,7 +30,7 @@ from conway.experience.steps import attach_labels
 from conway.view.images import CASE_WIDTH, case_image, thumbnail
 from conway.view.page import page_file, script_json
 from conway.view.render import index_page, pages_of, session_data, session_page, session_summary
-from conway.view.reports import RENDERERS, report_data, report_page
+from conway.view.reports import report_data, report_page, view_of
 from conway.view.sessions import SessionView, StepView, screenshot_state
 
 MARKER = ".conway-view"
@@ -41,7 +41,9 @@ _CASE = re.compile(r"^case-(\d+)\.jpg$")
 
 
 @dataclass
-class Report:
+class SiteReport:
+    """A report as the viewer draws it (the file's format and writer: `conway.evals.report`)."""
+
     kind: str
     data: dict[str, Any]
     cases: list[dict[str, Any]]
@@ -58,7 +60,7 @@ class Site:
     page_size: int = 100
     token: str | None = None
     """Set when served: the pages carry it and show the review buttons."""
-    report: Report | None = None
+    report: SiteReport | None = None
 
     def __post_init__(self) -> None:
         self._by_folder = {s.folder: s for s in self.sessions}
@@ -165,7 +167,7 @@ class Site:
 
     def _case_file(self, case: dict[str, Any]) -> tuple[Path | None, str]:
         assert self.report is not None
-        if RENDERERS[self.report.kind].screenshots:
+        if view_of(self.report.kind).screenshots:
             return self._screenshot_of(case)
         params = self.report.data.get("parameters") or {}
         seed, size = self.report.data.get("seed"), params.get("size")

@@ -10,13 +10,13 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 
 from conway.cli.main import main
 from conway.config import load_config
+from conway.evals.preflight import select_checks
 from conway.policies.backend import Backend
 from conway.protocols import Decision, DecisionContext, Policy
 from conway.readiness.checks import Check
 from conway.readiness.checks.decision import probe
 from conway.readiness.checks.host import display_check
 from conway.readiness.doctor import doctor
-from conway.readiness.preflight import select_checks
 from conway.store.home import resolve_home
 
 

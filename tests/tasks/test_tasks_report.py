@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conway.evals.report import Report, render_report
+from conway.evals.report import Report
+from conway.evals.report_render import render_report
 from conway.evals.stats import wilson
 from conway.evals.tasks_summary import DIFFERENCES_FROM_OSWORLD, summarize, verdict
 from conway.sandbox.setup import STEP_TYPES

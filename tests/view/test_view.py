@@ -15,8 +15,8 @@ import pytest
 
 from conway.cli.main import main
 from conway.evals.report import Report
-from conway.evals.vision_cases import generate_case
 from conway.experience.labels import Label
+from conway.observe.vision_cases import generate_case
 from conway.store.home import Home
 from conway.store.journal import Journal, make_event
 from conway.view.command import build_site

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from conway.errors import UserError
 from conway.evals.grounding.cases import GroundingCase
-from conway.evals.grounding.suite import Suite, SuiteApp, app_command, instruction_for, load_suite
+from conway.evals.grounding.suite import AppSuite, SuiteApp, app_command, instruction_for, load_suite
 from conway.geometry import ScreenGeometry, input_to_captured
 
 TARGETS_ENV = "CONWAY_GROUNDING_TARGETS"
@@ -68,7 +68,7 @@ def _enabled(states: set[str]) -> bool:
     return "sensitive" in states or "enabled" in states
 
 
-def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite: Suite, app: SuiteApp | None, *,
+def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite: AppSuite, app: SuiteApp | None, *,
                    stack: list[Any] | None, pids: set[int], seed: int, per_screen: int, screen: str
                    ) -> tuple[list[Target], dict[str, int]]:
     """The kept targets of one screen and how many were left out for each reason."""
@@ -87,7 +87,7 @@ def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite:
     return balanced(_unique_instructions(found, dropped), per_screen, f"{seed}:{screen}"), dropped
 
 
-def _node_target(n: dict[str, Any], role: str, geometry: ScreenGeometry, suite: Suite, app: SuiteApp | None, *,
+def _node_target(n: dict[str, Any], role: str, geometry: ScreenGeometry, suite: AppSuite, app: SuiteApp | None, *,
                  stack: list[Any] | None, pids: set[int]) -> Target | str:
     """One accessible node as a target, or why it is left out (a reason counted in the harvest's report)."""
     name = " ".join(str(n.get("name") or "").split())
@@ -294,7 +294,7 @@ def _stack(enabled: bool) -> tuple[list[Any] | None, str | None]:
     return window_stack()
 
 
-def harvest_screen(name: str, read: Callable[[], list[dict[str, Any]]], *, suite: Suite, app: SuiteApp | None,
+def harvest_screen(name: str, read: Callable[[], list[dict[str, Any]]], *, suite: AppSuite, app: SuiteApp | None,
                    images_dir: Path, grab: ScreenGrab, seed: int, per_screen: int, pids: set[int],
                    settle_s: float, timeout_s: float, alive: Callable[[], str | None] = lambda: None,
                    check_occlusion: bool = True) -> tuple[list[GroundingCase], dict[str, Any]]:
@@ -361,7 +361,7 @@ def harvest_desktop(images_dir: Path, *, grab: ScreenGrab = grab_screen, per_scr
     """The desktop as it is: every accessible application's targets on one screenshot."""
     from conway.observe.screen_targets import atspi_nodes
 
-    suite = Suite(format="conway-grounding-suite/1", name="desktop", per_screen=per_screen or 24,
+    suite = AppSuite(format="conway-grounding-suite/1", name="desktop", per_screen=per_screen or 24,
                   apps=[{"name": "desktop", "command": ["true"]}])
     nodes, why = atspi_nodes()
     if why:

@@ -2,7 +2,9 @@
 
 Shared by vision-check, export (`--from-report` rebuilds the images), replay, the
 viewer and training: the same generator version, seed, index, size and profile
-always give the same image (hash).
+always give the same image (hash). It lives beside the other generated frames
+(`synthetic`) because `conway.experience` rebuilds these images too, and
+experience never imports `conway.evals`.
 """
 
 from __future__ import annotations

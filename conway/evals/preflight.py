@@ -24,7 +24,8 @@ from typing import Callable
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode
-from conway.evals.report import Report, check_new_output, table
+from conway.evals.report import Report, check_new_output
+from conway.evals.text import table
 from conway.readiness.checks import Check
 from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
 from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check

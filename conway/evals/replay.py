@@ -76,53 +76,21 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
     from conway.evals.stats import wilson
-    from conway.experience.steps import check_screenshots, record_image
+    from conway.experience.steps import check_screenshots
 
     if against not in ("labels", "recorded"):
         raise UserError(f"--against must be labels or recorded (got {against!r})")
     out = check_new_output(output, home)
     recs = load_trajectory(trajectory)
     recs, missing = check_screenshots(recs, home.root, skip_missing)
-    todo = []
-    for rec in recs:
-        ref, source = reference_action(rec, against)
-        if ref is not None:
-            todo.append((rec, ref, source))
-    if limit:
-        todo = todo[:limit]
-    if not todo:
-        raise UserError(f"no step of {trajectory} has a reference action to compare with "
-                        f"(--against {against}); label steps with `conway review` or use --against recorded")
+    todo = _with_references(recs, against, limit, trajectory)
     own = policy is None
     if policy is None:
         from conway.policies.factory import build_policy
         policy = build_policy(config, home)
-    cases = []
     started = time.perf_counter()
     try:
-        for rec, ref, source in todo:
-            png = record_image(rec, home.root)
-            case: dict[str, Any] = {"session": rec["session"], "step": rec["step"], "reference": ref,
-                                    "reference_source": source}
-            if png is None:
-                case.update(agree=False, error="the step has no image to replay")
-                cases.append(case)
-                continue
-            ctx = step_context(rec, png, config)
-            try:
-                decision = policy.decide(ctx)
-            except Exception as exc:
-                case.update(agree=False, error=f"{type(exc).__name__}: {exc}")
-                cases.append(case)
-                continue
-            first = decision.actions[0] if decision.actions else None
-            proposed = first.model_dump() if isinstance(first, _Action) else None
-            ok, dist = agree(proposed, ref, (rec.get("task") or {}).get("target_box"), tolerance_px)
-            case.update(proposed=proposed, agree=ok, distance_px=dist, raw_output=(decision.raw_text or "")[:2000],
-                        model_id=decision.model_id,
-                        error=None if proposed is not None else (
-                            (first.message if isinstance(first, ActionProblem) else None) or "no action"))
-            cases.append(case)
+        cases = [_replay_step(policy, config, home.root, rec, ref, source, tolerance_px) for rec, ref, source in todo]
     finally:
         if own:
             policy.close()
@@ -143,3 +111,46 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
         f"{summary['errors']} error(s); nothing was executed")
     say(f"report: {out}")
     return code
+
+
+def _with_references(recs: list[dict[str, Any]], against: str, limit: int | None,
+                     trajectory: str) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+    """(step, its reference action, where the reference came from) of the steps that have one, at most `limit`."""
+    todo = []
+    for rec in recs:
+        ref, source = reference_action(rec, against)
+        if ref is not None:
+            todo.append((rec, ref, source))
+    if limit:
+        todo = todo[:limit]
+    if not todo:
+        raise UserError(f"no step of {trajectory} has a reference action to compare with "
+                        f"(--against {against}); label steps with `conway review` or use --against recorded")
+    return todo
+
+
+def _replay_step(policy: Any, config: Any, home_root: Path, rec: dict[str, Any], ref: dict[str, Any], source: str,
+                 tolerance_px: float) -> dict[str, Any]:
+    """One step decided again by `policy` (nothing dispatched): the case, agreeing with `ref` or not."""
+    from conway.experience.steps import record_image
+
+    png = record_image(rec, home_root)
+    case: dict[str, Any] = {"session": rec["session"], "step": rec["step"], "reference": ref,
+                            "reference_source": source}
+    if png is None:
+        case.update(agree=False, error="the step has no image to replay")
+        return case
+    ctx = step_context(rec, png, config)
+    try:
+        decision = policy.decide(ctx)
+    except Exception as exc:
+        case.update(agree=False, error=f"{type(exc).__name__}: {exc}")
+        return case
+    first = decision.actions[0] if decision.actions else None
+    proposed = first.model_dump() if isinstance(first, _Action) else None
+    ok, dist = agree(proposed, ref, (rec.get("task") or {}).get("target_box"), tolerance_px)
+    case.update(proposed=proposed, agree=ok, distance_px=dist, raw_output=(decision.raw_text or "")[:2000],
+                model_id=decision.model_id,
+                error=None if proposed is not None else (
+                    (first.message if isinstance(first, ActionProblem) else None) or "no action"))
+    return case
