@@ -42,7 +42,7 @@ from conway.actions import ACTION_TYPES, ActionProblem
 from conway.config import PolicyConfig
 from conway.geometry import Convention, ResizeRule, Size, get_rule, image_tokens, resize_for_model
 from conway.history import ArchivedImage, PastImage, Turn, TurnHistory
-from conway.policies.backend import Backend, StructuredSpec
+from conway.policies.backends.backend import Backend, StructuredSpec
 from conway.policies.conversation import Past, Slots
 from conway.policies.parsed import ParsedOutput
 from conway.policies.slide_cut import SlidingCuts
@@ -176,7 +176,7 @@ class SentImage:
     encode_s: float
 
     def data_url(self) -> str | None:
-        from conway.policies.http_client import png_data_url
+        from conway.policies.backends.http_client import png_data_url
         return png_data_url(self.data, self.mime) if self.data is not None else None
 
 
@@ -243,7 +243,7 @@ def split_parts(ctx: DecisionContext, action_space: str | None) -> tuple[str, st
 
 def past_turns(history: TurnHistory | None, replay_text: bool) -> list[Past]:
     """The history as a layout sends it: every kept answer (`replay_text`) or only those with their screenshot."""
-    from conway.policies.http_client import png_data_url
+    from conway.policies.backends.http_client import png_data_url
 
     if history is None:
         return []

@@ -68,7 +68,7 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     """Build the configured policy; UserError (exit 1) for anything the user must fix."""
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     pol = config.policy
     rt = config.runtime
@@ -89,7 +89,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
                         "--jinja); in-process llama-cpp-python does not: leave it auto")
 
     if choice == "endpoint":
-        from conway.policies.discovery import discover
+        from conway.policies.backends.discovery import discover
         try:
             client = OpenAIClient(pol.endpoint or "", api_key=api_key(config), timeout_s=pol.request_timeout_s)
         except ValueError as exc:
@@ -117,7 +117,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     warning = n_ctx_warning(rt.n_ctx, trained, Path(local.model.path).name)
 
     if choice == "server":
-        from conway.policies.discovery import discover
+        from conway.policies.backends.discovery import discover
         from conway.runtime.server import LocalServer
 
         server = LocalServer.from_config(config, home.runtime_log, alias=model_id, n_ctx=local.estimate.n_ctx)
@@ -146,7 +146,7 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
             policy.description.append("warning: " + warning)
         return policy
 
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
 
     threads = default_threads(rt.n_threads)
     backend = LlamaInProcessBackend(

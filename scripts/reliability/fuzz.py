@@ -218,7 +218,9 @@ GIANT_SHARE = 0.01
 
 
 def parsers() -> dict[str, Callable[..., Any]]:
-    from conway.policies import parse_json, parse_opencua, parse_uitars
+    from conway.policies.families.generic import parse as parse_json
+    from conway.policies.families.opencua import parse as parse_opencua
+    from conway.policies.families.uitars import parse as parse_uitars
 
     return {"json": parse_json.parse, "opencua": parse_opencua.parse, "uitars": parse_uitars.parse}
 

@@ -386,7 +386,7 @@ def test_the_owners_edit_during_the_summary_is_kept(edit):
 
 
 def test_a_summary_prompt_over_the_models_window_is_refused_before_it_is_sent():
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
     from conway.policies.summariser import BackendText
     from conway.protocols import ContextExceeded
 

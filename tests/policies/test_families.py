@@ -137,8 +137,11 @@ _POINTER_ACTIONS = {  # (type, button) -> what the parser reads back (a right-bu
                      ("move", None): "hover"}),
 ])
 def test_each_pointer_action_is_written_as_the_familys_call_and_read_back(turn, calls, kind, button):
-    from conway.policies import parse_opencua, parse_uitars, target_turns
-    render = getattr(target_turns, turn)
+    from conway.policies.families.opencua import parse as parse_opencua
+    from conway.policies.families.opencua.turn import opencua_turn
+    from conway.policies.families.uitars import parse as parse_uitars
+    from conway.policies.families.uitars.turn import uitars_turn
+    render = {"opencua_turn": opencua_turn, "uitars_turn": uitars_turn}[turn]
     parse = parse_opencua.parse if turn == "opencua_turn" else parse_uitars.parse
     action = {"type": kind, **({"button": button} if button else {})}
     if (kind, button) not in calls:  # UI-TARS has no middle click and no triple click

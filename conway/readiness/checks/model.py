@@ -1,7 +1,7 @@
 """Is the configured model there? Runtime/model readiness for preflight.
 
 Uses the model layer's own pieces, so preflight and `conway run` agree:
-`policies.factory.backend_choice` (which backend), `policies.discovery`
+`policies.factory.backend_choice` (which backend), `policies.backends.discovery`
 (`/v1/models`: reachable, serving the configured model) plus one real decision
 on the probe's synthetic image that must parse (`decision.probe`),
 `runtime.resolver` (local GGUF + mmproj present and fitting, estimates
@@ -85,8 +85,8 @@ def model_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | None 
     except UserError as exc:
         return [Check("model", "fail", str(exc))]
     if choice == "endpoint":
-        from conway.policies.discovery import discover
-        from conway.policies.http_client import OpenAIClient
+        from conway.policies.backends.discovery import discover
+        from conway.policies.backends.http_client import OpenAIClient
         try:
             client = OpenAIClient(p.endpoint or "", api_key=api_key(config), timeout_s=PROBE_TIMEOUT_S,
                                   connect_timeout_s=PROBE_TIMEOUT_S)
@@ -94,8 +94,8 @@ def model_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | None 
             return [Check("endpoint", "fail", f"policy.endpoint: {exc}")]
         try:
             served = discover(client, p.model)
+            from conway.policies.backends.http_client import HTTPBackend
             from conway.policies.factory import _served_meta
-            from conway.policies.http_client import HTTPBackend
             window = HTTPBackend(client, served.model_id, server=served.server,
                                  model_meta=_served_meta(served)).context_window()
         except UserError as exc:

@@ -46,9 +46,9 @@ from typing import Any, Iterator
 
 from conway.cancel import Cancel, DecisionAborted, current_cancel
 from conway.errors import UserError
-from conway.policies.backend import Backend
-from conway.policies.http_client import ChatResult
-from conway.policies.llama_prompt_cache import MtmdPromptCache
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
+from conway.policies.backends.llama_prompt_cache import MtmdPromptCache
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError
 from conway.runtime.runtime_log import MAX_BYTES, RuntimeLog
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention, Size
-from conway.policies import parse_json
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
+from conway.policies.families.generic import parse as parse_json
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
