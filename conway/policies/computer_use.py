@@ -37,7 +37,8 @@ def tool_record(tool: dict[str, Any], action_types: list[str] | None, sent_size:
     """The stored tool record with the image size filled in and its actions limited to those `action_types` can
     carry out."""
     fn = tool["function"]
-    w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
+    # pixels: the image's size; a grid: the 1000x1000 screen OSWorld's Qwen3-VL agent states
+    w, h = sent_size if Convention(convention).rule.pixels else (1000, 1000)
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
     if action_types is not None:
         action = fn["parameters"]["properties"]["action"]

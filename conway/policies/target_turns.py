@@ -67,16 +67,14 @@ def step_geometry(rec: dict[str, Any], family: Family) -> tuple[str, tuple[int, 
 
 def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
                  captured: tuple[int, int]) -> tuple[Any, Any]:
-    from conway.geometry import captured_to_model
+    from conway.geometry import Convention, captured_to_model
 
     mx, my = captured_to_model(float(x), float(y), convention, sent, captured)
-    if convention == "relative":
+    top = Convention(convention).rule.integer_range(sent, captured)
+    if top is None:  # fractions
         return round(mx, 4), round(my, 4)
     # pixel and 0-1000 / 0-999 conventions are integers, as the families write them; clamp into range
-    grids = {"relative1000": (1000, 1000), "relative999": (999, 999)}
-    hi_x, hi_y = (sent[0] - 1, sent[1] - 1) if convention == "absolute" else \
-        grids.get(convention, (captured[0] - 1, captured[1] - 1))
-    return min(max(int(round(mx)), 0), hi_x), min(max(int(round(my)), 0), hi_y)
+    return min(max(int(round(mx)), 0), top[0]), min(max(int(round(my)), 0), top[1])
 
 
 def canonical_action(action: dict[str, Any]) -> dict[str, Any]:

@@ -19,21 +19,7 @@ from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
 
-__all__ = ["GenericAdapter", "describe_convention"]
-
-
-def describe_convention(convention: Convention, sent_size: Size) -> str:
-    w, h = sent_size
-    if convention is Convention.ABSOLUTE:
-        return (f"integer pixels of the screenshot exactly as you see it ({w}x{h}): x from 0 at the left "
-                f"edge to {w - 1}, y from 0 at the top to {h - 1}")
-    if convention is Convention.RELATIVE:
-        return "fractions of the screenshot's width and height: (0, 0) is the top-left corner, (1, 1) the bottom-right"
-    if convention is Convention.RELATIVE1000:
-        return "integers 0-1000 across the screenshot's width and height: (0, 0) top-left, (1000, 1000) bottom-right"
-    if convention is Convention.RELATIVE999:
-        return "integers 0-999 across the screenshot's width and height: (0, 0) top-left, (999, 999) bottom-right"
-    return "pixels of the full-resolution screen capture"
+__all__ = ["GenericAdapter"]
 
 
 class GenericAdapter:
@@ -48,7 +34,7 @@ class GenericAdapter:
             "Answer with exactly one JSON object and nothing else:\n"
             '{"thought": "<briefly: what you see and why this action>", "action": {"type": "…", …}}\n'
             "The action must be one of the types in the action space below, with its fields.\n"
-            f"Coordinates (x, y, to_x, to_y) are {describe_convention(convention, sent_size)}.\n"
+            f"Coordinates (x, y, to_x, to_y) are {Convention(convention).rule.describe(sent_size)}.\n"
             'When nothing needs doing, answer {"type": "wait"}. Report a finished or impossible subgoal '
             'with {"type": "finish", "status": "DONE" or "FAIL", "message": "…"}; work then continues.'
         )
