@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+import conway.policies.families.qwen3vl.parse as parse_qwen3vl
 from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, qwen_layout
-from conway.policies.families.qwen3vl import parse as parse_qwen3vl
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext

@@ -71,12 +71,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 
 def parsers() -> dict[str, Callable[[str], object]]:
-    from conway.policies.families.generic import parse as parse_json
+    import conway.policies.families.generic.parse as parse_json
+    import conway.policies.families.opencua.parse as parse_opencua
+    import conway.policies.families.qwen3vl.parse as parse_qwen3vl
+    import conway.policies.families.uitars.parse as parse_uitars
     from conway.policies.families.gta1.parse import parse_pair
     from conway.policies.families.holo.parse import parse_click_json
-    from conway.policies.families.opencua import parse as parse_opencua
-    from conway.policies.families.qwen3vl import parse as parse_qwen3vl
-    from conway.policies.families.uitars import parse as parse_uitars
 
     return {"json": lambda t: parse_json.parse(t, **SETUP),  # type: ignore[arg-type]
             "opencua": lambda t: parse_opencua.parse(t, **SETUP),  # type: ignore[arg-type]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.generic.parse as parse_json
 from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
-from conway.policies.families.generic import parse as parse_json
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext

@@ -30,9 +30,9 @@ import json
 import re
 from typing import Any
 
+import conway.policies.families.generic.dialects as dialects
 from conway.actions import GUI_TYPES, ActionProblem, _Action, action_schema
 from conway.geometry import Size
-from conway.policies.families.generic import dialects as dialects
 from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import conway.policies.families.holo.parse as parse
 from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, text
-from conway.policies.families.holo import parse
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext

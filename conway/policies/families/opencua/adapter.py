@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.opencua.parse as parse_opencua
 from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, opencua_action, text
-from conway.policies.families.opencua import parse as parse_opencua
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.uitars.parse as parse_uitars
 from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, add_box_tokens, image, text
-from conway.policies.families.uitars import parse as parse_uitars
 from conway.policies.grammar import uitars_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
