@@ -210,7 +210,7 @@ def _check_invariants(out: ParsedOutput) -> None:
         assert isinstance(a, (_Action, ActionProblem))
         if isinstance(a, ActionProblem):
             assert a.message and "internal" not in a.message, a.message
-        elif a.family == "gui":
+        elif a.group == "gui":
             for f in ("x", "to_x"):
                 v = getattr(a, f, None)
                 assert v is None or 0 <= v < CAPTURED[0]
