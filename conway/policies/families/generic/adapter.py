@@ -17,9 +17,13 @@ from conway.geometry import Convention, Size
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
+from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["GenericAdapter"]
+__all__ = ["FILES", "GenericAdapter"]
+
+FILES = PromptFolder.of(__file__)
+"""Conway's own prompt for the generic family (`prompts/`): the instructions and the request line."""
 
 
 class GenericAdapter:
@@ -27,23 +31,14 @@ class GenericAdapter:
     constrain_by_default = True
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        return (
-            "You are Conway, an agent that works on this computer through its screen and a few direct "
-            "tools. Each turn you get your identity and goals, your notes, the latest result and the "
-            "current screenshot, and you choose ONE next action.\n\n"
-            "Answer with exactly one JSON object and nothing else:\n"
-            '{"thought": "<briefly: what you see and why this action>", "action": {"type": "…", …}}\n'
-            "The action must be one of the types in the action space below, with its fields.\n"
-            f"Coordinates (x, y, to_x, to_y) are {Convention(convention).rule.describe(sent_size)}.\n"
-            'When nothing needs doing, answer {"type": "wait"}. Report a finished or impossible subgoal '
-            'with {"type": "finish", "status": "DONE" or "FAIL", "message": "…"}; work then continues.'
-        )
+        coordinates = Convention(convention).rule.describe(sent_size)
+        return FILES.text("system.txt").replace("{coordinates}", coordinates)
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         return None  # the loop's JSON action space part is this adapter's language
 
     def request_text(self) -> str:
-        return "Choose the next action. Answer with the JSON object only."
+        return FILES.text("request.txt")
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_json.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)
