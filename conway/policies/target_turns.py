@@ -1,9 +1,10 @@
 """A recorded step's target turn, written in one model family's own action format.
 
-The mirror of the parsers beside it (`parse_json`, `parse_opencua`, `parse_uitars`):
-what those read from a model, these write for training data, in the coordinate
-convention and image size the model was sent. Each family names its renderer in
-its record (`conway.policies.families`).
+The mirror of the families' parsers: what those read from a model, the families'
+renderers (each family folder's `turn.py`, named in its record) write for training
+data, in the coordinate convention and image size the model was sent. What they
+share is here: the step's action and geometry, the point in the model's
+convention, and the words and pointer calls several families use.
 """
 
 from __future__ import annotations

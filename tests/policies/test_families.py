@@ -12,13 +12,20 @@ import yaml
 from conway.config import load_config
 from conway.errors import UserError
 from conway.geometry import Convention, captured_to_model, get_rule
-from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, get_family
+from conway.policies import families
+from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, REGISTERED, get_family
 from conway.policies.target_turns import render_target
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = REPO / "configs" / "policy"
 CAPTURED = (1280, 800)
 TARGET = (901.0, 247.0)  # off-centre, so a wrong convention cannot land on it by symmetry
+
+
+def test_every_family_folder_is_registered_under_its_own_name():
+    folders = {p.name for p in Path(families.__file__).parent.iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(REGISTERED)  # a folder left out of REGISTERED would be silently ignored
+    assert list(FAMILIES) == list(REGISTERED)  # each folder's record is named as its folder
 
 
 def _step(family_name: str, convention: str) -> dict:
