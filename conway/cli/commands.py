@@ -315,7 +315,7 @@ def do_probe(args) -> int:
 
 
 def do_models(args) -> int:
-    from conway.policies.discovery import models_report, render_models
+    from conway.policies.backends.discovery import models_report, render_models
     home = _home(args)
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))

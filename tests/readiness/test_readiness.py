@@ -11,7 +11,7 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 from conway.cli.main import main
 from conway.config import load_config
 from conway.evals.preflight import select_checks
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
 from conway.protocols import Decision, DecisionContext, Policy
 from conway.readiness.checks import Check
 from conway.readiness.checks.decision import probe
@@ -123,7 +123,7 @@ class CompleteOnly(Backend):
 def test_a_backend_inherits_the_optional_members_and_a_model_policy_reports_them():
     from conway.geometry import Convention
     from conway.policies.base import ModelPolicy
-    from conway.policies.generic import GenericAdapter
+    from conway.policies.families.generic.adapter import GenericAdapter
     from conway.policies.settings import PolicySettings
     backend = CompleteOnly()
     assert backend.context_window() is None and backend.count_tokens("text") is None

@@ -93,8 +93,8 @@ def _endpoint_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | N
                      screen: tuple[int, int] | None) -> list[Check]:
     """policy.endpoint: it serves the configured model, a decision fits its window, and one decision parses."""
     from conway.config import api_key
-    from conway.policies.discovery import discover
-    from conway.policies.http_client import OpenAIClient
+    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.http_client import OpenAIClient
     p = config.policy
     try:
         client = OpenAIClient(p.endpoint or "", api_key=api_key(config), timeout_s=PROBE_TIMEOUT_S,
@@ -103,8 +103,8 @@ def _endpoint_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | N
         return [Check("endpoint", "fail", f"policy.endpoint: {exc}")]
     try:
         served = discover(client, p.model)
+        from conway.policies.backends.http_client import HTTPBackend
         from conway.policies.factory import _served_meta
-        from conway.policies.http_client import HTTPBackend
         window = HTTPBackend(client, served.model_id, server=served.server,
                              model_meta=_served_meta(served)).context_window()
     except UserError as exc:

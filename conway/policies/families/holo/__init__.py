@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.holo.turn import holo_turn
 from conway.policies.family import Family
 
 
 def _adapter() -> Any:
-    from conway.policies.grounding import HoloAdapter
+    from conway.policies.families.holo.adapter import HoloAdapter
     return HoloAdapter()
-
-
-def _turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """Holo1.5's answer: its ClickAbsoluteAction object (it only clicks)."""
-    if action["type"] != "click" or ("x", "y") not in pt:
-        raise ValueError(f"{action['type']} has no Holo form (it answers one click)")
-    x, y = pt[("x", "y")]
-    return json.dumps({"action": "click_absolute", "x": x, "y": y})
 
 
 FAMILY = Family(
@@ -27,7 +19,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the image as resized by the cookbook's smart_resize
     resize="holo1.5",  # hcompai/hai-cookbook utils/image.py: factor 28, 3136 .. 1003520 px (1280 tokens)
-    render=_turn,
+    render=holo_turn,
     presets=("holo1.5",),
     # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):
     # temperature=0 and no max_tokens; the answer is one short JSON object, 128 tokens are Conway's bound

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.qwen3vl.turn import qwen3vl_turn
 from conway.policies.family import Conversation, Family
-from conway.policies.target_turns import qwen3vl_turn
 
 
 def _adapter() -> Any:
-    from conway.policies.qwen25vl import Qwen25VLAdapter
+    from conway.policies.families.qwen25vl.adapter import Qwen25VLAdapter
     return Qwen25VLAdapter()
 
 

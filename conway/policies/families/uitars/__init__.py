@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.uitars.turn import uitars_turn
 from conway.policies.family import Architecture, Conversation, Family
-from conway.policies.target_turns import uitars_turn
 
 
 def _adapter(prompt: str = "uitars-1.5") -> Any:
-    from conway.policies.uitars import UITarsAdapter
+    from conway.policies.families.uitars.adapter import UITarsAdapter
     return UITarsAdapter(prompt)
 
 

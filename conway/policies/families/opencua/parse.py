@@ -63,7 +63,7 @@ import math
 import re
 import tokenize
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import ActionProblem, _Action
 from conway.geometry import Convention, Size
@@ -459,100 +459,122 @@ def _keys(name: str, v: Any, combo: bool = False) -> list[str]:
     return [normalize_key(k, combo=combo and len(keys) > 1) for k in keys]
 
 
+_POINTER_CALLS = ("click", "doubleClick", "tripleClick", "triple_click", "rightClick", "middleClick", "moveTo")
+
+
 def _one_call(parsed: _Call, convention: Any, sent: Size, captured: Size, code: str) -> list[_Action | ActionProblem]:
     name, args, _node = parsed
     fn = name.split(".", 1)[1]
     _seconds(name, args, "duration", "interval")
-
-    if fn in ("click", "doubleClick", "tripleClick", "triple_click", "rightClick", "middleClick", "moveTo"):
+    if fn in _POINTER_CALLS:
         x, y = _point(name, args, convention, sent, captured)  # type: ignore[misc]
-        fields: dict[str, Any]
-        if fn == "click":
-            clicks = _int(name, "clicks", args.get("clicks", 1), 1, 3)
-            button = _button(name, args)
-            if clicks == 1:
-                fields = {"type": "click", "x": x, "y": y, "button": button}
-            elif button != "left":
-                raise _Reject(f"{name}: {clicks} clicks are only supported with the left button")
-            else:
-                fields = {"type": "double_click" if clicks == 2 else "triple_click", "x": x, "y": y}
-        elif fn in ("doubleClick", "tripleClick"):
-            if _button(name, args) != "left":
-                raise _Reject(f"{name}: only the left button is supported")
-            fields = {"type": "double_click" if fn == "doubleClick" else "triple_click", "x": x, "y": y}
-        elif fn == "triple_click":
-            fields = {"type": "triple_click", "x": x, "y": y}
-        elif fn == "rightClick":
-            fields = {"type": "right_click", "x": x, "y": y}
-        elif fn == "middleClick":
-            fields = {"type": "click", "x": x, "y": y, "button": "middle"}
-        else:
-            fields = {"type": "move", "x": x, "y": y}
-        return [build_action(fields, code)]
-
-    if fn == "dragTo":
-        raise _Reject(
-            "pyautogui.dragTo drags from the current pointer position, which is unknown here; "
-            "write pyautogui.moveTo(x1, y1) directly before pyautogui.dragTo(x2, y2)"
-        )
-
+        return [build_action(_pointer_fields(name, fn, args, x, y), code)]
     if fn in ("scroll", "hscroll"):
-        if "clicks" not in args:
-            raise _Reject(f"{name} needs the number of clicks")
-        clicks = _int(name, "clicks", args["clicks"], -100, 100)
-        point = _point(name, args, convention, sent, captured, required=False)
-        scroll: dict[str, Any] = {"type": "scroll", ("dy" if fn == "scroll" else "dx"): clicks}
-        if point is not None:
-            scroll["x"], scroll["y"] = point
-        return [build_action(scroll, code)]
+        return [build_action(_scroll_fields(name, fn, args, convention, sent, captured), code)]
+    fields_of = _CALL_FIELDS.get(fn)
+    if fields_of is None:
+        raise _Reject(f"{name} is not mapped to an action")  # pragma: no cover - table and code agree
+    return [build_action(fields, code) for fields in fields_of(name, args)]
 
-    if fn in ("write", "typewrite"):
-        if "message" not in args:
-            raise _Reject(f"{name} needs the text to type (message)")
-        return [build_action({"type": "type", "text": _string(name, "message", args["message"])}, code)]
 
-    if fn == "press":
-        if "keys" not in args:
-            raise _Reject(f"{name} needs the key(s) to press")
-        keys = _keys(name, args["keys"])
-        presses = _int(name, "presses", args.get("presses", 1), 1, MAX_KEY_PRESSES)
-        if len(keys) * presses > MAX_KEY_PRESSES:
-            raise _Reject(f"{name}: {len(keys)} keys x {presses} presses is more than {MAX_KEY_PRESSES} key presses")
-        return [build_action({"type": "key", "key": k}, code) for _ in range(presses) for k in keys]
+def _pointer_fields(name: str, fn: str, args: dict[str, Any], x: Any, y: Any) -> dict[str, Any]:
+    """A click, multi-click or move at (x, y) in captured pixels."""
+    if fn == "click":
+        clicks = _int(name, "clicks", args.get("clicks", 1), 1, 3)
+        button = _button(name, args)
+        if clicks == 1:
+            return {"type": "click", "x": x, "y": y, "button": button}
+        if button != "left":
+            raise _Reject(f"{name}: {clicks} clicks are only supported with the left button")
+        return {"type": "double_click" if clicks == 2 else "triple_click", "x": x, "y": y}
+    if fn in ("doubleClick", "tripleClick"):
+        if _button(name, args) != "left":
+            raise _Reject(f"{name}: only the left button is supported")
+        return {"type": "double_click" if fn == "doubleClick" else "triple_click", "x": x, "y": y}
+    if fn == "triple_click":
+        return {"type": "triple_click", "x": x, "y": y}
+    if fn == "rightClick":
+        return {"type": "right_click", "x": x, "y": y}
+    if fn == "middleClick":
+        return {"type": "click", "x": x, "y": y, "button": "middle"}
+    return {"type": "move", "x": x, "y": y}
 
-    if fn == "hotkey":
-        if "*keys" in args and "keys" in args:
-            raise _Reject(f"{name}: give the keys either as arguments or as keys=[...], not both")
-        raw_keys = args.get("*keys", args.get("keys"))
-        if raw_keys is None:
-            raise _Reject(f"{name} needs the keys")
-        if "*keys" in args:  # hotkey('ctrl', 'c'): each argument one key name
-            if len(raw_keys) == 1 and isinstance(raw_keys[0], list):
-                raw_keys = raw_keys[0]  # hotkey(['ctrl', 'c']), as pyautogui also accepts
-            elif not all(isinstance(k, str) for k in raw_keys):
-                raise _Reject(f"{name}: each key must be a string, got {raw_keys!r}")
-        return [build_action({"type": "hotkey", "keys": _keys(name, raw_keys, combo=True)}, code)]
 
-    if fn == "wait":
-        wait: dict[str, Any] = {"type": "wait"}
-        if "seconds" in args:
-            s = args["seconds"]
-            if not isinstance(s, (int, float)) or not 0 <= s <= 3600:
-                raise _Reject(f"{name}: seconds must be a number in 0..3600, got {s!r}")
-            wait["seconds"] = s
-        return [build_action(wait, code)]
+def _scroll_fields(name: str, fn: str, args: dict[str, Any], convention: Any, sent: Size,
+                   captured: Size) -> dict[str, Any]:
+    if "clicks" not in args:
+        raise _Reject(f"{name} needs the number of clicks")
+    clicks = _int(name, "clicks", args["clicks"], -100, 100)
+    point = _point(name, args, convention, sent, captured, required=False)
+    scroll: dict[str, Any] = {"type": "scroll", ("dy" if fn == "scroll" else "dx"): clicks}
+    if point is not None:
+        scroll["x"], scroll["y"] = point
+    return scroll
 
-    if fn == "terminate":
-        status = args.get("status")
-        if not isinstance(status, str) or status.strip().lower() not in ("success", "failure", "fail"):
-            raise _Reject(f"{name}: status must be 'success' or 'failure', got {status!r}")
-        answer = args.get("answer", "")
-        if not isinstance(answer, str):
-            answer = str(answer)
-        done = status.strip().lower() == "success"
-        return [build_action({"type": "finish", "status": "DONE" if done else "FAIL", "message": answer}, code)]
 
-    raise _Reject(f"{name} is not mapped to an action")  # pragma: no cover - table and code agree
+def _drag_to(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    raise _Reject(
+        "pyautogui.dragTo drags from the current pointer position, which is unknown here; "
+        "write pyautogui.moveTo(x1, y1) directly before pyautogui.dragTo(x2, y2)"
+    )
+
+
+def _write(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    if "message" not in args:
+        raise _Reject(f"{name} needs the text to type (message)")
+    return [{"type": "type", "text": _string(name, "message", args["message"])}]
+
+
+def _press(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    if "keys" not in args:
+        raise _Reject(f"{name} needs the key(s) to press")
+    keys = _keys(name, args["keys"])
+    presses = _int(name, "presses", args.get("presses", 1), 1, MAX_KEY_PRESSES)
+    if len(keys) * presses > MAX_KEY_PRESSES:
+        raise _Reject(f"{name}: {len(keys)} keys x {presses} presses is more than {MAX_KEY_PRESSES} key presses")
+    return [{"type": "key", "key": k} for _ in range(presses) for k in keys]
+
+
+def _hotkey(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    if "*keys" in args and "keys" in args:
+        raise _Reject(f"{name}: give the keys either as arguments or as keys=[...], not both")
+    raw_keys = args.get("*keys", args.get("keys"))
+    if raw_keys is None:
+        raise _Reject(f"{name} needs the keys")
+    if "*keys" in args:  # hotkey('ctrl', 'c'): each argument one key name
+        if len(raw_keys) == 1 and isinstance(raw_keys[0], list):
+            raw_keys = raw_keys[0]  # hotkey(['ctrl', 'c']), as pyautogui also accepts
+        elif not all(isinstance(k, str) for k in raw_keys):
+            raise _Reject(f"{name}: each key must be a string, got {raw_keys!r}")
+    return [{"type": "hotkey", "keys": _keys(name, raw_keys, combo=True)}]
+
+
+def _wait(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    wait: dict[str, Any] = {"type": "wait"}
+    if "seconds" in args:
+        s = args["seconds"]
+        if not isinstance(s, (int, float)) or not 0 <= s <= 3600:
+            raise _Reject(f"{name}: seconds must be a number in 0..3600, got {s!r}")
+        wait["seconds"] = s
+    return [wait]
+
+
+def _terminate(name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    status = args.get("status")
+    if not isinstance(status, str) or status.strip().lower() not in ("success", "failure", "fail"):
+        raise _Reject(f"{name}: status must be 'success' or 'failure', got {status!r}")
+    answer = args.get("answer", "")
+    if not isinstance(answer, str):
+        answer = str(answer)
+    done = status.strip().lower() == "success"
+    return [{"type": "finish", "status": "DONE" if done else "FAIL", "message": answer}]
+
+
+_CALL_FIELDS: dict[str, Callable[[str, dict[str, Any]], list[dict[str, Any]]]] = {
+    "dragTo": _drag_to, "write": _write, "typewrite": _write, "press": _press, "hotkey": _hotkey, "wait": _wait,
+    "terminate": _terminate,
+}
+"""Each call without a point -> the action fields it stands for (a `_Reject` naming what is wrong)."""
 
 
 def _drag(move: _Call, drag: _Call, convention: Any, sent: Size, captured: Size, code: str) -> _Action | ActionProblem:

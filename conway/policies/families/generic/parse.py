@@ -14,7 +14,7 @@ Accepted shapes: one action ``{"type": "click", "x": …, "y": …}`` (the
 ``{"thought": "…", "action": {…}}`` (also ``"actions": […]``; other keys of the
 wrapper are ignored), and the dialects unconstrained models write
 (``{"action": "click", …}``, OpenAI tool calls, ``"coordinate": [x, y]``,
-``"bbox"`` …), mapped by `conway.policies.dialects` (its table). Coordinates of GUI actions (``x``/``y``, ``to_x``/``to_y``,
+``"bbox"`` …), mapped by `dialects` beside it (its table). Coordinates of GUI actions (``x``/``y``, ``to_x``/``to_y``,
 a scroll's optional ``x``/``y``) are in the model's convention and are mapped to
 captured-screenshot pixels; a point outside the image sent is refused naming
 the bounds.
@@ -30,9 +30,9 @@ import json
 import re
 from typing import Any
 
+import conway.policies.families.generic.dialects as dialects
 from conway.actions import GUI_TYPES, ActionProblem, _Action, action_schema
 from conway.geometry import Size
-from conway.policies import dialects
 from conway.policies.parsed import (
     MAX_ACTIONS,
     ParsedOutput,

@@ -50,7 +50,7 @@ Decisions:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import ActionProblem, _Action
 from conway.geometry import Size
@@ -349,8 +349,28 @@ def _split_keys(value: str) -> list[str]:
     return [normalize_key(p, combo=len(parts) > 1) for p in parts]
 
 
+_POINTER_TYPES = {"click": "click", "left_single": "click", "left_double": "double_click",
+                  "right_single": "right_click", "hover": "move", "mouse_move": "move"}
+"""Each UI-TARS call at one point -> the action type it is."""
+
+_Point = Callable[..., tuple[float, float]]
+"""A call's box parameter (`start_box` by default) as a point in captured pixels; a `_Reject` when it is missing."""
+
+
 def _to_actions(name: str, args: dict[str, str], raw: str, convention: Any, sent: Size,
                 captured: Size) -> list[_Action | ActionProblem]:
+    params = _params(name, args)
+
+    def point(p: str = "start_box") -> tuple[float, float]:
+        if p not in params:
+            raise _Reject(f"needs {p}")
+        return _box(p, params[p], convention, sent, captured)
+
+    return [build_action(fields, raw) for fields in _fields(name, params, point)]
+
+
+def _params(name: str, args: dict[str, str]) -> dict[str, str]:
+    """The call's arguments by their canonical names, empty ones left out (but an empty `content`)."""
     if name in _UNSUPPORTED:
         raise _Reject(f"{_UNSUPPORTED[name]}")
     if name not in _PARAMS:
@@ -364,68 +384,70 @@ def _to_actions(name: str, args: dict[str, str], raw: str, convention: Any, sent
             raise _Reject(f"parameter {k2!r} given twice (as {k!r})")
         if v != "" or k2 == "content":
             params[k2] = v
+    return params
 
-    def point(p: str = "start_box") -> tuple[float, float]:
-        if p not in params:
-            raise _Reject(f"needs {p}")
-        return _box(p, params[p], convention, sent, captured)
 
-    if name in ("click", "left_single"):
+def _fields(name: str, params: dict[str, str], point: _Point) -> list[dict[str, Any]]:
+    """The action fields one call stands for."""
+    if name in _POINTER_TYPES:
         x, y = point()
-        return [build_action({"type": "click", "x": x, "y": y}, raw)]
-    if name == "left_double":
-        x, y = point()
-        return [build_action({"type": "double_click", "x": x, "y": y}, raw)]
-    if name == "right_single":
-        x, y = point()
-        return [build_action({"type": "right_click", "x": x, "y": y}, raw)]
-    if name in ("hover", "mouse_move"):
-        x, y = point()
-        return [build_action({"type": "move", "x": x, "y": y}, raw)]
+        return [{"type": _POINTER_TYPES[name], "x": x, "y": y}]
     if name in ("drag", "select"):
         x, y = point("start_box")
         tx, ty = point("end_box")
-        return [build_action({"type": "drag", "x": x, "y": y, "to_x": tx, "to_y": ty}, raw)]
+        return [{"type": "drag", "x": x, "y": y, "to_x": tx, "to_y": ty}]
     if name in ("hotkey", "press"):
-        value = params.get("key", params.get(name))
-        if value is None:
-            raise _Reject("needs key")
-        keys = _split_keys(value)
-        if not keys:
-            raise _Reject(f"key={value!r} names no key")
-        if name == "press" and len(keys) > 1:
-            raise _Reject(f"press takes one key, got {value!r} (use hotkey for a combination)")
-        if len(keys) == 1:
-            return [build_action({"type": "key", "key": keys[0]}, raw)]
-        return [build_action({"type": "hotkey", "keys": keys}, raw)]
+        return [_key_fields(name, params)]
     if name == "type":
-        content = params.get("content", "")
-        submit = False
-        for nl in ("\n", "\\n"):
-            if content.endswith(nl):
-                content, submit = content[: -len(nl)], True
-                break
-        if not content and not submit:
-            raise _Reject("needs content to type")
-        out = [build_action({"type": "type", "text": content}, raw)] if content else []
-        if submit:
-            out.append(build_action({"type": "key", "key": "enter"}, raw))
-        return out
+        return _type_fields(params)
     if name == "scroll":
-        direction = params.get("direction", "").strip().lower()
-        if direction not in _SCROLL:
-            raise _Reject(f"direction must be down, up, left or right, got {params.get('direction')!r}")
-        axis, sign = _SCROLL[direction]
-        fields: dict[str, Any] = {"type": "scroll", axis: sign * SCROLL_CLICKS}
-        if "start_box" in params:
-            fields["x"], fields["y"] = point()
-        return [build_action(fields, raw)]
+        return [_scroll_fields(params, point)]
     if name == "wait":
-        return [build_action({"type": "wait", "seconds": WAIT_SECONDS}, raw)]
+        return [{"type": "wait", "seconds": WAIT_SECONDS}]
     if name == "finished":
-        return [build_action({"type": "finish", "status": "DONE", "message": params.get("content", "")}, raw)]
+        return [{"type": "finish", "status": "DONE", "message": params.get("content", "")}]
     if name == "call_user":
         extra = params.get("content", "").strip()
-        msg = CALL_USER_MESSAGE + (f": {extra}" if extra else "")
-        return [build_action({"type": "finish", "status": "FAIL", "message": msg}, raw)]
+        return [{"type": "finish", "status": "FAIL", "message": CALL_USER_MESSAGE + (f": {extra}" if extra else "")}]
     raise _Reject("not mapped to an action")  # pragma: no cover - tables and code agree
+
+
+def _key_fields(name: str, params: dict[str, str]) -> dict[str, Any]:
+    value = params.get("key", params.get(name))
+    if value is None:
+        raise _Reject("needs key")
+    keys = _split_keys(value)
+    if not keys:
+        raise _Reject(f"key={value!r} names no key")
+    if name == "press" and len(keys) > 1:
+        raise _Reject(f"press takes one key, got {value!r} (use hotkey for a combination)")
+    if len(keys) == 1:
+        return {"type": "key", "key": keys[0]}
+    return {"type": "hotkey", "keys": keys}
+
+
+def _type_fields(params: dict[str, str]) -> list[dict[str, Any]]:
+    """The text typed, and an Enter when the content ends in a newline (UI-TARS's way to submit)."""
+    content = params.get("content", "")
+    submit = False
+    for nl in ("\n", "\\n"):
+        if content.endswith(nl):
+            content, submit = content[: -len(nl)], True
+            break
+    if not content and not submit:
+        raise _Reject("needs content to type")
+    out: list[dict[str, Any]] = [{"type": "type", "text": content}] if content else []
+    if submit:
+        out.append({"type": "key", "key": "enter"})
+    return out
+
+
+def _scroll_fields(params: dict[str, str], point: _Point) -> dict[str, Any]:
+    direction = params.get("direction", "").strip().lower()
+    if direction not in _SCROLL:
+        raise _Reject(f"direction must be down, up, left or right, got {params.get('direction')!r}")
+    axis, sign = _SCROLL[direction]
+    fields: dict[str, Any] = {"type": "scroll", axis: sign * SCROLL_CLICKS}
+    if "start_box" in params:
+        fields["x"], fields["y"] = point()
+    return fields

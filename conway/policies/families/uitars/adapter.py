@@ -2,7 +2,7 @@
 
 Asked with the prompt OSWorld's UI-TARS-1.5 agent sends (`mm_agents/uitars15_v1.py`, `qwen25vl_normal`), or
 UI-TARS 1.0's (`mm_agents/uitars_agent.py`: the same template with the call-user action space; `prompt="uitars-1.0"`),
-kept exactly in `conway/policies/prompts/uitars/`. Read by `parse_uitars` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
+kept exactly in `prompts/`. Read by `parse_uitars` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
 answers absolute pixels of the smart-resized image (the default); UI-TARS 1.0
 answers 0-1000 (`policy.convention=relative1000`). Free text by default; with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.uitars.parse as parse_uitars
 from conway.geometry import Convention, Size
-from conway.policies import parse_uitars
 from conway.policies.adapter import Adapter
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, add_box_tokens, image, text
 from conway.policies.grammar import uitars_grammar
 from conway.policies.parsed import ParsedOutput
-from conway.policies.prompts import prompt_text
+from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["UITarsAdapter", "LANGUAGE", "PROMPTS", "SYSTEM", "system_prompt", "user_prompt"]
+__all__ = ["FILES", "UITarsAdapter", "LANGUAGE", "PROMPTS", "SYSTEM", "system_prompt", "user_prompt"]
+
+FILES = PromptFolder.of(__file__)
+"""The UI-TARS prompt files, kept exactly (`prompts/SOURCES.md`)."""
 
 SYSTEM = "You are a helpful assistant."
 """The system turn of OSWorld's UI-TARS-1.5 agent (`mm_agents/uitars15_v1.py`, `UITARSAgent.predict`)."""
@@ -31,7 +34,7 @@ LANGUAGE = "English"
 """The `{language}` of the prompt's Note (OSWorld's runs fill in Chinese; Conway's goals are written in English)."""
 
 
-PROMPTS = {"uitars-1.5": "uitars/action_space_normal.txt", "uitars-1.0": "uitars/action_space_call_user.txt"}
+PROMPTS = {"uitars-1.5": "action_space_normal.txt", "uitars-1.0": "action_space_call_user.txt"}
 """Each UI-TARS prompt (`policy.prompt`) -> the action space OSWorld's agent for that model fills the template with:
 `uitars15_v1.py` (qwen25vl_normal) for UI-TARS-1.5, `uitars_agent.py` (qwen2vl_user) for UI-TARS 1.0."""
 
@@ -39,15 +42,15 @@ PROMPTS = {"uitars-1.5": "uitars/action_space_normal.txt", "uitars-1.0": "uitars
 def system_prompt(prompt: str = "uitars-1.5") -> str:
     """OSWorld's UI-TARS prompt for `prompt`, exactly, up to its `## User Instruction`: Conway's goals and context
     follow it instead of one task line."""
-    template = prompt_text("uitars/user_thought.txt")
+    template = FILES.text("user_thought.txt")
     head = template.split("## User Instruction", 1)[0]
-    return head.replace("{action_space}", prompt_text(PROMPTS[prompt])).replace("{language}", LANGUAGE)
+    return head.replace("{action_space}", FILES.text(PROMPTS[prompt])).replace("{language}", LANGUAGE)
 
 
 def user_prompt(instruction: str, prompt: str = "uitars-1.5") -> str:
     """The agent's first user turn: its whole prompt (`prompt`'s action space), `{instruction}` filled with Conway's
     task text."""
-    return prompt_text("uitars/user_thought.txt").replace("{action_space}", prompt_text(
+    return FILES.text("user_thought.txt").replace("{action_space}", FILES.text(
         PROMPTS[prompt])).replace("{language}", LANGUAGE).replace("{instruction}", instruction)
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.generic.turn import generic_turn
 from conway.policies.family import Conversation, Family
-from conway.policies.target_turns import generic_turn
 
 
 def _adapter() -> Any:
-    from conway.policies.generic import GenericAdapter
+    from conway.policies.families.generic.adapter import GenericAdapter
     return GenericAdapter()
 
 

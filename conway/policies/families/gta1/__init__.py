@@ -5,20 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.gta1.turn import gta1_turn
 from conway.policies.family import Family
 
 
 def _adapter() -> Any:
-    from conway.policies.grounding import GTA1Adapter
+    from conway.policies.families.gta1.adapter import GTA1Adapter
     return GTA1Adapter()
-
-
-def _turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """GTA1's answer: the point, nothing else (it only clicks)."""
-    if action["type"] != "click" or ("x", "y") not in pt:
-        raise ValueError(f"{action['type']} has no GTA1 form (it answers one point)")
-    x, y = pt[("x", "y")]
-    return f"({x},{y})"
 
 
 FAMILY = Family(
@@ -26,7 +19,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the smart-resized image, whose size the prompt states
     resize="gta1",  # factor 28, up to 4096*2160 px (its model card's processor; OSWorld's agent agrees below that)
-    render=_turn,
+    render=gta1_turn,
     presets=("gta1",),
     # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # max_tokens=100, temperature=0 (the model card's example: 32 new tokens, greedy)

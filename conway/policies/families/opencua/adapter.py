@@ -1,7 +1,7 @@
 """The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with pyautogui calls (up to 8 a step).
 
 The system prompt is the one of OpenCUA's training data, kept exactly in
-`conway/policies/prompts/opencua/` (L2 by default; L1 and L3 beside it), and
+`prompts/` (L2 by default; L1 and L3 beside it), and
 the request line is its instruction template's. The code is read by
 `parse_opencua` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
 (the default), relative 0-1 for the other variants (`policy.convention`).
@@ -13,17 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.opencua.parse as parse_opencua
 from conway.geometry import Convention, Size
-from conway.policies import parse_opencua
 from conway.policies.adapter import Adapter
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, opencua_action, text
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
-from conway.policies.prompts import prompt_text
+from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["LEVELS", "OpenCUAAdapter", "SUPPORTED_TYPES"]
+__all__ = ["FILES", "LEVELS", "OpenCUAAdapter", "SUPPORTED_TYPES"]
+
+FILES = PromptFolder.of(__file__)
+"""The OpenCUA prompt files, kept exactly (`prompts/SOURCES.md`)."""
 
 SUPPORTED_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag", "type", "key",
                    "hotkey", "scroll", "wait", "finish")
@@ -64,7 +67,7 @@ class OpenCUAAdapter(Adapter):
         """Most statements one code block may hold (`parse_opencua.MAX_STATEMENTS` by default)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        return prompt_text(f"opencua/system_{self.level}.txt")  # exactly as trained: no coordinate hint added
+        return FILES.text(f"system_{self.level}.txt")  # exactly as trained: no coordinate hint added
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         types = [t for t in SUPPORTED_TYPES if t in ctx.action_types] or ["wait", "finish"]
@@ -72,7 +75,7 @@ class OpenCUAAdapter(Adapter):
 
     def request_text(self) -> str:
         """The closing line of OpenCUA's instruction template (after its `# Task Instruction:` block)."""
-        return prompt_text("opencua/instruction.txt").split("\n\n", 1)[1].strip()
+        return FILES.text("instruction.txt").split("\n\n", 1)[1].strip()
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As `OpenCUAAgent.predict` lays it out (action_history): system, older steps folded into one assistant
@@ -88,7 +91,7 @@ class OpenCUAAdapter(Adapter):
                 out.append({"role": "assistant", "content": _step(p)})
         instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
         last = [image(slots.image_url)] if slots.image_url else []
-        last.append(text(prompt_text("opencua/instruction.txt").replace("{instruction}", instruction)))
+        last.append(text(FILES.text("instruction.txt").replace("{instruction}", instruction)))
         out.append({"role": "user", "content": last})
         return out
 

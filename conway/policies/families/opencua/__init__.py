@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from conway.geometry import Convention
+from conway.policies.families.opencua.turn import opencua_turn
 from conway.policies.family import Architecture, Conversation, Family
-from conway.policies.target_turns import opencua_turn
 
 
 def _adapter(prompt: str = "l2") -> Any:
-    from conway.policies.opencua import OpenCUAAdapter
+    from conway.policies.families.opencua.adapter import OpenCUAAdapter
     return OpenCUAAdapter(level=prompt)
 
 

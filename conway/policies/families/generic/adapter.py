@@ -12,29 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import conway.policies.families.generic.parse as parse_json
 from conway.geometry import Convention, Size
-from conway.policies import parse_json
 from conway.policies.adapter import Adapter
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar
 from conway.policies.parsed import ParsedOutput
+from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["GenericAdapter", "describe_convention"]
+__all__ = ["FILES", "GenericAdapter"]
 
-
-def describe_convention(convention: Convention, sent_size: Size) -> str:
-    w, h = sent_size
-    if convention is Convention.ABSOLUTE:
-        return (f"integer pixels of the screenshot exactly as you see it ({w}x{h}): x from 0 at the left "
-                f"edge to {w - 1}, y from 0 at the top to {h - 1}")
-    if convention is Convention.RELATIVE:
-        return "fractions of the screenshot's width and height: (0, 0) is the top-left corner, (1, 1) the bottom-right"
-    if convention is Convention.RELATIVE1000:
-        return "integers 0-1000 across the screenshot's width and height: (0, 0) top-left, (1000, 1000) bottom-right"
-    if convention is Convention.RELATIVE999:
-        return "integers 0-999 across the screenshot's width and height: (0, 0) top-left, (999, 999) bottom-right"
-    return "pixels of the full-resolution screen capture"
+FILES = PromptFolder.of(__file__)
+"""Conway's own prompt for the generic family (`prompts/`): the instructions and the request line."""
 
 
 class GenericAdapter(Adapter):
@@ -42,23 +32,14 @@ class GenericAdapter(Adapter):
     constrain_by_default = True
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        return (
-            "You are Conway, an agent that works on this computer through its screen and a few direct "
-            "tools. Each turn you get your identity and goals, your notes, the latest result and the "
-            "current screenshot, and you choose ONE next action.\n\n"
-            "Answer with exactly one JSON object and nothing else:\n"
-            '{"thought": "<briefly: what you see and why this action>", "action": {"type": "…", …}}\n'
-            "The action must be one of the types in the action space below, with its fields.\n"
-            f"Coordinates (x, y, to_x, to_y) are {describe_convention(convention, sent_size)}.\n"
-            'When nothing needs doing, answer {"type": "wait"}. Report a finished or impossible subgoal '
-            'with {"type": "finish", "status": "DONE" or "FAIL", "message": "…"}; work then continues.'
-        )
+        coordinates = Convention(convention).rule.describe(sent_size)
+        return FILES.text("system.txt").replace("{coordinates}", coordinates)
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         return None  # the loop's JSON action space part is this adapter's language
 
     def request_text(self) -> str:
-        return "Choose the next action. Answer with the JSON object only."
+        return FILES.text("request.txt")
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_json.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

@@ -29,7 +29,7 @@ import httpx
 
 from conway import abortable_http
 from conway.cancel import Cancel, DecisionAborted, current_cancel
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
 from conway.policies.parsed import split_reasoning
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
 

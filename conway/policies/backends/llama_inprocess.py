@@ -46,9 +46,9 @@ from typing import Any, Iterator
 
 from conway.cancel import Cancel, DecisionAborted, current_cancel
 from conway.errors import UserError
-from conway.policies.backend import Backend
-from conway.policies.http_client import ChatResult
-from conway.policies.llama_prompt_cache import MtmdPromptCache
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
+from conway.policies.backends.llama_prompt_cache import MtmdPromptCache
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError
 from conway.runtime.runtime_log import MAX_BYTES, RuntimeLog
 
@@ -158,6 +158,16 @@ def context_exceeded_from(message: str) -> ContextExceeded | None:
     return None
 
 
+def _failure(exc: Exception, cancel: Cancel | None) -> Exception:
+    """What a llama.cpp error during a completion means: a stop's abort, the context exceeded, or a failure."""
+    if cancel is not None and cancel.is_set():  # our abort callback ended llama_decode
+        return DecisionAborted(f"llama.cpp decision aborted ({cancel.reason})")
+    exceeded = context_exceeded_from(str(exc))
+    if exceeded is not None:
+        return exceeded
+    return PolicyError(f"llama.cpp failed on this request: {exc}")
+
+
 class LlamaInProcessBackend(Backend):
     """A GGUF model (+ mmproj) loaded in this process."""
 
@@ -190,20 +200,8 @@ class LlamaInProcessBackend(Backend):
         # decodes ~3x slower with it and prefills no faster, so only offloaded layers get it; the vision
         # encoder always does (2.6x faster on CPU; llama-server's default, auto, turns it on for both).
         self.flash_attn = bool(n_gpu_layers) if flash_attn is None else flash_attn
-        handler = None
         self._timed: _TimedMtmd | None = None
-        if mmproj_path:
-            cls_name = HANDLERS.get(chat_handler)
-            if cls_name is None:
-                raise UserError(f"runtime.chat_handler={chat_handler!r} is unknown; known: {', '.join(HANDLERS)}")
-            cls = getattr(llama_chat_format, cls_name, None)
-            if cls is None:
-                raise UserError(f"this llama-cpp-python has no {cls_name} (runtime.chat_handler={chat_handler})")
-            with quiet_stderr(self.log):
-                handler = cls(clip_model_path=str(mmproj_path), verbose=False)
-            if hasattr(handler, "_mtmd_cpp"):
-                self._timed = _TimedMtmd(handler._mtmd_cpp, self._p_eval_ms)
-                handler._mtmd_cpp = self._timed
+        handler = self._chat_handler(llama_chat_format, mmproj_path, chat_handler) if mmproj_path else None
         kwargs: dict[str, Any] = dict(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads,
                                       n_threads_batch=n_threads_batch or n_threads,
                                       n_gpu_layers=-1 if n_gpu_layers == -1 else n_gpu_layers, verbose=False,
@@ -216,22 +214,7 @@ class LlamaInProcessBackend(Backend):
             kwargs["chat_format"] = chat_format
         if seed is not None:
             kwargs["seed"] = seed
-        t0 = time.perf_counter()
-        try:
-            with quiet_stderr(self.log):
-                self.llm = llama_cpp.Llama(**kwargs)
-        except (ValueError, RuntimeError, OSError) as exc:
-            tail = ""
-            if self.log is not None:
-                tail = f"; last lines of {log_path}:\n{self.log.tail(15)}"
-            raise UserError(f"llama.cpp could not load {model_path}: {exc}{tail}") from None
-        if handler is not None and encoder_flash_attn and hasattr(handler, "_init_mtmd_context"):
-            self._init_encoder(handler)
-        self.load_s = time.perf_counter() - t0
-        self.has_vision = handler is not None
-        self.prompt: MtmdPromptCache | None = None
-        if handler is not None and MtmdPromptCache.supports(handler):
-            self.prompt = MtmdPromptCache(self.llm, handler, reuse=prompt_cache)
+        self._load(kwargs, handler, encoder_flash_attn, prompt_cache)
         self._lock = threading.Lock()  # one llama.cpp context: callers from several threads take turns
         self._cancel: Cancel | None = None
         self._abort_cb = None
@@ -240,6 +223,41 @@ class LlamaInProcessBackend(Backend):
             self._abort_cb = llama_cpp.ggml_abort_callback(self._should_abort)
             set_abort(self.llm._ctx.ctx, self._abort_cb, None)
         atexit.register(self.close)  # free llama.cpp before interpreter teardown (else noisy __del__)
+
+    def _chat_handler(self, llama_chat_format: Any, mmproj_path: str, chat_handler: str) -> Any:
+        """The vision chat handler `runtime.chat_handler` names, its projector loaded; libmtmd's image calls timed
+        through it (`_TimedMtmd`) where the handler exposes them."""
+        cls_name = HANDLERS.get(chat_handler)
+        if cls_name is None:
+            raise UserError(f"runtime.chat_handler={chat_handler!r} is unknown; known: {', '.join(HANDLERS)}")
+        cls = getattr(llama_chat_format, cls_name, None)
+        if cls is None:
+            raise UserError(f"this llama-cpp-python has no {cls_name} (runtime.chat_handler={chat_handler})")
+        with quiet_stderr(self.log):
+            handler = cls(clip_model_path=str(mmproj_path), verbose=False)
+        if hasattr(handler, "_mtmd_cpp"):
+            self._timed = _TimedMtmd(handler._mtmd_cpp, self._p_eval_ms)
+            handler._mtmd_cpp = self._timed
+        return handler
+
+    def _load(self, kwargs: dict[str, Any], handler: Any, encoder_flash_attn: bool, prompt_cache: bool) -> None:
+        """Load the model (and start the vision encoder); a UserError with the log's last lines when it fails."""
+        t0 = time.perf_counter()
+        try:
+            with quiet_stderr(self.log):
+                self.llm = self._llama_cpp.Llama(**kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            tail = ""
+            if self.log is not None:
+                tail = f"; last lines of {self.log_path}:\n{self.log.tail(15)}"
+            raise UserError(f"llama.cpp could not load {self.model_path}: {exc}{tail}") from None
+        if handler is not None and encoder_flash_attn and hasattr(handler, "_init_mtmd_context"):
+            self._init_encoder(handler)
+        self.load_s = time.perf_counter() - t0
+        self.has_vision = handler is not None
+        self.prompt: MtmdPromptCache | None = None
+        if handler is not None and MtmdPromptCache.supports(handler):
+            self.prompt = MtmdPromptCache(self.llm, handler, reuse=prompt_cache)
 
     def _init_encoder(self, handler: Any) -> None:
         """Start libmtmd's vision encoder now, with flash attention whatever the language model uses.
@@ -336,13 +354,43 @@ class LlamaInProcessBackend(Backend):
 
     def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
                   temperature: float, seed: int | None) -> ChatResult:
-        llama_cpp = self._llama_cpp
+        grammar, response_format = self._output_grammar(mode, spec)
+        if self._timed is not None:
+            self._timed.reset()
+        cancel = current_cancel()
+        if cancel is not None:
+            cancel.check()
+        self._llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
+        first_token: list[float] = []
+
+        def first_token_clock(_ids: Any, _logits: Any) -> bool:
+            if not first_token:
+                first_token.append(time.perf_counter())
+            return False
+
+        t0 = time.perf_counter()
+        self._cancel = cancel
+        try:
+            with quiet_stderr(self.log, keep=False):  # libmtmd's add_text lines print the whole prompt
+                out, text, run = self._generate(messages, grammar, response_format, max_tokens, temperature, seed,
+                                                first_token_clock)
+        except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
+            raise _failure(exc, cancel) from None
+        finally:
+            self._cancel = None
+        if cancel is not None:
+            cancel.check()  # the stop came during the last token
+        latency = time.perf_counter() - t0
+        return self._result(out, text, run, latency, first_token[0] - t0 if first_token else None)
+
+    def _output_grammar(self, mode: str, spec: Any) -> tuple[Any, dict[str, Any] | None]:
+        """(llama.cpp grammar, chat `response_format`) for the structured output `mode` asks for."""
         grammar = None
         response_format = None
         try:
             if mode == "grammar" and spec.grammar:
                 with quiet_stderr(self.log):
-                    grammar = llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
+                    grammar = self._llama_cpp.LlamaGrammar.from_string(spec.grammar, verbose=False)
             elif mode == "json_object" and spec.schema:
                 response_format = {"type": "json_object", "schema": spec.schema}
                 if self.prompt is not None:
@@ -351,55 +399,35 @@ class LlamaInProcessBackend(Backend):
                         grammar = _grammar_for_response_format(response_format)  # what the chat handler does
         except (ValueError, RuntimeError) as exc:
             raise PolicyError(f"llama.cpp rejected the output grammar: {exc}") from None
-        if self._timed is not None:
-            self._timed.reset()
-        cancel = current_cancel()
-        if cancel is not None:
-            cancel.check()
-        llama_cpp.llama_perf_context_reset(self.llm._ctx.ctx)
-        first_token: list[float] = []
+        return grammar, response_format
 
-        def first_token_clock(_ids: Any, _logits: Any) -> bool:
-            if not first_token:
-                first_token.append(time.perf_counter())
-            return False
+    def _generate(self, messages: list[dict[str, Any]], grammar: Any, response_format: dict[str, Any] | None,
+                  max_tokens: int, temperature: float, seed: int | None,
+                  first_token_clock: Any) -> tuple[dict[str, Any], str, Any]:
+        """(llama.cpp's output, its text, the prompt cache's run or None): through the prompt cache when there is
+        one (the first token timed), else through llama-cpp-python's chat completion."""
+        if self.prompt is not None:
+            run = self.prompt.prepare(messages)
+            out = self.llm.create_completion(
+                prompt=run.prompt_ids, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                grammar=grammar, stopping_criteria=self._llama_cpp.StoppingCriteriaList([first_token_clock]))
+            return out, out["choices"][0].get("text") or "", run
+        kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
+                                      temperature=temperature, grammar=grammar)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if seed is not None:
+            kwargs["seed"] = seed
+        out = self.llm.create_chat_completion(**kwargs)
+        return out, out["choices"][0]["message"].get("content") or "", None
 
-        run = None
-        t0 = time.perf_counter()
-        self._cancel = cancel
-        try:
-            with quiet_stderr(self.log, keep=False):  # libmtmd's add_text lines print the whole prompt
-                if self.prompt is not None:
-                    run = self.prompt.prepare(messages)
-                    out = self.llm.create_completion(
-                        prompt=run.prompt_ids, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                        grammar=grammar, stopping_criteria=llama_cpp.StoppingCriteriaList([first_token_clock]))
-                    text = out["choices"][0].get("text") or ""
-                else:
-                    kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
-                                                  temperature=temperature, grammar=grammar)
-                    if response_format is not None:
-                        kwargs["response_format"] = response_format
-                    if seed is not None:
-                        kwargs["seed"] = seed
-                    out = self.llm.create_chat_completion(**kwargs)
-                    text = out["choices"][0]["message"].get("content") or ""
-        except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
-            if cancel is not None and cancel.is_set():  # our abort callback ended llama_decode
-                raise DecisionAborted(f"llama.cpp decision aborted ({cancel.reason})") from None
-            exceeded = context_exceeded_from(str(exc))
-            if exceeded is not None:
-                raise exceeded from None
-            raise PolicyError(f"llama.cpp failed on this request: {exc}") from None
-        finally:
-            self._cancel = None
-        if cancel is not None:
-            cancel.check()  # the stop came during the last token
-        latency = time.perf_counter() - t0
-        perf = self._perf()
-        choice = out["choices"][0]
+    def _result(self, out: dict[str, Any], text: str, run: Any, latency: float,
+                ttft_s: float | None) -> ChatResult:
+        """The answer with its usage and timings, read from llama.cpp's perf counters (and the prompt cache's run)."""
         from conway.policies.parsed import split_reasoning
 
+        perf = self._perf()
+        choice = out["choices"][0]
         text, reasoning = split_reasoning(text)
         usage = {k: v for k, v in (out.get("usage") or {}).items() if isinstance(v, int)}
         timings: dict[str, Any] = {
@@ -409,6 +437,20 @@ class LlamaInProcessBackend(Backend):
             "decode_ms": round(perf.t_eval_ms, 3),
             "predicted_n": int(perf.n_eval),
         }
+        image_ms = self._image_timings(run, usage, timings)
+        if ttft_s is not None:
+            timings["ttft_ms"] = round(ttft_s * 1000, 3)
+        # grammar-constrained sampling, detokenizing, the chat template and Python around them
+        timings["other_ms"] = round(max(0.0, latency * 1000 - image_ms - perf.t_p_eval_ms - perf.t_eval_ms), 3)
+        if run is None:
+            prompt_tokens = usage.get("prompt_tokens")
+            if isinstance(prompt_tokens, int):
+                usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
+        return ChatResult(text=text.strip(), reasoning=reasoning, finish_reason=choice.get("finish_reason"),
+                          model=self.model_id, usage=usage, timings=timings, latency_s=latency, raw=out)
+
+    def _image_timings(self, run: Any, usage: dict[str, Any], timings: dict[str, Any]) -> float:
+        """Adds the prompt cache's token counts and the images' encode and decode times; returns the encode ms."""
         image_ms = 0.0
         if run is not None:
             # text + image tokens as llama-server counts them; what stayed in the KV cache is "cached"
@@ -428,16 +470,7 @@ class LlamaInProcessBackend(Backend):
             image_ms = self._timed.image_ms  # libmtmd's vision encoder (the embeddings' decode is prefill)
             timings["image_encode_ms"] = round(image_ms, 3)
             timings["prefill_image_ms"] = round(self._timed.image_decode_ms, 3)
-        if first_token:
-            timings["ttft_ms"] = round((first_token[0] - t0) * 1000, 3)
-        # grammar-constrained sampling, detokenizing, the chat template and Python around them
-        timings["other_ms"] = round(max(0.0, latency * 1000 - image_ms - perf.t_p_eval_ms - perf.t_eval_ms), 3)
-        if run is None:
-            prompt_tokens = usage.get("prompt_tokens")
-            if isinstance(prompt_tokens, int):
-                usage["cached_tokens"] = max(0, prompt_tokens - int(perf.n_p_eval))
-        return ChatResult(text=text.strip(), reasoning=reasoning, finish_reason=choice.get("finish_reason"),
-                          model=self.model_id, usage=usage, timings=timings, latency_s=latency, raw=out)
+        return image_ms
 
     def close(self) -> None:
         atexit.unregister(self.close)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conway.errors import UserError
-from conway.policies.http_client import EndpointError, OpenAIClient
+from conway.policies.backends.http_client import EndpointError, OpenAIClient
 
 __all__ = ["Served", "discover", "list_served", "server_kind", "endpoint_error_message"]
 
