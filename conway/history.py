@@ -13,7 +13,7 @@ keeps the prefix: the answers (`max_turns`) and, among their newest, those still
 
 An answer enters the history once, by `replayed` (`propose`, and `restore` from the journal's raw answer): its
 hidden reasoning removed and its chat-template special tokens neutralised (`<|im_end|>` → `&lt;|im_end|>`,
-`conway/control_tokens.py` `escape_tokens`), so an answer that copied them from a hostile screen cannot forge the
+`conway/text/control_tokens.py` `escape_tokens`), so an answer that copied them from a hostile screen cannot forge the
 conversation's structure in any later request; the rest (OpenCUA's `## Action:`, Qwen's `<tool_call>`) stays
 as written. The bytes replayed are those of `Turn.answer`, the same after a restart.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from conway.control_tokens import escape_tokens
+from conway.text.control_tokens import escape_tokens
 
 __all__ = ["ArchivedImage", "PastImage", "Turn", "TurnHistory", "replayed", "strip_reasoning"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from conway.actions import ActionProblem, _Action
-from conway.bounded import cut_text
 from conway.geometry import ScreenGeometry
 from conway.history import TurnHistory
+from conway.text.bounded import cut_text
 
 # --- observation -------------------------------------------------------------
 

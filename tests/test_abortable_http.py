@@ -1,4 +1,4 @@
-"""`conway.abortable_http`: a request blocked on a silent server returns as soon as its cancel is set."""
+"""`conway.cancel.http`: a request blocked on a silent server returns as soon as its cancel is set."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import httpx
 import pytest
 
-from conway.abortable_http import RequestAborted, send
 from conway.cancel import Cancel
+from conway.cancel.http import RequestAborted, send
 
 
 @pytest.fixture

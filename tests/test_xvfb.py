@@ -1,4 +1,4 @@
-"""conway.xvfb: the one private-display starter the demos, benchmarks and desktop tests share."""
+"""conway.machine.xvfb: the one private-display starter the demos, benchmarks and desktop tests share."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conway.xvfb import XvfbError, start_xvfb
+from conway.machine.xvfb import XvfbError, start_xvfb
 
 
 @pytest.mark.desktop

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from conway.actions import ActionProblem, Finish, Wait, _Action
-from conway.bounded import cut_text
 from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
 from conway.loop.control import Control
@@ -36,6 +35,7 @@ from conway.protocols import (
 from conway.store import events
 from conway.store.journal import make_event
 from conway.store.provenance import harness_revision, prompt_record
+from conway.text.bounded import cut_text
 
 
 class Loop:

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conway.geometry import ScreenGeometry
+from conway.machine.platform import display_problem, x11_platform
 from conway.observe.change import ChangeDetector, frame_from_bgra, make_detector
-from conway.platform import display_problem, x11_platform
 from conway.protocols import Observation, PolicyError
 
 if TYPE_CHECKING:  # pragma: no cover

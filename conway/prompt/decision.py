@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.actions import GUI_TYPES, describe_action_space
-from conway.bounded import open_regular
 from conway.config import ConwayConfig
 from conway.history import TurnHistory
 from conway.prompt.host_facts import HostFacts
@@ -34,6 +33,7 @@ from conway.protocols import Actuator, ContextPart, DecisionContext, Observation
 from conway.store.events import SessionGoals, SessionHostFacts
 from conway.store.home import Home, not_text
 from conway.store.state import ReadIfChanged
+from conway.text.bounded import open_regular
 
 GOALS_JOURNAL_MAX_CHARS = 20_000
 """The goals / task text is journaled (when it changes) up to this size, for exports' instruction."""

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from conway.control_tokens import CONTROL_TAGS, TOKENS_PATTERN, escape_tokens
+from conway.text.control_tokens import CONTROL_TAGS, TOKENS_PATTERN, escape_tokens
 
 __all__ = ["CONTROL_TAGS", "DATA_RULE", "Frame", "RESERVED_TAGS", "escape", "escape_tokens", "render_part"]
 

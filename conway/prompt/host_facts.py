@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import AgentConfig
-from conway.host import host_facts, os_name, programs_on_path
+from conway.machine.facts import host_facts, os_name, programs_on_path
 
 __all__ = ["HostFacts", "coarse_bytes", "gather", "render"]
 
@@ -22,7 +22,7 @@ Size = tuple[int, int]
 
 
 def gather(disk_of: Path, programs: list[str]) -> dict[str, Any]:
-    """The facts this part can show, read now (`conway.host`: the same gatherer as `doctor`'s)."""
+    """The facts this part can show, read now (`conway.machine.facts`: the same gatherer as `doctor`'s)."""
     facts = host_facts(disk_of)
     return {"os": f"{os_name()} ({facts['machine']})", "cpus": facts["cpus"],
             "memory_bytes": facts["memory_total_gb"] * 2**30, "disk_free_bytes": facts["disk_free_gb"] * 2**30,

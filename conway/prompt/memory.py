@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conway.bounded import NotRegularFile, open_regular
 from conway.store.state import atomic_write_bytes
+from conway.text.bounded import NotRegularFile, open_regular
 
 TRUNCATION_MARK = "[memory truncated"
 SUMMARY_MARK = "[memory summarised"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conway.bounded import cut_text
 from conway.prompt.fence import DATA_RULE, Frame
 from conway.protocols import ContextPart
+from conway.text.bounded import cut_text
 
 
 @dataclass

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from conway.bounded import cut_bytes, cut_text
 from conway.config import SkillsConfig
+from conway.text.bounded import cut_bytes, cut_text
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

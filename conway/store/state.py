@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from conway.bounded import NotRegularFile, open_regular
 from conway.errors import UserError
 from conway.store.durable import fsync_dir
+from conway.text.bounded import NotRegularFile, open_regular
 
 T = TypeVar("T")
 

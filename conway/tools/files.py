@@ -19,12 +19,12 @@ import tempfile
 from pathlib import Path
 
 from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action, types_of
-from conway.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
 from conway.sandbox.environment import Environment, LocalEnvironment
 from conway.store.durable import fsync_dir
 from conway.tasks.env import PathEscape
+from conway.text.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
 
 _CHUNK = 1 << 16
 

@@ -61,7 +61,7 @@ from conway.actions import (
     canonical_key,
 )
 from conway.geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
-from conway.platform import display_problem, x11_platform
+from conway.machine.platform import display_problem, x11_platform
 from conway.protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
 
 __all__ = ["GuiTool", "UNAVAILABLE", "load_pyautogui"]

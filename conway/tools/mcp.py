@@ -46,11 +46,11 @@ from typing import Any
 import psutil
 
 from conway.actions import ActionProblem, Mcp, _Action, types_of
-from conway.bounded import cut_text
 from conway.cancel import current_cancel
 from conway.config import McpServerConfig, ToolsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
+from conway.text.bounded import cut_text
 from conway.tools.mcp_relay import CUT_CODE as RELAY_CUT_CODE
 
 _CALL_MARGIN_S = 5.0  # the SDK's own deadline answers first; ours only catches a stuck transport

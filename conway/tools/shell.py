@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Callable
 
 from conway.actions import Shell, _Action, types_of
-from conway.bounded import HeadTail
 from conway.cancel import current_cancel
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 from conway.sandbox.environment import Environment, LocalEnvironment
 from conway.sandbox.process import kill_tree
 from conway.tasks.env import PathEscape
+from conway.text.bounded import HeadTail
 
 _POSIX = os.name == "posix"
 _SLICE_S = 0.1  # how often the read loop looks at the clock and the process

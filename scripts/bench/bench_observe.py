@@ -78,8 +78,8 @@ root.mainloop()
 
 
 def start_xvfb(width: int, height: int) -> tuple[subprocess.Popen[bytes], str]:
-    """(process, display) of a private Xvfb (conway.xvfb picks a free display number)."""
-    from conway.xvfb import start_xvfb as start
+    """(process, display) of a private Xvfb (conway.machine.xvfb picks a free display number)."""
+    from conway.machine.xvfb import start_xvfb as start
 
     server = start(width, height)
     return server.proc, server.display

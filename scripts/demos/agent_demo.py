@@ -139,8 +139,8 @@ def main_agent(args: Any) -> int:
 def _pipeline(args: Any) -> int:
     from conway.evals.candidates import gguf_paths, load_manifest
     from conway.evals.report import Report
+    from conway.machine.xvfb import XvfbError, start_xvfb
     from conway.store.home import Home
-    from conway.xvfb import XvfbError, start_xvfb
     from scripts.demos import board_runs as br
 
     started = time.time()

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 
-from conway.xvfb import XServer, start_xvfb
+from conway.machine.xvfb import XServer, start_xvfb
 
 REPO = Path(__file__).resolve().parents[2]
 APPS = Path(__file__).resolve().parents[1] / "apps"

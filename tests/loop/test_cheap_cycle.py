@@ -114,7 +114,7 @@ def test_an_abortable_decision_past_its_deadline_is_aborted_the_same_way(tmp_pat
 def test_the_loop_decides_on_its_own_thread_only_for_a_policy_that_says_it_is_abortable(tmp_path):
     """The mock never blocks, unless a step sleeps (it then ignores a stop, as a stalled model would);
     a loopback endpoint connects at once, a remote one may hold its connect up to the timeout."""
-    from conway.abortable_http import on_loopback
+    from conway.cancel.http import on_loopback
     from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
     from conway.policies.mock import MockPolicy, MockScript
 

@@ -18,9 +18,9 @@ from conway.imaging import (
     ScreenshotArchive,
     observation_image,
 )
+from conway.machine.platform import display_problem
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff, frame_from_bgra, make_detector
 from conway.observe.screen import CaptureError, ScreenObserver
-from conway.platform import display_problem
 from conway.protocols import Observation, PolicyError
 
 # --- change detection on synthetic frames ------------------------------------------

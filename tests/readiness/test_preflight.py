@@ -256,7 +256,7 @@ def test_desktop_without_display_fails_clearly(tmp_path, initialized_home, monke
 def xvfb_display():
     if not shutil.which("Xvfb"):
         pytest.skip("Xvfb is not installed")
-    from conway.xvfb import start_xvfb
+    from conway.machine.xvfb import start_xvfb
     server = start_xvfb(800, 600)
     try:
         yield server.display

@@ -17,7 +17,7 @@ SCRIPT = r"""
 import json, sys
 from conway.actions import parse_action
 from conway.tools.gui import GuiTool
-from conway.xvfb import start_xvfb
+from conway.machine.xvfb import start_xvfb
 
 seen = []
 for size in ((640, 480), (800, 600)):

@@ -375,7 +375,7 @@ n = server.display.lstrip(":")
 proc = subprocess.Popen(["Xvfb", ":" + n, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 deadline = time.time() + 10
-from conway.platform import display_problem
+from conway.machine.platform import display_problem
 while display_problem() and time.time() < deadline:
     time.sleep(0.02)
 r = gui.run(Move(x=300, y=200))

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText
-from conway.bounded import HeadTail, cut_bytes, cut_text
 from conway.protocols import DispatchUncertain
+from conway.text.bounded import HeadTail, cut_bytes, cut_text
 from conway.tools.files import FileTools
 
 

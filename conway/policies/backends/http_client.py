@@ -27,8 +27,8 @@ from typing import Any
 
 import httpx
 
-from conway import abortable_http
 from conway.cancel import Cancel, DecisionAborted, current_cancel
+from conway.cancel import http as abortable_http
 from conway.policies.backends.backend import Backend
 from conway.policies.parsed import split_reasoning
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
@@ -175,7 +175,7 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {api_key}"
         self.timeout_s = timeout_s
         # No idle keep-alive connections: every request opens its own, so a stop can shut down exactly
-        # the socket of the request in flight (`conway.abortable_http`); a local connect costs well under 1 ms.
+        # the socket of the request in flight (`conway.cancel.http`); a local connect costs well under 1 ms.
         self._http = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
                                   timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
                                   limits=httpx.Limits(max_keepalive_connections=0))

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from conway.host import host_facts as host_facts  # doctor's and reports' name for it
+from conway.machine.facts import host_facts as host_facts  # doctor's and reports' name for it
 from conway.readiness.checks import Check
 
 EXTRAS = {
@@ -68,7 +68,7 @@ def display_check() -> Check:
             return Check("display", "fail",
                          "Wayland without XWayland DISPLAY: native Wayland input is not implemented")
     try:
-        from conway.platform import display_problem
+        from conway.machine.platform import display_problem
     except ImportError:  # the gui extra is missing; the mss probe below says so
         display_problem = None
     if display_problem is not None:
