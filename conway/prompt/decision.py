@@ -27,9 +27,10 @@ from conway.actions import GUI_TYPES, describe_action_space
 from conway.bounded import open_regular
 from conway.config import ConwayConfig
 from conway.history import TurnHistory
+from conway.prompt.budget import build_parts, context_budget
 from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
-from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, context_budget
+from conway.prompt.parts import PartName, RecentSteps, StepNote
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 from conway.store.events import SessionGoals, SessionHostFacts
 from conway.store.home import Home, not_text
