@@ -2,10 +2,10 @@
 
 `ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
 the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
-budget once (`parts.context_budget`: from the model's window when the policy can say it, its `text_budget`)
-and lets `parts.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed
-at most every few minutes). The policy fits what it is handed to the model's window itself and adds what it
-cut to `DecisionContext.dropped` (`conway/policies/budget.py`). Without a screenshot, GUI actions are left out and the prompt says so.
+budget once (`budget.context_budget`: from the model's window when the policy can say it, its `text_budget`)
+and lets `budget.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed
+at most every few minutes). The policy fits what it is handed to the model's window, cut by the same budgeter's
+rules (`conway/prompt/budget.py`), and adds what was cut to `DecisionContext.dropped`. Without a screenshot, GUI actions are left out and the prompt says so.
 
 What an export cannot read back from the home later is journaled when it changes, as `session` events: the
 goals / task text (`goals`, which the loop records) and the host facts' text (`build` records it through
