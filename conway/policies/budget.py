@@ -22,7 +22,7 @@ from conway.policies.backend import Backend
 from conway.policies.images import SentImage
 from conway.policies.messages import Prompt, replays_answers
 from conway.policies.settings import PolicySettings
-from conway.prompt.budget import HistoryCut, WindowCuts
+from conway.prompt.budget import WindowCuts
 from conway.prompt.parts import PartName
 from conway.protocols import ContextExceeded, ContextWindow, DecisionContext
 
@@ -187,7 +187,7 @@ class Budgeter:
         if window is None:
             return Fitted(messages, estimate, [])
         limit = window.n_ctx - self.settings.max_tokens
-        cut = self.cuts.begin(prompt.context)
+        cut = self.cuts.parts(prompt.context)
         for _ in range(CUT_ROUNDS):
             if estimate <= limit:
                 break
@@ -203,12 +203,12 @@ class Budgeter:
 
     def _fit_history(self, prompt: Prompt) -> list[str]:
         """Past turns let go, one at a time, while the prompt does not fit (before any text is cut): which go,
-        and how it is said, the prompt's budgeter decides (`HistoryCut`)."""
+        and how it is said, the prompt's budgeter decides (`WindowCuts.history`)."""
         window, history = self.context_window(), prompt.history
         if window is None or history is None:
             return []
         limit = window.n_ctx - self.settings.max_tokens
-        cut = HistoryCut(history)
+        cut = self.cuts.history(history)
         while cut.possible() and self.estimate(prompt.messages(), prompt.image)[0] > limit:
             cut.one()
         return cut.said(prompt.context)

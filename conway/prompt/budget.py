@@ -32,7 +32,7 @@ from conway.prompt.slide_cut import SlidingCuts
 from conway.protocols import ContextPart, DecisionContext
 
 __all__ = ["DEFAULT_BUDGET_TOKENS", "MIN_BUDGET_TOKENS", "SHRINK_ORDER", "HEAD_KEPT", "WINDOW_CUT", "ContextBudget",
-           "HistoryCut", "PartCut", "WindowCuts", "build_parts", "context_budget", "report_dropped", "resolve_budget"]
+           "WindowCuts", "HistoryCut", "PartCut", "build_parts", "context_budget", "report_dropped", "resolve_budget"]
 
 # -- the budget -------------------------------------------------------------------------
 
@@ -119,8 +119,7 @@ def build_parts(*, constitution: str, goals: str, memory: str, action_space: str
     if access_text is not None:
         parts.append(ContextPart(PartName.ACCESSIBILITY, access_text))
     if room.dropped:
-        parts.append(ContextPart(PartName.LEFT_OUT, "Left out to stay inside the context budget: "
-                                 + ", ".join(room.dropped) + "."))
+        parts.append(_left_out(room.dropped))
     if latest_text is not None:
         parts.append(ContextPart(PartName.LATEST_RESULT, latest_text))
     return parts, room.dropped
@@ -202,8 +201,25 @@ SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, 
 HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
 """Parts never cut away entirely: their head stays."""
 HEAD_KEPT_CHARS = 100
+"""What a `HEAD_KEPT` part keeps at least."""
 WINDOW_CUT = "cut to fit the model's context window"
 """How a cut to the window is named in what was dropped."""
+
+
+class WindowCuts:
+    """Every cut of one policy's prompts to its window; the parts' cuts are kept between cycles (the same cut
+    while it fits)."""
+
+    def __init__(self) -> None:
+        self.slides = SlidingCuts()
+
+    def history(self, history: TurnHistory) -> HistoryCut:
+        """One fitting's past turns to let go, first."""
+        return HistoryCut(history)
+
+    def parts(self, context: DecisionContext) -> PartCut:
+        """One fitting of `context`'s parts, then: every cut made from the parts as they are now."""
+        return PartCut(context, self.slides)
 
 
 class HistoryCut:
@@ -236,17 +252,6 @@ class HistoryCut:
                                      f"{self.answers} past answer(s)" if self.answers else "") if x)
         _say(context, f"Cut to fit the model's context window: the oldest {what}.")
         return [f"{what} ({WINDOW_CUT})"]
-
-
-class WindowCuts:
-    """The cuts of one policy's prompts to its window, kept between cycles (the same cut while it fits)."""
-
-    def __init__(self) -> None:
-        self.slides = SlidingCuts()
-
-    def begin(self, context: DecisionContext) -> "PartCut":
-        """One fitting of `context`'s parts, every cut made from the parts as they are now."""
-        return PartCut(context, self.slides)
 
 
 class PartCut:
@@ -296,6 +301,11 @@ class PartCut:
 def report_dropped(context: DecisionContext, dropped: list[str]) -> None:
     """Add what the window's cuts dropped to the decision's context (journaled with it), each said once."""
     context.dropped.extend(d for d in dropped if d not in context.dropped)
+
+
+def _left_out(dropped: list[str]) -> ContextPart:
+    """The left-out part of a prompt laid out inside the budget: what did not fit."""
+    return ContextPart(PartName.LEFT_OUT, "Left out to stay inside the context budget: " + ", ".join(dropped) + ".")
 
 
 def _say(context: DecisionContext, line: str) -> None:
