@@ -81,8 +81,8 @@ KeyName = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_che
                     WithJsonSchema({"type": "string", "enum": list(KEY_CHOICES)}), KeyNameRule()]
 
 
-FAMILIES = ("gui", "file", "browser", "shell", "mcp", "skill", "control")
-"""Every action belongs to one family: the tool that runs it (`tools/registry.py` has one row per family but
+ACTION_GROUPS = ("gui", "file", "browser", "shell", "mcp", "skill", "control")
+"""Every action belongs to one group: the tool that runs it (`tools/registry.py` has one row per group but
 control, which the loop runs itself) and its repetition counter (gui counters reset on screen change)."""
 
 
@@ -91,8 +91,8 @@ class _Action(BaseModel):
 
     side_effect: ClassVar[bool] = True
     """Whether dispatching this action may change the world (intent is journaled first)."""
-    family: ClassVar[str]
-    """One of FAMILIES, declared by every action class (no default: a forgotten one is refused at import,
+    group: ClassVar[str]
+    """One of ACTION_GROUPS, declared by every action class (no default: a forgotten one is refused at import,
     rather than silently becoming a GUI action hidden when there is no screen)."""
     lengthy: ClassVar[bool] = False
     """May take a while (a shell command, an MCP call): a side-effecting one gets a pending copy in
@@ -106,10 +106,10 @@ class _Action(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        family = getattr(cls, "family", None)
-        if family not in FAMILIES:
-            raise TypeError(f"action class {cls.__name__} must declare family: one of {', '.join(FAMILIES)}"
-                            f" (got {family!r})")
+        group = getattr(cls, "group", None)
+        if group not in ACTION_GROUPS:
+            raise TypeError(f"action class {cls.__name__} must declare group: one of {', '.join(ACTION_GROUPS)}"
+                            f" (got {group!r})")
 
     def summary(self) -> str:
         """Short human/model readable rendering, e.g. `click(x=10, y=20)`."""
@@ -126,7 +126,7 @@ Coord = Annotated[float, Field(ge=0, le=100_000)]
 
 class Click(_Action):
     type: Literal["click"] = "click"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
     button: Literal["left", "middle", "right"] = "left"
@@ -134,35 +134,35 @@ class Click(_Action):
 
 class DoubleClick(_Action):
     type: Literal["double_click"] = "double_click"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class TripleClick(_Action):
     type: Literal["triple_click"] = "triple_click"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class RightClick(_Action):
     type: Literal["right_click"] = "right_click"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class Move(_Action):
     type: Literal["move"] = "move"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
 
 
 class Drag(_Action):
     type: Literal["drag"] = "drag"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     x: Coord
     y: Coord
     to_x: Coord
@@ -171,25 +171,25 @@ class Drag(_Action):
 
 class TypeText(_Action):
     type: Literal["type"] = "type"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     text: str = Field(min_length=1, max_length=10_000)
 
 
 class Key(_Action):
     type: Literal["key"] = "key"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     key: KeyName
 
 
 class Hotkey(_Action):
     type: Literal["hotkey"] = "hotkey"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     keys: list[KeyName] = Field(min_length=1, max_length=6)
 
 
 class Scroll(_Action):
     type: Literal["scroll"] = "scroll"
-    family: ClassVar[str] = "gui"
+    group: ClassVar[str] = "gui"
     dy: int = Field(default=0, ge=-100, le=100)
     """Wheel clicks; positive scrolls up (pyautogui's convention)."""
     dx: int = Field(default=0, ge=-100, le=100)
@@ -225,7 +225,7 @@ class ReadFile(_Action):
     type: Literal["read_file"] = "read_file"
     path: str = Field(min_length=1, max_length=4096)
     side_effect: ClassVar[bool] = False
-    family: ClassVar[str] = "file"
+    group: ClassVar[str] = "file"
 
 
 class ReplaceText(_Action):
@@ -233,34 +233,34 @@ class ReplaceText(_Action):
     path: str = Field(min_length=1, max_length=4096)
     old: str = Field(min_length=1)
     new: str
-    family: ClassVar[str] = "file"
+    group: ClassVar[str] = "file"
 
 
 class AppendFile(_Action):
     type: Literal["append_file"] = "append_file"
     path: str = Field(min_length=1, max_length=4096)
     text: str
-    family: ClassVar[str] = "file"
+    group: ClassVar[str] = "file"
 
 
 class ListDir(_Action):
     type: Literal["list_dir"] = "list_dir"
     path: str = Field(default=".", min_length=1, max_length=4096)
     side_effect: ClassVar[bool] = False
-    family: ClassVar[str] = "file"
+    group: ClassVar[str] = "file"
 
 
 class OpenBrowser(_Action):
     type: Literal["open_browser"] = "open_browser"
     url: str = Field(min_length=1, max_length=4096)
-    family: ClassVar[str] = "browser"
+    group: ClassVar[str] = "browser"
 
 
 class Shell(_Action):
     type: Literal["shell"] = "shell"
     command: str = Field(min_length=1, max_length=20_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
-    family: ClassVar[str] = "shell"
+    group: ClassVar[str] = "shell"
     lengthy: ClassVar[bool] = True
 
 
@@ -271,7 +271,7 @@ class Mcp(_Action):
     server: str = Field(min_length=1, max_length=40)
     tool: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] = Field(default_factory=dict)
-    family: ClassVar[str] = "mcp"
+    group: ClassVar[str] = "mcp"
     lengthy: ClassVar[bool] = True
     _read_only: bool = PrivateAttr(default=False)
     """Set by the MCP tool's check from the server's readOnlyHint; unknown means a side effect."""
@@ -288,7 +288,7 @@ class ReadSkill(_Action):
     name: str = Field(min_length=1, max_length=64)
     file: str | None = Field(default=None, min_length=1, max_length=512)
     side_effect: ClassVar[bool] = False
-    family: ClassVar[str] = "skill"
+    group: ClassVar[str] = "skill"
 
 
 # --- control -----------------------------------------------------------------
@@ -299,7 +299,7 @@ class Wait(_Action):
     seconds: float | None = Field(default=None, ge=0, le=3600)
     """None lets the loop's idle backoff choose."""
     side_effect: ClassVar[bool] = False
-    family: ClassVar[str] = "control"
+    group: ClassVar[str] = "control"
 
 
 class Finish(_Action):
@@ -307,7 +307,7 @@ class Finish(_Action):
     status: Literal["DONE", "FAIL"]
     message: str = ""
     side_effect: ClassVar[bool] = False
-    family: ClassVar[str] = "control"
+    group: ClassVar[str] = "control"
 
 
 Action = Annotated[
@@ -322,9 +322,9 @@ ACTION_TYPES: dict[str, type[_Action]] = {cls.model_fields["type"].default: cls 
 """Every action type and its class, in the union's order (the one list of actions)."""
 
 
-def types_of(family: str) -> frozenset[str]:
-    """The action types of one family (what its tool runs)."""
-    return frozenset(n for n, c in ACTION_TYPES.items() if c.family == family)
+def types_of(group: str) -> frozenset[str]:
+    """The action types of one group (what its tool runs)."""
+    return frozenset(n for n, c in ACTION_TYPES.items() if c.group == group)
 
 
 GUI_TYPES = types_of("gui")

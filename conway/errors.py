@@ -7,9 +7,11 @@ class ExitCode(IntEnum):
     """What a `conway` command's exit status means; every check and eval suite exits one of these."""
 
     PASSED = 0
-    """Everything the command checked passed (every case hit, every check verified, the candidate better)."""
+    """The command did what was asked; for a check or suite: everything it checked passed (every case hit, every
+    check verified, the candidate better)."""
     SETUP_ERROR = 1
-    """Bad arguments or input, missing data, a model that cannot be reached or loaded: nothing was measured."""
+    """Bad arguments or input, missing data, a model that cannot be reached or loaded, a full disk: nothing was
+    measured. `run` exits this too when it ends on a crash or on an action whose outcome is not known."""
     NOT_PASSED = 2
     """The command ran and measured, and not everything passed (a miss, an error, not verified, not ready)."""
     NO_VALID_DECISION = 3

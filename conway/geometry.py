@@ -19,7 +19,7 @@ import numbers
 import sys
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image
@@ -35,6 +35,8 @@ __all__ = [
     "image_tokens",
     "resize_for_model",
     "Convention",
+    "ConventionRule",
+    "CONVENTIONS",
     "model_to_captured",
     "captured_to_model",
     "within_image",
@@ -236,7 +238,7 @@ def resize_for_model(image: Image.Image, rule: ResizeRule) -> tuple[Image.Image,
 
 
 class Convention(str, Enum):
-    """How a model expresses a point."""
+    """How a model expresses a point; what each one means is its `rule` (`CONVENTIONS`)."""
 
     ABSOLUTE = "absolute"  # pixels of the resized image that was sent
     RELATIVE = "relative"  # 0..1 of the image
@@ -247,19 +249,95 @@ class Convention(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def rule(self) -> ConventionRule:
+        """What this convention means: its extent, bounds, prompt wording and grammar range."""
+        return CONVENTIONS[self]
 
-def _units(convention: Convention | str, sent_size: Size, captured_size: Size) -> tuple[float, float]:
-    """The model-space extent that spans the whole captured image, per axis."""
-    c = Convention(convention)
-    if c is Convention.ABSOLUTE:
-        return float(sent_size[0]), float(sent_size[1])
-    if c is Convention.RELATIVE:
-        return 1.0, 1.0
-    if c is Convention.RELATIVE1000:
-        return 1000.0, 1000.0
-    if c is Convention.RELATIVE999:
-        return 999.0, 999.0
-    return float(captured_size[0]), float(captured_size[1])
+
+def _sent(sent_size: Size, captured_size: Size) -> Size:
+    return sent_size
+
+
+def _captured(sent_size: Size, captured_size: Size) -> Size:
+    return captured_size
+
+
+@dataclass(frozen=True)
+class ConventionRule:
+    """One coordinate convention, declared once: every site that maps, checks, describes or constrains a model's
+    point reads it here instead of branching on the convention."""
+
+    name: str
+    wording: str
+    """How a prompt states it (`{w}`, `{h}`: the image sent; `{right}`, `{bottom}`: its last pixel)."""
+    pixels_of: Callable[[Size, Size], Size] | None = None
+    """For a pixel convention, the image whose pixels it counts, from (sent size, captured size); None: a grid."""
+    where: str = ""
+    """That image, as a message names it."""
+    grid: float = 1.0
+    """A grid convention's extent on each axis (the right and bottom edges are at `grid`)."""
+    fractional: bool = False
+    """Points are fractions (decimals), not whole numbers."""
+
+    @property
+    def pixels(self) -> bool:
+        """Points are pixels of an image (`0 <= v < size`), not a grid spanning it (`0 <= v <= grid`)."""
+        return self.pixels_of is not None
+
+    def extent(self, sent_size: Size, captured_size: Size) -> tuple[float, float]:
+        """The model-space extent that spans the whole captured image, per axis."""
+        if self.pixels_of is None:
+            return self.grid, self.grid
+        w, h = self.pixels_of(sent_size, captured_size)
+        return float(w), float(h)
+
+    def integer_range(self, sent_size: Size, captured_size: Size) -> tuple[int, int] | None:
+        """The largest whole-number point per axis (a grammar's and a rendered answer's range, from 0); None when
+        points are fractions."""
+        if self.fractional:
+            return None
+        if self.pixels_of is None:
+            return int(self.grid), int(self.grid)
+        w, h = self.pixels_of(sent_size, captured_size)
+        return w - 1, h - 1
+
+    def bounds_error(self, x: float, y: float, sent_size: Size, captured_size: Size) -> str | None:
+        """None when the finite point (x, y) lies on the image, else a message naming the bounds."""
+        if self.pixels_of is not None:
+            w, h = self.pixels_of(sent_size, captured_size)
+            for name, v, n in (("x", x, w), ("y", y, h)):
+                if not 0 <= v < n:
+                    return f"{name}={_fmt(v)} outside the {w}x{h} {self.where} (0 <= {name} < {n})"
+            return None
+        for name, v in (("x", x), ("y", y)):
+            if not 0 <= v <= self.grid:
+                return f"{name}={_fmt(v)} outside 0..{_fmt(self.grid)} ({self.name} coordinates)"
+        return None
+
+    def describe(self, sent_size: Size) -> str:
+        """The prompt's wording of this convention for an image of `sent_size`."""
+        w, h = sent_size
+        return self.wording.format(w=w, h=h, right=w - 1, bottom=h - 1)
+
+
+CONVENTIONS: dict[Convention, ConventionRule] = {
+    Convention.ABSOLUTE: ConventionRule(
+        "absolute", "integer pixels of the screenshot exactly as you see it ({w}x{h}): x from 0 at the left edge to "
+        "{right}, y from 0 at the top to {bottom}", pixels_of=_sent, where="image sent to the model"),
+    Convention.RELATIVE: ConventionRule(
+        "relative", "fractions of the screenshot's width and height: (0, 0) is the top-left corner, (1, 1) the "
+        "bottom-right", grid=1.0, fractional=True),
+    Convention.RELATIVE1000: ConventionRule(
+        "relative1000", "integers 0-1000 across the screenshot's width and height: (0, 0) top-left, (1000, 1000) "
+        "bottom-right", grid=1000.0),
+    Convention.RELATIVE999: ConventionRule(
+        "relative999", "integers 0-999 across the screenshot's width and height: (0, 0) top-left, (999, 999) "
+        "bottom-right", grid=999.0),
+    Convention.SCREEN: ConventionRule(
+        "screen", "pixels of the full-resolution screen capture", pixels_of=_captured, where="captured screenshot"),
+}
+"""Every convention's rule (`Convention.rule`)."""
 
 
 def model_to_captured(
@@ -270,7 +348,7 @@ def model_to_captured(
     captured_size: Size,
 ) -> tuple[float, float]:
     """Map a model point to captured-image pixels (no clamping, no rounding)."""
-    ux, uy = _units(convention, sent_size, captured_size)
+    ux, uy = Convention(convention).rule.extent(sent_size, captured_size)
     cw, ch = captured_size
     return x * cw / ux, y * ch / uy  # plain scaling, as the model families train on
 
@@ -283,7 +361,7 @@ def captured_to_model(
     captured_size: Size,
 ) -> tuple[float, float]:
     """Inverse of :func:`model_to_captured`."""
-    ux, uy = _units(convention, sent_size, captured_size)
+    ux, uy = Convention(convention).rule.extent(sent_size, captured_size)
     cw, ch = captured_size
     return x * ux / cw, y * uy / ch
 
@@ -310,22 +388,11 @@ def model_point_error(
     Pixel conventions accept ``0 <= v < size``; relative ones ``0 <= v <= 1``
     (or 1000, or 999), because 1.0 is the image's right/bottom edge.
     """
-    c = Convention(convention)
+    rule = Convention(convention).rule
     for name, v in (("x", x), ("y", y)):
         if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v):
             return f"{name}={v!r} is not a finite number"
-    if c in (Convention.ABSOLUTE, Convention.SCREEN):
-        w, h = sent_size if c is Convention.ABSOLUTE else captured_size
-        what = "image sent to the model" if c is Convention.ABSOLUTE else "captured screenshot"
-        for name, v, n in (("x", x, w), ("y", y, h)):
-            if not 0 <= v < n:
-                return f"{name}={_fmt(v)} outside the {w}x{h} {what} (0 <= {name} < {n})"
-        return None
-    top = _units(c, sent_size, captured_size)[0]
-    for name, v in (("x", x), ("y", y)):
-        if not 0 <= v <= top:
-            return f"{name}={_fmt(v)} outside 0..{_fmt(top)} ({c.value} coordinates)"
-    return None
+    return rule.bounds_error(x, y, sent_size, captured_size)
 
 
 # --------------------------------------------------------------------------

@@ -16,25 +16,22 @@ Measured by ``scripts/bench/bench_observe.py`` on Xvfb screens with real windows
   observation encodes it once, lazily, and an unchanged frame is not
   written twice.
 
-`prepare_for_model` does the model's half of a cycle: image -> family
-resize (`conway.geometry.resize_for_model`) -> encoding, and reports the
-sent size the decision record needs. `ScreenshotArchive` keeps the most
-recent N screenshots.
+The model's half of a cycle (image -> family resize -> encoding, and the
+sent size the decision record needs) is `prepare_image` in `conway.policies`,
+which reads the pixels with `observation_image` and encodes with `Encoding`.
+`ScreenshotArchive` keeps the most recent N screenshots.
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import os
 import re
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from conway.geometry import ResizeRule, resize_for_model
 from conway.protocols import Observation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,8 +45,6 @@ __all__ = [
     "encode_png",
     "encode_jpeg",
     "observation_image",
-    "SentImage",
-    "prepare_for_model",
     "ScreenshotArchive",
 ]
 
@@ -130,39 +125,6 @@ def observation_image(obs: Observation) -> Image.Image:
     img = Image.open(io.BytesIO(obs.png))
     img.load()
     return img if img.mode == "RGB" else img.convert("RGB")
-
-
-@dataclass(frozen=True)
-class SentImage:
-    """What goes to the model, and the facts the decision record keeps."""
-
-    data: bytes
-    mime: str
-    size: tuple[int, int]
-    """(width, height) sent: the size model coordinates refer to."""
-    captured_size: tuple[int, int]
-    encoding: str
-    resize_ms: float
-    encode_ms: float
-
-    def data_url(self) -> str:
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
-
-    def record(self) -> dict[str, object]:
-        return {"sent_size": list(self.size), "sent_bytes": len(self.data), "sent_encoding": self.encoding,
-                "resize_ms": round(self.resize_ms, 3), "encode_ms": round(self.encode_ms, 3)}
-
-
-def prepare_for_model(obs: Observation, rule: ResizeRule, encoding: Encoding = MODEL_ENCODING) -> SentImage:
-    """Resize the observation with the family ``rule`` and encode it for the request."""
-    image = observation_image(obs)
-    t0 = time.perf_counter()
-    resized, size = resize_for_model(image, rule)
-    t1 = time.perf_counter()
-    data = encoding.encode(resized)
-    t2 = time.perf_counter()
-    return SentImage(data=data, mime=encoding.mime, size=size, captured_size=tuple(image.size),  # type: ignore[arg-type]
-                     encoding=encoding.name, resize_ms=(t1 - t0) * 1000, encode_ms=(t2 - t1) * 1000)
 
 
 class ScreenshotArchive:

@@ -13,7 +13,7 @@ from conftest import run_cli
 from helpers.parser_test_helpers import ABS
 
 from conway.actions import ActionProblem, _Action, parse_action
-from conway.policies import parse_json
+from conway.policies.families.generic import parse as parse_json
 from conway.store.journal import read_journal
 
 MALFORMED = [

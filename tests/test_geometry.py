@@ -477,3 +477,14 @@ def test_model_input_model_roundtrip(
     sx, sy = cap[0] / screen.logical_w, cap[1] / screen.logical_h
     assert abs(bx - mx) <= slack * sx / per_unit[0] + 1e-7
     assert abs(by - my) <= slack * sy / per_unit[1] + 1e-7
+
+
+def test_every_convention_is_declared_once_with_its_rule():
+    from conway.geometry import CONVENTIONS
+
+    assert set(CONVENTIONS) == set(Convention)
+    assert all(c.rule is CONVENTIONS[c] and c.rule.name == c.value for c in Convention)
+    assert Convention.ABSOLUTE.rule.integer_range((1932, 1092), (1920, 1080)) == (1931, 1091)
+    assert Convention.SCREEN.rule.integer_range((1932, 1092), (1920, 1080)) == (1919, 1079)
+    assert Convention.RELATIVE999.rule.integer_range((1932, 1092), (1920, 1080)) == (999, 999)
+    assert Convention.RELATIVE.rule.integer_range((1932, 1092), (1920, 1080)) is None

@@ -1,7 +1,8 @@
 """The package's imports point one way (docs/architecture.md#import-rules) and never go round in a circle.
 
 Every import counts, function-level ones included (read with `ast`, nothing is
-imported). The rules live in `NEVER`, here and nowhere else in the tests.
+imported). The rules live in `NEVER`, here and nowhere else in the tests; the
+table in docs/architecture.md#import-rules is held to be the same list.
 """
 
 from __future__ import annotations
@@ -31,9 +32,18 @@ NEVER = [
     ("conway.evals", "conway.cli", "evals know no command line"),
     ("conway.readiness", "conway.cli", "readiness checks and commands know no command line"),
     ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
+    ("conway.tasks", "conway.evals", "a task is loaded, checked and scored below the suites and reports that run it"),
+    ("conway.tasks", "conway.session", "a task is loaded, checked and scored apart from the session that runs it"),
+    ("conway.tasks", "conway.sandbox", "a task sees its machine only through TaskEnv, which the sandbox implements"),
+    ("conway.tasks", "conway.cli", "tasks know no command line"),
+    ("conway.sandbox", "conway.tools", "the sandbox is where tools run commands; it knows no tool"),
+    ("conway.sandbox", "conway.session", "a disposable desktop is handed to a run; it does not wire one"),
+    ("conway.sandbox", "conway.evals", "a disposable desktop knows no suite or report"),
     ("training", "conway.loop", "training reads exported data, never the live loop"),
     ("conway", "scripts", "the package never imports a demo, benchmark or builder"),
     ("training", "scripts", "training never imports a demo, benchmark or builder"),
+    ("conway.experience", "conway.evals", "experience turns journals into data; the suites and reports that use it sit above"),
+    ("conway.readiness", "conway.evals", "readiness checks and commands sit below the suites and reports that run them"),
 ]
 
 # modules at the top of the package import only each other: they are what everything else stands on
@@ -42,6 +52,23 @@ LEAVES = {f"conway.{m}" for m in ("actions", "protocols", "geometry", "imaging",
                                   "control_tokens")}
 # the one way out of the leaves: `policy.kind` is checked against the model-family registry
 LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
+
+
+DOCS = ROOT / "docs" / "architecture.md"
+TABLE_HEAD = "| a module under… | never imports… | because |"
+
+
+def docs_rules() -> list[tuple[str, str, str]]:
+    """The import-rule table of docs/architecture.md, one (importer, imported, why) per row."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    start = lines.index(TABLE_HEAD) + 2  # past the head and its | --- | line
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        src, dst, why = (cell.strip() for cell in line.strip().strip("|").split(" | "))
+        rows.append((src.strip("`"), dst.strip("`"), why))
+    return rows
 
 
 def _module_name(path: Path) -> str:
@@ -94,6 +121,12 @@ def test_one_way_rule(src: str, dst: str, why: str) -> None:
     broken = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() if _under(m, src)
                     for t in targets if _under(t, dst))
     assert not broken, f"{why}: " + "; ".join(broken)
+
+
+def test_the_docs_table_is_never() -> None:
+    documented, held = docs_rules(), list(NEVER)
+    assert [r for r in held if r not in documented] == [], "rules in NEVER missing from docs/architecture.md's table"
+    assert [r for r in documented if r not in held] == [], "rows of docs/architecture.md's table that NEVER lacks"
 
 
 def test_the_top_level_modules_are_leaves() -> None:

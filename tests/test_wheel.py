@@ -42,6 +42,8 @@ def test_the_wheel_ships_configs_and_a_fresh_install_runs(tmp_path: Path) -> Non
     assert expected and expected <= shipped, sorted(expected - shipped)
     assert {"conway/view/static/viewer.js", "conway/view/static/viewer.css"} <= set(names)  # `conway view`'s assets
     assert "conway/prompt/instructions/memory_summary.md" in names  # memory's summary instruction
+    prompts = {p.relative_to(REPO).as_posix() for p in (REPO / "conway/policies/families").glob("*/prompts/*")}
+    assert prompts and prompts <= set(names), sorted(prompts - set(names))  # every family's stored prompt files
 
     venv = tmp_path / "venv"
     r = _run([sys.executable, "-m", "venv", str(venv)], env, tmp_path)

@@ -130,7 +130,7 @@ class EvalSettings(_Section):
     @field_validator("profile")
     @classmethod
     def _known_profile(cls, value: str) -> str:
-        from conway.evals.vision_cases import PROFILES
+        from conway.observe.vision_cases import PROFILES
         if value not in PROFILES:
             raise ValueError(f"unknown vision-check profile {value!r}; known: {', '.join(PROFILES)}")
         return value

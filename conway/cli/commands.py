@@ -1,8 +1,9 @@
 """One function per `conway` subcommand: turn parsed arguments into a call to the module that does the work.
 
-`cli.py` parses; this module resolves the home and the configuration from the
-arguments and hands over. What a command prints is rendered by the module that
-owns the data (status by `app`, candidates by `candidates`, probes by `probe`).
+`main.py` parses; this module resolves the home and the configuration from the
+arguments (`resolve.py`) and hands over; the `tasks` group is `tasks.py`'s.
+What a command prints is rendered by the module that owns the data (status by
+`app`, candidates by `candidates`, probes by `probe`).
 """
 
 from __future__ import annotations
@@ -14,72 +15,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from conway.cli.resolve import config_of as _config
+from conway.cli.resolve import home_of as _home
+from conway.cli.resolve import model_config_of as _model_config
+from conway.cli.resolve import pool_of as _pool
+from conway.cli.resolve import pool_spec_of as _pool_spec
+from conway.cli.resolve import require_model as _require_model
 from conway.errors import ExitCode, UserError
-from conway.policies.families import FAMILIES, one_of
-
-
-def _home(args, writable: bool = True):
-    from conway.store.home import resolve_home
-    return resolve_home(args.home, writable=writable)
-
-
-NO_MODEL = ("no model is configured for this home: give a local GGUF with policy.model_path=MODEL.gguf "
-            f"policy.mmproj_path=MMPROJ.gguf (policy.kind {one_of(FAMILIES)}), or an OpenAI-compatible "
-            "server with --endpoint URL (as key=value or in config.yaml); --mock runs the offline demo without a model")
-
-
-def _require_model(args, home, cfg) -> None:
-    """The default policy is the offline mock: only use it when asked, never silently in place of a model."""
-    from conway.config import mock_chosen
-    if cfg.policy.kind != "mock" or getattr(args, "mock", False) or getattr(args, "mock_script", None):
-        return
-    if not mock_chosen(home.config, list(getattr(args, "overrides", []) or [])):
-        raise UserError(NO_MODEL)
-
-
-def _model_config(args, home, extra: list[str] | None = None):
-    """The configuration of a command that evaluates a model: refused (NO_MODEL) when none is configured,
-    unless --mock or the mock policy was chosen."""
-    cfg = _config(args, home, extra)
-    _require_model(args, home, cfg)
-    return cfg
-
-
-def _config(args, home, extra: list[str] | None = None):
-    from conway.config import load_config
-    given = list(getattr(args, "overrides", []) or [])
-    overrides = list(given)
-
-    def from_flag(flag: str, key: str, value: object) -> None:
-        # a flag's value is appended, so it would win silently over an override of the same setting
-        for item in given:
-            name, _, text = item.lstrip("+~").partition("=")
-            if name == key and text != str(value):
-                raise UserError(f"{flag} {value} and the override {item} both set {key}; give one of them")
-        overrides.append(f"{key}={value}")
-
-    if getattr(args, "mock", False) or getattr(args, "mock_script", None):
-        overrides.insert(0, "policy=mock")
-        if args.mock_script:
-            from_flag("--mock-script", "policy.mock_script", Path(args.mock_script).expanduser().resolve())
-    if getattr(args, "endpoint", None):
-        from_flag("--endpoint", "policy.endpoint", args.endpoint)
-    if getattr(args, "model", None):
-        from_flag("--model", "policy.model", args.model)
-    if ((getattr(args, "endpoint", None) or getattr(args, "model", None)) and "policy=mock" not in overrides
-            and not any(o.lstrip("+").split("=", 1)[0] == "policy" for o in overrides)):
-        overrides.insert(0, "policy=generic")  # --endpoint/--model mean a real model (generic unless chosen)
-    for flag, key in (("max_steps", "agent.max_steps"), ("max_seconds", "agent.max_seconds")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            if value <= 0:
-                raise UserError(f"--{flag.replace('_', '-')} must be positive (got {value})")
-            from_flag(f"--{flag.replace('_', '-')}", key, value)
-    cfg = load_config(home.config, overrides + (extra or []))
-    if getattr(args, "endpoint", None) and cfg.policy.kind == "mock":
-        raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
-                        "the home's config.yaml): use one or the other")
-    return cfg
 
 
 def do_init(args) -> int:
@@ -89,7 +31,7 @@ def do_init(args) -> int:
         print(msg)
     print(f"home: {home.root}")
     print(f"goals: {home.goals}  (edit it; the agent rereads it every cycle)")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_doctor(args) -> int:
@@ -99,7 +41,7 @@ def do_doctor(args) -> int:
     cfg = _config(args, home)
     report = doctor(cfg, workdir_for(cfg, home) if home.root.exists() else Path.cwd(), home_root=home.root)
     print(json.dumps(report, indent=2) if args.json else render_doctor(report))
-    return 0
+    return ExitCode.PASSED
 
 
 def _require_home(home) -> None:
@@ -127,16 +69,17 @@ def do_run(args) -> int:
     if outcome.failed:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
-        return 1
+        return ExitCode.SETUP_ERROR
     if outcome.no_valid_decision:
         return ExitCode.NO_VALID_DECISION
     if outcome.setup_failed:  # valid decisions before, then the model server kept failing: its setup is wrong
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_start(args) -> int:
-    from conway.evals.task_files import parse_task, read_task, run_task_session
+    from conway.session.task_run import run_task_session
+    from conway.tasks.task_file import parse_task, read_task
     home = _home(args)
     _require_home(home)
     if args.execute and not (args.task or args.task_file):
@@ -152,7 +95,7 @@ def do_start(args) -> int:
 
 
 def do_status(args) -> int:
-    from conway.evals.task_files import acceptance_counts, render_counts
+    from conway.session.acceptance import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
@@ -161,14 +104,14 @@ def do_status(args) -> int:
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None
     print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
-    return 0
+    return ExitCode.PASSED
 
 
 def _control(request: str) -> Callable:
     def run(args) -> int:
         from conway.session.app import send_control
         print(send_control(_home(args), request))
-        return 0
+        return ExitCode.PASSED
     return run
 
 
@@ -178,7 +121,7 @@ def do_config(args) -> int:
     cfg = _config(args, home)
     print(f"# configuration valid (digest {cfg.digest()[:12]})")
     print(to_yaml(cfg), end="")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_export(args) -> int:
@@ -187,9 +130,13 @@ def do_export(args) -> int:
     home = _home(args, writable=False)
     out = STDOUT if is_stdout(args.output) else Path(args.output).expanduser()
     say = functools.partial(print, file=sys.stderr if out == STDOUT else sys.stdout)  # stdout carries the records
+    report_records = None
+    if args.from_report is not None:  # the report's kind builds its records (conway.evals.suites)
+        from conway.evals.export_report import records_from_report
+        report_records = functools.partial(records_from_report, Path(args.from_report))
     res = export(home.journal_dir, out, include_dry_runs=args.include_dry_runs,
                  include_uncertain=args.include_uncertain, fmt=args.fmt, style=args.style,
-                 skip_missing=args.skip_missing, home_root=home.root, from_report=args.from_report,
+                 skip_missing=args.skip_missing, home_root=home.root, report_records=report_records,
                  secret_values=_known_secrets(home))
     say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
@@ -212,7 +159,7 @@ def do_export(args) -> int:
         print(f"conway: no step has a {args.style} target turn; the records were written without one",
               file=sys.stderr)
         return ExitCode.NOT_PASSED
-    return 0
+    return ExitCode.PASSED
 
 
 def _known_secrets(home) -> list[str]:
@@ -234,7 +181,7 @@ def do_review(args) -> int:
     home = _home(args)
     review(home, session=args.session, step=args.step, verdict=args.verdict, action=args.action, note=args.note,
            include_dry_runs=args.include_dry_runs, relabel=args.hindsight)
-    return 0
+    return ExitCode.PASSED
 
 
 def do_view(args) -> int:
@@ -248,7 +195,7 @@ def do_candidates(args) -> int:
     home = _home(args)
     items = list_candidates(home)
     print(json.dumps(items, indent=2, default=str) if args.json else render_candidates(items, home))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_candidate_eval(args) -> int:
@@ -270,18 +217,18 @@ def do_promote(args) -> int:
         entry = rollback(home)
         print(f"rolled back: the policy before candidate {entry['candidate']!r} is configured again "
               f"({home.config})")
-        return 0
+        return ExitCode.PASSED
     if not args.name:
         raise UserError("name the candidate to promote (see `conway candidates`), or pass --rollback")
     entry = promote(home, args.name)
     print(f"promoted {args.name}: policy.model_path = {entry['new_policy'].get('model_path')}")
     print("the previous policy is recorded; `conway promote --rollback` restores it. "
           "A running agent picks the change up at its next start.")
-    return 0
+    return ExitCode.PASSED
 
 
 def do_replay(args) -> int:
-    from conway.experience.replay import replay
+    from conway.evals.replay import replay
     home = _home(args)
     extra = []
     if args.candidate:
@@ -294,7 +241,7 @@ def do_replay(args) -> int:
 
 
 def do_preflight(args) -> int:
-    from conway.readiness.preflight import preflight
+    from conway.evals.preflight import preflight
     home = _home(args)
     try:
         cfg = _config(args, home)
@@ -314,29 +261,6 @@ def do_vision_check(args) -> int:
     return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
                         parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
                         profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
-
-
-def _pool_spec(args):
-    """The pool's shape the arguments ask for, or None (one process)."""
-    from conway.evals.pool import PoolSpec, parse_endpoint
-    endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))
-    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
-                    desktops_per_node=getattr(args, "desktops_per_node", None))
-    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
-        return None
-    return spec
-
-
-def _pool(args, cfg, home):
-    """The worker pool the arguments ask for, or None (the cases run in this process)."""
-    from conway.evals.pool import PolicyRecipe, Pool
-    spec = _pool_spec(args)
-    if spec is None:
-        return None
-    if getattr(args, "parallel", 1) != 1:
-        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
-                        "use one or the other")
-    return Pool(spec, PolicyRecipe(cfg, str(home.root)))
 
 
 def do_grounding_check(args) -> int:
@@ -371,9 +295,9 @@ def do_sweep(args) -> int:
 
 
 def do_report(args) -> int:
-    from conway.evals.report import render_report
+    from conway.evals.report_render import render_report
     print(render_report(args.file))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_probe(args) -> int:
@@ -387,17 +311,17 @@ def do_probe(args) -> int:
     print(json.dumps(redact(report.to_dict()), indent=2, default=str) if args.json else redact_text(report.render()))
     if not report.ok:
         raise NotReady("probe failed: " + (report.error or "; ".join(report.problems) or "no valid action"))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_models(args) -> int:
-    from conway.policies.discovery import models_report, render_models
+    from conway.policies.backends.discovery import models_report, render_models
     home = _home(args)
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
     if report["problems"]:
         raise UserError("; ".join(report["problems"]))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_skills(args) -> int:
@@ -406,7 +330,7 @@ def do_skills(args) -> int:
     cfg = _config(args, home)
     found = find_skills(home.root, cfg.skills)
     print(json.dumps(found.record(), indent=2) if args.json else render_skills(found, skill_roots(home.root, cfg.skills)))
-    return 0
+    return ExitCode.PASSED
 
 
 def do_mcp_serve(args) -> int:
@@ -417,24 +341,8 @@ def do_mcp_serve(args) -> int:
 
 
 def _tasks(args) -> int:
-    if args.tasks_command == "run":
-        return do_tasks_run(args)
-    from conway.cli.tasks import do_tasks
+    from conway.cli.tasks import do_tasks  # the `tasks` group owns its subcommands
     return do_tasks(args)
-
-
-def do_tasks_run(args) -> int:
-    from conway.cli.tasks import split_overrides
-    from conway.evals.tasks_run import tasks_run
-    split_overrides(args)
-    home = _home(args)
-    args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
-    args.mock_script = None  # one script per task (--mock-scripts), never one for all
-    cfg = _model_config(args, home)
-    return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
-                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                     task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
-                     pool=_pool(args, cfg, home), resume=args.resume)
 
 
 COMMANDS: dict[str, Callable] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
-from conway.errors import UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 from conway.store.state import is_stdout
 
@@ -35,25 +35,32 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig],
                  model_config: Callable[[], ConwayConfig] | None = None) -> Any:
     """The MCPServer with Conway's tools bound to one home; the tools that evaluate a model load their
     configuration through `model_config` (which refuses when no model is configured)."""
-    model_config = model_config or load_config
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
 
     from conway import __version__
 
     server = MCPServer("conway", version=__version__, instructions=INSTRUCTIONS)
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    control = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                              open_world_hint=False)
-    writes_report = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                    open_world_hint=False)
+    _add_read_tools(server, home)
+    _add_control_tools(server, home)
+    _add_report_tools(server, home, load_config, model_config or load_config)
+    return server
 
-    def guarded(fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except UserError as exc:  # a caller's mistake: one clear line, as on the command line
-            raise ToolError(str(exc)) from None
+
+def _guarded(fn: Callable[[], Any]) -> Any:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return fn()
+    except UserError as exc:  # a caller's mistake: one clear line, as on the command line
+        raise ToolError(str(exc)) from None
+
+
+def _add_read_tools(server: Any, home: Home) -> None:
+    """`status` and `recent_events`: they read the home and change nothing."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def status() -> dict[str, Any]:
@@ -80,26 +87,42 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig],
         events = [e for e in pool if not kinds or e.get("kind") in kinds][-limit:]
         return {"events": [_bounded(e) for e in events]}
 
-    def control_tool(request: str) -> Callable[[], dict[str, Any]]:
-        def run() -> dict[str, Any]:
-            from conway.session.app import send_control
-            return {"request": request, "answer": guarded(lambda: send_control(home, request, wait_s=5.0))}
-        return run
+
+def _add_control_tools(server: Any, home: Home) -> None:
+    """`pause`, `resume` and `stop`: requests through control.json, like the commands of the same names."""
+    from mcp.types import ToolAnnotations
+
+    control = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                              open_world_hint=False)
+
+    def send(request: str) -> dict[str, Any]:
+        from conway.session.app import send_control
+        return {"request": request, "answer": _guarded(lambda: send_control(home, request, wait_s=5.0))}
 
     @server.tool(annotations=control)
     def pause() -> dict[str, Any]:
         """Ask the running agent to pause between steps (like `conway pause`)."""
-        return control_tool("pause")()
+        return send("pause")
 
     @server.tool(annotations=control)
     def resume() -> dict[str, Any]:
         """Ask a paused agent to continue (like `conway resume`)."""
-        return control_tool("resume")()
+        return send("resume")
 
     @server.tool(annotations=control)
     def stop() -> dict[str, Any]:
         """Ask the running agent to stop; an action from an in-flight decision is discarded (like `conway stop`)."""
-        return control_tool("stop")()
+        return send("stop")
+
+
+def _add_report_tools(server: Any, home: Home, load_config: Callable[[], ConwayConfig],
+                      model_config: Callable[[], ConwayConfig]) -> None:
+    """`export`, `vision_check` and `preflight`: each writes a new file outside the home."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    writes_report = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                    open_world_hint=False)
 
     @server.tool(annotations=writes_report)
     def export(output: str, include_dry_runs: bool = False, include_uncertain: bool = False) -> dict[str, Any]:
@@ -112,7 +135,7 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig],
             res = do_export(home.journal_dir, out, include_dry_runs=include_dry_runs,
                             include_uncertain=include_uncertain, home_root=home.root)
             return {"output": str(out), "written": res.written, "skipped_lines": len(res.skipped_lines)}
-        return guarded(run)
+        return _guarded(run)
 
     @server.tool(annotations=writes_report)
     def vision_check(output: str, samples: int = 8, seed: int = 0, profile: str = "standard") -> dict[str, Any]:
@@ -129,13 +152,13 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig],
             code = run_check(home, model_config(), output=path, samples=samples, seed=seed, progress=False,
                              say=lambda _text: None, profile=profile, argv=["mcp-serve", "vision_check"])
             return _report(path, code)
-        return guarded(run)
+        return _guarded(run)
 
     @server.tool(annotations=writes_report)
     def preflight(output: str) -> dict[str, Any]:
         """Check that this home and setup are ready to run (never downloads anything); returns the report
         path and summary. `output` is a new absolute path outside the home."""
-        from conway.readiness.preflight import preflight as run_preflight
+        from conway.evals.preflight import preflight as run_preflight
 
         def run() -> dict[str, Any]:
             path = _absolute(output)
@@ -143,9 +166,7 @@ def build_server(home: Home, load_config: Callable[[], ConwayConfig],
             code = run_preflight(home, load_config, output=path, say=lambda _text: None,
                                  argv=["mcp-serve", "preflight"])
             return _report(path, code)
-        return guarded(run)
-
-    return server
+        return _guarded(run)
 
 
 def _absolute(output: str) -> str:
@@ -186,7 +207,7 @@ def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | 
     server = build_server(home, load_config, model_config)
     if http_port is None:
         server.run("stdio")
-        return 0
+        return ExitCode.PASSED
     if not 1 <= http_port <= 65535:
         raise UserError(f"--http needs a port between 1 and 65535 (got {http_port})")
     import socket
@@ -201,4 +222,4 @@ def serve(home: Home, load_config: Callable[[], ConwayConfig], http_port: int | 
         server.run("streamable-http", host="127.0.0.1", port=http_port)
     except KeyboardInterrupt:
         pass
-    return 0
+    return ExitCode.PASSED

@@ -1,5 +1,5 @@
-"""The `conway tasks` command group: parsing and one function per subcommand (`list` here; `run`, which needs the
-home and a model, in `conway.cli.commands`)."""
+"""The `conway tasks` command group, whole: its parsers (`add_parser`) and one function per subcommand (`list`,
+`run`); the home, configuration and pool come from `conway.cli.resolve` like every command's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Callable
 
 from conway.cli.pool_args import add_pool_args
 from conway.errors import ExitCode, UserError
-from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
+from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
 
 SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/<domain>/<id>.json gives the "
               "domain), task files (.json in OSWorld's format, .md in Conway's), or an OSWorld test_*.json index")
@@ -109,15 +109,29 @@ def step_types() -> frozenset[str]:
     return STEP_TYPES
 
 
-def do_list(args) -> int:
+def do_list(args: argparse.Namespace) -> int:
     from conway.tasks.listing import exit_code, list_suite, render_listing
     record = list_suite(args.suite, cache=args.cache, step_types=step_types())
     print(json.dumps(record, indent=2) if args.json else render_listing(record))
     return exit_code(record)
 
 
-SUBCOMMANDS: dict[str, Callable] = {"list": do_list}
+def do_run(args: argparse.Namespace) -> int:
+    from conway.cli.resolve import home_of, model_config_of, pool_of
+    from conway.evals.tasks_run import tasks_run
+    split_overrides(args)
+    home = home_of(args)
+    args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
+    args.mock_script = None  # one script per task (--mock-scripts), never one for all
+    cfg = model_config_of(args, home)
+    return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
+                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                     task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
+                     pool=pool_of(args, cfg, home), resume=args.resume)
 
 
-def do_tasks(args) -> int:
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run}
+
+
+def do_tasks(args: argparse.Namespace) -> int:
     return SUBCOMMANDS[args.tasks_command](args)

@@ -40,8 +40,8 @@ from conway.errors import ExitCode, UserError
 from conway.evals.pool import Pool
 from conway.evals.report import Report, check_new_output
 from conway.evals.runner import resumed_seed, run_suite, suite_policy
-from conway.evals.task_files import declared_record
 from conway.protocols import Policy, describe_causes
+from conway.session.acceptance import declared_record
 from conway.store.home import Home
 
 CONSTITUTION = """\

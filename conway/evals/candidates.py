@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ import yaml
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, NoValidDecision, UserError
 from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
-from conway.evals.runner import Suite, SuiteInterrupted, run_cases
+from conway.evals.runner import CaseSuite, SuiteInterrupted, run_cases
 from conway.store.home import Home, validate_name
 from conway.store.state import atomic_write_bytes, atomic_write_json
 
@@ -334,7 +335,7 @@ def model_overrides(model: Path, mmproj: Path | None, *, kind: str, backend: str
     return out
 
 
-def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], Suite],
+def _run_one(home: Home, label: str, overrides: list[str], make_suite: Callable[[ConwayConfig], CaseSuite],
              cases: list[Any], progress: bool, spec: PoolSpec | None = None
              ) -> tuple[list[dict[str, Any]], dict[str, Any], str, ConwayConfig, str | None]:
     """Build the policy from `overrides`, run the suite's cases on it, summarise; (records, summary, id, cfg,
@@ -381,6 +382,149 @@ def _answered_by(records: list[dict[str, Any]], cfg: ConwayConfig) -> str:
     return ", ".join(ids) if ids else str(cfg.policy.model or Path(str(cfg.policy.model_path)).stem)
 
 
+@dataclass
+class _HeldOut:
+    """The held-out cases both models answer, and how they are run and matched."""
+
+    cases: list[Any]
+    what: str
+    """How the run is announced."""
+    params: dict[str, Any]
+    make_suite: Callable[[ConwayConfig], CaseSuite]
+    case_key: Callable[[dict[str, Any]], str]
+    """What makes two records the same case (an image hash)."""
+    cleanup: Callable[[], None] | None = None
+
+
+def _check_args(suite: str, dataset: str | None, apps: str | None, samples: int, backend: str) -> None:
+    if suite not in ("vision-check", "grounding"):
+        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding")
+    if suite == "grounding":
+        from conway.evals.grounding.check import check_source
+        check_source(dataset, apps, False, samples, None)
+    elif dataset or apps:
+        raise UserError("--dataset and --apps belong to --suite grounding")
+    if samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {samples})")
+    if backend not in ("llama_cpp", "http"):
+        raise UserError(f"--backend must be llama_cpp (in-process) or http (a llama.cpp server); got {backend!r}")
+
+
+def _base_gguf(manifest: dict[str, Any], name: str, base_model: str | None,
+               base_mmproj: str | None) -> tuple[Path, Path | None]:
+    """The base model's GGUF and projector: the flags, else what the candidate's manifest records."""
+    base_gguf = (manifest.get("base_model") or {}).get("gguf") or {}
+    bm = Path(base_model).expanduser() if base_model else (Path(base_gguf["model"]) if base_gguf.get("model") else None)
+    bp = Path(base_mmproj).expanduser() if base_mmproj else (Path(base_gguf["mmproj"]) if base_gguf.get("mmproj") else None)
+    if bm is None:
+        raise UserError(f"candidate {name!r} does not record its base model's GGUF; pass --base-model FILE "
+                        "(and --base-mmproj FILE)")
+    return bm, bp
+
+
+def _grounding_cases(out: Path, *, dataset: str | None, apps: str | None, samples: int, seed: int,
+                     bbox_format: str, say: Any) -> _HeldOut:
+    """One set of grounding cases (one harvest of live screens) for both models."""
+    from conway.evals.grounding.check import GroundingSuite, prepare_cases
+
+    cases, suite_params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
+                                                 bbox_format=bbox_format, say=say)
+    params = {"suite": "grounding", "samples": len(cases), "seed_sample": seed, **{k: suite_params[k] for k in
+              ("source", "dataset", "suite_name", "scoring") if k in suite_params}}
+    return _HeldOut(cases, f"{len(cases)} grounding case(s) from {dataset or apps}, seed {seed}", params,
+                    GroundingSuite, lambda r: f"{r['id']}@{r['image'].get('sha256')}", cleanup)
+
+
+def _vision_cases(manifest: dict[str, Any], *, samples: int, seed: int, size: str | None,
+                  profile: str | None) -> _HeldOut:
+    """Seeded vision-check cases at the manifest's (or --size's) image size and profile."""
+    from conway.evals.vision_check import VisionSuite, parse_size
+
+    eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
+    if not eval_size or eval_size == (0, 0):
+        raise UserError("--size WxH is needed (the candidate's manifest records no evaluation image size)")
+    wh = (int(eval_size[0]), int(eval_size[1]))
+    shapes = profile or manifest.get("eval", {}).get("profile") or "standard"
+    return _HeldOut(list(range(samples)), f"{samples} vision-check case(s), seed {seed}, {wh[0]}x{wh[1]}, profile {shapes}",
+                    {"suite": "vision-check", "samples": samples, "size": list(wh), "profile": shapes},
+                    lambda cfg: VisionSuite(cfg, seed, wh, shapes), lambda r: str(r["image"]["sha256"]))
+
+
+def _run_both(home: Home, name: str, held: _HeldOut, models: dict[str, tuple[Path, Path | None]],
+              manifest: dict[str, Any], backend: str, progress: bool, pool: PoolSpec | None,
+              say: Any) -> tuple[dict[str, Any], str | None]:
+    """Each model's run of the cases (the candidate first: one no backend can load fails before the base's run is
+    spent); (runs by label, why it stopped early or None)."""
+    policy_extra = dict(manifest.get("policy") or {})
+    kind = policy_extra.pop("kind", "generic")
+    runs: dict[str, Any] = {}
+    stopped = None
+    try:
+        for label in ("candidate", "base"):
+            model, mmproj = models[label]
+            say(f"candidate-eval: {label} {model} on {held.what}")
+            overrides = model_overrides(model, mmproj, kind=kind, backend=backend, extra=policy_extra,
+                                        model_id=f"candidate-{name}" if label == "candidate" else f"base-{model.stem}")
+            runs[label] = _run_one(home, label, overrides, held.make_suite, held.cases, progress, pool)
+            if stopped := runs[label][4]:
+                break
+    except KeyboardInterrupt:  # between the two runs (each run's own Ctrl+C arrives as its interruption)
+        stopped = "interrupted (Ctrl+C)"
+    except BaseException:
+        if held.cleanup:
+            held.cleanup()
+        raise
+    return runs, stopped
+
+
+def _compare(runs: dict[str, Any], held: _HeldOut, suite: str, name: str,
+             models: dict[str, tuple[Path, Path | None]]) -> dict[str, Any]:
+    """The report's summary: each model's hits, the difference with its interval, the paired counts."""
+    b_rec, b_sum, b_id, _, _ = runs["base"]
+    c_rec, c_sum, c_id, _, _ = runs["candidate"]
+    b_hashes = [held.case_key(r) for r in b_rec]
+    if b_hashes != [held.case_key(r) for r in c_rec]:  # same cases by construction: unless images changed mid-run
+        raise UserError("base and candidate did not see the same cases (image hashes differ)")
+    n = len(b_rec)
+    diff_lo, diff_hi = newcombe_difference(b_sum["hits"], n, c_sum["hits"], n)
+    keys = ("hits", "hit_rate", "hit_rate_ci95", "errors", "distance_px", "latency_s")
+    return {
+        "suite": suite, "cases": n, "cases_sha256": hashlib.sha256("".join(b_hashes).encode()).hexdigest(),
+        "base": {"model": str(models["base"][0]), "model_id": b_id, **{k: b_sum[k] for k in keys}},
+        "candidate": {"name": name, "model": str(models["candidate"][0]), "model_id": c_id,
+                      **{k: c_sum[k] for k in keys}},
+        "difference": round(c_sum["hit_rate"] - b_sum["hit_rate"], 4),
+        "difference_ci95": [round(diff_lo, 4), round(diff_hi, 4)],
+        "paired": {"both_hit": sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and c.get("hit")),
+                   "only_base_hit": sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and not c.get("hit")),
+                   "only_candidate_hit": sum(1 for b, c in zip(b_rec, c_rec) if c.get("hit") and not b.get("hit"))},
+        **({"references": b_sum["references"]} if b_sum.get("references") else {}),
+        "intervals_separated": c_sum["hit_rate_ci95"][0] > b_sum["hit_rate_ci95"][1],
+    }
+
+
+def _paired_cases(runs: dict[str, Any]) -> list[dict[str, Any]]:
+    """One case per held-out case: the base's and the candidate's answers side by side."""
+    return [{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],
+             **({"id": b["id"], "instruction": b["instruction"]} if "id" in b else {}),
+             "base": {k: b.get(k) for k in ("hit", "predicted", "error", "raw_output")},
+             "candidate": {k: c.get(k) for k in ("hit", "predicted", "error", "raw_output")}}
+            for b, c in zip(runs["base"][0], runs["candidate"][0])]
+
+
+def _say_comparison(summary: dict[str, Any], out: Path, say: Any) -> None:
+    n = summary["cases"]
+    for label in ("base", "candidate"):
+        s = summary[label]
+        lo, hi = s["hit_rate_ci95"]
+        say(f"{label:<9} {s['hits']}/{n} hit = {s['hit_rate']:.1%} (95% CI {lo:.1%}–{hi:.1%})  [{s['model_id']}]")
+    diff_lo, diff_hi = newcombe_difference(summary["base"]["hits"], n, summary["candidate"]["hits"], n)  # unrounded
+    say(f"difference {summary['difference']:+.1%} (95% CI {diff_lo:+.1%} to {diff_hi:+.1%}); "
+        f"intervals {'do not overlap' if summary['intervals_separated'] else 'overlap'}; same {n} cases (sha256 of "
+        f"hashes {summary['cases_sha256'][:12]})")
+    say(f"report: {out}")
+
+
 def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int, output: str,
                    size: str | None = None, profile: str | None = None, base_model: str | None = None,
                    base_mmproj: str | None = None,
@@ -398,131 +542,32 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     """
     began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
-    from conway.evals.vision_check import parse_size
 
-    if suite not in ("vision-check", "grounding"):
-        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding")
-    if suite == "grounding":
-        from conway.evals.grounding.check import check_source
-        check_source(dataset, apps, False, samples, None)
-    elif dataset or apps:
-        raise UserError("--dataset and --apps belong to --suite grounding")
-    if samples < 1:
-        raise UserError(f"--samples must be at least 1 (got {samples})")
-    if backend not in ("llama_cpp", "http"):
-        raise UserError(f"--backend must be llama_cpp (in-process) or http (a llama.cpp server); got {backend!r}")
+    _check_args(suite, dataset, apps, samples, backend)
     out = check_new_output(output, home)
     manifest = load_manifest(home, name)
-    cand_model, cand_mmproj = gguf_paths(home, name, manifest)
-    base_info = manifest.get("base_model") or {}
-    base_gguf = base_info.get("gguf") or {}
-    bm = Path(base_model).expanduser() if base_model else (Path(base_gguf["model"]) if base_gguf.get("model") else None)
-    bp = Path(base_mmproj).expanduser() if base_mmproj else (Path(base_gguf["mmproj"]) if base_gguf.get("mmproj") else None)
-    if bm is None:
-        raise UserError(f"candidate {name!r} does not record its base model's GGUF; pass --base-model FILE "
-                        "(and --base-mmproj FILE)")
-    policy_extra = dict(manifest.get("policy") or {})
-    kind = policy_extra.pop("kind", "generic")
-    make_suite: Callable[[ConwayConfig], Suite]
-    if suite == "grounding":  # one set of cases (one harvest of live screens) for both models
-        from conway.evals.grounding.check import GroundingSuite, prepare_cases
-
-        cases, suite_params, cleanup = prepare_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
-                                                     bbox_format=bbox_format, say=say)
-        samples = len(cases)
-        what = f"{samples} grounding case(s) from {dataset or apps}, seed {seed}"
-        params = {"suite": suite, "samples": samples, "seed_sample": seed, **{k: suite_params[k] for k in
-                  ("source", "dataset", "suite_name", "scoring") if k in suite_params}}
-        make_suite = GroundingSuite
-
-        def case_key(r: dict[str, Any]) -> str:
-            return f"{r['id']}@{r['image'].get('sha256')}"
-    else:
-        from conway.evals.vision_check import VisionSuite
-
-        eval_size = parse_size(size) if size else tuple(manifest.get("eval", {}).get("size") or (0, 0))
-        if not eval_size or eval_size == (0, 0):
-            raise UserError("--size WxH is needed (the candidate's manifest records no evaluation image size)")
-        eval_size = (int(eval_size[0]), int(eval_size[1]))
-        profile = profile or manifest.get("eval", {}).get("profile") or "standard"
-        what = f"{samples} vision-check case(s), seed {seed}, {eval_size[0]}x{eval_size[1]}, profile {profile}"
-        params = {"suite": suite, "samples": samples, "size": list(eval_size), "profile": profile}
-        cases = list(range(samples))
-        cleanup = None
-
-        def make_suite(cfg: ConwayConfig) -> Suite:
-            return VisionSuite(cfg, seed, eval_size, profile)
-
-        def case_key(r: dict[str, Any]) -> str:
-            return str(r["image"]["sha256"])
-    runs: dict[str, Any] = {}
-    stopped = None
-    try:
-        # the candidate first: a candidate no llama.cpp backend can load fails before the base's run is spent
-        for label, model, mmproj in (("candidate", cand_model, cand_mmproj), ("base", bm, bp)):
-            say(f"candidate-eval: {label} {model} on {what}")
-            runs[label] = _run_one(home, label, model_overrides(model, mmproj, kind=kind, backend=backend,
-                                                                extra=policy_extra,
-                                                                model_id=f"candidate-{name}" if label == "candidate"
-                                                                else f"base-{model.stem}"), make_suite, cases,
-                                    progress, pool)
-            if stopped := runs[label][4]:
-                break
-    except KeyboardInterrupt:  # between the two runs (each run's own Ctrl+C arrives as its interruption)
-        stopped = "interrupted (Ctrl+C)"
-    except BaseException:
-        if cleanup:
-            cleanup()
-        raise
-    report_params = {**params, "backend": backend, "candidate": name, "base_model": str(bm),
+    models = {"candidate": gguf_paths(home, name, manifest), "base": _base_gguf(manifest, name, base_model, base_mmproj)}
+    held = (_grounding_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed, bbox_format=bbox_format,
+                             say=say) if suite == "grounding"
+            else _vision_cases(manifest, samples=samples, seed=seed, size=size, profile=profile))
+    runs, stopped = _run_both(home, name, held, models, manifest, backend, progress, pool, say)
+    bm, bp = models["base"]
+    report_params = {**held.params, "backend": backend, "candidate": name, "base_model": str(bm),
                      "base_mmproj": str(bp) if bp else None}
     if stopped:
-        if cleanup:
-            cleanup()
-        return _partial(home, out, argv, seed, began, report_params, runs, len(cases), stopped, say)
-    b_rec, b_sum, b_id, cfg, _ = runs["base"]
-    c_rec, c_sum, c_id, _, _ = runs["candidate"]
-    b_hashes = [case_key(r) for r in b_rec]
-    c_hashes = [case_key(r) for r in c_rec]
-    if b_hashes != c_hashes:  # same cases by construction: cannot differ unless the images changed mid-run
-        raise UserError("base and candidate did not see the same cases (image hashes differ)")
-    n = len(b_rec)
-    diff_lo, diff_hi = newcombe_difference(b_sum["hits"], n, c_sum["hits"], n)
-    both = sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and c.get("hit"))
-    only_b = sum(1 for b, c in zip(b_rec, c_rec) if b.get("hit") and not c.get("hit"))
-    only_c = sum(1 for b, c in zip(b_rec, c_rec) if c.get("hit") and not b.get("hit"))
-    separated = c_sum["hit_rate_ci95"][0] > b_sum["hit_rate_ci95"][1]
-    summary = {
-        "suite": suite, "cases": n, "cases_sha256": hashlib.sha256("".join(b_hashes).encode()).hexdigest(),
-        "base": {"model": str(bm), "model_id": b_id, **{k: b_sum[k] for k in ("hits", "hit_rate", "hit_rate_ci95",
-                                                                               "errors", "distance_px", "latency_s")}},
-        "candidate": {"name": name, "model": str(cand_model), "model_id": c_id,
-                      **{k: c_sum[k] for k in ("hits", "hit_rate", "hit_rate_ci95", "errors", "distance_px",
-                                               "latency_s")}},
-        "difference": round(c_sum["hit_rate"] - b_sum["hit_rate"], 4),
-        "difference_ci95": [round(diff_lo, 4), round(diff_hi, 4)],
-        "paired": {"both_hit": both, "only_base_hit": only_b, "only_candidate_hit": only_c},
-        **({"references": b_sum["references"]} if b_sum.get("references") else {}),
-        "intervals_separated": separated,
-    }
-    report = Report("candidate-eval", out, argv=argv, config=cfg, seed=seed, expected_cases=0, started=began,
-                    parameters=report_params)
-    report.set_model(f"{b_id} vs {c_id}")
+        if held.cleanup:
+            held.cleanup()
+        return _partial(home, out, argv, seed, began, report_params, runs, len(held.cases), stopped, say)
+    summary = _compare(runs, held, suite, name, models)
+    separated = summary["intervals_separated"]
+    report = Report("candidate-eval", out, argv=argv, config=runs["base"][3], seed=seed, expected_cases=0,
+                    started=began, parameters=report_params)
+    report.set_model(f"{runs['base'][2]} vs {runs['candidate'][2]}")
     report.data["pool"] = {"workers": pool.workers, "ray": pool.ray} if pool else {"workers": 1}
     code = ExitCode.PASSED if separated else ExitCode.NOT_PASSED
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
-                  cases_order=[{"index": b["index"], "image_sha256": b["image"].get("sha256"), "target": b["target"],
-                                **({"id": b["id"], "instruction": b["instruction"]} if "id" in b else {}),
-                                "base": {k: b.get(k) for k in ("hit", "predicted", "error", "raw_output")},
-                                "candidate": {k: c.get(k) for k in ("hit", "predicted", "error", "raw_output")}}
-                               for b, c in zip(b_rec, c_rec)])
-    for label, s in (("base", summary["base"]), ("candidate", summary["candidate"])):
-        lo, hi = s["hit_rate_ci95"]
-        say(f"{label:<9} {s['hits']}/{n} hit = {s['hit_rate']:.1%} (95% CI {lo:.1%}–{hi:.1%})  [{s['model_id']}]")
-    say(f"difference {summary['difference']:+.1%} (95% CI {diff_lo:+.1%} to {diff_hi:+.1%}); "
-        f"intervals {'do not overlap' if separated else 'overlap'}; same {n} cases (sha256 of hashes "
-        f"{summary['cases_sha256'][:12]})")
-    say(f"report: {out}")
+                  cases_order=_paired_cases(runs))
+    _say_comparison(summary, out, say)
     _record_eval(home, name, summary, out)
     return code
 

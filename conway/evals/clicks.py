@@ -17,7 +17,7 @@ from typing import Any
 from conway.actions import ActionProblem, _Action
 from conway.config import ConwayConfig
 from conway.protocols import Decision, DecisionContext, Policy, PolicyError, decision_problem_cause
-from conway.readiness.checks.model import effective_backend
+from conway.readiness.checks.model_runtime import effective_backend
 
 RAW_OUTPUT_MAX = 4000
 CLICK_TYPES = ("click", "double_click", "triple_click", "right_click")

@@ -1,6 +1,6 @@
 """The one eval runner: cases → policy → one result record per case → summary → report → exit code.
 
-An eval command supplies a `Suite`: how one case is run and scored
+An eval command supplies a `CaseSuite`: how one case is run and scored
 (`run_case`, which returns the case's result record), the summary of the
 records (`summarize`) and what that summary means (`verdict`: an `ExitCode`
 and the report's status). How the cases are made is the command's own
@@ -47,7 +47,7 @@ POLL_S = 0.25
 """How often the thread that hands out parallel cases looks for a stop."""
 
 
-class Suite(Protocol):
+class CaseSuite(Protocol):
     """What one eval command supplies to the runner."""
 
     kind: str
@@ -104,7 +104,7 @@ def stop_on_signals(token: Cancel) -> Iterator[None]:
             signal.signal(sig, previous)
 
 
-def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
+def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
               on_record: Callable[[Record], None] | None = None, pool: Pool | None = None,
               skip: dict[int, Record] | None = None) -> tuple[list[Record], float]:
     """Every case through `suite.run_case`; (records in case order, wall seconds).
@@ -115,12 +115,8 @@ def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, para
     they are. Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops the cases not done
     and raises `SuiteInterrupted` with the records of those that finished.
     """
-    bar = None
     skip = skip or {}
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(cases), initial=len(skip), desc=suite.kind, unit="case", file=sys.stderr,
-                   leave=False)
+    bar = _progress_bar(suite.kind, len(cases), len(skip)) if progress else None
     done: list[tuple[int, Record]] = list(skip.items())
     todo = [(position, case) for position, case in enumerate(cases) if position not in skip]
     token = Cancel()
@@ -149,27 +145,14 @@ def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, para
     try:
         with stop_on_signals(token):
             if pool is not None:
-                from conway.evals.pool import run_pooled
-                positions = [p for p, _ in todo]
-                run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
-                           take=lambda i, record: take(positions[i], record))
+                _run_in_pool(suite, pool, todo, take, token, states)
             elif parallel <= 1:
                 for position, case in todo:
                     if token.is_set():
                         break
                     take(position, one(case))
             else:
-                threads = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=suite.kind)
-                try:
-                    pending = {threads.submit(one, case): position for position, case in todo}
-                    while pending and not token.is_set():
-                        finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            take(pending.pop(fut), fut.result())
-                    if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
-                        wait(pending, timeout=ABORT_GRACE_S)
-                finally:
-                    threads.shutdown(wait=not token.is_set(), cancel_futures=True)
+                _run_in_threads(one, todo, take, token, parallel, suite.kind)
     finally:
         if bar is not None:
             bar.close()
@@ -181,7 +164,37 @@ def run_cases(suite: Suite, policy: Policy | None, cases: Sequence[Any], *, para
     return records, wall
 
 
-def run_suite(suite: Suite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
+def _progress_bar(name: str, total: int, initial: int) -> Any:
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=name, unit="case", file=sys.stderr, leave=False)
+
+
+def _run_in_pool(suite: CaseSuite, pool: Pool, todo: list[tuple[int, Any]], take: Callable[[int, Record], None],
+                 token: Cancel, states: Callable[[dict[str, str]], None]) -> None:
+    """The cases in the pool's workers, which build their own policies (`conway.evals.pool`)."""
+    from conway.evals.pool import run_pooled
+    positions = [p for p, _ in todo]
+    run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
+               take=lambda i, record: take(positions[i], record))
+
+
+def _run_in_threads(one: Callable[[Any], Record], todo: list[tuple[int, Any]],
+                    take: Callable[[int, Record], None], token: Cancel, parallel: int, name: str) -> None:
+    """`parallel` cases at once in threads, until all are done or `token` is set."""
+    threads = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix=name)
+    try:
+        pending = {threads.submit(one, case): position for position, case in todo}
+        while pending and not token.is_set():
+            finished, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                take(pending.pop(fut), fut.result())
+        if pending:  # aborted: in flight ones get the grace to come back, queued ones never start
+            wait(pending, timeout=ABORT_GRACE_S)
+    finally:
+        threads.shutdown(wait=not token.is_set(), cancel_futures=True)
+
+
+def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], report: Report, *, parallel: int = 1,
               progress: bool = True, extra: Callable[[SuiteResult], dict[str, Any]] | None = None,
               pool: Pool | None = None, resume: str | None = None) -> SuiteResult:
     """Run every case, summarise, judge and write the report; `extra(result)` adds fields to the report.

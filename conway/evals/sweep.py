@@ -38,19 +38,21 @@ from typing import Any, Callable
 import yaml
 
 from conway.errors import ExitCode, UserError
+from conway.evals.kinds import SweepMetric
 from conway.evals.report import Report, load_report
+from conway.evals.suites import having
 from conway.evals.sweep_table import table_lines
 
-COMMANDS = {"vision-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
-            "grounding-check": ("hit_rate", "hit_rate_ci95", "hits", "cases"),
-            "tasks run": ("success.hit_rate", "success.hit_rate_ci95", "success.hits", "success.n")}
-"""Commands a sweep runs → (rate, its interval, successes, cases) in their report's summary (a dotted key
-reaches into a part of it)."""
 FLAGS = {"endpoint": "--endpoint", "model": "--model", "seed": "--seed"}
 """Grid keys that are command-line flags; `policy` is a preset; a key starting with -- is that flag; any other
 key is a config override."""
-NOT_TAKEN = {"tasks run": ("seed",)}
-"""Grid keys a command has no flag for (a task suite is the same tasks every time: no seed)."""
+
+
+def metrics() -> dict[str, SweepMetric]:
+    """Commands a sweep runs → where their rate is in their report's summary (each suite kind's `sweep`)."""
+    return {k.sweep.command: k.sweep for k in having("sweep") if k.sweep is not None}
+
+
 OWN_FLAGS = ("--output", "--resume", "--workers", "--ray", "--pool-endpoint", "--quiet", "--desktops-per-node")
 """Flags the sweep sets itself: not allowed in `args` or as grid keys."""
 
@@ -76,22 +78,22 @@ def load_sweep(path: str) -> dict[str, Any]:
     if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o and not o.startswith("-")
                                                   for o in overrides):
         raise UserError(f"sweep file {p}: overrides must be a list of key=value config overrides")
-    if data.get("command") not in COMMANDS:
-        raise UserError(f"sweep file {p}: command must be one of {', '.join(COMMANDS)} (got {data.get('command')!r})")
+    if data.get("command") not in metrics():
+        raise UserError(f"sweep file {p}: command must be one of {', '.join(metrics())} (got {data.get('command')!r})")
     args = data.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
         raise UserError(f"sweep file {p}: args must be a list of command-line words")
     args = [str(a) for a in args]
     if own := [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]:
         raise UserError(f"sweep file {p}: args may not set {', '.join(own)} (the sweep sets it for each cell)")
-    if data["command"] == "tasks run" and (not args or args[0].startswith("-")):
-        raise UserError(f"sweep file {p}: the args of tasks run begin with the suite (a folder, task files or an "
-                        "OSWorld test_*.json index)")
+    metric = metrics()[data["command"]]
+    if metric.suite_first and (not args or args[0].startswith("-")):
+        raise UserError(f"sweep file {p}: the args of {data['command']} begin with the suite ({metric.suite_first})")
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise UserError(f"sweep file {p}: grid must map each varied setting to a list of values")
     for key, values in grid.items():
-        if str(key) in NOT_TAKEN.get(data["command"], ()):
+        if str(key) in metric.not_taken:
             raise UserError(f"sweep file {p}: grid.{key}: {data['command']} has no --{key}")
         if str(key) in OWN_FLAGS:
             raise UserError(f"sweep file {p}: grid.{key}: the sweep sets {key} for each cell")
@@ -134,20 +136,21 @@ def cell_argv(sweep: dict[str, Any], cell: dict[str, str], output: Path, pool_ar
         else:
             overrides.append(f"{key}={value}")
     args = sweep["args"]
-    if sweep["command"] == "tasks run":  # its overrides follow the suite words (a positional list)
+    if metrics()[sweep["command"]].suite_first:  # its overrides follow the suite words (a positional list)
         lead = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
-        return ["tasks", "run", *args[:lead], *overrides, *args[lead:], *flags]
+        return [*sweep["command"].split(), *args[:lead], *overrides, *args[lead:], *flags]
     return [sweep["command"], *args, *flags, *overrides]  # after every flag: the command's trailing words
 
 
 def _row(sweep: dict[str, Any], cell: dict[str, str], path: Path, out_dir: Path) -> dict[str, Any]:
-    keys = COMMANDS[sweep["command"]]
+    metric = metrics()[sweep["command"]]
     row: dict[str, Any] = {"cell": cell_name(cell), "settings": cell, "report": str(path.relative_to(out_dir))}
     try:
         data, _ = load_report(path)
     except UserError as exc:
         return {**row, "status": "missing", "error": str(exc)}
-    rate, ci95, successes, n = (_dig(data.get("summary") or {}, key) for key in keys)
+    rate, ci95, successes, n = (_dig(data.get("summary") or {}, key)
+                                for key in (metric.rate, metric.ci95, metric.successes, metric.cases))
     return {**row, "status": data.get("status"), "exit_code": data.get("exit_code"), "model_id": data.get("model_id"),
             "rate": rate, "ci95": ci95, "successes": successes, "cases": n}
 

@@ -13,3 +13,8 @@ def table_lines(rows: list[dict[str, Any]], summary: dict[str, Any]) -> list[str
         mark = " (best)" if r["cell"] == summary.get("best") else (" (below best)" if r.get("below_best") else "")
         out.append(f"{r['cell'][:48]:<48} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}  {r.get('status')}{mark}")
     return out
+
+
+def render_sweep(data: dict[str, Any], cases: list[dict[str, Any]], max_rows: int) -> list[str]:
+    """`conway report` of a sweep: the table (every cell; a sweep's cells are few)."""
+    return table_lines(cases, data.get("summary") or {})

@@ -1,6 +1,6 @@
 """`conway tasks run SUITE --output REPORT`: each task on its own disposable desktop, through the real loop, scored.
 
-For each task of the suite (`conway.tasks.model.load_suite`):
+For each task of the suite (`conway.tasks.task.load_suite`):
 
 1. the runnable check (`conway.tasks.runnable`): a task that cannot run here is
    a `not-runnable` case with its reasons, never started and never scored;
@@ -11,7 +11,7 @@ For each task of the suite (`conway.tasks.model.load_suite`):
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
    command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
    observing and acting on the desktop's display, its shell and files in the
-   desktop's sandbox, under a wall-clock limit (`conway.evals.task_watchdog`:
+   desktop's sandbox, under a wall-clock limit (`conway.session.task_watchdog`:
    `--task-timeout-s`, default the time budget + 120 s): when it passes the
    loop is stopped as `conway stop` stops a run and the task is still scored
    (OSWorld scores whatever state the agent left), marked `timed_out`; a loop
@@ -27,6 +27,12 @@ and the report of the tasks that finished is written, marked partial.
 Each task's Conway home is kept beside the report (`<report>.tasks/NN-<id>/home`),
 so `conway view` and `conway export --from-report` find its session; the
 desktop (its user home, Xvfb, the sandbox) is gone after the task unless `--keep`.
+
+This is the one module that runs a suite of tasks; around it: the task itself
+(loading, runnability, setup's contract, scoring) in `conway.tasks`, one task's
+session in `conway.session.task_run` and its wall-clock guard in
+`conway.session.task_watchdog`, the report's numbers and text in
+`conway.evals.tasks_summary`.
 """
 
 from __future__ import annotations
@@ -45,9 +51,9 @@ from conway.evals import tasks_summary
 from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
-from conway.evals.task_files import declared_record
-from conway.evals.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.protocols import Policy
+from conway.session.acceptance import declared_record
+from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.store.home import Home
 from conway.tasks.env import GUEST_HOME
 
@@ -60,16 +66,10 @@ COMMAND_TIMEOUT_S = 60.0
 MISSING = "result not found"
 """How the evaluator marks a result file the agent never made (an ordinary 0, not a checker's error)."""
 
-CONSTITUTION = """\
-# Constitution (Conway tasks run)
-
-You are working on one task on a disposable desktop. The user's home is
-/home/user (also `~`); the task's files are there. Use the GUI, the shell and
-the file tools as the task needs. Do exactly what the task asks, check the
-result yourself, then finish with DONE. If the task cannot be done at all,
-finish with FAIL and say why: that is the right answer for an impossible task.
-"""
-GOALS = "# Goals\n\nOnly the session task.\n"
+INSTRUCTIONS = Path(__file__).resolve().parent.parent / "prompt" / "instructions"
+CONSTITUTION_FILE = INSTRUCTIONS / "tasks_run_constitution.md"
+"""The constitution each task's fresh home is given: one task on a disposable desktop, FAIL for an impossible one."""
+GOALS_FILE = INSTRUCTIONS / "tasks_run_goals.md"
 
 
 @dataclass
@@ -78,15 +78,22 @@ class TaskCase:
 
     index: int
     task: Any = None
-    """A `conway.tasks.model.Task`, or None for a file that could not be read."""
+    """A `conway.tasks.task.Task`, or None for a file that could not be read."""
     problem: Any = None
-    """A `conway.tasks.model.Problem` (path + reason) when the file could not be read."""
+    """A `conway.tasks.task.Problem` (path + reason) when the file could not be read."""
     reasons: list[str] = field(default_factory=list)
 
 
 def tasks_folder(report_path: Path) -> Path:
     """Where the tasks' Conway homes are kept: beside the report, named after it."""
     return report_path.with_name(report_path.stem + ".tasks")
+
+
+def _task_home(home: Home) -> None:
+    """A fresh Conway home for one task: its constitution and goals from the prompt files."""
+    home.ensure_dirs()
+    home.constitution.write_text(CONSTITUTION_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    home.goals.write_text(GOALS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def _safe(name: str) -> str:
@@ -120,7 +127,7 @@ def one_line(exc: BaseException) -> str:
 
 @dataclass
 class TasksSuite:
-    """The runner's `Suite` for task files: one disposable desktop and one session per task."""
+    """The runner's `CaseSuite` for task files: one disposable desktop and one session per task."""
 
     config: ConwayConfig
     folder: Path
@@ -211,9 +218,7 @@ class TasksSuite:
                              screen=tuple(desk.size))
         run_setup(list(task.config), desk, limits)
         record["phase"] = "run"
-        home.ensure_dirs()
-        home.constitution.write_text(CONSTITUTION, encoding="utf-8")
-        home.goals.write_text(GOALS, encoding="utf-8")
+        _task_home(home)
         cfg = self._task_config(desk)
         token = current_cancel()
         if token is not None and token.is_set():  # Ctrl+C during setup: the loop is not started (and
@@ -274,10 +279,9 @@ class TasksSuite:
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.observe.screen import ScreenObserver
 
-        observer = ScreenObserver.from_config(cfg, home)
-        observer.display = desk.display
-        observer.accessibility_env = {**os.environ, **desk.env()}  # its AT-SPI tree is on the desktop's bus
-        return observer
+        # the desktop's display, and its AT-SPI tree on the desktop's bus
+        return ScreenObserver.from_config(cfg, home, display=desk.display,
+                                          accessibility_env={**os.environ, **desk.env()})
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.session.task_run import shell_env
@@ -297,7 +301,7 @@ class TasksSuite:
         self.say(f"[{case.index + 1}/{self.total}] {record['task']}: {record['outcome']}{timed}"
                  + (f" — {tail}" if tail else ""))
 
-    # -- the runner's Suite ---------------------------------------------------------------
+    # -- the runner's CaseSuite ---------------------------------------------------------------
 
     def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         return tasks_summary.summarize(records, wall_s)
@@ -392,15 +396,10 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
     report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
     from conway.session.app import console_say
-    from conway.tasks.model import load_suite
+    from conway.tasks.task import load_suite
 
     say = say or console_say  # flushed: a line per task reaches a pipe as it happens
-    if max_steps is not None and max_steps < 1:
-        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
-    if max_seconds is not None and max_seconds <= 0:
-        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
-    if task_timeout_s is not None and task_timeout_s <= 0:
-        raise UserError(f"--task-timeout-s must be positive (got {task_timeout_s})")
+    _check_limits(max_steps, max_seconds, task_timeout_s)
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
@@ -408,11 +407,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     out, _ = check_outputs(output, home, cases=len(cases))
-    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
-        root = Path(source).expanduser().resolve()
-        if root.is_dir() and out.parent.resolve().is_relative_to(root):
-            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
-                            "be read as task files next time; write it somewhere else")
+    _check_outside(out, suite_source)
     folder = tasks_folder(out)
     if folder.exists():
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
@@ -439,8 +434,26 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     return result.code
 
 
+def _check_limits(max_steps: int | None, max_seconds: float | None, task_timeout_s: float | None) -> None:
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"--max-steps must be at least 1 (got {max_steps})")
+    if max_seconds is not None and max_seconds <= 0:
+        raise UserError(f"--max-seconds must be positive (got {max_seconds})")
+    if task_timeout_s is not None and task_timeout_s <= 0:
+        raise UserError(f"--task-timeout-s must be positive (got {task_timeout_s})")
+
+
+def _check_outside(out: Path, suite_source: str | list[str]) -> None:
+    """The report goes outside the suite's folders: the tasks' homes beside it would be read as task files."""
+    for source in [suite_source] if isinstance(suite_source, str) else suite_source:
+        root = Path(source).expanduser().resolve()
+        if root.is_dir() and out.parent.resolve().is_relative_to(root):
+            raise UserError(f"the report {out} would lie inside the suite {root}: its tasks' homes beside it would "
+                            "be read as task files next time; write it somewhere else")
+
+
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
-    from conway.evals.tasks_facts import environment_facts, programs_of
+    from conway.tasks.facts import environment_facts, programs_of
 
     programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]

@@ -40,7 +40,7 @@ from conway.evals.runner import (
 )
 from conway.evals.sheet import Tile, contact_sheet
 from conway.evals.stats import percentile, wilson
-from conway.evals.vision_cases import (
+from conway.observe.vision_cases import (
     DEFAULT_SIZE,
     GENERATOR,
     PROMPT,
@@ -51,7 +51,7 @@ from conway.evals.vision_cases import (
 )
 from conway.prompt.budget import build_parts, resolve_budget
 from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
-from conway.readiness.checks.model import effective_backend
+from conway.readiness.checks.model_runtime import effective_backend
 from conway.store.home import Home
 
 # --- one case through the policy ---------------------------------------------------

@@ -42,7 +42,7 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
         raise ValueError("the step records no captured size")
     digest = hashlib.sha256(png).hexdigest()
     if task.get("kind") == "vision-check":
-        from conway.evals.vision_cases import PROMPT
+        from conway.observe.vision_cases import PROMPT
         obs = Observation(png=png, captured_size=captured, source="vision-check", content_hash=digest,  # type: ignore[arg-type]
                           change_key=digest[:16], logical_size=captured,  # type: ignore[arg-type]
                           meta={"vision_check_case": task.get("index")})

@@ -3,31 +3,22 @@
 Stages, each in its own module: `conway.experience.steps` (journal → step records, labels,
 screenshots), `conway.policies.target_turns` (a step's target turn in a model
 family's format), `conway.experience.export_writers` (JSONL, `datasets` folder,
-ShareGPT). This module chooses and runs them and says what it left out.
+ShareGPT). This module chooses and runs them and says what it left out; a report's records
+(`--from-report`) are read by the report's kind (`conway.evals.export_report`) and handed in.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from conway.errors import UserError
 from conway.experience.export_writers import _refuse_existing, write_hf, write_jsonl
-from conway.experience.steps import check_screenshots, collect_records, mark_missing_images, records_from_vision_check
-from conway.experience.task_records import records_from_tasks
+from conway.experience.steps import check_screenshots, collect_records, mark_missing_images
 from conway.policies.families import FAMILIES
 from conway.redact import redact_known
 from conway.store.state import STDOUT
-
-
-def records_from_report(path: Path) -> list[dict]:
-    """A report's records: a tasks report's sessions labelled by their checkers, else its cases."""
-    from conway.evals.report import load_report
-
-    data, cases = load_report(path)
-    if data.get("kind") == "tasks":
-        return records_from_tasks(path, data, cases)
-    return records_from_vision_check(path)
 
 
 @dataclass
@@ -53,9 +44,10 @@ class ExportResult:
 
 def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
            fmt: str = "jsonl", style: str | None = None, skip_missing: bool = False,
-           home_root: Path | None = None, from_report: str | Path | None = None,
+           home_root: Path | None = None, report_records: Callable[[], list[dict]] | None = None,
            secret_values: list[str] | None = None) -> ExportResult:
-    """Export the journal (or a vision-check, grounding-check or tasks report) as JSONL or an hf dataset folder.
+    """Export the journal (or a report's records: `report_records`, `conway.evals.export_report`) as JSONL or an
+    hf dataset folder.
 
     Every string is scanned for `secret_values` (the API key and other credential-looking variables'
     values; see `conway.redact.known_secret_values`) and key shapes; each is replaced by <redacted>.
@@ -68,8 +60,8 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
         raise UserError("--format hf writes a folder; give --output a new folder, not standard output")
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
-    if from_report is not None:
-        records, skipped = records_from_report(Path(from_report)), []
+    if report_records is not None:
+        records, skipped = report_records(), []
         labelled = len(records)
     else:
         records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,

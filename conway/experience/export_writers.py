@@ -108,6 +108,58 @@ def write_sharegpt(folder: Path, conversations: list[tuple[list[dict[str, Any]],
     (folder / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
 
+_HF_COLUMNS = ("session", "step", "image", "image_sha256", "instruction", "target", "style", "convention",
+               "sent_width", "sent_height", "captured_width", "captured_height", "success", "label_source",
+               "hindsight", "record", "messages", "images")
+
+
+def _hf_row(rec: dict[str, Any], data: bytes, t: Any, style: str, turns: list[dict[str, Any]],
+            sent: bytes) -> dict[str, Any]:
+    """One step's row: its screenshot, target (`t`, rendered in `style`), label, record and conversation."""
+    labels = rec.get("labels") or {}
+    return {"session": rec["session"], "step": rec["step"], "image": {"bytes": data, "path": None},
+            "image_sha256": hashlib.sha256(data).hexdigest(),
+            "instruction": rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "",
+            "target": t.text, "style": style, "convention": t.convention,
+            "sent_width": t.sent_size[0], "sent_height": t.sent_size[1],
+            "captured_width": t.captured_size[0], "captured_height": t.captured_size[1],
+            "success": labels.get("success", "unknown"), "label_source": labels.get("source"),
+            "hindsight": bool(labels.get("hindsight", False)),
+            "record": json.dumps(rec, ensure_ascii=False, sort_keys=True),
+            "messages": turns, "images": [{"bytes": sent, "path": None}]}
+
+
+def _hf_features() -> Any:
+    from datasets import Features, Image, List, Value
+
+    return Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
+                     "image_sha256": Value("string"), "instruction": Value("string"),
+                     "target": Value("string"), "style": Value("string"), "convention": Value("string"),
+                     "sent_width": Value("int64"), "sent_height": Value("int64"),
+                     "captured_width": Value("int64"), "captured_height": Value("int64"),
+                     "success": Value("string"), "label_source": Value("string"),
+                     "hindsight": Value("bool"), "record": Value("string"),
+                     "messages": List({"role": Value("string"),
+                                       "content": List({"type": Value("string"), "text": Value("string")})}),
+                     "images": List(Image())})
+
+
+def _save_hf(rows: dict[str, list[Any]], output: Path, conversations: list[tuple[list[dict[str, Any]], bytes]]
+             ) -> None:
+    """The dataset (and its sharegpt/ copy) written beside `output`, then moved into place whole."""
+    from datasets import Dataset
+
+    ds = Dataset.from_dict(rows, features=_hf_features())
+    tmp = output.with_name(output.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    ds.save_to_disk(str(tmp))
+    if conversations:
+        write_sharegpt(tmp / "sharegpt", conversations)
+    _make_private(tmp)
+    tmp.replace(output)
+
+
 def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None,
              style: str = "generic") -> tuple[list[str], list[str]]:
     """Write a `datasets` folder: image (Image feature), prompt, target text and the record as JSON; the same
@@ -120,15 +172,11 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
     """
     records = [r for r in records if not (r.get("observation") or {}).get("image_missing")]
     try:
-        from datasets import Dataset, Features, Image, List, Value
+        from datasets import Dataset, Features, Image, List, Value  # noqa: F401 - the train extra, checked first
     except ImportError:
         raise UserError("--format hf needs the train extra (pip install -e '.[train]')") from None
     _refuse_existing(output)
-    rows: dict[str, list[Any]] = {k: [] for k in ("session", "step", "image", "image_sha256", "instruction",
-                                                  "target", "style", "convention", "sent_width", "sent_height",
-                                                  "captured_width", "captured_height", "success",
-                                                  "label_source", "hindsight", "record", "messages",
-                                                  "images")}
+    rows: dict[str, list[Any]] = {k: [] for k in _HF_COLUMNS}
     from conway.config import load_config
     config = load_config(None, [])
     conversations = []
@@ -151,47 +199,12 @@ def write_hf(records: list[dict[str, Any]], output: Path, home_root: Path | None
         except ValueError as exc:  # the target rendered above; the prompt cannot be rebuilt
             no_conversation.append(f"{where}: {exc}")
             continue
-        labels = rec.get("labels") or {}
-        rows["session"].append(rec["session"])
-        rows["step"].append(rec["step"])
-        rows["image"].append({"bytes": data, "path": None})
-        rows["image_sha256"].append(hashlib.sha256(data).hexdigest())
-        rows["instruction"].append(rec.get("instruction") or (rec.get("prompt") or {}).get("text") or "")
-        rows["target"].append(t.text)
-        rows["style"].append(style)
-        rows["convention"].append(t.convention)
-        rows["sent_width"].append(t.sent_size[0])
-        rows["sent_height"].append(t.sent_size[1])
-        rows["captured_width"].append(t.captured_size[0])
-        rows["captured_height"].append(t.captured_size[1])
-        rows["success"].append(labels.get("success", "unknown"))
-        rows["label_source"].append(labels.get("source"))
-        rows["hindsight"].append(bool(labels.get("hindsight", False)))
-        rows["record"].append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
-        rows["messages"].append(turns)
-        rows["images"].append([{"bytes": sent, "path": None}])
+        for key, value in _hf_row(rec, data, t, style, turns, sent).items():
+            rows[key].append(value)
         conversations.append((turns, sent))
     if not rows["step"]:
         why = (unrendered + no_conversation)[:1]
         raise UserError(f"nothing to write to {output}: none of {len(records)} step(s) makes a training row"
                         + (f" ({why[0]})" if why else ""))
-    features = Features({"session": Value("string"), "step": Value("int64"), "image": Image(),
-                         "image_sha256": Value("string"), "instruction": Value("string"),
-                         "target": Value("string"), "style": Value("string"), "convention": Value("string"),
-                         "sent_width": Value("int64"), "sent_height": Value("int64"),
-                         "captured_width": Value("int64"), "captured_height": Value("int64"),
-                         "success": Value("string"), "label_source": Value("string"),
-                         "hindsight": Value("bool"), "record": Value("string"),
-                         "messages": List({"role": Value("string"),
-                                           "content": List({"type": Value("string"), "text": Value("string")})}),
-                         "images": List(Image())})
-    ds = Dataset.from_dict(rows, features=features)
-    tmp = output.with_name(output.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    ds.save_to_disk(str(tmp))
-    if conversations:
-        write_sharegpt(tmp / "sharegpt", conversations)
-    _make_private(tmp)
-    tmp.replace(output)
+    _save_hf(rows, output, conversations)
     return unrendered, no_conversation

@@ -90,23 +90,8 @@ def review(home: Any, *, session: str | None = None, step: int | None = None, ve
     path = labels_path(home.root)
     existing = read_labels(path)
     if verdict is not None or step is not None:  # one step, from the command line
-        if step is None or verdict is None:
-            raise UserError("--step and --verdict go together (and --session when several sessions recorded it)")
-        matches = [r for r in records if r["step"] == step]
-        if not matches:
-            raise UserError(f"no recorded step {step}" + (f" in session {session}" if session else ""))
-        if len({r["session"] for r in matches}) > 1:
-            raise UserError(f"step {step} exists in several sessions ({', '.join(sorted({r['session'] for r in matches}))}); "
-                            "add --session")
-        text = verdict + (f" {action}" if action else "")
-        v, corrected = parse_review_line(text)
-        if v in ("skip", "quit"):
-            raise UserError("--verdict must be correct, wrong or redundant")
-        lab = Label(session=matches[0]["session"], step=step, source="review", verdict=v,  # type: ignore[arg-type]
-                    corrected_action=corrected, note=note, hindsight=relabel)
-        append_labels(path, [lab])
-        say(f"labelled {lab.session} step {step}: {v}" + (" with a corrected action" if corrected else ""))
-        return 1
+        return _label_one(records, path, session=session, step=step, verdict=verdict, action=action, note=note,
+                          relabel=relabel, say=say)
     todo = [r for r in records if existing.get(r["session"], r["step"]) is None]
     if not todo:
         say(f"every recorded step already has a label ({len(existing)} in {path})")
@@ -116,16 +101,7 @@ def review(home: Any, *, session: str | None = None, step: int | None = None, ve
     written = 0
     for rec in todo:
         say(_step_summary(rec))
-        while True:
-            try:
-                answer = read("   label> ")
-            except EOFError:
-                answer = "q"
-            try:
-                v, corrected = parse_review_line(answer)
-                break
-            except UserError as exc:
-                say(f"   {exc}")
+        v, corrected = _ask(read, say)
         if v == "quit":
             break
         if v == "skip":
@@ -135,3 +111,39 @@ def review(home: Any, *, session: str | None = None, step: int | None = None, ve
         written += 1
     say(f"wrote {written} label(s) to {path}")
     return written
+
+
+def _ask(read: Callable[[str], str], say: Callable[[str], None]) -> tuple[str, dict[str, Any] | None]:
+    """One answer to the prompt, asked again until it parses; end of input is quit."""
+    while True:
+        try:
+            answer = read("   label> ")
+        except EOFError:
+            answer = "q"
+        try:
+            return parse_review_line(answer)
+        except UserError as exc:
+            say(f"   {exc}")
+
+
+def _label_one(records: list[dict[str, Any]], path: Any, *, session: str | None, step: int | None,
+               verdict: str | None, action: str | None, note: str, relabel: bool,
+               say: Callable[[str], None]) -> int:
+    """--step N --verdict V [--action JSON]: one label, from the command line."""
+    if step is None or verdict is None:
+        raise UserError("--step and --verdict go together (and --session when several sessions recorded it)")
+    matches = [r for r in records if r["step"] == step]
+    if not matches:
+        raise UserError(f"no recorded step {step}" + (f" in session {session}" if session else ""))
+    if len({r["session"] for r in matches}) > 1:
+        raise UserError(f"step {step} exists in several sessions ({', '.join(sorted({r['session'] for r in matches}))}); "
+                        "add --session")
+    text = verdict + (f" {action}" if action else "")
+    v, corrected = parse_review_line(text)
+    if v in ("skip", "quit"):
+        raise UserError("--verdict must be correct, wrong or redundant")
+    lab = Label(session=matches[0]["session"], step=step, source="review", verdict=v,  # type: ignore[arg-type]
+                corrected_action=corrected, note=note, hindsight=relabel)
+    append_labels(path, [lab])
+    say(f"labelled {lab.session} step {step}: {v}" + (" with a corrected action" if corrected else ""))
+    return 1

@@ -29,6 +29,7 @@ renders each step's target turn in one model family's own action format.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -38,7 +39,7 @@ from conway.store.events import Acceptance, Decision, Finish, Intent, SessionGoa
 from conway.store.journal import read_journal
 
 FORMAT = "conway-traj/1"
-_GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
+GEOMETRY_KEYS = ("sent_size", "captured_size", "convention", "resize_rule", "policy")
 
 
 def read_records(path: Path, not_json: str) -> list[dict[str, Any]]:
@@ -69,99 +70,126 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
     Dry runs and uncertain steps are left out unless asked for: a dry run did
     nothing, and an uncertain step may or may not have happened.
     """
-    steps: dict[tuple[str, int], dict[str, Any]] = {}
-    order: list[tuple[str, int]] = []
-    revisions: dict[str, str | None] = {}
-    checks: dict[str, dict[str, Any]] = {}
-    goals: dict[str, str] = {}
-    facts: dict[str, str] = {}
+    grouping = _Grouping()
     for ev in events:
         kind = ev.get("kind")
-        p = ev.get("payload") or {}
         if kind == "session":
-            start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
-            host = SessionHostFacts.of(ev)
-            if start:
-                revisions[ev.get("session", "?")] = start.revision
-            elif told:  # the goals / task text the model saw from here on
-                goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
-            elif host and isinstance(host.text, str):  # the host facts from here on: journaled while the step's
-                sid = ev.get("session", "?")           # prompt is built, after its observation
-                facts[sid] = host.text
-                here = steps.get((sid, _step_of(ev)))
-                if here is not None and host.text:
-                    here["host_facts"] = host.text
-                elif here is not None:  # the part emptied: this step's prompt had none
-                    here.pop("host_facts", None)
-            elif accepted and accepted.verified is not None:
-                # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
-                checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
-                                                  "source": "task-check", "scope": "session",
-                                                  "report": accepted.report}
+            grouping.session_event(ev)
             continue
         if kind in ("recovery", "control", "memory"):  # not a step's: memory's compaction runs between cycles
             continue
-        key = (ev.get("session", "?"), int(ev.get("step", 0)))
-        rec = steps.get(key)
-        if rec is None:
-            rec = steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
-                                "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
-                                "decision": None, "actions": [], "errors": [], "uncertain": False,
-                                "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
-                                "labels": {"success": "unknown"}}
-            if goals.get(key[0]):
-                rec["instruction"] = goals[key[0]]
-            if facts.get(key[0]):
-                rec["host_facts"] = facts[key[0]]
-            order.append(key)
+        rec = grouping.record_for(ev)
         rec["t_end"] = ev.get("ts")
-        if kind == "observation":
-            rec["observation"] = p
-        elif kind == "decision":
-            decided = Decision.from_payload(p)
-            if decided.discarded:
-                rec["discarded"] = True
-            rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
-            rec["model_id"] = decided.model_id
-            if decided.harness_revision:
-                rec["harness_revision"] = decided.harness_revision
-            rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
-            geo = {k: p[k] for k in _GEOMETRY_KEYS if p.get(k) is not None}
-            if geo:
-                rec["geometry"] = geo
-            prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
-            if prompt:
-                rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
-        elif kind in ("result", "error", "suppressed"):
-            if p.get("dry_run"):
-                rec["dry_run"] = True
-            entry = {"kind": kind, **p}
-            (rec["errors"] if kind == "error" and "action" not in p else rec["actions"]).append(entry)
-        elif kind == "uncertain":
-            rec["uncertain"] = True
-            rec["actions"].append({"kind": "uncertain", **p})
-        elif kind == "finish":
-            declared = Finish.from_payload(p)
-            rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
-        elif kind == "intent":
-            rec.setdefault("intents", []).append(Intent.from_payload(p).action)
-    out = []
-    for key in order:
-        rec = steps[key]
-        rec["harness_revision"] = rec["harness_revision"] or revisions.get(key[0])
-        if key[0] in checks:
-            rec["labels"] = dict(checks[key[0]])
-        if rec["geometry"] is None and rec["observation"]:
-            size = rec["observation"].get("captured_size")
-            rec["geometry"] = {"captured_size": size} if size else None
-        if rec["dry_run"] and not include_dry_runs:
-            continue
-        if rec["uncertain"] and not include_uncertain:
-            continue
-        if rec["observation"] is None and rec["decision"] is None and not rec["actions"]:
-            continue
-        out.append(rec)
-    return out
+        _apply_event(rec, kind, ev.get("payload") or {})
+    return grouping.records(include_dry_runs, include_uncertain)
+
+
+@dataclass
+class _Grouping:
+    """The step records being built, in first-seen order, and what the session events say about them."""
+
+    steps: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    order: list[tuple[str, int]] = field(default_factory=list)
+    revisions: dict[str, str | None] = field(default_factory=dict)
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    goals: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)
+
+    def session_event(self, ev: dict[str, Any]) -> None:
+        start, told, accepted = SessionStart.of(ev), SessionGoals.of(ev), Acceptance.of(ev)
+        host = SessionHostFacts.of(ev)
+        if start:
+            self.revisions[ev.get("session", "?")] = start.revision
+        elif told:  # the goals / task text the model saw from here on
+            self.goals[ev.get("session", "?")] = told.text  # type: ignore[assignment]
+        elif host and isinstance(host.text, str):  # the host facts from here on: journaled while the step's
+            sid = ev.get("session", "?")           # prompt is built, after its observation
+            self.facts[sid] = host.text
+            here = self.steps.get((sid, _step_of(ev)))
+            if here is not None and host.text:
+                here["host_facts"] = host.text
+            elif here is not None:  # the part emptied: this step's prompt had none
+                here.pop("host_facts", None)
+        elif accepted and accepted.verified is not None:
+            # a task's acceptance criteria, checked by Conway (never the model's word): labels the session
+            self.checks[ev.get("session", "?")] = {"success": "success" if accepted.verified else "failure",
+                                                   "source": "task-check", "scope": "session",
+                                                   "report": accepted.report}
+
+    def record_for(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """The step record of the event's (session, step), begun at its first event."""
+        key = (ev.get("session", "?"), int(ev.get("step", 0)))
+        rec = self.steps.get(key)
+        if rec is None:
+            rec = self.steps[key] = {"format": FORMAT, "session": key[0], "step": key[1], "t_start": ev.get("ts"),
+                                     "t_end": ev.get("ts"), "observation": None, "geometry": None, "prompt": None,
+                                     "decision": None, "actions": [], "errors": [], "uncertain": False,
+                                     "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
+                                     "labels": {"success": "unknown"}}
+            if self.goals.get(key[0]):
+                rec["instruction"] = self.goals[key[0]]
+            if self.facts.get(key[0]):
+                rec["host_facts"] = self.facts[key[0]]
+            self.order.append(key)
+        return rec
+
+    def records(self, include_dry_runs: bool, include_uncertain: bool) -> list[dict[str, Any]]:
+        """The finished records, in order, without those left out (dry runs, uncertain, empty steps)."""
+        out = []
+        for key in self.order:
+            rec = self.steps[key]
+            rec["harness_revision"] = rec["harness_revision"] or self.revisions.get(key[0])
+            if key[0] in self.checks:
+                rec["labels"] = dict(self.checks[key[0]])
+            if rec["geometry"] is None and rec["observation"]:
+                size = rec["observation"].get("captured_size")
+                rec["geometry"] = {"captured_size": size} if size else None
+            if rec["dry_run"] and not include_dry_runs:
+                continue
+            if rec["uncertain"] and not include_uncertain:
+                continue
+            if rec["observation"] is None and rec["decision"] is None and not rec["actions"]:
+                continue
+            out.append(rec)
+        return out
+
+
+def _apply_event(rec: dict[str, Any], kind: Any, p: dict[str, Any]) -> None:
+    """What one step event adds to its step's record."""
+    if kind == "observation":
+        rec["observation"] = p
+    elif kind == "decision":
+        _apply_decision(rec, p)
+    elif kind in ("result", "error", "suppressed"):
+        if p.get("dry_run"):
+            rec["dry_run"] = True
+        entry = {"kind": kind, **p}
+        (rec["errors"] if kind == "error" and "action" not in p else rec["actions"]).append(entry)
+    elif kind == "uncertain":
+        rec["uncertain"] = True
+        rec["actions"].append({"kind": "uncertain", **p})
+    elif kind == "finish":
+        declared = Finish.from_payload(p)
+        rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
+    elif kind == "intent":
+        rec.setdefault("intents", []).append(Intent.from_payload(p).action)
+
+
+def _apply_decision(rec: dict[str, Any], p: dict[str, Any]) -> None:
+    decided = Decision.from_payload(p)
+    if decided.discarded:
+        rec["discarded"] = True
+    rec["decision"] = {k: p.get(k) for k in p if k not in ("dry_run",)}
+    rec["model_id"] = decided.model_id
+    if decided.harness_revision:
+        rec["harness_revision"] = decided.harness_revision
+    rec["dry_run"] = rec["dry_run"] or bool(decided.dry_run)
+    geo = {k: p[k] for k in GEOMETRY_KEYS if p.get(k) is not None}
+    if geo:
+        rec["geometry"] = geo
+    prompt = {k: p[k] for k in ("prompt_sha256", "prompt_parts") if p.get(k) is not None}
+    if prompt:
+        rec["prompt"] = {"sha256": prompt.get("prompt_sha256"), "parts": prompt.get("prompt_parts")}
 
 
 def _step_of(ev: dict[str, Any]) -> int:
@@ -202,7 +230,7 @@ def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
     """PNG bytes of a step's image: the archived screenshot, or a regenerated vision-check case (hash-checked)."""
     gen = (rec.get("task") or {}).get("generator")
     if gen:
-        from conway.evals.vision_cases import GENERATOR, generate_case
+        from conway.observe.vision_cases import GENERATOR, generate_case
 
         if gen.get("name") != GENERATOR:
             raise UserError(f"{rec['session']} step {rec['step']}: made by image generator {gen.get('name')!r}, "
@@ -216,68 +244,6 @@ def record_image(rec: dict[str, Any], home_root: Path | None) -> bytes | None:
         return case.png
     path = screenshot_file(rec, home_root)
     return path.read_bytes() if path is not None and path.is_file() else None
-
-
-def records_from_vision_check(report_path: Path) -> list[dict[str, Any]]:
-    """A vision-check report → one conway-traj/1 record per case, labelled by the case itself.
-
-    The target box is ground truth: a hit is labelled correct; a miss becomes a
-    hindsight example whose corrected action clicks the target's centre.
-    Images are not copied: the generator, seed and index regenerate them.
-    """
-    from conway.evals.report import load_report
-
-    try:
-        data, cases = load_report(report_path)
-    except UserError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read report {report_path}: {exc}") from None
-    if data.get("kind") == "grounding-check":
-        from conway.evals.grounding.records import records_from_grounding
-        return records_from_grounding(report_path, data, cases, fmt=FORMAT, geometry_keys=_GEOMETRY_KEYS)
-    if data.get("kind") != "vision-check":
-        raise UserError(f"{report_path} is a {data.get('kind')!r} report; --from-report takes a vision-check, "
-                        "grounding-check or tasks report")
-    params = data.get("parameters") or {}
-    seed = data.get("seed")
-    size = params.get("size")
-    if seed is None or not size or not params.get("generator"):
-        raise UserError(f"{report_path} does not record seed, image size and generator; cannot rebuild its images")
-    if not cases:
-        raise UserError(f"nothing to export: {report_path} has no cases")
-    revision = (data.get("conway") or {}).get("git_revision")
-    out = []
-    for c in cases:
-        meta = c.get("decision_meta") or {}
-        box = (c.get("target") or {}).get("box")
-        centre = (c.get("target") or {}).get("centre")
-        hit = bool(c.get("hit"))
-        labels: dict[str, Any] = {"success": "success" if hit else "failure", "source": "vision-check",
-                                  "verdict": "correct" if hit else "wrong", "hindsight": not hit}
-        if not hit and centre:
-            labels["corrected_action"] = {"type": "click", "x": centre[0], "y": centre[1], "button": "left"}
-        geo = {k: meta[k] for k in _GEOMETRY_KEYS if meta.get(k) is not None}
-        geo.setdefault("captured_size", list(size))
-        out.append({
-            "format": FORMAT, "session": f"vision-check-seed{seed}", "step": int(c["index"]),
-            "t_start": data.get("started_at"), "t_end": data.get("ended_at"),
-            "observation": {"source": "vision-check", "captured_size": list(size), "logical_size": list(size),
-                            "sha256": (c.get("image") or {}).get("sha256"), "screenshot": None,
-                            "accessibility_chars": 0},
-            "geometry": geo, "prompt": None,
-            "decision": {"raw_text": c.get("raw_output"), "actions": [c["action"]] if c.get("action") else [],
-                         "model_id": c.get("model_id"), "thought": None},
-            "actions": [], "errors": [{"kind": "error", "error": c["error"]}] if c.get("error") else [],
-            "uncertain": False, "dry_run": False, "finish": None, "model_id": c.get("model_id"),
-            "harness_revision": revision, "labels": labels,
-            "instruction": c.get("instruction"),
-            "task": {"kind": "vision-check", "instruction": c.get("instruction"), "index": int(c["index"]),
-                     "target_box": box, "generator": {"name": params["generator"], "seed": seed,
-                                                      "profile": params.get("profile", "standard"),
-                                                      "index": int(c["index"]), "size": list(size)}},
-        })
-    return out
 
 
 def check_screenshots(records: list[dict[str, Any]], home_root: Path | None,

@@ -1,4 +1,4 @@
-"""Repetition suppression: identical side-effect actions in a row, counted per action family (docs/architecture.md#repetition-suppression).
+"""Repetition suppression: identical side-effect actions in a row, counted per action group (docs/architecture.md#repetition-suppression).
 
 By default three identical side-effect actions in a row are allowed and the fourth is
 suppressed. GUI counters reset when the screen changes; file, shell and MCP counters
@@ -15,7 +15,7 @@ from conway.actions import _Action
 class Repetitions:
     def __init__(self, limit: int):
         self.limit = limit
-        self._runs: dict[str, tuple[str, int]] = {}  # family -> (action key, times in a row)
+        self._runs: dict[str, tuple[str, int]] = {}  # group -> (action key, times in a row)
 
     def screen_changed(self) -> None:
         self._runs.pop("gui", None)
@@ -24,9 +24,9 @@ class Repetitions:
         """How often this side-effect action was already done in a row when it must not run again, else None
         (and it is counted)."""
         key = json.dumps(action.model_dump(), sort_keys=True)
-        last, times = self._runs.get(action.family, (None, 0))
+        last, times = self._runs.get(action.group, (None, 0))
         times = times + 1 if last == key else 1
         if action.side_effect and times > self.limit:
             return times - 1
-        self._runs[action.family] = (key, times)
+        self._runs[action.group] = (key, times)
         return None

@@ -2,6 +2,8 @@
 
 - `synthetic`: generated frames, no display (the mock policy and tests); what the model
   receives versus what is archived is `conway.imaging`'s business.
+- `vision_cases`: vision-check's seeded screens of coloured shapes (rebuilt by export, replay,
+  the viewer and training from a report's seed).
 - `screen`: the primary monitor captured with mss (`ScreenObserver`), with
   its geometry (origin, captured and logical size) and a change key.
 - `change`: the unchanged-screen test that forgives a blinking caret.

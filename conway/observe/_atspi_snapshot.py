@@ -102,33 +102,43 @@ def _pick_app(apps, Atspi, wanted: str | None):
     return None, "no accessible application has a showing window"
 
 
-def dump(app_name: str | None, max_nodes: int, max_depth: int) -> dict:
+def _load_atspi():
+    """The Atspi module, or (None, why not) when PyGObject or the typelib is missing."""
     try:
         import gi
 
         gi.require_version("Atspi", "2.0")
         from gi.repository import Atspi
     except Exception as exc:
-        return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
-                "gir1.2-atspi-2.0 and PyGObject"}
-    t0 = time.perf_counter()
-    try:
-        desktop = Atspi.get_desktop(0)
-        apps = _children(desktop)
-    except Exception as exc:
-        return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
+        return None, (f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
+                      "gir1.2-atspi-2.0 and PyGObject")
+    return Atspi, None
+
+
+def _app_names(apps) -> list[str]:
     names = []
     for a in apps:
         try:
             names.append(a.get_name() or "")
         except Exception:
             names.append("?")
-    if not apps:
-        return {"ok": False, "reason": "the AT-SPI desktop lists no applications (no D-Bus session bus, "
-                "accessibility disabled, or no accessible app running)"}
-    app, rule = _pick_app(apps, Atspi, app_name)
-    if app is None:
-        return {"ok": False, "reason": rule, "apps": names}
+    return names
+
+
+def _node_item(node, Atspi, role: str, name: str, states: set[str], depth: int, shown_depth: int) -> dict:
+    """One shown node: its role, name, the states worth showing, bounds and (for editable text) value."""
+    disabled = depth > 0 and "sensitive" not in states and "enabled" not in states
+    item = {"depth": shown_depth, "role": role, "name": name[:120],
+            "states": sorted((states & set(KEEP_STATES)) | ({"disabled"} if disabled else set())),
+            "bounds": _bounds(node, Atspi)}
+    value = _text_value(node, states)
+    if value:
+        item["value"] = value
+    return item
+
+
+def _walk_tree(app, Atspi, max_nodes: int, max_depth: int) -> tuple[list[dict], bool]:
+    """The showing nodes under `app`, depth first (unnamed boring containers skipped), and whether it was cut."""
     nodes: list[dict] = []
     truncated = False
 
@@ -145,23 +155,36 @@ def dump(app_name: str | None, max_nodes: int, max_depth: int) -> dict:
         states = _states(node)
         if depth > 0 and "showing" not in states:
             return  # hidden subtree
-        bounds = _bounds(node, Atspi)
         boring = depth > 0 and not name and role in BORING_CONTAINERS
         child_depth = shown_depth
         if not boring:
-            item = {"depth": shown_depth, "role": role, "name": name[:120],
-                    "states": sorted((states & set(KEEP_STATES)) | ({"disabled"} if depth > 0 and
-                                     "sensitive" not in states and "enabled" not in states else set())),
-                    "bounds": bounds}
-            value = _text_value(node, states)
-            if value:
-                item["value"] = value
-            nodes.append(item)
+            nodes.append(_node_item(node, Atspi, role, name, states, depth, shown_depth))
             child_depth = shown_depth + 1
         for child in _children(node):
             walk(child, depth + 1, child_depth)
 
     walk(app, 0, 0)
+    return nodes, truncated
+
+
+def dump(app_name: str | None, max_nodes: int, max_depth: int) -> dict:
+    Atspi, unavailable = _load_atspi()
+    if Atspi is None:
+        return {"ok": False, "reason": unavailable}
+    t0 = time.perf_counter()
+    try:
+        desktop = Atspi.get_desktop(0)
+        apps = _children(desktop)
+    except Exception as exc:
+        return {"ok": False, "reason": f"cannot reach the AT-SPI registry: {exc}"}
+    names = _app_names(apps)
+    if not apps:
+        return {"ok": False, "reason": "the AT-SPI desktop lists no applications (no D-Bus session bus, "
+                "accessibility disabled, or no accessible app running)"}
+    app, rule = _pick_app(apps, Atspi, app_name)
+    if app is None:
+        return {"ok": False, "reason": rule, "apps": names}
+    nodes, truncated = _walk_tree(app, Atspi, max_nodes, max_depth)
     try:
         pid = app.get_process_id()
     except Exception:

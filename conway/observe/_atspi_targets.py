@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from _atspi_snapshot import _bounds, _children  # a sibling file: both run as scripts in a subprocess
+from _atspi_snapshot import _bounds, _children, _load_atspi  # a sibling file: both run as scripts in a subprocess
 
 
 def _states(node) -> list[str]:
@@ -30,14 +30,9 @@ def _states(node) -> list[str]:
 
 
 def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
-    try:
-        import gi
-
-        gi.require_version("Atspi", "2.0")
-        from gi.repository import Atspi
-    except Exception as exc:
-        return {"ok": False, "reason": f"AT-SPI is not available ({type(exc).__name__}: {exc}); install "
-                "gir1.2-atspi-2.0 and PyGObject"}
+    Atspi, unavailable = _load_atspi()
+    if Atspi is None:
+        return {"ok": False, "reason": unavailable}
     try:
         apps = _children(Atspi.get_desktop(0), 5000)
     except Exception as exc:
@@ -55,40 +50,47 @@ def dump(pids: set[int] | None, max_nodes: int, max_depth: int) -> dict:
         if pids is not None and pid not in pids:
             continue
         for w_index, window in enumerate(_children(app, 5000)):
-            wstates = _states(window)
-            if "showing" not in wstates:
+            if "showing" not in _states(window):
                 continue
-            try:
-                title = window.get_name() or ""
-            except Exception:
-                title = ""
-            wbounds = _bounds(window, Atspi)
-            stack = [(window, 0)]
-            while stack:
-                node, depth = stack.pop()
-                if len(nodes) >= max_nodes:
-                    truncated = True
-                    break
-                states = _states(node)
-                if "showing" not in states:
-                    continue  # hidden subtree
-                try:
-                    role = node.get_role_name() or ""
-                    label = node.get_name() or ""
-                except Exception:
-                    continue
-                bounds = _bounds(node, Atspi)
-                if label.strip() and bounds:
-                    nodes.append({"app": name, "pid": pid, "window": w_index, "window_title": title,
-                                  "window_bounds": wbounds, "role": role, "name": label[:200], "states": states,
-                                  "bounds": bounds})
-                if depth < max_depth:
-                    stack.extend((c, depth + 1) for c in reversed(_children(node, 5000)))
+            where = {"app": name, "pid": pid, "window": w_index, "window_title": _title(window),
+                     "window_bounds": _bounds(window, Atspi)}
+            truncated = _window_nodes(window, where, Atspi, nodes, max_nodes, max_depth) or truncated
     if pids is not None and not any(a["pid"] in pids for a in seen):
         return {"ok": False, "reason": f"no accessible application with process id {sorted(pids)} (yet)",
                 "apps": seen}
     return {"ok": True, "app": ", ".join(sorted({n["app"] for n in nodes})) or None, "nodes": nodes,
             "apps": seen, "truncated": truncated}
+
+
+def _title(window) -> str:
+    try:
+        return window.get_name() or ""
+    except Exception:
+        return ""
+
+
+def _window_nodes(window, where: dict, Atspi, nodes: list[dict], max_nodes: int, max_depth: int) -> bool:
+    """Append the window's showing, named nodes with bounds (each with `where` it is) to `nodes`, depth first;
+    True when `max_nodes` cut the walk short."""
+    stack = [(window, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if len(nodes) >= max_nodes:
+            return True
+        states = _states(node)
+        if "showing" not in states:
+            continue  # hidden subtree
+        try:
+            role = node.get_role_name() or ""
+            label = node.get_name() or ""
+        except Exception:
+            continue
+        bounds = _bounds(node, Atspi)
+        if label.strip() and bounds:
+            nodes.append({**where, "role": role, "name": label[:200], "states": states, "bounds": bounds})
+        if depth < max_depth:
+            stack.extend((c, depth + 1) for c in reversed(_children(node, 5000)))
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,6 +101,14 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+class _Fallback(Exception):
+    """Why the snapshot falls back to screenshots only (and the helper's pid, once it was started)."""
+
+    def __init__(self, reason: str, pid: int | None = None):
+        super().__init__(reason)
+        self.reason, self.pid = reason, pid
+
+
 def snapshot(
     timeout_s: float = 3.0,
     max_chars: int = 6000,
@@ -121,28 +129,57 @@ def snapshot(
     t0 = time.perf_counter()
     if helper_argv is None and not sys.platform.startswith("linux"):
         return _fail(NOT_IMPLEMENTED, t0)
+    argv = helper_argv or [sys.executable, str(HELPER), "--max-nodes", str(max_nodes),
+                           "--max-depth", str(max_depth)] + (["--app", app] if app else [])
+    try:
+        run_env = _helper_env(env, needs_bus=helper_argv is None)
+        proc, out, err = _run_helper(argv, run_env, timeout_s)
+        result = _helper_answer(proc, out, err)
+    except _Fallback as fallback:
+        return _fail(fallback.reason, t0, fallback.pid)
+    nodes = list(result.get("nodes") or [])
+    if geometry is not None:
+        _bounds_to_captured(nodes, geometry)
+    snap = AccessibilitySnapshot(ok=True, text=None, reason=str(result.get("rule") or ""), nodes=nodes,
+                                 app=result.get("app"), elapsed_s=time.perf_counter() - t0,
+                                 truncated=bool(result.get("truncated")), pid=proc.pid)
+    snap.text = render(snap, geometry, max_chars)
+    return snap
+
+
+def _helper_env(env: dict[str, str] | None, needs_bus: bool) -> dict[str, str]:
+    """The helper's environment, with the session bus's address made explicit when the real helper runs."""
     run_env = dict(os.environ if env is None else env)
-    if helper_argv is None and not run_env.get("DBUS_SESSION_BUS_ADDRESS"):
+    if needs_bus and not run_env.get("DBUS_SESSION_BUS_ADDRESS"):
         # without an address libdbus would autolaunch a bus daemon that outlives us
         bus = Path(run_env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}", "bus")
         if not bus.exists():
-            return _fail("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)", t0)
+            raise _Fallback("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
         run_env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={bus}"
-    argv = helper_argv or [sys.executable, str(HELPER), "--max-nodes", str(max_nodes),
-                           "--max-depth", str(max_depth)] + (["--app", app] if app else [])
+    return run_env
+
+
+def _run_helper(argv: list[str], run_env: dict[str, str],
+                timeout_s: float) -> tuple[subprocess.Popen[bytes], bytes, bytes]:
+    """Run the helper in its own process group; the whole group is killed past `timeout_s` (or on any exit)."""
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=run_env, start_new_session=True)
     except OSError as exc:
-        return _fail(f"cannot start the accessibility helper: {exc}", t0)
+        raise _Fallback(f"cannot start the accessibility helper: {exc}") from None
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return _fail(f"accessibility snapshot timed out after {timeout_s:g} s (helper killed)", t0, proc.pid)
+        raise _Fallback(f"accessibility snapshot timed out after {timeout_s:g} s (helper killed)", proc.pid) from None
     except BaseException:
         _kill_group(proc)
         raise
+    return proc, out, err
+
+
+def _helper_answer(proc: subprocess.Popen[bytes], out: bytes, err: bytes) -> dict[str, Any]:
+    """The helper's last stdout line as a successful answer; a failure or no answer is a `_Fallback`."""
     tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] if err else []
     try:
         result = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
@@ -150,22 +187,20 @@ def snapshot(
             raise ValueError("not an object")
     except (ValueError, IndexError):
         why = f"exit code {proc.returncode}" + (f": {tail[0][:200]}" if tail else "")
-        return _fail(f"accessibility helper gave no answer ({why})", t0, proc.pid)
+        raise _Fallback(f"accessibility helper gave no answer ({why})", proc.pid) from None
     if not result.get("ok"):
-        return _fail(str(result.get("reason") or "unknown failure"), t0, proc.pid)
-    nodes = list(result.get("nodes") or [])
-    if geometry is not None:
-        for n in nodes:
-            b = n.get("bounds")
-            if b:
-                x0, y0 = input_to_captured(b[0], b[1], geometry)
-                x1, y1 = input_to_captured(b[0] + b[2], b[1] + b[3], geometry)
-                n["bounds"] = [round(x0), round(y0), round(x1 - x0), round(y1 - y0)]
-    snap = AccessibilitySnapshot(ok=True, text=None, reason=str(result.get("rule") or ""), nodes=nodes,
-                                 app=result.get("app"), elapsed_s=time.perf_counter() - t0,
-                                 truncated=bool(result.get("truncated")), pid=proc.pid)
-    snap.text = render(snap, geometry, max_chars)
-    return snap
+        raise _Fallback(str(result.get("reason") or "unknown failure"), proc.pid)
+    return result
+
+
+def _bounds_to_captured(nodes: list[dict[str, Any]], geometry: ScreenGeometry) -> None:
+    """Convert each node's bounds in place from the screen's input coordinates to screenshot pixels."""
+    for n in nodes:
+        b = n.get("bounds")
+        if b:
+            x0, y0 = input_to_captured(b[0], b[1], geometry)
+            x1, y1 = input_to_captured(b[0] + b[2], b[1] + b[3], geometry)
+            n["bounds"] = [round(x0), round(y0), round(x1 - x0), round(y1 - y0)]
 
 
 def _q(s: str) -> str:

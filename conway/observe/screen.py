@@ -5,7 +5,7 @@ One `ScreenObserver.observe()` grabs the monitor once and returns a
 
 * ``image``: a Pillow RGB image of the capture, built once without copying
   the pixels; the model pipeline resizes and encodes it
-  (see `conway.imaging.prepare_for_model`);
+  (see `prepare_image` in `conway.policies`);
 * ``png``: the same frame PNG-encoded, computed lazily on first access (and
   cached), so a cycle that never archives or sends PNG never pays for it;
 * ``geometry``: the `ScreenGeometry` of the capture, computed once here from
@@ -137,6 +137,8 @@ class ScreenObserver:
             to ``relative_to`` when given). An unchanged frame (same exact
             hash as the last one saved) reuses that file.
         relative_to: base for ``screenshot_path`` (the Conway home).
+        accessibility_env: the accessibility helper's environment when it is
+            not Conway's own (a task desktop's display and session bus).
     """
 
     source = "screen"
@@ -153,6 +155,7 @@ class ScreenObserver:
         display: str | None = None,
         archive: ScreenshotArchive | None = None,
         relative_to: str | os.PathLike[str] | None = None,
+        accessibility_env: dict[str, str] | None = None,
     ):
         self.monitor = monitor
         self.archive = archive
@@ -164,19 +167,22 @@ class ScreenObserver:
         self.accessibility_timeout_s = accessibility_timeout_s
         self.accessibility_max_chars = accessibility_max_chars
         self.display = display
-        self.accessibility_env: dict[str, str] | None = None
+        self.accessibility_env = accessibility_env
         """The accessibility helper's environment when it is not Conway's own (a task desktop's display and bus)."""
         self._mss: Any = None
 
     @classmethod
-    def from_config(cls, config: Any, home: Any) -> ScreenObserver:
-        """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there)."""
+    def from_config(cls, config: Any, home: Any, *, display: str | None = None,
+                    accessibility_env: dict[str, str] | None = None) -> ScreenObserver:
+        """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there); `display` and
+        `accessibility_env` when the screen is not Conway's own (a task's disposable desktop)."""
         from conway.imaging import ScreenshotArchive
 
         oc = config.observe
         archive = ScreenshotArchive(home.screenshots, keep=oc.keep_screenshots) if oc.keep_screenshots else None
         return cls(accessibility=oc.accessibility, accessibility_timeout_s=oc.accessibility_timeout_s,
-                   accessibility_max_chars=oc.accessibility_max_chars, archive=archive, relative_to=home.root)
+                   accessibility_max_chars=oc.accessibility_max_chars, archive=archive, relative_to=home.root,
+                   display=display, accessibility_env=accessibility_env)
 
     # --- connection ----------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from conway.geometry import Convention, Size
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
 

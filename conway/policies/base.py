@@ -27,7 +27,7 @@ from typing import Any, Callable
 from conway.actions import ACTION_TYPES
 from conway.geometry import Size, get_rule
 from conway.policies.adapter import Adapter
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
 from conway.policies.budget import Budgeter, Fitted, TextBudget
 from conway.policies.images import SentImage, ServerTakesNoImages, prepare_image, reread_history
 from conway.policies.messages import Prompt

@@ -18,7 +18,7 @@ from conway.actions import ACTION_TYPES
 from conway.geometry import ResizeRule, Size, image_tokens
 from conway.history import TurnHistory
 from conway.policies.adapter import Adapter
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
 from conway.policies.images import SentImage
 from conway.policies.messages import Prompt, replays_answers
 from conway.policies.settings import PolicySettings

@@ -3,8 +3,8 @@
 Both families send the cookbook's `computer_use` tool in their system turn (or as `tools`, when the server renders
 it: `policy.tool_schema`), list no action space of Conway's, close the user turn with the same request line, lay
 out OSWorld's Qwen conversation (`conversation.qwen_layout`), read answers with `parse_qwen3vl` and offer no
-grammar. `ComputerUseAdapter` writes that once; a family names its prompt folder under
-`conway/policies/prompts/`, the line that keeps an older step, and how its system turn wraps the tool.
+grammar. `ComputerUseAdapter` writes that once; a family names its prompt folder (`files`), the line that keeps an
+older step, and how its system turn wraps the tool.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+import conway.policies.families.qwen3vl.parse as parse_qwen3vl
 from conway.geometry import Convention, Size
-from conway.policies import parse_qwen3vl
 from conway.policies.adapter import Adapter
-from conway.policies.backend import StructuredSpec
+from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, qwen_layout
 from conway.policies.parsed import ParsedOutput
-from conway.policies.prompts import prompt_text
+from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
 __all__ = ["TOOL_ACTIONS", "ComputerUseAdapter", "openai_tool", "tool_record"]
@@ -38,7 +38,8 @@ def tool_record(tool: dict[str, Any], action_types: list[str] | None, sent_size:
     """The stored tool record with the image size filled in and its actions limited to those `action_types` can
     carry out."""
     fn = tool["function"]
-    w, h = sent_size if convention in (Convention.ABSOLUTE, Convention.SCREEN) else (1000, 1000)
+    # pixels: the image's size; a grid: the 1000x1000 screen OSWorld's Qwen3-VL agent states
+    w, h = sent_size if Convention(convention).rule.pixels else (1000, 1000)
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", f"{w}x{h}")
     if action_types is not None:
         action = fn["parameters"]["properties"]["action"]
@@ -55,20 +56,20 @@ def openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 class ComputerUseAdapter(Adapter):
-    """An adapter for a family trained on the `computer_use` tool; a subclass sets `name`, `prompts` (its folder
-    under `conway/policies/prompts/`, holding `computer_use.json` and `instruction.txt`), `action_line`, and writes
+    """An adapter for a family trained on the `computer_use` tool; a subclass sets `name`, `files` (its prompt
+    folder, holding `computer_use.json` and `instruction.txt`), `action_line`, and writes
     `system_turn` and `request_system`."""
 
     name: str
-    prompts: str
-    """The folder of the family's stored prompt data, under `conway/policies/prompts/`."""
+    files: PromptFolder
+    """The family's stored prompt files (`PromptFolder.of(__file__)` in its adapter)."""
     action_line: Callable[[str], str]
     """How the family's agent keeps an older answer in "Previous actions" (a staticmethod)."""
     constrain_by_default = False
 
     def tool(self, action_types: list[str] | None, sent_size: Size, convention: Convention) -> dict[str, Any]:
         """The family's stored tool, filled in for this image (`tool_record`)."""
-        return tool_record(json.loads(prompt_text(f"{self.prompts}/computer_use.json")), action_types, sent_size,
+        return tool_record(json.loads(self.files.text("computer_use.json")), action_types, sent_size,
                            convention)
 
     def system_turn(self, tool: dict[str, Any]) -> str:
@@ -96,7 +97,7 @@ class ComputerUseAdapter(Adapter):
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As OSWorld's Qwen agents' `predict` lays it out (`conversation.qwen_layout`): the family's instruction
         template, older steps by its `action_line`."""
-        return qwen_layout(slots, past, prompt_text(f"{self.prompts}/instruction.txt"), self.action_line)
+        return qwen_layout(slots, past, self.files.text("instruction.txt"), self.action_line)
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_qwen3vl.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

@@ -1,7 +1,7 @@
 """What the families' trained conversations share: the slots Conway fills, the past turns, the content parts.
 
-A family trained on a conversation lays it out in its adapter's `messages(slots, past)` (`uitars.py`,
-`opencua.py`, `qwen3vl.py`, `qwen25vl.py`, the grounding models' `grounding.py`), following its reference agent; the facts (history length, what is replayed,
+A family trained on a conversation lays it out in its adapter's `messages(slots, past)` (`adapter.py` in its
+folder under `families/`), following its reference agent; the facts (history length, what is replayed,
 the source) are its `Family.conversation`. `ModelPolicy` (`messages.py`) fills the slots from the loop's
 context parts:
 

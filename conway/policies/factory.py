@@ -116,8 +116,8 @@ def _check_tool_schema(config: ConwayConfig, family: Family, adapter: Adapter, c
 
 def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> ModelPolicy:
     """The policy on a server someone else runs (`policy.endpoint`)."""
-    from conway.policies.discovery import discover
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     pol = config.policy
     try:
@@ -140,8 +140,8 @@ def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> 
 def _server_policy(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, local: Any,
                    model_id: str) -> ModelPolicy:
     """The policy on a local server Conway starts (`policy.backend=http`), stopped when the policy is closed."""
-    from conway.policies.discovery import discover
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
     from conway.runtime.server import LocalServer, server_window
 
     pol, rt = config.policy, config.runtime
@@ -174,7 +174,7 @@ def _server_policy(config: ConwayConfig, home: Home, family: Family, adapter: Ad
 def _inprocess_policy(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, local: Any,
                       model_id: str) -> ModelPolicy:
     """The policy on llama-cpp-python in this process (the embedded default)."""
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
     from conway.runtime.server import default_threads
 
     pol, rt = config.policy, config.runtime

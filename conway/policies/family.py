@@ -1,4 +1,4 @@
-"""What a model family is: the facts one `conway/policies/families/` module declares, once.
+"""What a model family is: the facts one `conway/policies/families/<name>/` folder declares, once.
 
 A family is a kind of model Conway drives and trains: how it is asked and
 how its answers are read (the adapter), the coordinates and image size it
@@ -66,7 +66,8 @@ class Family:
     resize: str
     """Resize rule (a `geometry.RESIZE_RULES` name) of the image sent when `policy.resize=auto`."""
     render: Renderer
-    """Writes a step's target turn in this family's answer format (`policies.target_turns`)."""
+    """Writes a step's target turn in this family's answer format (its folder's `turn.py`; `policies.target_turns`
+    calls it)."""
     follows_prompted_geometry: bool = False
     """The prompt states the coordinate convention and image size, so a step recorded by another family keeps
     the geometry it was recorded with; otherwise it is re-rendered in this family's defaults."""

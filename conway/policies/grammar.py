@@ -131,14 +131,10 @@ def _nonneg_range(lo: int, hi: int) -> str:
 
 def _coord_rules(convention: Convention | str, sent_size: Size, captured_size: Size) -> dict[str, str]:
     """GBNF for x and y in the model's convention, inside the image."""
-    c = Convention(convention)
-    if c in (Convention.ABSOLUTE, Convention.SCREEN):
-        w, h = sent_size if c is Convention.ABSOLUTE else captured_size
-        return {"x": int_range(0, w - 1), "y": int_range(0, h - 1)}
-    if c in (Convention.RELATIVE1000, Convention.RELATIVE999):
-        top = 1000 if c is Convention.RELATIVE1000 else 999
-        return {"x": int_range(0, top), "y": int_range(0, top)}
-    rel = '("0" ("." [0-9] [0-9]? [0-9]?)? | "1" (".0" "0"? "0"?)?)'
+    top = Convention(convention).rule.integer_range(sent_size, captured_size)
+    if top is not None:
+        return {"x": int_range(0, top[0]), "y": int_range(0, top[1])}
+    rel = '("0" ("." [0-9] [0-9]? [0-9]?)? | "1" (".0" "0"? "0"?)?)'  # a fraction 0..1, three decimals at most
     return {"x": rel, "y": rel}
 
 

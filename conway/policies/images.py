@@ -37,7 +37,7 @@ class SentImage:
     encode_s: float
 
     def data_url(self) -> str | None:
-        from conway.policies.http_client import png_data_url
+        from conway.policies.backends.http_client import png_data_url
         return png_data_url(self.data, self.mime) if self.data is not None else None
 
     def past_image(self) -> PastImage:

@@ -24,7 +24,7 @@ __all__ = ["Prompt", "decision_messages", "past_turns", "replays_answers"]
 
 def past_turns(history: TurnHistory | None, replay_text: bool) -> list[Past]:
     """The history as a layout sends it: every kept answer (`replay_text`) or only those with their screenshot."""
-    from conway.policies.http_client import png_data_url
+    from conway.policies.backends.http_client import png_data_url
 
     if history is None:
         return []

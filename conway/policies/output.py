@@ -17,7 +17,7 @@ from typing import Any, get_args
 from conway.config import PolicyConfig
 from conway.geometry import Size
 from conway.policies.adapter import Adapter
-from conway.policies.backend import Backend, StructuredSpec
+from conway.policies.backends.backend import Backend, StructuredSpec
 from conway.policies.settings import PolicySettings
 from conway.protocols import PolicyError
 

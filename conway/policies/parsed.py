@@ -33,6 +33,7 @@ __all__ = [
     "check_setup",
     "map_point",
     "build_action",
+    "one_click",
     "problem",
     "guarded",
     "Parser",
@@ -193,6 +194,17 @@ def build_action(fields: dict[str, Any], raw: Any = None) -> _Action | ActionPro
     if isinstance(result, ActionProblem) and raw is not None:
         return problem(result.message, raw)
     return result
+
+
+def one_click(x: Any, y: Any, raw: str, convention: Any, sent: Size, captured: Size, thought: str | None,
+              reasoning: str | None) -> ParsedOutput:
+    """A grounding model's point as its one action, a left click in captured pixels; a point outside the image is a
+    problem naming its bounds."""
+    point = map_point(x, y, convention, sent, captured)
+    if isinstance(point, str):
+        return ParsedOutput(thought, [problem(point, raw)], reasoning, raw)
+    return ParsedOutput(thought, [build_action({"type": "click", "x": point[0], "y": point[1]}, raw)], reasoning,
+                        raw)
 
 
 def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutput:

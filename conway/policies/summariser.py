@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conway.config import ConwayConfig
 from conway.errors import UserError
-from conway.policies.backend import Backend, StructuredSpec
+from conway.policies.backends.backend import Backend, StructuredSpec
 from conway.policies.base import ModelPolicy
 from conway.policies.budget import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS
 from conway.protocols import ContextExceeded, Policy, TextAnswer, TextModel
@@ -75,8 +75,8 @@ def build_summariser(config: ConwayConfig, home: Home, policy: Policy) -> TextMo
 
 
 def _endpoint(config: ConwayConfig) -> TextModel:
-    from conway.policies.discovery import discover
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     conf = config.memory.summariser
     key = None
@@ -96,7 +96,7 @@ def _endpoint(config: ConwayConfig) -> TextModel:
 
 
 def _in_process(config: ConwayConfig, home: Home) -> TextModel:
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
     from conway.runtime.resolver import resolve_local_model
     from conway.runtime.server import default_threads
 

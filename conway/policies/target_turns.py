@@ -1,14 +1,14 @@
 """A recorded step's target turn, written in one model family's own action format.
 
-The mirror of the parsers beside it (`parse_json`, `parse_opencua`, `parse_uitars`):
-what those read from a model, these write for training data, in the coordinate
-convention and image size the model was sent. Each family names its renderer in
-its record (`conway.policies.families`).
+The mirror of the families' parsers: what those read from a model, the families'
+renderers (each family folder's `turn.py`, named in its record) write for training
+data, in the coordinate convention and image size the model was sent. What they
+share is here: the step's action and geometry, the point in the model's
+convention, and the words and pointer calls several families use.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,16 +68,14 @@ def step_geometry(rec: dict[str, Any], family: Family) -> tuple[str, tuple[int, 
 
 def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],
                  captured: tuple[int, int]) -> tuple[Any, Any]:
-    from conway.geometry import captured_to_model
+    from conway.geometry import Convention, captured_to_model
 
     mx, my = captured_to_model(float(x), float(y), convention, sent, captured)
-    if convention == "relative":
+    top = Convention(convention).rule.integer_range(sent, captured)
+    if top is None:  # fractions
         return round(mx, 4), round(my, 4)
     # pixel and 0-1000 / 0-999 conventions are integers, as the families write them; clamp into range
-    grids = {"relative1000": (1000, 1000), "relative999": (999, 999)}
-    hi_x, hi_y = (sent[0] - 1, sent[1] - 1) if convention == "absolute" else \
-        grids.get(convention, (captured[0] - 1, captured[1] - 1))
-    return min(max(int(round(mx)), 0), hi_x), min(max(int(round(my)), 0), hi_y)
+    return min(max(int(round(mx)), 0), top[0]), min(max(int(round(my)), 0), top[1])
 
 
 def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
@@ -100,15 +98,7 @@ def canonical_action(action: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def generic_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """The generic family's answer: `{"thought": …, "action": {…}}` in the schema's key order."""
-    out = canonical_action(action)
-    for (kx, ky), value in pt.items():
-        out[kx], out[ky] = value
-    return json.dumps({"thought": thought or "", "action": out}, ensure_ascii=False)
-
-
-def _pointer_call(action: dict[str, Any], by_type: dict[str, str], by_button: dict[str, str],
+def pointer_call(action: dict[str, Any], by_type: dict[str, str], by_button: dict[str, str],
                   other_button: str | None = None) -> str | None:
     """A family's call for a pointer action at one point: a click's by its button (`other_button` for any other
     button), the other types' by type; None when the family has none for it (or it is no such action)."""
@@ -119,132 +109,8 @@ def _pointer_call(action: dict[str, Any], by_type: dict[str, str], by_button: di
     return by_type.get(t) if isinstance(t, str) else None
 
 
-_OPENCUA_POINTER = {"double_click": "doubleClick", "triple_click": "tripleClick", "right_click": "rightClick",
-                    "move": "moveTo"}
-_OPENCUA_BUTTONS = {"left": "click", "right": "rightClick"}  # any other button: middleClick
-
-
-def opencua_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """OpenCUA's answer: `## Thought` / `## Action` / `## Code` with one pyautogui call."""
-    t = action["type"]
-    x, y = pt.get(("x", "y"), (None, None))
-    pointer = _pointer_call(action, _OPENCUA_POINTER, _OPENCUA_BUTTONS, other_button="middleClick")
-    if pointer is not None:
-        code = f"pyautogui.{pointer}(x={x}, y={y})"
-    elif t == "drag":
-        tx, ty = pt[("to_x", "to_y")]
-        code = f"pyautogui.moveTo(x={x}, y={y})\npyautogui.dragTo(x={tx}, y={ty})"
-    elif t == "type":
-        code = f"pyautogui.write(message={json.dumps(action['text'], ensure_ascii=False)})"
-    elif t == "key":
-        code = f"pyautogui.press({json.dumps(action['key'])})"
-    elif t == "hotkey":
-        code = "pyautogui.hotkey(" + ", ".join(json.dumps(k) for k in action["keys"]) + ")"
-    elif t == "scroll":
-        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
-        where = f", x={x}, y={y}" if ("x", "y") in pt else ""
-        code = f"pyautogui.hscroll({dx}{where})" if dx and not dy else f"pyautogui.scroll({dy}{where})"
-    elif t == "wait":
-        code = f"computer.wait(seconds={action.get('seconds') or 1})"
-    elif t == "finish":
-        status = "success" if action.get("status") == "DONE" else "failure"
-        code = f"computer.terminate(status={json.dumps(status)}, answer={json.dumps(action.get('message', ''))})"
-    else:
-        raise ValueError(f"{t} has no OpenCUA form")
-    parts = []
-    if thought:
-        parts.append(f"## Thought:\n{thought.strip()}")
-    parts.append(f"## Action:\n{_describe(action)}")
-    parts.append(f"## Code:\n```python\n{code}\n```")
-    return "\n\n".join(parts)
-
-
-def _uitars_quote(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
-
-
-_UITARS_POINTER = {"right_click": "right_single", "double_click": "left_double", "move": "hover"}
-_UITARS_BUTTONS = {"left": "click", "right": "right_single"}  # a middle click has no UI-TARS form
-
-
-def uitars_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """UI-TARS's answer: `Thought: …` / `Action: click(start_box='(x,y)')`."""
-    t = action["type"]
-    box = None
-    if ("x", "y") in pt:
-        x, y = pt[("x", "y")]
-        box = f"'({x},{y})'"
-    pointer = _pointer_call(action, _UITARS_POINTER, _UITARS_BUTTONS)
-    if pointer is not None:
-        call = f"{pointer}(start_box={box})"
-    elif t == "drag":
-        tx, ty = pt[("to_x", "to_y")]
-        call = f"drag(start_box={box}, end_box='({tx},{ty})')"
-    elif t == "type":
-        call = f"type(content={_uitars_quote(action['text'])})"
-    elif t == "key":
-        call = f"press(key={_uitars_quote(action['key'])})"
-    elif t == "hotkey":
-        call = f"hotkey(key={_uitars_quote(' '.join(action['keys']))})"
-    elif t == "scroll" and box is not None:
-        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
-        direction = ("up" if dy > 0 else "down") if dy else ("right" if dx > 0 else "left")
-        call = f"scroll(start_box={box}, direction='{direction}')"
-    elif t == "wait":
-        call = "wait()"
-    elif t == "finish" and action.get("status") == "DONE":
-        call = f"finished(content={_uitars_quote(action.get('message', ''))})"
-    else:
-        raise ValueError(f"{action.get('type')} has no UI-TARS form")
-    return f"Thought: {(thought or _describe(action)).strip()}\nAction: {call}"
-
-
-def _tool_call(arguments: dict[str, Any]) -> str:
-    return "<tool_call>\n" + json.dumps({"name": "computer_use", "arguments": arguments}, ensure_ascii=False) + \
-        "\n</tool_call>"
-
-
-def qwen3vl_turn(action: dict[str, Any], pt: Any, thought: str | None) -> str:
-    """Qwen3-VL's answer: `Action: …` then `<tool_call>` blocks calling `computer_use` (OSWorld's format)."""
-    t = action["type"]
-    xy = list(pt[("x", "y")]) if ("x", "y") in pt else None
-    calls: list[dict[str, Any]]
-    if t == "click":
-        button = action.get("button", "left")
-        calls = [{"action": f"{button}_click", "coordinate": xy}]
-    elif t in ("double_click", "triple_click", "right_click"):
-        calls = [{"action": t, "coordinate": xy}]
-    elif t == "move":
-        calls = [{"action": "mouse_move", "coordinate": xy}]
-    elif t == "drag":
-        calls = [{"action": "mouse_move", "coordinate": xy},
-                 {"action": "left_click_drag", "coordinate": list(pt[("to_x", "to_y")])}]
-    elif t == "type":
-        calls = [{"action": "type", "text": action["text"]}]
-    elif t == "key":
-        calls = [{"action": "key", "keys": [action["key"]]}]
-    elif t == "hotkey":
-        calls = [{"action": "key", "keys": list(action["keys"])}]
-    elif t == "scroll":
-        dy, dx = int(action.get("dy") or 0), int(action.get("dx") or 0)
-        call: dict[str, Any] = {"action": "hscroll", "pixels": dx} if dx and not dy else {"action": "scroll",
-                                                                                          "pixels": dy}
-        if xy is not None:
-            call["coordinate"] = xy
-        calls = [call]
-    elif t == "wait":
-        calls = [{"action": "wait", **({"time": action["seconds"]} if action.get("seconds") is not None else {})}]
-    elif t == "finish":
-        status = "success" if action.get("status") == "DONE" else "failure"
-        calls = ([{"action": "answer", "text": action["message"]}] if action.get("message") else []) + \
-            [{"action": "terminate", "status": status}]
-    else:
-        raise ValueError(f"{t} has no Qwen3-VL form")
-    line = (thought or _describe(action)).strip()
-    return f"Action: {line}\n" + "\n".join(_tool_call(c) for c in calls)
-
-
-def _describe(action: dict[str, Any]) -> str:
+def describe(action: dict[str, Any]) -> str:
+    """A plain sentence for an action, where a family's answer needs words and the step recorded no thought."""
     t = action["type"]
     return {"click": "Click the target.", "double_click": "Double-click the target.",
             "right_click": "Right-click the target.", "type": "Type the text.", "key": "Press the key.",

@@ -3,9 +3,12 @@
     run = run_task(home, config, "Write out/report.txt ...", max_steps=10, policy=policy)
     run.outcome.finish, run.outcome.steps, run.events()
 
-Used by `conway start --task` / `--task-file` (conway.evals.task_files), by
-`conway acceptance-check` (each check in a fresh temporary home), and so by the
-demos that run tasks through `conway start` (scripts/demos/board_runs.py).
+Used by `conway start --task` / `--task-file` (`run_task_session` below: the
+session on a copy of memory, then the task file's criteria verified, the
+acceptance journaled and reported), by `conway acceptance-check` (each check in
+a fresh temporary home), by `conway tasks run` (each task on its desktop,
+`conway.evals.tasks_run`), and so by the demos that run tasks through
+`conway start` (scripts/demos/board_runs.py).
 
 Nothing process-wide changes: the home is passed explicitly, never through
 `os.environ`, and the shell tool's commands get `CONWAY_HOME=<that home>` in
@@ -16,16 +19,21 @@ recursively).
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import ConwayConfig
+from conway.errors import ExitCode
 from conway.loop.control import Clock
 from conway.loop.parts import RunOutcome
 from conway.protocols import Actuator, Observer, Policy
+from conway.session.acceptance import declared_record, record_in_journal, session_home, session_summary
 from conway.session.app import RunRequest, console_say, run_agent
 from conway.store.home import Home
+from conway.tasks.task_file import TaskSpec, verify
 
 
 @dataclass(frozen=True)
@@ -76,3 +84,125 @@ def run_task(home: Home, config: ConwayConfig, task: str | None, *, execute: boo
         single_session=True, dry_run=not execute, quiet=quiet, task=task, policy=policy, observer=observer,
         toolbox=toolbox, clock=clock, shell_env=shell_env(home)), say=say)
     return TaskRun(outcome=outcome, session=session, home=home)
+
+
+# --- `conway start`: one session on a task, then its acceptance checked, journaled and reported ---------
+
+
+def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec: TaskSpec | None, execute: bool,
+                     quiet: bool, output: str | None, argv: list[str] | None, say: Callable[[str], None] = print,
+                     policy: Policy | None = None, toolbox: Actuator | None = None) -> int:
+    """`conway start`: one session (memory isolated), then verification, journal record and report.
+
+    `policy` and `toolbox` replace the configured ones (a scripted session)."""
+    from conway.evals.report import check_new_output
+    from conway.session.app import new_session_id
+
+    out = check_new_output(output, home) if output else None
+    shome = session_home(home, "task-" + new_session_id())
+    prompt = spec.prompt() if spec else task
+    report = _session_report(out, config, task, spec, execute=execute, argv=argv) if out is not None else None
+    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox)
+    outcome = run.outcome
+    results = _verified(home, config, spec) if execute else None
+    summary = _session_summary(shome, run, spec, results, executed=execute)
+    code = session_exit_code(outcome, summary["verified"])
+    if report is not None:
+        _finish_report(report, home, run, results, summary, code, prompt)
+    recorded = record_in_journal(home, run.session, outcome.steps, summary, str(out) if out else None,
+                                 config.journal)
+    _say_session(say, summary, results, executed=execute, recorded=recorded, report=out)
+    # a crash, a full disk, or a model server that kept failing after valid decisions: exit 1 and an error line
+    if _broke(outcome):
+        sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
+    return code
+
+
+def _session_report(out: Path, config: ConwayConfig, task: str | None, spec: TaskSpec | None, *, execute: bool,
+                    argv: list[str] | None) -> Any:
+    from conway.evals.report import Report
+
+    return Report("session", out, argv=argv, config=config, parameters={
+        "execute": execute, "task_file": spec.source if spec else None,
+        "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
+        "criteria": [c.record() for c in spec.criteria] if spec else [],
+        "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
+
+
+def _verified(home: Home, config: ConwayConfig, spec: TaskSpec | None) -> list[dict[str, Any]] | None:
+    """The task file's criteria checked in the tools' working directory; None when it declares none."""
+    from conway.session.app import workdir_for
+
+    if not (spec and spec.criteria):
+        return None
+    return verify(spec.criteria, workdir_for(config, home))
+
+
+def _session_summary(shome: Home, run: TaskRun, spec: TaskSpec | None, results: list[dict[str, Any]] | None, *,
+                     executed: bool) -> dict[str, Any]:
+    from conway.experience.costs import session_cost
+
+    outcome = run.outcome
+    summary = session_summary(spec, results, declared_record(outcome.finish), executed=executed,
+                              steps=outcome.steps, reason=outcome.reason)
+    summary["session"] = run.session
+    summary["session_memory"] = str(shome.memory)
+    summary["valid_decisions"] = outcome.valid_decisions
+    summary["model_errors"] = dict(outcome.model_errors)
+    summary["cost"] = session_cost(shome.journal_dir, run.session).record()
+    if outcome.no_valid_decision:
+        summary["no_valid_decision"] = outcome.no_valid_decision
+    return summary
+
+
+def _broke(outcome: RunOutcome) -> bool:
+    """The session ended in a crash, a full disk, or a model server that kept failing after valid decisions."""
+    return bool(outcome.failed or (outcome.setup_failed and not outcome.no_valid_decision))
+
+
+def session_exit_code(outcome: RunOutcome, verified: bool | None) -> ExitCode:
+    """An uncertain or broken session is a setup error; no valid decision says so; then what Conway verified."""
+    if outcome.uncertain or _broke(outcome):
+        return ExitCode.SETUP_ERROR
+    if outcome.no_valid_decision:
+        return ExitCode.NO_VALID_DECISION
+    return ExitCode.NOT_PASSED if verified is False else ExitCode.PASSED
+
+
+def _finish_report(report: Any, home: Home, run: TaskRun, results: list[dict[str, Any]] | None,
+                   summary: dict[str, Any], code: ExitCode, prompt: str | None) -> None:
+    report.set_model(_model_id_of(home, run.session))
+    for r in results or []:
+        report.add_case(r)
+    never = run.outcome.no_valid_decision and not run.outcome.uncertain
+    status = "no valid decision" if never else \
+        {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
+    report.finish(status=status, exit_code=code, summary=summary, task=prompt)
+
+
+def _model_id_of(home: Home, session: str) -> str | None:
+    from conway.store.state import StateStore
+    state, _ = StateStore(home.state, home.state_previous).load()
+    return str(state["model_id"]) if state.get("session") == session and state.get("model_id") else None
+
+
+def _say_session(say: Callable[[str], None], summary: dict[str, Any], results: list[dict[str, Any]] | None, *,
+                 executed: bool, recorded: bool, report: Path | None) -> None:
+    declared = summary["declared"]
+    if not executed:
+        say("plan only: nothing was dispatched (add --execute to act)")
+    d = f"{declared['status']}" + (f" ({declared['message']})" if declared and declared.get("message") else "") \
+        if declared else "nothing (no finish)"
+    say(f"declared by the model: {d}")
+    if results is not None:
+        for r in results:
+            say(f"  {'PASS' if r['verified'] else 'FAIL'}  {r['criterion']}: {r['observed']}")
+        say(f"verified by Conway: {summary['verified_passed']}/{len(results)} criteria passed")
+    else:
+        say(f"verified by Conway: - ({summary['note']})")
+    if summary.get("no_valid_decision"):
+        say(summary["no_valid_decision"])
+    if not recorded:
+        say("note: another agent holds this home's lock; the acceptance record was not journaled")
+    if report is not None:
+        say(f"report: {report}")

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from conway.store.durable import fsync_dir
 from conway.store.events import Intent, SessionEnd
 
 SCHEMA = "conway-event/1"
@@ -156,7 +157,7 @@ class Journal:
         existing = journal_files(self.folder)
         seq = (int(existing[-1].name.split("-")[0]) + 1) if existing else 1
         self._open(self.folder / f"{seq:06d}-{stamp}.jsonl")
-        _fsync_dir(self.folder)  # the new file's name survives a power loss, with the intents it will hold
+        fsync_dir(self.folder)  # the new file's name survives a power loss, with the intents it will hold
         self._enforce_total()
 
     def _close_file(self) -> None:
@@ -320,14 +321,6 @@ def journal_lines(path: Path) -> Iterator[bytes]:
                     yield raw[:cut]
                 return
             yield raw
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from conway.bounded import NotRegularFile, open_regular
 from conway.errors import UserError
+from conway.store.durable import fsync_dir
 
 T = TypeVar("T")
 
@@ -55,20 +56,7 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True,
         tmp.unlink(missing_ok=True)
         raise
     if durable:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:  # makes the rename itself durable; not possible on every platform
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        fsync_dir(path.parent, best_effort=True)  # makes the rename itself durable where the platform can
 
 
 def json_bytes(data: Any) -> bytes:

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from conway.evals.task_files import DEFAULT_TIMEOUT_S, Criterion, verify_one
 from conway.tasks.env import TaskEnv
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import METRICS
-from conway.tasks.model import Task
+from conway.tasks.task import Task
+from conway.tasks.task_file import DEFAULT_TIMEOUT_S, Criterion, verify_one
 
 StepRunner = Callable[[dict[str, Any], TaskEnv], None]
 """Runs one setup step (`{"type": …, "parameters": {…}}`) in the task's environment; raises when it fails."""

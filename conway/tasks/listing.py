@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from conway.errors import ExitCode, UserError
-from conway.tasks.model import load_suite
 from conway.tasks.runnable import why_not_runnable
+from conway.tasks.task import load_suite
 
 SCHEMA = "conway-task-list/1"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from conway.evals.task_files import LOCAL_HOSTS
 from conway.tasks.cache import cloud_path, download_path
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import METRICS, unsupported_options
-from conway.tasks.model import Task
+from conway.tasks.task import Task
+from conway.tasks.task_file import LOCAL_HOSTS
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 OFFICE = ("soffice", "libreoffice")

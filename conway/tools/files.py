@@ -23,6 +23,7 @@ from conway.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
 from conway.sandbox.environment import Environment, LocalEnvironment
+from conway.store.durable import fsync_dir
 from conway.tasks.env import PathEscape
 
 _CHUNK = 1 << 16
@@ -202,7 +203,7 @@ class FileTools(Tool):
             _remove_quietly(tmp)
             raise
         try:
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
         except OSError as exc:
             raise DispatchUncertain(f"{target} was replaced but its directory could not be synced: {exc}") from exc
 
@@ -304,16 +305,6 @@ def _count_overlapping(text: str, needle: str) -> int:
         count += 1
         i = text.find(needle, i + 1)
     return count
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name != "posix":  # directories cannot be opened for fsync on Windows
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove_quietly(path: str) -> None:

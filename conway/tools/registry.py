@@ -36,7 +36,7 @@ class Toolbox:
 
     def available_types(self) -> list[str]:
         """Action types the model may propose: runnable tools plus the control actions."""
-        return [t for t, cls in ACTION_TYPES.items() if t in self._by_type or cls.family == "control"]
+        return [t for t, cls in ACTION_TYPES.items() if t in self._by_type or cls.group == "control"]
 
     def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
         """Dispatch to the action's tool; `screen` (the observation's geometry) goes with it."""
@@ -57,9 +57,9 @@ class Toolbox:
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
-        if tool is None and action.family in _REFUSED:  # no intent for what cannot run at all
+        if tool is None and action.group in _REFUSED:  # no intent for what cannot run at all
             reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
-            down, absent = _REFUSED[action.family]
+            down, absent = _REFUSED[action.group]
             return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
         return tool.check(action) if tool is not None else action
 
@@ -97,10 +97,10 @@ class Setup:
 
 @dataclass(frozen=True)
 class ToolRow:
-    """One tool: the action family it runs, how it is turned on, how it is made."""
+    """One tool: the action group it runs, how it is turned on, how it is made."""
 
-    family: str
-    """The action family (`actions.FAMILIES`) whose every type this tool runs."""
+    group: str
+    """The action group (`actions.ACTION_GROUPS`) whose every type this tool runs."""
     enabled_as: str | None
     """Its name in `tools.enabled` (config's Literal lists the same names); None: its own config turns it on."""
     make: Callable[[Setup], Tool | None]
@@ -165,8 +165,8 @@ TOOLS: tuple[ToolRow, ...] = (  # in this order: the prompt's tool texts and the
     ToolRow("browser", "browser", _browser),
     ToolRow("gui", "gui", _gui),
 )
-"""The toolbox's one table: a new tool is its module plus a row here (and an action family in `actions.py`)."""
-_REFUSED = {row.family: row.refused for row in TOOLS if row.refused}
+"""The toolbox's one table: a new tool is its module plus a row here (and an action group in `actions.py`)."""
+_REFUSED = {row.group: row.refused for row in TOOLS if row.refused}
 
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,

@@ -1,6 +1,6 @@
 """`conway view`: see what the agent did, in a browser, and label it.
 
-model.py    sessions and steps from the journal (export's records + timings, flags)
+sessions.py sessions and steps from the journal (export's records + timings, flags)
 overlay.py  actions drawn in screenshot pixels (SVG)
 render.py   session index and step-card pages;  reports.py  vision-check / candidate-eval pages
 page.py     the page shell, escaping, CSP;  images.py  cached thumbnails and regenerated cases

@@ -7,10 +7,10 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from conway.errors import UserError
+from conway.errors import ExitCode, UserError
 from conway.store.home import Home
-from conway.view.model import load_sessions, pick_sessions
-from conway.view.site import Report, Site, write_site
+from conway.view.sessions import load_sessions, pick_sessions
+from conway.view.site import Site, SiteReport, write_site
 
 DEFAULT_PAGE_SIZE = 100
 
@@ -27,7 +27,7 @@ def build_site(home: Home, *, report: str | None = None, session: str | None = N
             raise UserError("a report view shows the report's cases; --session and --last are for the journal")
         data, cases = load_report(report)
         return Site(home.root, page_size=page_size,
-                    report=Report(check_kind(data, report), data, cases, Path(report).name,
+                    report=SiteReport(check_kind(data, report), data, cases, Path(report).name,
                                   Path(report).expanduser().resolve().parent))
     sessions, skipped = load_sessions(home.journal_dir, home.root)
     return Site(home.root, pick_sessions(sessions, session, last), skipped, page_size=page_size)
@@ -62,7 +62,7 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
             pass
         finally:
             server.httpd.server_close()
-        return 0
+        return ExitCode.PASSED
     out = Path(output).expanduser() if output else home.root / "view"
     out = out if out.is_absolute() else Path.cwd() / out
     counts = write_site(site, out)
@@ -72,7 +72,7 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
     say(f"wrote {counts['pages']} page(s) and {counts['images']} image(s) to {out} "
         f"({counts['bytes'] / 1e6:.1f} MB)")
     say(f"open {first.as_uri()}")
-    return 0
+    return ExitCode.PASSED
 
 
 class _stop_on_signals:

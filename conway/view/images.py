@@ -58,7 +58,7 @@ def thumbnail(home_root: Path, source: Path, width: int = THUMB_WIDTH) -> Path |
 def case_image(home_root: Path, generator: str, seed: int, index: int, size: tuple[int, int], profile: str,
                want_sha256: str | None) -> tuple[Path | None, str]:
     """A vision-check case regenerated (cached JPEG); (None, why) when it cannot be the recorded image."""
-    from conway.evals.vision_cases import GENERATOR, generate_case
+    from conway.observe.vision_cases import GENERATOR, generate_case
 
     if generator != GENERATOR:
         return None, f"made by image generator {generator!r}; this Conway has {GENERATOR!r}"

@@ -6,9 +6,9 @@ import json
 from typing import Any, Callable
 
 from conway.experience.costs import render_record
-from conway.view.model import SessionView, StepView
 from conway.view.overlay import POINT_TYPES, action_mark, caption, summary, svg
 from conway.view.page import esc, facts_table, pager, shell
+from conway.view.sessions import SessionView, StepView
 
 TEXT_MAX = 20_000
 """Longest thought / raw output / result shown in a card (the rest is cut, and says so)."""

@@ -13,16 +13,6 @@ from typing import Any
 from conway.view.overlay import frame
 from conway.view.page import esc
 
-OUTCOMES = ("error", "fail", "pass", "not-runnable", "malformed")
-
-
-def outcome(c: dict[str, Any]) -> str:
-    return str(c.get("outcome") or "error")
-
-
-def domain(c: dict[str, Any]) -> str:
-    return str(c.get("domain") or "")
-
 
 def _line(key: str, html: str, cls: str = "") -> str:
     return f'<div class="line{" " + cls if cls else ""}"><span class="k">{esc(key)}</span>{html}</div>'

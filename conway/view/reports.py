@@ -6,9 +6,10 @@ generator, seed, size and index it records (and checked against the recorded
 sha256), so such a report renders on any machine that has the same Conway.
 Grounding-check cases name their screenshot file.
 
-What differs between kinds (outcomes, filters, a case's card, the summary
-rows) is one `KindRenderer` per kind in `RENDERERS`; a new report kind is one
-entry there.
+What differs between kinds (outcomes, filters) is the `ReportView` of each
+kind's record (`conway.evals.suites`); how a card and the summary rows are
+drawn is the `Layout` it names in `LAYOUTS` (click, pair, task, cell). A new
+report kind is one registration there, drawn by one of these layouts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.errors import UserError
+from conway.evals.kinds import ReportView
+from conway.evals.suites import having, suite_kind
 from conway.view import report_tasks
 from conway.view.overlay import crosshair, target_box
 from conway.view.overlay import frame as _frame
@@ -27,10 +30,19 @@ CaseImage = Callable[[dict[str, Any]], tuple[str | None, str]]
 """case -> (image url, why not)."""
 
 
+def view_of(kind: str) -> ReportView:
+    """The registered `ReportView` of a kind `check_kind` let through."""
+    found = suite_kind(kind)
+    assert found is not None and found.view is not None, kind
+    return found.view
+
+
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
-    if kind not in RENDERERS:
-        raise UserError(f"{path} is a {kind!r} report; `conway view` draws {', '.join(RENDERERS)} reports "
+    found = suite_kind(kind)
+    if found is None or found.view is None:
+        raise UserError(f"{path} is a {kind!r} report; `conway view` draws "
+                        f"{', '.join(k.name for k in having('view'))} reports "
                         f"(use `conway report {path}` for this one)")
     return kind
 
@@ -67,13 +79,13 @@ def case_size(c: dict[str, Any], default: tuple[int, int]) -> tuple[int, int]:
 
 
 def case_card(kind: str, pos: int, c: dict[str, Any], size: tuple[int, int], image: CaseImage) -> str:
-    r = RENDERERS[kind]
+    r = view_of(kind)
     t = c.get("target") or {}
     size = case_size(c, size)
     outcome = r.outcome(c)
     url, why = image(c)
     box = target_box(t.get("box"), pixels=r.pixel_boxes)
-    pics, lines = r.card_body(c, size, url, why, box)
+    pics, lines = LAYOUTS[r.layout].card(r, c, size, url, why, box)
     head = (f'<header><a class="step" href="#s={esc(c.get("index"))}">case {esc(c.get("index"))}</a>'
             f'<span class="badge outcome">{esc(outcome)}</span>'
             f'<span>{esc(c.get("instruction") or "")}</span></header>')
@@ -102,14 +114,12 @@ def report_summary(kind: str, data: dict[str, Any]) -> str:
                                    ("seed", esc(data.get("seed")))]
     if (data.get("parameters") or {}).get("size"):
         rows.append(("image size", esc(data["parameters"]["size"])))
-    rows += RENDERERS[kind].summary_rows(data.get("summary") or {})
-    if kind == "tasks":
-        rows += report_tasks.environment_rows(data)
+    rows += LAYOUTS[view_of(kind).layout].rows(data)
     return f'<section class="summary"><details open><summary>{esc(kind)} report</summary>{facts_table(rows)}</details></section>'
 
 
 def report_data(kind: str, cases: list[dict[str, Any]], page_size: int) -> dict[str, Any]:
-    r = RENDERERS[kind]
+    r = view_of(kind)
     text = []
     for c in cases:
         parts = [str(c.get("task") or ""), c.get("instruction") or ""] + [str((c.get(w) or {}).get("raw_output") or "") for w in ("base", "candidate")]
@@ -132,7 +142,7 @@ def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], pa
     colours = sorted(set(d["kind"]) - {""})
     outcomes = [o for o in d["outcomes"] if o in d["outcome"]]
     cards = "\n".join(case_card(kind, (page - 1) * page_size + i, c, size, image) for i, c in enumerate(chunk))
-    r = RENDERERS[kind]
+    r = view_of(kind)
     bar = toolbar(colours, outcomes, "search outputs").replace("<kbd>e</kbd> next error",
                                                                f"<kbd>e</kbd> next {r.next_error}")
     bar = bar.replace("<label>kind ", f"<label>{r.sort_label} ")
@@ -143,29 +153,21 @@ def report_page(kind: str, data: dict[str, Any], cases: list[dict[str, Any]], pa
                  body_attrs={"view": "report", "page": page, "pages": pages, "mode": "static"})
 
 
-# --- one renderer per report kind ---------------------------------------------------------
+# --- the layouts: how a case's card and the summary rows are drawn ---------------------------------
 
 
-def _click_outcome(c: dict[str, Any]) -> str:
-    return "hit" if c.get("hit") else "error" if c.get("error") else "miss"
+def _click_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+                box: str) -> tuple[str, str]:
+    """One model's answer on one image, captioned by the kind's `caption`."""
+    t = c.get("target") or {}
+    caption = view.caption(c) if view.caption is not None else ""
+    pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
+                  f"{caption}, box {t.get('box')}")
+    return pics, _answer_lines("model", c)
 
 
-def _pair_outcome(c: dict[str, Any]) -> str:
-    b, k = bool((c.get("base") or {}).get("hit")), bool((c.get("candidate") or {}).get("hit"))
-    return "both" if b and k else "only-base" if b else "only-candidate" if k else "neither"
-
-
-def _single(what: Callable[[dict[str, Any]], str]) -> Callable[..., tuple[str, str]]:
-    """One model's answer on one image, captioned by `what` the case is."""
-    def body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
-        t = c.get("target") or {}
-        pics = _frame(url, why, size, box + _click(c.get("predicted"), size, bool(c.get("hit"))),
-                      f"{what(c)}, box {t.get('box')}")
-        return pics, _answer_lines("model", c)
-    return body
-
-
-def _pair_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
+def _pair_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+               box: str) -> tuple[str, str]:
     """The base's and the candidate's answers side by side on the same image."""
     sides = [(who, c.get(who) or {}) for who in ("base", "candidate")]
     figs = "".join(_frame(url, why, size, box + _click(a.get("predicted"), size, bool(a.get("hit"))), who)
@@ -173,7 +175,24 @@ def _pair_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: s
     return f'<div class="pair">{figs}</div>', "".join(_answer_lines(who, a) for who, a in sides)
 
 
-def _click_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+def _task_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+               box: str) -> tuple[str, str]:
+    return report_tasks.card_body(c, size, url, why, box)
+
+
+def _cell_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+               box: str) -> tuple[str, str]:
+    """A sweep's cell: its settings, its rate and interval, and its own report (open it with `conway view`)."""
+    settings = ", ".join(f"{k}={v}" for k, v in (c.get("settings") or {}).items())
+    lines = [("settings", settings), ("rate", f"{c.get('successes')}/{c.get('cases')} = {_pct(c.get('rate'))} "
+                                              f"(95% CI {_ci(c.get('ci95'))})"),
+             ("model", str(c.get("model_id") or "—")), ("status", f"{c.get('status')} (exit {c.get('exit_code')})"),
+             ("report", f"{c.get('report')} — conway view {c.get('report')}")]
+    return "", "".join(f'<div class="line"><span class="k">{esc(k)}</span>{esc(v)}</div>' for k, v in lines)
+
+
+def _click_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    s = data.get("summary") or {}
     pat = s.get("pattern") or {}
     lat = s.get("latency_s") or {}
     rows = [("hits", esc(f"{s.get('hits')}/{s.get('cases')} = {_pct(s.get('hit_rate'))} "
@@ -189,7 +208,8 @@ def _click_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _pair_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+def _pair_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    s = data.get("summary") or {}
     rows = []
     for who in ("base", "candidate"):
         x = s.get(who) or {}
@@ -202,81 +222,31 @@ def _pair_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _colour(c: dict[str, Any]) -> str:
-    return str((c.get("target") or {}).get("colour", ""))
+def _task_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return report_tasks.summary_rows(data.get("summary") or {}) + report_tasks.environment_rows(data)
 
 
-@dataclass(frozen=True)
-class KindRenderer:
-    """How the viewer draws one report kind: outcomes, the sort filter, each case's card, the summary."""
-
-    outcome: Callable[[dict[str, Any]], str]
-    outcomes: tuple[str, ...]
-    """Every outcome, in the filter's order."""
-    error_outcomes: tuple[str, ...]
-    """Where the `e` key jumps."""
-    next_error: str
-    """What the `e` key is called."""
-    sort_value: Callable[[dict[str, Any]], str]
-    """What the report's `kind` filter sorts a case by."""
-    sort_label: str
-    card_body: Callable[..., tuple[str, str]]
-    """(case, size, image url, why not, target box svg) -> (pictures, answer lines)."""
-    summary_rows: Callable[[dict[str, Any]], list[tuple[str, str]]]
-    screenshots: bool = False
-    """Cases name a screenshot file (grounding); otherwise the image is regenerated from the report's seed."""
-    pixel_boxes: bool = True
-    """Target boxes are inclusive pixel boxes (False: spans, the ScreenSpot rule)."""
-    big: bool = False
-
-
-def _sweep_outcome(c: dict[str, Any]) -> str:
-    if c.get("status") in ("partial", "missing"):
-        return "unfinished"
-    return "best" if c.get("best") else "below" if c.get("below_best") else "within"
-
-
-def _sweep_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: str, box: str) -> tuple[str, str]:
-    """A cell: its settings, its rate and interval, and its own report (open it with `conway view`)."""
-    settings = ", ".join(f"{k}={v}" for k, v in (c.get("settings") or {}).items())
-    lines = [("settings", settings), ("rate", f"{c.get('successes')}/{c.get('cases')} = {_pct(c.get('rate'))} "
-                                              f"(95% CI {_ci(c.get('ci95'))})"),
-             ("model", str(c.get("model_id") or "—")), ("status", f"{c.get('status')} (exit {c.get('exit_code')})"),
-             ("report", f"{c.get('report')} — conway view {c.get('report')}")]
-    return "", "".join(f'<div class="line"><span class="k">{esc(k)}</span>{esc(v)}</div>' for k, v in lines)
-
-
-def _sweep_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+def _cell_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    s = data.get("summary") or {}
     return [("cells", esc(f"{s.get('finished')}/{s.get('cells')} finished")),
             ("best", esc(f"{s.get('best')} at {_pct(s.get('best_rate'))} (95% CI {_ci(s.get('best_ci95'))})")),
             ("clearly below the best", esc(", ".join(s.get("clearly_below_best") or []) or "none"))]
 
 
-CLICK_OUTCOMES = ("error", "miss", "hit")
-RENDERERS: dict[str, KindRenderer] = {
-    "vision-check": KindRenderer(
-        outcome=_click_outcome, outcomes=CLICK_OUTCOMES, error_outcomes=("error", "miss"), next_error="miss",
-        sort_value=_colour, sort_label="target colour",
-        card_body=_single(lambda c: f"{(c.get('target') or {}).get('colour', '?')} "
-                                    f"{(c.get('target') or {}).get('shape', '?')}"),
-        summary_rows=_click_rows),
-    "grounding-check": KindRenderer(
-        outcome=_click_outcome, outcomes=CLICK_OUTCOMES, error_outcomes=("error", "miss"), next_error="miss",
-        sort_value=lambda c: str(c.get("type") or c.get("source") or ""), sort_label="type",
-        card_body=_single(lambda c: f"{c.get('type') or '?'} · {c.get('source') or '?'} · {c.get('size_bucket') or ''}"),
-        summary_rows=_click_rows, screenshots=True, pixel_boxes=False),
-    "candidate-eval": KindRenderer(
-        outcome=_pair_outcome, outcomes=("neither", "only-base", "only-candidate", "both"),
-        error_outcomes=("neither", "only-base"), next_error="loss", sort_value=_colour, sort_label="target colour",
-        card_body=_pair_body, summary_rows=_pair_rows, big=True),
-    "tasks": KindRenderer(
-        outcome=report_tasks.outcome, outcomes=report_tasks.OUTCOMES, error_outcomes=("error", "fail"),
-        next_error="failure", sort_value=report_tasks.domain, sort_label="domain",
-        card_body=report_tasks.card_body, summary_rows=report_tasks.summary_rows, screenshots=True),
-    "sweep": KindRenderer(
-        outcome=_sweep_outcome, outcomes=("unfinished", "below", "within", "best"),
-        error_outcomes=("unfinished", "below"), next_error="cell below the best",
-        sort_value=lambda c: str((c.get("settings") or {}).get("policy") or ""), sort_label="preset",
-        card_body=_sweep_body, summary_rows=_sweep_rows),
+@dataclass(frozen=True)
+class Layout:
+    """How the viewer draws a kind's cases and summary; a kind names its layout in its `ReportView`."""
+
+    card: Callable[..., tuple[str, str]]
+    """(view, case, size, image url, why not, target box svg) -> (pictures, answer lines)."""
+    rows: Callable[[dict[str, Any]], list[tuple[str, str]]]
+    """report -> the summary's rows (HTML values)."""
+
+
+LAYOUTS: dict[str, Layout] = {
+    "click": Layout(_click_card, _click_rows),
+    "pair": Layout(_pair_card, _pair_rows),
+    "task": Layout(_task_card, _task_rows),
+    "cell": Layout(_cell_card, _cell_rows),
 }
-"""Report kind -> its renderer; `conway view` draws exactly these kinds."""
+"""Layout name -> how its cards and summary are drawn."""

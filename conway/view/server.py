@@ -156,87 +156,97 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "conway-view"
-        sys_version = ""
+    """The request handler class bound to one ViewServer (http.server builds one handler per request)."""
+    return type("Handler", (_Handler,), {"view": server})
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
 
-        def _send(self, status: int, content: bytes, ctype: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(content)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Referrer-Policy", "no-referrer")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(content)
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "conway-view"
+    sys_version = ""
+    view: ViewServer  # set by `_handler`; `self.server` is the socket server
 
-        def _json(self, status: int, data: dict[str, Any]) -> None:
-            self._send(status, json.dumps(data).encode(), "application/json")
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
-        def _host_ok(self) -> bool:
-            if self.headers.get("Host", "") not in server.hosts:
-                self._json(403, {"error": "wrong Host header"})
-                return False
-            return True
+    def _send(self, status: int, content: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(content)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(content)
 
-        def do_GET(self) -> None:
-            if not self._host_ok():
-                return
-            route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
-            if route.endswith("/"):
-                route += "index.html"
-            if ".." in route.split("/"):
-                self._json(404, {"error": "not found"})
-                return
-            with server.lock:
-                if route.endswith((".html", ".js")):
-                    server.refresh()
-                content = server.site.get(route)
-            if content is None:
-                self._json(404, {"error": "not found"})
-                return
-            ctype = TYPES.get(Path(route).suffix.lower(), "application/octet-stream")
-            data = content.read_bytes() if isinstance(content, Path) else content
-            self._send(200, data, ctype)
+    def _json(self, status: int, data: dict[str, Any]) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json")
 
-        do_HEAD = do_GET
+    def _host_ok(self) -> bool:
+        if self.headers.get("Host", "") not in self.view.hosts:
+            self._json(403, {"error": "wrong Host header"})
+            return False
+        return True
 
-        def do_POST(self) -> None:
-            if not self._host_ok():
-                return
-            if urlsplit(self.path).path != "/api/label":
-                self._json(404, {"error": "not found"})
-                return
-            origin = self.headers.get("Origin")
-            if origin is not None and origin.rstrip("/") not in {f"http://{h}" for h in server.hosts}:
-                self._json(403, {"error": "cross-origin request refused"})
-                return
-            if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), server.token):
-                self._json(403, {"error": "missing or wrong token (reload the page from this server)"})
-                return
-            if "application/json" not in self.headers.get("Content-Type", ""):
-                self._json(415, {"error": "send JSON (Content-Type: application/json)"})
-                return
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-            except ValueError:
-                length = -1
-            if length < 0 or length > BODY_MAX:
-                self._json(413, {"error": f"the body must be at most {BODY_MAX} bytes"})
-                return
-            try:
-                body = json.loads(self.rfile.read(length) or b"null")
-            except (ValueError, UnicodeDecodeError):
-                self._json(400, {"error": "the body is not JSON"})
-                return
-            try:
-                self._json(200, server.write_label(body))
-            except LabelRefused as exc:
-                self._json(exc.status, {"error": str(exc)})
+    def do_GET(self) -> None:
+        if not self._host_ok():
+            return
+        route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
+        if route.endswith("/"):
+            route += "index.html"
+        if ".." in route.split("/"):
+            self._json(404, {"error": "not found"})
+            return
+        with self.view.lock:
+            if route.endswith((".html", ".js")):
+                self.view.refresh()
+            content = self.view.site.get(route)
+        if content is None:
+            self._json(404, {"error": "not found"})
+            return
+        ctype = TYPES.get(Path(route).suffix.lower(), "application/octet-stream")
+        data = content.read_bytes() if isinstance(content, Path) else content
+        self._send(200, data, ctype)
 
-    return Handler
+    do_HEAD = do_GET
+
+    def do_POST(self) -> None:
+        if not self._host_ok():
+            return
+        refusal = self._label_request_refusal()
+        if refusal is not None:
+            self._json(refusal[0], {"error": refusal[1]})
+            return
+        try:
+            body = json.loads(self.rfile.read(self._content_length()) or b"null")
+        except (ValueError, UnicodeDecodeError):
+            self._json(400, {"error": "the body is not JSON"})
+            return
+        try:
+            self._json(200, self.view.write_label(body))
+        except LabelRefused as exc:
+            self._json(exc.status, {"error": str(exc)})
+
+    def _label_request_refusal(self) -> tuple[int, str] | None:
+        """Why a POST is refused before its body is read (status, message), or None when it may be read."""
+        if urlsplit(self.path).path != "/api/label":
+            return 404, "not found"
+        origin = self.headers.get("Origin")
+        if origin is not None and origin.rstrip("/") not in {f"http://{h}" for h in self.view.hosts}:
+            return 403, "cross-origin request refused"
+        if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), self.view.token):
+            return 403, "missing or wrong token (reload the page from this server)"
+        if "application/json" not in self.headers.get("Content-Type", ""):
+            return 415, "send JSON (Content-Type: application/json)"
+        length = self._content_length()
+        if length < 0 or length > BODY_MAX:
+            return 413, f"the body must be at most {BODY_MAX} bytes"
+        return None
+
+    def _content_length(self) -> int:
+        """The declared body length; -1 when the header is not a number."""
+        try:
+            return int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return -1

@@ -28,10 +28,10 @@ from conway.errors import UserError
 from conway.experience.labels import labels_path, read_labels
 from conway.experience.steps import attach_labels
 from conway.view.images import CASE_WIDTH, case_image, thumbnail
-from conway.view.model import SessionView, StepView, screenshot_state
 from conway.view.page import page_file, script_json
 from conway.view.render import index_page, pages_of, session_data, session_page, session_summary
-from conway.view.reports import RENDERERS, report_data, report_page
+from conway.view.reports import report_data, report_page, view_of
+from conway.view.sessions import SessionView, StepView, screenshot_state
 
 MARKER = ".conway-view"
 MARKER_FORMAT = "conway-view/1"
@@ -41,7 +41,9 @@ _CASE = re.compile(r"^case-(\d+)\.jpg$")
 
 
 @dataclass
-class Report:
+class SiteReport:
+    """A report as the viewer draws it (the file's format and writer: `conway.evals.report`)."""
+
     kind: str
     data: dict[str, Any]
     cases: list[dict[str, Any]]
@@ -58,7 +60,7 @@ class Site:
     page_size: int = 100
     token: str | None = None
     """Set when served: the pages carry it and show the review buttons."""
-    report: Report | None = None
+    report: SiteReport | None = None
 
     def __post_init__(self) -> None:
         self._by_folder = {s.folder: s for s in self.sessions}
@@ -90,45 +92,58 @@ class Site:
 
     def get(self, route: str) -> bytes | Path | None:
         """Text of a page or data file, a file to send, or None (no such route)."""
-        parts = route.split("/")
         if route == "index.html":
             if self.report:
                 return self._report_page(1)
             return index_page(self.sessions, self.skipped).encode()
         if self.report:
-            if route == "data.js":
-                return _js(report_data(self.report.kind, self.report.cases, self.page_size))
-            if (m := _PAGE.match(route)) and 1 <= int(m.group(1)) <= pages_of(len(self.report.cases), self.page_size):
-                return self._report_page(int(m.group(1)))
-            if len(parts) == 2 and parts[0] == "img" and (m := _CASE.match(parts[1])):
-                case = self._cases.get(int(m.group(1)))
-                return self._case_file(case)[0] if case is not None else None
-            return None
+            return self._report_route(route)
+        parts = route.split("/")
         if len(parts) < 3 or parts[0] != "s" or parts[1] not in self._by_folder:
             return None
         sv = self._by_folder[parts[1]]
         if len(parts) == 3:
-            if parts[2] == "data.js":
-                return _js(self._session_parts(sv)[0])
-            m = _PAGE.match(parts[2])
-            if m and 1 <= int(m.group(1)) <= pages_of(len(sv.steps), self.page_size):
-                data, summary = self._session_parts(sv)
-                return session_page(sv, int(m.group(1)), self.page_size, self._image_urls, token=self.token,
-                                    data=data, summary=summary).encode()
-            return None
+            return self._session_route(sv, parts[2])
         if len(parts) == 4 and parts[2] in ("img", "thumb") and (m := _STEP.match(parts[3])):
-            step = self._steps.get((sv.folder, int(m.group(1))))
-            if step is None:
-                return None
-            path, state = screenshot_state(step, self.home_root)
-            if state != "ok" or path is None:
-                return None
-            if parts[2] == "img":
-                return path if m.group(2) == path.suffix.lower() else None
-            if m.group(2) != ".jpg":
-                return None
-            return thumbnail(self.home_root, path) or path  # an unreadable image is sent as it is
+            return self._step_image(sv, int(m.group(1)), thumb=parts[2] == "thumb", suffix=m.group(2))
         return None
+
+    def _report_route(self, route: str) -> bytes | Path | None:
+        """A report's data file, one of its pages, or one case's image (`img/...`)."""
+        parts = route.split("/")
+        if route == "data.js":
+            return _js(report_data(self.report.kind, self.report.cases, self.page_size))
+        if (m := _PAGE.match(route)) and 1 <= int(m.group(1)) <= pages_of(len(self.report.cases), self.page_size):
+            return self._report_page(int(m.group(1)))
+        if len(parts) == 2 and parts[0] == "img" and (m := _CASE.match(parts[1])):
+            case = self._cases.get(int(m.group(1)))
+            return self._case_file(case)[0] if case is not None else None
+        return None
+
+    def _session_route(self, sv: SessionView, name: str) -> bytes | None:
+        """A session's data file or one of its pages."""
+        if name == "data.js":
+            return _js(self._session_parts(sv)[0])
+        m = _PAGE.match(name)
+        if m and 1 <= int(m.group(1)) <= pages_of(len(sv.steps), self.page_size):
+            data, summary = self._session_parts(sv)
+            return session_page(sv, int(m.group(1)), self.page_size, self._image_urls, token=self.token,
+                                data=data, summary=summary).encode()
+        return None
+
+    def _step_image(self, sv: SessionView, step_no: int, *, thumb: bool, suffix: str) -> bytes | Path | None:
+        """A step's screenshot (asked for with its own suffix) or its JPEG thumbnail."""
+        step = self._steps.get((sv.folder, step_no))
+        if step is None:
+            return None
+        path, state = screenshot_state(step, self.home_root)
+        if state != "ok" or path is None:
+            return None
+        if not thumb:
+            return path if suffix == path.suffix.lower() else None
+        if suffix != ".jpg":
+            return None
+        return thumbnail(self.home_root, path) or path  # an unreadable image is sent as it is
 
     def find_step(self, session: str, step: int) -> StepView | None:
         sv = next((s for s in self.sessions if s.id == session), None)
@@ -152,7 +167,7 @@ class Site:
 
     def _case_file(self, case: dict[str, Any]) -> tuple[Path | None, str]:
         assert self.report is not None
-        if RENDERERS[self.report.kind].screenshots:
+        if view_of(self.report.kind).screenshots:
             return self._screenshot_of(case)
         params = self.report.data.get("parameters") or {}
         seed, size = self.report.data.get("seed"), params.get("size")

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 from conway.geometry import Convention  # noqa: E402
 from conway.policies.base import ModelPolicy  # noqa: E402
-from conway.policies.generic import GenericAdapter  # noqa: E402
+from conway.policies.families.generic.adapter import GenericAdapter  # noqa: E402
 from conway.policies.settings import PolicySettings  # noqa: E402
 from scripts.bench.loop_contexts import loop_contexts  # noqa: E402
 
@@ -202,7 +202,7 @@ def run_together(prepared: list[Prepared], ctxs) -> list[dict]:
 def prepare_inprocess(name: str, model: Path, mmproj: Path | None, chat_format: str | None, threads: int,
                       log: Path, max_tokens: int, runs: tuple[str, ...] = DEFAULT_RUNS,
                       window: int | None = None) -> Prepared:
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
 
     result: dict = {"model": name, "backend": "llama-cpp-python in-process", "runs": []}
     policies: dict[str, ModelPolicy] = {}

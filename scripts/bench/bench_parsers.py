@@ -71,14 +71,19 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 
 def parsers() -> dict[str, Callable[[str], object]]:
-    from conway.policies import parse_json, parse_opencua, parse_point, parse_qwen3vl, parse_uitars
+    import conway.policies.families.generic.parse as parse_json
+    import conway.policies.families.opencua.parse as parse_opencua
+    import conway.policies.families.qwen3vl.parse as parse_qwen3vl
+    import conway.policies.families.uitars.parse as parse_uitars
+    from conway.policies.families.gta1.parse import parse_pair
+    from conway.policies.families.holo.parse import parse_click_json
 
     return {"json": lambda t: parse_json.parse(t, **SETUP),  # type: ignore[arg-type]
             "opencua": lambda t: parse_opencua.parse(t, **SETUP),  # type: ignore[arg-type]
             "uitars": lambda t: parse_uitars.parse(t, **SETUP),  # type: ignore[arg-type]
             "qwen3vl": lambda t: parse_qwen3vl.parse(t, **SETUP),  # type: ignore[arg-type]
-            "gta1": lambda t: parse_point.parse_pair(t, **SETUP),  # type: ignore[arg-type]
-            "holo": lambda t: parse_point.parse_click_json(t, **SETUP)}  # type: ignore[arg-type]
+            "gta1": lambda t: parse_pair(t, **SETUP),  # type: ignore[arg-type]
+            "holo": lambda t: parse_click_json(t, **SETUP)}  # type: ignore[arg-type]
 
 
 def best_time(fn: Callable[[str], object], text: str, repeat: int) -> float:

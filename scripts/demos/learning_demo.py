@@ -85,7 +85,7 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
 
 def baselines(seed: int, n: int, profile: str, side: int) -> dict:
     """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
-    from conway.evals.vision_cases import generate_case, references
+    from conway.observe.vision_cases import generate_case, references
 
     w = h = side
     records = []

@@ -218,7 +218,9 @@ GIANT_SHARE = 0.01
 
 
 def parsers() -> dict[str, Callable[..., Any]]:
-    from conway.policies import parse_json, parse_opencua, parse_uitars
+    import conway.policies.families.generic.parse as parse_json
+    import conway.policies.families.opencua.parse as parse_opencua
+    import conway.policies.families.uitars.parse as parse_uitars
 
     return {"json": parse_json.parse, "opencua": parse_opencua.parse, "uitars": parse_uitars.parse}
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from conway.config import load_config
-from conway.evals.task_files import run_task_session
 from conway.loop.ending import RunEnd, StopRun
 from conway.loop.parts import RunOutcome
 from conway.policies.mock import MockPolicy, MockScript
 from conway.protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
+from conway.session.task_run import run_task_session
 from conway.store.home import init_home, resolve_home
 from conway.tools.registry import Toolbox
 

@@ -203,7 +203,7 @@ def test_candidate_eval_gives_each_model_its_own_numbers_on_the_same_cases(initi
     for side in ("base", "candidate"):
         assert 0 <= s[side]["hits"] <= 4 and len(s[side]["hit_rate_ci95"]) == 2
     hashes = [c["image_sha256"] for c in report["cases"]]
-    from conway.evals.vision_cases import generate_case
+    from conway.observe.vision_cases import generate_case
     assert hashes == [generate_case(5, i, (84, 84), "demo").sha256 for i in range(4)]
     raw = [(c["base"]["raw_output"], c["candidate"]["raw_output"]) for c in report["cases"]]
     assert any(b != c for b, c in raw)  # two different models answered

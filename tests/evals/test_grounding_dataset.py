@@ -19,7 +19,7 @@ from conway.cli.main import main
 from conway.errors import UserError
 from conway.evals.grounding.cases import size_bucket
 from conway.evals.grounding.dataset import load_dataset_dir, sample_cases
-from conway.evals.report import render_report
+from conway.evals.report_render import render_report
 
 
 def _key(expected):

@@ -28,7 +28,7 @@ from conway.config import load_config
 from conway.evals.grounding.cases import summarize
 from conway.evals.grounding.check import GroundingSuite
 from conway.evals.grounding.live import grab_screen, harvest_desktop, harvest_suite
-from conway.evals.report import render_report
+from conway.evals.report_render import render_report
 from conway.evals.runner import run_cases
 from conway.geometry import ScreenGeometry
 from conway.protocols import (

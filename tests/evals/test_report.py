@@ -17,10 +17,10 @@ from conway.evals.report import (
     check_new_output,
     load_report,
     redact,
-    render_report,
     safe_endpoint,
-    table,
 )
+from conway.evals.report_render import render_report
+from conway.evals.text import table
 from conway.store.home import resolve_home
 
 

@@ -17,7 +17,7 @@ import yaml
 from fixtures.vision_fixture_server import VisionFixtureServer
 
 from conway.cli.main import main
-from conway.evals.report import render_report
+from conway.evals.report_render import render_report
 
 
 @pytest.fixture(autouse=True)

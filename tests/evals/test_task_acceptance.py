@@ -12,8 +12,9 @@ import pytest
 
 from conway.cli.main import main
 from conway.errors import UserError
-from conway.evals.task_files import Criterion, acceptance_counts, parse_task, verify, verify_one
+from conway.session.acceptance import acceptance_counts
 from conway.store.home import resolve_home
+from conway.tasks.task_file import Criterion, parse_task, verify, verify_one
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ from PIL import Image
 from conway.actions import ActionProblem, Click, TypeText
 from conway.cli.main import main
 from conway.config import load_config
-from conway.evals.vision_cases import PALETTE, Shape, generate_case
 from conway.evals.vision_check import draw_sheet, miss_pattern, percentile, score, vision_check, wilson
+from conway.observe.vision_cases import PALETTE, Shape, generate_case
 from conway.protocols import (
     Decision,
     Policy,

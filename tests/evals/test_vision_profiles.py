@@ -11,8 +11,8 @@ from PIL import Image
 
 from conway.config import load_config
 from conway.errors import UserError
-from conway.evals.vision_cases import PALETTE, generate_case, references
 from conway.evals.vision_check import vision_check
+from conway.observe.vision_cases import PALETTE, generate_case, references
 from conway.protocols import Policy
 from conway.store.home import init_home, resolve_home
 

@@ -66,13 +66,13 @@ def test_style_rendering_matches_golden(recorded_home, tmp_path, style):
 
 def _parser(style):
     if style == "generic":
-        from conway.policies import parse_json as m
+        from conway.policies.families.generic import parse as m
     elif style == "opencua":
-        from conway.policies import parse_opencua as m
+        from conway.policies.families.opencua import parse as m
     elif style == "qwen3vl":
-        from conway.policies import parse_qwen3vl as m
+        from conway.policies.families.qwen3vl import parse as m
     else:
-        from conway.policies import parse_uitars as m
+        from conway.policies.families.uitars import parse as m
     return m.parse
 
 

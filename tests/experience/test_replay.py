@@ -120,7 +120,7 @@ def test_a_trajectory_is_read_record_by_record_and_a_bad_line_is_named(tmp_path)
     import pytest
 
     from conway.errors import UserError
-    from conway.experience.replay import load_trajectory
+    from conway.evals.replay import load_trajectory
 
     traj = tmp_path / "t.jsonl"
     good = [{"format": "conway-traj/1", "step": 1}, {"format": "conway-traj/1", "step": 2}]

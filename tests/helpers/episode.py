@@ -7,8 +7,8 @@ import json
 
 from PIL import Image
 
-from conway.policies.backend import Backend
-from conway.policies.http_client import ChatResult
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
 from conway.protocols import ContextPart, Observation
 from scripts.build.osworld_goldens import COLOURS, SIZE
 

@@ -9,25 +9,38 @@ skipped; any other text outside a part is a failure.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from conway.geometry import Convention
-from conway.policies.backend import Backend
+from conway.policies import families
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
-from conway.policies.generic import GenericAdapter
-from conway.policies.grounding import GTA1Adapter, HoloAdapter
-from conway.policies.http_client import ChatResult
-from conway.policies.opencua import OpenCUAAdapter
-from conway.policies.qwen3vl import Qwen3VLAdapter
-from conway.policies.qwen25vl import Qwen25VLAdapter
+from conway.policies.families.generic.adapter import GenericAdapter
+from conway.policies.families.gta1.adapter import GTA1Adapter
+from conway.policies.families.holo.adapter import HoloAdapter
+from conway.policies.families.opencua.adapter import OpenCUAAdapter
+from conway.policies.families.qwen3vl.adapter import Qwen3VLAdapter
+from conway.policies.families.qwen25vl.adapter import Qwen25VLAdapter
+from conway.policies.families.uitars.adapter import UITarsAdapter
+from conway.policies.prompt_files import PromptFolder
 from conway.policies.settings import PolicySettings
-from conway.policies.uitars import UITarsAdapter
 from conway.protocols import DecisionContext
 
 _FILE = re.compile(r'<file name="([^"\n]+)">')
 _DATA = re.compile(r'<untrusted-data source="([^"\n]+)">')
 _HEADING = re.compile(r"## (\S.*)")
 CLOSE = {"file": "</file>", "data": "</untrusted-data>"}
+
+FAMILIES_FOLDER = Path(families.__file__).parent
+"""One folder per model family; each keeps its stored prompt files in `prompts/`."""
+
+
+def prompt_text(name: str) -> str:
+    """A family's stored prompt file, named `<family>/<file>`, read from the family's own folder."""
+    family, _, file = name.partition("/")
+    return PromptFolder(FAMILIES_FOLDER / family / "prompts").text(file)
 
 FAMILIES = {"generic": (GenericAdapter, "absolute"), "uitars": (UITarsAdapter, "absolute"),
             "opencua": (OpenCUAAdapter, "absolute"), "qwen3vl": (Qwen3VLAdapter, "relative999"),
@@ -90,11 +103,10 @@ class CapturingBackend(Backend):
 
 def _template_pieces(family: str) -> list[str]:
     """The fixed text of a family's trained instruction template around the slot Conway fills (longest first)."""
-    from conway.policies.prompts import prompt_text
-    from conway.policies.uitars import LANGUAGE, PROMPTS, SYSTEM
+    from conway.policies.families.uitars.adapter import LANGUAGE, PROMPTS, SYSTEM
     if family == "uitars":
         filled = prompt_text("uitars/user_thought.txt").replace("{action_space}", prompt_text(
-            PROMPTS["uitars-1.5"])).replace("{language}", LANGUAGE)
+            "uitars/" + PROMPTS["uitars-1.5"])).replace("{language}", LANGUAGE)
         extra = [SYSTEM]
     elif family == "opencua":
         filled, extra = prompt_text("opencua/instruction.txt"), []

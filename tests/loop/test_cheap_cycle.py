@@ -115,7 +115,7 @@ def test_the_loop_decides_on_its_own_thread_only_for_a_policy_that_says_it_is_ab
     """The mock never blocks, unless a step sleeps (it then ignores a stop, as a stalled model would);
     a loopback endpoint connects at once, a remote one may hold its connect up to the timeout."""
     from conway.abortable_http import on_loopback
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
     from conway.policies.mock import MockPolicy, MockScript
 
     assert MockPolicy().abortable

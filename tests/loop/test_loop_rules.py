@@ -561,7 +561,7 @@ def test_a_pause_before_dispatch_discards_the_decision_and_the_cycle_starts_agai
     assert decisions[0]["discarded"] is True and not decisions[1].get("discarded")
     assert [p["action"]["path"] for p in run.payloads("intent")] == ["second.txt"]
     assert not (conway_home / "scratch" / "first.txt").exists()
-    from conway.view.model import load_sessions  # the viewer counts no pause as dispatch time
+    from conway.view.sessions import load_sessions  # the viewer counts no pause as dispatch time
     (session,), _ = load_sessions(conway_home / "journal", conway_home)
     first, second = session.steps
     assert first.outcome == "discarded" and first.timings["dispatch_s"] is None

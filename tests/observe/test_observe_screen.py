@@ -17,7 +17,6 @@ from conway.imaging import (
     Encoding,
     ScreenshotArchive,
     observation_image,
-    prepare_for_model,
 )
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff, frame_from_bgra, make_detector
 from conway.observe.screen import CaptureError, ScreenObserver
@@ -128,19 +127,20 @@ def test_encoding_choice_and_parse() -> None:
         Encoding.parse("webp")
 
 
-def test_prepare_for_model_resizes_with_the_family_rule() -> None:
+def test_a_captured_image_is_prepared_for_the_model_with_the_family_rule() -> None:
     from PIL import Image
+
+    from conway.policies.base import prepare_image
 
     img = Image.new("RGB", (1280, 800), (30, 60, 90))
     obs = _obs_from_image(img)
     rule = get_rule("qwen2.5-vl").with_token_cap(768)
-    sent = prepare_for_model(obs, rule)
-    assert sent.size == rule.target_size((1280, 800)) and sent.captured_size == (1280, 800)
+    sent = prepare_image(obs, "qwen2.5-vl", rule)
+    assert sent.sent_size == rule.target_size((1280, 800)) and sent.captured_size == (1280, 800)
     decoded = Image.open(io.BytesIO(sent.data))
-    assert decoded.format == "JPEG" and decoded.size == sent.size
+    assert decoded.format == "JPEG" and decoded.size == sent.sent_size
     assert sent.data_url().startswith("data:image/jpeg;base64,")
-    assert set(sent.record()) == {"sent_size", "sent_bytes", "sent_encoding", "resize_ms", "encode_ms"}
-    png = prepare_for_model(obs, get_rule("none"), Encoding("png", level=1))
+    png = prepare_image(obs, "none", get_rule("none"), "png")
     assert Image.open(io.BytesIO(png.data)).size == (1280, 800)
 
 

@@ -144,7 +144,7 @@ def test_the_uitars_resize_rule_is_the_packages_smart_resize(size):
 
 def test_uitars_answers_land_where_the_packages_parser_puts_them():
     action_parser = pytest.importorskip("ui_tars.action_parser")
-    from conway.policies import parse_uitars
+    from conway.policies.families.uitars import parse as parse_uitars
 
     sent = get_rule("uitars").target_size(SIZE)
     for answer in ANSWERS["uitars"]:

@@ -12,13 +12,20 @@ import yaml
 from conway.config import load_config
 from conway.errors import UserError
 from conway.geometry import Convention, captured_to_model, get_rule
-from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, get_family
+from conway.policies import families
+from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, REGISTERED, get_family
 from conway.policies.target_turns import render_target
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = REPO / "configs" / "policy"
 CAPTURED = (1280, 800)
 TARGET = (901.0, 247.0)  # off-centre, so a wrong convention cannot land on it by symmetry
+
+
+def test_every_family_folder_is_registered_under_its_own_name():
+    folders = {p.name for p in Path(families.__file__).parent.iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(REGISTERED)  # a folder left out of REGISTERED would be silently ignored
+    assert list(FAMILIES) == list(REGISTERED)  # each folder's record is named as its folder
 
 
 def _step(family_name: str, convention: str) -> dict:
@@ -137,8 +144,11 @@ _POINTER_ACTIONS = {  # (type, button) -> what the parser reads back (a right-bu
                      ("move", None): "hover"}),
 ])
 def test_each_pointer_action_is_written_as_the_familys_call_and_read_back(turn, calls, kind, button):
-    from conway.policies import parse_opencua, parse_uitars, target_turns
-    render = getattr(target_turns, turn)
+    from conway.policies.families.opencua import parse as parse_opencua
+    from conway.policies.families.opencua.turn import opencua_turn
+    from conway.policies.families.uitars import parse as parse_uitars
+    from conway.policies.families.uitars.turn import uitars_turn
+    render = {"opencua_turn": opencua_turn, "uitars_turn": uitars_turn}[turn]
     parse = parse_opencua.parse if turn == "opencua_turn" else parse_uitars.parse
     action = {"type": kind, **({"button": button} if button else {})}
     if (kind, button) not in calls:  # UI-TARS has no middle click and no triple click

@@ -13,10 +13,10 @@ import random
 from PIL import Image
 
 from conway.geometry import Convention
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
-from conway.policies.generic import GenericAdapter
-from conway.policies.http_client import ChatResult
+from conway.policies.families.generic.adapter import GenericAdapter
 from conway.policies.settings import PolicySettings
 from conway.prompt.parts import PartName
 from conway.prompt.slide_cut import SlidingCuts

@@ -29,8 +29,10 @@ from conway.actions import (
     canonical_key,
     parse_action,
 )
-from conway.policies import parse_json, parse_opencua, parse_uitars
-from conway.policies.generic import cap_string_lengths
+from conway.policies.families.generic import parse as parse_json
+from conway.policies.families.generic.adapter import cap_string_lengths
+from conway.policies.families.opencua import parse as parse_opencua
+from conway.policies.families.uitars import parse as parse_uitars
 from conway.policies.grammar import TEXT_MAX_CHARS, action_json_grammar, opencua_grammar, uitars_grammar
 from conway.policies.parsed import MAX_TEXT_CHARS
 

@@ -159,7 +159,7 @@ def test_a_server_refusing_several_images_shrinks_the_history_once_said_and_jour
 
 
 def test_a_tool_calls_answer_with_unknown_arguments_is_refused_naming_them():
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     call = {"id": "c1", "type": "function", "function": {"name": "computer_use", "arguments": json.dumps(
         {"action": "left_click", "coordinate": [500, 500], "force": True})}}
@@ -266,7 +266,7 @@ def test_a_length_refusal_with_past_screenshots_lets_the_older_half_go_and_asks_
                                                      "n_ctx": 4096}})
         return Reply(body=completion("Thought: idle.\nAction: wait()"))
 
-    from conway.policies.http_client import HTTPBackend, OpenAIClient
+    from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     with ScriptedFakeServer(models=["uitars-fake"], responder=respond) as fake:
         policy = ModelPolicy(get_family("uitars").adapter(), HTTPBackend(OpenAIClient(fake.base_url), "uitars-fake"),

@@ -14,7 +14,7 @@ import time
 import pytest
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
 
-from conway.policies.http_client import (
+from conway.policies.backends.http_client import (
     EndpointError,
     OpenAIClient,
     detect_structured_output,
@@ -178,7 +178,7 @@ def test_detect_structured_output_keeps_only_what_is_honoured():
 
 
 def test_retry_after_values_that_are_not_a_delay():
-    from conway.policies.http_client import retry_after_source
+    from conway.policies.backends.http_client import retry_after_source
     assert retry_after_source({"retry-after": "nan"}) is None  # unusable: the caller's default applies
     assert retry_after_source({"retry-after": "-inf"}) is None
     assert retry_after_source({"retry-after": "-5"}) == (0.0, "Retry-After: -5")

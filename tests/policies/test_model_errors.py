@@ -76,7 +76,7 @@ def test_vision_check_reports_and_sheet_say_cut_off(tmp_path):
     data = json.loads(out.read_text())
     assert code == 3 and data["summary"]["model_errors"] == {"cut off": 2}
     assert all(c["error"] == "output cut off at max_tokens (20)" for c in data["cases"])
-    from conway.evals.report import render_report
+    from conway.evals.report_render import render_report
     text = render_report(out)
     assert "output cut off at max_tokens (20)" in text and "2 × cut off" in text
     assert sheet.exists()
@@ -185,7 +185,7 @@ def test_a_task_session_that_never_got_a_decision_is_not_verified_0_of_n_but_exi
     assert s["no_valid_decision"] == "no valid decision in 6 step(s): 4 × unparseable, 1 × HTTP 500, 1 × HTTP 503"
     printed = capsys.readouterr().out
     assert "no valid decision in 6 step(s)" in printed
-    from conway.evals.report import render_report
+    from conway.evals.report_render import render_report
     assert "1 × HTTP 500" in render_report(out)
 
 

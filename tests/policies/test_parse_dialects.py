@@ -13,7 +13,7 @@ import pytest
 from helpers.parser_test_helpers import ABS, CAPTURED, SENT, _assert_actions, only_problem
 
 from conway.actions import ActionProblem
-from conway.policies import parse_json
+from conway.policies.families.generic import parse as parse_json
 
 SX, SY = CAPTURED[0] / SENT[0], CAPTURED[1] / SENT[1]
 

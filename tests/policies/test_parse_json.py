@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from conway.actions import ACTION_TYPES, ActionProblem, _Action
 from conway.geometry import Convention, captured_to_model
-from conway.policies.parse_json import NoJsonFound, extract_json, parse, wrapped_schema
+from conway.policies.families.generic.parse import NoJsonFound, extract_json, parse, wrapped_schema
 from conway.policies.parsed import ParsedOutput
 
 KIND = "json"
@@ -210,7 +210,7 @@ def _check_invariants(out: ParsedOutput) -> None:
         assert isinstance(a, (_Action, ActionProblem))
         if isinstance(a, ActionProblem):
             assert a.message and "internal" not in a.message, a.message
-        elif a.family == "gui":
+        elif a.group == "gui":
             for f in ("x", "to_x"):
                 v = getattr(a, f, None)
                 assert v is None or 0 <= v < CAPTURED[0]
@@ -274,7 +274,7 @@ def _reference_balanced(text: str, start: int) -> int | None:
 def test_balanced_jumps_over_strings_but_matches_like_the_reference() -> None:
     import random
 
-    from conway.policies.parse_json import _balanced
+    from conway.policies.families.generic.parse import _balanced
 
     rng = random.Random(11)
     alphabet = ["{", "}", "[", "]", '"', "\\", "a", ":", ","]

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conway.actions import ActionProblem, _Action
 from conway.geometry import Convention, captured_to_model
-from conway.policies.parse_opencua import ALLOWED_CALLS, parse
+from conway.policies.families.opencua.parse import ALLOWED_CALLS, parse
 from conway.policies.parsed import ParsedOutput
 
 KIND = "opencua"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conway.geometry import Convention
-from conway.policies.parse_point import parse_click_json, parse_pair
+from conway.policies.families.gta1.parse import parse_pair
+from conway.policies.families.holo.parse import parse_click_json
 
 SETUP = dict(convention=Convention.ABSOLUTE, sent_size=(1932, 1092), captured_size=(1920, 1080))
 

@@ -14,8 +14,8 @@ from conway.config import load_config
 from conway.geometry import ScreenGeometry, captured_to_input, get_rule
 from conway.policies.factory import build_model_policy
 from conway.policies.families import get_family
-from conway.policies.parse_qwen3vl import ARGUMENTS, parse
-from conway.policies.qwen3vl import system_prompt
+from conway.policies.families.qwen3vl.adapter import system_prompt
+from conway.policies.families.qwen3vl.parse import ARGUMENTS, parse
 from conway.protocols import ContextPart, DecisionContext, Observation
 from conway.store.home import resolve_home
 

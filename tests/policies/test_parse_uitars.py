@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from conway.actions import ActionProblem, _Action
 from conway.geometry import Convention, captured_to_model
-from conway.policies.parse_uitars import CALL_USER_MESSAGE, SCROLL_CLICKS, parse
+from conway.policies.families.uitars.parse import CALL_USER_MESSAGE, SCROLL_CLICKS, parse
 from conway.policies.parsed import ParsedOutput
 
 KIND = "uitars"
@@ -277,7 +277,7 @@ def test_unescape_reads_escapes_left_to_right_like_the_reference_regex() -> None
     import random
     import re
 
-    from conway.policies.parse_uitars import _ESCAPES, _unescape
+    from conway.policies.families.uitars.parse import _ESCAPES, _unescape
 
     def reference(s: str) -> str:
         return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), s, flags=re.S)

@@ -7,7 +7,10 @@ import pickle
 
 import pytest
 
-from conway.policies import parse_json, parse_opencua, parse_qwen3vl, parse_uitars
+from conway.policies.families.generic import parse as parse_json
+from conway.policies.families.opencua import parse as parse_opencua
+from conway.policies.families.qwen3vl import parse as parse_qwen3vl
+from conway.policies.families.uitars import parse as parse_uitars
 from conway.policies.parsed import MAX_TEXT_CHARS, ParsedOutput, parser, run_parser
 
 SETUP = dict(convention="absolute", sent_size=(100, 100), captured_size=(100, 100))

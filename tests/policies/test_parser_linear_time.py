@@ -41,14 +41,14 @@ def test_every_parser_is_linear_on(shape: str) -> None:
 
 
 def test_the_issue_s_opencua_shape_fails_cleanly() -> None:
-    from conway.policies import parse_opencua
+    from conway.policies.families.opencua import parse as parse_opencua
 
     out = parse_opencua.parse("## Code:\n```\n```\n" * 10000, **bench.SETUP)  # type: ignore[arg-type]
     assert not out.ok and out.problems and "internal" not in out.problems[0].message
 
 
 def test_an_answer_with_thousands_of_headings_is_refused_as_not_opencua() -> None:
-    from conway.policies import parse_opencua
+    from conway.policies.families.opencua import parse as parse_opencua
 
     out = parse_opencua.parse("## Action\n" * 500 + "```python\npyautogui.click(x=1, y=1)\n```",
                               **bench.SETUP)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ import pytest
 
 from conway.actions import _Action
 from conway.config import load_config
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
 from conway.store.home import resolve_home
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-vlm"
@@ -243,8 +243,8 @@ def test_a_stop_aborts_an_in_process_decision_at_its_next_token():
     import time
 
     from conway.cancel import Cancel, DecisionAborted, cancel_scope
-    from conway.policies.backend import StructuredSpec
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.backend import StructuredSpec
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
 
     backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=2048, n_threads=1,
                                     log_path=resolve_home(None).runtime_log)
@@ -286,7 +286,7 @@ def test_the_vision_encoder_gets_flash_attention_and_the_cpu_model_does_not(conw
     require_llama()
     import llama_cpp
 
-    from conway.policies.llama_inprocess import LlamaInProcessBackend
+    from conway.policies.backends.llama_inprocess import LlamaInProcessBackend
 
     backend = LlamaInProcessBackend(str(MODEL), str(MMPROJ), n_ctx=4096, n_threads=1,
                                     log_path=conway_home / "llama-runtime.log")

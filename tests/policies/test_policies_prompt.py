@@ -13,15 +13,15 @@ from PIL import Image
 
 from conway.actions import ACTION_TYPES, describe_action_space
 from conway.geometry import Convention, get_rule
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
-from conway.policies.generic import GenericAdapter
+from conway.policies.families.generic.adapter import GenericAdapter
+from conway.policies.families.opencua.adapter import OpenCUAAdapter
+from conway.policies.families.uitars.adapter import UITarsAdapter
 from conway.policies.grammar import action_json_grammar, int_range, opencua_grammar, uitars_grammar
-from conway.policies.http_client import ChatResult
 from conway.policies.images import prepare_image
-from conway.policies.opencua import OpenCUAAdapter
 from conway.policies.settings import PolicySettings
-from conway.policies.uitars import UITarsAdapter
 from conway.prompt.layout import build_messages
 from conway.protocols import ContextPart, DecisionContext, Observation
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.scripted_server import Reply, ScriptedFakeServer
+from helpers.prompt_frames import prompt_text
 from PIL import Image
 
 from conway.config import load_config
@@ -29,7 +30,6 @@ from conway.errors import UserError
 from conway.geometry import ScreenGeometry, captured_to_input
 from conway.policies.factory import build_model_policy
 from conway.policies.families import MOCK
-from conway.policies.prompts import prompt_text
 from conway.protocols import ContextPart, DecisionContext, Observation
 from conway.store.home import resolve_home
 
@@ -225,10 +225,10 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
     import json
 
     from conway.geometry import Convention
-    from conway.policies.backend import Backend
+    from conway.policies.backends.backend import Backend
+    from conway.policies.backends.http_client import ChatResult
     from conway.policies.base import ModelPolicy
-    from conway.policies.grounding import HoloAdapter
-    from conway.policies.http_client import ChatResult
+    from conway.policies.families.holo.adapter import HoloAdapter
     from conway.policies.settings import PolicySettings
 
     class Schemas(Backend):  # a backend that honours json_schema and records what it was asked with
@@ -259,7 +259,7 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
 def test_the_qwen25vl_system_turn_is_what_qwen_agents_own_code_renders():
     """Golden made with Qwen-Agent's NousFnCallPrompt and the cookbook's ComputerUse tool (tests/data/presets/)."""
     from conway.geometry import Convention
-    from conway.policies.qwen25vl import system_prompt
+    from conway.policies.families.qwen25vl.adapter import system_prompt
 
     golden = (REPO / "tests" / "data" / "presets" / "qwen25vl_system_1932x1092.txt").read_text(encoding="utf-8")
     assert system_prompt(None, (1932, 1092), Convention.ABSOLUTE) == golden

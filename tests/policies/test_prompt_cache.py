@@ -6,8 +6,8 @@ The in-process KV reuse itself is tested on the real tiny VLM in test_policies_l
 from __future__ import annotations
 
 from conway.geometry import Convention
-from conway.policies.generic import GenericAdapter
-from conway.policies.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
+from conway.policies.backends.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
+from conway.policies.families.generic.adapter import GenericAdapter
 from conway.prompt.budget import build_parts
 from conway.prompt.layout import build_messages
 from conway.prompt.memory import Memory

@@ -8,25 +8,26 @@ import json
 import re
 
 import pytest
+from helpers.prompt_frames import FAMILIES_FOLDER, prompt_text
 from PIL import Image
 
 from conway.geometry import Convention
-from conway.policies.backend import Backend
+from conway.policies.backends.backend import Backend
+from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
-from conway.policies.http_client import ChatResult
-from conway.policies.opencua import LEVELS, OpenCUAAdapter
-from conway.policies.prompts import FOLDER, prompt_text
-from conway.policies.qwen3vl import Qwen3VLAdapter
+from conway.policies.families.opencua.adapter import LEVELS, OpenCUAAdapter
+from conway.policies.families.qwen3vl.adapter import Qwen3VLAdapter
+from conway.policies.families.uitars.adapter import UITarsAdapter
 from conway.policies.settings import PolicySettings
-from conway.policies.uitars import UITarsAdapter
 from conway.protocols import ContextPart, DecisionContext, Observation
 
 _ROW = re.compile(r"^\| `([^`]+)` \|.*\| ([0-9a-f]{64}) \|$", re.M)
 
 
-@pytest.mark.parametrize("family", sorted(p.name for p in FOLDER.iterdir() if (p / "SOURCES.md").exists()))
+@pytest.mark.parametrize("family", sorted(p.name for p in FAMILIES_FOLDER.iterdir()
+                                           if (p / "prompts" / "SOURCES.md").exists()))
 def test_every_stored_prompt_is_named_in_its_sources_with_its_sha256(family):
-    folder = FOLDER / family
+    folder = FAMILIES_FOLDER / family / "prompts"
     sources = (folder / "SOURCES.md").read_text(encoding="utf-8")
     listed = dict(_ROW.findall(sources))
     stored = {p.name for p in folder.iterdir() if p.name != "SOURCES.md"}

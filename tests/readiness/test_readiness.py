@@ -10,13 +10,13 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 
 from conway.cli.main import main
 from conway.config import load_config
-from conway.policies.backend import Backend
+from conway.evals.preflight import select_checks
+from conway.policies.backends.backend import Backend
 from conway.protocols import Decision, DecisionContext, Policy
 from conway.readiness.checks import Check
 from conway.readiness.checks.decision import probe
 from conway.readiness.checks.host import display_check
 from conway.readiness.doctor import doctor
-from conway.readiness.preflight import select_checks
 from conway.store.home import resolve_home
 
 
@@ -79,7 +79,7 @@ def test_no_model_configured_reads_the_same_in_probe_and_preflight(initialized_h
 
 def test_preflight_s_decision_check_is_the_probe(initialized_home):
     from conway.policies.factory import build_model_policy
-    from conway.readiness.checks.model import decision_check
+    from conway.readiness.checks.model_runtime import decision_check
     with ScriptedFakeServer(replies=[Reply.text("no idea")] * 2) as fake:
         cfg = load_config(None, ["policy=generic", f"policy.endpoint={fake.base_url}",
                                  "policy.structured_output=none"])
@@ -123,7 +123,7 @@ class CompleteOnly(Backend):
 def test_a_backend_inherits_the_optional_members_and_a_model_policy_reports_them():
     from conway.geometry import Convention
     from conway.policies.base import ModelPolicy
-    from conway.policies.generic import GenericAdapter
+    from conway.policies.families.generic.adapter import GenericAdapter
     from conway.policies.settings import PolicySettings
     backend = CompleteOnly()
     assert backend.context_window() is None and backend.count_tokens("text") is None

@@ -11,7 +11,7 @@ import pytest
 
 from conway.config import load_config
 from conway.errors import UserError
-from conway.policies.llama_inprocess import quiet_stderr
+from conway.policies.backends.llama_inprocess import quiet_stderr
 from conway.runtime.runtime_log import MAX_BYTES, RuntimeLog
 from conway.runtime.server import LocalServer
 

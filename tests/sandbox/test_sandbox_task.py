@@ -14,7 +14,7 @@ from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.setup import SetupError, run_setup, run_step
 from conway.tasks.cache import cloud_path, download_path
 from conway.tasks.evaluate import evaluate
-from conway.tasks.model import parse_osworld
+from conway.tasks.task import parse_osworld
 
 pytestmark = pytest.mark.desktop
 URL = "https://files.example.invalid/osworld/notes.txt"

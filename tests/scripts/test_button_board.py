@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.desktop_fixtures import xdotool
 
-from conway.evals.task_files import parse_task, verify
+from conway.tasks.task_file import parse_task, verify
 from scripts.demos import button_board as bb
 
 SCRIPT = Path(bb.__file__)

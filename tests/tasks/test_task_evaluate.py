@@ -11,7 +11,7 @@ from helpers.task_env import TestTaskEnv
 
 from conway.tasks.cache import cloud_path
 from conway.tasks.evaluate import evaluate
-from conway.tasks.model import parse_osworld, read_task_file
+from conway.tasks.task import parse_osworld, read_task_file
 
 EXAMPLES = REPO / "tests" / "data" / "osworld" / "examples"
 

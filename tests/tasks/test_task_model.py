@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from conway.errors import UserError
-from conway.tasks.model import TaskFileError, load_suite, parse_evaluator, read_task_file
+from conway.tasks.task import TaskFileError, load_suite, parse_evaluator, read_task_file
 
 OSWORLD = REPO / "tests" / "data" / "osworld"
 EXAMPLES = OSWORLD / "examples"

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conway.evals.report import Report, render_report
+from conway.evals.report import Report
+from conway.evals.report_render import render_report
 from conway.evals.stats import wilson
 from conway.evals.tasks_summary import DIFFERENCES_FROM_OSWORLD, summarize, verdict
 from conway.sandbox.setup import STEP_TYPES
 from conway.store.home import Home
 from conway.tasks.cache import cloud_path, download_path
-from conway.tasks.model import load_suite
+from conway.tasks.task import load_suite
 from conway.view.command import build_site
 
 REPO = Path(__file__).resolve().parents[2]

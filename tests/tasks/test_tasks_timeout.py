@@ -22,8 +22,8 @@ from helpers.task_suites import mock_suite, ok_task
 
 from conway.config import load_config
 from conway.errors import ExitCode, UserError
-from conway.evals.task_watchdog import TIMEOUT_MARGIN_S
 from conway.evals.tasks_run import budget, task_timeout, tasks_run
+from conway.session.task_watchdog import TIMEOUT_MARGIN_S
 from conway.store.home import Home
 from conway.tools.shell import ShellTool
 

@@ -1,4 +1,4 @@
-"""One table of actions and tools: every action class names its family, every family but control has one row
+"""One table of actions and tools: every action class names its group, every group but control has one row
 in the toolbox's table, and the config's tool names are the table's."""
 
 from __future__ import annotations
@@ -7,36 +7,36 @@ from typing import ClassVar, Literal, get_args
 
 import pytest
 
-from conway.actions import ACTION_TYPES, FAMILIES, Action, _Action, types_of
+from conway.actions import ACTION_GROUPS, ACTION_TYPES, Action, _Action, types_of
 from conway.config import ToolsConfig, load_config
 from conway.tools.registry import TOOLS, build_toolbox
 
 
-def test_an_action_class_without_a_family_is_refused_at_definition():
-    with pytest.raises(TypeError, match="must declare family"):
+def test_an_action_class_without_a_group_is_refused_at_definition():
+    with pytest.raises(TypeError, match="must declare group"):
         class Forgetful(_Action):
             type: Literal["forgetful"] = "forgetful"
 
 
-def test_an_action_class_with_an_unknown_family_is_refused():
+def test_an_action_class_with_an_unknown_group_is_refused():
     with pytest.raises(TypeError, match="got 'gadget'"):
         class Odd(_Action):
             type: Literal["odd"] = "odd"
-            family: ClassVar[str] = "gadget"
+            group: ClassVar[str] = "gadget"
 
 
-def test_action_types_are_the_union_and_each_class_declares_its_own_family():
+def test_action_types_are_the_union_and_each_class_declares_its_own_group():
     union = get_args(get_args(Action)[0])
     assert list(ACTION_TYPES.values()) == list(union)
     for cls in union:
-        assert "family" in vars(cls), f"{cls.__name__} inherits its family"
-        assert cls.family in FAMILIES
+        assert "group" in vars(cls), f"{cls.__name__} inherits its group"
+        assert cls.group in ACTION_GROUPS
 
 
-def test_every_family_but_control_has_exactly_one_row_and_each_row_runs_its_family():
-    rows = [row.family for row in TOOLS]
-    assert sorted(rows) == sorted(f for f in FAMILIES if f != "control")
-    assert all(types_of(f) for f in FAMILIES), "a family without actions"
+def test_every_group_but_control_has_exactly_one_row_and_each_row_runs_its_group():
+    rows = [row.group for row in TOOLS]
+    assert sorted(rows) == sorted(f for f in ACTION_GROUPS if f != "control")
+    assert all(types_of(f) for f in ACTION_GROUPS), "a group without actions"
 
 
 def test_the_config_tool_names_are_the_tables():
@@ -46,14 +46,14 @@ def test_the_config_tool_names_are_the_tables():
     assert sorted(ToolsConfig().enabled) == sorted(named)  # all on by default
 
 
-def test_the_built_tools_run_the_types_of_their_rows_family(tmp_path):
+def test_the_built_tools_run_the_types_of_their_rows_group(tmp_path):
     cfg = load_config(None)
     box = build_toolbox(cfg.tools, tmp_path, gui=False)
     by_name = {t.name: t for t in box.tools}
     assert set(by_name) == {"files", "shell", "browser", "gui"}  # no MCP servers, no home: no MCP or skills
     for row in TOOLS:
         if row.enabled_as is not None:
-            assert by_name[row.enabled_as].action_types == types_of(row.family)
+            assert by_name[row.enabled_as].action_types == types_of(row.group)
 
 
 def test_a_tool_left_out_of_tools_enabled_is_not_built(tmp_path):

@@ -193,8 +193,8 @@ def test_candidate_gguf_loads_in_llama_cpp_and_answers_an_image(tiny_base, datas
     assert model.stat().st_size > 100_000 and mmproj.stat().st_size > 100_000
 
     from conway.config import load_config
-    from conway.evals.vision_cases import generate_case
     from conway.evals.vision_check import decision_context
+    from conway.observe.vision_cases import generate_case
     from conway.policies.factory import build_model_policy
     from conway.store.home import resolve_home
     home = resolve_home(str(tmp_path / "home"))

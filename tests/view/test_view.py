@@ -15,8 +15,8 @@ import pytest
 
 from conway.cli.main import main
 from conway.evals.report import Report
-from conway.evals.vision_cases import generate_case
 from conway.experience.labels import Label
+from conway.observe.vision_cases import generate_case
 from conway.store.home import Home
 from conway.store.journal import Journal, make_event
 from conway.view.command import build_site
@@ -136,7 +136,7 @@ def test_session_summary(session, tmp_path):
 def test_the_session_cost_is_the_one_status_shows_memory_summaries_included(conway_home, tmp_path):
     from conway.experience.costs import render_record
     from conway.session.app import render_status, status_report
-    from conway.view.model import load_sessions
+    from conway.view.sessions import load_sessions
     j = Journal(conway_home / "journal", fsync="none")
     j.append(make_event("s-cost", 0, "session", {"event": "start", "model_id": "m"}, now=100.0))
     j.append(make_event("s-cost", 1, "observation", {"source": "synthetic", "captured_size": [64, 64]}, now=101.0))

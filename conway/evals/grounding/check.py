@@ -29,7 +29,7 @@ from conway.evals.runner import (
 )
 from conway.evals.sheet import Tile, contact_sheet
 from conway.protocols import Policy
-from conway.readiness.checks.model import effective_backend
+from conway.readiness.checks.model_runtime import effective_backend
 from conway.store.home import Home
 
 SCORING = ("hit = click inside the target box (x0 <= x <= x1 and y0 <= y <= y1, screenshot pixels; the "

@@ -350,14 +350,37 @@ def load_dataset_dir(path: str, *, bbox_format: str = "auto") -> DatasetLoad:
     """Every usable case in a local dataset folder; UserError when there is nothing usable."""
     if bbox_format not in BBOX_FORMATS:
         raise UserError(f"--bbox-format must be one of {', '.join(BBOX_FORMATS)} (got {bbox_format!r})")
+    root = _dataset_root(path)
+    skipped: list[dict[str, Any]] = []
+    cases: list[GroundingCase] = []
+    files = []
+    for name, layout, rows, total in _annotation_groups(root, skipped):
+        report, file_cases = _file_cases(name, layout, rows, total, bbox_format, skipped)
+        cases += file_cases
+        files.append(report)
+    total_rows = sum(f.rows for f in files)
+    if not cases:
+        reasons = "; ".join(f"{s['file']} row {s['row']}: {s['reason']}" for s in skipped[:3])
+        raise UserError(f"no usable grounding case in {root} ({total_rows} row(s), {len(skipped)} skipped"
+                        + (f": {reasons}" if reasons else "") + ")")
+    return DatasetLoad(root=root, cases=cases, files=files, skipped=skipped, total_rows=total_rows)
+
+
+def _dataset_root(path: str) -> Path:
+    """The dataset folder, resolved; UserError when it is missing or not a folder (nothing is ever downloaded)."""
     root = Path(path).expanduser()
     if not root.exists():
         raise UserError(f"dataset folder {root} does not exist (grounding-check never downloads data: put a "
                         "ScreenSpot-style folder there first)")
     if not root.is_dir():
         raise UserError(f"--dataset {root} is not a folder")
-    root = root.resolve()
-    skipped: list[dict[str, Any]] = []
+    return root.resolve()
+
+
+def _annotation_groups(root: Path, skipped: list[dict[str, Any]]) -> list[tuple[str, str, list[Row], int]]:
+    """(name, layout, rows, row count) of each Hugging Face dataset and each JSON annotation file under `root`.
+
+    Files that cannot be read are added to `skipped`; UserError when there is no annotation file at all."""
     groups: list[tuple[str, str, list[Row], int]] = []
     hf_dirs = sorted({p.parent for marker in HF_MARKERS for p in root.rglob(marker) if _is_hf(p.parent)})
     # a DatasetDict's split folders are read through the dict, not again on their own
@@ -379,34 +402,35 @@ def load_dataset_dir(path: str, *, bbox_format: str = "auto") -> DatasetLoad:
     if not groups:
         raise UserError(f"no annotation files in {root}: expected ScreenSpot-style *.json / *.jsonl files (rows with "
                         "img_filename, bbox, instruction) or a Hugging Face datasets folder (save_to_disk)")
+    return groups
+
+
+def _file_cases(name: str, layout: str, rows: list[Row], total: int, bbox_format: str,
+                skipped: list[dict[str, Any]]) -> tuple[FileReport, list[GroundingCase]]:
+    """One annotation file's cases (boxes read in its detected format, clipped to the image) and its report.
+
+    Rows whose box is unusable are added to `skipped`."""
+    report = FileReport(file=name, layout=layout, rows=total)
     cases: list[GroundingCase] = []
-    files = []
-    for name, layout, rows, total in groups:
-        report = FileReport(file=name, layout=layout, rows=total)
-        if rows:
-            fmt, normalised, why = detect_format(rows, bbox_format)
-            report.bbox_format, report.normalised, report.why = fmt, normalised, why
-            for r in rows:
-                box = _as_xyxy(r.bbox, fmt, r.size, normalised)
-                problem = _box_problem(box, r.size)
-                if problem:
-                    skipped.append({"file": r.file, "row": r.row,
-                                    "reason": f"bbox {r.bbox} read as {fmt} is {problem} ({r.size[0]}x{r.size[1]} image)"})
-                    continue
-                w, h = r.size
-                box = (max(0.0, box[0]), max(0.0, box[1]), min(float(w), box[2]), min(float(h), box[3]))
-                cases.append(GroundingCase(case_id=f"{r.file}:{r.row}", instruction=r.instruction, box=box,
-                                           size=r.size, source=r.source, type=r.type, split=Path(r.file).stem
-                                           if layout == "json" else r.file, load_image=r.load_image,
-                                           image_ref=r.image_ref, meta={"row": r.row, "bbox_raw": r.bbox}))
-                report.used += 1
-        files.append(report)
-    total_rows = sum(f.rows for f in files)
-    if not cases:
-        reasons = "; ".join(f"{s['file']} row {s['row']}: {s['reason']}" for s in skipped[:3])
-        raise UserError(f"no usable grounding case in {root} ({total_rows} row(s), {len(skipped)} skipped"
-                        + (f": {reasons}" if reasons else "") + ")")
-    return DatasetLoad(root=root, cases=cases, files=files, skipped=skipped, total_rows=total_rows)
+    if not rows:
+        return report, cases
+    fmt, normalised, why = detect_format(rows, bbox_format)
+    report.bbox_format, report.normalised, report.why = fmt, normalised, why
+    for r in rows:
+        box = _as_xyxy(r.bbox, fmt, r.size, normalised)
+        problem = _box_problem(box, r.size)
+        if problem:
+            skipped.append({"file": r.file, "row": r.row,
+                            "reason": f"bbox {r.bbox} read as {fmt} is {problem} ({r.size[0]}x{r.size[1]} image)"})
+            continue
+        w, h = r.size
+        box = (max(0.0, box[0]), max(0.0, box[1]), min(float(w), box[2]), min(float(h), box[3]))
+        cases.append(GroundingCase(case_id=f"{r.file}:{r.row}", instruction=r.instruction, box=box,
+                                   size=r.size, source=r.source, type=r.type, split=Path(r.file).stem
+                                   if layout == "json" else r.file, load_image=r.load_image,
+                                   image_ref=r.image_ref, meta={"row": r.row, "bbox_raw": r.bbox}))
+        report.used += 1
+    return report, cases
 
 
 def sample_cases(cases: list[GroundingCase], samples: int | None, seed: int) -> list[GroundingCase]:

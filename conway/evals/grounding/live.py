@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from conway.errors import UserError
 from conway.evals.grounding.cases import GroundingCase
-from conway.evals.grounding.suite import Suite, SuiteApp, app_command, instruction_for, load_suite
+from conway.evals.grounding.suite import AppSuite, SuiteApp, app_command, instruction_for, load_suite
 from conway.geometry import ScreenGeometry, input_to_captured
 
 TARGETS_ENV = "CONWAY_GROUNDING_TARGETS"
@@ -68,68 +68,80 @@ def _enabled(states: set[str]) -> bool:
     return "sensitive" in states or "enabled" in states
 
 
-def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite: Suite, app: SuiteApp | None, *,
+def select_targets(nodes: list[dict[str, Any]], geometry: ScreenGeometry, suite: AppSuite, app: SuiteApp | None, *,
                    stack: list[Any] | None, pids: set[int], seed: int, per_screen: int, screen: str
                    ) -> tuple[list[Target], dict[str, int]]:
     """The kept targets of one screen and how many were left out for each reason."""
-    from conway.observe.screen_targets import occlusion
-
     dropped: dict[str, int] = {}
-
-    def drop(why: str) -> None:
-        dropped[why] = dropped.get(why, 0) + 1
-
     roles = set(suite.roles)
     found: list[Target] = []
     for n in nodes:
-        role, name = str(n.get("role") or ""), " ".join(str(n.get("name") or "").split())
-        states = set(n.get("states") or [])
-        b = n.get("bounds")
+        role = str(n.get("role") or "")
         if role not in roles:
             continue  # not a click target at all: not counted
-        if not name:
-            drop("unnamed")
-            continue
-        if not b or len(b) != 4:
-            drop("no bounds")
-            continue
-        if not ({"showing", "visible"} <= states):
-            drop("not visible")
-            continue
-        if not _enabled(states):
-            drop("disabled")
-            continue
-        if role in ("text", "entry") and "editable" not in states:
-            drop("read-only text")
-            continue
-        x, y, w, h = (float(v) for v in b)
-        x0, y0 = input_to_captured(x, y, geometry)
-        x1, y1 = input_to_captured(x + w, y + h, geometry)
-        if x0 < 0 or y0 < 0 or x1 > geometry.captured_w or y1 > geometry.captured_h:
-            drop("off screen")
-            continue
-        if min(x1 - x0, y1 - y0) < suite.min_size_px:
-            drop("too small")
-            continue
-        if stack is not None:
-            wb = n.get("window_bounds")
-            why = occlusion(stack, (x, y, w, h), set(n.get("pids") or []) | ({int(n["pid"])} if n.get("pid") else set())
-                            | pids, tuple(wb) if wb else None)
-            if why:
-                drop("covered by another window" if why.startswith("covered") else "window not found")
-                continue
-        found.append(Target(role=role, name=name, box=(x0, y0, x1, y1), input_box=[int(v) for v in b],
-                            instruction=instruction_for(role, name, suite, app)))
+        kept = _node_target(n, role, geometry, suite, app, stack=stack, pids=pids)
+        if isinstance(kept, str):
+            dropped[kept] = dropped.get(kept, 0) + 1
+        else:
+            found.append(kept)
+    return balanced(_unique_instructions(found, dropped), per_screen, f"{seed}:{screen}"), dropped
+
+
+def _node_target(n: dict[str, Any], role: str, geometry: ScreenGeometry, suite: AppSuite, app: SuiteApp | None, *,
+                 stack: list[Any] | None, pids: set[int]) -> Target | str:
+    """One accessible node as a target, or why it is left out (a reason counted in the harvest's report)."""
+    name = " ".join(str(n.get("name") or "").split())
+    states = set(n.get("states") or [])
+    b = n.get("bounds")
+    why = _not_clickable(role, name, b, states)
+    if why:
+        return why
+    x, y, w, h = (float(v) for v in b)
+    x0, y0 = input_to_captured(x, y, geometry)
+    x1, y1 = input_to_captured(x + w, y + h, geometry)
+    if x0 < 0 or y0 < 0 or x1 > geometry.captured_w or y1 > geometry.captured_h:
+        return "off screen"
+    if min(x1 - x0, y1 - y0) < suite.min_size_px:
+        return "too small"
+    if stack is not None:
+        from conway.observe.screen_targets import occlusion
+
+        wb = n.get("window_bounds")
+        owners = set(n.get("pids") or []) | ({int(n["pid"])} if n.get("pid") else set()) | pids
+        covered = occlusion(stack, (x, y, w, h), owners, tuple(wb) if wb else None)
+        if covered:
+            return "covered by another window" if covered.startswith("covered") else "window not found"
+    return Target(role=role, name=name, box=(x0, y0, x1, y1), input_box=[int(v) for v in b],
+                  instruction=instruction_for(role, name, suite, app))
+
+
+def _not_clickable(role: str, name: str, bounds: Any, states: set[str]) -> str | None:
+    """Why a node of a target role cannot be asked for by name and clicked, or None."""
+    if not name:
+        return "unnamed"
+    if not bounds or len(bounds) != 4:
+        return "no bounds"
+    if not ({"showing", "visible"} <= states):
+        return "not visible"
+    if not _enabled(states):
+        return "disabled"
+    if role in ("text", "entry") and "editable" not in states:
+        return "read-only text"
+    return None
+
+
+def _unique_instructions(found: list[Target], dropped: dict[str, int]) -> list[Target]:
+    """The targets whose instruction names only them; the others are counted in `dropped` as ambiguous."""
     by_text: dict[str, list[Target]] = {}
     for t in found:
         by_text.setdefault(t.instruction, []).append(t)
     unique = []
-    for text, ts in by_text.items():
+    for ts in by_text.values():
         if len(ts) > 1:
             dropped["ambiguous (same instruction twice)"] = dropped.get("ambiguous (same instruction twice)", 0) + len(ts)
         else:
             unique.append(ts[0])
-    return balanced(unique, per_screen, f"{seed}:{screen}"), dropped
+    return unique
 
 
 def balanced(targets: list[Target], n: int, seed: str) -> list[Target]:
@@ -282,7 +294,7 @@ def _stack(enabled: bool) -> tuple[list[Any] | None, str | None]:
     return window_stack()
 
 
-def harvest_screen(name: str, read: Callable[[], list[dict[str, Any]]], *, suite: Suite, app: SuiteApp | None,
+def harvest_screen(name: str, read: Callable[[], list[dict[str, Any]]], *, suite: AppSuite, app: SuiteApp | None,
                    images_dir: Path, grab: ScreenGrab, seed: int, per_screen: int, pids: set[int],
                    settle_s: float, timeout_s: float, alive: Callable[[], str | None] = lambda: None,
                    check_occlusion: bool = True) -> tuple[list[GroundingCase], dict[str, Any]]:
@@ -349,7 +361,7 @@ def harvest_desktop(images_dir: Path, *, grab: ScreenGrab = grab_screen, per_scr
     """The desktop as it is: every accessible application's targets on one screenshot."""
     from conway.observe.screen_targets import atspi_nodes
 
-    suite = Suite(format="conway-grounding-suite/1", name="desktop", per_screen=per_screen or 24,
+    suite = AppSuite(format="conway-grounding-suite/1", name="desktop", per_screen=per_screen or 24,
                   apps=[{"name": "desktop", "command": ["true"]}])
     nodes, why = atspi_nodes()
     if why:

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from conway.errors import UserError
+from conway.experience.steps import FORMAT, GEOMETRY_KEYS
 
 
-def records_from_grounding(report_path: Path, data: dict[str, Any], cases: list[dict[str, Any]], *,
-                           fmt: str, geometry_keys: tuple[str, ...]) -> list[dict[str, Any]]:
+def records_from_grounding(report_path: Path, data: dict[str, Any], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not cases:
         raise UserError(f"nothing to export: {report_path} has no cases")
     revision = (data.get("conway") or {}).get("git_revision")
@@ -38,10 +38,10 @@ def records_from_grounding(report_path: Path, data: dict[str, Any], cases: list[
         if not hit:
             labels["corrected_action"] = {"type": "click", "x": centre[0], "y": centre[1], "button": "left"}
         meta = c.get("decision_meta") or {}
-        geo = {k: meta[k] for k in geometry_keys if meta.get(k) is not None}
+        geo = {k: meta[k] for k in GEOMETRY_KEYS if meta.get(k) is not None}
         geo.setdefault("captured_size", list(size))
         out.append({
-            "format": fmt, "session": session, "step": int(c["index"]),
+            "format": FORMAT, "session": session, "step": int(c["index"]),
             "t_start": data.get("started_at"), "t_end": data.get("ended_at"),
             "observation": {"source": "grounding-check", "captured_size": list(size), "logical_size": list(size),
                             "sha256": image.get("sha256"), "screenshot": path, "accessibility_chars": 0},

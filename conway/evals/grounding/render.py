@@ -20,8 +20,8 @@ def _bucket_table(title: str, groups: dict[str, Any]) -> list[str]:
     return [table([title, "hits", "rate", "95% Wilson", "errors"], rows), ""]
 
 
-def render_grounding(summary: dict[str, Any], cases: list[dict[str, Any]], max_rows: int,
-                     params: dict[str, Any] | None = None) -> list[str]:
+def render_grounding(data: dict[str, Any], cases: list[dict[str, Any]], max_rows: int) -> list[str]:
+    summary = data.get("summary") or {}
     out = []
     n = summary.get("cases", len(cases))
     ci = summary.get("hit_rate_ci95") or [0.0, 1.0]
@@ -39,7 +39,7 @@ def render_grounding(summary: dict[str, Any], cases: list[dict[str, Any]], max_r
     verdict = (summary.get("pattern") or {}).get("verdict")
     if verdict:
         out.append(f"pattern: {verdict}")
-    params = params or {}
+    params = data.get("parameters") or {}
     for f in params.get("files") or []:
         if f.get("bbox_format"):
             out.append(f"file {f['file']}: {f['used']}/{f['rows']} row(s) used; bbox {f['bbox_format']} ({f['why']})")

@@ -69,7 +69,7 @@ class SuiteApp(_Strict):
     """Instruction overrides keyed ``role:name`` or ``name``, e.g. ``"push button:Save": "Save the file."``."""
 
 
-class Suite(_Strict):
+class AppSuite(_Strict):
     format: Literal["conway-grounding-suite/1"]
     name: str
     """Suite name (recorded in reports)."""
@@ -87,7 +87,7 @@ class Suite(_Strict):
     apps: list[SuiteApp] = Field(min_length=1)
 
 
-def load_suite(path: str) -> tuple[Suite, Path]:
+def load_suite(path: str) -> tuple[AppSuite, Path]:
     p = Path(path).expanduser()
     if not p.is_file():
         raise UserError(f"grounding suite {p} does not exist" + (" (it is a folder)" if p.is_dir() else ""))
@@ -98,7 +98,7 @@ def load_suite(path: str) -> tuple[Suite, Path]:
     if not isinstance(data, dict) or data.get("format") != SUITE_FORMAT:
         raise UserError(f"{p} is not a grounding suite (expected format: {SUITE_FORMAT})")
     try:
-        suite = Suite.model_validate(data)
+        suite = AppSuite.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
@@ -113,7 +113,7 @@ def app_command(app: SuiteApp, suite_dir: Path) -> list[str]:
     return [part.replace("{python}", sys.executable).replace("{suite_dir}", str(suite_dir)) for part in app.command]
 
 
-def instruction_for(role: str, name: str, suite: Suite, app: SuiteApp | None) -> str:
+def instruction_for(role: str, name: str, suite: AppSuite, app: SuiteApp | None) -> str:
     if app is not None:
         for key in (f"{role}:{name}", name):
             if key in app.instructions:

@@ -1,27 +1,30 @@
-"""The registry of model families: one module each in this folder, registered below.
+"""The registry of model families: one folder each in this folder, registered below.
 
     from conway.policies.families import get_family
     family = get_family("uitars")             # ValueError listing the known names otherwise
     adapter = family.adapter()                # the prompt language, parser and grammar
     text = render_target(rec, family).text    # a recorded step as this family's answer
 
-Adding a family: a module here declaring `FAMILY = Family(...)` (`conway.policies.family`), and its name
-in the import and the tuple below. Config validation (`policy.kind`), the policy factory, `export --style`,
+Adding a family: a folder here (its `__init__.py` declaring `FAMILY = Family(...)`, `conway.policies.family`;
+for a new answer format also its `adapter.py`, `parse.py`, `turn.py` and `prompts/`), and its name in
+`REGISTERED` below. Config validation (`policy.kind`), the policy factory, `export --style`,
 training rows (`data.policy_kind`) and recipes (`model.family`) read this registry and nothing else.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Iterable
 
-from conway.policies.families import generic, gta1, holo, opencua, qwen3vl, qwen25vl, uitars
 from conway.policies.family import Architecture, Family
 
-__all__ = ["ARCHITECTURES", "FAMILIES", "MOCK", "POLICY_KINDS", "get_family", "one_of"]
+__all__ = ["ARCHITECTURES", "FAMILIES", "MOCK", "POLICY_KINDS", "REGISTERED", "get_family", "one_of"]
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (generic.FAMILY, opencua.FAMILY, uitars.FAMILY, qwen3vl.FAMILY,
-                                                   qwen25vl.FAMILY, gta1.FAMILY, holo.FAMILY)}
-"""Every model family by name, in the order the command line and error messages list them."""
+REGISTERED = ("generic", "opencua", "uitars", "qwen3vl", "qwen25vl", "gta1", "holo")
+"""The family folders here, in the order the command line and error messages list them."""
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (import_module(f"{__name__}.{n}").FAMILY for n in REGISTERED)}
+"""Every model family by name (its folder's `FAMILY`), in `REGISTERED` order."""
 
 MOCK = "mock"
 """The offline scripted policy: a `policy.kind`, but not a model family (no model, no answer format to train)."""

@@ -7,7 +7,7 @@ never downloads, never touches the desktop unless asked) and returns a
 - `conway doctor` (`conway/readiness/doctor.py`): the machine: `host`, the display,
   accessibility, the tools tried (`extensions.toolbox_checks`), MCP servers
   and skills.
-- `conway preflight` (`conway/readiness/preflight.py`): the home and the model:
+- `conway preflight` (`conway/evals/preflight.py`): the home and the model:
   `home_files` (configuration, constitution.md, recovery state, the tools' working
   directory), `host.memory_check`, `model` (endpoint or local files, context
   fit, one real decision), `memory_summary` (who writes memory's summary), skills and MCP

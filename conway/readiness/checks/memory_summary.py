@@ -31,8 +31,8 @@ def summariser_check(config: ConwayConfig) -> Check:
 
 
 def _endpoint(config: ConwayConfig) -> Check:
-    from conway.policies.discovery import discover
-    from conway.policies.http_client import OpenAIClient
+    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.http_client import OpenAIClient
 
     conf = config.memory.summariser
     key = os.environ.get(conf.api_key_env) if conf.api_key_env else None

@@ -68,7 +68,7 @@ only what is supported here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from conway.tasks.metrics.errors import MetricError
@@ -107,6 +107,73 @@ def _method_problem(where: str, rule: Any) -> list[str]:
     return [f"{where}.method={method}"]
 
 
+def _cell_rule(where: str, rule: dict[str, Any]) -> list[str]:
+    problems = []
+    if not isinstance(rule["coordinate"], str) or not _CELL.fullmatch(rule["coordinate"]):
+        problems.append(f"{where}.coordinate={rule['coordinate']!r} (not a cell like B3)")
+    props = rule.get("props")
+    if not isinstance(props, dict):
+        return problems + [f"{where}.props (not an object)"]
+    for name, match in props.items():
+        if name != "value" and name not in STYLE_PROPS:
+            problems.append(f"{where}.props.{name}")
+        else:
+            problems += _method_problem(f"{where}.props.{name}", match)
+    return problems
+
+
+def _listed_props(key: str, allowed: Collection[str]) -> Callable[[str, dict[str, Any]], list[str]]:
+    """The check of a rule whose `key` lists the properties to compare, each one of `allowed`."""
+    def check(where: str, rule: dict[str, Any]) -> list[str]:
+        props = rule.get(key, [])
+        if not isinstance(props, list):
+            return [f"{where}.{key} (not a list)"]
+        return [f"{where}.{key}.{p}" for p in props if p not in allowed]
+    return check
+
+
+def _validation_rule(where: str, rule: dict[str, Any]) -> list[str]:
+    wanted = rule["dv_props"]
+    if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+        return [f"{where}.dv_props (not a list of objects)"]
+    problems = []
+    for j, attrs in enumerate(wanted):
+        for attr, match in attrs.items():
+            at = f"{where}.dv_props[{j}].{attr}"
+            if attr not in DV_ATTRS:
+                problems.append(at)
+            elif not (isinstance(match, dict) and match.get("method") in DV_METHODS and "ref" in match):
+                problems += _method_problem(at, match)
+    return problems
+
+
+def _fuzzy_rule(where: str, rule: dict[str, Any]) -> list[str]:
+    subrules = rule.get("rules")
+    if not isinstance(subrules, list):
+        return [f"{where}.rules (not a list)"]
+    problems = []
+    for j, sub in enumerate(subrules):
+        at = f"{where}.rules[{j}]"
+        if not isinstance(sub, dict) or sub.get("type") not in FUZZY_TYPES:
+            problems.append(f"{at}.type={sub.get('type')}" if isinstance(sub, dict) else f"{at} (not an object)")
+            continue
+        problems += [f"{at}.{k}" for k in sub if k not in FUZZY_KEYS and not is_note(k)]
+        ranges = sub.get("range")
+        if not isinstance(ranges, list) or not all(isinstance(r, str) and all(_CELL.fullmatch(c) for c in r.split(":"))
+                                                   for r in ranges):
+            problems.append(f"{at}.range={ranges!r} (not a list of ranges like A1:B6)")
+    return problems
+
+
+RULE_CHECKS: dict[str, Callable[[str, dict[str, Any]], list[str]]] = {
+    "check_cell": _cell_rule, "style": _listed_props("props", STYLE_PROPS),
+    "row_props": _listed_props("props", ROW_PROPS),
+    "chart": _listed_props("chart_props", CHART_PROPS), "pivot_table": _listed_props("pivot_props", PIVOT_PROPS),
+    "data_validation": _validation_rule, "zoom": _method_problem, "sheet_fuzzy": _fuzzy_rule,
+}
+"""A rule type's own checks of its values, past its keys (a type without an entry has none)."""
+
+
 def _rule_problems(i: int, rule: Any) -> list[str]:
     where = f"rules[{i}]"
     if not isinstance(rule, dict) or not isinstance(rule.get("type"), str):
@@ -118,63 +185,8 @@ def _rule_problems(i: int, rule: Any) -> list[str]:
     missing = [f"{where}.{k} (missing)" for k in RULE_REQUIRED.get(kind, ()) if k not in rule]
     if missing:
         return problems + missing
-    if kind == "check_cell":
-        if not isinstance(rule["coordinate"], str) or not _CELL.fullmatch(rule["coordinate"]):
-            problems.append(f"{where}.coordinate={rule['coordinate']!r} (not a cell like B3)")
-        props = rule.get("props")
-        if not isinstance(props, dict):
-            return problems + [f"{where}.props (not an object)"]
-        for name, match in props.items():
-            if name != "value" and name not in STYLE_PROPS:
-                problems.append(f"{where}.props.{name}")
-            else:
-                problems += _method_problem(f"{where}.props.{name}", match)
-    elif kind in ("style", "row_props"):
-        allowed = STYLE_PROPS if kind == "style" else ROW_PROPS
-        props = rule.get("props", [])
-        if not isinstance(props, list):
-            return problems + [f"{where}.props (not a list)"]
-        problems += [f"{where}.props.{p}" for p in props if p not in allowed]
-    elif kind == "chart":
-        props = rule.get("chart_props", [])
-        if not isinstance(props, list):
-            return problems + [f"{where}.chart_props (not a list)"]
-        problems += [f"{where}.chart_props.{p}" for p in props if p not in CHART_PROPS]
-    elif kind == "pivot_table":
-        props = rule.get("pivot_props", [])
-        if not isinstance(props, list):
-            return problems + [f"{where}.pivot_props (not a list)"]
-        problems += [f"{where}.pivot_props.{p}" for p in props if p not in PIVOT_PROPS]
-    elif kind == "data_validation":
-        wanted = rule["dv_props"]
-        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
-            return problems + [f"{where}.dv_props (not a list of objects)"]
-        for j, attrs in enumerate(wanted):
-            for attr, match in attrs.items():
-                at = f"{where}.dv_props[{j}].{attr}"
-                if attr not in DV_ATTRS:
-                    problems.append(at)
-                elif isinstance(match, dict) and match.get("method") in DV_METHODS and "ref" in match:
-                    continue
-                else:
-                    problems += _method_problem(at, match)
-    elif kind == "zoom":
-        problems += _method_problem(where, rule)
-    elif kind == "sheet_fuzzy":
-        subrules = rule.get("rules")
-        if not isinstance(subrules, list):
-            return problems + [f"{where}.rules (not a list)"]
-        for j, sub in enumerate(subrules):
-            at = f"{where}.rules[{j}]"
-            if not isinstance(sub, dict) or sub.get("type") not in FUZZY_TYPES:
-                problems.append(f"{at}.type={sub.get('type')}" if isinstance(sub, dict) else f"{at} (not an object)")
-                continue
-            problems += [f"{at}.{k}" for k in sub if k not in FUZZY_KEYS and not is_note(k)]
-            ranges = sub.get("range")
-            if not isinstance(ranges, list) or not all(isinstance(r, str) and all(_CELL.fullmatch(c) for c in r.split(":"))
-                                                       for r in ranges):
-                problems.append(f"{at}.range={ranges!r} (not a list of ranges like A1:B6)")
-    return problems
+    check = RULE_CHECKS.get(kind)
+    return problems + (check(where, rule) if check else [])
 
 
 def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[str]:

@@ -17,8 +17,8 @@ docx = pytest.importorskip("docx")
 
 from conway.tasks.cache import cloud_path  # noqa: E402
 from conway.tasks.evaluate import evaluate  # noqa: E402
-from conway.tasks.model import parse_osworld  # noqa: E402
 from conway.tasks.runnable import why_not_runnable  # noqa: E402
+from conway.tasks.task import parse_osworld  # noqa: E402
 
 URL = "https://files.example.org/cache/libreoffice_calc/t/"
 

@@ -1,0 +1,376 @@
+"""The `conway` command's subcommands: one small function per command (or group) that adds its parser.
+
+`conway.cli.main.build_parser` adds every piece of `COMMANDS`, in order; a new command is its function here and
+one entry in `COMMANDS` (its behaviour: one function in `conway/cli/commands.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from conway.cli import tasks as tasks_cli
+from conway.cli.pool_args import add_pool_args
+from conway.errors import exit_codes_text
+from conway.observe.vision_cases import PROFILES as VISION_PROFILES
+from conway.policies.families import FAMILIES
+
+Subparsers = argparse._SubParsersAction
+CommandPiece = Callable[[Subparsers], None]
+
+
+def cmd(sub: Subparsers, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help, description=description or help,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_overrides(p: argparse.ArgumentParser) -> None:
+    p.add_argument("overrides", nargs="*", metavar="key=value",
+                   help="configuration overrides (e.g. agent.max_steps=5, policy=opencua-7b)")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mock", action="store_true", help="use the offline scripted mock policy (no model, no desktop)")
+    p.add_argument("--mock-script", metavar="FILE", help="YAML/JSONL script of mock decisions (implies --mock)")
+    p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
+
+
+def _add_budget_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop after the model has made N decisions (cycles without an answer -- rate limits, "
+                        "failed or timed-out requests -- do not count; --max-seconds bounds those, and "
+                        "agent.max_permanent_failures identical failures that retrying cannot cure end the run)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="stop after S seconds (checked between steps)")
+    p.add_argument("--quiet", action="store_true", help="print nothing per cycle (state and journal still record all)")
+
+
+def _init(sub: Subparsers) -> None:
+    cmd(sub, "init", "create the home layout, a starter constitution.md and goals.md (existing files are kept)")
+
+
+def _doctor(sub: Subparsers) -> None:
+    p = cmd(sub, "doctor", "report Python, platform, CPU, memory, disk, optional extras and which tools actually run here")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_overrides(p)
+
+
+def _run(sub: Subparsers) -> None:
+    p = cmd(sub, "run", "run the agent continuously until stopped",
+            "Run the continuous loop: observe, decide, act, record, forever (or within --max-steps/--max-seconds).\n"
+            "A model's finish is recorded and the loop carries on. Never reads stdin; control it from another\n"
+            "terminal with `conway status|pause|resume|stop`.")
+    _add_model_args(p)
+    _add_budget_args(p)
+    p.add_argument("--observe", action="store_true",
+                   help="capture real observations and plan without dispatching any action (dry run)")
+    _add_overrides(p)
+
+
+def _start(sub: Subparsers) -> None:
+    p = cmd(sub, "start", "run one session; a finish ends it",
+            "Run a single session. Without --execute the session only plans (no action is dispatched).")
+    _add_model_args(p)
+    _add_budget_args(p)
+    p.add_argument("--execute", action="store_true", help="dispatch actions (default: plan only)")
+    p.add_argument("--task", metavar="TEXT", help="the task for this session")
+    p.add_argument("--task-file", metavar="FILE", help="a UTF-8 file holding the task (may declare acceptance criteria)")
+    p.add_argument("--output", metavar="FILE", help="also write a session report (a new file outside the home)")
+    _add_overrides(p)
+
+
+def _status(sub: Subparsers) -> None:
+    p = cmd(sub, "status", "show the agent's state, whether its pid is alive, the pending intent and the last events")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _pause(sub: Subparsers) -> None:
+    cmd(sub, "pause", "ask the running agent to pause between steps")
+
+
+def _resume(sub: Subparsers) -> None:
+    cmd(sub, "resume", "ask a paused agent to continue")
+
+
+def _stop(sub: Subparsers) -> None:
+    cmd(sub, "stop", "ask the running agent to stop (an action returned by an in-flight decision is discarded)")
+
+
+def _config(sub: Subparsers) -> None:
+    p = cmd(sub, "config", "validate and print the resolved configuration")
+    p.add_argument("--check", action="store_true", help="validate (the default action) and print the result")
+    _add_overrides(p)
+
+
+def _export(sub: Subparsers) -> None:
+    p = cmd(sub, "export", "write the journal as trajectory records (JSONL, one per step)",
+            "Write recorded steps as conway-traj/1 records (JSONL; image bytes never included) or, with\n"
+            "--format hf, a Hugging Face datasets folder with the screenshots as an Image feature.\n"
+            "Exports can hold private screen content: review them before sharing.")
+    p.add_argument("--output", required=True, metavar="FILE", help="new file (or folder, --format hf) to write (never overwritten)")
+    p.add_argument("--include-dry-runs", action="store_true", help="also export planned-only steps")
+    p.add_argument("--include-uncertain", action="store_true", help="also export steps whose outcome is uncertain")
+    p.add_argument("--format", default="jsonl", choices=("jsonl", "hf"), dest="fmt",
+                   help="jsonl (default) or hf (a datasets folder with images)")
+    p.add_argument("--style", choices=tuple(FAMILIES),
+                   help="add each step's target turn in this model family's own action format")
+    p.add_argument("--skip-missing", action="store_true",
+                   help="leave out steps whose screenshot file is gone (default: keep them, marked image_missing)")
+    p.add_argument("--from-report", metavar="REPORT",
+                   help="export a vision-check or grounding-check report's cases (labelled by their targets), or a "
+                        "tasks report's sessions (labelled by their checkers), instead of the journal")
+
+
+def _view(sub: Subparsers) -> None:
+    p = cmd(sub, "view", "see sessions (or a vision-, grounding-check, candidate-eval or tasks report) in a browser; "
+            "--serve to label",
+            "Write a self-contained static site (no network needed; open it from file://) for one session or an\n"
+            "index of all sessions, or a report's cases. --serve answers the same pages from 127.0.0.1 and is\n"
+            "the only mode that writes labels (labels.jsonl, source review, as `conway review` does).")
+    p.add_argument("report", nargs="?", metavar="REPORT", help="a vision-check, grounding-check, candidate-eval or tasks report")
+    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("--last", action="store_true", help="only the latest session")
+    p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
+    p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
+    p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
+
+
+# --- experience → candidates (labels, training outputs, promotion) ---
+
+
+def _review(sub: Subparsers) -> None:
+    p = cmd(sub, "review", "label recorded steps as a person: correct, wrong (with the corrected action) or redundant",
+            "Labels go to labels.jsonl beside the journal (source: review); the journal is never changed.\n"
+            "Interactive by default; --step N --verdict V [--action JSON] labels one step from a script.")
+    p.add_argument("--session", metavar="ID", help="only steps of this session")
+    p.add_argument("--step", type=int, metavar="N", help="label this step (with --verdict)")
+    p.add_argument("--verdict", choices=("correct", "wrong", "redundant"), help="the label for --step")
+    p.add_argument("--action", metavar="JSON", help="the corrected action for a wrong step (captured-screen pixels)")
+    p.add_argument("--note", default="", help="free text kept with the label")
+    p.add_argument("--hindsight", action="store_true", help="mark the label as made in hindsight")
+    p.add_argument("--include-dry-runs", action="store_true", help="also offer planned-only steps")
+
+
+def _candidates(sub: Subparsers) -> None:
+    p = cmd(sub, "candidates", "list trained candidate policies under the home (complete ones have a manifest)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+
+
+def _candidate_eval(sub: Subparsers) -> None:
+    p = cmd(sub, "candidate-eval", "run the same held-out cases on the base and on a candidate through llama.cpp",
+            "Serve the base model and the candidate through llama.cpp one after the other, run the same\n"
+            "seeded vision-check cases (or --suite grounding: the same --dataset / --apps cases) on both and\n"
+            "report each hit rate with its 95% interval and the difference.\n"
+            + exit_codes_text("candidate better with separated intervals", "not separated"))
+    p.add_argument("name", help="candidate name (a folder under candidates/)")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
+    p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
+    p.add_argument("--apps", metavar="SUITE", help="grounding: a grounding suite (harvested once, used for both)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"), help="grounding: dataset boxes")
+    p.add_argument("--samples", type=int, default=50, metavar="N", help="number of cases (default 50)")
+    p.add_argument("--seed", type=int, default=1000, metavar="S", help="seed of the held-out cases (default 1000)")
+    p.add_argument("--size", metavar="WxH", help="image size (default: the candidate's manifest)")
+    p.add_argument("--profile", default=None, choices=tuple(VISION_PROFILES),
+                   help="vision-check case profile (default: the candidate's manifest, else standard)")
+    p.add_argument("--base-model", metavar="GGUF", help="the base model (default: the manifest's base GGUF)")
+    p.add_argument("--base-mmproj", metavar="GGUF", help="the base model's vision projector")
+    p.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
+                   help="llama_cpp: in-process llama-cpp-python (default); http: a llama.cpp server Conway starts")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_pool_args(p, endpoints=False, resume=False)  # each worker loads the model of the run it serves
+
+
+def _promote(sub: Subparsers) -> None:
+    p = cmd(sub, "promote", "make a candidate the configured policy (or --rollback to the previous one)",
+            "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
+            "the previous section in promotions.jsonl and the journal. Nothing promotes by itself.")
+    p.add_argument("name", nargs="?", help="candidate name")
+    p.add_argument("--rollback", action="store_true", help="restore the policy the last promotion replaced")
+
+
+def _replay(sub: Subparsers) -> None:
+    p = cmd(sub, "replay", "feed recorded steps to a policy and score agreement with labelled actions (nothing executed)")
+    _add_model_args(p)
+    p.add_argument("--trajectory", required=True, metavar="FILE", help="a conway-traj/1 JSONL from `conway export`")
+    p.add_argument("--candidate", metavar="NAME", help="replay through this candidate's GGUF (llama.cpp)")
+    p.add_argument("--against", default="labels", choices=("labels", "recorded"),
+                   help="compare with labelled actions only (default) or also the recorded ones")
+    p.add_argument("--tolerance-px", type=float, default=20.0, help="point distance that agrees when no target box")
+    p.add_argument("--limit", type=int, metavar="N", help="replay at most N steps")
+    p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    _add_overrides(p)
+
+
+def _skills(sub: Subparsers) -> None:
+    p = cmd(sub, "skills", "list the Agent Skills the agent is offered, and the malformed ones left out (with why)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    _add_overrides(p)
+
+
+def _mcp_serve(sub: Subparsers) -> None:
+    p = cmd(sub, "mcp-serve", "serve this home's status, control, export and checks to another agent over MCP",
+            "Expose status, recent journal events, pause/resume/stop, export, vision-check and preflight as\n"
+            "MCP tools (stdio by default). Never the desktop or the agent's tools.")
+    _add_model_args(p)
+    p.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
+    _add_overrides(p)
+
+
+# --- checks (conway/evals) ---
+
+
+def _preflight(sub: Subparsers) -> None:
+    p = cmd(sub, "preflight", "check configuration, constitution, recovery state, memory and model readiness",
+            "Check that this home and setup are ready to run. Never downloads anything.\n"
+            "Exit 0 ready, 2 not ready (with the reasons), 1 setup error.")
+    _add_model_args(p)
+    p.add_argument("--desktop", action="store_true",
+                   help="also take one time-bounded screenshot (deleted at once, never sent to a model)")
+    p.add_argument("--output", metavar="FILE", help="also write the report to this new file (never overwritten; not "
+                   "in the home); /dev/stdout: the report alone on standard output")
+    _add_overrides(p)
+
+
+def _vision_check(sub: Subparsers) -> None:
+    p = cmd(sub, "vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",
+            "Send seeded generated images (a coloured target among distractors, 'Click the red square.')\n"
+            "through the configured policy's own resize and coordinate pipeline and score the proposed\n"
+            "click against the target's box.\n" + exit_codes_text("all hit", "misses or errors"))
+    _add_model_args(p)
+    p.add_argument("--samples", type=int, default=8, metavar="N", help="number of generated images (default 8)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the images (default 0)")
+    p.add_argument("--size", metavar="WxH", help="image size (default: the real screen's, else 1920x1080)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    add_pool_args(p)
+    p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
+                   help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
+                        "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
+                        "of 28-36 px at any image size), choose "
+                        "(2-3 squares of different colours, the goal names one)")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_overrides(p)
+
+
+def _grounding_check(sub: Subparsers) -> None:
+    p = cmd(sub, "grounding-check", "score the model's clicks on real screens: live apps or a ScreenSpot-style dataset",
+            "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
+            "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
+            "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
+            "--desktop (the current desktop).\n" + exit_codes_text("all hit", "misses or errors"))
+    _add_model_args(p)
+    p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
+    p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
+    p.add_argument("--desktop", action="store_true", help="harvest targets from the applications on this desktop")
+    p.add_argument("--samples", type=int, metavar="N", help="at most N cases (seeded sample; default all)")
+    p.add_argument("--per-screen", type=int, metavar="N", help="live: at most N targets per screen (default: the suite's)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample and the harvest (default 0)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"),
+                   help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    add_pool_args(p)
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_overrides(p)
+
+
+def _acceptance_check(sub: Subparsers) -> None:
+    p = cmd(sub, "acceptance-check", "real-model file and program tasks, verified by Conway, not by the model",
+            "Run the configured model through the loop (files + shell only, no desktop) on two disposable\n"
+            "tasks in a temporary directory and verify each independently.\n"
+            + exit_codes_text("all verified", "any not verified"))
+    _add_model_args(p)
+    p.add_argument("--max-steps", type=int, default=10, metavar="N",
+                   help="decisions the model may make per task (default 10; rate limits and failed requests "
+                        "do not count)")
+    p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
+    p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    add_pool_args(p)  # each check one session in a worker that builds its own policy
+    _add_overrides(p)
+
+
+def _sweep(sub: Subparsers) -> None:
+    p = cmd(sub, "sweep", "run vision-check, grounding-check or tasks run over a grid of models, presets and seeds: a "
+            "table",
+            "Run one eval command for every cell of a grid (a YAML file: command, args, grid of endpoint / model /\n"
+            "policy preset / seed / --flag / any config key) into DIR, one report per cell, then DIR/sweep.json: each\n"
+            "cell's rate with its 95% interval and whether it lies clearly below the best cell. Run it again into\n"
+            "the same DIR to go on: finished cells are kept, one Ctrl+C cut short is resumed. The worker-pool\n"
+            "flags apply to every cell. Example files: evals/sweeps/example.yaml, evals/sweeps/tasks-mock.yaml.\n"
+            "Exit 0 done, 130 interrupted, 1 setup error.")
+    p.add_argument("file", metavar="SWEEP.yaml", help="the sweep: command, args, grid")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder of the cells' reports and sweep.json")
+    g = p.add_argument_group("worker pool, for every cell")
+    g.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (or Ray actors) per cell")
+    g.add_argument("--ray", metavar="ADDRESS", help="run the workers on the Ray cluster at ADDRESS")
+    g.add_argument("--pool-endpoint", action="append", default=[], metavar="URL[@SLOTS]",
+                   help="endpoints with their slots (see vision-check --help)")
+
+
+def _report(sub: Subparsers) -> None:
+    p = cmd(sub, "report", "print a readable summary (a table) of any Conway report")
+    p.add_argument("file", metavar="FILE", help="a conway-report/1 JSON file")
+
+
+# --- models (conway/readiness/probe.py, conway/runtime) ---
+
+
+def _probe(sub: Subparsers) -> None:
+    p = cmd(sub, "probe", "send one synthetic PNG through the configured policy and check the answer parses",
+            "Send a generated PNG (never the desktop) through the chosen policy and backend; report the model\n"
+            "id, latency, the output constraint the backend honours and whether the answer is a valid action.\n"
+            "A local model (policy.model_path) is loaded or served the way `run` would. Exit 0 pass, 2 fail,\n"
+            "1 setup error.")
+    _add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_overrides(p)
+
+
+def _models(sub: Subparsers) -> None:
+    p = cmd(sub, "models", "list what an endpoint serves and the local GGUF files the configuration names",
+            "List the models an OpenAI-compatible endpoint serves (GET /v1/models) and the local GGUF model\n"
+            "and mmproj files of the configuration, with their metadata and a memory estimate.")
+    p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    _add_overrides(p)
+
+
+COMMANDS: tuple[CommandPiece, ...] = (
+    _init,
+    _doctor,
+    _run,
+    _start,
+    _status,
+    _pause,
+    _resume,
+    _stop,
+    _config,
+    _export,
+    _view,
+    _review,
+    _candidates,
+    _candidate_eval,
+    _promote,
+    _replay,
+    _skills,
+    _mcp_serve,
+    _preflight,
+    _vision_check,
+    _grounding_check,
+    _acceptance_check,
+    tasks_cli.add_parser,  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
+    _sweep,
+    _report,
+    _probe,
+    _models,
+)
+"""Every command (or group) in the order `conway --help` lists them; `build_parser` adds each."""

@@ -1,0 +1,29 @@
+"""gta1: GTA1 grounding models (GTA1-7B/32B/72B, on Qwen2.5-VL): one `(x,y)` point per answer, a click."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.families.gta1.turn import gta1_turn
+from conway.policies.family import Family
+
+
+def _adapter() -> Any:
+    from conway.policies.families.gta1.adapter import GTA1Adapter
+    return GTA1Adapter()
+
+
+FAMILY = Family(
+    name="gta1",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # pixels of the smart-resized image, whose size the prompt states
+    resize="gta1",  # factor 28, up to 4096*2160 px (its model card's processor; OSWorld's agent agrees below that)
+    render=gta1_turn,
+    presets=("gta1",),
+    # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # max_tokens=100, temperature=0 (the model card's example: 32 new tokens, greedy)
+    max_tokens=100,
+    temperature=0.0,
+    image_max_tokens=11285,  # 4096*2160 px / 28**2: the model card's max_pixels
+)

@@ -1,0 +1,29 @@
+"""holo: Holo1.5 (3B/7B/72B, on Qwen2.5-VL) localization: `{"action": "click_absolute", "x": …, "y": …}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.families.holo.turn import holo_turn
+from conway.policies.family import Family
+
+
+def _adapter() -> Any:
+    from conway.policies.families.holo.adapter import HoloAdapter
+    return HoloAdapter()
+
+
+FAMILY = Family(
+    name="holo",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # pixels of the image as resized by the cookbook's smart_resize
+    resize="holo1.5",  # hcompai/hai-cookbook utils/image.py: factor 28, 3136 .. 1003520 px (1280 tokens)
+    render=holo_turn,
+    presets=("holo1.5",),
+    # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):
+    # temperature=0 and no max_tokens; the answer is one short JSON object, 128 tokens are Conway's bound
+    max_tokens=128,
+    temperature=0.0,
+    image_max_tokens=1280,  # 14*14*4*1280 px: the cookbook's max_pixels
+)

@@ -1,0 +1,44 @@
+"""opencua: OpenCUA-7B/32B, `## Thought` / `## Action` / `## Code` answers with pyautogui calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.families.opencua.turn import opencua_turn
+from conway.policies.family import Architecture, Conversation, Family
+
+
+def _adapter(prompt: str = "l2") -> Any:
+    from conway.policies.families.opencua.adapter import OpenCUAAdapter
+    return OpenCUAAdapter(level=prompt)
+
+
+FAMILY = Family(
+    name="opencua",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
+    resize="opencua",
+    render=opencua_turn,
+    # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
+    architecture=Architecture("opencua", remote_code=True, gguf=False),
+    # OpenCUA-7B and -32B alike: scripts/python/run_multienv_opencua.py runs both with --coordinate_type qwen25
+    # (absolute pixels of the 28-px smart_resize, max 12845056 px) and --use_old_sys_prompt (the training-data
+    # prompts kept here), cot_level l2 by default
+    presets=("opencua-7b", "opencua-32b"),
+    prompts=("l2", "l1", "l3"),
+    # OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # OpenCUAAgent(max_tokens=1500, temperature=0); its smart_resize max_pixels 12845056 = 16384 x 28 x 28
+    # (scripts/python/run_multienv_opencua.py passes --max_tokens 2048 by default)
+    max_tokens=1500,
+    temperature=0.0,
+    image_max_tokens=16384,
+    # mm_agents/opencua/opencua_agent.py OpenCUAAgent.predict with history_type action_history (the default of
+    # scripts/python/run_multienv_opencua.py): `# Step N:` + `## Action:` assistant turns, the newest
+    # max_image_history_length - 1 after their screenshot, older ones folded into one assistant text first
+    conversation=Conversation(
+        history_images=3,
+        replayed="each answer's `## Action:` section as `# Step N:` turns; the newest 2 after their screenshot, "
+                 "older ones folded into one assistant text",
+        source="OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
+)

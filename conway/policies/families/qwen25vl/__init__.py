@@ -1,0 +1,37 @@
+"""qwen25vl: Qwen2.5-VL (-Instruct, any size) through its cookbook's `computer_use` tool, absolute pixels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.families.qwen3vl.turn import qwen3vl_turn
+from conway.policies.family import Conversation, Family
+
+
+def _adapter() -> Any:
+    from conway.policies.families.qwen25vl.adapter import Qwen25VLAdapter
+    return Qwen25VLAdapter()
+
+
+FAMILY = Family(
+    name="qwen25vl",
+    adapter=_adapter,
+    convention=Convention.ABSOLUTE,  # the tool's description states the smart-resized size; pixels of it
+    resize="qwen2.5-vl",  # factor 28, qwen-vl-utils' 4..16384 tokens
+    render=qwen3vl_turn,  # the same <tool_call> answers (parse_qwen3vl reads both)
+    presets=("qwen2.5-vl",),
+    # OSWorld mm_agents/qwen25vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # max_tokens=1500; it samples at temperature 0.5, Conway stays at 0 (the cookbook sets neither)
+    max_tokens=1500,
+    temperature=0.0,
+    image_max_tokens=16384,
+    # mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict (same commit): the last history_n (4) answers as assistant
+    # turns after their screenshots (the first one with the instruction), older ones as `Step N: <line>` in the
+    # instruction's "Previous actions", then the current screenshot
+    conversation=Conversation(
+        history_images=5,
+        replayed="the newest 4 answers as written, after their screenshot; older ones as their first `Action:` line "
+                 "in the instruction's Previous actions",
+        source="OSWorld mm_agents/qwen25vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
+)

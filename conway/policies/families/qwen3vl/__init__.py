@@ -1,0 +1,45 @@
+"""qwen3vl: Qwen3-VL, `computer_use` tool calls in `<tool_call>` blocks on a 0..999 grid.
+
+Its own family, not a generic preset: Qwen3-VL was trained to answer through the `computer_use` tool
+(QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py), and OSWorld's agent for its published numbers
+(mm_agents/qwen3vl_agent.py) reads those blocks and scales a point by width / 999.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention
+from conway.policies.families.qwen3vl.turn import qwen3vl_turn
+from conway.policies.family import Conversation, Family
+
+
+def _adapter() -> Any:
+    from conway.policies.families.qwen3vl.adapter import Qwen3VLAdapter
+    return Qwen3VLAdapter()
+
+
+FAMILY = Family(
+    name="qwen3vl",
+    adapter=_adapter,
+    convention=Convention.RELATIVE999,  # OSWorld's qwen3vl_agent.py: x * width / 999 (coordinate_type="relative")
+    resize="qwen3-vl",  # factor 32 (patch 16 x merge 2), qwen-vl-utils' 4..16384 tokens
+    render=qwen3vl_turn,
+    presets=("qwen3-vl",),
+    # OSWorld scripts/python/run_multienv_qwen3vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)
+    # passes max_tokens 32768, the thinking variant's budget (Qwen3VLAgent thinking_budget=32768); a reply cap is
+    # reserved out of the window (8192 by default), so the instruct answer's one sentence and one tool call get
+    # 2048. Temperature 0 as there. mm_agents/qwen3vl_agent.py process_image: max_pixels 16*16*4*12800 =
+    # 12800 tokens of 32x32 px.
+    max_tokens=2048,
+    temperature=0.0,
+    image_max_tokens=12800,
+    # mm_agents/qwen3vl_agent.py Qwen3VLAgent.predict: the last history_n (4) answers as assistant turns after
+    # their screenshots (the first one with the instruction), older ones as `Step N: <Action line>` in the
+    # instruction's "Previous actions", then the current screenshot
+    conversation=Conversation(
+        history_images=5,
+        replayed="the newest 4 answers as written, after their screenshot; older ones as their `Action:` line in "
+                 "the instruction's Previous actions",
+        source="OSWorld mm_agents/qwen3vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
+)
