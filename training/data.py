@@ -75,7 +75,7 @@ class DataSettings(BaseModel):
 
 
 GOALS_BLOCK = re.compile(r'<file name="goals\.md">.*?</file>', re.S)
-"""The goals part of a user turn as `conway.prompt.parts.build_parts` writes it."""
+"""The goals part of a user turn as `conway.prompt.budget.build_parts` writes it."""
 
 
 @dataclass

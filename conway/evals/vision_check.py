@@ -49,7 +49,7 @@ from conway.observe.vision_cases import (
     get_profile,
     references,
 )
-from conway.prompt.parts import build_parts, resolve_budget
+from conway.prompt.budget import build_parts, resolve_budget
 from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
 from conway.readiness.checks.model_runtime import effective_backend
 from conway.store.home import Home

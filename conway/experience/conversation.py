@@ -32,7 +32,7 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
     equals the journaled `prompt_sha256`.
     """
     from conway.actions import describe_action_space
-    from conway.prompt.parts import build_parts, resolve_budget
+    from conway.prompt.budget import build_parts, resolve_budget
     from conway.protocols import DecisionContext, Observation
 
     task = rec.get("task") or {}

@@ -10,8 +10,9 @@ is the same for all of them, one stage a module:
 2. **lay out** the family's conversation, or Conway's own (`messages.py`; the part order:
    `conway/prompt/layout.py`), with the answer's form: the instructions and where a tool schema goes
    (`output.py`);
-3. **fit** it to the model's window: the budgeter owns every cut, past screenshots and answers first, then the
-   parts, and reports what it dropped (`budget.py`; it also sizes the loop's text budget beforehand);
+3. **fit** it to the model's window (`budget.py`, which also sizes the loop's text budget beforehand): measured
+   against the window and cut by the prompt's budgeter, which owns every cut (past screenshots and answers
+   first, then the parts) and says what it dropped (`conway/prompt/budget.py`);
 4. **complete** through the backend, constrained where it can be (GBNF grammar, JSON schema: `output.py`),
    asked again once when a refusal can be answered (`retry.py`);
 5. **parse** with the adapter's parser (never executing anything the model wrote);
@@ -27,13 +28,14 @@ from conway.actions import ACTION_TYPES
 from conway.geometry import Size, get_rule
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import Backend
-from conway.policies.budget import Budgeter, Fitted, TextBudget
 from conway.policies.images import SentImage, ServerTakesNoImages, prepare_image, reread_history
 from conway.policies.messages import Prompt
 from conway.policies.output import OutputForm
 from conway.policies.record import Sent, decision_of
 from conway.policies.retry import count_images, shrink_for
 from conway.policies.settings import PolicySettings
+from conway.policies.window import Budgeter, Fitted, TextBudget
+from conway.prompt.budget import report_dropped
 from conway.protocols import ContextExceeded, ContextWindow, Decision, DecisionContext, Observation, Policy, PolicyError
 
 __all__ = ["ModelPolicy"]
@@ -103,7 +105,7 @@ class ModelPolicy(Policy):
         prompt = Prompt.of(context, self.adapter, image, self.settings.layout, form)
         reread_history(prompt.history, self.settings.resize_rule, self.rule, self.settings.image_encoding)
         fitted = self.budget.fit(prompt)  # cuts a copy: the loop's context stays as built
-        context.dropped.extend(d for d in fitted.dropped if d not in context.dropped)  # what was dropped, said once
+        report_dropped(context, fitted.dropped)  # what the cuts dropped, said once, journaled with the decision
         self.output.constrain(form, types, sent_size, captured)
         sent = self._complete(prompt, fitted, types, sent_size)
         self.budget.calibrate(sent.result.usage, sent.estimate)

@@ -19,7 +19,7 @@ from conway.config import ConwayConfig
 from conway.errors import UserError
 from conway.policies.backends.backend import Backend, StructuredSpec
 from conway.policies.base import ModelPolicy
-from conway.policies.budget import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS
+from conway.policies.window import FALLBACK_CHARS_PER_TOKEN, TEMPLATE_MARGIN_TOKENS
 from conway.protocols import ContextExceeded, Policy, TextAnswer, TextModel
 from conway.store.home import Home
 

@@ -2,10 +2,10 @@
 
 `ContextBuilder.build` reads constitution.md and memory.md (again only when they changed), describes
 the action space (cached while the tools stay the same, so the prompt's prefix does too), sizes the text
-budget once (`parts.context_budget`: from the model's window when the policy can say it, its `text_budget`)
-and lets `parts.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed
-at most every few minutes). The policy fits what it is handed to the model's window itself and adds what it
-cut to `DecisionContext.dropped` (`conway/policies/budget.py`). Without a screenshot, GUI actions are left out and the prompt says so.
+budget once (`budget.context_budget`: from the model's window when the policy can say it, its `text_budget`)
+and lets `budget.build_parts` lay it all out inside that budget, with the host facts (`host_facts`, refreshed
+at most every few minutes). The policy fits what it is handed to the model's window, cut by the same budgeter's
+rules (`conway/prompt/budget.py`), and adds what was cut to `DecisionContext.dropped`. Without a screenshot, GUI actions are left out and the prompt says so.
 
 What an export cannot read back from the home later is journaled when it changes, as `session` events: the
 goals / task text (`goals`, which the loop records) and the host facts' text (`build` records it through
@@ -26,9 +26,10 @@ from typing import Any, Callable
 from conway.actions import GUI_TYPES, describe_action_space
 from conway.config import ConwayConfig
 from conway.history import TurnHistory
+from conway.prompt.budget import build_parts, context_budget
 from conway.prompt.host_facts import HostFacts
 from conway.prompt.memory import Memory
-from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts, context_budget
+from conway.prompt.parts import PartName, RecentSteps, StepNote
 from conway.protocols import Actuator, ContextPart, DecisionContext, Observation, Policy
 from conway.store.events import SessionGoals, SessionHostFacts
 from conway.store.home import Home, not_text

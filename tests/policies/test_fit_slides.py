@@ -18,8 +18,8 @@ from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
 from conway.policies.families.generic.adapter import GenericAdapter
 from conway.policies.settings import PolicySettings
-from conway.policies.slide_cut import SlidingCuts
 from conway.prompt.parts import PartName
+from conway.prompt.slide_cut import SlidingCuts
 from conway.protocols import ContextPart, ContextWindow, DecisionContext, Observation
 
 

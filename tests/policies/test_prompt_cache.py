@@ -8,9 +8,10 @@ from __future__ import annotations
 from conway.geometry import Convention
 from conway.policies.backends.llama_prompt_cache import ImageSpan, KVRecord, layout, reusable_prefix
 from conway.policies.families.generic.adapter import GenericAdapter
+from conway.prompt.budget import build_parts
 from conway.prompt.layout import build_messages
 from conway.prompt.memory import Memory
-from conway.prompt.parts import PartName, RecentSteps, StepNote, build_parts
+from conway.prompt.parts import PartName, RecentSteps, StepNote
 from conway.protocols import Policy
 
 

@@ -3,10 +3,10 @@ them out and cuts them by the same names, matched exactly."""
 
 from __future__ import annotations
 
-from conway.policies.budget import SHRINK_ORDER
+from conway.prompt.budget import SHRINK_ORDER, build_parts
 from conway.prompt.fence import DATA_RULE
 from conway.prompt.layout import STABLE_PARTS, VARIABLE_ORDER
-from conway.prompt.parts import PartName, StepNote, build_parts
+from conway.prompt.parts import PartName, StepNote
 
 NAMES = {v for k, v in vars(PartName).items() if k.isupper()}
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 import random
 
-from conway.prompt.parts import ContextPart
+from conway.protocols import ContextPart
 from conway.store import provenance
 from conway.store.provenance import prompt_record
 

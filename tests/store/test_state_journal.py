@@ -278,7 +278,8 @@ def test_memory_compaction_in_a_run_is_journaled():
 
 
 def test_context_budget_drops_old_steps_and_marks_it():
-    from conway.prompt.parts import StepNote, build_parts
+    from conway.prompt.budget import build_parts
+    from conway.prompt.parts import StepNote
     recent = [StepNote(i, f"click(x={i}, y=1)", "ok " + "z" * 80) for i in range(1, 51)]  # oldest first
     parts, dropped = build_parts(constitution="C" * 100, goals="G" * 100, memory="", action_space="A",
                                  latest="the latest result", recent=recent, budget_tokens=500,
@@ -293,7 +294,7 @@ def test_context_budget_drops_old_steps_and_marks_it():
 
 
 def test_a_dropped_accessibility_snapshot_is_marked_as_left_out():
-    from conway.prompt.parts import build_parts
+    from conway.prompt.budget import build_parts
     kw = dict(constitution="C" * 100, goals="G" * 100, memory="", action_space="A", latest=None, recent=[],
               budget_tokens=500, chars_per_token=3.5)
     parts, dropped = build_parts(accessibility="button 'OK'\n" * 1000, **kw)
@@ -305,7 +306,7 @@ def test_a_dropped_accessibility_snapshot_is_marked_as_left_out():
 
 
 def test_constitution_and_goals_survive_a_tiny_budget():
-    from conway.prompt.parts import build_parts
+    from conway.prompt.budget import build_parts
     parts, _ = build_parts(constitution="identity " * 500, goals="goal " * 500, memory="m" * 5000,
                            action_space="A", latest=None, recent=[], budget_tokens=300, chars_per_token=3.5)
     names = [p.name for p in parts]

@@ -21,7 +21,7 @@ from conway.config import ConwayConfig
 from conway.evals.clicks import ask, decision_fields, first_click
 from conway.evals.stats import percentile, rate_record
 from conway.geometry import InBox
-from conway.prompt.parts import build_parts, resolve_budget
+from conway.prompt.budget import build_parts, resolve_budget
 from conway.protocols import DecisionContext, Observation, Policy
 
 SIZE_BUCKETS = (("<1%", 0.01), ("1-5%", 0.05), (">5%", math.inf))

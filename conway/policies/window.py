@@ -1,12 +1,12 @@
-"""The pipeline's fit stage: the one budgeter of a model's window, owning every cut a prompt gets.
+"""The pipeline's fit stage: the model's window, what a prompt costs in it, and what the server counted beyond.
 
 Before a decision it says how much room the loop's context parts have (`text_budget`: the window less the
-image, the reply, the instructions, the past turns and a margin; `prompt.parts.build_parts` lays the parts out
-inside it). At the decision it fits the laid-out prompt to the window (`fit`): the oldest past screenshots
-go first, then the oldest past answers, then the parts are cut in slides (`slide_cut.py`), least needed
-first, each cut said in the prompt's left-out part; it reports what it dropped (`Fitted.dropped`), and
-refuses, before anything is sent, a prompt that cannot fit. What a server counted beyond the estimate is
-learned (`calibrate`) and paid for from then on.
+image, the reply, the instructions, the past turns and a margin; `conway.prompt.budget.build_parts` lays the
+parts out inside it). At the decision it measures the laid-out prompt against the window (`fit`) and, while it
+does not fit, has the prompt's budgeter cut it (`conway/prompt/budget.py`, which owns every cut and says what
+it dropped: the oldest past screenshots first, then the oldest past answers, then the parts in slides, least
+needed first); it refuses, before anything is sent, a prompt that cannot fit. What a server counted beyond the
+estimate is learned (`calibrate`) and paid for from then on.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from conway.policies.backends.backend import Backend
 from conway.policies.images import SentImage
 from conway.policies.messages import Prompt, replays_answers
 from conway.policies.settings import PolicySettings
-from conway.policies.slide_cut import SlidingCuts
+from conway.prompt.budget import WindowCuts
 from conway.prompt.parts import PartName
-from conway.protocols import ContextExceeded, ContextPart, ContextWindow, DecisionContext
+from conway.protocols import ContextExceeded, ContextWindow, DecisionContext
 
 __all__ = ["Budgeter", "Fitted", "TextBudget", "FALLBACK_CHARS_PER_TOKEN", "TEMPLATE_MARGIN_TOKENS",
-           "UNKNOWN_IMAGE_TOKENS", "SHRINK_ORDER", "HEAD_KEPT"]
+           "UNKNOWN_IMAGE_TOKENS", "CUT_ROUNDS"]
 
 TEMPLATE_MARGIN_TOKENS = 64
 """Allowance for the chat template (role markers, image delimiters) and the part headers."""
@@ -35,12 +35,8 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 """Estimate where no tokenizer can be asked (a little below English prose's ~4, to stay inside)."""
 UNKNOWN_IMAGE_TOKENS = 1024
 """Image tokens assumed for a rule that leaves the size to the server, until a decision measures them."""
-SHRINK_ORDER = (PartName.ACCESSIBILITY, PartName.RECENT_STEPS, PartName.MEMORY, PartName.HOST_FACTS, PartName.TOOLS,
-                PartName.LATEST_RESULT, PartName.GOALS, PartName.CONSTITUTION)
-"""Parts cut (in this order) when a prompt still exceeds the window: least needed first."""
-HEAD_KEPT = (PartName.GOALS, PartName.CONSTITUTION)
-"""Parts never cut away entirely: their head stays."""
-_CUT = "cut to fit the model's context window"
+CUT_ROUNDS = 6
+"""Times the parts are cut and the prompt measured again before a prompt that still does not fit is refused."""
 
 
 @dataclass
@@ -77,7 +73,7 @@ class Fitted:
 
 
 class Budgeter:
-    """The model's window, what a prompt costs in it, and every cut that makes one fit."""
+    """The model's window, what a prompt costs in it, and the measuring that has a prompt cut to fit."""
 
     def __init__(self, adapter: Adapter, backend: Backend, settings: PolicySettings, rule: ResizeRule):
         self.adapter = adapter
@@ -90,8 +86,8 @@ class Budgeter:
         """Tokens a server counted beyond our last estimate (template, image): added to later estimates."""
         self.history: TurnHistory | None = None
         """The run's past turns, as the last decision was handed them (the text budget pays for them)."""
-        self._cuts = SlidingCuts()
-        """Parts cut to fit the window, kept cut the same way from cycle to cycle (`_fit_parts`)."""
+        self.cuts = WindowCuts()
+        """The prompt's budgeter's cuts to this window, kept the same way from cycle to cycle (`refit`)."""
 
     # -- the window and what things cost in it ------------------------------------------
 
@@ -174,7 +170,7 @@ class Budgeter:
         image_n += self._past_tokens()
         return text_n + image_n + TEMPLATE_MARGIN_TOKENS + self.calibration, len(text) / max(1, text_n)
 
-    # -- the cuts -------------------------------------------------------------------
+    # -- fitting to the window ---------------------------------------------------------
 
     def fit(self, prompt: Prompt) -> Fitted:
         """The prompt fitted to the window with room for the reply: past screenshots first, then past answers,
@@ -191,66 +187,31 @@ class Budgeter:
         if window is None:
             return Fitted(messages, estimate, [])
         limit = window.n_ctx - self.settings.max_tokens
-        context, cut = prompt.context, []
-        left_out: str | None = None  # the left-out part's own text, before any cut was said in it
-        whole = {id(p): p.text for p in context.parts}  # every cut is made from the part as built
-        for _ in range(6):
+        cut = self.cuts.parts(prompt.context)
+        for _ in range(CUT_ROUNDS):
             if estimate <= limit:
                 break
-            need = int((estimate - limit) * max(1.0, cpt) * 1.02) + 16  # a little over: the loop cuts again if short
-            self._cut_parts(context, need, whole, cut)
-            if cut:  # said in the prompt before it is measured again, so the note itself is paid for
-                left_out = _say_cut(context, cut, left_out)
+            cut.shrink(estimate - limit, cpt)  # the prompt's budgeter decides what goes, and says it
             messages = prompt.messages()
             estimate, cpt = self.estimate(messages, prompt.image)
         if estimate > limit:
             raise ContextExceeded(estimate + self.settings.max_tokens, window.n_ctx,
                                   f"the prompt needs {estimate} tokens and the reply up to {self.settings.max_tokens} "
                                   f"(policy.max_tokens), but {window.source} allows {window.n_ctx}; "
-                                  + self._largest_part(context, prompt.image, cpt))
-        return Fitted(messages, estimate, [f"{name} ({_CUT})" for name in cut])
-
-    def _cut_parts(self, context: DecisionContext, need: int, whole: dict[int, str], cut: list[str]) -> None:
-        """Cut `need` characters from the parts, least needed first (`SHRINK_ORDER`); names what was cut."""
-        for name in SHRINK_ORDER:
-            for part in context.parts:
-                if need <= 0 or part.name != name:
-                    continue
-                floor = 100 if name in HEAD_KEPT else 0
-                keep = max(floor, len(part.text) - need)
-                if keep >= len(part.text):
-                    continue
-                # in slides: the same cut as last cycle while it fits, so a prompt cache keeps its prefix
-                text = self._cuts.cut(name, whole[id(part)], keep)
-                need -= len(part.text) - len(text)
-                part.text = text
-                if part.name not in cut:
-                    cut.append(part.name)
-        context.parts = [p for p in context.parts if p.text or p.name in HEAD_KEPT]
+                                  + self._largest_part(prompt.context, prompt.image, cpt))
+        return Fitted(messages, estimate, cut.dropped)
 
     def _fit_history(self, prompt: Prompt) -> list[str]:
-        """The oldest past screenshots go first when the prompt does not fit (before any text is cut), then the
-        oldest past answers, marked; the screenshot window is held to what fitted, so it slides by half from then
-        on instead of losing one screenshot a cycle."""
+        """Past turns let go, one at a time, while the prompt does not fit (before any text is cut): which go,
+        and how it is said, the prompt's budgeter decides (`WindowCuts.history`)."""
         window, history = self.context_window(), prompt.history
         if window is None or history is None:
             return []
         limit = window.n_ctx - self.settings.max_tokens
-        gone = answers = 0
-        while history.turns and self.estimate(prompt.messages(), prompt.image)[0] > limit:
-            if history.with_images():
-                gone += history.drop_oldest_images(1)
-            else:
-                del history.turns[0]
-                answers += 1
-        if gone:
-            history.max_images = len(history.with_images())
-        if not (gone or answers):
-            return []
-        what = ", ".join(x for x in (f"{gone} past screenshot(s)" if gone else "",
-                                     f"{answers} past answer(s)" if answers else "") if x)
-        _say(prompt.context, f"Cut to fit the model's context window: the oldest {what}.")
-        return [f"{what} ({_CUT})"]
+        cut = self.cuts.history(history)
+        while cut.possible() and self.estimate(prompt.messages(), prompt.image)[0] > limit:
+            cut.one()
+        return cut.said(prompt.context)
 
     def _largest_part(self, context: DecisionContext, image: SentImage, cpt: float) -> str:
         """Which part of a prompt that does not fit is the largest, with its size and what lowers it."""
@@ -264,24 +225,3 @@ class Budgeter:
         return (f"the largest part is the {name} (~{n} tokens): {remedy.get(name, 'shorten it')}, or raise the "
                 "model's context window (runtime.n_ctx, or the server's own -c)")
 
-
-def _say(context: DecisionContext, line: str) -> None:
-    """Add `line` to the prompt's left-out part (made when there is none)."""
-    left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
-    if left is None:
-        context.parts.append(ContextPart(PartName.LEFT_OUT, line))
-    else:
-        left.text = left.text + " " + line
-
-
-def _say_cut(context: DecisionContext, cut: list[str], before: str | None) -> str:
-    """Say in the left-out part which parts were cut (replacing what an earlier round said); returns that part's
-    text as it was before any cut was said in it."""
-    line = "Cut to fit the model's context window: " + ", ".join(cut) + "."
-    left = next((p for p in context.parts if p.name == PartName.LEFT_OUT), None)
-    if left is None:
-        context.parts.append(ContextPart(PartName.LEFT_OUT, line))
-        return ""
-    base = left.text if before is None else before
-    left.text = f"{base} {line}" if base else line
-    return base
