@@ -117,7 +117,6 @@ def write_learning_curve(metrics: list[dict[str, Any]], path: Path, title: str) 
 class Corpus:
     """The dataset's usable examples, split, and the hash of the data they came from."""
 
-    rows: int
     train: list[Example]
     held_out: list[Example]
     digest: str
@@ -185,7 +184,7 @@ def load_corpus(recipe: Recipe, say: Any) -> Corpus:
     digest = data_hash(recipe.data.path)
     say(f"data: {len(rows)} row(s) → {len(train_ex)} train / {len(eval_ex)} held out"
         + (f"; skipped {skipped}" if skipped else "") + f"; sha256 {digest[:12]}")
-    return Corpus(rows=len(rows), train=train_ex, held_out=eval_ex, digest=digest)
+    return Corpus(train=train_ex, held_out=eval_ex, digest=digest)
 
 
 def encode_corpus(base: Path, corpus: Corpus, recipe: Recipe, say: Any) -> Encoded:
