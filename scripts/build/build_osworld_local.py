@@ -134,7 +134,20 @@ class Suite:
 
 
 def build(s: Suite) -> None:
-    # --- os: the terminal ------------------------------------------------------------------
+    """Every task of the suite, in the order test_all.json lists them."""
+    add_os_terminal_tasks(s)
+    add_os_file_tasks(s)
+    add_os_answer_file_tasks(s)
+    add_os_text_edit_tasks(s)
+    add_os_infeasible_task(s)
+    add_mousepad_tasks(s)
+    add_chrome_tasks(s)
+    add_office_pick_tasks(s)
+    add_office_csv_task(s)
+
+
+def add_os_terminal_tasks(s: Suite) -> None:
+    """The os domain in the open terminal: its output is what the checker reads."""
     s.add("os", "terminal-arith",
           "In the open terminal, let the shell compute 6 times 7 and print the result with the prefix ANSWER= "
           "(for example ANSWER=12).",
@@ -156,7 +169,9 @@ def build(s: Suite) -> None:
           passing=[act("type", text="cat ~/secret.txt\n"), done("shown")],
           failing=[act("type", text="ls\n"), done()])
 
-    # --- os: files and commands -----------------------------------------------------------------
+
+def add_os_file_tasks(s: Suite) -> None:
+    """The os domain's files and commands: folders, a copy, a permission, a script's typo."""
     s.add("os", "make-folders",
           "Create the folder Desktop/reports/2026 in my home folder (with any folders it needs).",
           config=[shell("mkdir -p ~/Desktop")],
@@ -197,6 +212,10 @@ def build(s: Suite) -> None:
           apps=["os"],
           passing=[act("replace_text", path="~/app.py", old="pritn(total)", new="print(total)"), done()],
           failing=[act("read_file", path="~/app.py"), done()])
+
+
+def add_os_answer_file_tasks(s: Suite) -> None:
+    """The os domain's answers in files: a count, a setting, a JSON object, a summary."""
     words = "".join(f"{w}\n" for w in ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet"))
     s.add("os", "count-lines",
           "How many lines does ~/data/words.txt have? Write just that number into ~/count.txt.",
@@ -250,6 +269,10 @@ def build(s: Suite) -> None:
           apps=["os"],
           passing=[sh("ls ~/inbox | wc -l | tr -d '\\n' > ~/inbox-count.txt"), done()],
           failing=[sh("printf 3 > ~/inbox-count.txt"), done()])
+
+
+def add_os_text_edit_tasks(s: Suite) -> None:
+    """The os domain's text edits: a log without its DEBUG lines, a new one-line file."""
     s.add("os", "clean-log",
           "Remove every DEBUG line from ~/logs/app.log and keep all the other lines.",
           config=[shell("mkdir -p ~/logs && printf 'INFO started\\nDEBUG cache warm\\nERROR disk full\\n"
@@ -270,6 +293,10 @@ def build(s: Suite) -> None:
           apps=["os"],
           passing=[act("append_file", path="~/motd.txt", text="Welcome to the lab\n"), done()],
           failing=[act("append_file", path="~/motd.txt", text="Welcome to the lab!\n"), done()])
+
+
+def add_os_infeasible_task(s: Suite) -> None:
+    """The os domain's task that cannot be done: passing means saying so."""
     s.add("os", "impossible-refresh-rate",
           "Set this computer's display to 8K resolution at 240 Hz in the system display settings.",
           config=[step("sleep", seconds=0.1)],
@@ -278,7 +305,9 @@ def build(s: Suite) -> None:
           passing=[act("finish", status="FAIL", message="there is no 8K 240 Hz mode on this display")],
           failing=[done("changed it")])
 
-    # --- mousepad: a light text editor --------------------------------------------------------
+
+def add_mousepad_tasks(s: Suite) -> None:
+    """Mousepad, a light text editor: replace a file's content, append a line."""
     notes = b"draft\n"
     s.add("mousepad", "mousepad-replace-text",
           "The file ~/Documents/notes.txt is open in Mousepad. Replace its whole content with the two lines "
@@ -309,7 +338,9 @@ def build(s: Suite) -> None:
                    act("hotkey", keys=["ctrl", "s"]), done("saved")],
           failing=[act("hotkey", keys=["ctrl", "end"]), act("type", text="3. ship it\n"), done("added")])
 
-    # --- chrome (Chromium) ----------------------------------------------------------------
+
+def add_chrome_tasks(s: Suite) -> None:
+    """Chrome (Chromium): read a tab's title."""
     s.add("chrome", "chrome-tab-title",
           "Two local pages are open in the browser. Write the title of the page in the second tab, followed by a "
           "newline, into ~/answer.txt.",
@@ -323,7 +354,9 @@ def build(s: Suite) -> None:
           passing=[sh("echo Bravo > ~/answer.txt"), done()],
           failing=[sh("echo Alpha > ~/answer.txt"), done()])
 
-    # --- office documents (files only: made, moved and compared here) --------------------------
+
+def add_office_pick_tasks(s: Suite) -> None:
+    """Office documents (files only: made, moved and compared here): pick the right version."""
     draft = docx_bytes(["Quarterly report", "DRAFT: numbers to be checked", "Revenue 10"])
     final = docx_bytes(["Quarterly report", "FINAL", "Revenue 12"])
     s.add("office", "docx-pick-final",
@@ -371,6 +404,10 @@ def build(s: Suite) -> None:
           apps=["os"],
           passing=[sh("mkdir -p ~/Documents && cp ~/Downloads/budget_2.xlsx ~/Documents/april.xlsx"), done()],
           failing=[sh("mkdir -p ~/Documents && cp ~/Downloads/budget_1.xlsx ~/Documents/april.xlsx"), done()])
+
+
+def add_office_csv_task(s: Suite) -> None:
+    """Office documents: a text list turned into a CSV file."""
     s.add("office", "csv-from-notes",
           "~/Documents/scores.txt lists names and scores as 'name: score'. Write them, in the same order, as the "
           "CSV file ~/Documents/scores.csv with the header line name,score.",

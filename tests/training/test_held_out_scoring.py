@@ -14,7 +14,7 @@ from PIL import Image
 
 from conway.config import load_config
 from training.data import DataSettings, build_examples
-from training.train_lora import score_answers
+from training.held_out import score_answers
 
 CAPTURED = (640, 400)
 BOXES = [(420, 60, 500, 120), (40, 250, 120, 330), (300, 170, 380, 230), (540, 300, 620, 380)]
