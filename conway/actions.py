@@ -8,7 +8,7 @@ coordinate space of the host. Nothing here knows about models or pyautogui.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -81,9 +81,31 @@ KeyName = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_che
                     WithJsonSchema({"type": "string", "enum": list(KEY_CHOICES)}), KeyNameRule()]
 
 
-ACTION_GROUPS = ("gui", "file", "browser", "shell", "mcp", "skill", "control")
-"""Every action belongs to one group: the tool that runs it (`tools/registry.py` has one row per group but
-control, which the loop runs itself) and its repetition counter (gui counters reset on screen change)."""
+class GroupTool(NamedTuple):
+    """The tool that runs an action group: named, never imported here (a tool's module may import a desktop or an
+    SDK lazily; this module stays a leaf that policies import)."""
+
+    module: str
+    """Its module under `conway/tools/`, which declares the tool's `ROW` (`conway.tools.row`)."""
+    by_name: bool = True
+    """`tools.enabled` turns it on by the module's name; False: its own configuration does (MCP servers, skills)."""
+
+
+ACTION_GROUPS: dict[str, GroupTool | None] = {
+    "skill": GroupTool("skills", by_name=False),
+    "mcp": GroupTool("mcp", by_name=False),
+    "file": GroupTool("files"),
+    "shell": GroupTool("shell"),
+    "browser": GroupTool("browser"),
+    "gui": GroupTool("gui"),
+    "control": None,  # wait and finish: the loop runs them itself
+}
+"""Every action belongs to one group: the tool that runs it and its repetition counter (gui counters reset on
+screen change). In the toolbox's order (`conway.tools.registry.TOOLS`: the prompt's tool texts and the start-up
+findings follow it). A new tool is its module in `conway/tools/` plus, here, its action classes (in `Action`) and
+its entry in this table."""
+TOOL_NAMES: tuple[str, ...] = tuple(t.module for t in ACTION_GROUPS.values() if t is not None and t.by_name)
+"""The names `tools.enabled` takes (`conway.config`), in the table's order."""
 
 
 class _Action(BaseModel):

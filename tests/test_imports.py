@@ -30,6 +30,7 @@ NEVER = [
     ("conway.store", "conway.loop", "files in the home know nothing of who writes them"),
     ("conway.experience", "conway.loop", "experience is read from the journal, never from the live loop"),
     ("conway.evals", "conway.cli", "evals know no command line"),
+    ("conway.args", "conway.cli", "what every command's arguments share sits below the command line that assembles them"),
     ("conway.readiness", "conway.cli", "readiness checks and commands know no command line"),
     ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
     ("conway.tasks", "conway.evals", "a task is loaded, checked and scored below the suites and reports that run it"),

@@ -202,5 +202,5 @@ def test_code_cites_sections_that_exist():
 
 
 def test_the_no_model_refusal_quoted_in_the_readme_is_the_one_printed():
-    from conway.cli.resolve import NO_MODEL
+    from conway.args.resolve import NO_MODEL
     assert f"conway: error: {NO_MODEL}" in readme()

@@ -15,12 +15,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from conway.cli.resolve import config_of as _config
-from conway.cli.resolve import home_of as _home
-from conway.cli.resolve import model_config_of as _model_config
-from conway.cli.resolve import pool_of as _pool
-from conway.cli.resolve import pool_spec_of as _pool_spec
-from conway.cli.resolve import require_model as _require_model
+from conway.args.resolve import config_of as _config
+from conway.args.resolve import home_of as _home
+from conway.args.resolve import model_config_of as _model_config
+from conway.args.resolve import pool_spec_of as _pool_spec
+from conway.args.resolve import require_model as _require_model
 from conway.errors import ExitCode, UserError
 
 
@@ -240,48 +239,6 @@ def do_replay(args) -> int:
                   tolerance_px=args.tolerance_px, limit=args.limit, skip_missing=args.skip_missing, argv=args._argv)
 
 
-def do_preflight(args) -> int:
-    from conway.evals.preflight import preflight
-    home = _home(args)
-    try:
-        cfg = _config(args, home)
-    except UserError:
-        cfg = None  # an invalid configuration is preflight's to report, as its first check
-    if cfg is not None:
-        _require_model(args, home, cfg)
-    return preflight(home, lambda: _config(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
-
-
-def do_vision_check(args) -> int:
-    from conway.evals.vision_check import vision_check
-    home = _home(args)
-    if args.samples < 1:
-        raise UserError(f"--samples must be at least 1 (got {args.samples})")
-    cfg = _model_config(args, home)
-    return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
-                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
-                        profile=args.profile, pool=_pool(args, cfg, home), resume=args.resume)
-
-
-def do_grounding_check(args) -> int:
-    from conway.evals.grounding.check import grounding_check
-    home = _home(args)
-    cfg = _model_config(args, home)
-    return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
-                           samples=args.samples, seed=args.seed, per_screen=args.per_screen,
-                           bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
-                           progress=not args.quiet, pool=_pool(args, cfg, home), resume=args.resume)
-
-
-def do_acceptance_check(args) -> int:
-    from conway.evals.acceptance_check import acceptance_check
-    home = _home(args)
-    cfg = _model_config(args, home)
-    return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                            seed=args.seed, keep=args.keep, argv=args._argv, pool=_pool(args, cfg, home),
-                            resume=args.resume)
-
-
 def do_sweep(args) -> int:
     from conway.evals.sweep import run_cell_process, run_sweep
     pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
@@ -350,12 +307,14 @@ COMMANDS: dict[str, Callable] = {
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
     "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
-    "preflight": do_preflight, "vision-check": do_vision_check, "grounding-check": do_grounding_check,
-    "acceptance-check": do_acceptance_check,
     "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,
     "mcp-serve": do_mcp_serve,
 }
 
 
 def run_command(args: argparse.Namespace) -> int:
-    return COMMANDS[args.command](args)
+    """The command's function here, or the eval suite's own (`SuiteKind.command`, `conway.evals.suites`)."""
+    if args.command in COMMANDS:
+        return COMMANDS[args.command](args)
+    from conway.evals.suites import having
+    return next(k.command.run for k in having("command") if k.command and k.command.name == args.command)(args)

@@ -8,7 +8,7 @@ import sys
 
 from conway import __version__
 from conway.cli.commands import run_command
-from conway.cli.parsers import COMMANDS
+from conway.cli.parsers import parser_pieces
 from conway.errors import ExitCode, UserError
 
 EPILOG = """\
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"conway {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for add in COMMANDS:  # each command's parser: conway/cli/parsers.py
+    for add in parser_pieces():  # each command's parser: conway/cli/parsers.py, a suite's in its module
         add(sub)
     return parser
 

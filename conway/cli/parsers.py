@@ -1,39 +1,22 @@
 """The `conway` command's subcommands: one small function per command (or group) that adds its parser.
 
-`conway.cli.main.build_parser` adds every piece of `COMMANDS`, in order; a new command is its function here and
-one entry in `COMMANDS` (its behaviour: one function in `conway/cli/commands.py`).
+`conway.cli.main.build_parser` adds every piece `parser_pieces` lists, in order: the command line's own
+`COMMANDS` (a new one is its function here and one entry in `COMMANDS`; its behaviour: one function in
+`conway/cli/commands.py`) and each eval suite's command, which its suite module declares and
+`conway.evals.suites` registers (`SuiteKind.command`: a new suite needs no edit here).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Callable
 
+from conway.args.command import AddParser, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.pool import add_pool_args
 from conway.cli import tasks as tasks_cli
-from conway.cli.pool_args import add_pool_args
 from conway.errors import exit_codes_text
+from conway.evals.suites import having
 from conway.observe.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
-
-Subparsers = argparse._SubParsersAction
-CommandPiece = Callable[[Subparsers], None]
-
-
-def cmd(sub: Subparsers, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=help, description=description or help,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
-def _add_overrides(p: argparse.ArgumentParser) -> None:
-    p.add_argument("overrides", nargs="*", metavar="key=value",
-                   help="configuration overrides (e.g. agent.max_steps=5, policy=opencua-7b)")
-
-
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mock", action="store_true", help="use the offline scripted mock policy (no model, no desktop)")
-    p.add_argument("--mock-script", metavar="FILE", help="YAML/JSONL script of mock decisions (implies --mock)")
-    p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
-    p.add_argument("--model", metavar="ID", help="served model id (required when the endpoint serves several)")
 
 
 def _add_budget_args(p: argparse.ArgumentParser) -> None:
@@ -52,7 +35,7 @@ def _init(sub: Subparsers) -> None:
 def _doctor(sub: Subparsers) -> None:
     p = cmd(sub, "doctor", "report Python, platform, CPU, memory, disk, optional extras and which tools actually run here")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _run(sub: Subparsers) -> None:
@@ -60,23 +43,23 @@ def _run(sub: Subparsers) -> None:
             "Run the continuous loop: observe, decide, act, record, forever (or within --max-steps/--max-seconds).\n"
             "A model's finish is recorded and the loop carries on. Never reads stdin; control it from another\n"
             "terminal with `conway status|pause|resume|stop`.")
-    _add_model_args(p)
+    add_model_args(p)
     _add_budget_args(p)
     p.add_argument("--observe", action="store_true",
                    help="capture real observations and plan without dispatching any action (dry run)")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _start(sub: Subparsers) -> None:
     p = cmd(sub, "start", "run one session; a finish ends it",
             "Run a single session. Without --execute the session only plans (no action is dispatched).")
-    _add_model_args(p)
+    add_model_args(p)
     _add_budget_args(p)
     p.add_argument("--execute", action="store_true", help="dispatch actions (default: plan only)")
     p.add_argument("--task", metavar="TEXT", help="the task for this session")
     p.add_argument("--task-file", metavar="FILE", help="a UTF-8 file holding the task (may declare acceptance criteria)")
     p.add_argument("--output", metavar="FILE", help="also write a session report (a new file outside the home)")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _status(sub: Subparsers) -> None:
@@ -99,7 +82,7 @@ def _stop(sub: Subparsers) -> None:
 def _config(sub: Subparsers) -> None:
     p = cmd(sub, "config", "validate and print the resolved configuration")
     p.add_argument("--check", action="store_true", help="validate (the default action) and print the result")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _export(sub: Subparsers) -> None:
@@ -192,7 +175,7 @@ def _promote(sub: Subparsers) -> None:
 
 def _replay(sub: Subparsers) -> None:
     p = cmd(sub, "replay", "feed recorded steps to a policy and score agreement with labelled actions (nothing executed)")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--trajectory", required=True, metavar="FILE", help="a conway-traj/1 JSONL from `conway export`")
     p.add_argument("--candidate", metavar="NAME", help="replay through this candidate's GGUF (llama.cpp)")
     p.add_argument("--against", default="labels", choices=("labels", "recorded"),
@@ -201,101 +184,25 @@ def _replay(sub: Subparsers) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="replay at most N steps")
     p.add_argument("--skip-missing", action="store_true", help="leave out steps whose screenshot file is gone")
     p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _skills(sub: Subparsers) -> None:
     p = cmd(sub, "skills", "list the Agent Skills the agent is offered, and the malformed ones left out (with why)")
     p.add_argument("--json", action="store_true", help="print the list as JSON")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _mcp_serve(sub: Subparsers) -> None:
     p = cmd(sub, "mcp-serve", "serve this home's status, control, export and checks to another agent over MCP",
             "Expose status, recent journal events, pause/resume/stop, export, vision-check and preflight as\n"
             "MCP tools (stdio by default). Never the desktop or the agent's tools.")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
-    _add_overrides(p)
+    add_overrides(p)
 
 
-# --- checks (conway/evals) ---
-
-
-def _preflight(sub: Subparsers) -> None:
-    p = cmd(sub, "preflight", "check configuration, constitution, recovery state, memory and model readiness",
-            "Check that this home and setup are ready to run. Never downloads anything.\n"
-            "Exit 0 ready, 2 not ready (with the reasons), 1 setup error.")
-    _add_model_args(p)
-    p.add_argument("--desktop", action="store_true",
-                   help="also take one time-bounded screenshot (deleted at once, never sent to a model)")
-    p.add_argument("--output", metavar="FILE", help="also write the report to this new file (never overwritten; not "
-                   "in the home); /dev/stdout: the report alone on standard output")
-    _add_overrides(p)
-
-
-def _vision_check(sub: Subparsers) -> None:
-    p = cmd(sub, "vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",
-            "Send seeded generated images (a coloured target among distractors, 'Click the red square.')\n"
-            "through the configured policy's own resize and coordinate pipeline and score the proposed\n"
-            "click against the target's box.\n" + exit_codes_text("all hit", "misses or errors"))
-    _add_model_args(p)
-    p.add_argument("--samples", type=int, default=8, metavar="N", help="number of generated images (default 8)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the images (default 0)")
-    p.add_argument("--size", metavar="WxH", help="image size (default: the real screen's, else 1920x1080)")
-    p.add_argument("--parallel", type=int, default=1, metavar="K",
-                   help="send K requests at once (for servers with several slots)")
-    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    add_pool_args(p)
-    p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
-                   help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
-                        "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
-                        "of 28-36 px at any image size), choose "
-                        "(2-3 squares of different colours, the goal names one)")
-    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_overrides(p)
-
-
-def _grounding_check(sub: Subparsers) -> None:
-    p = cmd(sub, "grounding-check", "score the model's clicks on real screens: live apps or a ScreenSpot-style dataset",
-            "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
-            "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
-            "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
-            "--desktop (the current desktop).\n" + exit_codes_text("all hit", "misses or errors"))
-    _add_model_args(p)
-    p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
-    p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
-    p.add_argument("--desktop", action="store_true", help="harvest targets from the applications on this desktop")
-    p.add_argument("--samples", type=int, metavar="N", help="at most N cases (seeded sample; default all)")
-    p.add_argument("--per-screen", type=int, metavar="N", help="live: at most N targets per screen (default: the suite's)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample and the harvest (default 0)")
-    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"),
-                   help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
-    p.add_argument("--parallel", type=int, default=1, metavar="K",
-                   help="send K requests at once (for servers with several slots)")
-    add_pool_args(p)
-    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
-    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_overrides(p)
-
-
-def _acceptance_check(sub: Subparsers) -> None:
-    p = cmd(sub, "acceptance-check", "real-model file and program tasks, verified by Conway, not by the model",
-            "Run the configured model through the loop (files + shell only, no desktop) on two disposable\n"
-            "tasks in a temporary directory and verify each independently.\n"
-            + exit_codes_text("all verified", "any not verified"))
-    _add_model_args(p)
-    p.add_argument("--max-steps", type=int, default=10, metavar="N",
-                   help="decisions the model may make per task (default 10; rate limits and failed requests "
-                        "do not count)")
-    p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
-    p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
-    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
-    add_pool_args(p)  # each check one session in a worker that builds its own policy
-    _add_overrides(p)
+# --- checks (conway/evals; preflight, vision-check, grounding-check and acceptance-check: their suites' own) ---
 
 
 def _sweep(sub: Subparsers) -> None:
@@ -330,9 +237,9 @@ def _probe(sub: Subparsers) -> None:
             "id, latency, the output constraint the backend honours and whether the answer is a valid action.\n"
             "A local model (policy.model_path) is loaded or served the way `run` would. Exit 0 pass, 2 fail,\n"
             "1 setup error.")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    _add_overrides(p)
+    add_overrides(p)
 
 
 def _models(sub: Subparsers) -> None:
@@ -341,36 +248,49 @@ def _models(sub: Subparsers) -> None:
             "and mmproj files of the configuration, with their metadata and a memory estimate.")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--json", action="store_true", help="print the listing as JSON")
-    _add_overrides(p)
+    add_overrides(p)
 
 
-COMMANDS: tuple[CommandPiece, ...] = (
-    _init,
-    _doctor,
-    _run,
-    _start,
-    _status,
-    _pause,
-    _resume,
-    _stop,
-    _config,
-    _export,
-    _view,
-    _review,
-    _candidates,
-    _candidate_eval,
-    _promote,
-    _replay,
-    _skills,
-    _mcp_serve,
-    _preflight,
-    _vision_check,
-    _grounding_check,
-    _acceptance_check,
-    tasks_cli.add_parser,  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
-    _sweep,
-    _report,
-    _probe,
-    _models,
-)
-"""Every command (or group) in the order `conway --help` lists them; `build_parser` adds each."""
+COMMANDS: dict[str, AddParser] = {
+    "init": _init,
+    "doctor": _doctor,
+    "run": _run,
+    "start": _start,
+    "status": _status,
+    "pause": _pause,
+    "resume": _resume,
+    "stop": _stop,
+    "config": _config,
+    "export": _export,
+    "view": _view,
+    "review": _review,
+    "candidates": _candidates,
+    "candidate-eval": _candidate_eval,
+    "promote": _promote,
+    "replay": _replay,
+    "skills": _skills,
+    "mcp-serve": _mcp_serve,
+    "tasks": tasks_cli.add_parser,  # `conway tasks list|…`: a group of its own (conway/cli/tasks.py)
+    "sweep": _sweep,
+    "report": _report,
+    "probe": _probe,
+    "models": _models,
+}
+"""The command line's own commands (or groups), in the order `conway --help` lists them; each eval suite's
+command (`conway.evals.suites`) goes in after the one its piece names."""
+
+
+def parser_pieces() -> list[AddParser]:
+    """Every command's parser piece in `conway --help` order: COMMANDS with each suite's command after its anchor."""
+    order = list(COMMANDS)
+    adds = dict(COMMANDS)
+    waiting = [kind.command for kind in having("command") if kind.command is not None]
+    while waiting:  # an anchor may itself be a suite's command: place what can be placed, then go again
+        ready = [piece for piece in waiting if piece.after in adds]
+        if not ready:
+            raise ValueError(f"suite commands after unknown commands: {[(p.name, p.after) for p in waiting]}")
+        for piece in reversed(ready):  # reversed: pieces with one anchor end up in registration order
+            order.insert(order.index(piece.after) + 1, piece.name)
+            adds[piece.name] = piece.add_parser
+        waiting = [piece for piece in waiting if piece not in ready]
+    return [adds[name] for name in order]

@@ -1,5 +1,5 @@
 """The `conway tasks` command group, whole: its parsers (`add_parser`) and one function per subcommand (`list`,
-`run`); the home, configuration and pool come from `conway.cli.resolve` like every command's."""
+`run`); the home, configuration and pool come from `conway.args.resolve` like every command's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from conway.cli.pool_args import add_pool_args
+from conway.args.pool import add_pool_args
 from conway.errors import ExitCode, UserError
 from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S
 
@@ -117,7 +117,7 @@ def do_list(args: argparse.Namespace) -> int:
 
 
 def do_run(args: argparse.Namespace) -> int:
-    from conway.cli.resolve import home_of, model_config_of, pool_of
+    from conway.args.resolve import home_of, model_config_of, pool_of
     from conway.evals.tasks_run import tasks_run
     split_overrides(args)
     home = home_of(args)

@@ -35,8 +35,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.pool import add_pool_args
+from conway.args.resolve import home_of, model_config_of, pool_of
 from conway.config import ConwayConfig
-from conway.errors import ExitCode, UserError
+from conway.errors import ExitCode, UserError, exit_codes_text
 from conway.evals.pool import Pool
 from conway.evals.report import Report, check_new_output
 from conway.evals.runner import resumed_seed, run_suite, suite_policy
@@ -361,3 +364,34 @@ def _case(name: str, task: str, criterion: str, outcome: Any, ok: bool, observed
             "valid_decisions": outcome.valid_decisions, "model_errors": dict(outcome.model_errors),
             "no_valid_decision": outcome.no_valid_decision,
             "actions": _action_log(events), "details": details}
+
+
+# --- its command, `conway acceptance-check` (registered with its kind in conway.evals.suites) ---
+
+
+def _add_parser(sub: Subparsers) -> None:
+    p = cmd(sub, "acceptance-check", "real-model file and program tasks, verified by Conway, not by the model",
+            "Run the configured model through the loop (files + shell only, no desktop) on two disposable\n"
+            "tasks in a temporary directory and verify each independently.\n"
+            + exit_codes_text("all verified", "any not verified"))
+    add_model_args(p)
+    p.add_argument("--max-steps", type=int, default=10, metavar="N",
+                   help="decisions the model may make per task (default 10; rate limits and failed requests "
+                        "do not count)")
+    p.add_argument("--max-seconds", type=float, default=600.0, metavar="S", help="time budget per task (default 600)")
+    p.add_argument("--seed", type=int, metavar="S", help="seed of the task names and contents (default: random, recorded)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary working directories")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    add_pool_args(p)  # each check one session in a worker that builds its own policy
+    add_overrides(p)
+
+
+def _run_command(args) -> int:
+    home = home_of(args)
+    cfg = model_config_of(args, home)
+    return acceptance_check(home, cfg, output=args.output, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                            seed=args.seed, keep=args.keep, argv=args._argv, pool=pool_of(args, cfg, home),
+                            resume=args.resume)
+
+
+COMMAND = CommandPiece("acceptance-check", _add_parser, _run_command, after="grounding-check")

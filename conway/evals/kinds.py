@@ -6,7 +6,8 @@ kinds differently: `conway report`'s text (`conway.evals.report_render`), the vi
 (`conway.evals.export_report`). None of them names a kind; each reads the facet it needs from the record.
 The records are registered in `conway.evals.suites`, one `register(...)` line per kind, and read from there.
 
-This module holds the record types only; it imports no suite, so any suite module may use them.
+This module holds the record types only; it imports no suite, so any suite module may use them. A suite's
+command piece is `conway.args.command.CommandPiece` (the command line assembles the parser from them).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from conway.args.command import CommandPiece
 
 Case = dict[str, Any]
 ReportData = dict[str, Any]
@@ -86,3 +89,6 @@ class SuiteKind:
     """`conway sweep`; without one a sweep cannot run the kind."""
     records: ExportRecords | None = None
     """`conway export --from-report`; without one the export refuses the report."""
+    command: CommandPiece | None = None
+    """Its `conway` subcommand (parser and handler, declared in the suite's module); None: the command line owns
+    the kind's command (`conway/cli/`), or it has none."""

@@ -22,8 +22,10 @@ import sys
 import time
 from typing import Callable
 
+from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.resolve import config_of, home_of, require_model
 from conway.config import ConwayConfig
-from conway.errors import ExitCode
+from conway.errors import ExitCode, UserError
 from conway.evals.report import Report, check_new_output
 from conway.evals.text import table
 from conway.readiness.checks import Check
@@ -91,3 +93,32 @@ def preflight(home: Home, load_config: Callable[[], ConwayConfig], *, output: st
 
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr)
+
+
+# --- its command, `conway preflight` (registered with its kind in conway.evals.suites) ---
+
+
+def _add_parser(sub: Subparsers) -> None:
+    p = cmd(sub, "preflight", "check configuration, constitution, recovery state, memory and model readiness",
+            "Check that this home and setup are ready to run. Never downloads anything.\n"
+            "Exit 0 ready, 2 not ready (with the reasons), 1 setup error.")
+    add_model_args(p)
+    p.add_argument("--desktop", action="store_true",
+                   help="also take one time-bounded screenshot (deleted at once, never sent to a model)")
+    p.add_argument("--output", metavar="FILE", help="also write the report to this new file (never overwritten; not "
+                   "in the home); /dev/stdout: the report alone on standard output")
+    add_overrides(p)
+
+
+def _run_command(args) -> int:
+    home = home_of(args)
+    try:
+        cfg = config_of(args, home)
+    except UserError:
+        cfg = None  # an invalid configuration is preflight's to report, as its first check
+    if cfg is not None:
+        require_model(args, home, cfg)
+    return preflight(home, lambda: config_of(args, home), output=args.output, desktop=args.desktop, argv=args._argv)
+
+
+COMMAND = CommandPiece("preflight", _add_parser, _run_command, after="mcp-serve")

@@ -1,27 +1,29 @@
 """Every suite kind Conway knows, registered once: one `register(SuiteKind(...))` per kind.
 
-A new eval suite is its module (its run, its text render, its records) plus one `register` line here; the
+A new eval suite is its module (its run, its text render, its records, its command: a `CommandPiece` with its
+parser and handler, `conway.args.command`) plus one `register` line here, nothing in `conway/cli/`; the
 viewer draws it with one of its layouts (`conway.view.reports.LAYOUTS`). What each field means:
 `conway.evals.kinds`. Everything that treats kinds differently reads `KINDS` (through `suite_kind` and
-`having`): `conway report`, `conway view REPORT`, `conway sweep`, `conway export --from-report`.
+`having`): `conway report`, `conway view REPORT`, `conway sweep`, `conway export --from-report`, and the
+command line (`conway.cli.parsers.parser_pieces`, `conway.cli.commands.run_command`).
 """
 
 from __future__ import annotations
 
+from conway.evals import acceptance_check as acceptance
 from conway.evals import case_outcomes as co
+from conway.evals import preflight as preflight_suite
 from conway.evals import report_text
-from conway.evals.acceptance_check import acceptance_check
+from conway.evals import vision_check as vision
 from conway.evals.candidates import candidate_eval
-from conway.evals.grounding.check import grounding_check
+from conway.evals.grounding import check as grounding
 from conway.evals.grounding.records import records_from_grounding
 from conway.evals.grounding.render import render_grounding
 from conway.evals.kinds import ReportView, SuiteKind, SweepMetric
-from conway.evals.preflight import preflight
 from conway.evals.replay import replay
 from conway.evals.sweep_table import render_sweep
 from conway.evals.tasks_run import tasks_run
 from conway.evals.tasks_summary import render_tasks
-from conway.evals.vision_check import vision_check
 from conway.evals.vision_records import records_from_vision_check
 from conway.experience.task_records import records_from_tasks
 
@@ -50,12 +52,12 @@ _CLICKS = dict(outcome=co.click_outcome, outcomes=co.CLICK_OUTCOMES, error_outco
 _HIT_RATE = dict(rate="hit_rate", ci95="hit_rate_ci95", successes="hits", cases="cases")
 
 register(SuiteKind(
-    "vision-check", run=vision_check, text=report_text.render_vision,
+    "vision-check", run=vision.vision_check, text=report_text.render_vision, command=vision.COMMAND,
     view=ReportView("click", **_CLICKS, sort_value=co.target_colour, sort_label="target colour",
                     caption=co.shape_caption),
     sweep=SweepMetric("vision-check", **_HIT_RATE), records=records_from_vision_check))
 register(SuiteKind(
-    "grounding-check", run=grounding_check, text=render_grounding,
+    "grounding-check", run=grounding.grounding_check, text=render_grounding, command=grounding.COMMAND,
     view=ReportView("click", **_CLICKS, sort_value=co.target_type, sort_label="type",
                     caption=co.grounding_caption, screenshots=True, pixel_boxes=False),
     sweep=SweepMetric("grounding-check", **_HIT_RATE), records=records_from_grounding))
@@ -76,7 +78,9 @@ register(SuiteKind(
     "sweep", text=render_sweep,
     view=ReportView("cell", co.cell_outcome, co.CELL_OUTCOMES, ("unfinished", "below"), "cell below the best",
                     co.cell_preset, "preset")))
-register(SuiteKind("preflight", run=preflight, text=report_text.render_checks))
-register(SuiteKind("acceptance-check", run=acceptance_check, text=report_text.render_acceptance))
+register(SuiteKind("preflight", run=preflight_suite.preflight, text=report_text.render_checks,
+                   command=preflight_suite.COMMAND))
+register(SuiteKind("acceptance-check", run=acceptance.acceptance_check, text=report_text.render_acceptance,
+                   command=acceptance.COMMAND))
 register(SuiteKind("session", text=report_text.render_session))
 register(SuiteKind("replay", run=replay, text=report_text.render_replay))

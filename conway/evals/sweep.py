@@ -60,6 +60,28 @@ OWN_FLAGS = ("--output", "--resume", "--workers", "--ray", "--pool-endpoint", "-
 def load_sweep(path: str) -> dict[str, Any]:
     """The sweep file, checked: a known command, `args` a list of strings, a grid of non-empty lists."""
     p = Path(path).expanduser()
+    data = _read_mapping(p)
+    overrides = data.get("overrides") or []
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o and not o.startswith("-")
+                                                  for o in overrides):
+        raise UserError(f"sweep file {p}: overrides must be a list of key=value config overrides")
+    if data.get("command") not in metrics():
+        raise UserError(f"sweep file {p}: command must be one of {', '.join(metrics())} (got {data.get('command')!r})")
+    metric = metrics()[data["command"]]
+    args = _checked_args(p, data, metric)
+    grid = _checked_grid(p, data, metric)
+    out = {"command": data["command"], "args": args, "overrides": overrides,
+           "grid": {str(k): [str(v) for v in vs] for k, vs in grid.items()}}
+    names = [cell_name(c) for c in cells(out["grid"])]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise UserError(f"sweep file {p}: two cells would share the report name {twice}; make the grid's values "
+                        "differ in their last 48 letters")
+    return out
+
+
+def _read_mapping(p: Path) -> dict[str, Any]:
+    """The sweep file's YAML mapping, with no key but command, args, overrides and grid."""
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -74,21 +96,24 @@ def load_sweep(path: str) -> dict[str, Any]:
     if unknown:
         raise UserError(f"sweep file {p}: unknown key(s) {', '.join(sorted(unknown))} (command, args, overrides, "
                         "grid)")
-    overrides = data.get("overrides") or []
-    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o and not o.startswith("-")
-                                                  for o in overrides):
-        raise UserError(f"sweep file {p}: overrides must be a list of key=value config overrides")
-    if data.get("command") not in metrics():
-        raise UserError(f"sweep file {p}: command must be one of {', '.join(metrics())} (got {data.get('command')!r})")
+    return data
+
+
+def _checked_args(p: Path, data: dict[str, Any], metric: SweepMetric) -> list[str]:
+    """`args` as command-line words: none the sweep sets itself, led by the suite when the command takes one."""
     args = data.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
         raise UserError(f"sweep file {p}: args must be a list of command-line words")
     args = [str(a) for a in args]
     if own := [a for a in args if a.split("=", 1)[0] in OWN_FLAGS]:
         raise UserError(f"sweep file {p}: args may not set {', '.join(own)} (the sweep sets it for each cell)")
-    metric = metrics()[data["command"]]
     if metric.suite_first and (not args or args[0].startswith("-")):
         raise UserError(f"sweep file {p}: the args of {data['command']} begin with the suite ({metric.suite_first})")
+    return args
+
+
+def _checked_grid(p: Path, data: dict[str, Any], metric: SweepMetric) -> dict[Any, list[Any]]:
+    """`grid`: each key one the command takes and the sweep does not set, each value a non-empty list of words."""
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise UserError(f"sweep file {p}: grid must map each varied setting to a list of values")
@@ -101,14 +126,7 @@ def load_sweep(path: str) -> dict[str, Any]:
             raise UserError(f"sweep file {p}: grid.{key} must be a non-empty list")
         if any(isinstance(v, (dict, list)) or v is None for v in values):
             raise UserError(f"sweep file {p}: grid.{key} values must be plain words or numbers")
-    out = {"command": data["command"], "args": args, "overrides": overrides,
-           "grid": {str(k): [str(v) for v in vs] for k, vs in grid.items()}}
-    names = [cell_name(c) for c in cells(out["grid"])]
-    if len(set(names)) < len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        raise UserError(f"sweep file {p}: two cells would share the report name {twice}; make the grid's values "
-                        "differ in their last 48 letters")
-    return out
+    return grid
 
 
 def cells(grid: dict[str, list[str]]) -> list[dict[str, str]]:

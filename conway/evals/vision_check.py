@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from conway.actions import describe_action_space
+from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.pool import add_pool_args
+from conway.args.resolve import home_of, model_config_of, pool_of
 from conway.config import ConwayConfig
-from conway.errors import ExitCode, UserError
+from conway.errors import ExitCode, UserError, exit_codes_text
 from conway.evals.clicks import CaseError, ask, decision_fields, first_click, parallel_notes, serial_lock
 from conway.evals.pool import Pool
 from conway.evals.report import Report, write_new_file
@@ -48,6 +51,9 @@ from conway.observe.vision_cases import (
     generate_case,
     get_profile,
     references,
+)
+from conway.observe.vision_cases import (
+    PROFILES as VISION_PROFILES,
 )
 from conway.prompt.budget import build_parts, resolve_budget
 from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
@@ -333,3 +339,42 @@ def vision_check(home: Home, config: ConwayConfig, *, output: str, samples: int,
     say(f"report: {out}" + (f"; sheet: {sheet_written}" if sheet_written else
                             ("; sheet: none (no misses)" if sheet_path else "")))
     return result.code
+
+
+# --- its command, `conway vision-check` (registered with its kind in conway.evals.suites) ---
+
+
+def _add_parser(sub: Subparsers) -> None:
+    p = cmd(sub, "vision-check", "score the model's clicks on generated colour-target images (nothing is executed)",
+            "Send seeded generated images (a coloured target among distractors, 'Click the red square.')\n"
+            "through the configured policy's own resize and coordinate pipeline and score the proposed\n"
+            "click against the target's box.\n" + exit_codes_text("all hit", "misses or errors"))
+    add_model_args(p)
+    p.add_argument("--samples", type=int, default=8, metavar="N", help="number of generated images (default 8)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the images (default 0)")
+    p.add_argument("--size", metavar="WxH", help="image size (default: the real screen's, else 1920x1080)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    add_pool_args(p)
+    p.add_argument("--profile", default="standard", choices=tuple(VISION_PROFILES),
+                   help="case difficulty: standard (small targets among distractors); for CPU learning demos: "
+                        "demo (one large target), offcentre (one target never on the image centre; offcentre-fixed: "
+                        "of 28-36 px at any image size), choose "
+                        "(2-3 squares of different colours, the goal names one)")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_overrides(p)
+
+
+def _run_command(args) -> int:
+    home = home_of(args)
+    if args.samples < 1:
+        raise UserError(f"--samples must be at least 1 (got {args.samples})")
+    cfg = model_config_of(args, home)
+    return vision_check(home, cfg, output=args.output, samples=args.samples, seed=args.seed, size=args.size,
+                        parallel=args.parallel, sheet=args.sheet, argv=args._argv, progress=not args.quiet,
+                        profile=args.profile, pool=pool_of(args, cfg, home), resume=args.resume)
+
+
+COMMAND = CommandPiece("vision-check", _add_parser, _run_command, after="preflight")

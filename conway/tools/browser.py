@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from conway.actions import ActionProblem, OpenBrowser, _Action, types_of
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
+from conway.tools.row import Setup, ToolRow
 
 SCHEMES = ("http", "https", "file")
 
@@ -103,3 +104,10 @@ class BrowserTool(Tool):
             return ToolResult(ok=False, error=f"{self.command[0]} exited {code} for {url}"
                               + (f": {detail}" if detail else ""))
         return ToolResult(ok=True, output=f"opened {url} with {self.command[0]}", data={"url": url})
+
+
+def _make(s: Setup) -> Tool:
+    return BrowserTool()
+
+
+ROW = ToolRow("browser", _make)

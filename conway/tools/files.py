@@ -25,6 +25,7 @@ from conway.sandbox.environment import Environment, LocalEnvironment
 from conway.store.durable import fsync_dir
 from conway.tasks.env import PathEscape
 from conway.text.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
+from conway.tools.row import Setup, ToolRow
 
 _CHUNK = 1 << 16
 
@@ -312,3 +313,11 @@ def _remove_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def _make(s: Setup) -> Tool:
+    return FileTools(s.workdir, read_max_bytes=s.cfg.read_max_bytes, list_max_entries=s.cfg.list_max_entries,
+                     environment=s.environment)
+
+
+ROW = ToolRow("file", _make)

@@ -63,6 +63,7 @@ from conway.actions import (
 from conway.geometry import Convention, ScreenGeometry, captured_to_input, model_point_error
 from conway.machine.platform import display_problem, x11_platform
 from conway.protocols import DispatchUncertain, FailSafeTriggered, Tool, ToolResult
+from conway.tools.row import Setup, ToolRow, Unavailable
 
 __all__ = ["GuiTool", "UNAVAILABLE", "load_pyautogui"]
 
@@ -520,3 +521,12 @@ def _failsafe_message(pg: Any) -> str:
         where = "?"
     return (f"pyautogui fail-safe: the pointer is in a screen corner {where}; the run ends "
             "(move the pointer away from the corners to run again)")
+
+
+def _make(s: Setup) -> Tool:
+    if not s.gui:
+        return Unavailable("gui", GUI_TYPES, "the mock policy runs without the desktop")
+    return GuiTool(pause_s=s.cfg.gui_pause_s, failsafe=s.cfg.gui_failsafe, display=s.display)
+
+
+ROW = ToolRow("gui", _make)

@@ -52,6 +52,7 @@ from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
 from conway.text.bounded import cut_text
 from conway.tools.mcp_relay import CUT_CODE as RELAY_CUT_CODE
+from conway.tools.row import Setup, ToolRow
 
 _CALL_MARGIN_S = 5.0  # the SDK's own deadline answers first; ours only catches a stuck transport
 _CLOSE_S = 10.0  # graceful stop of every server (stdin closed, 2 s grace, SIGTERM, SIGKILL)
@@ -626,3 +627,12 @@ def _session_children() -> set[int]:
     except psutil.Error:
         pass
     return out
+
+
+def _make(s: Setup) -> Tool | None:
+    if not s.cfg.mcp_servers:
+        return None
+    return McpTool(s.cfg, s.workdir, s.home_root)
+
+
+ROW = ToolRow("mcp", _make, refused=("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)"))

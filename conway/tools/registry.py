@@ -1,18 +1,18 @@
-"""The toolbox: which tool runs which action type (the TOOLS table), and what can run here (the loop's `Actuator`)."""
+"""The toolbox: which tool runs which action type (the TOOLS table, read from each tool's module), and what can run
+here (the loop's `Actuator`)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import importlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from conway.actions import ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
+from conway.actions import ACTION_GROUPS, ACTION_TYPES, GUI_TYPES, ActionProblem, _Action
 from conway.config import SkillsConfig, ToolsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
-from conway.redact import tool_environment
 from conway.sandbox.environment import BubblewrapEnvironment, Environment, LocalEnvironment
+from conway.tools.row import Setup, ToolRow
 
 NO_DESKTOP = "no desktop tools available"
 
@@ -77,95 +77,22 @@ class Toolbox:
             tool.close()
 
 
-@dataclass(frozen=True)
-class Setup:
-    """What the tool factories are built from (`build_toolbox`'s arguments)."""
-
-    cfg: ToolsConfig
-    workdir: Path
-    gui: bool
-    home_root: Path | None
-    skills: SkillsConfig | None
-    api_key_env: str | None
-    shell_env: dict[str, str]
-    """Set in the shell's environment on top of the filtered one (a task's own CONWAY_HOME)."""
-    environment: Environment
-    """Where the shell and files tools act (`tools.environment`, or one handed in: a task's desktop)."""
-    display: str | None = None
-    """The X display the GUI tool acts on (None: `$DISPLAY`); a task's disposable desktop has its own."""
+def _rows() -> tuple[ToolRow, ...]:
+    """Each action group's tool row, from the module `ACTION_GROUPS` names for it, in that table's order."""
+    rows = []
+    for group, runner in ACTION_GROUPS.items():
+        if runner is None:
+            continue  # control: the loop runs it itself
+        row: ToolRow = importlib.import_module(f"conway.tools.{runner.module}").ROW
+        if row.group != group:
+            raise TypeError(f"conway/tools/{runner.module}.py's ROW runs {row.group!r}; ACTION_GROUPS gives it {group!r}")
+        rows.append(row)
+    return tuple(rows)
 
 
-@dataclass(frozen=True)
-class ToolRow:
-    """One tool: the action group it runs, how it is turned on, how it is made."""
-
-    group: str
-    """The action group (`actions.ACTION_GROUPS`) whose every type this tool runs."""
-    enabled_as: str | None
-    """Its name in `tools.enabled` (config's Literal lists the same names); None: its own config turns it on."""
-    make: Callable[[Setup], Tool | None]
-    """The tool for this run, or None when nothing is configured for it (no MCP server, no home)."""
-    refused: tuple[str, str] | None = None
-    """`check` refuses its actions before any intent when it cannot run: (when its tool is down, when none is
-    configured). None: the action reaches `run`, which answers ok=False."""
-
-
-def _skills(s: Setup) -> Tool | None:
-    if s.home_root is None or s.skills is None:
-        return None
-    from conway.tools.skills import SkillsTool
-    return SkillsTool(s.home_root, s.skills)
-
-
-def _mcp(s: Setup) -> Tool | None:
-    if not s.cfg.mcp_servers:
-        return None
-    from conway.tools.mcp import McpTool
-    return McpTool(s.cfg, s.workdir, s.home_root)
-
-
-def _files(s: Setup) -> Tool:
-    from conway.tools.files import FileTools
-    return FileTools(s.workdir, read_max_bytes=s.cfg.read_max_bytes, list_max_entries=s.cfg.list_max_entries,
-                     environment=s.environment)
-
-
-def _shell(s: Setup) -> Tool:
-    from conway.tools.shell import ShellTool
-    cfg = s.cfg
-
-    def env() -> dict[str, str]:  # read at each command: the environment may change during a run
-        return {**tool_environment(os.environ, drop=[s.api_key_env], drop_patterns=cfg.shell_env_drop,
-                                   keep=cfg.shell_env_keep)[0], **s.shell_env}
-    return ShellTool(s.workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes, env=env,
-                     environment=s.environment)
-
-
-def _browser(s: Setup) -> Tool:
-    from conway.tools.browser import BrowserTool
-    return BrowserTool()
-
-
-def _gui(s: Setup) -> Tool:
-    if not s.gui:
-        return _Unavailable("gui", GUI_TYPES, "the mock policy runs without the desktop")
-    try:
-        from conway.tools.gui import GuiTool
-    except ImportError as exc:  # the desktop extra is optional
-        return _Unavailable("gui", GUI_TYPES, f"GUI tools unavailable: {exc}")
-    return GuiTool(pause_s=s.cfg.gui_pause_s, failsafe=s.cfg.gui_failsafe, display=s.display)
-
-
-TOOLS: tuple[ToolRow, ...] = (  # in this order: the prompt's tool texts and the start-up findings follow it
-    ToolRow("skill", None, _skills, refused=("no Agent Skills are available",
-                                             "no Agent Skills are installed (see `conway skills`)")),
-    ToolRow("mcp", None, _mcp, refused=("no MCP tool is available", "no MCP server is configured (tools.mcp_servers)")),
-    ToolRow("file", "files", _files),
-    ToolRow("shell", "shell", _shell),
-    ToolRow("browser", "browser", _browser),
-    ToolRow("gui", "gui", _gui),
-)
-"""The toolbox's one table: a new tool is its module plus a row here (and an action group in `actions.py`)."""
+TOOLS = _rows()
+"""The toolbox's one table, in this order: the prompt's tool texts and the start-up findings follow it. A new tool
+is its module (its `Tool` and `ROW`, `conway.tools.row`) plus its action classes and group in `conway/actions.py`."""
 _REFUSED = {row.group: row.refused for row in TOOLS if row.refused}
 
 
@@ -189,14 +116,3 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
     setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {}, environment, display)
     made = (row.make(setup) for row in TOOLS if row.enabled_as is None or row.enabled_as in cfg.enabled)
     return Toolbox([tool for tool in made if tool is not None])
-
-
-class _Unavailable(Tool):
-    def __init__(self, name: str, types: frozenset[str], reason: str):
-        self.name, self.action_types, self._reason = name, types, reason
-
-    def availability(self) -> tuple[bool, str]:
-        return False, self._reason
-
-    def run(self, action: _Action, screen: ScreenGeometry | None = None) -> ToolResult:
-        return ToolResult(ok=False, error=self._reason)

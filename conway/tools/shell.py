@@ -22,10 +22,12 @@ from conway.actions import Shell, _Action, types_of
 from conway.cancel import current_cancel
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
+from conway.redact import tool_environment
 from conway.sandbox.environment import Environment, LocalEnvironment
 from conway.sandbox.process import kill_tree
 from conway.tasks.env import PathEscape
 from conway.text.bounded import HeadTail
+from conway.tools.row import Setup, ToolRow
 
 _POSIX = os.name == "posix"
 _SLICE_S = 0.1  # how often the read loop looks at the clock and the process
@@ -198,3 +200,16 @@ class _Reader:
         if _POSIX:
             self.sel.close()
             self.pipe.close()
+
+
+def _make(s: Setup) -> Tool:
+    cfg = s.cfg
+
+    def env() -> dict[str, str]:  # read at each command: the environment may change during a run
+        return {**tool_environment(os.environ, drop=[s.api_key_env], drop_patterns=cfg.shell_env_drop,
+                                   keep=cfg.shell_env_keep)[0], **s.shell_env}
+    return ShellTool(s.workdir, timeout_s=cfg.shell_timeout_s, max_output_bytes=cfg.shell_max_output_bytes, env=env,
+                     environment=s.environment)
+
+
+ROW = ToolRow("shell", _make)

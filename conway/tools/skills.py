@@ -10,6 +10,7 @@ from conway.config import SkillsConfig
 from conway.geometry import ScreenGeometry
 from conway.protocols import Tool, ToolResult
 from conway.store.skills import SkillSet, find_skills, listing, read_skill
+from conway.tools.row import Setup, ToolRow
 
 
 class SkillsTool(Tool):
@@ -52,3 +53,13 @@ class SkillsTool(Tool):
             return ToolResult(ok=False, error=f"cannot read {action.file or 'SKILL.md'} of skill {skill.name!r}: "
                                               f"{exc.strerror or exc}")
         return ToolResult(ok=True, output=text, truncated=facts["truncated"], data=facts)
+
+
+def _make(s: Setup) -> Tool | None:
+    if s.home_root is None or s.skills is None:
+        return None
+    return SkillsTool(s.home_root, s.skills)
+
+
+ROW = ToolRow("skill", _make, refused=("no Agent Skills are available",
+                                       "no Agent Skills are installed (see `conway skills`)"))

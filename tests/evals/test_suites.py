@@ -37,3 +37,23 @@ def test_every_kind_renders_text_and_an_unknown_kind_is_none():
     assert all(k.text is not None for k in KINDS.values())
     assert suite_kind("no-such-kind") is None
     assert suite_kind(None) is None
+
+
+def test_a_suites_own_command_is_listed_after_its_anchor_and_runs_its_handler(monkeypatch):
+    import argparse
+    import dataclasses
+
+    from conway.cli import commands
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    names = list(sub.choices)
+    owned = [k.command for k in having("command") if k.command is not None]
+    assert [c.name for c in owned] == ["vision-check", "grounding-check", "preflight", "acceptance-check"]
+    for piece in owned:
+        assert names.index(piece.name) == names.index(piece.after) + 1, piece.name
+        assert piece.name not in commands.COMMANDS  # one handler per command: the suite's
+    ran = []
+    kind = suite_kind("vision-check")
+    handler = dataclasses.replace(kind.command, run=lambda args: ran.append(args.command) or 0)
+    monkeypatch.setitem(KINDS, "vision-check", dataclasses.replace(kind, command=handler))
+    assert commands.run_command(argparse.Namespace(command="vision-check")) == 0 and ran == ["vision-check"]

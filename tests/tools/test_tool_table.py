@@ -1,5 +1,5 @@
-"""One table of actions and tools: every action class names its group, every group but control has one row
-in the toolbox's table, and the config's tool names are the table's."""
+"""One table of actions and tools: every action class names its group, every group but control names the module
+whose `ROW` is its one row in the toolbox's table, and the config's tool names are the table's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, get_args
 
 import pytest
 
-from conway.actions import ACTION_GROUPS, ACTION_TYPES, Action, _Action, types_of
+from conway.actions import ACTION_GROUPS, ACTION_TYPES, TOOL_NAMES, Action, _Action, types_of
 from conway.config import ToolsConfig, load_config
 from conway.tools.registry import TOOLS, build_toolbox
 
@@ -39,11 +39,32 @@ def test_every_group_but_control_has_exactly_one_row_and_each_row_runs_its_group
     assert all(types_of(f) for f in ACTION_GROUPS), "a group without actions"
 
 
+def test_each_row_comes_from_the_module_its_group_names_in_the_toolbox_order():
+    import importlib
+    groups = [row.group for row in TOOLS]
+    assert groups == [group for group, runner in ACTION_GROUPS.items() if runner is not None]
+    known = ["skill", "mcp", "file", "shell", "browser", "gui"]
+    assert [g for g in groups if g in known] == known  # the prompt's tool texts and the findings keep this order
+    for row in TOOLS:
+        runner = ACTION_GROUPS[row.group]
+        assert runner is not None and importlib.import_module(f"conway.tools.{runner.module}").ROW is row
+    assert ACTION_GROUPS["control"] is None  # the loop runs wait and finish itself
+
+
+def test_tool_modules_import_no_desktop_or_sdk():
+    import subprocess
+    import sys
+    probe = ("import sys, conway.tools.registry; "
+             "print(sorted(m for m in ('pyautogui', 'mcp', 'Xlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_the_config_tool_names_are_the_tables():
     literal = get_args(ToolsConfig.model_fields["enabled"].annotation)[0]
     named = [row.enabled_as for row in TOOLS if row.enabled_as is not None]
-    assert sorted(get_args(literal)) == sorted(named)
-    assert sorted(ToolsConfig().enabled) == sorted(named)  # all on by default
+    assert list(get_args(literal)) == named == list(TOOL_NAMES)  # in the table's order
+    assert ToolsConfig().enabled == named  # all on by default
 
 
 def test_the_built_tools_run_the_types_of_their_rows_group(tmp_path):

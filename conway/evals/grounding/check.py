@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.pool import add_pool_args
+from conway.args.resolve import home_of, model_config_of, pool_of
 from conway.config import ConwayConfig
-from conway.errors import ExitCode, UserError
+from conway.errors import ExitCode, UserError, exit_codes_text
 from conway.evals.clicks import parallel_notes, serial_lock
 from conway.evals.grounding.cases import SIZE_BUCKETS, GroundingCase, ImageCache, run_case, summarize
 from conway.evals.pool import Pool
@@ -191,3 +194,41 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(summary["no_valid_decision"])
     return lines
 
+
+# --- its command, `conway grounding-check` (registered with its kind in conway.evals.suites) ---
+
+
+def _add_parser(sub: Subparsers) -> None:
+    p = cmd(sub, "grounding-check", "score the model's clicks on real screens: live apps or a ScreenSpot-style dataset",
+            "Instruction -> real screenshot -> target box, through the configured policy's own resize and\n"
+            "coordinate pipeline; nothing is clicked. Cases come from --dataset DIR (ScreenSpot / v2 / Pro JSON or\n"
+            "a datasets folder), --apps SUITE (starts the suite's apps, targets from the accessibility tree) or\n"
+            "--desktop (the current desktop).\n" + exit_codes_text("all hit", "misses or errors"))
+    add_model_args(p)
+    p.add_argument("--dataset", metavar="DIR", help="a local ScreenSpot-style folder (never downloaded)")
+    p.add_argument("--apps", metavar="SUITE", help="a grounding suite file (YAML), e.g. evals/grounding/stock-linux.yaml")
+    p.add_argument("--desktop", action="store_true", help="harvest targets from the applications on this desktop")
+    p.add_argument("--samples", type=int, metavar="N", help="at most N cases (seeded sample; default all)")
+    p.add_argument("--per-screen", type=int, metavar="N", help="live: at most N targets per screen (default: the suite's)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the sample and the harvest (default 0)")
+    p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"),
+                   help="dataset boxes: [x, y, w, h] or [x1, y1, x2, y2] (default: detected per file)")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="send K requests at once (for servers with several slots)")
+    add_pool_args(p)
+    p.add_argument("--sheet", metavar="FILE.png", help="also draw a contact sheet of the misses")
+    p.add_argument("--output", required=True, metavar="FILE", help="new report file (never overwritten; not in the home)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_overrides(p)
+
+
+def _run_command(args) -> int:
+    home = home_of(args)
+    cfg = model_config_of(args, home)
+    return grounding_check(home, cfg, output=args.output, dataset=args.dataset, apps=args.apps, desktop=args.desktop,
+                           samples=args.samples, seed=args.seed, per_screen=args.per_screen,
+                           bbox_format=args.bbox_format, parallel=args.parallel, sheet=args.sheet, argv=args._argv,
+                           progress=not args.quiet, pool=pool_of(args, cfg, home), resume=args.resume)
+
+
+COMMAND = CommandPiece("grounding-check", _add_parser, _run_command, after="vision-check")

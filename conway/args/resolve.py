@@ -1,7 +1,7 @@
 """From a command's parsed arguments to what it runs on: the home, the configuration, the worker pool.
 
-Every command handler (`conway.cli.commands`, `conway.cli.tasks`) resolves
-these first, the same way: flags such as --mock, --endpoint or --max-steps
+Every command handler (`conway.cli.commands`, `conway.cli.tasks`, a suite's own
+`run_command`) resolves these first, the same way: flags such as --mock, --endpoint or --max-steps
 become configuration overrides, and a command that evaluates a model is
 refused (`NO_MODEL`) when none is configured rather than silently run on the
 offline mock.
