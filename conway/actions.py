@@ -101,7 +101,7 @@ ACTION_GROUPS: dict[str, GroupTool | None] = {
     "control": None,  # wait and finish: the loop runs them itself
 }
 """Every action belongs to one group: the tool that runs it and its repetition counter (gui counters reset on
-screen change). In the toolbox's order (`conway.tools.registry.TOOLS`: the prompt's tool texts and the start-up
+screen change). In the toolbox's order (`conway.tools.registry.tool_rows`: the prompt's tool texts and the start-up
 findings follow it). A new tool is its module in `conway/tools/` plus, here, its action classes (in `Action`) and
 its entry in this table."""
 TOOL_NAMES: tuple[str, ...] = tuple(t.module for t in ACTION_GROUPS.values() if t is not None and t.by_name)

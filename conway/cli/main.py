@@ -25,7 +25,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.SETUP_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (the command named on the command line), just that command where it is one
+    of the command line's own (`parser_pieces`): its parsing, help and errors are the same either way."""
     parser = _Parser(prog="conway", description="Conway: a continuous observe → decide → act agent around a "
                      "replaceable local vision-language model, with file memory and an append-only journal.",
                      epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -33,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"conway {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for add in parser_pieces():  # each command's parser: conway/cli/parsers.py, a suite's in its module
+    for add in parser_pieces(only):  # each command's parser: conway/cli/parsers.py, a suite's in its module
         add(sub)
     return parser
 
@@ -41,10 +43,23 @@ def build_parser() -> argparse.ArgumentParser:
 # --- command functions -------------------------------------------------------
 
 
+def _named_command(argv: list[str]) -> str | None:
+    """The subcommand as argparse will find it: the first word that is not an option or `--home`'s value."""
+    words = iter(argv)
+    for word in words:
+        if word == "--home":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+        elif word in ("-h", "--help", "--version") or word == "--":
+            return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args._argv = list(sys.argv[1:] if argv is None else argv)  # reports record the command line
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_named_command(argv)).parse_args(argv)
+    args._argv = argv  # reports record the command line
     try:
         code = run_command(args)
         sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at interpreter exit

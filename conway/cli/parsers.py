@@ -14,7 +14,6 @@ from conway.args.command import AddParser, Subparsers, add_model_args, add_overr
 from conway.args.pool import add_pool_args
 from conway.cli import tasks as tasks_cli
 from conway.errors import exit_codes_text
-from conway.evals.suites import having
 from conway.observe.vision_cases import PROFILES as VISION_PROFILES
 from conway.policies.families import FAMILIES
 
@@ -280,8 +279,16 @@ COMMANDS: dict[str, AddParser] = {
 command (`conway.evals.suites`) goes in after the one its piece names."""
 
 
-def parser_pieces() -> list[AddParser]:
-    """Every command's parser piece in `conway --help` order: COMMANDS with each suite's command after its anchor."""
+def parser_pieces(only: str | None = None) -> list[AddParser]:
+    """Every command's parser piece in `conway --help` order: COMMANDS with each suite's command after its anchor.
+
+    `only`: a command of the command line's own (`status`, `stop` …) needs nothing else to be parsed, so its piece
+    alone is returned and the suites (and the configuration they import) are not loaded: `conway stop` starts in
+    the time it did before suites brought their own commands."""
+    if only in COMMANDS:
+        return [COMMANDS[only]]
+    from conway.evals.suites import having  # imports every suite: only when a suite's command may be asked for
+
     order = list(COMMANDS)
     adds = dict(COMMANDS)
     waiting = [kind.command for kind in having("command") if kind.command is not None]

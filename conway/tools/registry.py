@@ -1,8 +1,9 @@
-"""The toolbox: which tool runs which action type (the TOOLS table, read from each tool's module), and what can run
+"""The toolbox: which tool runs which action type (the table `tool_rows`, read from each tool's module), and what can run
 here (the loop's `Actuator`)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,9 @@ class Toolbox:
     def check(self, action: _Action) -> "_Action | ActionProblem":
         """Pre-dispatch validation a tool owns (an MCP tool's argument schema); nothing is sent."""
         tool = self._by_type.get(action.type)  # type: ignore[attr-defined]
-        if tool is None and action.group in _REFUSED:  # no intent for what cannot run at all
+        if tool is None and action.group in (refused := _refused()):  # no intent for what cannot run at all
             reason = self._unavailable.get(action.type)  # type: ignore[attr-defined]
-            down, absent = _REFUSED[action.group]
+            down, absent = refused[action.group]
             return ActionProblem(message=f"{down}: {reason}" if reason else absent, raw=action.model_dump())
         return tool.check(action) if tool is not None else action
 
@@ -77,8 +78,12 @@ class Toolbox:
             tool.close()
 
 
-def _rows() -> tuple[ToolRow, ...]:
-    """Each action group's tool row, from the module `ACTION_GROUPS` names for it, in that table's order."""
+@functools.cache
+def tool_rows() -> tuple[ToolRow, ...]:
+    """The toolbox's one table: each action group's tool row, from the module `ACTION_GROUPS` names for it, in
+    that table's order (the prompt's tool texts and the start-up findings follow it). A new tool is its module
+    (its `Tool` and `ROW`, `conway.tools.row`) plus its action classes and group in `conway/actions.py`. Read on
+    first use, so a command that builds no toolbox (`conway stop`) never imports the tools."""
     rows = []
     for group, runner in ACTION_GROUPS.items():
         if runner is None:
@@ -90,17 +95,17 @@ def _rows() -> tuple[ToolRow, ...]:
     return tuple(rows)
 
 
-TOOLS = _rows()
-"""The toolbox's one table, in this order: the prompt's tool texts and the start-up findings follow it. A new tool
-is its module (its `Tool` and `ROW`, `conway.tools.row`) plus its action classes and group in `conway/actions.py`."""
-_REFUSED = {row.group: row.refused for row in TOOLS if row.refused}
+
+
+def _refused() -> dict[str, tuple[str, str]]:
+    return {row.group: row.refused for row in tool_rows() if row.refused}
 
 
 def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_root: Path | None = None,
                   skills: SkillsConfig | None = None, api_key_env: str | None = None,
                   shell_env: dict[str, str] | None = None, environment: Environment | None = None,
                   display: str | None = None) -> Toolbox:
-    """Tools from config, one per row of TOOLS that is turned on. `gui=False` leaves the desktop alone (mock
+    """Tools from config, one per row of `tool_rows()` that is turned on. `gui=False` leaves the desktop alone (mock
     and acceptance runs).
 
     With `home_root`, Agent Skills are offered and MCP servers keep logs and images in the home.
@@ -114,5 +119,5 @@ def build_toolbox(cfg: ToolsConfig, workdir: Path, gui: bool = True, *, home_roo
         environment = (BubblewrapEnvironment.for_workdir(workdir, network=cfg.sandbox_network)
                        if cfg.environment == "sandbox" else LocalEnvironment())
     setup = Setup(cfg, workdir, gui, home_root, skills, api_key_env, shell_env or {}, environment, display)
-    made = (row.make(setup) for row in TOOLS if row.enabled_as is None or row.enabled_as in cfg.enabled)
+    made = (row.make(setup) for row in tool_rows() if row.enabled_as is None or row.enabled_as in cfg.enabled)
     return Toolbox([tool for tool in made if tool is not None])

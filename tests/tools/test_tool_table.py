@@ -9,7 +9,7 @@ import pytest
 
 from conway.actions import ACTION_GROUPS, ACTION_TYPES, TOOL_NAMES, Action, _Action, types_of
 from conway.config import ToolsConfig, load_config
-from conway.tools.registry import TOOLS, build_toolbox
+from conway.tools.registry import build_toolbox, tool_rows
 
 
 def test_an_action_class_without_a_group_is_refused_at_definition():
@@ -34,18 +34,18 @@ def test_action_types_are_the_union_and_each_class_declares_its_own_group():
 
 
 def test_every_group_but_control_has_exactly_one_row_and_each_row_runs_its_group():
-    rows = [row.group for row in TOOLS]
+    rows = [row.group for row in tool_rows()]
     assert sorted(rows) == sorted(f for f in ACTION_GROUPS if f != "control")
     assert all(types_of(f) for f in ACTION_GROUPS), "a group without actions"
 
 
 def test_each_row_comes_from_the_module_its_group_names_in_the_toolbox_order():
     import importlib
-    groups = [row.group for row in TOOLS]
+    groups = [row.group for row in tool_rows()]
     assert groups == [group for group, runner in ACTION_GROUPS.items() if runner is not None]
     known = ["skill", "mcp", "file", "shell", "browser", "gui"]
     assert [g for g in groups if g in known] == known  # the prompt's tool texts and the findings keep this order
-    for row in TOOLS:
+    for row in tool_rows():
         runner = ACTION_GROUPS[row.group]
         assert runner is not None and importlib.import_module(f"conway.tools.{runner.module}").ROW is row
     assert ACTION_GROUPS["control"] is None  # the loop runs wait and finish itself
@@ -62,7 +62,7 @@ def test_tool_modules_import_no_desktop_or_sdk():
 
 def test_the_config_tool_names_are_the_tables():
     literal = get_args(ToolsConfig.model_fields["enabled"].annotation)[0]
-    named = [row.enabled_as for row in TOOLS if row.enabled_as is not None]
+    named = [row.enabled_as for row in tool_rows() if row.enabled_as is not None]
     assert list(get_args(literal)) == named == list(TOOL_NAMES)  # in the table's order
     assert ToolsConfig().enabled == named  # all on by default
 
@@ -72,7 +72,7 @@ def test_the_built_tools_run_the_types_of_their_rows_group(tmp_path):
     box = build_toolbox(cfg.tools, tmp_path, gui=False)
     by_name = {t.name: t for t in box.tools}
     assert set(by_name) == {"files", "shell", "browser", "gui"}  # no MCP servers, no home: no MCP or skills
-    for row in TOOLS:
+    for row in tool_rows():
         if row.enabled_as is not None:
             assert by_name[row.enabled_as].action_types == types_of(row.group)
 
