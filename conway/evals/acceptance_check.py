@@ -47,15 +47,10 @@ from conway.protocols import Policy, describe_causes
 from conway.session.acceptance import declared_record
 from conway.store.home import Home
 
-CONSTITUTION = """\
-# Constitution (Conway acceptance-check)
-
-You are being checked on simple, disposable work in a temporary working
-directory. Use the file and shell tools. Relative paths resolve in the working
-directory. Do exactly what the task asks, check the result yourself, then
-finish with DONE, or FAIL with the reason if you cannot.
-"""
-GOALS = "# Goals\n\nOnly the session task.\n"
+INSTRUCTIONS = Path(__file__).resolve().parent.parent / "prompt" / "instructions"
+CONSTITUTION_FILE = INSTRUCTIONS / "acceptance_check_constitution.md"
+"""The constitution of each task's fresh home: simple disposable work, checked by Conway, DONE or FAIL."""
+GOALS_FILE = INSTRUCTIONS / "acceptance_check_goals.md"
 WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
          "kestrel", "lagoon", "meadow", "nectar", "orbit", "pepper", "quartz", "raven", "saffron", "tundra")
 
@@ -273,8 +268,8 @@ class AcceptanceSuite:
         self.say(f"acceptance-check {check.number}/{self.total}: {check.title} in {work}")
         home = Home(root / "home")
         home.ensure_dirs()
-        home.constitution.write_text(CONSTITUTION, encoding="utf-8")
-        home.goals.write_text(GOALS, encoding="utf-8")
+        home.constitution.write_text(CONSTITUTION_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+        home.goals.write_text(GOALS_FILE.read_text(encoding="utf-8"), encoding="utf-8")
         run = run_task(home, cfg, check.task, max_steps=self.max_steps, max_seconds=self.max_seconds,
                        policy=policy, observer=SyntheticObserver(), toolbox=no_desktop_toolbox(cfg, home, work),
                        clock=self.clock, say=self.say)

@@ -24,7 +24,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from conway.actions import describe_action_space
 from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
 from conway.args.pool import add_pool_args
 from conway.args.resolve import home_of, model_config_of, pool_of
@@ -46,7 +45,6 @@ from conway.evals.stats import percentile, wilson
 from conway.observe.vision_cases import (
     DEFAULT_SIZE,
     GENERATOR,
-    PROMPT,
     VisionCase,
     generate_case,
     get_profile,
@@ -55,8 +53,8 @@ from conway.observe.vision_cases import (
 from conway.observe.vision_cases import (
     PROFILES as VISION_PROFILES,
 )
-from conway.prompt.budget import build_parts, resolve_budget
-from conway.protocols import Decision, DecisionContext, Observation, Policy, describe_causes
+from conway.prompt.click_check import click_check_context
+from conway.protocols import Decision, DecisionContext, Policy, describe_causes
 from conway.readiness.checks.model_runtime import effective_backend
 from conway.store.home import Home
 
@@ -65,15 +63,7 @@ from conway.store.home import Home
 
 def decision_context(case: VisionCase, config: ConwayConfig) -> DecisionContext:
     """The context the loop would build around this image (fixed prompt; the goal names the target)."""
-    digest = case.sha256
-    obs = Observation(png=case.png, captured_size=case.size, source="vision-check", content_hash=digest,
-                      change_key=digest[:16], logical_size=case.size, meta={"vision_check_case": case.index})
-    types = ["click"]
-    parts, dropped = build_parts(constitution=PROMPT, data_rule=False, goals=case.instruction, memory="",
-                                 action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
-                                 chars_per_token=config.context.chars_per_token)
-    return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
+    return click_check_context("vision-check", case.png, case.size, case.index, case.instruction, config)
 
 
 def score(case: VisionCase, decision: Decision) -> dict[str, Any]:

@@ -42,17 +42,9 @@ def step_context(rec: dict[str, Any], png: bytes, config: Any) -> Any:
         raise ValueError("the step records no captured size")
     digest = hashlib.sha256(png).hexdigest()
     if task.get("kind") == "vision-check":
-        from conway.observe.vision_cases import PROMPT
-        obs = Observation(png=png, captured_size=captured, source="vision-check", content_hash=digest,  # type: ignore[arg-type]
-                          change_key=digest[:16], logical_size=captured,  # type: ignore[arg-type]
-                          meta={"vision_check_case": task.get("index")})
-        types = ["click"]
-        parts, dropped = build_parts(constitution=PROMPT, data_rule=False, goals=task.get("instruction") or "", memory="",
-                                     action_space=describe_action_space(types), latest=None, recent=[],
-                                     budget_tokens=resolve_budget(config.context.budget_tokens, None),
-                                     chars_per_token=config.context.chars_per_token)
-        return DecisionContext(parts=parts, observation=obs, step=int(task.get("index", 0)) + 1,
-                               action_types=types, dropped=dropped)
+        from conway.prompt.click_check import click_check_context
+        return click_check_context("vision-check", png, captured, task.get("index"),  # type: ignore[arg-type]
+                                   task.get("instruction") or "", config)
     obs = Observation(png=png, captured_size=captured, source=obs_rec.get("source", "screen"),  # type: ignore[arg-type]
                       content_hash=digest, change_key=digest[:16],
                       logical_size=tuple(obs_rec.get("logical_size") or captured))  # type: ignore[arg-type]

@@ -85,10 +85,6 @@ def get_profile(name: str) -> Profile:
         raise UserError(f"unknown vision-check profile {name!r}; known: {', '.join(PROFILES)}") from None
 
 
-PROMPT = """\
-This is Conway's vision check: a generated test image, not a real screen.
-It shows several coloured shapes. Find the one shape the goal names (colour and
-shape) and click the centre of it. Answer with exactly one click action."""
 
 
 # --- generated images ---------------------------------------------------------

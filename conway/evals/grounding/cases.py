@@ -16,21 +16,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from conway.actions import describe_action_space
 from conway.config import ConwayConfig
 from conway.evals.clicks import ask, decision_fields, first_click
 from conway.evals.stats import percentile, rate_record
 from conway.geometry import InBox
-from conway.prompt.budget import build_parts, resolve_budget
-from conway.protocols import DecisionContext, Observation, Policy
+from conway.prompt.click_check import click_check_context
+from conway.protocols import DecisionContext, Policy
 
 SIZE_BUCKETS = (("<1%", 0.01), ("1-5%", 0.05), (">5%", math.inf))
 """Target area as a share of the screen's area: the upper bound of each bucket."""
 
-PROMPT = """\
-This is Conway's grounding check: a real screenshot of a computer screen.
-Find the one element the goal names and click it. Answer with exactly one
-click action."""
 
 
 def size_bucket(area_frac: float) -> str:
@@ -102,15 +97,7 @@ class ImageCache:
 
 def decision_context(case: GroundingCase, data: bytes, config: ConwayConfig) -> DecisionContext:
     """The context the loop would build around this screenshot (fixed prompt; the goal is the instruction)."""
-    digest = hashlib.sha256(data).hexdigest()
-    obs = Observation(png=data, captured_size=case.size, source="grounding-check", content_hash=digest,
-                      change_key=digest[:16], logical_size=case.size, meta={"grounding_case": case.index})
-    types = ["click"]
-    parts, dropped = build_parts(constitution=PROMPT, data_rule=False, goals=case.instruction, memory="",
-                                 action_space=describe_action_space(types), latest=None, recent=[],
-                                 budget_tokens=resolve_budget(config.context.budget_tokens, None),
-                                 chars_per_token=config.context.chars_per_token)
-    return DecisionContext(parts=parts, observation=obs, step=case.index + 1, action_types=types, dropped=dropped)
+    return click_check_context("grounding-check", data, case.size, case.index, case.instruction, config)
 
 
 def run_case(policy: Policy, config: ConwayConfig, case: GroundingCase, cache: ImageCache,
