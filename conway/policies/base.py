@@ -24,10 +24,11 @@ import time
 from typing import Any, Callable
 
 from conway.actions import ACTION_TYPES
-from conway.geometry import Size, get_rule
+from conway.geometry import Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import Backend
 from conway.policies.budget import Budgeter, Fitted, TextBudget
+from conway.policies.families import get_resize_rule
 from conway.policies.images import SentImage, ServerTakesNoImages, prepare_image, reread_history
 from conway.policies.messages import Prompt
 from conway.policies.output import OutputForm
@@ -48,7 +49,7 @@ class ModelPolicy(Policy):
         self.backend = backend
         self.settings = settings
         self.model_id = backend.model_id
-        rule = get_rule(settings.resize_rule)
+        rule = get_resize_rule(settings.resize_rule)
         if settings.image_max_tokens and not rule.passthrough:
             try:
                 rule = rule.with_token_cap(settings.image_max_tokens)
