@@ -92,7 +92,8 @@ class ComputerUseAdapter(Adapter):
         return self.request_system(), [openai_tool(self.tool(action_types, sent_size, convention))]
 
     def request_text(self) -> str:
-        return "Please generate the next move according to the UI screenshot, instruction and previous actions."
+        """The first line of the family's instruction template (OSWorld's Qwen agents' `instruction_prompt`)."""
+        return self.files.text("instruction.txt").strip().split("\n\n", 1)[0]
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As OSWorld's Qwen agents' `predict` lays it out (`conversation.qwen_layout`): the family's instruction

@@ -11,6 +11,7 @@ Free text by default (the format the model was trained on); with
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import conway.policies.families.opencua.parse as parse_opencua
@@ -30,22 +31,7 @@ FILES = PromptFolder.of(__file__)
 
 SUPPORTED_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag", "type", "key",
                    "hotkey", "scroll", "wait", "finish")
-
-_CALLS = {
-    "click": "pyautogui.click(x=…, y=…)  # left click; button='right'/'middle' and clicks=2 also work",
-    "double_click": "pyautogui.doubleClick(x=…, y=…)",
-    "triple_click": "computer.triple_click(x=…, y=…)",
-    "right_click": "pyautogui.rightClick(x=…, y=…)",
-    "move": "pyautogui.moveTo(x=…, y=…)",
-    "drag": "pyautogui.moveTo(x=…, y=…) then, on the next line, pyautogui.dragTo(x=…, y=…)  # a drag",
-    "type": "pyautogui.write(message='text to type')",
-    "key": "pyautogui.press('enter')",
-    "hotkey": "pyautogui.hotkey('ctrl', 'c')",
-    "scroll": "pyautogui.scroll(-5)  # negative scrolls down; pyautogui.hscroll(5) scrolls right",
-    "wait": "computer.wait(seconds=5)",
-    "finish": "computer.terminate(status='success', answer='…')  # or status='failure'",
-}
-
+"""The action types the parser reads from a code block; each is offered as its call (`prompts/action_space.json`)."""
 
 LEVELS = ("l1", "l2", "l3")
 """OpenCUA's chain-of-thought levels: Action only; Thought and Action; Observation, Thought and Action."""
@@ -71,7 +57,8 @@ class OpenCUAAdapter(Adapter):
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         types = [t for t in SUPPORTED_TYPES if t in ctx.action_types] or ["wait", "finish"]
-        return "\n".join(f"- {_CALLS[t]}" for t in types)
+        calls = json.loads(FILES.text("action_space.json"))  # Conway's own lines, one per action type
+        return "\n".join(f"- {calls[t]}" for t in types)
 
     def request_text(self) -> str:
         """The closing line of OpenCUA's instruction template (after its `# Task Instruction:` block)."""

@@ -20,13 +20,10 @@ from conway.policies.computer_use import ComputerUseAdapter
 from conway.policies.conversation import qwen25_action_line
 from conway.policies.prompt_files import PromptFolder
 
-__all__ = ["FILES", "Qwen25VLAdapter", "SYSTEM", "system_prompt"]
+__all__ = ["FILES", "Qwen25VLAdapter", "system_prompt"]
 
 FILES = PromptFolder.of(__file__)
 """The Qwen2.5-VL prompt files, kept exactly (`prompts/SOURCES.md`)."""
-
-SYSTEM = "You are a helpful assistant."
-"""The cookbook's system message, which Qwen-Agent's template extends with the tool."""
 
 
 class Qwen25VLAdapter(ComputerUseAdapter):
@@ -37,12 +34,12 @@ class Qwen25VLAdapter(ComputerUseAdapter):
     def system_turn(self, tool: dict[str, Any]) -> str:
         """The cookbook's system turn: its system message, then Qwen-Agent's function-call template with the tool."""
         template = FILES.text("fncall_template.txt")
-        return SYSTEM + "\n\n" + template.replace("{tool_descs}", json.dumps(tool, ensure_ascii=False))
+        return FILES.text("system.txt") + "\n\n" + template.replace("{tool_descs}", json.dumps(tool, ensure_ascii=False))
 
     def request_system(self) -> str:
         """The cookbook's system message, which Qwen2.5-VL's chat template extends with the same Nous function-call
         block."""
-        return SYSTEM
+        return FILES.text("system.txt")
 
 
 def system_prompt(action_types: list[str] | None, sent_size: Size, convention: Convention) -> str:
