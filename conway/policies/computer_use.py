@@ -2,7 +2,7 @@
 
 Both families send the cookbook's `computer_use` tool in their system turn (or as `tools`, when the server renders
 it: `policy.tool_schema`), list no action space of Conway's, close the user turn with the same request line, lay
-out OSWorld's Qwen conversation (`conversation.qwen_layout`), read answers with `parse_qwen3vl` and offer no
+out OSWorld's Qwen conversation (`conversation.qwen_layout`), read answers with Qwen3-VL's parser (`families/qwen3vl/parse.py`) and offer no
 grammar. `ComputerUseAdapter` writes that once; a family names its prompt folder (`files`), the line that keeps an
 older step, and how its system turn wraps the tool.
 """

@@ -3,7 +3,7 @@
 The system prompt is the one of OpenCUA's training data, kept exactly in
 `prompts/` (L2 by default; L1 and L3 beside it), and
 the request line is its instruction template's. The code is read by
-`parse_opencua` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
+its `parse.py` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
 (the default), relative 0-1 for the other variants (`policy.convention`).
 Free text by default (the format the model was trained on); with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
@@ -50,7 +50,7 @@ class OpenCUAAdapter(Adapter):
             raise ValueError(f"max_statements must be at least 1, got {max_statements}")
         self.level = level
         self.max_statements = max_statements
-        """Most statements one code block may hold (`parse_opencua.MAX_STATEMENTS` by default)."""
+        """Most statements one code block may hold (the parser's `MAX_STATEMENTS` by default)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
         return FILES.text(f"system_{self.level}.txt")  # exactly as trained: no coordinate hint added

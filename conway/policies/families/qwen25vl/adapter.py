@@ -4,7 +4,7 @@ Qwen2.5-VL's computer-use cookbook (QwenLM/Qwen2.5-VL `cookbooks/computer_use.ip
 `ComputerUse` tool with Qwen-Agent's Nous function-call template into the system turn; the model answers
 ``<tool_call>{"name": "computer_use", "arguments": {…}}</tool_call>`` with `coordinate` in pixels of the
 smart-resized image (28-px rule), whose size the tool's description states. Both are kept as data in
-`prompts/`. The answer format is Qwen3-VL's, so `parse_qwen3vl` reads it (JSON
+`prompts/`. The answer format is Qwen3-VL's, so Qwen3-VL's parser (`families/qwen3vl/parse.py`) reads it (JSON
 only, never evaluated; the tool's actions are a subset of Qwen3-VL's); only the prompt and the coordinate
 space differ (the shared part: `computer_use.ComputerUseAdapter`). The conversation around it is OSWorld's
 `mm_agents/qwen25vl_agent.py`'s (`messages`).

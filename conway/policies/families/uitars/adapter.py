@@ -2,7 +2,7 @@
 
 Asked with the prompt OSWorld's UI-TARS-1.5 agent sends (`mm_agents/uitars15_v1.py`, `qwen25vl_normal`), or
 UI-TARS 1.0's (`mm_agents/uitars_agent.py`: the same template with the call-user action space; `prompt="uitars-1.0"`),
-kept exactly in `prompts/`. Read by `parse_uitars` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
+kept exactly in `prompts/`. Read by its `parse.py` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
 answers absolute pixels of the smart-resized image (the default); UI-TARS 1.0
 answers 0-1000 (`policy.convention=relative1000`). Free text by default; with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
