@@ -106,7 +106,7 @@ class PolicyConfig(_Section):
     convention: Literal["auto", "absolute", "relative", "relative1000", "relative999", "screen"] = "auto"
     """Coordinate convention of the model's answers; auto picks the family default."""
     resize: str = "auto"
-    """Image resize rule name from geometry (`RESIZE_RULES`: qwen2.5-vl, uitars, uitars-1.0, qwen3-vl, gta1, holo1.5,
+    """Image resize rule name (`policies.families.RESIZE_RULES`: qwen2.5-vl, uitars, uitars-1.0, qwen3-vl, gta1, holo1.5,
     none …); auto: family default."""
     prompt: str = "auto"
     """Which of the family's trained prompts is sent (`Family.prompts`: uitars-1.5 / uitars-1.0, OpenCUA's l2 / l1 /

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Callable
 
@@ -28,8 +28,11 @@ __all__ = [
     "Size",
     "MAX_ASPECT_RATIO",
     "ResizeRule",
-    "RESIZE_RULES",
-    "get_rule",
+    "QWEN2_VL_RULE",
+    "QWEN25_VL_RULE",
+    "UITARS_1_0_RULE",
+    "NO_RESIZE",
+    "SHARED_RESIZE_RULES",
     "smart_resize",
     "max_pixels_for_tokens",
     "image_tokens",
@@ -138,11 +141,15 @@ class ResizeRule:
 
     ``max_pixels=None`` means no upper bound; ``factor=1, min_pixels=1,
     max_pixels=None`` (the ``none`` rule) sends the image as captured.
+    ``name`` is what ``policy.resize`` calls it and what journals and exports
+    record (``resize_rule``); two rules are equal when they resize alike,
+    whatever their names.
     """
 
     factor: int
     min_pixels: int
     max_pixels: int | None
+    name: str = field(kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         if self.factor < 1 or self.min_pixels < 1:
@@ -179,42 +186,22 @@ class ResizeRule:
         return replace(self, max_pixels=cap)
 
 
-_QWEN25 = ResizeRule(factor=28, min_pixels=3136, max_pixels=12845056)
-
-# Family presets.  qwen3-vl: factor 32 = patch 16 x merge 2; min/max are
-# qwen-vl-utils' defaults for it, IMAGE_MIN_TOKEN_NUM = 4 and IMAGE_MAX_TOKEN_NUM
-# = 16384 tokens of 32x32 px (QwenLM/Qwen3-VL qwen-vl-utils/src/qwen_vl_utils/
-# vision_process.py, commit 96588727e44c78b25ba03ea03b8e12f7e64fd0da).  OSWorld's
-# qwen3vl_agent.py caps at 12800 tokens (16*16*4*12800 px), which changes
-# nothing below 4K.  The released HF preprocessor_config uses shortest_edge
-# 65536 instead of 4096; the difference only matters for images below 256x256.
-RESIZE_RULES: dict[str, ResizeRule] = {
-    "qwen2-vl": _QWEN25,
-    "qwen2.5-vl": _QWEN25,
-    "opencua": _QWEN25,
-    "uitars": ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056),
-    "qwen3-vl": ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216),
-    # UI-TARS 1.0 in OSWorld (mm_agents/uitars_agent.py): the screenshot scaled down to at most 2116800 px (at least
-    # 3136); its 0-1000 answers do not depend on the exact size, the server's processor rounds to 28 as this does
-    "uitars-1.0": ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800),
-    # GTA1: its model card's processor (Yan98/GTA1 README, 81f0c4c2997cf6ad696d42f47c5480f4c856b73a: factor 28,
-    # min_pixels 3136, max_pixels 4096*2160); OSWorld's agent (mm_agents/gta1/gta1_agent.py) computes the same size
-    # for any screen up to 4096x2160 (its min 1000 and max 1e12 never bind there)
-    "gta1": ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360),
-    # Holo1.5 (hcompai/hai-cookbook utils/image.py smart_resize defaults): factor 28, 56*56 .. 14*14*4*1280 px
-    "holo1.5": ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520),
-    "none": ResizeRule(factor=1, min_pixels=1, max_pixels=None),
-}
-
-
-def get_rule(name: str) -> ResizeRule:
-    """Look up a preset by name (case-insensitive); the error lists the names."""
-    try:
-        return RESIZE_RULES[name.strip().lower()]
-    except KeyError:
-        raise ValueError(
-            f"unknown resize rule {name!r}; known: {', '.join(sorted(RESIZE_RULES))}"
-        ) from None
+# The shared vocabulary: rules that more than one family uses or that only a
+# config names (`policy.resize`).  A rule that is one family's own is declared
+# in its folder (`Family.resize`); `conway.policies.families.get_resize_rule`
+# looks a name up in both.
+QWEN25_VL_RULE = ResizeRule(factor=28, min_pixels=3136, max_pixels=12845056, name="qwen2.5-vl")
+"""qwen-vl-utils' defaults for Qwen2.5-VL: 28 px, 4..16384 tokens (the generic and qwen25vl families)."""
+QWEN2_VL_RULE = replace(QWEN25_VL_RULE, name="qwen2-vl")
+"""Qwen2-VL resizes as Qwen2.5-VL does."""
+# UI-TARS 1.0 in OSWorld (mm_agents/uitars_agent.py): the screenshot scaled down to at most 2116800 px (at least
+# 3136); its 0-1000 answers do not depend on the exact size, the server's processor rounds to 28 as this does
+UITARS_1_0_RULE = ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800, name="uitars-1.0")
+"""UI-TARS 1.0's (the `uitars` preset names it; the uitars family's own rule is UI-TARS-1.5's)."""
+NO_RESIZE = ResizeRule(factor=1, min_pixels=1, max_pixels=None, name="none")
+"""The image as captured."""
+SHARED_RESIZE_RULES: tuple[ResizeRule, ...] = (QWEN2_VL_RULE, QWEN25_VL_RULE, UITARS_1_0_RULE, NO_RESIZE)
+"""The rules no one family owns."""
 
 
 def resize_for_model(image: Image.Image, rule: ResizeRule) -> tuple[Image.Image, Size]:

@@ -13,13 +13,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conway.geometry import (
-    RESIZE_RULES,
+    NO_RESIZE,
+    QWEN25_VL_RULE,
+    SHARED_RESIZE_RULES,
     Convention,
     ResizeRule,
     ScreenGeometry,
     captured_to_input,
     captured_to_model,
-    get_rule,
     image_tokens,
     input_to_captured,
     max_pixels_for_tokens,
@@ -30,6 +31,7 @@ from conway.geometry import (
     smart_resize,
     within_image,
 )
+from conway.policies.families import FAMILIES, RESIZE_RULES, get_resize_rule
 
 QWEN = RESIZE_RULES["qwen2.5-vl"]
 QWEN3 = RESIZE_RULES["qwen3-vl"]
@@ -107,23 +109,26 @@ def test_smart_resize_max_branch() -> None:
     ],
 )
 def test_rule_table(rule: str, captured: tuple[int, int], sent: tuple[int, int]) -> None:
-    assert get_rule(rule).target_size(captured) == sent
+    assert get_resize_rule(rule).target_size(captured) == sent
 
 
 def test_presets() -> None:
-    assert QWEN == ResizeRule(28, 3136, 12845056)
+    assert QWEN == ResizeRule(28, 3136, 12845056, name="any")  # equal when they resize alike, whatever the name
+    assert QWEN is QWEN25_VL_RULE and RESIZE_RULES["none"] is NO_RESIZE
     assert RESIZE_RULES["qwen2-vl"] == QWEN == RESIZE_RULES["opencua"]
-    assert RESIZE_RULES["uitars"] == ResizeRule(28, 78400, 12845056)
-    assert QWEN3 == ResizeRule(32, 4096, 16777216)
+    assert RESIZE_RULES["uitars"] == ResizeRule(28, 78400, 12845056, name="uitars")
+    assert QWEN3 == ResizeRule(32, 4096, 16777216, name="qwen3-vl")
+    assert all(name == rule.name for name, rule in RESIZE_RULES.items())  # the name journals record
+    assert set(RESIZE_RULES) == {r.name for r in SHARED_RESIZE_RULES} | {f.resize.name for f in FAMILIES.values()}
     assert RESIZE_RULES["none"].passthrough
     assert not QWEN.passthrough
-    assert get_rule(" Qwen2.5-VL ") is QWEN
+    assert get_resize_rule(" Qwen2.5-VL ") is QWEN
     with pytest.raises(ValueError, match="known: .*qwen3-vl"):
-        get_rule("gpt-vision")
+        get_resize_rule("gpt-vision")
     with pytest.raises(Exception):
         QWEN.factor = 14  # type: ignore[misc]  # frozen
     with pytest.raises(ValueError):
-        ResizeRule(28, 1000, 10)
+        ResizeRule(28, 1000, 10, name="bad")
 
 
 @pytest.mark.parametrize(("h", "w"), [(10, 2001), (2001, 10), (1, 201), (5, 1500)])
@@ -148,7 +153,7 @@ def test_token_cap() -> None:
     assert max_pixels_for_tokens(4096, 28) == 4096 * 784 == 3211264
     assert max_pixels_for_tokens(1024, 32) == 1024 * 1024
     capped = QWEN.with_token_cap(4096)
-    assert capped == ResizeRule(28, 3136, 3211264)
+    assert capped == ResizeRule(28, 3136, 3211264, name="qwen2.5-vl") and capped.name == "qwen2.5-vl"
     # 2560x1440: beta = 15/14 -> 1344 = 48*28, 2389.3 -> 85*28 = 2380
     assert capped.target_size((2560, 1440)) == (2380, 1344)
     assert image_tokens((2380, 1344), 28) == 85 * 48 == 4080

@@ -79,17 +79,17 @@ def policy_messages(ctx: Any, policy_kind: str, resize: str = "auto", convention
     the prompt states and a target rendered in the recorded geometry agree; else the resize rule decides.
     """
     from conway.actions import ACTION_TYPES
-    from conway.geometry import Convention, get_rule
-    from conway.policies.families import get_family
+    from conway.geometry import Convention
+    from conway.policies.families import get_family, get_resize_rule
     from conway.policies.images import prepare_image
     from conway.policies.messages import decision_messages
 
     family = get_family(policy_kind)
     adapter = family.adapter()
-    rule_name = family.resize if resize == "auto" else resize
+    rule_name = family.resize.name if resize == "auto" else resize
     conv = family.convention if convention == "auto" else Convention(convention)
     obs = ctx.observation
-    image = prepare_image(obs, rule_name, get_rule(rule_name), encoding, size=sent_size)
+    image = prepare_image(obs, rule_name, get_resize_rule(rule_name), encoding, size=sent_size)
     types = [t for t in ctx.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
     messages = decision_messages(ctx, adapter, instructions=adapter.instructions(types, image.sent_size, conv),
                                  image_url=IMAGE_MARKER, sent_size=image.sent_size)  # one step: no past turns

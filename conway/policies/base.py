@@ -10,7 +10,7 @@ is the same for all of them, one stage a module:
 2. **lay out** the family's conversation, or Conway's own (`messages.py`; the part order:
    `conway/prompt/layout.py`), with the answer's form: the instructions and where a tool schema goes
    (`output.py`);
-3. **fit** it to the model's window (`budget.py`, which also sizes the loop's text budget beforehand): measured
+3. **fit** it to the model's window (`window.py`, which also sizes the loop's text budget beforehand): measured
    against the window and cut by the prompt's budgeter, which owns every cut (past screenshots and answers
    first, then the parts) and says what it dropped (`conway/prompt/budget.py`);
 4. **complete** through the backend, constrained where it can be (GBNF grammar, JSON schema: `output.py`),
@@ -25,9 +25,10 @@ import time
 from typing import Any, Callable
 
 from conway.actions import ACTION_TYPES
-from conway.geometry import Size, get_rule
+from conway.geometry import Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import Backend
+from conway.policies.families import get_resize_rule
 from conway.policies.images import SentImage, ServerTakesNoImages, prepare_image, reread_history
 from conway.policies.messages import Prompt
 from conway.policies.output import OutputForm
@@ -50,7 +51,7 @@ class ModelPolicy(Policy):
         self.backend = backend
         self.settings = settings
         self.model_id = backend.model_id
-        rule = get_rule(settings.resize_rule)
+        rule = get_resize_rule(settings.resize_rule)
         if settings.image_max_tokens and not rule.passthrough:
             try:
                 rule = rule.with_token_cap(settings.image_max_tokens)

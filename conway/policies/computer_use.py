@@ -2,7 +2,7 @@
 
 Both families send the cookbook's `computer_use` tool in their system turn (or as `tools`, when the server renders
 it: `policy.tool_schema`), list no action space of Conway's, close the user turn with the same request line, lay
-out OSWorld's Qwen conversation (`conversation.qwen_layout`), read answers with `parse_qwen3vl` and offer no
+out OSWorld's Qwen conversation (`conversation.qwen_layout`), read answers with Qwen3-VL's parser (`families/qwen3vl/parse.py`) and offer no
 grammar. `ComputerUseAdapter` writes that once; a family names its prompt folder (`files`), the line that keeps an
 older step, and how its system turn wraps the tool.
 """
@@ -92,7 +92,8 @@ class ComputerUseAdapter(Adapter):
         return self.request_system(), [openai_tool(self.tool(action_types, sent_size, convention))]
 
     def request_text(self) -> str:
-        return "Please generate the next move according to the UI screenshot, instruction and previous actions."
+        """The first line of the family's instruction template (OSWorld's Qwen agents' `instruction_prompt`)."""
+        return self.files.text("instruction.txt").strip().split("\n\n", 1)[0]
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As OSWorld's Qwen agents' `predict` lays it out (`conversation.qwen_layout`): the family's instruction

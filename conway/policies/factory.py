@@ -21,10 +21,10 @@ from typing import Any
 
 from conway.config import ConwayConfig, api_key
 from conway.errors import UserError
-from conway.geometry import Convention, get_rule
+from conway.geometry import Convention
 from conway.policies.adapter import Adapter
 from conway.policies.base import ModelPolicy
-from conway.policies.families import MOCK, get_family
+from conway.policies.families import MOCK, get_family, get_resize_rule
 from conway.policies.family import Family
 from conway.policies.settings import PolicySettings
 from conway.protocols import ContextWindow, Policy
@@ -53,9 +53,9 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
     """The policy's settings: explicit config values, else the family's defaults (`Family.max_tokens` …)."""
     pol = config.policy
     convention = family.convention if pol.convention == "auto" else Convention(pol.convention)
-    resize = family.resize if pol.resize == "auto" else pol.resize
+    resize = family.resize.name if pol.resize == "auto" else pol.resize
     try:
-        get_rule(resize)
+        get_resize_rule(resize)
     except ValueError as exc:
         raise UserError(f"policy.resize: {exc}") from None
     image_cap = pol.image_token_cap(in_process=inprocess, window=window)

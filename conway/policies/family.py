@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from conway.geometry import Convention
+from conway.geometry import Convention, ResizeRule
 
 __all__ = ["Architecture", "Conversation", "Family", "LM_PROJECTIONS", "Renderer"]
 
@@ -63,8 +63,10 @@ class Family:
     prompt variant) or with nothing (the first)."""
     convention: Convention
     """Coordinate convention of the answers when `policy.convention=auto`."""
-    resize: str
-    """Resize rule (a `geometry.RESIZE_RULES` name) of the image sent when `policy.resize=auto`."""
+    resize: ResizeRule
+    """Resize rule of the image sent when `policy.resize=auto`: a shared one from `conway.geometry`
+    (`SHARED_RESIZE_RULES`) or the family's own, declared here; either way `policy.resize` can name it
+    (`families.get_resize_rule`) and journals record its name."""
     render: Renderer
     """Writes a step's target turn in this family's answer format (its folder's `turn.py`; `policies.target_turns`
     calls it)."""

@@ -2,7 +2,8 @@
 
 Each family keeps them in the `prompts/` folder of its own package (`conway/policies/families/<name>/prompts/`),
 beside a `SOURCES.md` naming the repository, file, commit and licence of every file and its sha256 (a test holds
-the files to those sums). Conway fills placeholders only where the source did. A module of the family reads them
+the files to those sums). Text Conway wrote itself (a request line, an action-space list) is a file there too: its
+row says it is Conway's own, and a folder of Conway's text alone (generic's) needs no `SOURCES.md`. Conway fills placeholders only where the source did. A module of the family reads them
 through `PromptFolder.of(__file__)`, so the folder moves with the family.
 """
 

@@ -50,8 +50,6 @@ def step_geometry(rec: dict[str, Any], family: Family) -> tuple[str, tuple[int, 
     to the captured size, so the rendered coordinates are what that family
     would have to answer.
     """
-    from conway.geometry import get_rule
-
     geo = rec.get("geometry") or {}
     obs = rec.get("observation") or {}
     captured = geo.get("captured_size") or obs.get("captured_size")
@@ -63,7 +61,7 @@ def step_geometry(rec: dict[str, Any], family: Family) -> tuple[str, tuple[int, 
                                                            or recorded_family == family.name):
         sent = geo["sent_size"]
         return str(geo["convention"]), (int(sent[0]), int(sent[1])), captured_t
-    return family.convention.value, get_rule(family.resize).target_size(captured_t), captured_t
+    return family.convention.value, family.resize.target_size(captured_t), captured_t
 
 
 def _model_point(x: float, y: float, convention: str, sent: tuple[int, int],

@@ -37,13 +37,13 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from conway.geometry import get_rule, resize_for_model  # noqa: E402
+from conway.geometry import QWEN25_VL_RULE, resize_for_model  # noqa: E402
 from conway.imaging import ENCODINGS  # noqa: E402
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff  # noqa: E402
 from conway.observe.screen import ScreenObserver  # noqa: E402
 
 RULE_NAME = "qwen2.5-vl, 4096-token cap"
-RULE = get_rule("qwen2.5-vl").with_token_cap(4096)
+RULE = QWEN25_VL_RULE.with_token_cap(4096)
 DETECTORS: dict[str, Callable[[], Any]] = {"caret": CaretTolerantDiff, "tile": TileDiff, "greyhash": GreyHash}
 
 SCENE = r'''

@@ -103,11 +103,11 @@ class CapturingBackend(Backend):
 
 def _template_pieces(family: str) -> list[str]:
     """The fixed text of a family's trained instruction template around the slot Conway fills (longest first)."""
-    from conway.policies.families.uitars.adapter import LANGUAGE, PROMPTS, SYSTEM
+    from conway.policies.families.uitars.adapter import LANGUAGE, PROMPTS
     if family == "uitars":
         filled = prompt_text("uitars/user_thought.txt").replace("{action_space}", prompt_text(
             "uitars/" + PROMPTS["uitars-1.5"])).replace("{language}", LANGUAGE)
-        extra = [SYSTEM]
+        extra = [prompt_text("uitars/system.txt")]
     elif family == "opencua":
         filled, extra = prompt_text("opencua/instruction.txt"), []
     elif family in ("qwen3vl", "qwen25vl"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers.desktop_fixtures import App, XServer, wait_until, xdotool
 
-from conway.geometry import ScreenGeometry, get_rule
+from conway.geometry import ScreenGeometry
 from conway.imaging import (
     ARCHIVE_ENCODING,
     MODEL_ENCODING,
@@ -21,6 +21,7 @@ from conway.imaging import (
 from conway.machine.platform import display_problem
 from conway.observe.change import CaretTolerantDiff, GreyHash, TileDiff, frame_from_bgra, make_detector
 from conway.observe.screen import CaptureError, ScreenObserver
+from conway.policies.families import get_resize_rule
 from conway.protocols import Observation, PolicyError
 
 # --- change detection on synthetic frames ------------------------------------------
@@ -134,13 +135,13 @@ def test_a_captured_image_is_prepared_for_the_model_with_the_family_rule() -> No
 
     img = Image.new("RGB", (1280, 800), (30, 60, 90))
     obs = _obs_from_image(img)
-    rule = get_rule("qwen2.5-vl").with_token_cap(768)
+    rule = get_resize_rule("qwen2.5-vl").with_token_cap(768)
     sent = prepare_image(obs, "qwen2.5-vl", rule)
     assert sent.sent_size == rule.target_size((1280, 800)) and sent.captured_size == (1280, 800)
     decoded = Image.open(io.BytesIO(sent.data))
     assert decoded.format == "JPEG" and decoded.size == sent.sent_size
     assert sent.data_url().startswith("data:image/jpeg;base64,")
-    png = prepare_image(obs, "none", get_rule("none"), "png")
+    png = prepare_image(obs, "none", get_resize_rule("none"), "png")
     assert Image.open(io.BytesIO(png.data)).size == (1280, 800)
 
 

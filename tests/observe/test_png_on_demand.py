@@ -14,8 +14,8 @@ def test_context_and_image_preparation_never_encode_a_screen_png_they_do_not_sen
     from PIL import Image
 
     import conway.imaging
-    from conway.geometry import get_rule
     from conway.observe.screen import ScreenObservation
+    from conway.policies.families import get_resize_rule
     from conway.policies.images import prepare_image
     from conway.prompt.decision import ContextBuilder
     from conway.prompt.memory import Memory
@@ -32,7 +32,7 @@ def test_context_and_image_preparation_never_encode_a_screen_png_they_do_not_sen
     builder = ContextBuilder(home, cfg, Toolbox([]), MockPolicy(MockScript(steps=[])),
                              Memory(home.memory, home.memory_previous), SimulatedClock().monotonic)
     ctx = builder.build("Write the report.", obs, 1)
-    sent = prepare_image(ctx.observation, "qwen2.5-vl", get_rule("qwen2.5-vl"), "jpeg")
+    sent = prepare_image(ctx.observation, "qwen2.5-vl", get_resize_rule("qwen2.5-vl"), "jpeg")
     assert sent.data is not None and sent.data[:2] == b"\xff\xd8"  # a JPEG went out
     assert encoded == []
     assert obs.png is not None and encoded == [1]  # asked for, it is encoded

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from helpers.episode import Recording, observation, parts
 
-from conway.geometry import Convention, get_rule
+from conway.geometry import Convention
 from conway.history import TurnHistory
 from conway.policies.base import ModelPolicy
 from conway.policies.conversation import add_box_tokens
-from conway.policies.families import get_family
+from conway.policies.families import get_family, get_resize_rule
 from conway.policies.settings import PolicySettings
 from conway.prompt.layout import split_parts
 from conway.protocols import DecisionContext
@@ -139,14 +139,14 @@ def test_the_uitars_resize_rule_is_the_packages_smart_resize(size):
     action_parser = pytest.importorskip("ui_tars.action_parser")
     h, w = action_parser.smart_resize(size[1], size[0], factor=28, min_pixels=100 * 28 * 28,
                                       max_pixels=16384 * 28 * 28)
-    assert get_rule("uitars").target_size(size) == (w, h)
+    assert get_resize_rule("uitars").target_size(size) == (w, h)
 
 
 def test_uitars_answers_land_where_the_packages_parser_puts_them():
     action_parser = pytest.importorskip("ui_tars.action_parser")
     from conway.policies.families.uitars import parse as parse_uitars
 
-    sent = get_rule("uitars").target_size(SIZE)
+    sent = get_resize_rule("uitars").target_size(SIZE)
     for answer in ANSWERS["uitars"]:
         ours = parse_uitars.parse(answer, convention=Convention.ABSOLUTE, sent_size=sent, captured_size=SIZE)
         theirs = action_parser.parse_action_to_structure_output(answer, 1000, sent[1], sent[0], "qwen25vl")

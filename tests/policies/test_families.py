@@ -11,9 +11,9 @@ import yaml
 
 from conway.config import load_config
 from conway.errors import UserError
-from conway.geometry import Convention, captured_to_model, get_rule
+from conway.geometry import Convention, captured_to_model
 from conway.policies import families
-from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, REGISTERED, get_family
+from conway.policies.families import FAMILIES, MOCK, POLICY_KINDS, REGISTERED, get_family, get_resize_rule
 from conway.policies.target_turns import render_target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def test_every_family_folder_is_registered_under_its_own_name():
 
 def _step(family_name: str, convention: str) -> dict:
     """A recorded click as `family_name` saw it: the family's resize rule applied to the capture."""
-    sent = get_rule(get_family(family_name).resize).target_size(CAPTURED)
+    sent = get_family(family_name).resize.target_size(CAPTURED)
     return {"session": "s", "step": 1,
             "geometry": {"captured_size": list(CAPTURED), "sent_size": list(sent), "convention": convention,
                          "policy": family_name},
@@ -43,7 +43,7 @@ def test_the_adapter_builds_and_records_the_family_name(name):
     adapter = family.adapter()
     assert adapter.name == family.name == name  # the journal records it as the deciding family
     assert callable(adapter.parse) and callable(adapter.structured) and adapter.request_text()
-    get_rule(family.resize)  # a known resize rule (ValueError otherwise)
+    assert get_resize_rule(family.resize.name) is family.resize  # policy.resize finds the family's rule by name
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
@@ -75,7 +75,7 @@ def test_a_step_from_another_family_is_rendered_in_the_family_defaults():
             assert target.convention == "relative1000"
         else:
             assert target.convention == family.convention.value
-            assert target.sent_size == get_rule(family.resize).target_size(CAPTURED)
+            assert target.sent_size == family.resize.target_size(CAPTURED)
 
 
 def test_unknown_family_names_the_known_ones():
@@ -160,3 +160,15 @@ def test_each_pointer_action_is_written_as_the_familys_call_and_read_back(turn, 
     assert (f"{call}(x=30, y=40)" if turn == "opencua_turn" else f"{call}(start_box='(30,40)')") in text
     (act,) = parse(text, convention="absolute", sent_size=(100, 100), captured_size=(100, 100)).actions
     assert (act.type, getattr(act, "button", None), act.x, act.y) == (*_POINTER_ACTIONS[(kind, button)], 30, 40)
+
+
+def test_a_resize_rule_name_says_one_rule() -> None:
+    """A journal records a rule by name: two families may share a rule, never give one name to two."""
+    from conway.geometry import QWEN25_VL_RULE, ResizeRule
+
+    same = ResizeRule(28, 3136, 12845056, name="qwen2.5-vl")
+    assert families._by_name((QWEN25_VL_RULE, same)) == {"qwen2.5-vl": QWEN25_VL_RULE}
+    with pytest.raises(ValueError, match="two resize rules are called 'qwen2.5-vl'"):
+        families._by_name((QWEN25_VL_RULE, ResizeRule(28, 3136, 1003520, name="qwen2.5-vl")))
+    with pytest.raises(ValueError, match="lower case"):
+        families._by_name((ResizeRule(28, 3136, 1003520, name="Holo"),))

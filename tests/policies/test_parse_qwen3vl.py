@@ -11,16 +11,16 @@ from PIL import Image
 
 from conway.actions import ActionProblem
 from conway.config import load_config
-from conway.geometry import ScreenGeometry, captured_to_input, get_rule
+from conway.geometry import ScreenGeometry, captured_to_input
 from conway.policies.factory import build_model_policy
-from conway.policies.families import get_family
+from conway.policies.families import get_family, get_resize_rule
 from conway.policies.families.qwen3vl.adapter import system_prompt
 from conway.policies.families.qwen3vl.parse import ARGUMENTS, parse
 from conway.protocols import ContextPart, DecisionContext, Observation
 from conway.store.home import resolve_home
 
 CAPTURED = (1920, 1080)
-SENT = get_rule("qwen3-vl").target_size(CAPTURED)  # (1920, 1088)
+SENT = get_resize_rule("qwen3-vl").target_size(CAPTURED)  # (1920, 1088)
 GRID = dict(convention="relative999", sent_size=SENT, captured_size=CAPTURED)
 X11 = ScreenGeometry(0, 0, 1920, 1080, 1920, 1080)
 
@@ -186,7 +186,7 @@ def test_a_click_at_500_500_lands_at_961_541_on_1920x1080():
 
 def test_the_family_defaults_are_the_grid_and_factor_32():
     family = get_family("qwen3vl")
-    assert family.convention.value == "relative999" and get_rule(family.resize).factor == 32
+    assert family.convention.value == "relative999" and family.resize.factor == 32
 
 
 def test_the_system_prompt_is_osworlds_with_the_cookbooks_tool():

@@ -7,8 +7,8 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 
 from conway.config import load_config
 from conway.errors import UserError
-from conway.geometry import get_rule
 from conway.policies.factory import backend_choice, build_model_policy
+from conway.policies.families import get_resize_rule
 from conway.store.home import resolve_home
 
 WAIT = '{"thought": "", "action": {"type": "wait"}}'
@@ -43,7 +43,7 @@ def test_adapter_defaults_per_family(preset, kind, convention, rule, reply, imag
             assert policy.settings.convention.value == convention and policy.settings.resize_rule == rule
             assert policy.settings.max_tokens == reply and policy.settings.temperature == 0.0
             assert policy.settings.image_max_tokens == image_cap
-            assert policy.rule.max_pixels == min(image_cap * factor ** 2, get_rule(rule).max_pixels)
+            assert policy.rule.max_pixels == min(image_cap * factor ** 2, get_resize_rule(rule).max_pixels)
 
 
 def test_a_4k_screen_is_sent_at_the_family_cap_not_4096_tokens():

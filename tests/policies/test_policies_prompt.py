@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from conway.actions import ACTION_TYPES, describe_action_space
-from conway.geometry import Convention, get_rule
+from conway.geometry import Convention
 from conway.policies.backends.backend import Backend
 from conway.policies.backends.http_client import ChatResult
 from conway.policies.base import ModelPolicy
+from conway.policies.families import get_resize_rule
 from conway.policies.families.generic.adapter import GenericAdapter
 from conway.policies.families.opencua.adapter import OpenCUAAdapter
 from conway.policies.families.uitars.adapter import UITarsAdapter
@@ -80,13 +81,13 @@ def test_stable_prefix_is_byte_identical_across_steps():
 
 
 def test_image_is_smart_resized_on_our_side_and_recorded():
-    img = prepare_image(observation_of(png((1920, 1080))), "qwen2.5-vl", get_rule("qwen2.5-vl"))
+    img = prepare_image(observation_of(png((1920, 1080))), "qwen2.5-vl", get_resize_rule("qwen2.5-vl"))
     assert img.sent_size == (1932, 1092) and Image.open(io.BytesIO(img.data)).size == (1932, 1092)
     assert img.mime == "image/jpeg" and img.data_url().startswith("data:image/jpeg;base64,")
-    capped = get_rule("qwen2.5-vl").with_token_cap(1024)
+    capped = get_resize_rule("qwen2.5-vl").with_token_cap(1024)
     small = prepare_image(observation_of(png((2560, 1440))), "qwen2.5-vl", capped)
     assert small.image_tokens <= 1024 and small.sent_size[0] % 28 == 0 and small.sent_size[1] % 28 == 0
-    same = prepare_image(observation_of(png((644, 392))), "qwen2.5-vl", get_rule("qwen2.5-vl"), "png")
+    same = prepare_image(observation_of(png((644, 392))), "qwen2.5-vl", get_resize_rule("qwen2.5-vl"), "png")
     assert same.sent_size == (644, 392) and same.mime == "image/png"
     assert Image.open(io.BytesIO(same.data)).format == "PNG"
 

@@ -48,6 +48,12 @@ def test_the_opencua_prompts_are_the_training_datas():
     assert "Thought:" not in prompt_text("opencua/system_l1.txt")
 
 
+def test_opencua_offers_every_type_its_parser_reads():
+    from conway.policies.families.opencua.adapter import FILES, SUPPORTED_TYPES
+
+    assert list(json.loads(FILES.text("action_space.json"))) == list(SUPPORTED_TYPES)
+
+
 class _Recording(Backend):
     kind = "stub"
     model_id = "stub-model"

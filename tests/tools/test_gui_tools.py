@@ -19,7 +19,6 @@ from conway.geometry import (
     Convention,
     ScreenGeometry,
     captured_to_model,
-    get_rule,
     input_to_captured,
     model_point_error,
     model_to_captured,
@@ -27,11 +26,12 @@ from conway.geometry import (
 )
 from conway.imaging import observation_image
 from conway.observe.screen import ScreenObserver
+from conway.policies.families import get_resize_rule
 from conway.protocols import FailSafeTriggered
 from conway.tools.gui import GuiTool
 
 BUTTON_RGB = (255, 0, 255)
-RULE = get_rule("qwen2.5-vl").with_token_cap(768)  # a smaller image than the screen: real scaling
+RULE = get_resize_rule("qwen2.5-vl").with_token_cap(768)  # a smaller image than the screen: real scaling
 
 
 class Pipeline:

@@ -91,10 +91,10 @@ def _image_token_cap(config: ConwayConfig) -> int:
 
 def _resize_rule(config: ConwayConfig, family: Any, image_cap: int) -> Any:
     """The resize rule screenshots go through (the family's unless policy.resize names one); ValueError if unknown."""
-    from conway.geometry import get_rule
+    from conway.policies.families import get_resize_rule
 
     p = config.policy
-    rule = get_rule(family.resize if p.resize == "auto" else p.resize)
+    rule = family.resize if p.resize == "auto" else get_resize_rule(p.resize)
     return rule if rule.passthrough else rule.with_token_cap(image_cap)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import QWEN25_VL_RULE, Convention
 from conway.policies.families.generic.turn import generic_turn
 from conway.policies.family import Conversation, Family
 
@@ -18,7 +18,7 @@ FAMILY = Family(
     name="generic",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the image as sent; its size is in the prompt
-    resize="qwen2.5-vl",
+    resize=QWEN25_VL_RULE,
     render=generic_turn,
     follows_prompted_geometry=True,  # its prompt states the convention and the image size
     presets=("generic",),

@@ -4,7 +4,7 @@ The model is asked for ``{"thought": "…", "action": {…}}`` in the normalized
 action schema (`conway.actions`). Where the backend takes one, a GBNF grammar
 generated from that schema constrains the answer (coordinates bounded to the
 image sent); else a JSON schema; else the answer is free text and
-`parse_json` extracts the JSON from it. Coordinates default to pixels of the
+its `parse.py` extracts the JSON from it. Coordinates default to pixels of the
 image as sent (its size is stated in the prompt).
 """
 

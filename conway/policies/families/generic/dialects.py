@@ -48,7 +48,7 @@ hotkey when it holds ``ctrl+c``; ``hotkey`` takes a ``"ctrl+c"`` string;
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from conway.actions import ACTION_TYPES
 from conway.policies.parsed import MAX_NUMBER
@@ -192,22 +192,8 @@ def normalize(item: Any) -> tuple[dict[str, Any], str | None]:
     """
     if not isinstance(item, dict):
         raise DialectError(f'an action must be a JSON object like {{"type": "click", ...}}, got {_kind(item)}')
-    fields = dict(item)
-    if isinstance(fields.get("function"), dict) and "name" not in fields:  # {"type": "function", "function": {…}}
-        fields = dict(fields["function"])
-    if "name" in fields and "type" not in fields and (any(k in fields for k in _ARGUMENT_KEYS) or len(fields) == 1):
-        name = fields["name"]
-        args = _arguments(fields)
-        if "action" in args and "type" not in args:  # a computer-use tool: the argument names the action
-            fields = args
-        else:
-            fields = {**args, "type": name}
-    thought = None
-    for k in THOUGHT_KEYS:
-        if k in fields:
-            v = fields.pop(k)
-            if thought is None and isinstance(v, str) and v.strip():
-                thought = v
+    fields = _unwrapped(dict(item))
+    thought = _pop_thought(fields)
     if "type" not in fields and "action" in fields:
         name = fields.pop("action")
         if not isinstance(name, str):
@@ -234,6 +220,31 @@ def normalize(item: Any) -> tuple[dict[str, Any], str | None]:
     return fields, thought
 
 
+def _unwrapped(fields: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's fields as an action's: `{"type": "function", "function": {…}}` and `{"name": …,
+    "arguments": {…}}` give their arguments, typed by the call's name unless an argument names the action."""
+    if isinstance(fields.get("function"), dict) and "name" not in fields:  # {"type": "function", "function": {…}}
+        fields = dict(fields["function"])
+    if "name" in fields and "type" not in fields and (any(k in fields for k in _ARGUMENT_KEYS) or len(fields) == 1):
+        name = fields["name"]
+        args = _arguments(fields)
+        if "action" in args and "type" not in args:  # a computer-use tool: the argument names the action
+            return args
+        return {**args, "type": name}
+    return fields
+
+
+def _pop_thought(fields: dict[str, Any]) -> str | None:
+    """Removes every thought key; the first non-empty text among them is the item's thought."""
+    thought = None
+    for k in THOUGHT_KEYS:
+        if k in fields:
+            v = fields.pop(k)
+            if thought is None and isinstance(v, str) and v.strip():
+                thought = v
+    return thought
+
+
 def _points(fields: dict[str, Any]) -> None:
     point = _take(fields, _POINT_KEYS)
     box = _take(fields, _BOX_KEYS)
@@ -252,61 +263,92 @@ def _points(fields: dict[str, Any]) -> None:
 
 
 def _fields_of(kind: str, f: dict[str, Any]) -> None:
-    if kind == "type" and "text" not in f:
-        for k in ("content", "value"):
-            if k in f:
-                f["text"] = f.pop(k)
-                break
-    elif kind == "key":
-        if "key" not in f and "text" in f:
-            f["key"] = f.pop("text")
-        if "key" not in f and isinstance(f.get("keys"), list) and len(f["keys"]) == 1:
-            f["key"] = f.pop("keys")[0]
-        key = f.get("key")
-        if "keys" not in f and isinstance(key, str) and "+" in key.strip("+") and len(key) > 1:
-            f.pop("key")  # computer-use writes a combination as key "ctrl+c"
-            f["type"], f["keys"] = "hotkey", [k.strip() for k in key.split("+") if k.strip()]
-        elif isinstance(f.get("keys"), list) and "key" not in f:
-            f["type"] = "hotkey"
-    elif kind == "hotkey":
-        raw = f.pop("key", None) if "keys" not in f else None
-        raw = raw if raw is not None else (f.pop("text", None) if "keys" not in f else None)
-        if isinstance(raw, str):
-            f["keys"] = [k.strip() for k in raw.replace("+", " ").split() if k.strip()]
-        elif raw is not None:
-            f["keys"] = raw
-        if isinstance(f.get("keys"), str):
-            f["keys"] = [k.strip() for k in f["keys"].replace("+", " ").split() if k.strip()]
-    elif kind == "scroll" and "direction" in f:
-        direction = f.pop("direction")
-        amount = None
-        for k in ("amount", "clicks", "scroll_amount", "distance"):
-            if k in f:
-                amount = f.pop(k)
-                break
-        amount = SCROLL_CLICKS if amount is None else amount
-        if not (isinstance(amount, int) and not isinstance(amount, bool)) or amount < 0:
-            raise DialectError(f"scroll: amount must be a whole number of wheel clicks >= 0, got {_short(amount)}")
-        sign = {"up": (1, "dy"), "down": (-1, "dy"), "right": (1, "dx"), "left": (-1, "dx")}.get(
-            str(direction).strip().lower())
-        if sign is None:
-            raise DialectError(f"scroll: direction must be up, down, left or right, got {_short(direction)}")
-        if "dy" in f or "dx" in f:
-            raise DialectError("scroll: give either direction or dy/dx, not both")
-        f[sign[1]] = sign[0] * amount
-    elif kind == "wait" and "seconds" not in f and "duration" in f:
-        f["seconds"] = f.pop("duration")
-    elif kind == "finish":
-        status = f.get("status")
-        if isinstance(status, bool):
-            f["status"] = "DONE" if status else "FAIL"
-        elif isinstance(status, str) and status.strip().lower() in _STATUS:
-            f["status"] = _STATUS[status.strip().lower()]
-        if "message" not in f:
-            for k in ("answer", "text", "content", "result"):
-                if k in f:
-                    f["message"] = f.pop(k)
-                    break
+    """The dialects' field names for `kind` rewritten as the schema's (in place)."""
+    fix = _FIELD_FIXES.get(kind)
+    if fix is not None:
+        fix(f)
+
+
+def _move_first(f: dict[str, Any], keys: tuple[str, ...], to: str) -> None:
+    """Renames the first of `keys` that `f` holds to `to` (any other stays, for the schema to refuse)."""
+    key = next((k for k in keys if k in f), None)
+    if key is not None:
+        f[to] = f.pop(key)
+
+
+def _split_keys(combo: str) -> list[str]:
+    return [k.strip() for k in combo.replace("+", " ").split() if k.strip()]
+
+
+def _type_fields(f: dict[str, Any]) -> None:
+    if "text" not in f:
+        _move_first(f, ("content", "value"), "text")
+
+
+def _key_fields(f: dict[str, Any]) -> None:
+    if "key" not in f and "text" in f:
+        f["key"] = f.pop("text")
+    if "key" not in f and isinstance(f.get("keys"), list) and len(f["keys"]) == 1:
+        f["key"] = f.pop("keys")[0]
+    key = f.get("key")
+    if "keys" not in f and isinstance(key, str) and "+" in key.strip("+") and len(key) > 1:
+        f.pop("key")  # computer-use writes a combination as key "ctrl+c"
+        f["type"], f["keys"] = "hotkey", [k.strip() for k in key.split("+") if k.strip()]
+    elif isinstance(f.get("keys"), list) and "key" not in f:
+        f["type"] = "hotkey"
+
+
+def _hotkey_fields(f: dict[str, Any]) -> None:
+    raw = f.pop("key", None) if "keys" not in f else None
+    raw = raw if raw is not None else (f.pop("text", None) if "keys" not in f else None)
+    if isinstance(raw, str):
+        f["keys"] = _split_keys(raw)
+    elif raw is not None:
+        f["keys"] = raw
+    if isinstance(f.get("keys"), str):
+        f["keys"] = _split_keys(f["keys"])
+
+
+_SCROLL_AXES = {"up": (1, "dy"), "down": (-1, "dy"), "right": (1, "dx"), "left": (-1, "dx")}
+"""A scroll direction -> (sign, the schema's field)."""
+
+
+def _scroll_fields(f: dict[str, Any]) -> None:
+    if "direction" not in f:
+        return
+    direction = f.pop("direction")
+    amount_key = next((k for k in ("amount", "clicks", "scroll_amount", "distance") if k in f), None)
+    amount = f.pop(amount_key) if amount_key is not None else None
+    amount = SCROLL_CLICKS if amount is None else amount
+    if not (isinstance(amount, int) and not isinstance(amount, bool)) or amount < 0:
+        raise DialectError(f"scroll: amount must be a whole number of wheel clicks >= 0, got {_short(amount)}")
+    sign = _SCROLL_AXES.get(str(direction).strip().lower())
+    if sign is None:
+        raise DialectError(f"scroll: direction must be up, down, left or right, got {_short(direction)}")
+    if "dy" in f or "dx" in f:
+        raise DialectError("scroll: give either direction or dy/dx, not both")
+    f[sign[1]] = sign[0] * amount
+
+
+def _wait_fields(f: dict[str, Any]) -> None:
+    if "seconds" not in f:
+        _move_first(f, ("duration",), "seconds")
+
+
+def _finish_fields(f: dict[str, Any]) -> None:
+    status = f.get("status")
+    if isinstance(status, bool):
+        f["status"] = "DONE" if status else "FAIL"
+    elif isinstance(status, str) and status.strip().lower() in _STATUS:
+        f["status"] = _STATUS[status.strip().lower()]
+    if "message" not in f:
+        _move_first(f, ("answer", "text", "content", "result"), "message")
+
+
+_FIELD_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "type": _type_fields, "key": _key_fields, "hotkey": _hotkey_fields, "scroll": _scroll_fields,
+    "wait": _wait_fields, "finish": _finish_fields}
+"""Each action type whose fields the dialects name differently -> what renames them."""
 
 
 def _kind(v: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import Convention, ResizeRule
 from conway.policies.families.gta1.turn import gta1_turn
 from conway.policies.family import Family
 
@@ -18,7 +18,10 @@ FAMILY = Family(
     name="gta1",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the smart-resized image, whose size the prompt states
-    resize="gta1",  # factor 28, up to 4096*2160 px (its model card's processor; OSWorld's agent agrees below that)
+    # its model card's processor (Yan98/GTA1 README, 81f0c4c2997cf6ad696d42f47c5480f4c856b73a: factor 28,
+    # min_pixels 3136, max_pixels 4096*2160); OSWorld's agent (mm_agents/gta1/gta1_agent.py) computes the same size
+    # for any screen up to 4096x2160 (its min 1000 and max 1e12 never bind there)
+    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360, name="gta1"),
     render=gta1_turn,
     presets=("gta1",),
     # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):

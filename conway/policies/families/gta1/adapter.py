@@ -44,7 +44,7 @@ class GTA1Adapter(Adapter):
         return ""  # the prompt says the one answer it takes; an empty part is left out
 
     def request_text(self) -> str:
-        return "Locate the element the goals describe."
+        return FILES.text("request.txt")  # Conway's own: the agent sends no request line
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As `request_vllm` sends it: the system prompt as a string, then the description before the screenshot."""

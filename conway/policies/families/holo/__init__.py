@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import Convention, ResizeRule
 from conway.policies.families.holo.turn import holo_turn
 from conway.policies.family import Family
 
@@ -18,7 +18,8 @@ FAMILY = Family(
     name="holo",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the image as resized by the cookbook's smart_resize
-    resize="holo1.5",  # hcompai/hai-cookbook utils/image.py: factor 28, 3136 .. 1003520 px (1280 tokens)
+    # hcompai/hai-cookbook utils/image.py smart_resize defaults: factor 28, 56*56 .. 14*14*4*1280 px (1280 tokens)
+    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520, name="holo1.5"),
     render=holo_turn,
     presets=("holo1.5",),
     # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):

@@ -42,7 +42,7 @@ class HoloAdapter(Adapter):
         return ""
 
     def request_text(self) -> str:
-        return "Output the click position of the target as that JSON object."
+        return FILES.text("request.txt")  # Conway's own: the cookbook sends no request line
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As the cookbook's `build_messages`: one user turn, the screenshot, then the prompt and the target."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import QWEN25_VL_RULE, Convention
 from conway.policies.families.opencua.turn import opencua_turn
 from conway.policies.family import Architecture, Conversation, Family
 
@@ -18,7 +19,8 @@ FAMILY = Family(
     name="opencua",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
-    resize="opencua",
+    # the Qwen2.5-VL rule under its own name: scripts/python/run_multienv_opencua.py --coordinate_type qwen25
+    resize=replace(QWEN25_VL_RULE, name="opencua"),
     render=opencua_turn,
     # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
     architecture=Architecture("opencua", remote_code=True, gguf=False),

@@ -3,7 +3,7 @@
 The system prompt is the one of OpenCUA's training data, kept exactly in
 `prompts/` (L2 by default; L1 and L3 beside it), and
 the request line is its instruction template's. The code is read by
-`parse_opencua` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
+its `parse.py` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
 (the default), relative 0-1 for the other variants (`policy.convention`).
 Free text by default (the format the model was trained on); with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
@@ -11,6 +11,7 @@ Free text by default (the format the model was trained on); with
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import conway.policies.families.opencua.parse as parse_opencua
@@ -30,22 +31,7 @@ FILES = PromptFolder.of(__file__)
 
 SUPPORTED_TYPES = ("click", "double_click", "triple_click", "right_click", "move", "drag", "type", "key",
                    "hotkey", "scroll", "wait", "finish")
-
-_CALLS = {
-    "click": "pyautogui.click(x=…, y=…)  # left click; button='right'/'middle' and clicks=2 also work",
-    "double_click": "pyautogui.doubleClick(x=…, y=…)",
-    "triple_click": "computer.triple_click(x=…, y=…)",
-    "right_click": "pyautogui.rightClick(x=…, y=…)",
-    "move": "pyautogui.moveTo(x=…, y=…)",
-    "drag": "pyautogui.moveTo(x=…, y=…) then, on the next line, pyautogui.dragTo(x=…, y=…)  # a drag",
-    "type": "pyautogui.write(message='text to type')",
-    "key": "pyautogui.press('enter')",
-    "hotkey": "pyautogui.hotkey('ctrl', 'c')",
-    "scroll": "pyautogui.scroll(-5)  # negative scrolls down; pyautogui.hscroll(5) scrolls right",
-    "wait": "computer.wait(seconds=5)",
-    "finish": "computer.terminate(status='success', answer='…')  # or status='failure'",
-}
-
+"""The action types the parser reads from a code block; each is offered as its call (`prompts/action_space.json`)."""
 
 LEVELS = ("l1", "l2", "l3")
 """OpenCUA's chain-of-thought levels: Action only; Thought and Action; Observation, Thought and Action."""
@@ -64,14 +50,15 @@ class OpenCUAAdapter(Adapter):
             raise ValueError(f"max_statements must be at least 1, got {max_statements}")
         self.level = level
         self.max_statements = max_statements
-        """Most statements one code block may hold (`parse_opencua.MAX_STATEMENTS` by default)."""
+        """Most statements one code block may hold (the parser's `MAX_STATEMENTS` by default)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
         return FILES.text(f"system_{self.level}.txt")  # exactly as trained: no coordinate hint added
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         types = [t for t in SUPPORTED_TYPES if t in ctx.action_types] or ["wait", "finish"]
-        return "\n".join(f"- {_CALLS[t]}" for t in types)
+        calls = json.loads(FILES.text("action_space.json"))  # Conway's own lines, one per action type
+        return "\n".join(f"- {calls[t]}" for t in types)
 
     def request_text(self) -> str:
         """The closing line of OpenCUA's instruction template (after its `# Task Instruction:` block)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import QWEN25_VL_RULE, Convention
 from conway.policies.families.qwen3vl.turn import qwen3vl_turn
 from conway.policies.family import Conversation, Family
 
@@ -18,8 +18,8 @@ FAMILY = Family(
     name="qwen25vl",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # the tool's description states the smart-resized size; pixels of it
-    resize="qwen2.5-vl",  # factor 28, qwen-vl-utils' 4..16384 tokens
-    render=qwen3vl_turn,  # the same <tool_call> answers (parse_qwen3vl reads both)
+    resize=QWEN25_VL_RULE,  # factor 28, qwen-vl-utils' 4..16384 tokens
+    render=qwen3vl_turn,  # the same <tool_call> answers (qwen3vl/parse.py reads both)
     presets=("qwen2.5-vl",),
     # OSWorld mm_agents/qwen25vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # max_tokens=1500; it samples at temperature 0.5, Conway stays at 0 (the cookbook sets neither)

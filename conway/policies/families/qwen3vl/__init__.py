@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import Convention, ResizeRule
 from conway.policies.families.qwen3vl.turn import qwen3vl_turn
 from conway.policies.family import Conversation, Family
 
@@ -23,7 +23,12 @@ FAMILY = Family(
     name="qwen3vl",
     adapter=_adapter,
     convention=Convention.RELATIVE999,  # OSWorld's qwen3vl_agent.py: x * width / 999 (coordinate_type="relative")
-    resize="qwen3-vl",  # factor 32 (patch 16 x merge 2), qwen-vl-utils' 4..16384 tokens
+    # factor 32 = patch 16 x merge 2; min/max are qwen-vl-utils' defaults for it, IMAGE_MIN_TOKEN_NUM = 4 and
+    # IMAGE_MAX_TOKEN_NUM = 16384 tokens of 32x32 px (QwenLM/Qwen3-VL qwen-vl-utils/src/qwen_vl_utils/
+    # vision_process.py, commit 96588727e44c78b25ba03ea03b8e12f7e64fd0da). OSWorld's qwen3vl_agent.py caps at 12800
+    # tokens (16*16*4*12800 px), which changes nothing below 4K. The released HF preprocessor_config uses
+    # shortest_edge 65536 instead of 4096; the difference only matters for images below 256x256.
+    resize=ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216, name="qwen3-vl"),
     render=qwen3vl_turn,
     presets=("qwen3-vl",),
     # OSWorld scripts/python/run_multienv_qwen3vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)

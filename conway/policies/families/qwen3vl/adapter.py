@@ -4,7 +4,7 @@ The system prompt is the one OSWorld's Qwen3-VL agent sends (its `# Tools` block
 cookbook's `computer_use` tool, then the response format), kept as data in
 `prompts/` with its sources. Coordinates: Qwen3-VL's 0..999 grid
 (`Convention.RELATIVE999`, the tool then says the screen is 1000x1000, as OSWorld's agent does), or
-pixels of the image sent with `policy.convention=absolute`. Read by `parse_qwen3vl` (JSON only, never
+pixels of the image sent with `policy.convention=absolute`. Read by its `parse.py` (JSON only, never
 evaluated). Free text: no grammar is offered. What it shares with Qwen2.5-VL: `computer_use.ComputerUseAdapter`.
 """
 

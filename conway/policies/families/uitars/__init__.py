@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conway.geometry import Convention
+from conway.geometry import Convention, ResizeRule
 from conway.policies.families.uitars.turn import uitars_turn
 from conway.policies.family import Architecture, Conversation, Family
 
@@ -18,7 +18,8 @@ FAMILY = Family(
     name="uitars",
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # UI-TARS-1.5; UI-TARS 1.0 answers 0-1000 (policy.convention=relative1000)
-    resize="uitars",
+    # UI-TARS-1.5: 28 px as Qwen2.5-VL, but at least 100 tokens (78400 px)
+    resize=ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056, name="uitars"),
     render=uitars_turn,
     architecture=Architecture("uitars"),  # Qwen2.5-VL's, in transformers
     # uitars-1.5-7b: absolute pixels of the smart-resized image; uitars (1.0): 0-1000, its call-user prompt, the

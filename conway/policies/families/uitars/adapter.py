@@ -2,7 +2,7 @@
 
 Asked with the prompt OSWorld's UI-TARS-1.5 agent sends (`mm_agents/uitars15_v1.py`, `qwen25vl_normal`), or
 UI-TARS 1.0's (`mm_agents/uitars_agent.py`: the same template with the call-user action space; `prompt="uitars-1.0"`),
-kept exactly in `prompts/`. Read by `parse_uitars` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
+kept exactly in `prompts/`. Read by its `parse.py` (a small grammar; never `eval`). Coordinates: UI-TARS-1.5
 answers absolute pixels of the smart-resized image (the default); UI-TARS 1.0
 answers 0-1000 (`policy.convention=relative1000`). Free text by default; with
 `policy.structured_output=grammar` a GBNF grammar holds it to the format.
@@ -22,13 +22,10 @@ from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["FILES", "UITarsAdapter", "LANGUAGE", "PROMPTS", "SYSTEM", "system_prompt", "user_prompt"]
+__all__ = ["FILES", "UITarsAdapter", "LANGUAGE", "PROMPTS", "system_prompt", "user_prompt"]
 
 FILES = PromptFolder.of(__file__)
 """The UI-TARS prompt files, kept exactly (`prompts/SOURCES.md`)."""
-
-SYSTEM = "You are a helpful assistant."
-"""The system turn of OSWorld's UI-TARS-1.5 agent (`mm_agents/uitars15_v1.py`, `UITARSAgent.predict`)."""
 
 LANGUAGE = "English"
 """The `{language}` of the prompt's Note (OSWorld's runs fill in Chinese; Conway's goals are written in English)."""
@@ -71,13 +68,13 @@ class UITarsAdapter(Adapter):
         return ""  # the trained prompt holds the action space; an empty part is left out
 
     def request_text(self) -> str:
-        return "Perform the next action according to the screenshot, the goals and the history."
+        return FILES.text("request.txt")
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
-        """As `UITARSAgent.predict` lays it out: system, the prompt, past answers (the newest after their screenshot),
+        """As `UITARSAgent.predict` lays it out: its system message (`system.txt`), the prompt, past answers (the newest after their screenshot),
         the current screenshot. Conway's per-cycle parts go in that last turn after the screenshot, so that the next
         request, where this turn is the screenshot alone, still shares everything up to it with this one."""
-        out: list[dict[str, Any]] = [{"role": "system", "content": [text(SYSTEM)]},
+        out: list[dict[str, Any]] = [{"role": "system", "content": [text(FILES.text("system.txt"))]},
                                      {"role": "user", "content": [text(user_prompt(slots.task, self.prompt))]}]
         for p in past:
             if p.image_url is not None:
