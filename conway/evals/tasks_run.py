@@ -260,10 +260,12 @@ class TasksSuite:
     # -- the parts of one task ---------------------------------------------------------
 
     def _policy_for(self, task_id: str, policy: Policy) -> Policy:
-        if self.mock_scripts is None:
-            return policy
+        """The policy for one task: its own mock script, or the shared mock restarted (each task starts a
+        fresh script), or the model as given."""
         from conway.policies.mock import MockPolicy, load_script
 
+        if self.mock_scripts is None:
+            return policy.restarted() if isinstance(policy, MockPolicy) else policy
         path = mock_script_for(self.mock_scripts, task_id)
         if path is None:
             raise UserError(f"no mock script {self.mock_scripts / (task_id + '.yaml')}")

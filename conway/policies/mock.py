@@ -109,6 +109,11 @@ class MockPolicy(Policy):
         self.last_context: DecisionContext | None = None
         """The context of the latest decision (what a real model would have been shown)."""
 
+    def restarted(self) -> MockPolicy:
+        """The same script from its first step: a new task starts the script afresh, never at the previous
+        task's position (which left every later task "script finished; idling" until its time ran out)."""
+        return MockPolicy(self.script, sleep=self._sleep)
+
     def _next(self) -> MockStep | None:
         steps = self.script.steps
         if self._index >= len(steps):
