@@ -62,6 +62,9 @@ class CaseSuite(Protocol):
     def verdict(self, records: list[Record], summary: dict[str, Any]) -> tuple[ExitCode, str]:
         """(exit code, report status) the summary means; may add the outcome's wording to the summary."""
 
+    # Optional: `rebase_kept(record, old_report_dir) -> record`, for a suite whose records name files relative
+    # to their report (a resumed run's report may lie in another folder).
+
 
 @dataclass
 class SuiteResult:
@@ -205,6 +208,9 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
     """
     report.data["pool"] = pool_record(pool, parallel)
     kept = resume_records(resume, report, len(cases)) if resume else None
+    rebase = getattr(suite, "rebase_kept", None)  # a suite whose records name files beside the old report
+    if kept and rebase is not None:
+        kept = {pos: rebase(rec, Path(str(resume)).expanduser().resolve().parent) for pos, rec in kept.items()}
     if policy is not None:
         report.set_model(policy.model_id)
     streaming = report.cases_path is not None
@@ -239,6 +245,11 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
     return result
 
 
+WHERE_NOT_WHAT = frozenset({"parallel", "tasks_folder"})
+"""Parameters a resumed run may change: how the cases are spread and where their outputs go (a new --output
+names a new tasks folder), never what the cases are."""
+
+
 def resume_records(path: str, report: Report, cases: int) -> dict[int, Record]:
     """The finished cases of a partial report of the same command and parameters, by position.
 
@@ -250,10 +261,10 @@ def resume_records(path: str, report: Report, cases: int) -> dict[int, Record]:
         raise UserError(f"--resume {path}: a {old.get('kind')} report, not {report.data['kind']}")
     if old.get("status") != "partial" or "case_positions" not in old:
         raise UserError(f"--resume {path}: the report is complete ({old.get('status')}); nothing to resume")
-    def same(key: str) -> bool:  # how the cases were spread does not change what they are
+    def same(key: str) -> bool:  # how the cases were spread, and where the outputs go, do not change what they are
         a, b = old.get(key), report.data.get(key)
         if key == "parameters" and isinstance(a, dict) and isinstance(b, dict):
-            a, b = ({k: v for k, v in d.items() if k != "parallel"} for d in (a, b))
+            a, b = ({k: v for k, v in d.items() if k not in WHERE_NOT_WHAT} for d in (a, b))
         return a == b
 
     for key in ("parameters", "seed", "config_digest"):

@@ -305,6 +305,17 @@ class TasksSuite:
 
     # -- the runner's CaseSuite ---------------------------------------------------------------
 
+    def rebase_kept(self, record: dict[str, Any], old_dir: Path) -> dict[str, Any]:
+        """A case kept from a resumed report: its home and final screen, named from the old report's folder,
+        named from this report's (the homes stay where the first run put them)."""
+        out = dict(record)
+        if isinstance(out.get("home"), str):
+            out["home"] = _relative(old_dir / out["home"], self.report_dir)
+        image = out.get("image")
+        if isinstance(image, dict) and isinstance(image.get("path"), str):
+            out["image"] = {**image, "path": _relative(old_dir / image["path"], self.report_dir)}
+        return out
+
     def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         return tasks_summary.summarize(records, wall_s)
 

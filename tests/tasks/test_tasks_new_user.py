@@ -28,3 +28,42 @@ def test_tasks_run_mock_starts_each_task_with_a_fresh_script(tmp_path) -> None:
     second = suite._policy_for("two", shared)
     again = [second.decide(ctx).actions[0].type for _ in range(2)]
     assert kinds == again == ["wait", "finish"]
+
+
+def _not_runnable_suite(root: Path) -> Path:
+    import json
+
+    folder = root / "suite" / "examples" / "os"
+    folder.mkdir(parents=True)
+    for name in ("a", "b", "c"):  # an application not installed here: never started, no desktop needed
+        (folder / f"{name}.json").write_text(json.dumps({
+            "id": name, "instruction": "x", "related_apps": ["conway-no-such-app"], "config": [],
+            "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
+                          "expected": {"type": "rule", "rules": {"expected": ""}}}}))
+    return root / "suite"
+
+
+def test_tasks_run_resumes_a_partial_report_into_a_new_output(tmp_path) -> None:
+    """`tasks run --resume OLD --output NEW` (as vision-check --resume): the finished cases are kept, not
+    refused as "made with another parameters" because the new report's tasks folder has a new name."""
+    import json
+
+    from conway.evals.tasks_run import tasks_run
+    from conway.store.home import Home
+
+    suite, home, cfg = _not_runnable_suite(tmp_path), Home(tmp_path / "home"), ConwayConfig()
+    old = tmp_path / "runs" / "old.json"
+    old.parent.mkdir()
+    kw = {"quiet": True, "policy": MockPolicy(), "say": lambda line: None}
+    tasks_run(home, cfg, str(suite), output=str(old), **kw)
+    data = json.loads(old.read_text())  # as Ctrl+C after the first case leaves it
+    data.update(status="partial", case_positions=[0], cases=data["cases"][:1])
+    data["cases"][0]["home"] = "old.tasks/01-a/home"
+    old.write_text(json.dumps(data))
+    new = tmp_path / "elsewhere" / "new.json"
+    new.parent.mkdir()
+    tasks_run(home, cfg, str(suite), output=str(new), resume=str(old), **kw)
+    report = json.loads(new.read_text())
+    assert report["summary"]["resumed"] == "1 case(s) kept from the resumed report"
+    assert [c["task"] for c in report["cases"]] == ["a", "b", "c"]
+    assert report["cases"][0]["home"] == str((old.parent / "old.tasks/01-a/home").resolve())
