@@ -3,12 +3,14 @@
 A task is runnable when every setup step type has an implementation, every
 getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
-cloud is in the local cache, and it needs no live web site (no URL it opens,
-no `proxy: true`).
+cloud is in the local cache, it needs no live web site (no URL it opens,
+no `proxy: true`), and this install has the optional extras it needs (`gui` for
+the desktop's tools, `tasks` for a metric that reads documents).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import posixpath
 import re
 import shlex
@@ -19,7 +21,7 @@ from urllib.parse import urlsplit
 
 from conway.tasks.cache import cloud_path, download_path
 from conway.tasks.getters import GETTERS
-from conway.tasks.metrics import METRICS, unsupported_options
+from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
 from conway.tasks.task import Task
 from conway.tasks.task_file import LOCAL_HOSTS
 
@@ -41,6 +43,32 @@ RULE_GETTERS = ("rule", "rule_relativeTime")  # their values are what a metric e
 
 def _which(program: str) -> bool:
     return shutil.which(program) is not None
+
+
+def _importable(module: str) -> bool:
+    """Installed, without importing it (pyautogui cannot even be imported without a display)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _extras(task: Task, importable: Callable[[str], bool]) -> list[str]:
+    """The optional extras this task needs and this install lacks: every task acts on its desktop through the
+    GUI tools (`gui`), a document metric reads its files with the `tasks` extra's libraries."""
+    from conway.readiness.checks.host import EXTRAS
+
+    def lacking(extra: str, modules: Collection[str]) -> str | None:
+        missing = [m for m in modules if not importable(m)]
+        if not missing:
+            return None
+        return f"the {extra} extra is not installed ({', '.join(missing)} missing: pip install 'conway[{extra}]')"
+
+    reasons = [lacking("gui", EXTRAS["gui"])]
+    for func in task.evaluator.funcs if task.format != "conway" else ():
+        if (problem := lacking("tasks", LIBRARIES.get(func, ()))) is not None:
+            reasons.append(f"metric {func}: {problem}")
+    return [r for r in reasons if r]
 
 
 def _none_of(programs: tuple[str, ...]) -> str:
@@ -168,11 +196,15 @@ def _live_urls(task: Task) -> list[str]:
 def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collection[str],
                      installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
                      metrics: Mapping[str, Any] = METRICS,
-                     unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options) -> list[str]:
-    """Every reason the task cannot run here; an empty list means it can."""
+                     unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
+                     importable: Callable[[str], bool] | None = None) -> list[str]:
+    """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
+    (default `_importable`, looked up at call time)."""
+    extras = _extras(task, importable or _importable)
     if task.format == "conway":
-        return [] if task.evaluator.criteria else ["the task declares no acceptance criteria: nothing would score it"]
-    reasons = []
+        return extras + ([] if task.evaluator.criteria
+                         else ["the task declares no acceptance criteria: nothing would score it"])
+    reasons = extras
     for where, step in _steps(task):
         if step["type"] not in step_types:
             reasons.append(f"{where} type {step['type']} is not implemented")

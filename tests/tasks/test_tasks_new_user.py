@@ -67,3 +67,47 @@ def test_tasks_run_resumes_a_partial_report_into_a_new_output(tmp_path) -> None:
     assert report["summary"]["resumed"] == "1 case(s) kept from the resumed report"
     assert [c["task"] for c in report["cases"]] == ["a", "b", "c"]
     assert report["cases"][0]["home"] == str((old.parent / "old.tasks/01-a/home").resolve())
+
+
+def _suite_of(root: Path, tasks: dict[str, dict]) -> Path:
+    import json
+
+    folder = root / "suite" / "examples" / "os"
+    folder.mkdir(parents=True)
+    for name, body in tasks.items():
+        (folder / f"{name}.json").write_text(json.dumps({"id": name, "instruction": "x", "related_apps": ["os"],
+                                                         **body}))
+    return root / "suite"
+
+
+EXACT = {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
+         "expected": {"type": "rule", "rules": {"expected": ""}}}
+DOCX = {"func": "compare_docx_files", "result": {"type": "vm_file", "path": "/home/user/a.docx", "dest": "a.docx"},
+        "expected": {"type": "vm_file", "path": "/home/user/b.docx", "dest": "b.docx"}}
+
+
+def _listing(suite: Path, capsys) -> dict:
+    import json
+
+    from conway.cli.main import main
+
+    main(["tasks", "list", str(suite), "--json"])
+    return {r["id"]: r for r in json.loads(capsys.readouterr().out)["tasks"]}
+
+
+def test_tasks_list_a_missing_extra_makes_a_task_not_runnable_naming_it(tmp_path, monkeypatch, capsys) -> None:
+    """Without the gui extra no task can act on its desktop; without the tasks extra a document metric cannot
+    read its files: each such task is not runnable, naming the extra (never run blind, scored 0)."""
+    import conway.tasks.runnable as runnable
+
+    suite = _suite_of(tmp_path, {"plain": {"evaluator": EXACT}, "doc": {"evaluator": DOCX}})
+    assert all(r["runnable"] for r in _listing(suite, capsys).values())  # this install has both extras
+    monkeypatch.setattr(runnable, "_importable", lambda module: module not in {"pyautogui", "docx"})
+    rows = _listing(suite, capsys)
+    gui = "the gui extra is not installed (pyautogui missing: pip install 'conway[gui]')"
+    assert rows["plain"]["reasons"] == [gui]
+    assert rows["doc"]["reasons"] == [gui, "metric compare_docx_files: the tasks extra is not installed (docx "
+                                           "missing: pip install 'conway[tasks]')"]
+    monkeypatch.setattr(runnable, "_importable", lambda module: module != "docx")
+    rows = _listing(suite, capsys)
+    assert rows["plain"]["runnable"] and not rows["doc"]["runnable"]

@@ -27,6 +27,12 @@ def _merge() -> dict[str, Callable[..., Any]]:
 METRICS: dict[str, Callable[..., Any]] = _merge()
 
 
+LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compare_pptx_files": ("pptx",),
+                                         "compare_table": ("openpyxl", "pandas")}
+"""The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
+metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
+
+
 def unsupported_options(func: str, options: dict[str, Any]) -> list[str]:
     """The options of one evaluator entry its metric does not implement, for a metric whose module checks its
     options (`tables`, `documents`); a task naming any is not runnable here rather than mis-scored."""
