@@ -156,6 +156,41 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
     return reasons
 
 
+def _kept_outputs(task: Task) -> Iterator[tuple[str, str, str]]:
+    """(where, stdout/stderr, file name) for each command step that keeps its output in the task's cache folder,
+    where a `cache_file` getter reads it (`conway.sandbox.setup`: execute and command steps)."""
+    for where, step in _steps(task):
+        if step["type"] in ("execute", "command"):
+            params = step.get("parameters") or {}
+            for key in ("stdout", "stderr"):
+                if params.get(key):
+                    yield where, key, str(params[key])
+
+
+def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
+    """What a `cache_file` getter and a command keeping its output need: the local cache, and the getter's file
+    in it unless a step of the task writes it there."""
+    reasons = []
+    written = set()
+    for where, key, name in _kept_outputs(task):
+        written.add(name)
+        if cache_dir is None:
+            reasons.append(f"the {where} keeps its command's {key} in {name!r}, which needs the local cache: "
+                           "give --cache DIR")
+    for g in _getters(task):
+        if g["type"] != "cache_file":
+            continue
+        name = g.get("path")
+        if not isinstance(name, str):
+            reasons.append("a cache_file getter is malformed: `path` must be a text")
+        elif cache_dir is None:
+            reasons.append(f"cache file {name!r} needs the local cache: give --cache DIR (OSWorld's cache layout)")
+        elif name not in written and not cloud_path(cache_dir, task.id, name).is_file():
+            reasons.append(f"cache file {name!r} is missing from the cache (looked for "
+                           f"{cloud_path(cache_dir, task.id, name)})")
+    return reasons
+
+
 def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -218,6 +253,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
+    reasons += _cache_files(task, cache_dir)
     reasons += _live_urls(task)
     if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
         reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")

@@ -111,3 +111,33 @@ def test_tasks_list_a_missing_extra_makes_a_task_not_runnable_naming_it(tmp_path
     monkeypatch.setattr(runnable, "_importable", lambda module: module != "docx")
     rows = _listing(suite, capsys)
     assert rows["plain"]["runnable"] and not rows["doc"]["runnable"]
+
+
+def test_tasks_list_names_the_cache_a_cache_file_getter_and_a_kept_output_need(tmp_path, capsys) -> None:
+    """A `cache_file` getter reads <cache>/<task>/<path>; a command step that keeps its stdout there needs the
+    cache too: without it both tasks are not runnable (never "error — expected getter cache_file")."""
+    gold = {**EXACT, "func": "compare_text_file", "expected": {"type": "cache_file", "path": "gold.txt"}}
+    keeps = {**EXACT, "postconfig": [{"type": "execute", "parameters": {"command": "gsettings list-keys x",
+                                                                          "shell": True, "stdout": "gsettings.out"}}],
+             "func": "compare_text_file", "expected": {"type": "cache_file", "path": "gsettings.out"}}
+    suite = _suite_of(tmp_path, {"gold": {"evaluator": gold}, "keeps": {"evaluator": keeps}})
+    rows = _listing(suite, capsys)
+    assert "cache file 'gold.txt' needs the local cache: give --cache DIR (OSWorld's cache layout)" \
+        in rows["gold"]["reasons"]
+    assert "the postconfig step keeps its command's stdout in 'gsettings.out', which needs the local cache: give " \
+        "--cache DIR" in rows["keeps"]["reasons"]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    import json
+
+    from conway.cli.main import main
+
+    main(["tasks", "list", str(suite), "--json", "--cache", str(cache)])
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)["tasks"]}
+    assert rows["keeps"]["runnable"]  # its postconfig writes the file the getter reads
+    assert rows["gold"]["reasons"] == [f"cache file 'gold.txt' is missing from the cache (looked for "
+                                       f"{cache / 'gold' / 'gold.txt'})"]
+    (cache / "gold").mkdir()
+    (cache / "gold" / "gold.txt").write_text("x")
+    main(["tasks", "list", str(suite), "--json", "--cache", str(cache)])
+    assert all(r["runnable"] for r in json.loads(capsys.readouterr().out)["tasks"])
