@@ -240,7 +240,9 @@ def do_replay(args) -> int:
 
 
 def do_sweep(args) -> int:
+    from conway.args.resolve import pool_spec_of
     from conway.evals.sweep import run_cell_process, run_sweep
+    pool_spec_of(args)  # bad pool flags are refused here (exit 1), not once per cell
     pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
     if args.ray:
         pool_args += ["--ray", args.ray]

@@ -28,6 +28,7 @@ tasks report's `success`; errors and not-runnable tasks stay out of it).
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import signal
 import subprocess
@@ -224,24 +225,55 @@ def run_sweep(sweep_file: str, out_dir: str, *, pool_args: list[str], argv: list
             break
     summary = {"cells": len(grid_cells), "finished": sum(1 for r in rows if r.get("status") not in ("partial", "missing")),
                **compare(rows)}
+    status, code = _verdict(rows, summary, interrupted)
+    table = _new_table(out)
+    report = Report("sweep", table, argv=argv, config=None, parameters={"sweep_file": str(sweep_file), **sweep})
+    for index, r in enumerate(rows):
+        report.add_case({"index": index, "instruction": r["cell"], **r})
+    report.finish(status=status, exit_code=code, summary=summary)
+    for line in table_lines(rows, summary):
+        say(line)
+    if summary.get("missing"):
+        say(f"sweep incomplete: {summary['missing']}")
+    say(f"sweep report: {table}")
+    return code
+
+
+def _verdict(rows: list[dict[str, Any]], summary: dict[str, Any], interrupted: str | None) -> tuple[str, ExitCode]:
+    """(status, exit code): partial (130) when a cell was interrupted; incomplete (1) when a cell wrote no report
+    (it failed before measuring anything: its error is in its row), never "done" and 0 then; else done (0)."""
     if interrupted:
         summary["interrupted"] = f"stopped in {interrupted}: run the same sweep again to go on"
+        return "partial", ExitCode.INTERRUPTED
+    missing = [r["cell"] for r in rows if r.get("status") == "missing"]
+    if missing:
+        summary["missing"] = (f"{len(missing)} of {len(rows)} cell(s) wrote no report ({', '.join(missing[:3])}"
+                              + (" …" if len(missing) > 3 else "") + "): see each cell's error; run the same sweep "
+                              "again to retry them")
+        return "incomplete", ExitCode.SETUP_ERROR
+    return "done", ExitCode.PASSED
+
+
+def _new_table(out: Path) -> Path:
+    """`DIR/sweep.json`, the previous one kept as sweep.N.json."""
     table = out / "sweep.json"
     if table.exists():
         n = 1
         while (out / f"sweep.{n}.json").exists():
             n += 1
         table.rename(out / f"sweep.{n}.json")
-    report = Report("sweep", table, argv=argv, config=None, parameters={"sweep_file": str(sweep_file), **sweep})
-    for index, r in enumerate(rows):
-        report.add_case({"index": index, "instruction": r["cell"], **r})
-    status = "partial" if interrupted else "done"
-    code = ExitCode.INTERRUPTED if interrupted else ExitCode.PASSED
-    report.finish(status=status, exit_code=code, summary=summary)
-    for line in table_lines(rows, summary):
-        say(line)
-    say(f"sweep report: {table}")
-    return code
+    return table
+
+
+def cell_command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) of one cell's process: the conway that runs the sweep, never one in the working
+    directory (`python -m` puts it first on the path, and a clone's parent folder holds a `conway` folder):
+    `-P` leaves the working directory off the path, PYTHONPATH leads with this conway's folder."""
+    import conway
+
+    root = str(Path(conway.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    return [sys.executable, "-P", "-m", "conway.cli", *argv], env
 
 
 def run_cell_process(argv: list[str]) -> int:
@@ -249,7 +281,8 @@ def run_cell_process(argv: list[str]) -> int:
 
     Ctrl+C reaches the cell itself (same process group), which writes its partial report and exits 130;
     meanwhile this process ignores it, and forwards a SIGTERM."""
-    child = subprocess.Popen([sys.executable, "-m", "conway.cli", *argv])
+    command, env = cell_command(argv)
+    child = subprocess.Popen(command, env=env)
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     old_term = signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
     try:

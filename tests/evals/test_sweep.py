@@ -150,3 +150,41 @@ def test_a_tasks_run_sweep_varies_the_task_timeout_as_the_command_s_flag(tmp_pat
         split_overrides(args)
         parsed.append((args.task_timeout_s, args.max_seconds, args.suite, args.overrides))
     assert parsed == [(30.0, 60.0, ["suite"], ["policy=mock"]), (90.0, 60.0, ["suite"], ["policy=mock"])]
+
+
+def test_a_sweep_started_beside_a_folder_named_conway_runs_its_cells(tmp_path, monkeypatch):
+    """Started from a clone's parent (which holds a `conway` folder), every cell imports the conway that runs
+    the sweep, never the working directory's (it failed "cannot import name '__version__'", all cells missing)."""
+    (tmp_path / "conway").mkdir()  # the clone itself, or any folder of that name
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "one.yaml"
+    with VisionFixtureServer(mode="centre") as good:
+        f.write_text(yaml.safe_dump({"command": "vision-check", "args": ["--samples", "2", "--size", "320x200"],
+                                     "overrides": ["policy.structured_output=none"],
+                                     "grid": {"endpoint": [good.base_url], "seed": [0]}}))
+        code = main(["sweep", str(f), "--output", str(tmp_path / "out")])
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert [c["status"] for c in table["cases"]] == ["pass"]
+    assert code == 0 and table["status"] == "done"
+
+
+def test_bad_pool_flags_are_refused_before_any_cell(tmp_path, capsys):
+    """`--workers 0`: one line and exit 1 up front, not once per cell with the sweep "done" and exit 0."""
+    f = _sweep(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
+    assert main(["sweep", str(f), "--output", str(tmp_path / "out"), "--workers", "0"]) == 1
+    assert "--workers must be at least 1 (got 0)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_with_a_missing_cell_is_neither_done_nor_exit_0(tmp_path):
+    """A cell that wrote no report (it failed before measuring) makes the sweep incomplete, exit 1."""
+    from conway.evals.sweep import run_sweep
+
+    f = _sweep(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1", seeds=(0,))
+    lines: list[str] = []
+    code = run_sweep(str(f), str(tmp_path / "out"), pool_args=[], argv=None, run=lambda argv: 1, say=lines.append)
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert code == 1 and table["status"] == "incomplete" and table["exit_code"] == 1
+    assert [c["status"] for c in table["cases"]] == ["missing", "missing"]
+    assert "2 of 2 cell(s) wrote no report" in table["summary"]["missing"]
+    assert any(line.startswith("sweep incomplete: ") for line in lines)
