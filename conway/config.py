@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -476,8 +477,18 @@ def _nested(overrides: list[str]) -> dict[str, Any]:
         node = out
         for part in parents:
             node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
-        node[last] = value
+        node[last] = _scalar(value)
     return out
+
+
+def _scalar(text: str) -> Any:
+    """An override's value as the configuration will read it: a number stays a number (`chars_per_token=3`
+    is a ratio, not a secret), anything else the text given."""
+    try:
+        number = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def mock_chosen(home_config: Path | None, overrides: list[str]) -> bool:

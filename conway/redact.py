@@ -3,8 +3,10 @@
 A secret is recognised by where it sits or by its shape, in every string at
 every depth (dict values, list items, inside longer strings):
 
-* a key whose *name* looks like a credential (``api_key``, ``password``,
-  ``token`` …; ``*_env`` names a variable and ``*_tokens`` counts, so both pass);
+* a text under a key whose *name* looks like a credential (``api_key``,
+  ``password``, ``token`` …; ``*_env`` names a variable and ``*_tokens`` counts,
+  so both pass). A credential is text: a number (a count, a ratio such as
+  ``chars_per_token: 3.5``) is never one, whatever its key's name says;
 * a list item after a flag that names one (``["--api-key", "…"]``), or the
   value of ``--api-key=…``;
 * a URL's password (``http://user:…@host``) or a credential query parameter
@@ -82,6 +84,12 @@ def redact_text(text: str) -> str:
     return "".join(out)
 
 
+def _may_be_credential(value: Any) -> bool:
+    """Whether a value could be a credential at all: a non-empty text (or other object), never a number or a
+    boolean (a setting such as `chars_per_token` or `max_tokens` holds a count, whatever its name says)."""
+    return value not in (None, "") and not isinstance(value, (bool, int, float))
+
+
 def _secret_name(key: Any) -> bool:
     k = str(key)
     return bool(_SECRET_NAME.search(k)) and not _ALLOWED_NAME.search(k)
@@ -97,7 +105,7 @@ def find_secrets(data: Any, prefix: str = "") -> list[str]:
                 found += [f"{key}.{n}" for n, x in v.items() if isinstance(x, str) and secret_spans(x)]
             elif isinstance(v, (Mapping, list, tuple)):
                 found += find_secrets(v, key)
-            elif v not in (None, "") and not isinstance(v, bool) and _secret_name(k):
+            elif _may_be_credential(v) and _secret_name(k):
                 found.append(key)
             elif isinstance(v, str) and secret_spans(v):
                 found.append(key)
@@ -122,7 +130,7 @@ def redact(data: Any) -> Any:
         for k, v in data.items():
             if isinstance(v, Mapping) and _ALLOWED_NAME.search(str(k)):  # headers_env: names, not values
                 out[k] = {n: redact_text(x) if isinstance(x, str) else x for n, x in v.items()}
-            elif not isinstance(v, (Mapping, list, tuple, bool)) and v not in (None, "") and _secret_name(k):
+            elif not isinstance(v, (Mapping, list, tuple)) and _may_be_credential(v) and _secret_name(k):
                 out[k] = REDACTED
             else:
                 out[k] = redact(v)

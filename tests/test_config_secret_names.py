@@ -33,3 +33,28 @@ def test_names_that_only_resemble_secrets_are_accepted(tmp_path, name, value):
     config.write_text(f"policy:\n  {name}: {value}\n")
     assert getattr(load_config(config, []).policy, name) == value
     assert getattr(load_config(None, [f"policy.{name}={value}"]).policy, name) == value
+
+
+def test_a_ratio_named_after_tokens_is_a_setting_not_a_secret(tmp_path):
+    """`context.chars_per_token` holds a number, and a number is never a credential whatever its key's name says:
+    it can be set as an override and in config.yaml, and is printed as itself (it was refused as
+    secret-looking and printed as <redacted>)."""
+    from conway.config import to_yaml
+    from conway.redact import find_secrets, redact
+
+    assert load_config(None, ["context.chars_per_token=3"]).context.chars_per_token == 3.0
+    config = tmp_path / "config.yaml"
+    config.write_text("context:\n  chars_per_token: 4.5\n")
+    loaded = load_config(config, [])
+    assert loaded.context.chars_per_token == 4.5
+    assert "chars_per_token: 4.5" in to_yaml(loaded)
+    assert find_secrets({"context": {"chars_per_token": 2.5}}) == []
+    assert redact({"chars_per_token": 2.5, "token": "plain words"}) == {"chars_per_token": 2.5, "token": "<redacted>"}
+
+
+@pytest.mark.parametrize("override", ["policy.token=12345678", "policy.password=1234", "policy.api_key=0.5"])
+def test_a_number_under_a_credential_name_is_still_refused_and_never_echoed(override):
+    """A number is no credential, but such a key is no setting either: refused, its value not repeated."""
+    with pytest.raises(UserError) as caught:
+        load_config(None, [override])
+    assert override.split("=", 1)[1] not in str(caught.value)
