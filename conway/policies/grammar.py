@@ -49,6 +49,19 @@ _JSON_CHAR = (r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F]
               r'[dD] [0-7] [0-9a-fA-F]{2}))')
 """One JSON string character; a \\u escape never names a lone surrogate (D800–DFFF: not valid text)."""
 _COORD_FIELDS = {"x": "x", "y": "y", "to_x": "x", "to_y": "y"}
+URL_TAIL_MAX_CHARS = 500
+"""Longest path, query and fragment a grammar's URL may have (the host has its own bound)."""
+_URL_RULES = [
+    # what the browser tool opens (`conway.tools.browser.check_url`): an http(s) URL with a host, a file URL with
+    # a path; written as a subset (lowercase schemes, printable ASCII without quote or backslash, no user part,
+    # no bracketed host) so that no escape or odd character can reach the check
+    r'url ::= "\"" ("http" "s"? "://" url-host (":" [0-9]{1,5})? ([/?#] url-char{0,'
+    f'{URL_TAIL_MAX_CHARS}}})? | "file:///" url-char{{0,{URL_TAIL_MAX_CHARS}}})' r' "\""',
+    "url-host ::= [a-zA-Z0-9] [a-zA-Z0-9.-]{0,252}",
+    r"url-char ::= [\x21\x23-\x5B\x5D-\x7E]",
+]
+_FIELD_RULES = {("open_browser", "url"): "url"}
+"""Fields whose validity is checked beyond their type (by the tool that runs the action): their own rule."""
 _JSON_VALUE_RULES = [
     'json-object ::= "{" ( json-string ": " json-value ( ", " json-string ": " json-value ){0,31} )? "}"',
     'json-array ::= "[" ( json-value ( ", " json-value ){0,63} )? "]"',
@@ -195,6 +208,8 @@ def _value_rule(name: str, field: str, info: FieldInfo, coord_rules: dict[str, s
     """GBNF expression for one field's value (always inside what the action's validator accepts)."""
     if field in _COORD_FIELDS:
         return f"coord-{_COORD_FIELDS[field]}"
+    if (name, field) in _FIELD_RULES:
+        return _FIELD_RULES[name, field]
     annotation, _ = _annotation_parts(info.annotation)
     bounds = _bounds(info)
     origin = typing.get_origin(annotation)
@@ -303,6 +318,8 @@ def action_json_grammar(action_types: list[str] | None, *, convention: Conventio
     lines.append(f"coord-y ::= {coords['y']}")
     if any("json-object" in line for line in lines):
         lines += _JSON_VALUE_RULES
+    if "open_browser" in names:
+        lines += _URL_RULES
     lines.append(f"char ::= {_JSON_CHAR}")
     lines.append(key_name_rule())
     return "\n".join(lines) + "\n"

@@ -28,7 +28,10 @@ def check_url(url: str) -> str | None:
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         # Whitespace/control characters: a browser or opener could split or misread them.
         return "the URL contains whitespace or control characters (percent-encode them)"
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL": a refusal like any other, never a crash of the check
+        return f"the URL is malformed ({exc})"
     if parts.scheme.lower() not in SCHEMES:
         got = f"{parts.scheme!r}" if parts.scheme else "no scheme"
         return f"only http, https and file URLs can be opened, got {got}"

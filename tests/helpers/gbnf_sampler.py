@@ -273,3 +273,26 @@ class GrammarSampler:
             return chr(rng.randint(ord(a), ord(b)))
         pool = [c for c in _POOL if not inside(c)]
         return rng.choice(pool)
+
+
+def _regex(node: object, rules: dict[str, object], depth: int) -> str:
+    if isinstance(node, Lit):
+        return re.escape(node.text)
+    if isinstance(node, Cls):
+        body = "".join(re.escape(a) if a == b else f"{re.escape(a)}-{re.escape(b)}" for a, b in node.ranges)
+        return f"[{'^' if node.negated else ''}{body}]" if body else ("[\\s\\S]" if node.negated else "(?!)")
+    if isinstance(node, Ref):  # a recursive rule (nested JSON) is followed a few levels deep
+        return "(?!)" if depth > 6 else f"(?:{_regex(rules[node.name], rules, depth + 1)})"
+    if isinstance(node, Seq):
+        return "".join(_regex(n, rules, depth) for n in node.items)
+    if isinstance(node, Alt):
+        return "(?:" + "|".join(_regex(n, rules, depth) for n in node.options) + ")"
+    if isinstance(node, Rep):
+        return f"(?:{_regex(node.item, rules, depth)}){{{node.lo},{'' if node.hi is None else node.hi}}}"
+    raise TypeError(node)
+
+
+def accepts(grammar: str, text: str) -> bool:
+    """Whether the grammar accepts `text` whole (its rules as one regular expression; recursion cut short)."""
+    rules = parse_gbnf(grammar)
+    return re.fullmatch(_regex(rules["root"], rules, 0), text, re.DOTALL) is not None

@@ -182,3 +182,37 @@ def test_grammar_constrained_sampling_on_the_tiny_vlm_validates():
     finally:
         policy.close()
     assert finished >= 3
+
+
+# --- the browser tool's URL rule (issue 32 §3.8) ---------------------------------------------------------------
+
+
+def _browser_grammar() -> str:
+    return action_json_grammar(["open_browser", "wait"], convention="absolute", sent_size=(644, 392),
+                               captured_size=(644, 392))
+
+
+def test_the_grammar_admits_only_urls_the_browser_tool_opens():
+    """A tiny VLM under the grammar wrote {"type":"open_browser","url":":"} (refused: only http, https and file
+    URLs): every URL the grammar admits passes the browser tool's check, and such answers are not admitted."""
+    from helpers.gbnf_sampler import accepts
+
+    from conway.tools.browser import check_url
+
+    grammar = _browser_grammar()
+    sampler = GrammarSampler(grammar)
+    rng = random.Random("open_browser")
+    urls = [json.loads(t)["action"]["url"] for t in (sampler.sample(rng) for _ in range(600)) if "open_browser" in t]
+    assert len(urls) > 100
+    assert [u for u in urls if check_url(u) is not None] == []
+    assert {u.split(":", 1)[0] for u in urls} == {"http", "https", "file"}
+
+    def answer(url: str) -> str:
+        return json.dumps({"thought": "go", "action": {"type": "open_browser", "url": url}})
+
+    for refused in [":", "javascript:alert(1)", "ftp://host/x", "http://", "file://host", "http://a b/",
+                    "example.org", "http://[::1/"]:
+        assert check_url(refused) is not None
+        assert not accepts(grammar, answer(refused)), refused
+    for url in ["https://example.org", "http://127.0.0.1:8080/v1?q=1#top", "file:///home/user/page.html"]:
+        assert check_url(url) is None and accepts(grammar, answer(url)), url
