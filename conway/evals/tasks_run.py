@@ -188,7 +188,7 @@ class TasksSuite:
                             "task_timeout_s": task_timeout(self.task_timeout_s, seconds)}
         record["phase"] = "policy"
         policy = self._policy_for(task.id, policy)
-        root = self.folder / f"{case.index + 1:02d}-{_safe(task.id)}"
+        root = _case_folder(self.folder / f"{case.index + 1:02d}-{_safe(task.id)}")
         home = Home(root / "home")
         record["phase"] = "desktop"
         with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep) as desk:
@@ -422,7 +422,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     out, _ = check_outputs(output, home, cases=len(cases))
     _check_outside(out, suite_source)
     folder = tasks_folder(out)
-    if folder.exists():
+    if folder.exists() and folder != _resumed_folder(resume):
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
                         max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
@@ -436,7 +436,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)  # the resumed report's own folder (a sweep resumes a cell under its name)
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
         say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}")
@@ -445,6 +445,25 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
                            extra=lambda res: _extra(runner, cases, res.records))
     _say_result(result.summary, out, say)
     return result.code
+
+
+def _resumed_folder(resume: str | None) -> Path | None:
+    """The tasks folder of the report being resumed: a run that resumes into it (a sweep resumes a cut cell
+    under the cell's report name, the partial one moved aside) adds its tasks beside the kept ones."""
+    if not resume:
+        return None
+    from conway.evals.report import load_report
+
+    name = (load_report(resume)[0].get("parameters") or {}).get("tasks_folder")
+    return Path(resume).expanduser().resolve().parent / name if isinstance(name, str) and name else None
+
+
+def _case_folder(root: Path) -> Path:
+    """`root`, or beside it when a cut run of the resumed report left it (that run's home is kept as it was)."""
+    n, path = 1, root
+    while path.exists():
+        path, n = root.with_name(f"{root.name}.{n}"), n + 1
+    return path
 
 
 def _check_limits(max_steps: int | None, max_seconds: float | None, task_timeout_s: float | None) -> None:

@@ -141,3 +141,27 @@ def test_tasks_list_names_the_cache_a_cache_file_getter_and_a_kept_output_need(t
     (cache / "gold" / "gold.txt").write_text("x")
     main(["tasks", "list", str(suite), "--json", "--cache", str(cache)])
     assert all(r["runnable"] for r in json.loads(capsys.readouterr().out)["tasks"])
+
+
+def test_tasks_run_resumes_into_its_own_report_name_as_a_sweep_does(tmp_path) -> None:
+    """A sweep resumes a cut cell under the cell's report name (the partial report moved aside): the tasks
+    folder beside it is the resumed report's own, not "already exists; choose a new report name"."""
+    import json
+
+    from conway.evals.tasks_run import tasks_run
+    from conway.store.home import Home
+
+    suite, home, cfg = _not_runnable_suite(tmp_path), Home(tmp_path / "home"), ConwayConfig()
+    out = tmp_path / "cell.json"
+    kw = {"quiet": True, "policy": MockPolicy(), "say": lambda line: None}
+    tasks_run(home, cfg, str(suite), output=str(out), **kw)
+    (tmp_path / "cell.tasks" / "01-a" / "home").mkdir(parents=True)  # the first task's home, kept
+    data = json.loads(out.read_text())
+    data.update(status="partial", case_positions=[0], cases=data["cases"][:1])
+    aside = tmp_path / "cell.partial-1.json"
+    aside.write_text(json.dumps(data))
+    out.unlink()
+    tasks_run(home, cfg, str(suite), output=str(out), resume=str(aside), **kw)
+    report = json.loads(out.read_text())
+    assert report["summary"]["resumed"] == "1 case(s) kept from the resumed report"
+    assert (tmp_path / "cell.tasks" / "01-a" / "home").is_dir()
