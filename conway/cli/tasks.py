@@ -17,8 +17,9 @@ SUITE_HELP = ("a folder of task files (searched recursively; OSWorld's examples/
               "domain), task files (.json in OSWorld's format, .md in Conway's), or an OSWorld test_*.json index")
 LIST_DESCRIPTION = f"""\
 Load a suite and say, for each task, whether it can run on this machine and, when it cannot, every reason:
-a setup step type, getter or metric not implemented, an application not installed, a downloaded or cloud
-file missing from the local cache (naming its URL), or a live URL the task needs at run time. Files that
+a setup step type, getter or metric not implemented, an application or an optional extra (gui, tasks) not
+installed, a downloaded, cloud or cache file missing from the local cache (naming its URL), or a live URL
+the task needs at run time. Files that
 do not load (malformed JSON, an id an index lists but whose file is missing, a duplicate id) are listed
 apart, one line each. Nothing here runs a task.
 
