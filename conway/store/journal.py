@@ -6,9 +6,11 @@ recovery event saying so.
 
 The file being written is zero-filled a little ahead of its last line (`PREALLOCATE_BYTES`,
 synced once), so an append only overwrites blocks that already exist: making an intent durable
-is then an fdatasync of its data, with no file-system metadata to commit. Every reader stops at
-the first NUL byte (`journal_data`, `journal_lines`): JSON text never holds one, and what follows
-it is the unwritten tail, or after a crash what was never made durable.
+is then an fdatasync of its data, with no file-system metadata to commit. A file's data ends at
+its last non-NUL byte: the zeros after it are that tail. A NUL run with data after it (a block a
+power loss zeroed, an editor) is skipped by readers, which read the lines after it and report it
+(`UnreadableSpan`); the writer appends after the last byte of data, never over it. The format:
+docs/architecture.md, "The journal on disk".
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ class Journal:
             if self._alloc > self._size:
                 os.ftruncate(fd, self._size)
         except OSError:
-            pass  # readers stop at the first NUL anyway
+            pass  # readers skip the zeros at a file's end anyway
         finally:
             os.close(fd)
 
@@ -398,11 +400,35 @@ def journal_lines(path: Path) -> Iterator[bytes]:
     yield from journal_data(path).splitlines(keepends=True)
 
 
+_NOT_NUL = re.compile(rb"[^\0]")
+
+
+def _nul_runs(path: Path) -> Iterator[UnreadableSpan]:
+    """The NUL runs inside a file's data, read a MiB at a time (`conway status` looks at every file)."""
+    start, offset = None, 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            at = 0
+            while True:
+                if start is None:
+                    at = chunk.find(b"\0", at)
+                    if at < 0:
+                        break
+                    start = offset + at
+                data = _NOT_NUL.search(chunk, at)
+                if data is None:
+                    break  # the run goes on into the next chunk
+                yield UnreadableSpan(path.name, start, offset + data.start() - start)
+                start, at = None, data.start()
+            offset += len(chunk)
+    # a run still open here reaches the end of the file: the zeroed tail, not a span
+
+
 def unreadable_spans(folder: Path) -> list[UnreadableSpan]:
     """Every NUL run inside the data of the journal's files (the zeroed tail at a file's end is not one)."""
     if not folder.exists():
         return []
-    return [span for path in journal_files(folder) for span in _split_data(path)[1]]
+    return [span for path in journal_files(folder) for span in _nul_runs(path)]
 
 
 @dataclass
