@@ -140,6 +140,8 @@ def do_export(args) -> int:
     say(f"wrote {res.written} step record(s) to {out}" + (f" ({res.labelled} labelled)" if res.labelled else ""))
     if res.skipped_lines:
         say(f"skipped {len(res.skipped_lines)} unreadable journal line(s): {', '.join(res.skipped_lines[:5])}")
+    for span in res.unreadable:
+        say(span)
     if res.missing:
         say(f"left out {len(res.missing)} step(s) whose screenshot is missing (--skip-missing)")
     if res.images_missing:

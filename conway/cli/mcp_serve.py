@@ -134,7 +134,8 @@ def _add_report_tools(server: Any, home: Home, load_config: Callable[[], ConwayC
             out = check_new_output(_absolute(output), home, "export")
             res = do_export(home.journal_dir, out, include_dry_runs=include_dry_runs,
                             include_uncertain=include_uncertain, home_root=home.root)
-            return {"output": str(out), "written": res.written, "skipped_lines": len(res.skipped_lines)}
+            return {"output": str(out), "written": res.written, "skipped_lines": len(res.skipped_lines),
+                    "unreadable": res.unreadable}
         return _guarded(run)
 
     @server.tool(annotations=writes_report)

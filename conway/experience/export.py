@@ -25,6 +25,8 @@ from conway.store.state import STDOUT
 class ExportResult:
     written: int
     skipped_lines: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    """NUL runs inside the journal's files, skipped: "FILE: skipped N unreadable bytes at offset O"."""
     missing: list[str] = field(default_factory=list)
     """Steps left out for a missing screenshot (--skip-missing)."""
     unrendered: list[str] = field(default_factory=list)
@@ -61,11 +63,11 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
     _refuse_existing(output)
     root = home_root if home_root is not None else journal_dir.parent
     if report_records is not None:
-        records, skipped = report_records(), []
+        records, skipped, unreadable = report_records(), [], []
         labelled = len(records)
     else:
-        records, skipped, labelled = collect_records(journal_dir, include_dry_runs=include_dry_runs,
-                                                     include_uncertain=include_uncertain, home_root=root)
+        records, skipped, unreadable, labelled = collect_records(
+            journal_dir, include_dry_runs=include_dry_runs, include_uncertain=include_uncertain, home_root=root)
     if not records:
         raise UserError("nothing to export: no step is left to write (dry runs and uncertain steps are left out "
                         "unless --include-dry-runs / --include-uncertain)")
@@ -84,6 +86,6 @@ def export(journal_dir: Path, output: Path, *, include_dry_runs: bool = False, i
         written = len(records)
         left_out = 0
     return ExportResult(written=written, targets=written - len(unrendered) if style and fmt == "jsonl" else None,
-                        skipped_lines=skipped, missing=missing, unrendered=unrendered, labelled=labelled,
+                        skipped_lines=skipped, unreadable=unreadable, missing=missing, unrendered=unrendered, labelled=labelled,
                         images_missing=images_missing, left_out_of_images=left_out,
                         no_conversation=no_conversation, redacted=redacted)

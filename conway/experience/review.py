@@ -81,8 +81,8 @@ def review(home: Any, *, session: str | None = None, step: int | None = None, ve
     Returns how many labels were written. Labels go to labels.jsonl beside the
     journal with source `review`; the journal itself is never touched.
     """
-    records, _, _ = collect_records(home.journal_dir, include_dry_runs=include_dry_runs, include_uncertain=True,
-                                    home_root=home.root)
+    records, _, _, _ = collect_records(home.journal_dir, include_dry_runs=include_dry_runs, include_uncertain=True,
+                                       home_root=home.root)
     if session:
         records = [r for r in records if r["session"] == session]
         if not records:

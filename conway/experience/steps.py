@@ -277,8 +277,9 @@ def mark_missing_images(records: list[dict[str, Any]], home_root: Path | None) -
 
 
 def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, include_uncertain: bool = False,
-                    home_root: Path | None = None) -> tuple[list[dict[str, Any]], list[str], int]:
-    """(records with labels, torn journal lines, labelled count); UserError on an empty journal."""
+                    home_root: Path | None = None) -> tuple[list[dict[str, Any]], list[str], list[str], int]:
+    """(records with labels, torn journal lines (`file:line`), NUL runs skipped inside the files ("FILE: skipped
+    N unreadable bytes at offset O"), labelled count); UserError on an empty journal."""
     read = read_journal(journal_dir)
     if not read.events:
         raise UserError(f"nothing to export: the journal in {journal_dir} is empty (run the agent first)")
@@ -286,4 +287,4 @@ def collect_records(journal_dir: Path, *, include_dry_runs: bool = False, includ
                                 include_uncertain=include_uncertain)
     root = home_root if home_root is not None else journal_dir.parent
     labelled = attach_labels(records, read_labels(labels_path(root)))
-    return records, read.skipped, labelled
+    return records, read.skipped, [str(span) for span in read.unreadable], labelled

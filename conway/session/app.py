@@ -20,7 +20,7 @@ from conway.policies.factory import build_policy
 from conway.policies.summariser import build_summariser
 from conway.protocols import Actuator, Observer, Policy, TextModel
 from conway.store.home import Home
-from conway.store.journal import Journal, open_intent, tail_events
+from conway.store.journal import Journal, open_intent, tail_events, unreadable_spans
 from conway.store.state import InstanceLock, StateStore, write_control
 from conway.tools.registry import build_toolbox
 
@@ -193,6 +193,7 @@ def status_report(home: Home) -> dict:
         "stop_reason": state.get("stop_reason"),
         "pending_intent": open_intent(home.journal_dir, state.get("pending")),
         "state_recovery": note,
+        "journal_unreadable": [str(span) for span in unreadable_spans(home.journal_dir)],
         "cost": _cost(home, state.get("session")),
         "last_events": [
             {"session": e.get("session"), "step": e.get("step"), "kind": e.get("kind"), "ts": e.get("ts"),
@@ -285,6 +286,7 @@ def render_status(report: dict, tasks: str | None = None) -> str:
     lines.append(f"pending:  {pending['summary'] if pending else 'none'}")
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
+    lines += [f"journal:  {span}" for span in report.get("journal_unreadable", [])]
     if report.get("cost"):
         from conway.experience.costs import render_record
         lines.append(f"cost:     {render_record(report['cost'])}")

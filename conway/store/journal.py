@@ -6,18 +6,22 @@ recovery event saying so.
 
 The file being written is zero-filled a little ahead of its last line (`PREALLOCATE_BYTES`,
 synced once), so an append only overwrites blocks that already exist: making an intent durable
-is then an fdatasync of its data, with no file-system metadata to commit. Every reader stops at
-the first NUL byte (`journal_data`, `journal_lines`): JSON text never holds one, and what follows
-it is the unwritten tail, or after a crash what was never made durable.
+is then an fdatasync of its data, with no file-system metadata to commit. A file's data ends at
+its last non-NUL byte: the zeros after it are that tail. A NUL run with data after it (a block a
+power loss zeroed, an editor) is skipped by readers, which read the lines after it and report it
+(`UnreadableSpan`); the writer appends after the last byte of data, never over it. The format:
+docs/architecture.md, "The journal on disk".
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -57,6 +61,11 @@ RESERVE_BYTES = 64 << 10
 
 class Journal:
     preallocate_bytes = PREALLOCATE_BYTES
+    preallocate_way = "zeros"
+    """`zeros`: the file zero-filled ahead, so an append moves no metadata; `keep_size`: blocks set aside past
+    the file's end (fallocate, FALLOC_FL_KEEP_SIZE; zeros where the file system lacks it), so readers see the
+    data alone but each append moves the length, which the intent's fdatasync then commits (measured slower:
+    docs/measurements.md, "The journal's tail"; kept for the benchmark's side-by-side)."""
     sync_call = "fdatasync"
     """The `os` call that makes an intent durable (a class attribute, so a benchmark can set the old ways side by side)."""
 
@@ -136,16 +145,15 @@ class Journal:
             self._rotate()
 
     def _open(self, path: Path) -> None:
-        """Open for writing at the end of the text; whatever follows its first NUL is cut off first.
+        """Open for writing after the last byte of data; the zeros after it (an unwritten tail) are cut off.
 
-        After a crash that is the zeroed tail, or blocks that were never made durable (written back
-        out of order before a power loss): dropping them leaves nothing a later append could join."""
+        A NUL run with data after it stays (a zeroed block after a power loss, an editor's damage):
+        readers skip it and report it, and the next line goes after everything that is there."""
         self._close_file()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)  # read too: the torn-tail check
         try:
             size = text_size(path)
-            if os.fstat(fd).st_size != size:
-                os.ftruncate(fd, size)
+            os.ftruncate(fd, size)  # also frees blocks a killed writer set aside past the end
         except BaseException:
             os.close(fd)
             raise
@@ -169,7 +177,7 @@ class Journal:
             if self._alloc > self._size:
                 os.ftruncate(fd, self._size)
         except OSError:
-            pass  # readers stop at the first NUL anyway
+            pass  # readers skip the zeros at a file's end anyway
         finally:
             os.close(fd)
 
@@ -180,7 +188,7 @@ class Journal:
         bigger than a file (a large tool output under small caps); room is made for that too.
         """
         budget = self.max_total_bytes - max(self.max_file_bytes, current)
-        closed = [(f, f.stat().st_size) for f in journal_files(self.folder) if f != self._path]
+        closed = [(f, occupied_bytes(f)) for f in journal_files(self.folder) if f != self._path]
         total = sum(size for _, size in closed)
         for old, size in closed:  # oldest first; never the file being written
             if total <= budget:
@@ -232,28 +240,40 @@ class Journal:
             data = data[done:]
 
     def _preallocate(self, end: int) -> None:
-        """Zero-fill the file ahead of `end` and sync it once, so the appends up to there change no metadata.
+        """Set space aside ahead of `end` once, so the appends up to there need no new blocks.
 
-        Never past `max_file_bytes` (the caps count the file as it is on disk); a disk too full for
-        the zeros gets its space back and the line is appended the plain way (the caller's error, if any)."""
+        Never past `max_file_bytes` (the caps count what the file occupies); a disk too full for it
+        gets its space back and the line is appended the plain way (the caller's error, if any)."""
         assert self._fd is not None
         target = min(self.max_file_bytes, end + self.preallocate_bytes)
         if target <= max(end, self._alloc):
             return
+        if self.preallocate_way == "keep_size":
+            try:
+                if reserve_blocks(self._fd, self._alloc, target - self._alloc):
+                    self._alloc = target  # blocks set aside past the end: readers see the data alone
+                    return
+            except OSError:
+                return  # no room to set aside: the line goes in the plain way
         try:
-            zeros = bytes(target - self._alloc)
-            offset = self._alloc
-            while zeros:
-                done = os.pwrite(self._fd, zeros, offset)
-                offset += done
-                zeros = zeros[done:]
-            os.fsync(self._fd)  # the new length and its blocks, once per PREALLOCATE_BYTES
-            self._alloc = target
+            self._zero_fill(target)
         except OSError:
             try:
                 os.ftruncate(self._fd, max(self._size, self._alloc))
             except OSError:
                 pass
+
+    def _zero_fill(self, target: int) -> None:
+        """Write zeros up to `target` and sync them once: the file's length and blocks are then on disk."""
+        assert self._fd is not None
+        zeros = bytes(target - self._alloc)
+        offset = self._alloc
+        while zeros:
+            done = os.pwrite(self._fd, zeros, offset)
+            offset += done
+            zeros = zeros[done:]
+        os.fsync(self._fd)  # the new length and its blocks, once per PREALLOCATE_BYTES
+        self._alloc = target
 
     def _drop_partial(self) -> None:
         """A failed write (a full disk) must not leave half a line: cut the file back to its last whole line."""
@@ -284,6 +304,31 @@ class Journal:
         self._lock_fd = -1
 
 
+_FALLOC_FL_KEEP_SIZE = 1
+_fallocate: Any = None
+
+
+def reserve_blocks(fd: int, offset: int, length: int) -> bool:
+    """fallocate(FALLOC_FL_KEEP_SIZE): blocks set aside past the end of the file, its length unchanged.
+
+    False where the system or the file system has no such call (the caller zero-fills instead)."""
+    global _fallocate
+    if _fallocate is None:
+        _fallocate = False
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+            _fallocate = libc.fallocate
+    if not _fallocate:
+        return False
+    if _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(err, os.strerror(err))
+
+
 class JournalUnwritable(OSError):
     """A journal line could not be written (a full disk, a file made read-only …); errno and file say which."""
 
@@ -292,35 +337,98 @@ def journal_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.jsonl") if p.name.split("-")[0].isdigit())
 
 
+def occupied_bytes(path: Path) -> int:
+    """What a journal file takes on disk: its length, or its blocks where more are set aside past its end."""
+    st = path.stat()
+    return max(st.st_size, st.st_blocks * 512)
+
+
 def text_size(path: Path) -> int:
-    """Where a journal file's text ends: its first NUL byte (the zeroed tail), else its length."""
-    offset = 0
+    """Where a journal file's data ends: after its last non-NUL byte.
+
+    The zeros after it are space set aside ahead of the writer, never data; a NUL run with data after
+    it is not the end (a block zeroed by a power loss, an editor): the lines after it are kept."""
     with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            cut = chunk.find(b"\0")
-            if cut >= 0:
-                return offset + cut
-            offset += len(chunk)
-    return offset
+        end = fh.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - (64 << 10))
+            fh.seek(start)
+            chunk = fh.read(end - start).rstrip(b"\0")
+            if chunk:
+                return start + len(chunk)
+            end = start
+    return 0
+
+
+@dataclass(frozen=True)
+class UnreadableSpan:
+    """A run of NUL bytes with data after it, inside a journal file: skipped, and the lines after it read."""
+    file: str
+    offset: int
+    length: int
+
+    def __str__(self) -> str:
+        return f"{self.file}: skipped {self.length} unreadable bytes at offset {self.offset}"
+
+
+_NUL_RUN = re.compile(rb"\0+")
+
+
+def _split_data(path: Path) -> tuple[bytes, list[UnreadableSpan]]:
+    """The file's data with each NUL run inside it cut out (a line break in its place), and those runs."""
+    raw = path.read_bytes()
+    data = raw[:len(raw.rstrip(b"\0"))]  # the zeros to the end of the file are the unwritten tail
+    if b"\0" not in data:
+        return data, []
+    pieces, spans, at = [], [], 0
+    for run in _NUL_RUN.finditer(data):
+        piece = data[at:run.start()]
+        pieces.append(piece if not piece or piece.endswith(b"\n") else piece + b"\n")  # a cut line ends here
+        spans.append(UnreadableSpan(path.name, run.start(), run.end() - run.start()))
+        at = run.end()
+    pieces.append(data[at:])
+    return b"".join(pieces), spans
 
 
 def journal_data(path: Path) -> bytes:
-    """A journal file's text: everything before its first NUL byte."""
-    data = path.read_bytes()
-    cut = data.find(b"\0")
-    return data if cut < 0 else data[:cut]
+    """A journal file's text: its data without the zeroed tail, each NUL run inside it cut out."""
+    return _split_data(path)[0]
 
 
 def journal_lines(path: Path) -> Iterator[bytes]:
-    """A journal file's lines (each with its newline, the last maybe torn), up to its first NUL byte."""
+    """A journal file's lines (each with its newline, the last maybe torn); NUL runs are skipped."""
+    yield from journal_data(path).splitlines(keepends=True)
+
+
+_NOT_NUL = re.compile(rb"[^\0]")
+
+
+def _nul_runs(path: Path) -> Iterator[UnreadableSpan]:
+    """The NUL runs inside a file's data, read a MiB at a time (`conway status` looks at every file)."""
+    start, offset = None, 0
     with open(path, "rb") as fh:
-        for raw in fh:
-            cut = raw.find(b"\0")
-            if cut >= 0:
-                if cut:
-                    yield raw[:cut]
-                return
-            yield raw
+        while chunk := fh.read(1 << 20):
+            at = 0
+            while True:
+                if start is None:
+                    at = chunk.find(b"\0", at)
+                    if at < 0:
+                        break
+                    start = offset + at
+                data = _NOT_NUL.search(chunk, at)
+                if data is None:
+                    break  # the run goes on into the next chunk
+                yield UnreadableSpan(path.name, start, offset + data.start() - start)
+                start, at = None, data.start()
+            offset += len(chunk)
+    # a run still open here reaches the end of the file: the zeroed tail, not a span
+
+
+def unreadable_spans(folder: Path) -> list[UnreadableSpan]:
+    """Every NUL run inside the data of the journal's files (the zeroed tail at a file's end is not one)."""
+    if not folder.exists():
+        return []
+    return [span for path in journal_files(folder) for span in _nul_runs(path)]
 
 
 @dataclass
@@ -328,12 +436,14 @@ class JournalReadResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     """`file:line` of lines that did not parse (torn writes)."""
+    unreadable: list[UnreadableSpan] = field(default_factory=list)
+    """NUL runs inside the files' data, skipped (the lines after them are read)."""
 
 
 def read_journal(folder: Path) -> JournalReadResult:
     """All parseable events in order; unparseable lines are listed, never fatal."""
     result = JournalReadResult()
-    for event, where in iter_journal(folder):
+    for event, where in iter_journal(folder, result.unreadable):
         if event is None:
             result.skipped.append(where)
         else:
@@ -341,11 +451,16 @@ def read_journal(folder: Path) -> JournalReadResult:
     return result
 
 
-def iter_journal(folder: Path) -> Iterator[tuple[dict[str, Any] | None, str]]:
+def iter_journal(folder: Path, unreadable: list[UnreadableSpan] | None = None,
+                 ) -> Iterator[tuple[dict[str, Any] | None, str]]:
+    """(event, `file:line`) in order, None for a line that does not parse; NUL runs go to `unreadable`."""
     if not folder.exists():
         return
     for path in journal_files(folder):
-        for n, raw in enumerate(journal_lines(path), 1):
+        data, spans = _split_data(path)
+        if unreadable is not None:
+            unreadable.extend(spans)
+        for n, raw in enumerate(data.splitlines(keepends=True), 1):
             if not raw.strip():
                 continue
             try:

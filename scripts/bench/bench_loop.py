@@ -186,6 +186,13 @@ class Reference:
             self._tmp.cleanup()
 
 
+class KeepSizeJournal(Journal):
+    """Blocks set aside past the file's end (fallocate, FALLOC_FL_KEEP_SIZE): readers see the data alone, but
+    each append moves the file's length, metadata the intent's fdatasync then commits (issue 32 measured it)."""
+
+    preallocate_way = "keep_size"
+
+
 class GrowingFsyncJournal(Journal):
     """The journal before issue 26: appends grow the file, and each intent is fsynced (data and inode)."""
 
@@ -205,9 +212,11 @@ class FallocatedJournal(Journal):
             self._alloc = target
 
 
-VARIANTS = {"fdatasync": Journal, "fsync": GrowingFsyncJournal, "fallocate": FallocatedJournal}
+VARIANTS = {"fdatasync": Journal, "fsync": GrowingFsyncJournal, "fallocate": FallocatedJournal,
+            "keep_size": KeepSizeJournal}
 """--sync: the journal as it is (appends into a zero-filled tail, fdatasync), as it was, or with fallocate."""
 LABELS = {"fdatasync": "a zero-filled tail, fdatasync (the journal as it is)",
+          "keep_size": "blocks set aside past the end (FALLOC_FL_KEEP_SIZE), fdatasync",
           "fsync": "a growing file, fsync (the journal before issue 26)",
           "fallocate": "a posix_fallocate'd tail, fdatasync"}
 
@@ -291,7 +300,8 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=60, help="capture+encode reference frames in all")
     ap.add_argument("--sync", default="fdatasync", help="the intent's sync, or several comma-separated, their runs "
                     "taking turns: fdatasync (the journal as it is: a zero-filled tail, fdatasync), fsync (as "
-                    "before: a growing file, fsync), fallocate (a posix_fallocate'd tail, fdatasync); all: the three")
+                    "before: a growing file, fsync), fallocate (a posix_fallocate'd tail, fdatasync), keep_size (blocks set aside past the "
+                    "end, FALLOC_FL_KEEP_SIZE, fdatasync); all: the four")
     ap.add_argument("--observe", choices=("synthetic", "screen"), default="synthetic",
                     help="synthetic: a cached PNG (the harness alone); screen: the loop observes the reference's "
                          "Xvfb screen through a real run's observer, with the journal as it is (needs Xvfb, "

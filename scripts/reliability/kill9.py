@@ -17,7 +17,8 @@ evidence (the killed run's last journal event and whether the effect exists):
     result     a side effect's result journaled, kill at once (state, memory, next cycle)
 
 After each kill, before the restart: state.json exists (once any run wrote it),
-state.json / state.previous.json parse, `conway status` does not say "never run".
+state.json / state.previous.json parse, `conway status` does not say "never run" nor
+report a NUL run inside the journal's data (the zeroed tail ends a file; a kill leaves no gap).
 After the next run got past start-up: temp files left by the kill are gone
 (temp files as a kill inside an atomic write leaves them are also planted
 after the first kill and before the last run, so the clean-up is exercised
@@ -100,9 +101,9 @@ class JournalFollower:
             except FileNotFoundError:
                 self.path = None
                 continue
-            data = data.split(b"\0", 1)[0]  # the file being written ends in zeros: its text stops there
+            data = data[:len(data.rstrip(b"\0"))]  # the file being written ends in zeros: its data stops there
             self.offset += len(data)
-            lines = (self.partial + data).split(b"\n")
+            lines = (self.partial + data.replace(b"\0", b"\n")).split(b"\n")  # a NUL run inside: skipped
             self.partial = lines.pop()
             for raw in lines:
                 try:
@@ -321,12 +322,14 @@ def _after_kill(st: State, rec: KillRecord, run_events: list[dict[str, Any]]) ->
         if problem:
             st.v.add("state files parse", f"{where}: {name} does not parse: {problem}")
     try:
-        status = status_report(Home(home))["status"]
+        report = status_report(Home(home))
     except Exception as exc:
         st.v.add("status works after every kill", f"{where}: status raised {type(exc).__name__}: {exc}")
     else:
-        if st.state_written and status == "never run":
+        if st.state_written and report["status"] == "never run":
             st.v.add("status works after every kill", f"{where}: status says 'never run'")
+        for span in report["journal_unreadable"]:  # a kill leaves a torn line at most, never a gap
+            st.v.add("no NUL run inside the journal's data", f"{where}: {span}")
     now = temp_files(home)
     if set(now) - set(st.pending_temp) - st.reported_temp:
         st.kills_leaving_temp += 1
@@ -477,7 +480,8 @@ def prove(kills: int = 100, seed: int = 0, keep: Path | None = None, say=print) 
     by_observed = {p: sum(1 for k in st.kills if k.observed == p) for p in OBSERVED}
     checks = [Check("kills", len(st.kills), f"{kills}", len(st.kills) == kills)]
     for name in ("every run killed (none exits by itself)", "state.json exists after every kill", "state files parse",
-                 "status works after every kill", "temp files cleaned at the next start",
+                 "status works after every kill", "no NUL run inside the journal's data",
+                 "temp files cleaned at the next start",
                  "every intent closed exactly once", "no side effect twice", "no side effect without an intent",
                  "no successful result without its effect", "no temp files at the end", "no traceback from any run",
                  "final clean run ends with exit 0"):

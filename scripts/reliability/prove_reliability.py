@@ -1,12 +1,14 @@
-"""Conway's reliability proofs, measured: kill -9 + restart, fuzzed model output, a long soak.
+"""Conway's reliability proofs, measured: kill -9 + restart, a power loss's zeroed block, fuzzed model output, a
+long soak.
 
     python -m scripts.reliability.prove_reliability                  # the full run (docs/measurements.md#reliability), ~15-25 min
-    python -m scripts.reliability.prove_reliability --quick          # CI size: 20 kills, 10^4 inputs, 2,000 cycles
+    python -m scripts.reliability.prove_reliability --quick          # CI size: 20 kills, 3 trials, 10^4 inputs, 2,000 cycles
     python -m scripts.reliability.prove_reliability kill9 --kills 30 # one proof alone, any size
 
 Proofs (each in scripts/reliability/, see its docstring for exactly what is checked):
 
     kill9  kill -9 at 100 points of real `conway run` processes on one home, each restarted
+    powerloss  a block zeroed inside a closed journal file, then a new `conway run`: every other line kept, 10 trials
     soak   10,000 decisions of the real loop with journal, memory and screenshot caps set small
     fuzz   10^5 mutated model answers through the generic JSON, OpenCUA and UI-TARS parsers
     faults stops at random instants of start-up, FIFOs where files are expected, trickling/endless answers
@@ -28,9 +30,9 @@ from pathlib import Path
 
 from scripts.reliability.common import REPO, ProofResult, table
 
-PROOFS = ("kill9", "soak", "fuzz", "faults")
-FULL = {"kills": 100, "cycles": 10_000, "inputs": 100_000, "stops": 20}
-QUICK = {"kills": 20, "cycles": 2_000, "inputs": 10_000, "stops": 5}
+PROOFS = ("kill9", "powerloss", "soak", "fuzz", "faults")
+FULL = {"kills": 100, "trials": 10, "cycles": 10_000, "inputs": 100_000, "stops": 20}
+QUICK = {"kills": 20, "trials": 3, "cycles": 2_000, "inputs": 10_000, "stops": 5}
 
 
 def _revision() -> str | None:
@@ -55,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("proofs", nargs="*", metavar="PROOF",
                     help=f"which proofs to run ({', '.join(PROOFS)}; default: all)")
-    ap.add_argument("--quick", action="store_true", help="CI sizes: 20 kills, 2,000 cycles, 10^4 inputs")
+    ap.add_argument("--quick", action="store_true", help="CI sizes: 20 kills, 3 trials, 2,000 cycles, 10^4 inputs")
     ap.add_argument("--kills", type=int, help="kill9: number of kills (default 100, quick 20)")
+    ap.add_argument("--trials", type=int, help="powerloss: zeroed blocks, each followed by a run (default 10, quick 3)")
     ap.add_argument("--cycles", type=int, help="soak: decisions to run (default 10,000, quick 2,000; cycles are ~15%% more)")
     ap.add_argument("--inputs", type=int, help="fuzz: number of inputs (default 100,000, quick 10,000)")
     ap.add_argument("--stops", type=int, help="faults: stops sent during start-up (default 20, quick 5)")
@@ -84,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                 from scripts.reliability import kill9
                 results.append(kill9.prove(kills=sizes["kills"], seed=args.seed,
                                            keep=Path(args.keep) if args.keep else None, say=say))
+            elif proof == "powerloss":
+                from scripts.reliability import powerloss
+                results.append(powerloss.prove(trials=sizes["trials"], seed=args.seed, say=say))
             elif proof == "soak":
                 from scripts.reliability import soak
                 results.append(soak.prove(cycles=sizes["cycles"], say=say))

@@ -11,7 +11,8 @@ waits, a finish, malformed model output, a model error and a rate limit.
 Observations are synthetic frames (five labels in turn, so every frame differs
 from the last) saved through the real `ScreenshotArchive`.
 
-At every cycle: journal total (current file included) <= journal.max_total_bytes,
+At every cycle: journal total (current file included, each file as it occupies the disk: its length or its
+blocks, whichever is more) <= journal.max_total_bytes,
 screenshots <= observe.keep_screenshots, memory.md <= memory.max_chars. Every
 `sample_every` cycles (after a gc): RSS and open file descriptors. Drift is
 measured from the end of the warm-up to the end; the peak is reported too.
@@ -114,7 +115,7 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
     from conway.policies.mock import MockPolicy, MockScript
     from conway.session.app import RunRequest, run_agent
     from conway.store.home import Home, init_home
-    from conway.store.journal import journal_files
+    from conway.store.journal import journal_files, occupied_bytes
 
     class NoSleepClock(Clock):
         def __init__(self) -> None:
@@ -144,7 +145,7 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
 
         def on_cycle(n: int, sample: bool = True) -> None:
             files = journal_files(home.journal_dir)
-            total = sum(f.stat().st_size for f in files)
+            total = sum(occupied_bytes(f) for f in files)  # what the files take: a zeroed tail, blocks set aside
             shots = sum(1 for p in home.screenshots.iterdir() if p.suffix in (".png", ".jpg")) \
                 if home.screenshots.is_dir() else 0
             mem = len(home.memory.read_text(encoding="utf-8")) if home.memory.exists() else 0
@@ -155,7 +156,7 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
             if total > cfg.journal.max_total_bytes:
                 v.add("journal total <= cap at every cycle",
                       f"cycle {n}: {total} bytes in {len(files)} files > cap {cfg.journal.max_total_bytes} "
-                      f"(newest file {files[-1].stat().st_size} bytes)")
+                      f"(newest file {occupied_bytes(files[-1])} bytes)")
             if shots > KEEP_SCREENSHOTS:
                 v.add("screenshots <= keep at every cycle", f"cycle {n}: {shots} screenshots > keep {KEEP_SCREENSHOTS}")
             if mem > MEMORY_MAX_CHARS:

@@ -75,6 +75,7 @@ def test_kill9_quick_kills_twenty_runs_spread_over_the_phases(kill9):
     "no side effect without an intent",
     "no successful result without its effect",
     "state files parse",
+    "no NUL run inside the journal's data",
     "no traceback from any run",
 ])
 def test_kill9_quick_core_promises(kill9, promise):
@@ -91,6 +92,27 @@ def test_kill9_quick_state_json_exists_after_every_kill(kill9):
 def test_kill9_quick_temp_files_cleaned(kill9):
     _holds(kill9, "temp files cleaned at the next start")
     _holds(kill9, "no temp files at the end")
+
+
+# --- power loss ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def powerloss(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory, "powerloss")
+
+
+@pytest.mark.parametrize("promise", [
+    "every spared line kept",
+    "every spared line read",
+    "the new run appended",
+    "status reports the span",
+    "export reports the span",
+])
+def test_powerloss_quick_a_zeroed_block_loses_only_itself(powerloss, promise):
+    """Issue 32: before, readers stopped at the block and the next run wrote over every line after it."""
+    assert powerloss["params"]["trials"] == 3
+    _holds(powerloss, promise)
 
 
 # --- fuzz ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The journal's zero-filled tail: readers stop at the first NUL, a reopen cuts what follows it, and
-`kill -9` at any instant of real writer processes loses no acknowledged event and joins no stale text."""
+"""The journal's zero-filled tail: readers skip it (zeros to the end of the file), a reopen cuts it and appends
+after the last byte of data, and `kill -9` at any instant of real writer processes loses no acknowledged event."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from conway.store.journal import (
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_file_being_written_ends_in_zeros_and_every_reader_stops_there(tmp_path):
+def test_the_file_being_written_ends_in_zeros_and_every_reader_skips_them(tmp_path):
     j = Journal(tmp_path, fsync="intents")
     for i in range(10):
         j.append(make_event("s", i, "intent" if i % 2 else "observation", {"i": i}))
@@ -50,21 +50,25 @@ def test_the_file_being_written_ends_in_zeros_and_every_reader_stops_there(tmp_p
     assert path.stat().st_size == end  # a closed file is its text alone
 
 
-def test_a_reopen_cuts_what_follows_the_first_nul_so_stale_text_never_joins(tmp_path):
-    """After a power loss the blocks written back out of order can leave text beyond a zeroed gap."""
+def test_text_beyond_a_zeroed_gap_is_kept_and_the_next_line_goes_after_it(tmp_path):
+    """After a power loss the blocks written back out of order can leave text beyond a zeroed gap: it was
+    written, in order, before the crash; it is read, the gap is reported, and nothing is written over it."""
     lines = [(f'{{"schema":"conway-event/1","step":{i},"kind":"result","payload":{{}}}}\n').encode() for i in range(3)]
-    stale = b'{"schema":"conway-event/1","step":99,"kind":"result","payload":{"stale":true}}\n'
+    later = b'{"schema":"conway-event/1","step":3,"kind":"result","payload":{"later":true}}\n'
     path = tmp_path / "000001-20260101T000000000000.jsonl"
-    path.write_bytes(b"".join(lines) + bytes(200) + stale + bytes(300))
-    assert [e["step"] for e in read_journal(tmp_path).events] == [0, 1, 2]  # readers stop at the gap
+    kept = b"".join(lines) + bytes(200) + later
+    path.write_bytes(kept + bytes(300))
+    read = read_journal(tmp_path)
+    assert [e["step"] for e in read.events] == [0, 1, 2, 3]  # readers skip the gap, not stop at it
+    assert [(s.offset, s.length) for s in read.unreadable] == [(len(b"".join(lines)), 200)]  # the tail is no gap
     j = Journal(tmp_path, fsync="intents")
     assert j.torn_on_open is None
-    for i in range(3, 40):  # well past where the stale line lay
+    for i in range(4, 40):
         j.append(make_event("s", i, "intent", {"i": i}))
+    j.close()
     read = read_journal(tmp_path)
     assert [e["step"] for e in read.events] == list(range(40)) and read.skipped == []
-    j.close()
-    assert b"stale" not in path.read_bytes()
+    assert path.read_bytes().startswith(kept)
 
 
 def test_a_torn_line_before_the_zeros_is_isolated_on_reopen(tmp_path):

@@ -66,7 +66,7 @@ def recovery_checks(home: Home) -> list[Check]:
         out.append(Check("recovery: journal tail", "ok", "no journal yet"))
     else:
         last = files[-1]
-        size = text_size(last)  # the file a run is writing ends in zeros: its text ends at the first NUL
+        size = text_size(last)  # the file a run is writing ends in zeros: its data ends at its last non-NUL byte
         torn = False
         if size:
             with open(last, "rb") as fh:
