@@ -10,7 +10,12 @@
 - no network (`--unshare-net`: only a private loopback) unless `network=True`;
 - the X socket of the command's `DISPLAY` and its session bus socket bound in, so GUI programs work;
 - `--unshare-pid`, `--die-with-parent` and `--new-session`: nothing a command starts outlives it or Conway,
-  and it cannot push keystrokes into Conway's terminal.
+  and it cannot push keystrokes into Conway's terminal;
+- a user namespace of its own (`--unshare-user`, `--disable-userns`) with no capabilities (`--cap-drop ALL`)
+  and no new privileges (bwrap sets PR_SET_NO_NEW_PRIVS): a command cannot remount the read-only view, make
+  device nodes, mount anything or nest a namespace to regain capabilities. Started by root, commands run as
+  `GUEST_UID` (1000) inside instead of root: without this, bwrap keeps every capability of its root caller.
+  Started by anyone else, they run as that user's own uid, as before.
 
 Both hand back an argv (and cwd, env) for `subprocess`: the caller keeps its own timeout, output bounding
 and process-group kill, so a sandboxed shell command is cancelled exactly like a local one.
@@ -140,6 +145,7 @@ class BubblewrapEnvironment:
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
         if not self.network:
             argv.append("--unshare-net")
+        argv += _unprivileged()
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", cwd, "--"]
         return argv
 
@@ -188,6 +194,14 @@ class BubblewrapEnvironment:
         if self._own_tmp and self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _unprivileged() -> list[str]:
+    """What keeps a command from undoing its view: its own user namespace, no capabilities, no nested user
+    namespace. Root's commands get an unprivileged uid inside; anyone else's keep their own (a uid other than
+    the caller's would fail the session bus's EXTERNAL check for nothing: they hold no capability anyway)."""
+    uid, gid = os.getuid(), os.getgid()
+    return ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid), "--cap-drop", "ALL"]
 
 
 def _socket_binds(env: dict[str, str]) -> list[Bind]:
