@@ -13,9 +13,11 @@
   and it cannot push keystrokes into Conway's terminal;
 - a user namespace of its own (`--unshare-user`, `--disable-userns`) with no capabilities (`--cap-drop ALL`)
   and no new privileges (bwrap sets PR_SET_NO_NEW_PRIVS): a command cannot remount the read-only view, make
-  device nodes, mount anything or nest a namespace to regain capabilities. Started by root, commands run as
-  `GUEST_UID` (1000) inside instead of root: without this, bwrap keeps every capability of its root caller.
-  Started by anyone else, they run as that user's own uid, as before.
+  device nodes, mount anything or nest a namespace to regain capabilities. Without it, bwrap started by root
+  keeps every capability of its caller. Commands keep the caller's uid (root's: 0, holding nothing): a uid
+  of its own inside would not match on the desktop's buses, whose EXTERNAL check compares the uid a client
+  claims with the socket's (see `_unprivileged`);
+- a seccomp filter (`conway.sandbox.seccomp`): the kernel keyring calls and the mount family fail with EPERM.
 
 Both hand back an argv (and cwd, env) for `subprocess`: the caller keeps its own timeout, output bounding
 and process-group kill, so a sandboxed shell command is cancelled exactly like a local one.
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from conway.sandbox import seccomp
 from conway.sandbox.paths import Bind, Resolved, resolve
 
 __all__ = ["BWRAP", "SYSTEM_PATH", "Bind", "BubblewrapEnvironment", "Environment", "LocalEnvironment", "Prepared",
@@ -136,7 +139,7 @@ class BubblewrapEnvironment:
         return out + self.binds
 
     def _bwrap_argv(self, env: dict[str, str], cwd: str, tmp: Path | None = None) -> list[str]:
-        argv = [self.bwrap]
+        argv = [*(seccomp.launcher() or []), self.bwrap]
         view = self.view(env, tmp)
         for b in view:
             if b.inside == "/tmp":  # after /home and /root are emptied, before anything bound under /tmp
@@ -145,7 +148,7 @@ class BubblewrapEnvironment:
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
         if not self.network:
             argv.append("--unshare-net")
-        argv += _unprivileged()
+        argv += _unprivileged() + seccomp.bwrap_args()
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", cwd, "--"]
         return argv
 
@@ -197,9 +200,11 @@ class BubblewrapEnvironment:
 
 
 def _unprivileged() -> list[str]:
-    """What keeps a command from undoing its view: its own user namespace, no capabilities, no nested user
-    namespace. Root's commands get an unprivileged uid inside; anyone else's keep their own (a uid other than
-    the caller's would fail the session bus's EXTERNAL check for nothing: they hold no capability anyway)."""
+    """What keeps a command from undoing its view: its own user namespace, no capabilities (bounding set
+    included, so an exec as uid 0 regains none), no nested user namespace. The uid stays the caller's: with
+    uid 1000 inside (tried) D-Bus's EXTERNAL check fails wherever a client claims 1000 and the server reads
+    0 from the socket (the accessibility bus, each application's own accessibility socket), and the
+    observer sees no application; the kernel grants by capabilities, and there are none."""
     uid, gid = os.getuid(), os.getgid()
     return ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid), "--cap-drop", "ALL"]
 
