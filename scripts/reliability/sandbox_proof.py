@@ -17,6 +17,7 @@ died, a connection accepted), never by what the command says about itself:
                   names (`ls -A ~`), plainly and through open_by_handle_at
     signal        `kill -9` of a `sleep` started outside, by its pid
     loopback      a TCP connection to a listener on the host's 127.0.0.1 (the sandbox has no network)
+    keyring       keyctl on the session keyring bwrap leaves attached (the caller's keys: root's, as root)
 
 Run as root, it runs every attempt again as nobody (`setpriv --reuid=65534 --regid=65534 --clear-groups`).
 Prints a table (attempt, sandbox, user, verdict); exit 0 when every attempt failed, 2 on any escape, 1 when the
@@ -45,7 +46,7 @@ from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.process import run_bounded
 from scripts.reliability.common import REPO
 
-ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "signal", "loopback")
+ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "signal", "loopback", "keyring")
 SANDBOXES = ("workdir", "desktop")
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -173,9 +174,18 @@ def _loopback(box: Box) -> tuple[bool, str]:
     return accepted or "CONNECTED" in said, said
 
 
+def _keyring(box: Box) -> tuple[bool, str]:
+    nr = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+    if nr is None:
+        return False, "keyctl's number is not known on this machine (not tried)"
+    said = _sh(box, "python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+                    f"print(\"KEYRING\", libc.syscall({nr}, 0, ctypes.c_long(-3), 1), ctypes.get_errno())'")
+    return "KEYRING" in said and "KEYRING -1" not in said, said
+
+
 _TRY: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
-    "signal": _signal, "loopback": _loopback}
+    "signal": _signal, "loopback": _loopback, "keyring": _keyring}
 
 
 @contextmanager

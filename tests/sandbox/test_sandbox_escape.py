@@ -1,0 +1,69 @@
+"""The sandbox holds against what a sandboxed command tries, as root (where CI runs) and as a normal user.
+
+Each attempt (scripts/reliability/sandbox_proof.py) runs a shell command in a sandbox built as Conway builds it
+and is judged on the host. Before the user namespace and the capability drop, a root-started sandbox escaped
+through remount, mknod+mount, open_by_handle_at (write beside the binds, read the hidden home) and keyctl;
+signal and loopback held already (pid and network namespaces) and are kept here so they keep holding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.desktop_fixtures import need
+from helpers.sandbox_fixtures import DESKTOP_TOOLS
+from scripts.reliability.sandbox_proof import _TRY, ATTEMPTS, NOBODY, as_nobody, sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS)
+def test_an_escape_from_conway_runs_sandbox_fails(bwrap_ok, attempt: str) -> None:
+    with sandbox("workdir") as box:
+        escaped, said = _TRY[attempt](box)
+    assert not escaped, f"{attempt} escaped the sandbox as uid {os.geteuid()}: {said}"
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS)
+def test_an_escape_from_a_task_desktop_fails(bwrap_ok, attempt: str) -> None:
+    for tool, apt in DESKTOP_TOOLS:
+        need(tool, apt)
+    with sandbox("desktop") as box:
+        escaped, said = _TRY[attempt](box)
+    assert not escaped, f"{attempt} escaped the task desktop's sandbox as uid {os.geteuid()}: {said}"
+
+
+def _can_switch_to_nobody() -> str | None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return "needs root and setpriv to run as nobody"
+    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import conway.sandbox.environment"], cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    return None if probe.returncode == 0 else f"nobody cannot import this checkout: {probe.stderr[-300:]}"
+
+
+def test_every_escape_fails_as_a_normal_user_too(bwrap_ok) -> None:
+    why = _can_switch_to_nobody()
+    if why:
+        pytest.skip(why)
+    rows = as_nobody(list(ATTEMPTS), ["workdir"])
+    assert [r.attempt for r in rows] == list(ATTEMPTS) and {r.user for r in rows} == {"uid 65534"}
+    assert [r for r in rows if r.escaped] == []
+
+
+def test_the_quick_proof_prints_its_table_and_finds_no_escape(bwrap_ok, tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, "-m", "scripts.reliability.sandbox_proof", "--quick", "--json", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "attempt" in done.stdout and "verdict" in done.stdout and "0 escaped" in done.stdout
+    rows = json.loads(out.read_text())["rows"]
+    users = {"root", "uid 65534"} if os.geteuid() == 0 and not _can_switch_to_nobody() else {f"uid {os.geteuid()}"}
+    assert {r["user"] for r in rows} == users and len(rows) == len(ATTEMPTS) * len(users)
+    assert all(r["verdict"] == "held" for r in rows)
