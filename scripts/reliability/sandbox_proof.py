@@ -183,7 +183,7 @@ def _keyring(box: Box) -> tuple[bool, str]:
     return "KEYRING" in said and "KEYRING -1" not in said, said
 
 
-_TRY: dict[str, Callable[[Box], tuple[bool, str]]] = {
+TRIES: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
     "signal": _signal, "loopback": _loopback, "keyring": _keyring}
 
@@ -216,7 +216,7 @@ def run_attempts(attempts: list[str], kinds: list[str]) -> list[Row]:
     for kind in kinds:
         with sandbox(kind) as box:
             for name in attempts:
-                escaped, said = _TRY[name](box)
+                escaped, said = TRIES[name](box)
                 rows.append(Row(name, kind, user, escaped, " ".join(said.split())[:300]))
     return rows
 

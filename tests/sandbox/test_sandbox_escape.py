@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers.desktop_fixtures import need
 from helpers.sandbox_fixtures import DESKTOP_TOOLS
-from scripts.reliability.sandbox_proof import _TRY, ATTEMPTS, NOBODY, as_nobody, sandbox
+
+from scripts.reliability.sandbox_proof import ATTEMPTS, NOBODY, TRIES, as_nobody, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("attempt", ATTEMPTS)
 def test_an_escape_from_conway_runs_sandbox_fails(bwrap_ok, attempt: str) -> None:
     with sandbox("workdir") as box:
-        escaped, said = _TRY[attempt](box)
+        escaped, said = TRIES[attempt](box)
     assert not escaped, f"{attempt} escaped the sandbox as uid {os.geteuid()}: {said}"
 
 
@@ -36,7 +36,7 @@ def test_an_escape_from_a_task_desktop_fails(bwrap_ok, attempt: str) -> None:
     for tool, apt in DESKTOP_TOOLS:
         need(tool, apt)
     with sandbox("desktop") as box:
-        escaped, said = _TRY[attempt](box)
+        escaped, said = TRIES[attempt](box)
     assert not escaped, f"{attempt} escaped the task desktop's sandbox as uid {os.geteuid()}: {said}"
 
 
