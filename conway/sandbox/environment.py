@@ -17,7 +17,9 @@
   keeps every capability of its caller. Commands keep the caller's uid (root's: 0, holding nothing): a uid
   of its own inside would not match on the desktop's buses, whose EXTERNAL check compares the uid a client
   claims with the socket's (see `_unprivileged`);
-- a seccomp filter (`conway.sandbox.seccomp`): the kernel keyring calls and the mount family fail with EPERM.
+- a seccomp filter (`conway.sandbox.seccomp`): the kernel keyring calls and the mount family fail with EPERM;
+- started by root, what only root may read in the configuration folders (`/etc/shadow` …) hidden
+  (`conway.sandbox.masks`), since uid 0 without capabilities still reads what root owns.
 
 Both hand back an argv (and cwd, env) for `subprocess`: the caller keeps its own timeout, output bounding
 and process-group kill, so a sandboxed shell command is cancelled exactly like a local one.
@@ -33,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from conway.sandbox import seccomp
+from conway.sandbox import masks, seccomp
 from conway.sandbox.paths import Bind, Resolved, resolve
+from conway.tasks.env import PathEscape
 
 __all__ = ["BWRAP", "SYSTEM_PATH", "Bind", "BubblewrapEnvironment", "Environment", "LocalEnvironment", "Prepared",
            "SandboxError"]
@@ -146,6 +149,7 @@ class BubblewrapEnvironment:
                 argv += ["--tmpfs", "/home", "--tmpfs", "/root", "--dev", "/dev", "--tmpfs", "/dev/shm",
                          "--proc", "/proc", "--symlink", "../tmp", "/var/tmp"]
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
+        argv += masks.mask_args()  # root only: what only root may read in the system folders
         if not self.network:
             argv.append("--unshare-net")
         argv += _unprivileged() + seccomp.bwrap_args()
@@ -191,7 +195,10 @@ class BubblewrapEnvironment:
         return Prepared(self._bwrap_argv(full, cwd) + list(argv), "/", full)
 
     def resolve(self, path: str, *, cwd: str) -> Resolved:
-        return resolve(self.view(dict(os.environ, **self.setenv)), path, cwd=cwd, home=self.home)
+        found = resolve(self.view(dict(os.environ, **self.setenv)), path, cwd=cwd, home=self.home)
+        if masks.is_masked(found.inside):  # the files tool runs as Conway: it must not read what commands cannot
+            raise PathEscape(f"{path}: only root may read it, and this sandbox hides it")
+        return found
 
     def close(self) -> None:
         if self._own_tmp and self._tmp is not None:

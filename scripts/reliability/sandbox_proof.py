@@ -15,6 +15,7 @@ died, a connection accepted), never by what the command says about itself:
                   open_by_handle_at on the bound folder's mount (what CAP_DAC_READ_SEARCH allows)
     read-home     a secret in a folder standing for the hidden home (beside the bound one), and the real home's
                   names (`ls -A ~`), plainly and through open_by_handle_at
+    read-root-only /etc/shadow (or another file only root may read in the shown system folders): its digest
     signal        `kill -9` of a `sleep` started outside, by its pid
     loopback      a TCP connection to a listener on the host's 127.0.0.1 (the sandbox has no network)
     keyring       keyctl on the session keyring bwrap leaves attached (the caller's keys: root's, as root)
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import hashlib
 import json
 import os
 import shutil
@@ -42,11 +44,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from conway.sandbox import masks
 from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.process import run_bounded
 from scripts.reliability.common import REPO
 
-ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "signal", "loopback", "keyring")
+ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "read-root-only", "signal", "loopback", "keyring")
 SANDBOXES = ("workdir", "desktop")
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -147,6 +150,20 @@ def _read_home(box: Box) -> tuple[bool, str]:
     return token in said or bool(listed), said.replace(token, "<the secret>")
 
 
+def _read_root_only(box: Box) -> tuple[bool, str]:
+    secret = "/etc/shadow"
+    if not os.path.isfile(secret):
+        secret = next((p for p, is_dir in masks.root_only() if not is_dir), "")
+    if not secret:
+        return False, "no file only root may read under /etc (not tried)"
+    said = _sh(box, f"sha256sum {secret}")
+    try:
+        digest = hashlib.sha256(Path(secret).read_bytes()).hexdigest()
+    except OSError:  # not root: the command's own answer is all there is
+        digest = said.split()[0] if said and len(said.split()[0]) == 64 else "-"
+    return digest in said, said
+
+
 def _signal(box: Box) -> tuple[bool, str]:
     victim = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
     try:
@@ -185,7 +202,7 @@ def _keyring(box: Box) -> tuple[bool, str]:
 
 TRIES: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
-    "signal": _signal, "loopback": _loopback, "keyring": _keyring}
+    "read-root-only": _read_root_only, "signal": _signal, "loopback": _loopback, "keyring": _keyring}
 
 
 @contextmanager
