@@ -27,6 +27,7 @@ and process-group kill, so a sandboxed shell command is cancelled exactly like a
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -152,7 +153,7 @@ class BubblewrapEnvironment:
         argv += masks.mask_args()  # root only: what only root may read in the system folders
         if not self.network:
             argv.append("--unshare-net")
-        argv += _unprivileged() + seccomp.bwrap_args()
+        argv += _unprivileged(self.bwrap) + seccomp.bwrap_args()
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", cwd, "--"]
         return argv
 
@@ -206,14 +207,28 @@ class BubblewrapEnvironment:
             self._tmp = None
 
 
-def _unprivileged() -> list[str]:
+def _unprivileged(bwrap: str) -> list[str]:
     """What keeps a command from undoing its view: its own user namespace, no capabilities (bounding set
     included, so an exec as uid 0 regains none), no nested user namespace. The uid stays the caller's: with
     uid 1000 inside (tried) D-Bus's EXTERNAL check fails wherever a client claims 1000 and the server reads
     0 from the socket (the accessibility bus, each application's own accessibility socket), and the
     observer sees no application; the kernel grants by capabilities, and there are none."""
     uid, gid = os.getuid(), os.getgid()
-    return ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid), "--cap-drop", "ALL"]
+    # --disable-userns is bubblewrap 0.8's (Debian 12); an older one still nests no capability back: the
+    # mounts a nested namespace would see are locked read-only by the kernel
+    nested = ["--disable-userns"] if _knows(bwrap, "--disable-userns") else []
+    return ["--unshare-user", *nested, "--uid", str(uid), "--gid", str(gid), "--cap-drop", "ALL"]
+
+
+@functools.lru_cache(maxsize=8)
+def _knows(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap lists `option` in its --help (asked once per process)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in done.stdout + done.stderr
 
 
 def _socket_binds(env: dict[str, str]) -> list[Bind]:

@@ -19,6 +19,7 @@ import pytest
 from helpers.desktop_fixtures import need
 from helpers.sandbox_fixtures import DESKTOP_TOOLS
 
+from conway.sandbox import seccomp
 from scripts.reliability.sandbox_proof import ATTEMPTS, NOBODY, TRIES, as_nobody, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,3 +68,20 @@ def test_the_quick_proof_prints_its_table_and_finds_no_escape(bwrap_ok, tmp_path
     users = {"root", "uid 65534"} if os.geteuid() == 0 and not _can_switch_to_nobody() else {f"uid {os.geteuid()}"}
     assert {r["user"] for r in rows} == users and len(rows) == len(ATTEMPTS) * len(users)
     assert all(r["verdict"] == "held" for r in rows)
+
+
+def test_a_command_holds_no_capability_and_gains_none(bwrap_ok) -> None:
+    with sandbox("workdir") as box:
+        prep = box.environment.prepare("grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status",
+                                       cwd=box.inside, env=dict(os.environ))
+        status = subprocess.run(prep.argv, env=prep.env, cwd=prep.cwd, capture_output=True, text=True, timeout=30)
+    fields = dict(line.split(":\t") for line in status.stdout.splitlines())
+    assert fields["CapEff"] == fields["CapPrm"] == fields["CapBnd"] == "0000000000000000", status.stdout
+    assert fields["NoNewPrivs"] == "1" and fields["Seccomp"] in ("0", "2"), status.stdout
+
+
+def test_the_seccomp_program_is_whole_instructions_for_the_machines_it_knows() -> None:
+    for machine in ("x86_64", "aarch64"):
+        prog = seccomp.program(machine)
+        assert prog is not None and len(prog) % 8 == 0 and len(prog) // 8 < 255  # jumps are one byte
+    assert seccomp.program("mips") is None
