@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers.desktop_fixtures import need
 from helpers.sandbox_fixtures import DESKTOP_TOOLS
+from helpers.task_desktop import need_desktop
 
 from conway.sandbox import seccomp
 from scripts.reliability.sandbox_proof import ATTEMPTS, NOBODY, TRIES, as_nobody, sandbox
@@ -85,3 +86,29 @@ def test_the_seccomp_program_is_whole_instructions_for_the_machines_it_knows() -
         prog = seccomp.program(machine)
         assert prog is not None and len(prog) % 8 == 0 and len(prog) // 8 < 255  # jumps are one byte
     assert seccomp.program("mips") is None
+
+
+def test_a_tasks_shell_step_cannot_remount_the_system_through_conway_tasks_run(tmp_path: Path) -> None:
+    """The issue's own reproduction: a scripted (model-chosen) shell step in `conway tasks run --mock-scripts`."""
+    need_desktop()
+    suite, scripts = tmp_path / "suite", tmp_path / "mock"
+    (suite / "examples" / "os").mkdir(parents=True)
+    scripts.mkdir()
+    shutil.copy(REPO / "evals" / "osworld_local" / "examples" / "os" / "make-folders.json", suite / "examples" / "os")
+    (suite / "test_all.json").write_text('{"os": ["make-folders"]}')
+    marker = Path(f"/usr/.conway-escape-{tmp_path.name}")
+    step = f"mount -o remount,rw /usr && touch {marker}; echo tried-remount"
+    (scripts / "make-folders.yaml").write_text(
+        json.dumps([{"action": {"type": "shell", "command": step}},
+                    {"action": {"type": "finish", "status": "DONE", "message": "done"}}]))
+    try:
+        done = subprocess.run([sys.executable, "-m", "conway.cli", "--home", str(tmp_path / "home"), "tasks", "run",
+                               str(suite), "--mock-scripts", str(scripts), "--output", str(tmp_path / "out.json")],
+                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                              timeout=300)
+        escaped = marker.exists()
+    finally:
+        marker.unlink(missing_ok=True)
+    journals = list((tmp_path / "out.tasks").rglob("journal/*.jsonl"))
+    assert journals and any("tried-remount" in j.read_text() for j in journals), done.stdout + done.stderr
+    assert not escaped, f"the task's shell step wrote {marker} on the host"
