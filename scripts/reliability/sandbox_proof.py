@@ -19,6 +19,8 @@ died, a connection accepted), never by what the command says about itself:
     signal        `kill -9` of a `sleep` started outside, by its pid
     loopback      a TCP connection to a listener on the host's 127.0.0.1 (the sandbox has no network)
     keyring       keyctl on the session keyring bwrap leaves attached (the caller's keys: root's, as root)
+    service-symlink (desktop) `~/.config/dconf` linked to a folder beside the home, then a setting written,
+                  so that the bus's dconf service writes its database there
 
 Run as root, it runs every attempt again as nobody (`setpriv --reuid=65534 --regid=65534 --clear-groups`).
 Prints a table (attempt, sandbox, user, verdict); exit 0 when every attempt failed, 2 on any escape, 1 when the
@@ -49,7 +51,8 @@ from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.process import run_bounded
 from scripts.reliability.common import REPO
 
-ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "read-root-only", "signal", "loopback", "keyring")
+ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "read-root-only", "signal", "loopback", "keyring",
+            "service-symlink")
 SANDBOXES = ("workdir", "desktop")
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -200,9 +203,20 @@ def _keyring(box: Box) -> tuple[bool, str]:
     return "KEYRING" in said and "KEYRING -1" not in said, said
 
 
+def _service_symlink(box: Box) -> tuple[bool, str]:
+    if box.kind != "desktop":
+        return False, "no session bus in this sandbox (not tried)"
+    said = _sh(box, f"mkdir -p ~/.config && ln -s {box.outside} ~/.config/dconf && "
+                    "gsettings set org.gnome.desktop.interface cursor-size 33; sleep 1; "
+                    "gsettings get org.gnome.desktop.interface cursor-size")
+    time.sleep(0.5)
+    return (box.outside / "user").exists(), said
+
+
 TRIES: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
-    "read-root-only": _read_root_only, "signal": _signal, "loopback": _loopback, "keyring": _keyring}
+    "read-root-only": _read_root_only, "signal": _signal, "loopback": _loopback, "keyring": _keyring,
+    "service-symlink": _service_symlink}
 
 
 @contextmanager
