@@ -3,8 +3,8 @@
 `DisposableDesktop` implements `conway.tasks.env.TaskEnv`. Under a temp root it makes `home/` (what commands
 see at /home/user and ~) and `tmp/` (their /tmp), and beside it a short `conway-run-*` folder
 (XDG_RUNTIME_DIR: the session bus socket, and the accessibility bus's that D-Bus activates there); it starts
-a private Xvfb (`conway.machine.xvfb`) and a `dbus-daemon --session`, and runs every command and application, and the services the bus starts, inside a `BubblewrapEnvironment` with
-DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
+a private Xvfb (`conway.machine.xvfb`) and a `dbus-daemon --session`, and runs every command and application,
+and the services the bus starts, inside a `BubblewrapEnvironment` with DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
 look at and act on this display (they run outside the sandbox). `kill()` kills everything it started and every
 command still running in its sandbox, stops the bus and Xvfb; `close()` does that, then deletes the root unless
 `keep=True`.
