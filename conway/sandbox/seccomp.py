@@ -17,12 +17,11 @@ bwrap reads the program from a file descriptor (`--seccomp FD`): `launcher()` is
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import platform
 import struct
 
-__all__ = ["BLOCKED", "launcher", "program"]
+__all__ = ["BLOCKED", "bwrap_args", "launcher", "program"]
 
 BLOCKED = ("add_key", "request_key", "keyctl", "mount", "umount", "umount2", "pivot_root", "open_tree",
            "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr")
@@ -72,6 +71,7 @@ def program(machine: str | None = None) -> bytes | None:
 
 
 _memfd: int | None = None
+_NAME = "conway-seccomp"
 
 
 def launcher() -> list[str] | None:
@@ -79,16 +79,25 @@ def launcher() -> list[str] | None:
     program as fd 9 and execs the rest; None where there is no filter. The program lives in a memfd of this
     process, sealed, so nothing (a sandboxed command included) can change what the next command gets."""
     global _memfd
-    if _memfd is None:
+    if _memfd is None or not _still_ours(_memfd):  # a daemon's fd clean-up may have closed it
         prog = program()
         if prog is None or not hasattr(os, "memfd_create"):
             return None
-        fd = os.memfd_create("conway-seccomp", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        import fcntl  # POSIX only, like the sandbox itself
+
+        fd = os.memfd_create(_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.write(fd, prog)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
                     fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         _memfd = fd
     return ["/bin/sh", "-c", f'exec "$@" {_FD}<"$0"', f"/proc/{os.getpid()}/fd/{_memfd}"]
+
+
+def _still_ours(fd: int) -> bool:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").startswith(f"/memfd:{_NAME}")
+    except OSError:
+        return False
 
 
 def bwrap_args() -> list[str]:
