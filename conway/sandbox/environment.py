@@ -164,7 +164,7 @@ class BubblewrapEnvironment:
         if problem:
             return False, problem
         net = "network shared" if self.network else "no network"
-        return True, f"bubblewrap sandbox ({net}; HOME {self.home}; the real home hidden)"
+        return True, f"bubblewrap sandbox ({net}; HOME {self.home}; the real home hidden; no capabilities)"
 
     def problem(self) -> str | None:
         """None when bubblewrap starts a command here; otherwise why not, in one line (tried, not guessed)."""
