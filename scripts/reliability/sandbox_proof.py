@@ -148,6 +148,9 @@ def _read_home(box: Box) -> tuple[bool, str]:
     secret.write_text(token)
     real = Path(os.path.expanduser("~"))
     names = sorted(os.listdir(real)) if real.is_dir() and os.access(real, os.R_OK) else []
+    # a bind under the home (a temp folder there) shows the folders on its way, empty: not the home's content
+    shown = {b.inside for b in box.environment.view(dict(os.environ))}
+    names = [n for n in names if not any(p == f"{real}/{n}" or p.startswith(f"{real}/{n}/") for p in shown)]
     said = _sh(box, f"cat {secret}; ls -A {real}; {_BY_HANDLE} {box.inside} {_handle(secret)} {os.O_RDONLY} read")
     listed = set(said.split()) & set(names)
     return token in said or bool(listed), said.replace(token, "<the secret>")
