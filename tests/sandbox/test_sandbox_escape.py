@@ -20,7 +20,9 @@ from helpers.desktop_fixtures import need
 from helpers.sandbox_fixtures import DESKTOP_TOOLS
 from helpers.task_desktop import need_desktop
 
+from conway.actions import ReadFile
 from conway.sandbox import seccomp
+from conway.tools.files import FileTools
 from scripts.reliability.sandbox_proof import ATTEMPTS, NOBODY, TRIES, as_nobody, sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,3 +114,14 @@ def test_a_tasks_shell_step_cannot_remount_the_system_through_conway_tasks_run(t
     journals = list((tmp_path / "out.tasks").rglob("journal/*.jsonl"))
     assert journals and any("tried-remount" in j.read_text() for j in journals), done.stdout + done.stderr
     assert not escaped, f"the task's shell step wrote {marker} on the host"
+
+
+def test_the_files_tool_in_a_sandbox_reads_no_file_only_root_may_read(bwrap_ok) -> None:
+    """The files tool runs in Conway's process (root's, in CI): it must refuse what the sandbox hides from
+    its commands, such as /etc/shadow, rather than read it with root's capabilities."""
+    secret = "/etc/shadow" if os.path.isfile("/etc/shadow") else None
+    if secret is None:
+        pytest.skip("no /etc/shadow here")
+    with sandbox("workdir") as box:
+        result = FileTools(Path(box.inside), environment=box.environment).run(ReadFile(path=secret))
+    assert not result.ok and ("hides it" in result.error or "permission denied" in result.error), result
