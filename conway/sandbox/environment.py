@@ -209,10 +209,11 @@ class BubblewrapEnvironment:
 
 def _unprivileged(bwrap: str) -> list[str]:
     """What keeps a command from undoing its view: its own user namespace, no capabilities (bounding set
-    included, so an exec as uid 0 regains none), no nested user namespace. The uid stays the caller's: with
-    uid 1000 inside (tried) D-Bus's EXTERNAL check fails wherever a client claims 1000 and the server reads
-    0 from the socket (the accessibility bus, each application's own accessibility socket), and the
-    observer sees no application; the kernel grants by capabilities, and there are none."""
+    included, so an exec as uid 0 regains none), no nested user namespace. The uid stays the caller's. Tried
+    with uid 1000 inside a root-started desktop: D-Bus's EXTERNAL check refused the applications (they
+    claim 1000, the bus reads 0 from the socket), and with ANONYMOUS allowed on the session and the
+    accessibility bus the observer still saw no application. Holding no capability, uid 0 inside is no
+    more than uid 1000 would be (both are root on this machine's files); the masks cover what that reads."""
     uid, gid = os.getuid(), os.getgid()
     # --disable-userns is bubblewrap 0.8's (Debian 12); an older one still nests no capability back: the
     # mounts a nested namespace would see are locked read-only by the kernel
