@@ -3,8 +3,8 @@
 `DisposableDesktop` implements `conway.tasks.env.TaskEnv`. Under a temp root it makes `home/` (what commands
 see at /home/user and ~) and `tmp/` (their /tmp), and beside it a short `conway-run-*` folder
 (XDG_RUNTIME_DIR: the session bus socket, and the accessibility bus's that D-Bus activates there); it starts
-a private Xvfb (`conway.machine.xvfb`) and a `dbus-daemon --session`, and runs every command and application inside a `BubblewrapEnvironment` with
-DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
+a private Xvfb (`conway.machine.xvfb`) and a `dbus-daemon --session`, and runs every command and application,
+and the services the bus starts, inside a `BubblewrapEnvironment` with DISPLAY and DBUS_SESSION_BUS_ADDRESS set. `env()` is what Conway's own observer and GUI actuator need to
 look at and act on this display (they run outside the sandbox). `kill()` kills everything it started and every
 command still running in its sandbox, stops the bus and Xvfb; `close()` does that, then deletes the root unless
 `keep=True`.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -120,12 +121,12 @@ class DisposableDesktop:
             except XvfbError as exc:
                 raise SandboxError(f"the desktop's display did not start: {exc}") from None
             self.display = self._x.display
-            self._bus = self._start_bus(self.run_dir)
             run = self.run_dir
             self.environment = BubblewrapEnvironment(
                 [Bind(GUEST_HOME, self.root / "home", True), Bind(str(run), run, True)], home=GUEST_HOME,
                 network=self.network, tmp=self.root / "tmp", setenv=self._guest_env(), bwrap=self._bwrap)
             self.environment.require()
+            self._bus = self._start_bus(run)  # after the sandbox: the services it starts run inside it
         except BaseException:
             self.close(keep=False)
             raise
@@ -154,16 +155,32 @@ class DisposableDesktop:
     def _bus_config(self, socket: Path) -> Path:
         """The session bus's configuration: the standard one would start any service named in a file under
         ~/.local/share/dbus-1/services, and it starts them outside the sandbox; this one starts only the
-        accessibility bus and dconf (settings, written into the disposable home), copied from the system."""
+        accessibility bus and dconf (settings, written into the disposable home), the system's, each inside
+        the desktop's sandbox."""
         services = self._root() / "bus-services"
         services.mkdir()
         for name in _BUS_SERVICES:
             source = Path("/usr/share/dbus-1/services") / name
             if source.is_file():
-                shutil.copyfile(source, services / name)
+                (services / name).write_text(self._sandboxed_service(source), encoding="utf-8")
         config = self._root() / "bus.conf"
         config.write_text(_BUS_CONFIG.format(socket=socket, services=services), encoding="utf-8")
         return config
+
+    def _sandboxed_service(self, source: Path) -> str:
+        """The system's service file with its program started inside the desktop's sandbox. Started outside,
+        dconf's service wrote where a command's symlink in the home pointed (`~/.config/dconf` → any folder
+        on this machine: a file `user` appeared there, as root when Conway runs as root)."""
+        lines = source.read_text(encoding="utf-8").splitlines()
+        program = next((ln.partition("=")[2].strip() for ln in lines if ln.startswith("Exec=")), "")
+        guest = [f"{k}={v}" for k, v in self._guest_env().items()]
+        prep = self._env().prepare(["/usr/bin/env", *guest, *shlex.split(program)], cwd=GUEST_HOME, env={})
+        # without --die-with-parent: the accessibility launcher died with it as soon as it started its bus
+        # (tried); the desktop's kill() ends the services anyway (the bus's tree, then every bwrap on its home)
+        argv = [a for a in prep.argv if a != "--die-with-parent"]
+        exec_line = "Exec=" + " ".join(shlex.quote(a) for a in argv)
+        return "\n".join(exec_line if ln.startswith("Exec=") else ln for ln in lines
+                         if not ln.startswith("SystemdService=")) + "\n"
 
     def _guest_env(self) -> dict[str, str]:
         run = str(self.run_dir)

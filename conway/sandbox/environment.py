@@ -10,7 +10,16 @@
 - no network (`--unshare-net`: only a private loopback) unless `network=True`;
 - the X socket of the command's `DISPLAY` and its session bus socket bound in, so GUI programs work;
 - `--unshare-pid`, `--die-with-parent` and `--new-session`: nothing a command starts outlives it or Conway,
-  and it cannot push keystrokes into Conway's terminal.
+  and it cannot push keystrokes into Conway's terminal;
+- a user namespace of its own (`--unshare-user`, `--disable-userns`) with no capabilities (`--cap-drop ALL`)
+  and no new privileges (bwrap sets PR_SET_NO_NEW_PRIVS): a command cannot remount the read-only view, make
+  device nodes, mount anything or nest a namespace to regain capabilities. Without it, bwrap started by root
+  keeps every capability of its caller. Commands keep the caller's uid (root's: 0, holding nothing): a uid
+  of its own inside would not match on the desktop's buses, whose EXTERNAL check compares the uid a client
+  claims with the socket's (see `_unprivileged`);
+- a seccomp filter (`conway.sandbox.seccomp`): the kernel keyring calls and the mount family fail with EPERM;
+- started by root, what only root may read in the configuration folders (`/etc/shadow` …) hidden
+  (`conway.sandbox.masks`), since uid 0 without capabilities still reads what root owns.
 
 Both hand back an argv (and cwd, env) for `subprocess`: the caller keeps its own timeout, output bounding
 and process-group kill, so a sandboxed shell command is cancelled exactly like a local one.
@@ -18,6 +27,7 @@ and process-group kill, so a sandboxed shell command is cancelled exactly like a
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -26,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from conway.sandbox import masks, seccomp
 from conway.sandbox.paths import Bind, Resolved, resolve
+from conway.tasks.env import PathEscape
 
 __all__ = ["BWRAP", "SYSTEM_PATH", "Bind", "BubblewrapEnvironment", "Environment", "LocalEnvironment", "Prepared",
            "SandboxError"]
@@ -131,15 +143,17 @@ class BubblewrapEnvironment:
         return out + self.binds
 
     def _bwrap_argv(self, env: dict[str, str], cwd: str, tmp: Path | None = None) -> list[str]:
-        argv = [self.bwrap]
+        argv = [*(seccomp.launcher() or []), self.bwrap]
         view = self.view(env, tmp)
         for b in view:
             if b.inside == "/tmp":  # after /home and /root are emptied, before anything bound under /tmp
                 argv += ["--tmpfs", "/home", "--tmpfs", "/root", "--dev", "/dev", "--tmpfs", "/dev/shm",
                          "--proc", "/proc", "--symlink", "../tmp", "/var/tmp"]
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
+        argv += masks.mask_args()  # root only: what only root may read in the system folders
         if not self.network:
             argv.append("--unshare-net")
+        argv += _unprivileged(self.bwrap) + seccomp.bwrap_args()
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", cwd, "--"]
         return argv
 
@@ -150,7 +164,7 @@ class BubblewrapEnvironment:
         if problem:
             return False, problem
         net = "network shared" if self.network else "no network"
-        return True, f"bubblewrap sandbox ({net}; HOME {self.home}; the real home hidden)"
+        return True, f"bubblewrap sandbox ({net}; HOME {self.home}; the real home hidden; no capabilities)"
 
     def problem(self) -> str | None:
         """None when bubblewrap starts a command here; otherwise why not, in one line (tried, not guessed)."""
@@ -182,12 +196,40 @@ class BubblewrapEnvironment:
         return Prepared(self._bwrap_argv(full, cwd) + list(argv), "/", full)
 
     def resolve(self, path: str, *, cwd: str) -> Resolved:
-        return resolve(self.view(dict(os.environ, **self.setenv)), path, cwd=cwd, home=self.home)
+        found = resolve(self.view(dict(os.environ, **self.setenv)), path, cwd=cwd, home=self.home)
+        if masks.is_masked(found.inside):  # the files tool runs as Conway: it must not read what commands cannot
+            raise PathEscape(f"{path}: only root may read it, and this sandbox hides it")
+        return found
 
     def close(self) -> None:
         if self._own_tmp and self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _unprivileged(bwrap: str) -> list[str]:
+    """What keeps a command from undoing its view: its own user namespace, no capabilities (bounding set
+    included, so an exec as uid 0 regains none), no nested user namespace. The uid stays the caller's. Tried
+    with uid 1000 inside a root-started desktop: D-Bus's EXTERNAL check refused the applications (they
+    claim 1000, the bus reads 0 from the socket), and with ANONYMOUS allowed on the session and the
+    accessibility bus the observer still saw no application. Holding no capability, uid 0 inside is no
+    more than uid 1000 would be (both are root on this machine's files); the masks cover what that reads."""
+    uid, gid = os.getuid(), os.getgid()
+    # --disable-userns is bubblewrap 0.8's (Debian 12); an older one still nests no capability back: the
+    # mounts a nested namespace would see are locked read-only by the kernel
+    nested = ["--disable-userns"] if _knows(bwrap, "--disable-userns") else []
+    return ["--unshare-user", *nested, "--uid", str(uid), "--gid", str(gid), "--cap-drop", "ALL"]
+
+
+@functools.lru_cache(maxsize=8)
+def _knows(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap lists `option` in its --help (asked once per process)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in done.stdout + done.stderr
 
 
 def _socket_binds(env: dict[str, str]) -> list[Bind]:
