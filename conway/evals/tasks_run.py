@@ -228,7 +228,7 @@ class TasksSuite:
         record["display_size"] = list(desk.size)
         record["phase"] = "setup"
         limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size))
+                             screen=tuple(desk.size), scale_with_load=True)
         run_setup(list(task.config), desk, limits)
         record["phase"] = "run"
         _task_home(home)
