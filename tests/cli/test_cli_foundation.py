@@ -294,3 +294,16 @@ def test_a_stop_during_start_up_reaches_the_run_holding_the_lock_not_the_previou
         lock.release()
     assert "s-previous" not in said and said.startswith("stop requested for session s-starting")
     assert read_control(home.control, "s-starting") == "stop"
+
+
+@pytest.mark.parametrize("argv, help_of", [(["run", "--mock", "--bogus"], "conway run"),
+                                           (["tasks", "list", "x", "--bogus"], "conway tasks list"),
+                                           (["status", "extra"], "conway status")])
+def test_an_unknown_word_points_to_its_command_s_help(argv, help_of, capsys):
+    from conway.cli.main import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1
+    assert f"unrecognized arguments: {argv[-1]}" in err and f"(see `{help_of} --help`)" in err, err
+    assert err.startswith(f"usage: {help_of} ")
