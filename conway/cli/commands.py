@@ -99,6 +99,7 @@ def do_status(args) -> int:
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
         raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
+    home.check_layout()  # a `journal` file is not a home without sessions: say which entry is wrong (exit 1)
     report = status_report(home)
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None
