@@ -48,7 +48,8 @@ def private_user_home(tmp_path_factory) -> Iterator[Path]:
         yield home
     after = real_home_fingerprint()
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    assert not changed, f"the tests changed the real home {REAL_HOME}: {changed}"
+    assert not changed, (f"the real home {REAL_HOME} changed during the tests: {changed} (a test wrote there, or "
+                         "another process on this machine did meanwhile)")
 
 
 @pytest.fixture(autouse=True)
