@@ -454,11 +454,20 @@ def configs_dir() -> Path:
     return path
 
 
+def yaml_error_line(exc: Exception) -> str:
+    """A YAML parser's error as one line (the README promises one-line errors): what is wrong and where."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if not problem or mark is None:
+        return " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    return f"{context + ': ' if context else ''}{problem} (line {mark.line + 1}, column {mark.column + 1})"
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{path} is not valid YAML: {exc}") from None
+        raise UserError(f"{path} is not valid YAML: {yaml_error_line(exc)}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text") from None
     except OSError as exc:

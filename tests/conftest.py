@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,36 @@ pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.
                   "helpers.sandbox_fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
+# the invoking user's home, read before any fixture replaces HOME: the tests must leave it as they found it
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+
+
+def real_home_fingerprint(home: Path = REAL_HOME) -> dict[str, tuple[int, int]]:
+    """What a test could leave in the real home: its top-level names, and every file under ~/.conway with its size
+    and modification time (a log appended to, a config rewritten)."""
+    seen: dict[str, tuple[int, int]] = {p.name: (0, 0) for p in home.iterdir()} if home.is_dir() else {}
+    conway = home / ".conway"
+    for path in sorted(conway.rglob("*")) if conway.is_dir() else []:
+        st = path.lstat()
+        seen[str(path.relative_to(home))] = (st.st_size, st.st_mtime_ns)
+    return seen
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_user_home(tmp_path_factory) -> Iterator[Path]:
+    """HOME and CONWAY_HOME point into a temporary folder for the whole session, so that module- and session-scoped
+    fixtures (which run before the per-test `conway_home`) and every child process write there, never into the
+    invoking user's home; at the end, the real home must be as it was (fails the run otherwise)."""
+    home = tmp_path_factory.mktemp("user-home")
+    before = real_home_fingerprint()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("CONWAY_HOME", str(home / ".conway"))
+        yield home
+    after = real_home_fingerprint()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, (f"the real home {REAL_HOME} changed during the tests: {changed} (a test wrote there, or "
+                         "another process on this machine did meanwhile)")
 
 
 @pytest.fixture(autouse=True)

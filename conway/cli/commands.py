@@ -99,6 +99,9 @@ def do_status(args) -> int:
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
         raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
+    # what status reads must be what Conway keeps there (a `journal` file is not a home without sessions: say so,
+    # exit 1); other entries may be wrong (a crash's memory.md folder) and status still tells what happened
+    home.check_layout(only=(home.journal_dir, home.state, home.state_previous))
     report = status_report(home)
     counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
     tasks = render_counts(counts) if counts["sessions"] else None

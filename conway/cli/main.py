@@ -24,6 +24,23 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"conway: error: {message}\n(see `{self.prog} --help`)\n")
         raise SystemExit(ExitCode.SETUP_ERROR)
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # argparse reports unknown words as the top parser's error (`see conway --help`); the command they
+        # were given to is the one whose help lists what it takes
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._chosen(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _chosen(self, parsed: argparse.Namespace) -> "_Parser":
+        """The innermost (sub)command parser the parsed words chose."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if isinstance(chosen, _Parser):
+                    return chosen._chosen(parsed)
+        return self
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only` (the command named on the command line), just that command where it is one

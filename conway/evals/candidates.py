@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import yaml
 
-from conway.config import ConwayConfig
+from conway.config import ConwayConfig, yaml_error_line
 from conway.errors import ExitCode, NoValidDecision, UserError
 from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
 from conway.evals.runner import CaseSuite, SuiteInterrupted, run_cases
@@ -131,7 +131,7 @@ def _read_home_config(home: Home) -> dict[str, Any]:
     try:
         data = yaml.safe_load(home.config.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{home.config} is not valid YAML: {exc}") from None
+        raise UserError(f"{home.config} is not valid YAML: {yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise UserError(f"{home.config} must hold a mapping of settings")
     return data

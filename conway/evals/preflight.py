@@ -30,7 +30,13 @@ from conway.evals.report import Report, check_new_output
 from conway.evals.text import table
 from conway.readiness.checks import Check
 from conway.readiness.checks.extensions import mcp_checks, prompt_parts, skills_check
-from conway.readiness.checks.home_files import configuration_check, constitution_check, recovery_checks, workdir_check
+from conway.readiness.checks.home_files import (
+    configuration_check,
+    constitution_check,
+    home_layout_check,
+    recovery_checks,
+    workdir_check,
+)
 from conway.readiness.checks.host import desktop_check, memory_check
 from conway.readiness.checks.memory_summary import summariser_check
 from conway.readiness.checks.model_runtime import model_checks
@@ -43,7 +49,7 @@ def select_checks(home: Home, load_config: Callable[[], ConwayConfig],
                   desktop: bool = False) -> tuple[list[Check], ConwayConfig | None]:
     """The checks preflight runs, in the order it reports them, and the configuration when it loaded."""
     checked, config = configuration_check(load_config)
-    checks = [checked, constitution_check(home), *recovery_checks(home), memory_check()]
+    checks = [checked, constitution_check(home), home_layout_check(home), *recovery_checks(home), memory_check()]
     screen = desktop_check() if desktop else \
         Check("desktop", "not_checked", "desktop readiness was not checked (add --desktop)")
     captured = screen.data.get("captured_size") if screen.ok else None

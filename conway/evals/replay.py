@@ -98,7 +98,9 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     agreed = sum(1 for c in cases if c["agree"])
     lo, hi = wilson(agreed, n)
     summary = {"steps": n, "agree": agreed, "agreement": agreed / n, "agreement_ci95": [round(lo, 4), round(hi, 4)],
-               "errors": sum(1 for c in cases if c.get("error")), "missing_screenshots": len(missing),
+               # a step without its image is counted as a missing screenshot, not also as an error
+               "errors": sum(1 for c in cases if c.get("error") and not c.get("missing_image")),
+               "missing_screenshots": len(missing) + sum(1 for c in cases if c.get("missing_image")),
                "wall_s": round(time.perf_counter() - started, 3)}
     report = Report("replay", out, argv=argv, config=config, started=began, parameters={
         "trajectory": str(Path(trajectory).expanduser().resolve()), "against": against,
@@ -108,7 +110,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     report.finish(status="pass" if code == ExitCode.PASSED else "disagreements", exit_code=code, summary=summary,
                   cases_order=cases)
     say(f"replay: {agreed}/{n} steps agree ({summary['agreement']:.1%}, 95% CI {lo:.1%}–{hi:.1%}), "
-        f"{summary['errors']} error(s); nothing was executed")
+        f"{summary['errors']} error(s), {summary['missing_screenshots']} missing screenshot(s); nothing was executed")
     say(f"report: {out}")
     return code
 
@@ -138,7 +140,7 @@ def _replay_step(policy: Any, config: Any, home_root: Path, rec: dict[str, Any],
     case: dict[str, Any] = {"session": rec["session"], "step": rec["step"], "reference": ref,
                             "reference_source": source}
     if png is None:
-        case.update(agree=False, error="the step has no image to replay")
+        case.update(agree=False, error="the step has no image to replay", missing_image=True)
         return case
     ctx = step_context(rec, png, config)
     try:

@@ -33,6 +33,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -198,6 +199,7 @@ def run_sweep(sweep_file: str, out_dir: str, *, pool_args: list[str], argv: list
               run: Callable[[list[str]], int], say: Callable[[str], None] = print) -> int:
     """Every cell (finished ones kept, a partial one resumed), then `DIR/sweep.json` (a new file each time:
     the previous table is kept as sweep.N.json). Returns the exit code: 130 when a cell was interrupted."""
+    started = time.time()  # the table's duration is the whole sweep's, not the writing of the table
     sweep = load_sweep(sweep_file)
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
@@ -227,7 +229,8 @@ def run_sweep(sweep_file: str, out_dir: str, *, pool_args: list[str], argv: list
                **compare(rows)}
     status, code = _verdict(rows, summary, interrupted)
     table = _new_table(out)
-    report = Report("sweep", table, argv=argv, config=None, parameters={"sweep_file": str(sweep_file), **sweep})
+    report = Report("sweep", table, argv=argv, config=None, parameters={"sweep_file": str(sweep_file), **sweep},
+                    started=started)
     for index, r in enumerate(rows):
         report.add_case({"index": index, "instruction": r["cell"], **r})
     report.finish(status=status, exit_code=code, summary=summary)

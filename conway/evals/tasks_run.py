@@ -170,6 +170,19 @@ class TasksSuite:
         self._progress(case, record)
         return record
 
+    def _progress(self, case: TaskCase, record: dict[str, Any]) -> None:
+        """The task's line, as the report will count it: one that ends after Ctrl+C is not a result (the runner
+        drops it, and `--resume` runs it again), so its outcome is not shown as one."""
+        from conway.cancel import current_cancel
+
+        token = current_cancel()
+        if token is not None and token.is_set():
+            if not self.quiet:
+                self.say(f"[{case.index + 1}/{self.total}] {record['task']}: not counted — {token.reason} before "
+                         "it finished (--resume runs it again)")
+            return
+        self._outcome_line(case, record)
+
     def _base(self, case: TaskCase) -> dict[str, Any]:
         task = case.task
         if task is None:
@@ -215,7 +228,7 @@ class TasksSuite:
         record["display_size"] = list(desk.size)
         record["phase"] = "setup"
         limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size))
+                             screen=tuple(desk.size), scale_with_load=True)
         run_setup(list(task.config), desk, limits)
         record["phase"] = "run"
         _task_home(home)
@@ -292,7 +305,7 @@ class TasksSuite:
         return build_toolbox(cfg.tools, Path(GUEST_HOME), gui=True, api_key_env=cfg.policy.api_key_env,
                              shell_env=shell_env(home), environment=desk.environment, display=desk.display)
 
-    def _progress(self, case: TaskCase, record: dict[str, Any]) -> None:
+    def _outcome_line(self, case: TaskCase, record: dict[str, Any]) -> None:
         if self.quiet:
             return
         score = record.get("score")

@@ -147,13 +147,19 @@ def _hf_features() -> Any:
 def _save_hf(rows: dict[str, list[Any]], output: Path, conversations: list[tuple[list[dict[str, Any]], bytes]]
              ) -> None:
     """The dataset (and its sharegpt/ copy) written beside `output`, then moved into place whole."""
-    from datasets import Dataset
+    import datasets
 
-    ds = Dataset.from_dict(rows, features=_hf_features())
+    ds = datasets.Dataset.from_dict(rows, features=_hf_features())
     tmp = output.with_name(output.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
-    ds.save_to_disk(str(tmp))
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # the CLI says what it wrote in one line; `datasets`' bars would leak into it
+    try:
+        ds.save_to_disk(str(tmp))
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
     if conversations:
         write_sharegpt(tmp / "sharegpt", conversations)
     _make_private(tmp)

@@ -46,6 +46,8 @@ class AnswerForm:
     tools: list[dict[str, Any]] | None
     mode: str = "none"
     spec: StructuredSpec = field(default_factory=StructuredSpec)
+    note: str | None = None
+    """Why the constraint asked for is not applied (`OutputForm.note`)."""
 
 
 class OutputForm:
@@ -57,6 +59,9 @@ class OutputForm:
         self.settings = settings
         self._mode: str | None = None
         self._mode_lock = threading.Lock()
+        self.note: str | None = None
+        """Why the constraint asked for is not applied: the family offers none of that kind (gta1 has no grammar),
+        so its answers are free text; said by `conway probe` and in every decision's record."""
         self.tools_refused: str | None = None
         """Why the server's `tools` field is no longer used (it refused it under `policy.tool_schema=auto`)."""
 
@@ -110,6 +115,7 @@ class OutputForm:
     def constrain(self, form: AnswerForm, types: list[str], sent: Size, captured: Size) -> None:
         """Set the mode in use and the adapter's constraint for it (plus the `tools` field) on `form`."""
         form.mode = self.structured_mode()
+        form.note = self.note
         spec = StructuredSpec()
         if form.mode != "none":
             try:
@@ -133,8 +139,13 @@ class OutputForm:
             return self._mode
         supported = self.backend.structured_support()
         if wanted == "auto":
-            usable = [m for m in supported if m != "grammar" or self._grammar_available()]
+            usable = [m for m in supported if self._offered(m)]
             self._mode = usable[0] if usable else "none"
+        elif wanted in supported and not self._offered(wanted):  # the backend could, the family has nothing to
+            kind = "grammar" if wanted == "grammar" else "JSON schema"  # hold its answer to: say so, apply none
+            self.note = (f"policy.structured_output={wanted} is not applied: the {self.adapter.name} family has no "
+                         f"{kind} for its answers, so they are free text")
+            self._mode = "none"
         elif wanted in supported:
             self._mode = wanted
         else:
@@ -142,10 +153,11 @@ class OutputForm:
                               f"{self.backend.model_id} does not honour it (it does: {', '.join(supported) or 'none'})")
         return self._mode
 
-    def _grammar_available(self) -> bool:
+    def _offered(self, mode: str) -> bool:
+        """Whether the family has a constraint of `mode`'s kind (a grammar, or a JSON schema for the JSON modes)."""
         try:
             spec = self.adapter.structured(["wait"], convention=self.settings.convention,
                                            sent_size=(28, 28), captured_size=(28, 28))
         except ValueError:
             return False
-        return spec.grammar is not None
+        return (spec.grammar if mode == "grammar" else spec.schema) is not None

@@ -72,6 +72,7 @@ def _facts(settings: PolicySettings, prompt: Prompt, form: AnswerForm, sent: Sen
         "resize_rule": image.rule,
         "image_tokens": image.image_tokens,
         "structured_output": form.mode,
+        **({"structured_note": form.note} if form.note else {}),
         "finish_reason": result.finish_reason,
         "timings": {**result.timings, "image_prepare_ms": round(image.encode_s * 1000, 3)},
         "layout": settings.layout,

@@ -4,11 +4,13 @@ Each step is `{"type": …, "parameters": {…}}` with OSWorld's parameter names
 and anything that goes wrong is one `SetupError` whose message is one line naming the step. Nothing here
 reaches the network: `download` copies from the local cache (OSWorld's layout, `conway.tasks.cache`).
 After `launch`, `open` and `chrome_open_tabs` the step waits (`window_wait_s`) for a new window on the
-desktop's display, because a task whose application never showed up cannot be done by anyone.
+desktop's display, because a task whose application never showed up cannot be done by anyone; a task run
+stretches that wait with the machine's load (`SetupLimits.scale_with_load`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -36,6 +38,31 @@ class SetupLimits:
     """A `sleep` step longer than this is refused (a typo must not hold a suite for hours)."""
     screen: tuple[int, int] = (1280, 800)
     """What `{SCREEN_WIDTH}` and friends in a command stand for."""
+    scale_with_load: bool = False
+    """Wait for windows longer on a loaded machine (`load_factor`): an application that starts in 5 s alone
+    took over 30 s while training ran, which is the machine's doing, not the task's nor the model's."""
+
+    def window_wait(self) -> tuple[float, str]:
+        """(seconds to wait for a window, how the message says it was reached)."""
+        factor = load_factor() if self.scale_with_load else 1.0
+        if factor <= 1.0:
+            return self.window_wait_s, f"waited {self.window_wait_s:g} s"
+        wait = self.window_wait_s * factor
+        return wait, f"waited {wait:.0f} s: {self.window_wait_s:g} s × {factor:.1f} for the machine's load"
+
+
+MAX_LOAD_FACTOR = 4.0
+"""The most a window wait is stretched for load (a machine busier than this is reported, not waited out)."""
+
+
+def load_factor() -> float:
+    """The 1-minute load average per CPU this process may use, between 1 and MAX_LOAD_FACTOR."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average on this platform: no stretch
+        return 1.0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(MAX_LOAD_FACTOR, max(1.0, load / max(1, cpus)))
 
 
 def run_setup(steps: Any, env: TaskEnv, limits: SetupLimits | None = None) -> None:
@@ -94,8 +121,9 @@ def _argv(command: str | list[str], shell: bool) -> str | list[str]:
 def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callable[[], None]) -> None:
     before = windows.visible_windows(env.display)
     start()
-    if windows.wait_for_new_window(env.display, before, limits.window_wait_s) is None:
-        raise SetupError(f"the application never opened its window ({what}; waited {limits.window_wait_s:g} s)")
+    wait, waited = limits.window_wait()
+    if windows.wait_for_new_window(env.display, before, wait) is None:
+        raise SetupError(f"the application never opened its window ({what}; {waited})")
 
 
 def _launch(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -169,12 +197,12 @@ def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
 def _activate_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     name = _need(p, "window_name", str)
     strict, by_class = bool(p.get("strict", False)), bool(p.get("by_class", False))
-    deadline = time.monotonic() + limits.window_wait_s
+    wait, waited = limits.window_wait()
+    deadline = time.monotonic() + wait
     while not (found := windows.find_windows(env.display, name, strict=strict, by_class=by_class)):
         if time.monotonic() >= deadline:
             what = "class" if by_class else "title"
-            raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} "
-                             f"(waited {limits.window_wait_s:g} s)")
+            raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})")
         time.sleep(0.1)
     if not windows.activate(env.display, found[0]):
         raise SetupError(f"the window {name!r} could not be raised and focused")

@@ -34,8 +34,11 @@ def build_observer(config: ConwayConfig, home: Home) -> Observer:
     if source == "auto":
         source = "synthetic" if config.policy.kind == "mock" else "screen"
     if source == "synthetic":
+        from conway.imaging import ScreenshotArchive
         from conway.observe.synthetic import SyntheticObserver
-        return SyntheticObserver()
+        keep = config.observe.keep_screenshots  # a mock session keeps its frames as a screen session does
+        return SyntheticObserver(archive=ScreenshotArchive(home.screenshots, keep=keep) if keep else None,
+                                 relative_to=home.root)
     try:
         from conway.observe.screen import ScreenObserver
     except ImportError as exc:

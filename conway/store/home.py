@@ -102,14 +102,15 @@ class Home:
             except OSError as exc:
                 raise UserError(f"cannot create {d}: {exc.strerror}") from None
 
-    def check_layout(self) -> None:
-        """Folders Conway keeps are folders and files are files; otherwise one line saying which."""
+    def check_layout(self, only: tuple[Path, ...] | None = None) -> None:
+        """Folders Conway keeps are folders and files are files (all, or `only` those); otherwise one line saying
+        which."""
         for d in (self.journal_dir, self.screenshots, self.scratch):
-            if d.exists() and not d.is_dir():
+            if (only is None or d in only) and d.exists() and not d.is_dir():
                 raise UserError(f"{d} is a file, but Conway keeps its {d.name} folder there; move the file away")
         for f in (self.state, self.state_previous, self.goals, self.constitution, self.memory,
                   self.memory_previous, self.control, self.lock, self.config):
-            if f.is_dir():
+            if (only is None or f in only) and f.is_dir():
                 raise UserError(f"{f} is a folder, but Conway keeps its {f.name} file there; move the folder away")
 
 

@@ -120,6 +120,9 @@ def find_skills(home_root: Path, cfg: SkillsConfig) -> SkillSet:
         if not root.is_dir():
             if source != "home":
                 found.problems.append(SkillProblem(root, "skills.paths entry is not a folder"))
+            elif root.exists():  # the home's `skills` as a file: no skills, said (a missing one is no news)
+                found.problems.append(SkillProblem(root, "the home's skills folder is a file; skills are folders "
+                                                         "inside a skills folder"))
             continue
         try:
             folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -106,11 +106,11 @@ def _launched(step: dict[str, Any]) -> str | None:
 def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
     reasons = []
     missing: set[str] = set()  # programs already named as missing: a launch of one of them adds nothing
-    for app in dict.fromkeys(task.related_apps):
-        key = app.strip().lower().replace(" ", "_")
+    # one spelling per app ("libreoffice calc" and "libreoffice_calc" are one app, said alike in every reason)
+    for key in dict.fromkeys(app.strip().lower().replace(" ", "_") for app in task.related_apps):
         programs = APP_PROGRAMS.get(key, (key,))
         if programs and not any(installed(p) for p in programs):
-            reasons.append(f"application {app} is not installed ({_none_of(programs)})")
+            reasons.append(f"application {key} is not installed ({_none_of(programs)})")
             missing.update(programs)
     for _, step in _steps(task):
         if step["type"] != "launch":

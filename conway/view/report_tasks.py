@@ -15,7 +15,8 @@ from conway.view.page import esc
 
 
 def _line(key: str, html: str, cls: str = "") -> str:
-    return f'<div class="line{" " + cls if cls else ""}"><span class="k">{esc(key)}</span>{html}</div>'
+    # the space keeps key and value apart in the page's text (a key longer than the column: "not runnable")
+    return f'<div class="line{" " + cls if cls else ""}"><span class="k">{esc(key)}</span> {html}</div>'
 
 
 def _num(v: Any, fmt: str = "g") -> str:

@@ -182,9 +182,11 @@ class Site:
         """A grounding case's screenshot file (a thumbnail of it), when the report names one that exists."""
         assert self.report is not None
         image = case.get("image") or {}
-        if not image.get("path"):
-            where = f" ({image['dataset']}, row {image.get('row')})" if image.get("dataset") else ""
-            return None, f"the screenshot is inside a datasets folder{where}; not drawn here"
+        if image.get("dataset") and not image.get("path"):
+            return None, f"the screenshot is inside a datasets folder ({image['dataset']}, row {image.get('row')}); " \
+                         "not drawn here"
+        if not image.get("path"):  # a task whose desktop could not be captured, or one that never ran
+            return None, "no screenshot was kept for this case"
         path = Path(str(image["path"])).expanduser()
         path = path if path.is_absolute() else self.report.folder / path
         if not path.is_file():

@@ -83,6 +83,14 @@ def run(cmd: list[str], env: dict[str, str], log: list[str]) -> subprocess.Compl
     return agent_demo.run_logged(cmd, env, log, tail=25)
 
 
+def practice_note(code: int) -> str | None:
+    """What the practice step's outcome means, where its own summary would read as a failure."""
+    if code == 0:
+        return None
+    return ("  (expected for an untrained base: its answers are cut off or miss, so it scores about 0 here; the "
+            "practice is in the cases all the same: each one's label comes from its target, not from the answer)")
+
+
 def baselines(seed: int, n: int, profile: str, side: int) -> dict:
     """What always clicking the centre / clicking a random shape scores on the same held-out cases."""
     from conway.observe.vision_cases import generate_case, references
@@ -154,9 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     # a random model rambles for hundreds of tokens. The held-out evaluation below uses the default budget.
     # Exit 3 (no valid decision: every answer cut off, as the base does at 112 px) still gives every case a
     # hindsight label from its target, so it is practice too.
-    step(conway + ["vision-check", "--samples", str(args.practice), "--seed", str(args.practice_seed),
-                   "--size", size, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy,
-                   "policy.max_tokens=48"], ok=(0, 2, 3))
+    practised = step(conway + ["vision-check", "--samples", str(args.practice), "--seed", str(args.practice_seed),
+                               "--size", size, "--profile", PROFILE, "--quiet", "--output", str(practice), *policy,
+                               "policy.max_tokens=48"], ok=(0, 2, 3))
+    if note := practice_note(practised.returncode):
+        print(note)
     dataset = work / "dataset"
     step(conway + ["export", "--from-report", str(practice), "--format", "hf", "--style", "generic",
                    "--output", str(dataset)])

@@ -294,3 +294,35 @@ def test_a_stop_during_start_up_reaches_the_run_holding_the_lock_not_the_previou
         lock.release()
     assert "s-previous" not in said and said.startswith("stop requested for session s-starting")
     assert read_control(home.control, "s-starting") == "stop"
+
+
+@pytest.mark.parametrize("argv, help_of", [(["run", "--mock", "--bogus"], "conway run"),
+                                           (["tasks", "list", "x", "--bogus"], "conway tasks list"),
+                                           (["status", "extra"], "conway status")])
+def test_an_unknown_word_points_to_its_command_s_help(argv, help_of, capsys):
+    from conway.cli.main import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1
+    assert f"unrecognized arguments: {argv[-1]}" in err and f"(see `{help_of} --help`)" in err, err
+    assert err.startswith(f"usage: {help_of} ")
+
+
+def test_invalid_yaml_is_one_line_with_where(initialized_home, tmp_path, capsys):
+    from conway.cli.main import main
+    from conway.evals.grounding.suite import load_suite
+    from conway.store.home import resolve_home
+    (initialized_home / "config.yaml").write_text("agent: [unclosed\n  x: 1\n")
+    assert main(["run", "--mock"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"conway: error: {initialized_home / 'config.yaml'} is not valid YAML: while parsing a flow "
+                   "sequence: expected ',' or ']', but got ':' (line 2, column 4)\n")
+    from conway.errors import UserError
+    from conway.evals.candidates import _read_home_config
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("format: [\n")
+    for read in (lambda: _read_home_config(resolve_home(None)), lambda: load_suite(str(suite))):
+        with pytest.raises(UserError) as exc:
+            read()
+        assert "not valid YAML" in str(exc.value) and "\n" not in str(exc.value) and "(line " in str(exc.value)

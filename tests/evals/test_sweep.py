@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -53,6 +54,17 @@ def test_a_sweep_runs_every_cell_and_compares_them(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "(best)" in out and "(below best)" in out
     assert "(below best)" in render_report(tmp_path / "out" / "sweep.json")
+
+
+def test_the_table_records_the_whole_sweep_s_duration(tmp_path):
+    with VisionFixtureServer(mode="centre", delay_s=0.1) as good, VisionFixtureServer(mode="outside") as bad:
+        started = time.monotonic()
+        code = main(["sweep", str(_sweep(tmp_path, good.base_url, bad.base_url, seeds=(0,))), "--output",
+                     str(tmp_path / "out")])
+        took = time.monotonic() - started
+    assert code == 0
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert took * 0.9 <= table["duration_s"] <= took + 1, (table["duration_s"], took)  # not the table's writing
 
 
 def test_running_a_sweep_again_keeps_finished_cells_and_resumes_the_cut_one(tmp_path):

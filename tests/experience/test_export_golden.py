@@ -139,6 +139,22 @@ def test_hf_format_has_images_as_an_image_feature(recorded_home, tmp_path):
     assert json.loads(first["record"])["step"] == 1
 
 
+def test_hf_export_keeps_numbers_as_numbers_and_prints_no_progress_bars(recorded_home, tmp_path, capsys):
+    datasets = pytest.importorskip("datasets")
+    capsys.readouterr()
+    shown = datasets.is_progress_bar_enabled()
+    out = tmp_path / "ds"
+    assert _export(recorded_home, out, "--format", "hf") == 0
+    said = capsys.readouterr()
+    assert "Saving the dataset" not in said.err + said.out and "%|" not in said.err, said.err
+    assert datasets.is_progress_bar_enabled() == shown  # the setting is the caller's again
+    ds = datasets.load_from_disk(str(out))
+    row = ds[0]
+    for column in ("step", "sent_width", "sent_height", "captured_width", "captured_height"):
+        assert isinstance(row[column], int) and not isinstance(row[column], bool), column
+    assert isinstance(row["hindsight"], bool)
+
+
 def test_rotated_away_screenshots_keep_their_steps_marked_and_counted(recorded_home, tmp_path, capsys):
     (recorded_home / "screenshots" / "step-004.png").unlink()
     (recorded_home / "screenshots" / "step-005.png").unlink()

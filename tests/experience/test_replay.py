@@ -134,3 +134,18 @@ def test_a_trajectory_is_read_record_by_record_and_a_bad_line_is_named(tmp_path)
         with pytest.raises(UserError) as err:
             load_trajectory(traj)
         assert str(err.value) == message
+
+
+def test_steps_without_their_image_are_missing_screenshots_not_errors(tmp_path, capsys):
+    home = _home(tmp_path)
+    traj = tmp_path / "traj.jsonl"
+    assert main(["--home", str(home), "export", "--output", str(traj)]) == 0
+    recs = [json.loads(line) for line in traj.read_text().splitlines()]
+    for rec in recs:  # what a session that kept no screenshots exports
+        rec["observation"] = {**rec["observation"], "screenshot": None, "image": None}
+    traj.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "replay.json"
+    assert main(["--home", str(home), "replay", "--trajectory", str(traj), "--mock", "--output", str(out)]) == 2
+    summary = json.loads(out.read_text())["summary"]
+    assert (summary["steps"], summary["errors"], summary["missing_screenshots"]) == (2, 0, 2)
+    assert "0 error(s), 2 missing screenshot(s)" in capsys.readouterr().out

@@ -259,6 +259,40 @@ def test_pause_and_resume_inside_a_wait(conway_home):
     assert run.outcome.steps == 2
 
 
+def test_a_stop_while_paused_ends_the_run_without_a_resume(conway_home, monkeypatch):
+    """The journal reads pause, stop (no resume between), and the status never goes back to running."""
+    from conway.loop.run_state import RunState
+    clock = SimulatedClock()
+    calls = {"n": 0}
+    seen: list[str] = []  # state.json's status at each sleep, then every status the run writes
+    save = RunState.save
+
+    def saving(self, durable=True, **changes):
+        if "status" in changes:
+            seen.append(changes["status"])
+        return save(self, durable, **changes)
+
+    monkeypatch.setattr(RunState, "save", saving)
+
+    def on_sleep(now):
+        calls["n"] += 1
+        state = read_json(conway_home / "state.json")
+        seen.append(state["status"])
+        if calls["n"] == 2:
+            write_control(conway_home / "control.json", state["session"], "pause")
+        if calls["n"] == 20:
+            assert state["status"] == "paused"
+            write_control(conway_home / "control.json", state["session"], "stop")
+
+    clock.on_sleep = on_sleep
+    run = run_script([WAIT] * 5, overrides=["agent.max_steps=5"], clock=clock)
+    assert [p["request"] for p in run.payloads("control")] == ["pause", "stop"]
+    assert run.outcome.end == RunEnd.STOP_REQUESTED and run.outcome.reason == "stop requested"
+    after_pause = seen[seen.index("paused"):] + [read_json(conway_home / "state.json")["status"]]
+    assert "running" not in after_pause, after_pause
+    assert calls["n"] >= 20  # the stop came while paused
+
+
 def test_finish_is_recorded_and_the_continuous_loop_carries_on():
     steps = [{"action": {"type": "finish", "status": "DONE", "message": "did it"}}, WAIT, WAIT]
     run = run_script(steps, overrides=["agent.max_steps=3"])

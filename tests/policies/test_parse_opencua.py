@@ -101,6 +101,17 @@ def test_ast_normalizes_lookalikes_so_source_is_checked() -> None:
     assert "non-ASCII" in only_problem(parse(code("ｐyautogui.click(x=1, y=2)"), **ABS))
 
 
+@pytest.mark.parametrize("written", ["(pyautogui).click(x=1, y=2)", "pyautogui\\\n.click(x=1, y=2)",
+                                     "( pyautogui ).click(x=1, y=2)"])
+def test_a_call_name_written_otherwise_is_refused_by_the_exact_name_check(written: str) -> None:
+    # ASCII (the non-ASCII check passes it) and valid Python that ast reads as pyautogui.click: only the check that
+    # the name is written exactly `pyautogui.click` refuses it
+    assert written.isascii()
+    func = ast.parse(written).body[0].value.func  # type: ignore[attr-defined]
+    assert (func.value.id, func.attr) == ("pyautogui", "click")
+    assert "not exactly 'pyautogui.click'" in only_problem(parse(code(written), **ABS))
+
+
 # --- mapping details ---------------------------------------------------------------
 
 

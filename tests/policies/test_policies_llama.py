@@ -40,10 +40,12 @@ def tiny_config(*extra: str):
 
 
 @pytest.fixture(scope="module")
-def inprocess_policy():
+def inprocess_policy(tmp_path_factory):
     require_llama()
     from conway.policies.factory import build_model_policy
-    policy = build_model_policy(tiny_config(), resolve_home(None))
+    # its own home: a module-scoped fixture runs before the per-test CONWAY_HOME (its llama-runtime.log once landed
+    # in the real ~/.conway)
+    policy = build_model_policy(tiny_config(), resolve_home(str(tmp_path_factory.mktemp("home"))))
     yield policy
     policy.close()
 

@@ -392,3 +392,16 @@ def test_against_an_endpoint_the_advice_is_the_server_s_own_context_size(tmp_pat
     assert code == 2 and check["status"] == "fail" and check["data"]["n_ctx"] == 2048
     assert "raise the server's own context size (llama-server -c)" in check["detail"]
     assert "runtime.n_ctx" not in check["detail"]
+
+
+def test_goals_md_as_a_folder_is_not_ready_like_run(tmp_path, initialized_home, capsys):
+    (initialized_home / "goals.md").unlink()
+    (initialized_home / "goals.md").mkdir()
+    code, data = _preflight(tmp_path, "--mock")
+    assert code == 2
+    layout = _checks(data)["home layout"]
+    assert layout["status"] == "fail" and "goals.md is a folder" in layout["detail"]
+    assert data["summary"]["failed"] == ["home layout"]
+    assert "not ready: home layout" in capsys.readouterr().out
+    assert main(["run", "--mock", "--max-steps", "1"]) == 1  # what run says about the same home
+    assert "goals.md is a folder" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import run_cli
 from fixtures.scripted_server import Reply, ScriptedFakeServer
 
@@ -85,3 +86,25 @@ def test_conway_models_lists_served_models_and_local_files(tmp_path):
     assert "  a-model" in proc.stdout and "  b-model" in proc.stdout
     assert "policy.model_path" in proc.stdout and "qwen2vl" in proc.stdout and "policy.mmproj_path" in proc.stdout
     assert "memory: estimated" in proc.stdout
+
+
+@pytest.mark.parametrize("preset, family, applied", [
+    ("generic", "generic", "grammar"), ("opencua-7b", "opencua", "grammar"), ("uitars", "uitars", "grammar"),
+    ("gta1", "gta1", "none"), ("holo1.5", "holo", "none")])
+def test_probe_says_which_constraint_each_family_really_gets(preset, family, applied):
+    # the FAKE server honours grammars; gta1 has none and holo only a JSON schema: nothing holds their answers
+    with ScriptedFakeServer(responder=honour_grammar) as fake:
+        cfg = load_config(None, [f"policy={preset}", f"policy.endpoint={fake.base_url}",
+                                 "policy.structured_output=grammar"])
+        with build_model_policy(cfg, resolve_home(None)) as policy:
+            report = probe(policy)
+        last = fake.chat_requests[-1]
+    text = report.render()
+    assert report.structured_output == applied, text
+    assert ("grammar" in last) == (applied == "grammar")  # what the request really carried
+    if applied == "none":
+        assert "uses grammar" not in text
+        assert f"uses none (policy.structured_output=grammar is not applied: the {family} family has no grammar" \
+               in text
+    else:
+        assert "uses grammar" in text and report.structured_note is None

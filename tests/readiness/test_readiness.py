@@ -139,3 +139,13 @@ def test_a_check_records_its_data_only_when_there_is_some():
     assert Check("x", "ok", "fine").record() == {"check": "x", "status": "ok", "detail": "fine"}
     assert Check("x", "warn", "hm", {"n": 1}).record()["data"] == {"n": 1}
     assert Check("x", "ok", "").ok and not Check("x", "not_checked", "").ok
+
+
+def test_doctor_lists_every_extra_pyproject_declares(initialized_home, capsys):
+    import tomllib
+    declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    extras = set(declared["project"]["optional-dependencies"]) - {"dev"}  # the developers' tools, not a feature
+    assert main(["doctor", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["extras"]
+    assert set(listed) == extras, sorted(extras ^ set(listed))
+    assert set(listed["mcp"]) == {"mcp", "jsonschema"} and set(listed["ray"]) == {"ray"}

@@ -39,3 +39,22 @@ def test_references_follow_the_size() -> None:
         assert ref["centre_click_hits"] == 0 and ref["random_shape_rate"] == 1.0
     big = learning_demo.baselines(1000, 20, "demo", 224)
     assert big["centre_click_hits"] > 0  # demo's large centred-ish targets: the reference is not trivially 0
+
+
+def test_the_practice_step_says_a_zero_score_is_expected_of_the_base(tmp_path, monkeypatch, capsys) -> None:
+    seen: list[list[str]] = []
+
+    def fake_run(cmd, env, log):  # every step of the demo, not run: init and the build pass, practice is exit 3
+        seen.append(cmd)
+        if "export" in cmd:
+            raise SystemExit(9)  # enough: the practice step is done
+        print("vision-check: 0/150 hit (0.0%), 150 × cut off" if "vision-check" in cmd else "ok")
+        return subprocess.CompletedProcess(cmd, 3 if "vision-check" in cmd else 0, "", "")
+
+    monkeypatch.setattr(learning_demo, "run", fake_run)
+    with pytest.raises(SystemExit):
+        learning_demo.main(["--work", str(tmp_path / "work"), "--practice", "150"])
+    out = capsys.readouterr().out
+    after = out.split("150 × cut off", 1)[1]
+    assert "expected for an untrained base" in after and "label comes from its target" in after
+    assert learning_demo.practice_note(0) is None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from helpers.loop_harness import run_script
 
 from conway.config import load_config
@@ -34,3 +37,18 @@ def test_status_during_a_run_says_which_events_are_an_earlier_sessions(conway_ho
     mine = events.index(f"  this session {session}:")
     assert 1 < mine < len(events) - 1 and "intent" in events[-1]
     assert any("max-steps budget (1) reached" in line for line in events[1:mine])  # the earlier run's end
+
+
+@pytest.mark.parametrize("entry, made", [("journal", "file"), ("state.json", "folder")])
+def test_status_of_a_home_with_a_file_where_a_folder_belongs_says_so(initialized_home, capsys, entry, made):
+    from conway.cli.main import main
+    path = initialized_home / entry
+    if path.is_dir():
+        shutil.rmtree(path)
+    if made == "file":
+        path.write_text("not a folder\n")
+    else:
+        path.mkdir()
+    assert main(["status"]) == 1
+    out, err = capsys.readouterr()
+    assert f"{path} is a {made}, but Conway keeps its {entry}" in err and "session:" not in out

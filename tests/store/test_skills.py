@@ -113,3 +113,15 @@ def test_every_prompt_lists_skills_bounded_with_the_cut_marked():
     assert len(text) <= 2000 + 120 and "skill-0: " in text
     assert "more skill(s) left out to stay inside skills.listing_max_chars]" in text
     assert listing([], 2000) == ""
+
+
+def test_skills_as_a_file_in_the_home_is_said_not_silent(conway_home):
+    assert run_cli("init").returncode == 0
+    skills = conway_home / "skills"
+    for p in sorted(skills.rglob("*"), reverse=True):
+        p.rmdir() if p.is_dir() else p.unlink()
+    skills.rmdir()
+    skills.write_text("not a folder\n")
+    r = run_cli("skills")
+    assert r.returncode == 0 and "no skills found" in r.stdout
+    assert f"left out:\n  {skills}: the home's skills folder is a file" in r.stdout, r.stdout

@@ -54,6 +54,12 @@ def test_an_application_not_installed_names_its_programs():
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p in ("soffice", "chromium")) == []
 
 
+def test_an_application_is_spelled_one_way_in_every_reason():
+    said = "application libreoffice_calc is not installed (none of soffice, libreoffice is on PATH)"
+    for apps in (("libreoffice calc",), ("LibreOffice Calc",), ("libreoffice_calc", "libreoffice calc")):
+        assert why_not_runnable(make(apps=apps), cache_dir=None, step_types=ALL_STEPS, installed=nothing) == [said]
+
+
 def test_the_program_a_launch_step_starts_must_be_installed():
     t = make(config=[{"type": "launch", "parameters": {"command": "VLC_VERBOSE=-1 vlc --start-time=5 a.mp4",
                                                        "shell": True}},

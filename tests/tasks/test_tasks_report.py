@@ -202,3 +202,14 @@ def test_tasks_run_help_and_overrides_after_the_suite(tmp_path, capsys) -> None:
     assert args.suite == [str(SUITE), str(tmp_path / "a=b")] and args.overrides == ["policy=mock", "agent.max_steps=3"]
     with pytest.raises(Exception, match="name the suite"):
         split_overrides(argparse.Namespace(suite=["policy=mock"]))
+
+
+def test_a_task_card_says_why_it_has_no_screenshot_and_keeps_its_keys_apart(report, tmp_path) -> None:
+    import re
+    site = build_site(Home(tmp_path / "home"), report=str(report))
+    page = site.get("index.html").decode()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "datasets folder" not in text  # a task's card has no datasets folder behind it
+    assert "no screenshot was kept for this case" in text  # the ran tasks of CASES keep no final screen
+    assert "not runnable application gimp is not installed" in text, "key and reason glued"
+    assert "verified score 1" in text

@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from conway.config import yaml_error_line
 from conway.errors import UserError
 
 SUITE_FORMAT = "conway-grounding-suite/1"
@@ -94,7 +95,7 @@ def load_suite(path: str) -> tuple[AppSuite, Path]:
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise UserError(f"grounding suite {p} is not valid YAML: {exc}") from None
+        raise UserError(f"grounding suite {p} is not valid YAML: {yaml_error_line(exc)}") from None
     if not isinstance(data, dict) or data.get("format") != SUITE_FORMAT:
         raise UserError(f"{p} is not a grounding suite (expected format: {SUITE_FORMAT})")
     try:

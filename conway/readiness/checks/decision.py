@@ -34,6 +34,8 @@ class ProbeReport:
     backend: str | None = None
     structured_output: str | None = None
     """The constraint used for the probe decision (grammar, json_object, json_schema, none)."""
+    structured_note: str | None = None
+    """Why the constraint asked for is not applied (the family has none of that kind)."""
     structured_support: list[str] | None = None
     """What the backend honours (None when not detected)."""
     structured_detail: dict[str, str] = field(default_factory=dict)
@@ -58,8 +60,11 @@ class ProbeReport:
         if self.policy:
             lines.append(f"policy / backend:  {self.policy} / {self.backend}")
         lines.append(f"latency:           {self.latency_s:.3f} s")
+        if self.structured_note:
+            lines.append(f"structured output: uses {self.structured_output} ({self.structured_note})")
         if self.structured_support is not None:
-            lines.append(f"structured output: uses {self.structured_output}; honoured: "
+            uses = "" if self.structured_note else f"uses {self.structured_output}; "
+            lines.append(f"structured output: {uses}honoured by the backend: "
                          f"{', '.join(self.structured_support) or 'none'}")
             for mode, what in self.structured_detail.items():
                 lines.append(f"  {mode}: {what}")
@@ -122,6 +127,7 @@ def probe(policy: Policy, size: tuple[int, int] = PROBE_SIZE) -> ProbeReport:
     report.policy = meta.get("policy")
     report.backend = meta.get("backend")
     report.structured_output = meta.get("structured_output", report.structured_output)
+    report.structured_note = meta.get("structured_note")
     report.sent_size = meta.get("sent_size")
     report.captured_size = meta.get("captured_size")
     report.convention = meta.get("convention")

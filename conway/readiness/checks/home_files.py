@@ -38,6 +38,15 @@ def constitution_check(home: Home) -> Check:
     return Check("constitution", "ok", f"{path} ({len(text)} chars)")
 
 
+def home_layout_check(home: Home) -> Check:
+    """Conway's files are files and its folders folders (`run` refuses a goals.md folder with this message)."""
+    try:
+        home.check_layout()
+    except UserError as exc:
+        return Check("home layout", "fail", str(exc))
+    return Check("home layout", "ok", f"{home.root}: files and folders where Conway keeps them")
+
+
 def recovery_checks(home: Home) -> list[Check]:
     out = []
     state, note = StateStore(home.state, home.state_previous).load()

@@ -17,6 +17,8 @@ EXTRAS = {
     "llama": ["llama_cpp"],
     "train": ["torch", "transformers", "peft", "datasets"],
     "tasks": ["openpyxl", "docx", "pptx", "pandas"],
+    "mcp": ["mcp", "jsonschema"],
+    "ray": ["ray"],
 }
 """The optional extras and the modules each brings (pyproject.toml's extras)."""
 
