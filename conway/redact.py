@@ -5,8 +5,9 @@ every depth (dict values, list items, inside longer strings):
 
 * a text under a key whose *name* looks like a credential (``api_key``,
   ``password``, ``token`` …; ``*_env`` names a variable and ``*_tokens`` counts,
-  so both pass). A credential is text: a number (a count, a ratio such as
-  ``chars_per_token: 3.5``) is never one, whatever its key's name says;
+  so both pass). A credential is text or a long whole number (a PIN, a key written
+  unquoted in YAML): a ratio such as ``chars_per_token: 3.5``, a short count or a flag
+  is never one, whatever its key's name says;
 * a list item after a flag that names one (``["--api-key", "…"]``), or the
   value of ``--api-key=…``;
 * a URL's password (``http://user:…@host``) or a credential query parameter
@@ -84,10 +85,19 @@ def redact_text(text: str) -> str:
     return "".join(out)
 
 
+PIN_DIGITS = 6
+"""A whole number this long under a credential's name is taken for one (a PIN, a numeric key written unquoted in
+YAML); a shorter one, a ratio or a flag is a setting (`chars_per_token: 3`, `max_tokens: 512`)."""
+
+
 def _may_be_credential(value: Any) -> bool:
-    """Whether a value could be a credential at all: a non-empty text (or other object), never a number or a
-    boolean (a setting such as `chars_per_token` or `max_tokens` holds a count, whatever its name says)."""
-    return value not in (None, "") and not isinstance(value, (bool, int, float))
+    """Whether a value could be a credential at all, by what it is: a non-empty text (or other object), or a whole
+    number of PIN_DIGITS digits or more; never a boolean, a ratio or a short count, whatever its key's name says."""
+    if value in (None, "") or isinstance(value, (bool, float)):
+        return False
+    if isinstance(value, int):
+        return len(str(abs(value))) >= PIN_DIGITS
+    return True
 
 
 def _secret_name(key: Any) -> bool:

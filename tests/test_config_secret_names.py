@@ -52,6 +52,15 @@ def test_a_ratio_named_after_tokens_is_a_setting_not_a_secret(tmp_path):
     assert redact({"chars_per_token": 2.5, "token": "plain words"}) == {"chars_per_token": 2.5, "token": "<redacted>"}
 
 
+def test_a_long_whole_number_under_a_credential_name_is_still_a_secret():
+    """A PIN or a numeric key written unquoted in YAML is an int: redacted and found, while a short count is not."""
+    from conway.redact import find_secrets, redact
+
+    assert redact({"password": 12345678, "api_key": 4242424242, "chars_per_token": 3}) == {
+        "password": "<redacted>", "api_key": "<redacted>", "chars_per_token": 3}
+    assert find_secrets({"auth": {"secret": 987654}}) == ["auth.secret"]
+
+
 @pytest.mark.parametrize("override", ["policy.token=12345678", "policy.password=1234", "policy.api_key=0.5"])
 def test_a_number_under_a_credential_name_is_still_refused_and_never_echoed(override):
     """A number is no credential, but such a key is no setting either: refused, its value not repeated."""
