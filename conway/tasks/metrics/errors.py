@@ -11,3 +11,9 @@ class MetricError(ValueError):
 class UnsupportedOption(MetricError):
     """The task uses an option or rule this metric does not implement: the task is not runnable here, never
     scored by a partial reading of its checker."""
+
+
+class ScoredZeroAsOSWorld(Exception):
+    """A case where OSWorld's own metric raises (a chart property its object lacks, a font with no colour): its
+    runner counts a raising metric as 0, so the metric catching this scores 0 rather than reporting an error.
+    docs/checks.md lists each such case."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from conway.tasks.metrics.errors import MetricError
+from conway.tasks.metrics.errors import MetricError, ScoredZeroAsOSWorld
 from conway.tasks.metrics.workbooks import Books, cell_style, cell_value, matches
 
 ROW_PROPS = {"hidden", "height", "collapsed"}
@@ -172,12 +172,24 @@ def _row_props(books: Books, rule: dict) -> bool:
     return _rows(books.worksheet(rule["sheet_idx0"]), props) == _rows(books.worksheet(rule["sheet_idx1"]), props)
 
 
-def _first_run_text(title: Any) -> Any:
-    """A chart or axis title's text as its first run holds it (None when it has none)."""
+def _title_text(owner: Any, *path: str) -> Any:
+    """The text of the first run of a chart's or an axis's title (`path` from `owner`: "title", or "x_axis",
+    "title"); None when any step is missing, as OSWorld's `load_charts` (utils.py) reads it: a pie chart has no
+    axes, so its axis titles read None."""
     try:
-        return title.tx.rich.p[0].r[0].t
+        for name in path:
+            owner = getattr(owner, name)
+        return owner.tx.rich.p[0].r[0].t
     except (AttributeError, IndexError, TypeError):
         return None
+
+
+def _bar_direction(chart: Any) -> Any:
+    """A bar chart's direction; OSWorld's `load_charts` reads `barDir` unguarded, so on any other chart its
+    metric raises and scores 0."""
+    if not hasattr(chart, "barDir"):
+        raise ScoredZeroAsOSWorld(f"chart_props direction on a {chart.tagname}, which has no direction")
+    return chart.barDir
 
 
 def _series_ref(source: Any) -> str:
@@ -195,11 +207,11 @@ def _charts(ws: Any, props: list[str]) -> dict[str, dict[str, Any]]:
     out = {}
     for chart in ws._charts:  # openpyxl keeps the charts it read here; there is no public accessor
         key = ";".join(f"{_series_ref(s.val)},{_series_ref(s.cat)}" for s in chart.series)
-        facts = {"type": lambda: chart.tagname, "title": lambda: _first_run_text(chart.title),
-                 "direction": lambda: getattr(chart, "barDir", None),
+        facts = {"type": lambda: chart.tagname, "title": lambda: _title_text(chart, "title"),
+                 "direction": lambda: _bar_direction(chart),
                  "legend": lambda: chart.legend.position if chart.legend is not None else None,
-                 "xtitle": lambda: _first_run_text(getattr(chart.x_axis, "title", None)),
-                 "ytitle": lambda: _first_run_text(getattr(chart.y_axis, "title", None))}
+                 "xtitle": lambda: _title_text(chart, "x_axis", "title"),
+                 "ytitle": lambda: _title_text(chart, "y_axis", "title")}
         out[key] = {p: facts[p]() for p in props}
     return out
 

@@ -71,7 +71,7 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any
 
-from conway.tasks.metrics.errors import MetricError
+from conway.tasks.metrics.errors import MetricError, ScoredZeroAsOSWorld
 from conway.tasks.metrics.inputs import existing_file, is_note, refuse
 from conway.tasks.metrics.table_rules import (
     CHART_PROPS,
@@ -248,6 +248,8 @@ def compare_table(result: Any, expected: Any = None, **options: Any) -> float:
             holds = RULES[rule["type"]](books, rule)
         except MetricError:
             raise
+        except ScoredZeroAsOSWorld:  # OSWorld's own metric raises here, and its runner counts that 0
+            return 0.0
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a value of the wrong kind in the rule
             raise MetricError(f"compare_table: rules[{i}] ({rule['type']}) cannot be applied: "
                               f"{type(exc).__name__}: {exc}") from None

@@ -11,7 +11,7 @@ openpyxl = pytest.importorskip("openpyxl")
 pytest.importorskip("pandas")
 pytest.importorskip("rapidfuzz")
 
-from openpyxl.chart import BarChart, LineChart, Reference  # noqa: E402
+from openpyxl.chart import BarChart, LineChart, PieChart, Reference  # noqa: E402
 from openpyxl.formatting.rule import CellIsRule  # noqa: E402
 from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource  # noqa: E402
 from openpyxl.pivot.record import RecordList  # noqa: E402
@@ -337,6 +337,20 @@ def test_chart_compares_the_listed_properties_of_charts_on_the_same_data(tmp_pat
     assert table(tmp_path, [rule], edit_expected=gold) == 0.0  # no chart at all
     assert table(tmp_path, [{**rule, "chart_props": ["type"]}], edit_result=charted(title="Costs"),
                  edit_expected=gold) == 1.0
+
+
+def test_chart_axis_titles_and_legend_of_a_pie_chart_read_as_osworld_reads_them(tmp_path):
+    # a pie chart has no axes: OSWorld's load_charts reads their titles as None (score 1 on equal charts)
+    rule = {"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["legend", "xtitle", "ytitle"]}
+    pie = charted(PieChart)
+    assert table(tmp_path, [rule], edit_result=pie, edit_expected=pie) == 1.0
+    assert table(tmp_path, [rule], edit_result=charted(), edit_expected=pie) == 1.0  # same data, same None titles
+
+
+def test_chart_direction_of_a_chart_that_has_none_scores_zero_as_osworld_crashes(tmp_path):
+    rule = {"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["direction"]}
+    pie = charted(PieChart)
+    assert table(tmp_path, [rule], edit_result=pie, edit_expected=pie) == 0.0
 
 
 def validated(cells="D2:D29", items='"Pass,Fail,Held"', kind="list"):
