@@ -7,6 +7,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from conway.tasks.metrics.cell_xml import read_cell_value
 from conway.tasks.metrics.errors import MetricError, ScoredZeroAsOSWorld
 from conway.tasks.metrics.workbooks import Books, cell_style, cell_value, matches
 
@@ -111,8 +112,9 @@ def _check_cell(books: Books, rule: dict) -> bool:
         return False
     coordinate = rule["coordinate"]
     for prop, match in rule["props"].items():
-        if prop == "value":
-            value = cell_value(books.worksheet(rule["sheet_idx"], "values"), coordinate)
+        if prop == "value":  # from the file's XML as OSWorld reads it, not as openpyxl does (cell_xml says how)
+            side, name = books.sheet(rule["sheet_idx"])
+            value = read_cell_value(books.paths[side], name, coordinate)
         else:
             value = cell_style(prop, ws[coordinate])
         if not matches(value, match):

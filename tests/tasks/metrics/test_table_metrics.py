@@ -246,6 +246,61 @@ def test_check_cell(tmp_path, props, edit, holds):
     assert table(tmp_path, [rule], edit_result=edit) == float(holds)
 
 
+def check_value(tmp_path, method, ref, edit=None, sheet_idx=0, coord="A2", result=None) -> float:
+    rule = {"type": "check_cell", "sheet_idx": sheet_idx, "coordinate": coord,
+            "props": {"value": {"method": method, "ref": ref}}}
+    if result is None:
+        return table(tmp_path, [rule], edit_result=edit)
+    return compare_table(result, rules=[rule])
+
+
+def test_check_cell_reads_a_boolean_as_none_as_osworld_reader_does(tmp_path):
+    # OSWorld's read_cell_value has no branch for t="b": the value is None whatever the cell holds
+    assert check_value(tmp_path, "eq", True, cell("A2", True)) == 0.0
+    assert check_value(tmp_path, "eq", None, cell("A2", True)) == 1.0
+
+
+def test_check_cell_reads_inline_strings_as_openpyxl_writes_them_as_osworld_does(tmp_path):
+    from openpyxl.cell.rich_text import CellRichText, TextBlock
+    from openpyxl.cell.text import InlineFont
+    assert check_value(tmp_path, "eq", "ann") == 1.0  # a plain inline string: its one <t>
+    # a <t xml:space="preserve"> (leading or trailing spaces) reads as an element, equal to no string
+    assert check_value(tmp_path, "eq", " ann", cell("A2", " ann")) == 0.0
+    assert check_value(tmp_path, "ne", " ann", cell("A2", " ann")) == 1.0
+    rich = CellRichText(["an", TextBlock(InlineFont(b=True), "n")])
+    assert check_value(tmp_path, "eq", "ann", cell("A2", rich)) == 0.0  # runs: no single <t>, None
+    assert check_value(tmp_path, "eq", None, cell("A2", rich)) == 1.0
+
+
+def renumbered(path: Path, ids: dict[str, str]) -> Path:
+    """The workbook with the sheets' `sheetId`s changed (name → id), its sheet files left where they are."""
+    import re
+    import zipfile
+    out = path.with_name("renumbered.xlsx")
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "xl/workbook.xml":
+                text = data.decode()
+                for name, new in ids.items():
+                    text = re.sub(f'(name="{name}" sheetId=")\\d+"', f'\\g<1>{new}"', text)
+                data = text.encode()
+            dst.writestr(item, data)
+    return out
+
+
+def test_check_cell_opens_the_sheet_file_its_sheet_id_names_as_osworld_does(tmp_path):
+    two = {"One": [["x"], ["first"]], "Two": [["x"], ["second"]]}
+    path = book(tmp_path / "two.xlsx", two)
+    swapped = renumbered(path, {"One": "2", "Two": "1"})
+    assert check_value(tmp_path, "eq", "second", result=swapped) == 1.0  # sheet One's id names sheet2.xml
+    assert check_value(tmp_path, "eq", "first", sheet_idx="RNTwo", result=swapped) == 1.0
+    missing = renumbered(path, {"One": "7"})
+    assert check_value(tmp_path, "eq", "first", result=missing) == 0.0  # no sheet7.xml: None
+    assert check_value(tmp_path, "eq", None, result=missing) == 1.0
+    assert check_value(tmp_path, "eq", "first", result=path) == 1.0
+
+
 def test_check_cell_merge_and_number_format(tmp_path):
     def merged(wb):
         wb.active.merge_cells("A1:B1")
