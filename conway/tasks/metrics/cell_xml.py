@@ -43,7 +43,7 @@ def _shared_strings(archive: zipfile.ZipFile) -> list[str]:
     try:
         root = _fromstring(archive.read("xl/sharedStrings.xml"))
         return ["".join(t.text for t in si.iter(f"{MAIN}t")) for si in root.findall(f"{MAIN}si")]
-    except Exception:  # noqa: BLE001 - OSWorld's reader swallows every failure here alike
+    except Exception:  # OSWorld's reader swallows every failure here alike
         return []
 
 
@@ -86,5 +86,5 @@ def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
             cell = next((c for row in sheet.iter(f"{MAIN}row") for c in row.findall(f"{MAIN}c")
                          if c.get("r") == coordinate), None)
             return None if cell is None else _typed(cell, shared)
-    except Exception:  # noqa: BLE001 - check_cell reads any failure of OSWorld's reader as None
+    except Exception:  # check_cell reads any failure of OSWorld's reader as None
         return None
