@@ -128,7 +128,15 @@ def _styles(ws: Any, props: list[str], side: str) -> dict[str, list[Any]]:
     if list(ws.conditional_formatting):
         raise MetricError(f"compare_table: the {side} sheet {ws.title!r} has conditional formatting, "
                           "which this checker does not evaluate")
-    return {cell.coordinate: [cell_style(p, cell) for p in props] for col in ws.iter_cols() for cell in col}
+    return {cell.coordinate: [_sheet_style(p, cell) for p in props] for col in ws.iter_cols() for cell in col}
+
+
+def _sheet_style(prop: str, cell: Any) -> Any:
+    """`cell_style`, except where OSWorld's `load_xlsx_styles` raises: it reads a non-empty cell's font colour
+    unguarded, and a font with no colour has none to read (`check_cell` guards the same read: None there)."""
+    if prop == "font_color" and cell.value is not None and cell.font.color is None:
+        raise ScoredZeroAsOSWorld(f"font_color of {cell.coordinate}, whose font has no colour")
+    return cell_style(prop, cell)
 
 
 def _style_rule(books: Books, rule: dict) -> bool:

@@ -322,6 +322,20 @@ def test_style_compares_the_listed_props_of_every_cell(tmp_path):
     assert table(tmp_path, [{**rule, "props": ["font_italic"]}], edit_result=red) == 1.0
 
 
+def test_style_font_color_of_a_font_with_no_colour_scores_zero_as_osworld_crashes(tmp_path):
+    # OSWorld's load_xlsx_styles reads font.color.rgb unguarded: a non-empty cell whose font has no colour raises
+    rule = {"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["font_color"]}
+    bold = styled("B2", bold=True)  # Font(bold=True): no colour at all
+    assert table(tmp_path, [rule], edit_result=bold, edit_expected=bold) == 0.0
+    assert table(tmp_path, [rule]) == 1.0  # the default font has its theme colour
+    coloured = styled("B2", bold=True, color="FFFF0000")
+    assert table(tmp_path, [rule], edit_result=coloured, edit_expected=coloured) == 1.0
+    assert table(tmp_path, [{**rule, "props": ["font_bold"]}], edit_result=bold, edit_expected=bold) == 1.0
+    check = {"type": "check_cell", "sheet_idx": 0, "coordinate": "B2",
+             "props": {"font_color": {"method": "eq", "ref": None}}}
+    assert table(tmp_path, [check], edit_result=bold) == 1.0  # check_cell catches the same failure: None
+
+
 def test_style_refuses_a_sheet_with_conditional_formatting(tmp_path):
     def conditional(wb):
         wb.active.conditional_formatting.add("B2:B3", CellIsRule(operator="greaterThan", formula=["2"],
