@@ -275,6 +275,18 @@ def test_the_bullet_check_also_catches_changed_text(decks):
     assert "bullets differ" in pptx_difference(decks(retyped), decks(), examine_text=False)
 
 
+def test_an_empty_run_on_the_slide_skips_the_bullet_check_as_in_osworld(decks):
+    def empty_run(prs):  # python-pptx writes an empty run as <a:t/>, whose text OSWorld's bullet reader cannot join
+        box(prs).text_frame.paragraphs[1].add_run().text = ""
+
+    def bulleted_with_empty_run(prs):
+        bulleted(prs)
+        empty_run(prs)
+    assert pptx_difference(decks(bulleted), decks()) == "slide 1: bullets differ"
+    assert pptx_difference(decks(bulleted_with_empty_run), decks(empty_run)) is None
+    assert compare_pptx_files(decks(bulleted_with_empty_run), decks(empty_run)) == 1.0
+
+
 def test_color_rgb_compares_explicit_colours(decks):
     red, blue = font(rgb="FF0000"), font(rgb="0000FF")
     assert compare_pptx_files(decks(red), decks(red)) == 1.0
