@@ -188,8 +188,16 @@ def _box_difference(s1: Any, s2: Any, ex: Examine) -> str | None:
     return None
 
 
+class _UnreadableBackground(Exception):  # a case OSWorld's metric crashes on, not an error of ours
+    """A solid background whose colour is not an explicit RGB (a theme, preset, system or HSL colour)."""
+
+
 def _background(slide: Any) -> Any:
-    """The slide's solid background colour (the master's when it follows the master), else None."""
+    """The slide's solid background colour (the master's when it follows the master), else None.
+
+    OSWorld's compare_pptx_files (slides.py) reads `.rgb` of that colour on every slide pair, before it looks
+    at `examine_background_color`; python-pptx has no `.rgb` for a colour given any other way than as RGB, so
+    OSWorld's metric raises there whatever the switch says: `_UnreadableBackground`."""
     from pptx.enum.dml import MSO_FILL
 
     def solid(fill: Any) -> Any:
@@ -197,8 +205,8 @@ def _background(slide: Any) -> Any:
             return None
         try:
             return fill.fore_color.rgb
-        except AttributeError:  # a theme colour: compared by its name
-            return ("theme", getattr(fill.fore_color, "theme_color", None))
+        except AttributeError:
+            raise _UnreadableBackground(getattr(fill.fore_color, "theme_color", None)) from None
 
     fill = slide.background.fill
     if fill.type == MSO_FILL.BACKGROUND:
@@ -239,7 +247,11 @@ def _bullets(slide: Any) -> list[tuple[str, str | None, str]] | None:
 
 def _slide_difference(s1: Any, s2: Any, ex: Examine) -> str | None:
     from pptx.enum.shapes import MSO_SHAPE_TYPE
-    if ex("background_color") and _background(s1) != _background(s2):
+    try:
+        backgrounds = _background(s1), _background(s2)
+    except _UnreadableBackground as exc:  # scored 0 as OSWorld's runner counts its metric raising here
+        return f"a background in a colour OSWorld's checker cannot read ({exc}): scored 0 as it is there"
+    if ex("background_color") and backgrounds[0] != backgrounds[1]:
         return "background colour differs"
     if ex("note") and _notes(s1) != _notes(s2):
         return "speaker notes differ"

@@ -287,6 +287,22 @@ def test_an_empty_run_on_the_slide_skips_the_bullet_check_as_in_osworld(decks):
     assert compare_pptx_files(decks(bulleted_with_empty_run), decks(empty_run)) == 1.0
 
 
+def test_a_background_in_a_theme_colour_scores_zero_as_osworld_crashes_on_it(decks):
+    # OSWorld reads the background's .rgb before it looks at the switch; a theme colour has none and it raises
+    from pptx.enum.dml import MSO_THEME_COLOR
+
+    def themed(prs):
+        fill = prs.slides[0].background.fill
+        fill.solid()
+        fill.fore_color.theme_color = MSO_THEME_COLOR.ACCENT_1
+    same = decks(themed), decks(themed)
+    assert compare_pptx_files(*same) == 0.0
+    assert compare_pptx_files(*same, examine_background_color=False) == 0.0
+    assert compare_pptx_files(decks(themed), decks(), examine_background_color=False) == 0.0
+    assert "cannot read" in pptx_difference(*same)
+    assert compare_pptx_files(decks(background), decks(background)) == 1.0  # an RGB colour reads
+
+
 def test_color_rgb_compares_explicit_colours(decks):
     red, blue = font(rgb="FF0000"), font(rgb="0000FF")
     assert compare_pptx_files(decks(red), decks(red)) == 1.0
