@@ -20,7 +20,8 @@ this module), and what each compares:
   OSWorld's checker, has no effect.
 - `check_cell` (21): one cell's `props`, each `{method, ref}` with method `eq`,
   `ne`, `lt`, `le`, `gt`, `ge` or `approx:<tolerance>`; props `value` (the stored
-  value: numbers and dates as floats, as the file keeps them), `merge` (inside a
+  value read from the file's XML as OSWorld reads it, `cell_xml.py`: numbers and
+  dates as floats, booleans as None, the sheet file named by its `sheetId`), `merge` (inside a
   merged range, not its first cell), `bgcolor`/`fgcolor`, `font_color`,
   `font_bold`, `font_italic`, `font_underline`, `font_name`, `font_size`,
   `number_format`.
@@ -34,6 +35,8 @@ this module), and what each compares:
   `trim_trailings`, `ignore_chars` and `ignore_case`.
 - `style` (2): the listed `props` (as for `check_cell`) of every cell equal. A
   sheet with conditional formatting is refused: its rules are not evaluated here.
+  `font_color` of a non-empty cell whose font has no colour scores 0 (OSWorld's
+  checker raises there; docs/checks.md lists such cases).
 - `sheet_name` (2): the workbooks' sheet names equal, in order.
 - `freeze` (1): the frozen rows and columns equal (the pane's split, not where it
   was scrolled to).
@@ -42,7 +45,8 @@ this module), and what each compares:
   every row the file describes equal.
 - `chart` (5): the sheets' charts, matched by the cell ranges their series
   read, with the listed `chart_props` (`type`, `title`, `direction`, `legend`,
-  `xtitle`, `ytitle`) equal.
+  `xtitle`, `ytitle`) equal; a title that is missing (a pie chart's axes) reads
+  None, `direction` of a chart that has none scores 0 (OSWorld's raises).
 - `data_validation` (1): at least as many validations in the sheet as
   `dv_props` describes, and each one matching one description: attributes
   (`ranges`, `type`, `formula1`, `operator` ...) against `{method, ref}`, where
