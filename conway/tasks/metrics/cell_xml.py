@@ -13,8 +13,13 @@ OSWorld's reader differs from openpyxl's in what tasks can see:
   (runs) reads None, and a `<t>` keeping its spaces (`xml:space="preserve"`,
   as openpyxl writes " text") reads as an element with an attribute, which
   equals no string ([PreservedText]);
-- any other failure (no such sheet or cell, a corrupt archive, an unreadable
-  shared-string table) reads None, as `compare_table` catches it there.
+- a stored string (`t="str"`, `t="e"`, an inline `<t>`) is stripped of
+  surrounding blanks, as OSWorld's XML-to-dict step strips them (shared
+  strings are not);
+- any failure to reach the cell (no such sheet or cell, a corrupt archive)
+  reads None; a failure OSWorld's reader does not catch (an empty `<v>`, an
+  unreadable shared-string table) is None for `check_cell`, which catches it,
+  and scores 0 for `sheet_fuzzy`, which does not.
 """
 
 from __future__ import annotations
@@ -23,8 +28,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from conway.tasks.metrics.errors import ScoredZeroAsOSWorld
+
 MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+
+
+class _Crash(Exception):
+    """Where OSWorld's reader raises instead of answering None."""
 
 
 class PreservedText(dict):
@@ -54,29 +65,56 @@ def _sheet_file(archive: zipfile.ZipFile, sheet_name: str) -> str:
     return f"xl/worksheets/sheet{ids[sheet_name]}.xml"
 
 
+def _text(element: Any) -> str | None:
+    """An element's text as OSWorld's reader gets it through xmltodict: stripped, None when nothing is left."""
+    text = (element.text or "").strip()
+    return text or None
+
+
+def _inline(cell: Any) -> Any:
+    inline = cell.find(f"{MAIN}is")
+    if inline is None or (len(inline) == 0 and not (inline.text or "").strip()):
+        raise _Crash("an empty inline string")  # OSWorld indexes the None its parser gives for <is/>
+    t = inline.find(f"{MAIN}t")
+    if t is None:  # rich runs: OSWorld's lookup of the one <t> fails (a KeyError it catches)
+        return None
+    if t.get(XML_SPACE) is not None:
+        preserved = PreservedText({"@http://www.w3.org/XML/1998/namespace:space": t.get(XML_SPACE)})
+        if _text(t) is not None:
+            preserved["#text"] = _text(t)
+        return preserved
+    return _text(t)
+
+
 def _typed(cell: Any, shared: list[str]) -> Any:
+    """The cell's value by its type; None where OSWorld's reader catches the failure (no `<v>`, not a number),
+    `_Crash` where it does not (an empty `<v>` of a number or shared string, a shared string it has not read)."""
     kind = cell.get("t", "n")
+    if kind == "inlineStr":
+        return _inline(cell)
+    if kind not in ("n", "s", "str", "e"):
+        return None  # "b", "d" and anything else: OSWorld's reader has no branch for them
     v = cell.find(f"{MAIN}v")
-    text = None if v is None else (v.text or None)  # an empty <v/> holds nothing
-    if kind == "n":
-        return float(text)  # no value: TypeError, read as None by the caller
-    if kind == "s":
-        return shared[int(text)]
+    if v is None:
+        return None
+    text = _text(v)
     if kind in ("str", "e"):
         return text
-    if kind == "inlineStr":
-        inline = cell.find(f"{MAIN}is")
-        t = None if inline is None else inline.find(f"{MAIN}t")
-        if t is None:  # no <is>, or rich runs: OSWorld's lookup of the one <t> fails
-            return None
-        if t.get(XML_SPACE) is not None:
-            return PreservedText({"@xml:space": t.get(XML_SPACE), "#text": t.text})
-        return t.text
-    return None  # "b", "d" and anything else: OSWorld's reader has no branch for them
+    if text is None:
+        raise _Crash("an empty stored value")
+    try:
+        return float(text) if kind == "n" else shared[int(text)]
+    except ValueError:
+        return None
+    except IndexError:
+        raise _Crash("a shared string that was not read") from None
 
 
-def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
-    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet."""
+def read_cell_value(path: Path, sheet_name: str | None, coordinate: str, *, strict: bool = False) -> Any:
+    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet.
+
+    Where OSWorld's reader itself raises, `strict` (`sheet_fuzzy`, which calls it unguarded) raises
+    ScoredZeroAsOSWorld; otherwise (`check_cell`, which catches it) the value is None."""
     if sheet_name is None:
         return None
     try:
@@ -85,6 +123,13 @@ def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
             sheet = _fromstring(archive.read(_sheet_file(archive, sheet_name)))
             cell = next((c for row in sheet.iter(f"{MAIN}row") for c in row.findall(f"{MAIN}c")
                          if c.get("r") == coordinate), None)
-            return None if cell is None else _typed(cell, shared)
-    except Exception:  # check_cell reads any failure of OSWorld's reader as None
+    except Exception:  # OSWorld's reader answers None for any failure to reach the cell
+        return None
+    if cell is None:
+        return None
+    try:
+        return _typed(cell, shared)
+    except _Crash as exc:
+        if strict:
+            raise ScoredZeroAsOSWorld(f"cell {coordinate} of {sheet_name!r}: {exc}") from None
         return None
