@@ -17,9 +17,9 @@ OSWorld's reader differs from openpyxl's in what tasks can see:
   surrounding blanks, as OSWorld's XML-to-dict step strips them (shared
   strings are not);
 - any failure to reach the cell (no such sheet or cell, a corrupt archive)
-  reads None; a failure OSWorld's reader does not catch (an empty `<v>`, an
-  unreadable shared-string table) is None for `check_cell`, which catches it,
-  and scores 0 for `sheet_fuzzy`, which does not.
+  reads None; a failure OSWorld's reader does not catch itself (`_Crash`: an
+  empty `<v>`, an unreadable shared-string table) is None too, as
+  `check_cell` catches it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 from typing import Any
-
-from conway.tasks.metrics.errors import ScoredZeroAsOSWorld
 
 MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
@@ -110,11 +108,10 @@ def _typed(cell: Any, shared: list[str]) -> Any:
         raise _Crash("a shared string that was not read") from None
 
 
-def read_cell_value(path: Path, sheet_name: str | None, coordinate: str, *, strict: bool = False) -> Any:
-    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet.
-
-    Where OSWorld's reader itself raises, `strict` (`sheet_fuzzy`, which calls it unguarded) raises
-    ScoredZeroAsOSWorld; otherwise (`check_cell`, which catches it) the value is None."""
+def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
+    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet,
+    None where it raises: `check_cell` catches that (its `sheet_fuzzy` does not, and still reads through
+    openpyxl here)."""
     if sheet_name is None:
         return None
     try:
@@ -123,13 +120,6 @@ def read_cell_value(path: Path, sheet_name: str | None, coordinate: str, *, stri
             sheet = _fromstring(archive.read(_sheet_file(archive, sheet_name)))
             cell = next((c for row in sheet.iter(f"{MAIN}row") for c in row.findall(f"{MAIN}c")
                          if c.get("r") == coordinate), None)
-    except Exception:  # OSWorld's reader answers None for any failure to reach the cell
-        return None
-    if cell is None:
-        return None
-    try:
-        return _typed(cell, shared)
-    except _Crash as exc:
-        if strict:
-            raise ScoredZeroAsOSWorld(f"cell {coordinate} of {sheet_name!r}: {exc}") from None
+        return None if cell is None else _typed(cell, shared)
+    except Exception:  # OSWorld's reader answers None for a failure to reach the cell, check_cell for the rest
         return None
