@@ -301,6 +301,30 @@ def test_check_cell_opens_the_sheet_file_its_sheet_id_names_as_osworld_does(tmp_
     assert check_value(tmp_path, "eq", "first", result=path) == 1.0
 
 
+def with_cell_xml(path: Path, xml: str) -> Path:
+    """The workbook with its first sheet's A2 replaced by `xml` (a `<c>` element as another writer stores it)."""
+    import re
+    import zipfile
+    out = path.with_name("rewritten.xlsx")
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = re.sub(r'<c r="A2"[^>]*>.*?</c>', xml, data.decode(), count=1).encode()
+            dst.writestr(item, data)
+    return out
+
+
+def test_check_cell_reads_stored_strings_stripped_and_iso_dates_as_none_as_osworld_does(tmp_path):
+    path = book(tmp_path / "plain.xlsx")
+    formula = with_cell_xml(path, '<c r="A2" t="str"><f>" pad "</f><v> pad </v></c>')
+    assert check_value(tmp_path, "eq", "pad", result=formula) == 1.0  # its XML-to-dict step strips the text
+    iso = with_cell_xml(path, '<c r="A2" t="d"><v>2024-01-01T00:00:00</v></c>')
+    assert check_value(tmp_path, "eq", None, result=iso) == 1.0  # no branch for t="d"
+    empty = with_cell_xml(path, '<c r="A2"><f>1/0</f><v></v></c>')
+    assert check_value(tmp_path, "eq", None, result=empty) == 1.0
+
+
 def test_check_cell_merge_and_number_format(tmp_path):
     def merged(wb):
         wb.active.merge_cells("A1:B1")
