@@ -11,6 +11,8 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from conway.tasks.metrics.errors import MetricError
+
 FAILED_MARK = "__EVALUATION_FAILED__"
 """A value OSWorld's relative-time rule getter writes when it could not build the expected value."""
 
@@ -63,10 +65,16 @@ def literal_match(result: Any, expected: Any, **options: Any) -> float:
 
 
 def fuzzy_match(result: Any, rules: dict[str, Any]) -> float:
-    """Similarity in [0, 1] of the result text to `expected` (rapidfuzz's ratio, as OSWorld's)."""
-    if result is None:
-        return 0.0
-    return fuzz.ratio(str(result), str(rules["expected"])) / 100.0
+    """Similarity in [0, 1] of the result to `expected` (rapidfuzz's ratio, as OSWorld's `fuzzy_match` in
+    general.py). The values go to rapidfuzz as they are, never stringified: a list is compared item by item, and a
+    number, which rapidfuzz rejects, makes OSWorld's metric crash; here that is a MetricError (score 0, the case
+    counted as broken, as OSWorld's runner leaves a crashed evaluation without a score)."""
+    expected = rules["expected"]
+    try:
+        return fuzz.ratio(result, expected) / 100.0
+    except (TypeError, KeyError) as exc:  # rapidfuzz: TypeError for a number, KeyError for a mapping
+        raise MetricError(f"fuzzy_match: cannot compare a {type(result).__name__} with a {type(expected).__name__}"
+                          f" (OSWorld's checker crashes here too): {exc}") from None
 
 
 def _as_object(result: Any) -> Any:
@@ -82,34 +90,41 @@ def _contains(actual: Any, wanted: Any) -> bool:
     if isinstance(wanted, list):  # any one of the listed values, in a list or as the whole text
         return any((isinstance(actual, list) and w in actual) or (isinstance(actual, str) and w == actual)
                    for w in wanted)
-    if isinstance(wanted, str):
-        return isinstance(actual, str) and wanted in actual
+    if isinstance(wanted, str):  # Python's `in`, as OSWorld: a substring of a text, a member of a list
+        try:
+            return wanted in actual
+        except TypeError:  # OSWorld's `in` on None or a number raises; its metric catches that and scores 0
+            return False
     return False
 
 
-def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
-    """Every key of `expected` has its value in the result object (JSON text or a mapping).
+def _same(want: Any, have: Any, ignore_order: Any) -> bool:
+    if not ignore_order:
+        return want == have
+    try:  # OSWorld sorts both sides of every key, the flag's own value too: sorted(True) fails, so the score is 0
+        return sorted(want) == sorted(have)
+    except TypeError:
+        return False
 
-    `expect_in_result: true`: a listed expected value means any one of them, a text means a substring;
-    `ignore_list_order: true`: lists compared as sorted."""
+
+def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
+    """Every key of `expected` has its value in the result object (JSON text or a mapping), as OSWorld's
+    `check_direct_json_object` in general.py.
+
+    `expect_in_result: true` (in the rules): a listed expected value means any one of them, a text means a
+    substring (or a member of a listed result). `ignore_list_order` is read where OSWorld reads it, as a key
+    inside `expected`: then every key, that one included, is compared sorted; at the rules' top level (where
+    chrome/f5d96daf puts it) OSWorld ignores it, and so does this."""
     obj = _as_object(result)
-    expected = rules.get("expected") or {}
+    expected = rules.get("expected")
     if not isinstance(obj, dict) or not isinstance(expected, dict):
         return 0.0
     if any(v == FAILED_MARK for v in expected.values()):
         return 0.0
+    in_result, ignore_order = rules.get("expect_in_result", False), expected.get("ignore_list_order", False)
     for key, want in expected.items():
         have = obj.get(key)
-        if rules.get("expect_in_result", False):
-            if not _contains(have, want):
-                return 0.0
-        elif rules.get("ignore_list_order", False) and isinstance(want, list) and isinstance(have, list):
-            try:
-                if sorted(want) != sorted(have):
-                    return 0.0
-            except TypeError:
-                return 0.0
-        elif want != have:
+        if not (_contains(have, want) if in_result else _same(want, have, ignore_order)):
             return 0.0
     return 1.0
 
