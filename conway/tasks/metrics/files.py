@@ -1,20 +1,37 @@
 """Metrics on files a getter returns by path (`vm_file`, `cloud_file`, `cache_file`): text, lists, JSON settings.
 
-A path of None (the file was not there) scores 0; a file that cannot be read
-raises, and the evaluator records that metric's error.
+A path of None (the file was not there) scores 0. Files are read as UTF-8, strictly, as OSWorld's
+checkers read them (`open()` in a UTF-8 locale): where OSWorld's metric crashes on a file it cannot read
+(`compare_text_file`, `diff_text_file`, `check_list`), this raises and the evaluator records that metric's
+error; where OSWorld's metric catches the failure (`file_contains`, the JSON ones), this scores 0.
 """
 
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from conway.tasks.metrics.errors import MetricError
+
 
 def _text(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8", errors="replace")
+    """The file's text (newlines translated, as Python's text mode does); UnicodeDecodeError on bytes that are not
+    UTF-8: never replaced, or a file OSWorld cannot read would compare equal to its expected text."""
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _readable_text(path: str, metric: str) -> str:
+    """The text for a metric whose OSWorld original crashes on a file that is not UTF-8: a MetricError (score 0,
+    the case counted as broken, as OSWorld's runner leaves a crashed evaluation without a score)."""
+    try:
+        return _text(path)
+    except UnicodeDecodeError as exc:
+        raise MetricError(f"{metric}: {Path(path).name} is not UTF-8 text (OSWorld's checker crashes on it): "
+                          f"{exc.reason} at byte {exc.start}") from None
 
 
 def _squash(text: str) -> str:
@@ -25,7 +42,7 @@ def compare_text_file(actual: str | None, expected: str, **options: Any) -> floa
     """The two files' text is equal; `ignore_blanks` folds runs of white space, `ignore_case` case."""
     if not actual:
         return 0.0
-    a, b = _text(actual), _text(expected)
+    a, b = _readable_text(actual, "compare_text_file"), _readable_text(expected, "compare_text_file")
     if options.get("ignore_blanks", False):
         a, b = _squash(a), _squash(b)
     if options.get("ignore_case", False):
@@ -37,28 +54,32 @@ def diff_text_file(result: str | None, expected: str) -> float:
     """How alike the two files are, line by line, in [0, 1] (difflib's ratio)."""
     if result is None:
         return 0.0
-    return difflib.SequenceMatcher(a=_text(result).splitlines(), b=_text(expected).splitlines()).ratio()
+    mine, gold = _readable_text(result, "diff_text_file"), _readable_text(expected, "diff_text_file")
+    return difflib.SequenceMatcher(a=mine.splitlines(), b=gold.splitlines()).ratio()
 
 
 def file_contains(result: str | None, rules: dict[str, Any]) -> float:
-    """Every text of `expected` occurs in the file; a file that cannot be read scores 0, as in OSWorld."""
+    """Every text of `expected` occurs in the file; a file that cannot be read (missing, not UTF-8) scores 0, as
+    OSWorld's `file_contains` (general.py) catches every failure and scores 0."""
     if not result:
         return 0.0
     try:
         text = _text(result)
-    except OSError:
+        return float(all(t in text for t in rules["expected"]))
+    except (OSError, ValueError, TypeError, KeyError):
         return 0.0
-    return float(all(t in text for t in rules["expected"]))
 
 
 def check_list(result: str | None, rules: dict[str, Any]) -> float:
-    """Each `expect` regular expression matches some line of the file, no `unexpect` one matches any."""
+    """Each `expect` regular expression matches some line of the file, no `unexpect` one matches any. Lines are
+    what iterating a text file gives, as OSWorld's `check_list` (general.py) reads them: split after each newline
+    only, never at a form feed, vertical tab or Unicode line separator (which `str.splitlines` splits at)."""
     if result is None:
         return 0.0
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
-    for line in _text(result).splitlines(keepends=True):
+    for line in io.StringIO(_readable_text(result, "check_list"), newline="\n"):
         found = [f or p.search(line) is not None for f, p in zip(found, expect)]
         if any(p.search(line) for p in unexpect):
             return 0.0
@@ -71,7 +92,7 @@ def check_json_settings(actual: str | None, expected: dict[str, Any], **options:
         return 0.0
     try:
         data = json.loads(_text(actual))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # not JSON, or not UTF-8: OSWorld catches either and scores 0
         return 0.0
     if not isinstance(data, dict):
         return 0.0
@@ -85,7 +106,7 @@ def check_json_keybindings(actual: str | None, expected: dict[str, Any], **optio
         return 0.0
     try:
         text = _text(actual)
-    except OSError:
+    except (OSError, ValueError):  # not UTF-8 too: OSWorld's loader catches it and scores 0
         return 0.0
     for candidate in (text, text.partition("\n")[2]):  # VS Code writes a `// …` line above the list
         try:
