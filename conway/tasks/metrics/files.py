@@ -1,9 +1,10 @@
 """Metrics on files a getter returns by path (`vm_file`, `cloud_file`, `cache_file`): text, lists, JSON settings.
 
 A path of None (the file was not there) scores 0. Files are read as UTF-8, strictly, as OSWorld's
-checkers read them (`open()` in a UTF-8 locale): where OSWorld's metric crashes on a file it cannot read
-(`compare_text_file`, `diff_text_file`, `check_list`), this raises and the evaluator records that metric's
-error; where OSWorld's metric catches the failure (`file_contains`, the JSON ones), this scores 0.
+checkers read them (`open()` in a UTF-8 locale): a file that is not UTF-8 scores 0, whether OSWorld's
+metric crashes on it (`compare_text_file`, `diff_text_file`, `check_list`: 0, as OSWorld's runner counts a
+crash, docs/checks.md) or catches it (`file_contains`, the JSON ones). Any other file that cannot be read
+(a missing expected file) raises, and the evaluator records that metric's error.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conway.tasks.metrics.errors import MetricError
-
 
 def _text(path: str) -> str:
     """The file's text (newlines translated, as Python's text mode does); UnicodeDecodeError on bytes that are not
@@ -24,14 +23,12 @@ def _text(path: str) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def _readable_text(path: str, metric: str) -> str:
-    """The text for a metric whose OSWorld original crashes on a file that is not UTF-8: a MetricError (score 0,
-    the case counted as broken, as OSWorld's runner leaves a crashed evaluation without a score)."""
+def _utf8_texts(*paths: str) -> list[str] | None:
+    """Each file's text, or None when one is not UTF-8: OSWorld's metric crashes there, and a crash scores 0."""
     try:
-        return _text(path)
-    except UnicodeDecodeError as exc:
-        raise MetricError(f"{metric}: {Path(path).name} is not UTF-8 text (OSWorld's checker crashes on it): "
-                          f"{exc.reason} at byte {exc.start}") from None
+        return [_text(path) for path in paths]
+    except UnicodeDecodeError:
+        return None
 
 
 def _squash(text: str) -> str:
@@ -42,7 +39,10 @@ def compare_text_file(actual: str | None, expected: str, **options: Any) -> floa
     """The two files' text is equal; `ignore_blanks` folds runs of white space, `ignore_case` case."""
     if not actual:
         return 0.0
-    a, b = _readable_text(actual, "compare_text_file"), _readable_text(expected, "compare_text_file")
+    texts = _utf8_texts(actual, expected)
+    if texts is None:
+        return 0.0
+    a, b = texts
     if options.get("ignore_blanks", False):
         a, b = _squash(a), _squash(b)
     if options.get("ignore_case", False):
@@ -54,8 +54,10 @@ def diff_text_file(result: str | None, expected: str) -> float:
     """How alike the two files are, line by line, in [0, 1] (difflib's ratio)."""
     if result is None:
         return 0.0
-    mine, gold = _readable_text(result, "diff_text_file"), _readable_text(expected, "diff_text_file")
-    return difflib.SequenceMatcher(a=mine.splitlines(), b=gold.splitlines()).ratio()
+    texts = _utf8_texts(result, expected)
+    if texts is None:
+        return 0.0
+    return difflib.SequenceMatcher(a=texts[0].splitlines(), b=texts[1].splitlines()).ratio()
 
 
 def file_contains(result: str | None, rules: dict[str, Any]) -> float:
@@ -79,7 +81,10 @@ def check_list(result: str | None, rules: dict[str, Any]) -> float:
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
-    for line in io.StringIO(_readable_text(result, "check_list"), newline="\n"):
+    texts = _utf8_texts(result)
+    if texts is None:
+        return 0.0
+    for line in io.StringIO(texts[0], newline="\n"):
         found = [f or p.search(line) is not None for f, p in zip(found, expect)]
         if any(p.search(line) for p in unexpect):
             return 0.0

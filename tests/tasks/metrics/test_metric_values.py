@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from conway.tasks.metrics import METRICS
-from conway.tasks.metrics.errors import MetricError
 from conway.tasks.metrics.values import (
     check_direct_json_object,
     check_include_exclude,
@@ -55,11 +54,10 @@ def test_fuzzy_match_is_a_ratio():
 
 def test_fuzzy_match_hands_the_values_to_rapidfuzz_unchanged():
     """OSWorld's fuzzy_match (general.py) passes its result to rapidfuzz as it is: a number crashes it, and a
-    list is compared item by item. Stringifying would score 1 where OSWorld's evaluation crashes."""
-    with pytest.raises(MetricError, match="OSWorld's checker crashes here too"):
-        fuzzy_match(42, {"expected": "42"})
-    with pytest.raises(MetricError):
-        fuzzy_match(4.2, {"expected": "4.2"})
+    list is compared item by item. Stringifying scored 1 where OSWorld's evaluation crashes (a 0 here)."""
+    assert fuzzy_match(42, {"expected": "42"}) == 0.0  # OSWorld crashes: scored 0, as its runner counts it
+    assert fuzzy_match(4.2, {"expected": "4.2"}) == 0.0
+    assert fuzzy_match("42", {"expected": 42}) == 0.0
     assert fuzzy_match(["a", "b"], {"expected": "ab"}) == 1.0  # items compared one by one, not "['a', 'b']"
 
 
