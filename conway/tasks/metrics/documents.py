@@ -2,12 +2,17 @@
 
 Each metric is `metric(result, expected, **options) -> float` with file paths (a
 None result scores 0), as OSWorld's evaluator calls them. A missing, corrupt or
-wrong-kind file raises `MetricError` (the evaluator's one-line error, score 0).
+wrong-kind file raises `MetricError` (the evaluator's one-line error, score 0),
+but for the names `compare_docx_files` does not read, which score 0 (below).
 Counts are of OSWorld's evaluation_examples (16 `compare_docx_files` and 53
 `compare_pptx_files` evaluators), surveyed for this module.
 
-`compare_docx_files` compares the body's paragraph texts of two `.docx` files
-(`.odt` is not read here and is refused). Options, OSWorld's defaults first:
+`compare_docx_files` compares the body's paragraph texts of two `.docx` files,
+or of two `.odt` files (read as OSWorld reads them: `opendocument.py`). Which
+reader is chosen by OSWorld's own test of the two paths' names: both end in
+`.docx`, or both in `.odt`, letter case counting; any other pair (an upper-case
+`.DOCX`, a `.docx` beside an `.odt`, a `.txt`) scores 0 without being opened,
+as in OSWorld, which prints "unsupported" and returns 0. Options, OSWorld's defaults first:
 `ignore_blanks=True` (7 tasks set it; all whitespace runs collapse and the whole
 text is compared at once), `ignore_case=False` (2), `ignore_order=False` (2:
 paragraphs sorted first), `content_only=False` (2: the score is the texts'
@@ -50,15 +55,15 @@ evaluators use only what is supported here.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rapidfuzz import fuzz
 
-from conway.tasks.metrics.errors import MetricError
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
+from conway.tasks.metrics.opendocument import odt_paragraphs
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
 
 _DOCX_OPTIONS = {"ignore_blanks": True, "ignore_case": False, "ignore_order": False, "content_only": False,
@@ -96,13 +101,21 @@ def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[
 
 # ---- compare_docx_files --------------------------------------------------------------------------------------
 
-def _docx_file(path: Any, what: str) -> Path:
+def _document_kind(result: Any, expected: Any) -> str | None:
+    """".docx" or ".odt" when both paths' names end in it, letter case counting (OSWorld's `str.endswith` test in
+    its `compare_docx_files`, docs.py); None for any other pair, which OSWorld scores 0 unopened."""
+    names = [os.fspath(p) if isinstance(p, (str, os.PathLike)) else None for p in (result, expected)]
+    if any(not isinstance(n, str) for n in names):  # a list of files, bytes: let existing_file say what it is
+        return ".docx"
+    return next((kind for kind in (".docx", ".odt") if all(n.endswith(kind) for n in names)), None)
+
+
+def _paragraphs(path: Any, what: str, kind: str) -> list[str]:
     p = existing_file(path, what)
-    if p.suffix.lower() == ".odt":
-        raise MetricError(f"compare_docx_files: .odt documents are not read here (only .docx): {p.name}")
-    if p.suffix.lower() != ".docx":
-        raise MetricError(f"compare_docx_files: the {what} is not a .docx file: {p.name}")
-    return p
+    if kind == ".odt":
+        return opened(odt_paragraphs, p, what, "OpenDocument text")
+    doc = opened(library("docx").Document, p, what, "Word document")
+    return [paragraph.text for paragraph in doc.paragraphs]
 
 
 def _ratio(a: str, b: str) -> float:
@@ -113,14 +126,13 @@ def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
     """1 when the documents' paragraph texts match under the options (a similarity in [0, 1] with `content_only`
     or `fuzzy_match`)."""
     refuse("compare_docx_files", unsupported_options("compare_docx_files", options))
-    if result is None:
+    kind = _document_kind(result, expected)
+    if not result or not expected or kind is None:
         return 0.0
     opt = {**_DOCX_OPTIONS, **{k: v for k, v in options.items() if k in _DOCX_OPTIONS}}
-    docx = library("docx")
     texts = []
     for path, what in ((result, "result"), (expected, "expected")):
-        doc = opened(docx.Document, _docx_file(path, what), what, "Word document")
-        paragraphs = [p.text for p in doc.paragraphs]
+        paragraphs = _paragraphs(path, what, kind)
         if opt["ignore_order"]:
             paragraphs.sort()
         if opt["delete_empty_lines"]:

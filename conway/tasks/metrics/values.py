@@ -63,10 +63,14 @@ def literal_match(result: Any, expected: Any, **options: Any) -> float:
 
 
 def fuzzy_match(result: Any, rules: dict[str, Any]) -> float:
-    """Similarity in [0, 1] of the result text to `expected` (rapidfuzz's ratio, as OSWorld's)."""
-    if result is None:
+    """Similarity in [0, 1] of the result to `expected` (rapidfuzz's ratio, as OSWorld's `fuzzy_match` in
+    general.py). The values go to rapidfuzz as they are, never stringified: a list is compared item by item, and a
+    number, which rapidfuzz rejects, crashes OSWorld's metric; a crash scores 0 here, as OSWorld's runner counts
+    it (docs/checks.md)."""
+    try:
+        return fuzz.ratio(result, rules["expected"]) / 100.0
+    except (TypeError, KeyError):  # rapidfuzz's refusals: TypeError for a number, KeyError for a mapping
         return 0.0
-    return fuzz.ratio(str(result), str(rules["expected"])) / 100.0
 
 
 def _as_object(result: Any) -> Any:
@@ -82,34 +86,41 @@ def _contains(actual: Any, wanted: Any) -> bool:
     if isinstance(wanted, list):  # any one of the listed values, in a list or as the whole text
         return any((isinstance(actual, list) and w in actual) or (isinstance(actual, str) and w == actual)
                    for w in wanted)
-    if isinstance(wanted, str):
-        return isinstance(actual, str) and wanted in actual
+    if isinstance(wanted, str):  # Python's `in`, as OSWorld: a substring of a text, a member of a list
+        try:
+            return wanted in actual
+        except TypeError:  # OSWorld's `in` on None or a number raises; its metric catches that and scores 0
+            return False
     return False
 
 
-def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
-    """Every key of `expected` has its value in the result object (JSON text or a mapping).
+def _same(want: Any, have: Any, ignore_order: Any) -> bool:
+    if not ignore_order:
+        return want == have
+    try:  # OSWorld sorts both sides of every key, the flag's own value too: sorted(True) fails, so the score is 0
+        return sorted(want) == sorted(have)
+    except TypeError:
+        return False
 
-    `expect_in_result: true`: a listed expected value means any one of them, a text means a substring;
-    `ignore_list_order: true`: lists compared as sorted."""
+
+def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
+    """Every key of `expected` has its value in the result object (JSON text or a mapping), as OSWorld's
+    `check_direct_json_object` in general.py.
+
+    `expect_in_result: true` (in the rules): a listed expected value means any one of them, a text means a
+    substring (or a member of a listed result). `ignore_list_order` is read where OSWorld reads it, as a key
+    inside `expected`: then every key, that one included, is compared sorted; at the rules' top level (where
+    chrome/f5d96daf puts it) OSWorld ignores it, and so does this."""
     obj = _as_object(result)
-    expected = rules.get("expected") or {}
+    expected = rules.get("expected")
     if not isinstance(obj, dict) or not isinstance(expected, dict):
         return 0.0
     if any(v == FAILED_MARK for v in expected.values()):
         return 0.0
+    in_result, ignore_order = rules.get("expect_in_result", False), expected.get("ignore_list_order", False)
     for key, want in expected.items():
         have = obj.get(key)
-        if rules.get("expect_in_result", False):
-            if not _contains(have, want):
-                return 0.0
-        elif rules.get("ignore_list_order", False) and isinstance(want, list) and isinstance(have, list):
-            try:
-                if sorted(want) != sorted(have):
-                    return 0.0
-            except TypeError:
-                return 0.0
-        elif want != have:
+        if not (_contains(have, want) if in_result else _same(want, have, ignore_order)):
             return 0.0
     return 1.0
 

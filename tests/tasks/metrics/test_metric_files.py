@@ -75,3 +75,40 @@ def test_check_json_keybindings_with_and_without_a_comment_line(tmp_path):
     path.write_text(json.dumps({"key": "ctrl+j"}))
     assert check_json_keybindings(str(path), {"expected": binding}) == 0.0
     assert check_json_keybindings(None, {"expected": binding}) == 0.0
+
+
+NOT_UTF8 = b"Hello \xff\xfe World\n"  # bytes no UTF-8 reader accepts; read with replacement they become U+FFFD
+
+
+def test_text_metrics_on_a_file_that_is_not_utf8_score_0_as_osworld(tmp_path):
+    """OSWorld opens the files in a UTF-8 locale, strictly: compare_text_file, diff_text_file and check_list crash
+    (scored 0, as OSWorld's runner counts a crash), file_contains and the JSON ones catch it and score 0. Read
+    with replacement, the same broken file compared equal to itself and scored 1."""
+    from conway.tasks.metrics.files import check_json_keybindings, diff_text_file, file_contains
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(NOT_UTF8)
+    good = tmp_path / "good.txt"
+    good.write_text("Hello World\n")
+    for metric in (compare_text_file, diff_text_file):
+        assert metric(str(bad), str(bad)) == 0.0
+        assert metric(str(good), str(bad)) == 0.0
+        assert metric(str(good), str(good)) == 1.0
+    assert check_list(str(bad), {"expect": ["Hello"]}) == 0.0
+    assert file_contains(str(bad), {"expected": ["Hello"]}) == 0.0
+    bad.write_bytes(b'{"editor.fontSize": 14, "x": "\xff"}')
+    assert check_json_settings(str(bad), {"expected": {"editor.fontSize": 14}}) == 0.0
+    bad.write_bytes(b'[{"key": "ctrl+j", "x": "\xff"}]')
+    assert check_json_keybindings(str(bad), {"expected": {"key": "ctrl+j"}}) == 0.0
+
+
+def test_check_list_splits_lines_at_newlines_only(tmp_path):
+    """OSWorld's check_list iterates the open file: a form feed, vertical tab or U+2028 is inside a line, not
+    the end of one (str.splitlines ends lines there too). Carriage returns end lines in both (text mode)."""
+    out = tmp_path / "out.txt"
+    out.write_bytes("alpha\x0cbeta\nvim\x0bemacs\u2028nano\n".encode())
+    assert check_list(str(out), {"expect": [r"^beta"]}) == 0.0
+    assert check_list(str(out), {"expect": [r"alpha\x0cbeta$"]}) == 1.0
+    assert check_list(str(out), {"expect": [r"^emacs"]}) == 0.0
+    assert check_list(str(out), {"expect": [r"^vim.*nano$"]}) == 1.0
+    out.write_bytes(b"one\r\ntwo\rthree")
+    assert check_list(str(out), {"expect": [r"^two$", r"^three$"]}) == 1.0

@@ -52,6 +52,15 @@ def test_fuzzy_match_is_a_ratio():
     assert fuzzy_match(None, {"expected": "xyz"}) == 0.0
 
 
+def test_fuzzy_match_hands_the_values_to_rapidfuzz_unchanged():
+    """OSWorld's fuzzy_match (general.py) passes its result to rapidfuzz as it is: a number crashes it, and a
+    list is compared item by item. Stringifying scored 1 where OSWorld's evaluation crashes (a 0 here)."""
+    assert fuzzy_match(42, {"expected": "42"}) == 0.0  # OSWorld crashes: scored 0, as its runner counts it
+    assert fuzzy_match(4.2, {"expected": "4.2"}) == 0.0
+    assert fuzzy_match("42", {"expected": 42}) == 0.0
+    assert fuzzy_match(["a", "b"], {"expected": "ab"}) == 1.0  # items compared one by one, not "['a', 'b']"
+
+
 def test_check_direct_json_object_compares_each_expected_key():
     rules = {"expected": {"locationName": "Zürich", "sortBy": "PRICE"}}
     assert check_direct_json_object({"locationName": "Zürich", "sortBy": "PRICE", "other": 1}, rules) == 1.0
@@ -67,9 +76,27 @@ def test_check_direct_json_object_options():
     assert check_direct_json_object({"a": "x/leeds/y"}, {"expected": {"a": "/manchester/"},
                                                          "expect_in_result": True}) == 0.0
     assert check_direct_json_object({"a": ["p", "q"]}, {"expected": {"a": ["z", "q"]}, "expect_in_result": True}) == 1.0
-    assert check_direct_json_object({"a": [2, 1]}, {"expected": {"a": [1, 2]}, "ignore_list_order": True}) == 1.0
     assert check_direct_json_object({"a": [2, 1]}, {"expected": {"a": [1, 2]}}) == 0.0
     assert check_direct_json_object({"a": 1}, {"expected": {"a": "__EVALUATION_FAILED__"}}) == 0.0
+    assert check_direct_json_object({"a": ["p", "q"]}, {"expected": {"a": "q"}, "expect_in_result": True}) == 1.0
+    assert check_direct_json_object({"a": None}, {"expected": {"a": "q"}, "expect_in_result": True}) == 0.0
+
+
+def test_check_direct_json_object_reads_ignore_list_order_where_osworld_does():
+    """OSWorld reads the flag from inside `expected`, never from the rules' top level (where the real task
+    chrome/f5d96daf puts it, so there the order counts); inside `expected` every key is compared sorted, the
+    flag's own `true` too, which cannot be sorted: OSWorld catches that and scores 0."""
+    models = ["iphone-15-pro-max", "iphone-14-pro-max", "iphone-13-pro-max"]
+    f5d96daf = {"expected": {"modelList": models}, "ignore_list_order": True}
+    assert check_direct_json_object({"modelList": models}, f5d96daf) == 1.0
+    assert check_direct_json_object({"modelList": models[::-1]}, f5d96daf) == 0.0
+    assert check_direct_json_object({"modelList": models[::-1]}, {"expected": {"modelList": models}}) == 0.0
+    inside = {"expected": {"modelList": models, "ignore_list_order": True}}
+    assert check_direct_json_object({"modelList": models[::-1], "ignore_list_order": True}, inside) == 0.0
+    assert check_direct_json_object({"modelList": models}, {"expected": {"modelList": models,
+                                                                         "ignore_list_order": False}}) == 0.0
+    assert check_direct_json_object({"modelList": models, "ignore_list_order": False},
+                                    {"expected": {"modelList": models, "ignore_list_order": False}}) == 1.0
 
 
 def test_infeasible_never_passes_as_a_metric():

@@ -1,0 +1,42 @@
+"""The paragraph texts of an OpenDocument text file (`.odt`), as OSWorld's `compare_docx_files` (docs.py) reads them.
+
+OSWorld loads the file with odfpy and takes every `text:p` element it loaded, in
+the order loaded: `content.xml` (the body: tables, frames, notes included), then
+`styles.xml` (headers and footers), each only when the manifest lists it.
+Headings (`text:h`) are not paragraphs there. A paragraph's text is its own text
+and that of its direct `text:span` children, nothing deeper: a space written as
+`text:s`, a tab, a line break, a link's text and a span inside a span are left
+out. Read here with the standard library (odfpy is not a dependency), to the
+same result.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+_MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
+_PARTS = ("content.xml", "styles.xml")  # the order odfpy loads them in (settings and meta hold no paragraphs)
+
+
+def _paragraph_text(paragraph: ElementTree.Element) -> str:
+    parts = [paragraph.text or ""]
+    for child in paragraph:
+        if child.tag == f"{_TEXT}span":
+            parts.append(child.text or "")
+            parts.extend(grandchild.tail or "" for grandchild in child)
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def odt_paragraphs(path: Path) -> list[str]:
+    """Every paragraph's text; raises (BadZipFile, KeyError, ParseError) for a file that is not an OpenDocument
+    package, as odfpy's loader does."""
+    with zipfile.ZipFile(path) as package:
+        manifest = ElementTree.fromstring(package.read("META-INF/manifest.xml"))
+        listed = {entry.get(f"{_MANIFEST}full-path") for entry in manifest.iter(f"{_MANIFEST}file-entry")}
+        present = set(package.namelist())  # a part the manifest lists but the package lacks is skipped, as odfpy
+        roots = [ElementTree.fromstring(package.read(part)) for part in _PARTS if part in listed and part in present]
+    return [_paragraph_text(p) for root in roots for p in root.iter(f"{_TEXT}p")]
