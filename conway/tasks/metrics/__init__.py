@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import documents, files, tables, values
+from conway.tasks.metrics import documents, files, images, pdfs, tables, values
 
-MODULES = (values, files, tables, documents)
+MODULES = (values, files, tables, documents, pdfs, images)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -28,7 +28,8 @@ METRICS: dict[str, Callable[..., Any]] = _merge()
 
 
 LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compare_pptx_files": ("pptx",),
-                                         "compare_table": ("openpyxl", "pandas")}
+                                         "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
+                                         "compare_pdfs": ("pymupdf",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 

@@ -49,6 +49,11 @@ OSWorld they test one task's slide by hard-coded slide numbers, texts and
 offsets), a switch whose value is not true or false, and any other option.
 `unsupported_options(func_name, options)` lists those names without opening a file.
 
+`compare_docx_tables` (4 tasks, no options) scores 1 when both Word documents
+have as many tables, each with as many rows and columns (python-docx's grid)
+and the same cell texts, leading and trailing blanks aside; a missing or
+unreadable file scores 0, as OSWorld's catches it.
+
 Of those, every `compare_docx_files` and 49 of the 53 `compare_pptx_files`
 evaluators use only what is supported here.
 """
@@ -62,6 +67,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from conway.tasks.metrics.errors import MetricError
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
 from conway.tasks.metrics.opendocument import odt_paragraphs
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
@@ -81,6 +87,8 @@ def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[
         known: dict[str, Any] = _DOCX_OPTIONS
     elif func_name == "compare_pptx_files":
         known = SWITCHES
+    elif func_name == "compare_docx_tables":
+        known = {}  # OSWorld's function takes no options: any would make it raise
     else:
         raise KeyError(func_name)
     problems = []
@@ -165,5 +173,35 @@ def compare_pptx_files(result: Any, expected: Any, **options: Any) -> float:
     return 0.0 if pptx_difference(result, expected, **options) else 1.0
 
 
+# ---- compare_docx_tables -------------------------------------------------------------------------------------
+
+def _table_texts(path: Any) -> list[tuple[int, int, list[list[str]]]] | None:
+    """Each table of a Word document as rows of stripped cell texts, read cell by cell through the grid as
+    OSWorld's `compare_docx_tables` (docs.py) does; None where it could not read them (OSWorld scores those 0)."""
+    try:
+        doc = library("docx").Document(os.fspath(path))
+        tables = []
+        for table in doc.tables:
+            rows, columns = len(table.rows), len(table.columns)
+            cells = [[table.cell(i, j).text.strip() for j in range(columns)] for i in range(rows)]
+            tables.append((rows, columns, cells))  # the sizes too: two empty tables of different widths differ
+        return tables
+    except MetricError:  # python-docx itself missing: say so, never score it as a mismatch
+        raise
+    except Exception:  # a missing, corrupt or non-Word file, a ragged table: OSWorld catches or crashes, 0 either way
+        return None
+
+
+def compare_docx_tables(result: Any, expected: Any, **options: Any) -> float:
+    """1 when both documents have the same tables, each of the same rows and columns and the same cell texts
+    (leading and trailing blanks aside); 0 otherwise, or when either file cannot be read."""
+    refuse("compare_docx_tables", unsupported_options("compare_docx_tables", options))
+    if not result or not expected:
+        return 0.0
+    mine, gold = _table_texts(result), _table_texts(expected)
+    return 1.0 if mine is not None and gold is not None and mine == gold else 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {"compare_docx_files": compare_docx_files,
-                                            "compare_pptx_files": compare_pptx_files}
+                                            "compare_pptx_files": compare_pptx_files,
+                                            "compare_docx_tables": compare_docx_tables}
