@@ -20,13 +20,20 @@ from pptx.enum.text import PP_ALIGN  # noqa: E402
 from pptx.oxml.ns import qn  # noqa: E402
 from pptx.util import Emu, Pt  # noqa: E402
 
-from conway.tasks.metrics.documents import METRICS, compare_docx_files, compare_pptx_files, unsupported_options  # noqa: E402
+from conway.tasks.metrics.documents import (  # noqa: E402
+    METRICS,
+    compare_docx_files,
+    compare_docx_tables,
+    compare_pptx_files,
+    unsupported_options,
+)
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption  # noqa: E402
 from conway.tasks.metrics.presentations import pptx_difference  # noqa: E402
 
 
 def test_the_module_exposes_its_metrics():
-    assert METRICS == {"compare_docx_files": compare_docx_files, "compare_pptx_files": compare_pptx_files}
+    assert METRICS == {"compare_docx_files": compare_docx_files, "compare_pptx_files": compare_pptx_files,
+                       "compare_docx_tables": compare_docx_tables}
 
 
 # ---- compare_docx_files --------------------------------------------------------------------------------------
