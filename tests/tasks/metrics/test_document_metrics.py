@@ -435,3 +435,61 @@ def test_pptx_unsupported_options_are_named_and_refused(decks):
         compare_pptx_files(decks(), decks(), examine_title_bottom_position=True)
     with pytest.raises(KeyError):
         unsupported_options("compare_table", {})
+
+
+# ---- compare_docx_tables -------------------------------------------------------------------------------------
+
+def tables(path: Path, *grids: list[list[str]]) -> Path:
+    doc = docx.Document()
+    doc.add_paragraph("Prices")
+    for grid in grids:
+        table = doc.add_table(rows=len(grid), cols=len(grid[0]) if grid else 0)
+        for i, row in enumerate(grid):
+            for j, text in enumerate(row):
+                table.cell(i, j).text = text
+    doc.save(path)
+    return path
+
+
+PRICES = [["item", "price"], ["tea", "3"], ["cake", "5"]]
+
+
+def test_docx_tables_equal_and_blanks_around_cells_score_one(tmp_path):
+    gold = tables(tmp_path / "gold.docx", PRICES, [["a"]])
+    assert compare_docx_tables(tables(tmp_path / "same.docx", PRICES, [["a"]]), gold) == 1.0
+    padded = [["item ", " price"], ["tea\t", "3"], ["cake", " 5 "]]
+    assert compare_docx_tables(tables(tmp_path / "padded.docx", padded, [["a"]]), gold) == 1.0
+
+
+def test_docx_tables_one_cell_row_or_table_changed_scores_zero(tmp_path):
+    gold = tables(tmp_path / "gold.docx", PRICES)
+    assert compare_docx_tables(tables(tmp_path / "cell.docx", [["item", "price"], ["tea", "4"], ["cake", "5"]]),
+                               gold) == 0.0
+    assert compare_docx_tables(tables(tmp_path / "row.docx", PRICES[:2]), gold) == 0.0
+    assert compare_docx_tables(tables(tmp_path / "case.docx", [["Item", "price"], *PRICES[1:]]), gold) == 0.0
+    assert compare_docx_tables(tables(tmp_path / "two.docx", PRICES, PRICES), gold) == 0.0
+    assert compare_docx_tables(tables(tmp_path / "none.docx"), gold) == 0.0
+
+
+def test_docx_tables_without_tables_on_both_sides_score_one(tmp_path):
+    assert compare_docx_tables(tables(tmp_path / "a.docx"), tables(tmp_path / "b.docx")) == 1.0
+
+
+def test_docx_tables_missing_empty_or_malformed_score_zero(tmp_path):
+    gold = tables(tmp_path / "gold.docx", PRICES)
+    junk = tmp_path / "junk.docx"
+    junk.write_bytes(b"not a zip")
+    empty = tmp_path / "empty.docx"
+    empty.write_bytes(b"")
+    assert compare_docx_tables(None, gold) == 0.0
+    assert compare_docx_tables(tmp_path / "absent.docx", gold) == 0.0
+    assert compare_docx_tables(junk, gold) == 0.0
+    assert compare_docx_tables(empty, gold) == 0.0
+    assert compare_docx_tables(gold, junk) == 0.0
+
+
+def test_docx_tables_take_no_options(tmp_path):
+    gold = tables(tmp_path / "gold.docx", PRICES)
+    assert unsupported_options("compare_docx_tables", {"ignore_case": True}) == ["ignore_case"]
+    with pytest.raises(UnsupportedOption):
+        compare_docx_tables(gold, gold, ignore_case=True)
