@@ -29,6 +29,7 @@ METRICS: dict[str, Callable[..., Any]] = _merge()
 
 LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compare_pptx_files": ("pptx",),
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
+                                         "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
                                          "compare_pdfs": ("pymupdf",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""

@@ -52,7 +52,11 @@ offsets), a switch whose value is not true or false, and any other option.
 `compare_docx_tables` (4 tasks, no options) scores 1 when both Word documents
 have as many tables, each with as many rows and columns (python-docx's grid)
 and the same cell texts, leading and trailing blanks aside; a missing or
-unreadable file scores 0, as OSWorld's catches it.
+unreadable file scores 0, as OSWorld's catches it. `compare_line_spacing` (2)
+scores 1 when `compare_docx_files` with its defaults does and each paragraph's
+line spacing (python-docx's value) is the same; `compare_docx_images` (2) when
+the bodies relate to as many images, pairwise of the same decoded pixels (an
+image Pillow cannot decode scores 0, as OSWorld's crashes there).
 
 Of those, every `compare_docx_files` and 49 of the 53 `compare_pptx_files`
 evaluators use only what is supported here.
@@ -60,6 +64,7 @@ evaluators use only what is supported here.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Callable
@@ -67,7 +72,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from conway.tasks.metrics.errors import MetricError
+from conway.tasks.metrics.errors import MetricError, UnsupportedOption
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
 from conway.tasks.metrics.opendocument import odt_paragraphs
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
@@ -77,6 +82,7 @@ _DOCX_OPTIONS = {"ignore_blanks": True, "ignore_case": False, "ignore_order": Fa
 _PPTX_ONE_TASK = ("examine_title_bottom_position", "examine_table_bottom_position", "examine_right_position",
                   "examine_top_position", "examine_shape_for_shift_size")
 # in OSWorld these test one task's slide by hard-coded slide numbers, texts and offsets: refused when set
+_NO_OPTIONS = ("compare_docx_tables", "compare_line_spacing", "compare_docx_images")
 
 
 def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[str]:
@@ -87,7 +93,7 @@ def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[
         known: dict[str, Any] = _DOCX_OPTIONS
     elif func_name == "compare_pptx_files":
         known = SWITCHES
-    elif func_name == "compare_docx_tables":
+    elif func_name in _NO_OPTIONS:
         known = {}  # OSWorld's function takes no options: any would make it raise
     else:
         raise KeyError(func_name)
@@ -202,6 +208,69 @@ def compare_docx_tables(result: Any, expected: Any, **options: Any) -> float:
     return 1.0 if mine is not None and gold is not None and mine == gold else 0.0
 
 
+# ---- compare_line_spacing, compare_docx_images ----------------------------------------------------------------
+
+def _word(path: Any) -> Any:
+    """The python-docx Document, or None where it cannot be opened (OSWorld catches that and scores 0)."""
+    try:
+        return library("docx").Document(os.fspath(path))
+    except MetricError:  # python-docx itself missing
+        raise
+    except Exception:
+        return None
+
+
+def compare_line_spacing(result: Any, expected: Any, **options: Any) -> float:
+    """1 when the texts match as `compare_docx_files` with its defaults and every paragraph has the same line
+    spacing (python-docx's value: a multiple, a length, or None when unset), as OSWorld's `compare_line_spacing`."""
+    refuse("compare_line_spacing", unsupported_options("compare_line_spacing", options))
+    if not result or not expected:
+        return 0.0
+    try:
+        if not compare_docx_files(result, expected):
+            return 0.0
+    except UnsupportedOption:
+        raise
+    except MetricError:  # a missing or unreadable file: OSWorld's compare_docx_files catches it and scores 0
+        return 0.0
+    mine, gold = _word(result), _word(expected)
+    if mine is None or gold is None or len(mine.paragraphs) != len(gold.paragraphs):
+        return 0.0
+    same = all(a.paragraph_format.line_spacing == b.paragraph_format.line_spacing
+               for a, b in zip(mine.paragraphs, gold.paragraphs))
+    return 1.0 if same else 0.0
+
+
+def _image_pixels(doc: Any) -> list[bytes]:
+    """The decoded pixels of each image the document's body relates to, in relationship order; raises on an
+    image Pillow cannot decode, as OSWorld's does."""
+    from PIL import Image
+
+    pixels = []
+    for rel in doc.part.rels.values():
+        if "image" in rel.reltype:
+            with Image.open(io.BytesIO(rel.target_part.blob)) as image:
+                pixels.append(image.tobytes())
+    return pixels
+
+
+def compare_docx_images(result: Any, expected: Any, **options: Any) -> float:
+    """1 when both Word documents' bodies hold as many images, pairwise of the same decoded pixels, as OSWorld's
+    `compare_docx_images` (docs.py) compares them; 0 otherwise, or when a file or an image cannot be read."""
+    refuse("compare_docx_images", unsupported_options("compare_docx_images", options))
+    if not result or not expected:
+        return 0.0
+    mine, gold = _word(result), _word(expected)
+    if mine is None or gold is None:
+        return 0.0
+    try:
+        return 1.0 if _image_pixels(mine) == _image_pixels(gold) else 0.0
+    except Exception:  # an image Pillow cannot decode (EMF, SVG): OSWorld's raises, and its runner counts 0
+        return 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {"compare_docx_files": compare_docx_files,
                                             "compare_pptx_files": compare_pptx_files,
-                                            "compare_docx_tables": compare_docx_tables}
+                                            "compare_docx_tables": compare_docx_tables,
+                                            "compare_line_spacing": compare_line_spacing,
+                                            "compare_docx_images": compare_docx_images}

@@ -23,7 +23,9 @@ from pptx.util import Emu, Pt  # noqa: E402
 from conway.tasks.metrics.documents import (  # noqa: E402
     METRICS,
     compare_docx_files,
+    compare_docx_images,
     compare_docx_tables,
+    compare_line_spacing,
     compare_pptx_files,
     unsupported_options,
 )
@@ -33,7 +35,8 @@ from conway.tasks.metrics.presentations import pptx_difference  # noqa: E402
 
 def test_the_module_exposes_its_metrics():
     assert METRICS == {"compare_docx_files": compare_docx_files, "compare_pptx_files": compare_pptx_files,
-                       "compare_docx_tables": compare_docx_tables}
+                       "compare_docx_tables": compare_docx_tables, "compare_line_spacing": compare_line_spacing,
+                       "compare_docx_images": compare_docx_images}
 
 
 # ---- compare_docx_files --------------------------------------------------------------------------------------
@@ -493,3 +496,77 @@ def test_docx_tables_take_no_options(tmp_path):
     assert unsupported_options("compare_docx_tables", {"ignore_case": True}) == ["ignore_case"]
     with pytest.raises(UnsupportedOption):
         compare_docx_tables(gold, gold, ignore_case=True)
+
+
+# ---- compare_line_spacing ------------------------------------------------------------------------------------
+
+def spaced(path: Path, *paragraphs: tuple[str, float | None]) -> Path:
+    doc = docx.Document()
+    for text, spacing in paragraphs:
+        doc.add_paragraph(text).paragraph_format.line_spacing = spacing
+    doc.save(path)
+    return path
+
+
+def test_line_spacing_equal_scores_one_and_one_paragraph_changed_zero(tmp_path):
+    gold = spaced(tmp_path / "gold.docx", ("Title", None), ("Body text", 2.0), ("Quote", 1.15))
+    assert compare_line_spacing(spaced(tmp_path / "same.docx", ("Title", None), ("Body text", 2.0),
+                                       ("Quote", 1.15)), gold) == 1.0
+    assert compare_line_spacing(spaced(tmp_path / "one.docx", ("Title", None), ("Body text", 1.5),
+                                       ("Quote", 1.15)), gold) == 0.0
+    assert compare_line_spacing(spaced(tmp_path / "unset.docx", ("Title", None), ("Body text", None),
+                                       ("Quote", 1.15)), gold) == 0.0
+
+
+def test_line_spacing_needs_the_same_text(tmp_path):
+    gold = spaced(tmp_path / "gold.docx", ("Title", 2.0))
+    assert compare_line_spacing(spaced(tmp_path / "text.docx", ("Tittle", 2.0)), gold) == 0.0
+    # blanks are ignored by compare_docx_files' defaults, but the paragraphs must still be as many
+    assert compare_line_spacing(spaced(tmp_path / "more.docx", ("Title", 2.0), ("", 2.0)), gold) == 0.0
+
+
+def test_line_spacing_missing_empty_or_malformed_scores_zero(tmp_path):
+    gold = spaced(tmp_path / "gold.docx", ("Title", 2.0))
+    junk = tmp_path / "junk.docx"
+    junk.write_bytes(b"not a zip")
+    empty = tmp_path / "empty.docx"
+    empty.write_bytes(b"")
+    for result in (None, tmp_path / "absent.docx", junk, empty):
+        assert compare_line_spacing(str(result) if result else result, str(gold)) == 0.0
+    with pytest.raises(UnsupportedOption):
+        compare_line_spacing(str(gold), str(gold), ignore_blanks=False)
+
+
+# ---- compare_docx_images -------------------------------------------------------------------------------------
+
+def illustrated(path: Path, tmp_path: Path, *colours: tuple[int, int, int]) -> Path:
+    doc = docx.Document()
+    doc.add_paragraph("Figures")
+    for n, colour in enumerate(colours):
+        picture = tmp_path / f"{path.stem}-{n}.png"
+        Image.new("RGB", (8, 6), colour).save(picture)
+        doc.add_picture(str(picture))
+    doc.save(path)
+    return path
+
+
+def test_docx_images_equal_score_one_and_one_changed_zero(tmp_path):
+    red, blue = (255, 0, 0), (0, 0, 255)
+    gold = illustrated(tmp_path / "gold.docx", tmp_path, red, blue)
+    assert compare_docx_images(illustrated(tmp_path / "same.docx", tmp_path, red, blue), gold) == 1.0
+    assert compare_docx_images(illustrated(tmp_path / "one.docx", tmp_path, red, (0, 0, 254)), gold) == 0.0
+    assert compare_docx_images(illustrated(tmp_path / "fewer.docx", tmp_path, red), gold) == 0.0
+    assert compare_docx_images(illustrated(tmp_path / "none.docx", tmp_path),
+                               illustrated(tmp_path / "none2.docx", tmp_path)) == 1.0
+
+
+def test_docx_images_missing_empty_or_malformed_score_zero(tmp_path):
+    gold = illustrated(tmp_path / "gold.docx", tmp_path, (255, 0, 0))
+    junk = tmp_path / "junk.docx"
+    junk.write_bytes(b"not a zip")
+    empty = tmp_path / "empty.docx"
+    empty.write_bytes(b"")
+    for result in (None, tmp_path / "absent.docx", junk, empty):
+        assert compare_docx_images(result, gold) == 0.0
+    with pytest.raises(UnsupportedOption):
+        compare_docx_images(gold, gold, strict=True)
