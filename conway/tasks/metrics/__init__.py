@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import documents, files, images, pdfs, tables, values
+from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, values
 
-MODULES = (values, files, tables, documents, pdfs, images)
+MODULES = (values, files, tables, documents, pdfs, images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
