@@ -22,14 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conway.tasks.metrics import documents, files, images, pdfs, tables
+from conway.tasks.metrics.documents import compare_docx_files, compare_pptx_files
 from conway.tasks.metrics.errors import UnsupportedOption
+from conway.tasks.metrics.files import compare_text_file
+from conway.tasks.metrics.images import compare_images
 from conway.tasks.metrics.inputs import library, refuse
+from conway.tasks.metrics.pdfs import compare_pdfs
+from conway.tasks.metrics.tables import METRICS as TABLE_METRICS
 
 _BY_TYPE: dict[str, Callable[..., float]] = {
-    "text": files.compare_text_file, "pdf": pdfs.compare_pdfs, "docx": documents.compare_docx_files,
-    "ppt": documents.compare_pptx_files, "image": images.compare_images, "csv": tables.METRICS["compare_csv"],
-    "table": tables.METRICS["compare_table"]}
+    "text": compare_text_file, "pdf": compare_pdfs, "docx": compare_docx_files, "ppt": compare_pptx_files,
+    "image": compare_images, "csv": TABLE_METRICS["compare_csv"], "table": TABLE_METRICS["compare_table"]}
 _NEEDS = {"pdf": ("pymupdf",), "docx": ("docx",), "ppt": ("pptx",), "table": ("openpyxl", "pandas")}
 # checked before comparing: a library missing here is the evaluator's error, never a file scored 0
 
