@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, values
+from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, values, word
 
-MODULES = (values, files, tables, documents, pdfs, images, archives)
+MODULES = (values, files, tables, documents, word, pdfs, images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -30,7 +30,8 @@ METRICS: dict[str, Callable[..., Any]] = _merge()
 LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compare_pptx_files": ("pptx",),
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
-                                         "compare_pdfs": ("pymupdf",)}
+                                         "compare_pdfs": ("pymupdf",),
+                                         **{name: ("docx",) for name in word.METRICS if name != "find_default_font"}}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
