@@ -14,6 +14,17 @@ a document python-docx cannot open, scores 0 as OSWorld's catches it.
   paragraph holds a digit.
 - `is_first_line_centered(result)`: the first paragraph is centred (a
   document with no paragraph crashes OSWorld's: 0).
+- `evaluate_strike_through_last_paragraph(result, expected)`: the texts match
+  (`compare_docx_files`, its defaults) and every run of the result's last
+  paragraph is struck through.
+- `check_italic_font_size_14(result, expected)`: the texts match and every
+  italic run of the result's body is 14 pt.
+- `check_tabstops(result, expected, word_number_split_by_tabstop=None,
+  index=0)`: the non-blank paragraphs are as many, optionally each result
+  paragraph's `index`-th tab-separated part has that many words, and each
+  pair has the same tab stops (clear stops and a left stop at 0 ignored) by
+  alignment; the score is 1 minus the mean, over paragraphs, of the summed
+  position differences over the expected document's text width.
 - `find_default_font(result, rules)`: the LibreOffice registry file
   (registrymodifications.xcu) sets Writer's standard default font to
   `rules.font_name`; an unreadable file counts as no font set.
@@ -22,12 +33,14 @@ a document python-docx cannot open, scores 0 as OSWorld's catches it.
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
-from conway.tasks.metrics.errors import MetricError
-from conway.tasks.metrics.inputs import library
+from conway.tasks.metrics.documents import compare_docx_files
+from conway.tasks.metrics.errors import MetricError, UnsupportedOption
+from conway.tasks.metrics.inputs import library, refuse
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OOR = "{http://openoffice.org/2001/registry}"
@@ -113,6 +126,79 @@ def find_default_font(result: Any, rules: dict[str, Any]) -> float:
     return 1.0 if font == expected else 0.0
 
 
+def _same_text(result: Any, expected: Any) -> bool:
+    """`compare_docx_files` with its defaults, a file it cannot read counting as different (OSWorld's catches)."""
+    try:
+        return bool(compare_docx_files(result, expected))
+    except UnsupportedOption:
+        raise
+    except MetricError as exc:
+        if "is not installed" in str(exc):  # python-docx missing: an error, never a 0
+            raise
+        return False
+
+
+def evaluate_strike_through_last_paragraph(result: Any, expected: Any) -> float:
+    if not result or not expected or not _same_text(result, expected):
+        return 0.0
+    doc = _document(result)
+    if doc is None or not doc.paragraphs:  # no paragraph: OSWorld's indexes [-1] and crashes, 0
+        return 0.0
+    return float(all(run.font.strike for run in doc.paragraphs[-1].runs))
+
+
+def check_italic_font_size_14(result: Any, expected: Any) -> float:
+    if not result or not expected or not _same_text(result, expected):
+        return 0.0
+    doc = _document(result)
+    if doc is None:
+        return 0.0
+    italic = [run for paragraph in doc.paragraphs for run in paragraph.runs if run.italic]
+    return float(all(run.font.size is not None and run.font.size.pt == 14 for run in italic))
+
+
+def _words_per_part(paragraphs: list, number: int, index: int) -> bool:
+    """Each paragraph's `index`-th tab-separated part has `number` words (an index past the parts raises, as
+    OSWorld's does)."""
+    return all(len([w for w in re.split(r"\s", p.text.split("\t")[index]) if w.strip()]) == number
+               for p in paragraphs)
+
+
+def _tab_stops(paragraph: Any) -> list:
+    tab = library("docx.enum.text").WD_TAB_ALIGNMENT
+    return [t for t in paragraph.paragraph_format.tab_stops
+            if not (t.alignment == tab.CLEAR or (t.alignment == tab.LEFT and t.position == 0))]
+
+
+def check_tabstops(result: Any, expected: Any, **options: Any) -> float:
+    refuse("check_tabstops", [k for k in options if k not in ("word_number_split_by_tabstop", "index")
+                              and not k.startswith("_")])
+    mine, gold = _document(result), _document(expected)
+    if mine is None or gold is None:
+        return 0.0
+    ours, theirs = ([p for p in d.paragraphs if p.text.strip()] for d in (mine, gold))
+    if len(ours) != len(theirs):
+        return 0.0
+    try:
+        number = options.get("word_number_split_by_tabstop")
+        if number is not None and not _words_per_part(ours, number, options.get("index", 0)):
+            return 0.0
+        section = gold.sections[0]
+        width = section.page_width - section.left_margin - section.right_margin
+        lost = 0.0
+        for a, b in zip(ours, theirs):
+            stops_a, stops_b = _tab_stops(a), _tab_stops(b)
+            if len(stops_a) != len(stops_b) or any(x.alignment != y.alignment for x, y in zip(stops_a, stops_b)):
+                return 0.0
+            lost += sum(abs(x.position - y.position) for x, y in zip(stops_a, stops_b)) / width
+        return 1 - lost / len(ours)
+    except MetricError:
+        raise
+    except Exception:  # an index past a paragraph's parts, no paragraphs at all: OSWorld's raises, 0
+        return 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
     contains_page_break, compare_font_names, compare_subscript_contains, has_page_numbers_in_footers,
-    is_first_line_centered, find_default_font)}
+    is_first_line_centered, find_default_font, evaluate_strike_through_last_paragraph, check_italic_font_size_14,
+    check_tabstops)}

@@ -151,3 +151,79 @@ def test_find_default_font(tmp_path):
     assert find_default_font(str(broken), rules) == 0.0
     assert find_default_font(None, rules) == 0.0
     assert find_default_font(str(tmp_path / "absent.xcu"), rules) == 0.0
+
+
+def test_evaluate_strike_through_last_paragraph(tmp_path, junk):
+    from conway.tasks.metrics.word import evaluate_strike_through_last_paragraph as struck
+
+    def doc_with(path: Path, last_runs: list[tuple[str, bool | None]], first: str = "Outline") -> str:
+        doc = docx.Document()
+        doc.add_paragraph(first)
+        paragraph = doc.add_paragraph()
+        for text, strike in last_runs:
+            paragraph.add_run(text).font.strike = strike
+        return saved(doc, path)
+
+    gold = doc_with(tmp_path / "gold.docx", [("old ", True), ("text", True)])
+    assert struck(doc_with(tmp_path / "same.docx", [("old ", True), ("text", True)]), gold) == 1.0
+    assert struck(doc_with(tmp_path / "half.docx", [("old ", True), ("text", None)]), gold) == 0.0
+    assert struck(doc_with(tmp_path / "text.docx", [("old ", True), ("test", True)]), gold) == 0.0
+    assert struck(doc_with(tmp_path / "moved.docx", [("old ", True), ("text", True)], "Outlines"), gold) == 0.0
+    for path in junk:
+        assert struck(path, gold) == 0.0
+
+
+def test_check_italic_font_size_14(tmp_path, junk):
+    from docx.shared import Pt
+
+    from conway.tasks.metrics.word import check_italic_font_size_14 as italic14
+
+    def doc_with(path: Path, runs: list[tuple[bool, int | None]]) -> str:
+        doc = docx.Document()
+        paragraph = doc.add_paragraph()
+        for italic, size in runs:
+            run = paragraph.add_run("word ")
+            run.italic = italic
+            run.font.size = Pt(size) if size else None
+        return saved(doc, path)
+
+    gold = doc_with(tmp_path / "gold.docx", [(False, None), (True, 14)])
+    assert italic14(doc_with(tmp_path / "same.docx", [(False, 11), (True, 14)]), gold) == 1.0
+    assert italic14(doc_with(tmp_path / "twelve.docx", [(False, None), (True, 12)]), gold) == 0.0
+    assert italic14(doc_with(tmp_path / "unsized.docx", [(False, None), (True, None)]), gold) == 0.0
+    assert italic14(doc_with(tmp_path / "plain.docx", [(False, None), (False, 9)]), gold) == 1.0  # no italic run
+    for path in junk:
+        assert italic14(path, gold) == 0.0
+
+
+def test_check_tabstops(tmp_path, junk):
+    from docx.enum.text import WD_TAB_ALIGNMENT
+    from docx.shared import Inches
+
+    from conway.tasks.metrics.word import check_tabstops
+
+    def doc_with(path: Path, stops: list[tuple[float, object]], lines=("Name one two\t1", "Name three four\t2")) -> str:
+        doc = docx.Document()
+        for line in lines:
+            paragraph = doc.add_paragraph(line)
+            for inches, alignment in stops:
+                paragraph.paragraph_format.tab_stops.add_tab_stop(Inches(inches), alignment)
+        doc.add_paragraph("")  # blank paragraphs are left out
+        return saved(doc, path)
+
+    right = WD_TAB_ALIGNMENT.RIGHT
+    gold = doc_with(tmp_path / "gold.docx", [(6.0, right)])
+    assert check_tabstops(doc_with(tmp_path / "same.docx", [(6.0, right)]), gold) == 1.0
+    # the default page is 8.5in wide with 1.25in margins: 6in of text; half an inch off is 1/12 lost
+    assert check_tabstops(doc_with(tmp_path / "near.docx", [(5.5, right)]), gold) == pytest.approx(1 - 0.5 / 6)
+    assert check_tabstops(doc_with(tmp_path / "left.docx", [(6.0, WD_TAB_ALIGNMENT.LEFT)]), gold) == 0.0
+    assert check_tabstops(doc_with(tmp_path / "none.docx", []), gold) == 0.0
+    assert check_tabstops(doc_with(tmp_path / "fewer.docx", [(6.0, right)], lines=("Name one two\t1",)), gold) == 0.0
+    same = doc_with(tmp_path / "same2.docx", [(6.0, right)])
+    assert check_tabstops(same, gold, word_number_split_by_tabstop=3, index=0) == 1.0
+    assert check_tabstops(same, gold, word_number_split_by_tabstop=2, index=0) == 0.0
+    assert check_tabstops(same, gold, word_number_split_by_tabstop=1, index=5) == 0.0  # no sixth part: 0
+    empty = doc_with(tmp_path / "empty.docx", [], lines=())
+    assert check_tabstops(empty, empty) == 0.0  # no paragraph: OSWorld divides by zero
+    for path in junk:
+        assert check_tabstops(path, gold) == 0.0
