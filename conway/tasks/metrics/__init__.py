@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, values, word
+from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, text_files, values, word
 
-MODULES = (values, files, tables, documents, word, pdfs, images, archives)
+MODULES = (values, files, text_files, tables, documents, word, pdfs, images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:

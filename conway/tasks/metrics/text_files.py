@@ -1,0 +1,112 @@
+"""OSWorld's small text-file comparisons (one to three tasks each), written afresh on the standard library.
+
+Each mirrors OSWorld's function of the same name; files are read as UTF-8,
+strictly, and a file that is missing or not UTF-8 scores 0 (OSWorld's catches
+it, or crashes and its runner counts 0).
+
+- `compare_config(result, rules, containment_ok=True)` (vscode.py): with
+  `containment_ok`, 1 when both the file and `rules.expected` parse as JSON and
+  the expected value is contained in the file's (objects key by key, anything
+  else equal), or, when either does not parse, when the expected text
+  (stripped) occurs in the file's; without it, 1 when the texts are equal or
+  parse as equal JSON. An empty or absent `expected` scores 0.
+- `compare_result_files(result, expected)` (vscode.py): the two files' texts,
+  stripped; when the expected one is a number, 1 if it occurs in the result's
+  text or the result's is a number within 1e-4 of it; otherwise 1 when equal.
+- `compare_python_pure_text(result, expected)` (general.py): the two source
+  files equal once a shebang or coding line among the first three is
+  dropped, blank lines removed, tabs expanded to 4 and line ends stripped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conway.tasks.metrics.inputs import refuse
+
+
+def _read(path: Any) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, TypeError):
+        return None
+
+
+def _contained(expected: Any, actual: Any) -> bool:
+    """`expected` within `actual`: an object's keys each present with a contained value; anything else equal."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and _contained(v, actual[k]) for k, v in expected.items())
+    return expected == actual
+
+
+def compare_config(result: Any, rules: dict[str, Any], **options: Any) -> float:
+    refuse("compare_config", [k for k in options if k != "containment_ok" and not k.startswith("_")])
+    expected = rules.get("expected") if isinstance(rules, dict) else None
+    if not result or not expected or not isinstance(expected, str):  # not text: OSWorld's crashes on it, 0
+        return 0.0
+    actual = _read(result)
+    if actual is None:
+        return 0.0
+    if options.get("containment_ok", True):
+        try:
+            return 1.0 if _contained(json.loads(expected), json.loads(actual)) else 0.0
+        except (ValueError, TypeError):  # either is not JSON: the plain-text containment OSWorld falls back to
+            return 1.0 if expected.strip() in actual else 0.0
+    if actual == expected:
+        return 1.0
+    try:
+        return 1.0 if json.loads(actual) == json.loads(expected) else 0.0
+    except (ValueError, TypeError):
+        return 0.0
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def compare_result_files(result: Any, expected: Any) -> float:
+    if not result or not expected:
+        return 0.0
+    mine, gold = _read(result), _read(expected)
+    if mine is None or gold is None:
+        return 0.0
+    mine, gold = mine.strip(), gold.strip()
+    gold_number = _number(gold)
+    if gold_number is None:
+        return 1.0 if mine == gold else 0.0
+    if gold in mine:  # the result may say the number in a sentence
+        return 1.0
+    mine_number = _number(mine)
+    if mine_number is None:  # OSWorld's float() raises here and it falls back to equality, already ruled out
+        return 0.0
+    return 1.0 if abs(mine_number - gold_number) < 1e-4 else 0.0
+
+
+_METADATA = ("#!", "# -*- coding:", "# coding:", "# coding=")
+
+
+def _pure_source(text: str) -> str:
+    lines = text.splitlines()
+    start = 0
+    while start < min(3, len(lines)) and lines[start].strip().startswith(_METADATA):
+        start += 1
+    return "\n".join(line.expandtabs(4).rstrip() for line in lines[start:] if line.strip())
+
+
+def compare_python_pure_text(result: Any, expected: Any) -> float:
+    if not result or not expected:
+        return 0.0
+    mine, gold = _read(result), _read(expected)
+    if mine is None or gold is None:
+        return 0.0
+    return 1.0 if _pure_source(mine) == _pure_source(gold) else 0.0
+
+
+METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
+    compare_config, compare_result_files, compare_python_pure_text)}
