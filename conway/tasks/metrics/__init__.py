@@ -30,7 +30,7 @@ METRICS: dict[str, Callable[..., Any]] = _merge()
 LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compare_pptx_files": ("pptx",),
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
-                                         "compare_pdfs": ("pymupdf",),
+                                         "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"}}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""

@@ -9,10 +9,17 @@ and the score is the mean over the expected files; a pair that cannot be read
 (a missing or corrupt file) adds 0 to that sum, as OSWorld catches it. A None
 result reads as an empty document, as PyMuPDF opens one for no path. An empty
 list of expected files, where OSWorld divides by zero, scores 0.
+
+`check_pdf_pages(result, rules)` (OSWorld's pdf.py) compares the document's
+page count with `rules.ref_value` by the `operator` function `rules.relation`
+(`eq`, `lt`, `ge`, …). OSWorld counts pages with pypdf, here PyMuPDF counts
+them: the same for any well-formed PDF. A None result scores 0; a file that
+cannot be opened as a PDF scores 0 (OSWorld's raises, its runner counts 0).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable
 from typing import Any
@@ -51,4 +58,22 @@ def compare_pdfs(result: Any, expected: Any, **options: Any) -> float:
     return sum(_pair_score(r, e) for r, e in zip(result, expected)) / len(expected)
 
 
-METRICS: dict[str, Callable[..., float]] = {"compare_pdfs": compare_pdfs}
+_RELATIONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def check_pdf_pages(result: Any, rules: dict[str, Any]) -> float:
+    """1 when the PDF's page count stands in `rules.relation` to `rules.ref_value`."""
+    if rules.get("relation") not in _RELATIONS:
+        refuse("check_pdf_pages", [f"relation={rules.get('relation')!r}"])
+    if result is None:
+        return 0.0
+    pymupdf = library("pymupdf")
+    try:
+        with pymupdf.open(os.fspath(result), filetype="pdf") as document:
+            pages = document.page_count
+    except Exception:  # missing, not a PDF: pypdf raises in OSWorld's, and its runner counts 0
+        return 0.0
+    return float(getattr(operator, rules["relation"])(pages, rules["ref_value"]))
+
+
+METRICS: dict[str, Callable[..., float]] = {"compare_pdfs": compare_pdfs, "check_pdf_pages": check_pdf_pages}

@@ -76,3 +76,24 @@ def test_a_none_result_reads_as_an_empty_document(pdfs):
 def test_an_option_is_refused(pdfs):
     with pytest.raises(UnsupportedOption):
         compare_pdfs(pdfs["report"], pdfs["same"], ignore_case=True)
+
+
+def test_check_pdf_pages(pdfs, tmp_path):
+    from conway.tasks.metrics.pdfs import check_pdf_pages
+
+    two = pdfs["report"]  # two pages
+    assert check_pdf_pages(str(two), {"relation": "eq", "ref_value": 2}) == 1.0
+    assert check_pdf_pages(str(two), {"relation": "eq", "ref_value": 1}) == 0.0
+    assert check_pdf_pages(str(pdfs["blank"]), {"relation": "eq", "ref_value": 1}) == 1.0
+    assert check_pdf_pages(str(two), {"relation": "le", "ref_value": 3}) == 1.0
+    junk = tmp_path / "junk.pdf"
+    junk.write_bytes(b"not a PDF at all")
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("one page of text")
+    for path in (junk, empty, tmp_path / "absent.pdf", text):
+        assert check_pdf_pages(str(path), {"relation": "eq", "ref_value": 1}) == 0.0
+    assert check_pdf_pages(None, {"relation": "eq", "ref_value": 1}) == 0.0
+    with pytest.raises(UnsupportedOption):
+        check_pdf_pages(str(two), {"relation": "contains", "ref_value": 1})
