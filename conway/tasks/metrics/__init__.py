@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import archives, documents, files, images, pdfs, tables, text_files, values, word
+from conway.tasks.metrics import (
+    archives,
+    documents,
+    docx_texts,
+    files,
+    images,
+    pdfs,
+    tables,
+    text_files,
+    values,
+    word,
+)
 
-MODULES = (values, files, text_files, tables, documents, word, pdfs, images, archives)
+MODULES = (values, files, text_files, tables, documents, docx_texts, word, pdfs, images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -31,7 +42,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
-                                         **{name: ("docx",) for name in word.METRICS if name != "find_default_font"}}
+                                         **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
+                                         **{name: ("docx",) for name in docx_texts.METRICS}}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 

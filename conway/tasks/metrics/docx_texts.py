@@ -1,0 +1,85 @@
+"""Two more of OSWorld's Word-text comparisons (one task each), written afresh on python-docx and rapidfuzz.
+
+Both mirror OSWorld's functions of the same name in docs.py. They read only
+two `.docx` files (both names ending in `.docx`, letter case counting, else 0
+unopened); a None, missing or unreadable file scores 0, as OSWorld's catches it.
+
+- `compare_docx_files_and_ignore_new_lines(result, expected, ignore_blanks=True)`:
+  the non-empty paragraphs' texts, joined and with every whitespace run folded
+  to one space, are equal; with `ignore_blanks` false, paragraph by paragraph.
+- `compare_references(result, expected, reference_indicator="References",
+  reference_base_result=0.5)`: the non-blank paragraphs after the first one
+  that reads exactly `reference_indicator` are compared pairwise by rapidfuzz's
+  ratio; with their mean r and base b, the score is (r - b) / (1 - b) when
+  r >= b + 0.01, else 0. Neither document with such a heading scores 1, only
+  one 0, as many references on each side are needed. `content_only`, which
+  OSWorld's function reads nowhere, is accepted and changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from conway.tasks.metrics.errors import MetricError
+from conway.tasks.metrics.inputs import library, refuse
+
+
+def _paragraph_texts(result: Any, expected: Any) -> tuple[list[str], list[str]] | None:
+    """Both documents' paragraph texts, or None where OSWorld's scores 0 unread or unreadable."""
+    if not result or not expected:
+        return None
+    if not all(isinstance(p, str) and p.endswith(".docx") for p in (result, expected)):
+        return None  # OSWorld's "unsupported file types", 0 (a path object has no endswith there: it crashes, 0)
+    texts = []
+    for path in (result, expected):
+        try:
+            texts.append([p.text for p in library("docx").Document(os.fspath(path)).paragraphs])
+        except MetricError:  # python-docx itself missing: an error, never a 0
+            raise
+        except Exception:
+            return None
+    return texts[0], texts[1]
+
+
+def compare_docx_files_and_ignore_new_lines(result: Any, expected: Any, **options: Any) -> float:
+    refuse("compare_docx_files_and_ignore_new_lines", [k for k in options if k != "ignore_blanks"
+                                                       and not k.startswith("_")])
+    texts = _paragraph_texts(result, expected)
+    if texts is None:
+        return 0.0
+    mine, gold = ([t for t in paragraphs if t != ""] for paragraphs in texts)
+    if options.get("ignore_blanks", True):
+        a, b = (re.sub(r"\s+", " ", "\n".join(ps)).strip() for ps in (mine, gold))
+        return 1.0 if a == b else 0.0
+    return 1.0 if mine == gold else 0.0
+
+
+def compare_references(result: Any, expected: Any, **options: Any) -> float:
+    known = ("reference_indicator", "reference_base_result", "content_only")
+    refuse("compare_references", [k for k in options if k not in known and not k.startswith("_")])
+    texts = _paragraph_texts(result, expected)
+    if texts is None:
+        return 0.0
+    heading = options.get("reference_indicator", "References")
+    base = options.get("reference_base_result", 0.5)
+    found = [heading in paragraphs for paragraphs in texts]
+    if not any(found):
+        return 1.0
+    if not all(found):
+        return 0.0
+    mine, gold = ([p for p in ps[ps.index(heading) + 1:] if p.strip()] for ps in texts)
+    if len(mine) != len(gold):
+        return 0.0
+    if not mine:
+        return 0.0  # nothing after either heading: OSWorld divides by zero, its runner counts 0
+    mean = sum(fuzz.ratio(a, b) / 100.0 for a, b in zip(mine, gold)) / len(mine)
+    return (mean - base) / (1 - base) if mean >= base + 0.01 else 0.0
+
+
+METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
+    compare_docx_files_and_ignore_new_lines, compare_references)}
