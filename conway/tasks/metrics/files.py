@@ -10,6 +10,7 @@ crash, docs/checks.md) or catches it (`file_contains`, the JSON ones). Any other
 from __future__ import annotations
 
 import builtins
+import csv
 import difflib
 import functools
 import io
@@ -202,5 +203,25 @@ def check_json(result: str | None, rules: dict[str, Any], **options: Any) -> flo
     return 1.0
 
 
+def check_csv(result: str | None, rules: dict[str, Any]) -> float:
+    """1 when each `expect` pattern (column -> value) matches some row of the CSV file (read with its header
+    row) and no `unexpect` pattern matches any row, as OSWorld's `check_csv` (general.py) reads it; a file that
+    is missing or not UTF-8 scores 0 (OSWorld's crashes)."""
+    if result is None:
+        return 0.0
+    try:
+        with open(result, encoding="utf-8") as f:  # no newline="": opened as OSWorld opens it
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return 0.0
+
+    def matches(pattern: dict[str, Any], row: dict[str, Any]) -> bool:
+        return all(k in row and row[k] == v for k, v in pattern.items())
+
+    expected = all(any(matches(p, row) for row in rows) for p in rules.get("expect", []))
+    unexpected = any(matches(p, row) for p in rules.get("unexpect", []) for row in rows)
+    return 1.0 if expected and not unexpected else 0.0
+
+
 METRICS = {f.__name__: f for f in (compare_text_file, diff_text_file, file_contains, check_list,
-                                   check_json_settings, check_json_keybindings, check_json)}
+                                   check_json_settings, check_json_keybindings, check_json, check_csv)}
