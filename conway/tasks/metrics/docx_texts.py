@@ -14,6 +14,11 @@ unopened); a None, missing or unreadable file scores 0, as OSWorld's catches it.
   r >= b + 0.01, else 0. Neither document with such a heading scores 1, only
   one 0, as many references on each side are needed. `content_only`, which
   OSWorld's function reads nowhere, is accepted and changes nothing.
+- `compare_unique_train_records(result, [gold, initial])`: the result's
+  non-blank lines (paragraphs, stripped) all come from the initial document,
+  its train ids (the second field of each line of exactly four comma-separated
+  fields) are unique and the same set as the gold's, and it has as many lines
+  as the gold. Any file name is read here (OSWorld's does not test suffixes).
 """
 
 from __future__ import annotations
@@ -81,5 +86,29 @@ def compare_references(result: Any, expected: Any, **options: Any) -> float:
     return (mean - base) / (1 - base) if mean >= base + 0.01 else 0.0
 
 
+def _lines_and_ids(path: Any) -> tuple[list[str], list[str]] | None:
+    try:
+        doc = library("docx").Document(os.fspath(path))
+    except MetricError:
+        raise
+    except Exception:  # missing or unreadable: OSWorld's catches it and scores 0
+        return None
+    lines = [p.text.strip() for p in doc.paragraphs if p.text.strip()]
+    return lines, [line.split(",")[1].strip() for line in lines if len(line.split(",")) == 4]
+
+
+def compare_unique_train_records(result: Any, expected: Any, **options: Any) -> float:
+    """1 when the result keeps only lines of the initial document, one per train id, the gold's ids and count."""
+    if not result or not isinstance(expected, list) or len(expected) < 2 or not expected[0] or not expected[1]:
+        return 0.0
+    read = [_lines_and_ids(path) for path in (result, expected[0], expected[1])]
+    if any(r is None for r in read):
+        return 0.0
+    (lines, ids), (gold_lines, gold_ids), (initial_lines, _) = read
+    if not set(lines) <= set(initial_lines) or len(ids) != len(set(ids)) or set(ids) != set(gold_ids):
+        return 0.0
+    return 1.0 if len(lines) == len(gold_lines) else 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
-    compare_docx_files_and_ignore_new_lines, compare_references)}
+    compare_docx_files_and_ignore_new_lines, compare_references, compare_unique_train_records)}

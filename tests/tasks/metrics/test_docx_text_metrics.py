@@ -33,8 +33,8 @@ def bad(tmp_path):
 
 
 def test_registered():
-    for fn in (compare_docx_files_and_ignore_new_lines, compare_references):
-        assert METRICS[fn.__name__] is fn
+    for name in ("compare_docx_files_and_ignore_new_lines", "compare_references", "compare_unique_train_records"):
+        assert METRICS[name].__name__ == name
 
 
 def test_ignore_new_lines(tmp_path, bad):
@@ -75,3 +75,22 @@ def test_compare_references(tmp_path, bad):
         assert compare_references(path, gold) == 0.0
     with pytest.raises(UnsupportedOption):
         compare_references(gold, gold, threshold=0.9)
+
+
+def test_compare_unique_train_records(tmp_path, bad):
+    from conway.tasks.metrics.docx_texts import compare_unique_train_records as unique
+
+    initial = word(tmp_path / "initial.docx", "date,id,from,to", "1,T1,A,B", "2,T2,B,C", "1,T1,A,B", "3,T3,C,D")
+    gold = word(tmp_path / "gold.docx", "date,id,from,to", "1,T1,A,B", "2,T2,B,C", "3,T3,C,D")
+    assert unique(word(tmp_path / "same.docx", "date,id,from,to", "1,T1,A,B", "", "2,T2,B,C", "3,T3,C,D "),
+                  [gold, initial]) == 1.0
+    assert unique(initial, [gold, initial]) == 0.0  # T1 twice
+    assert unique(word(tmp_path / "lost.docx", "date,id,from,to", "1,T1,A,B", "2,T2,B,C"), [gold, initial]) == 0.0
+    assert unique(word(tmp_path / "new.docx", "date,id,from,to", "1,T1,A,B", "2,T2,B,C", "3,T3,C,E"),
+                  [gold, initial]) == 0.0  # a line not in the initial document
+    assert unique(word(tmp_path / "nohead.docx", "1,T1,A,B", "2,T2,B,C", "3,T3,C,D"), [gold, initial]) == 0.0
+    assert unique(gold, [gold]) == 0.0
+    assert unique(gold, gold) == 0.0
+    for path in bad[:4]:
+        assert unique(path, [gold, initial]) == 0.0
+        assert unique(gold, [path, initial]) == 0.0
