@@ -15,6 +15,7 @@ from conway.tasks.metrics import (
     docx_texts,
     files,
     images,
+    impress,
     pdfs,
     tables,
     text_files,
@@ -22,7 +23,7 @@ from conway.tasks.metrics import (
     word,
 )
 
-MODULES = (values, files, text_files, tables, documents, docx_texts, word, pdfs, images, archives)
+MODULES = (values, files, text_files, tables, documents, docx_texts, word, impress, pdfs, images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -43,7 +44,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
-                                         **{name: ("docx",) for name in docx_texts.METRICS}}
+                                         **{name: ("docx",) for name in docx_texts.METRICS},
+                                         "check_slide_orientation_Portrait": ("pptx",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
