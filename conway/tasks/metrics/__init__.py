@@ -17,13 +17,15 @@ from conway.tasks.metrics import (
     images,
     impress,
     pdfs,
+    slide_colours,
     tables,
     text_files,
     values,
     word,
 )
 
-MODULES = (values, files, text_files, tables, documents, docx_texts, word, impress, pdfs, images, archives)
+MODULES = (values, files, text_files, tables, documents, docx_texts, word, impress, slide_colours, pdfs, images,
+           archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -45,7 +47,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
                                          **{name: ("docx",) for name in docx_texts.METRICS},
-                                         "check_slide_orientation_Portrait": ("pptx",)}
+                                         "check_slide_orientation_Portrait": ("pptx",),
+                                         "evaluate_presentation_fill_to_rgb_distance": ("pptx",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
