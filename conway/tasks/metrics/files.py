@@ -9,21 +9,13 @@ crash, docs/checks.md) or catches it (`file_contains`, the JSON ones). Any other
 
 from __future__ import annotations
 
-import builtins
 import csv
 import difflib
-import functools
 import io
 import json
-import operator
 import re
 from pathlib import Path
 from typing import Any
-
-import yaml
-
-from conway.tasks.metrics.errors import UnsupportedOption
-from conway.tasks.metrics.inputs import refuse
 
 
 def _text(path: str) -> str:
@@ -132,77 +124,6 @@ def check_json_keybindings(actual: str | None, expected: dict[str, Any], **optio
     return 0.0
 
 
-def _rule_matches(value: Any, rule: dict[str, Any]) -> bool:
-    """One `{"method", "ref"}` rule on a value, as OSWorld's `_match_value_to_rule` (utils.py) reads it for
-    `check_json`: `re` (with `.FLAG` suffixes), `eq`/`ne`/`lt`/`le`/`gt`/`ge`, `approx:THRESHOLD`, `range.XY`
-    (X, Y each `t` strict or `e` inclusive), `str_list_eq`/`str_set_eq`. Raises where OSWorld's raises
-    (the caller scores that 0); `spreadsheet_range`, a cell-range rule no JSON task uses, is refused."""
-    method = rule["method"]
-    if method.startswith("re"):
-        flags = functools.reduce(operator.or_, (getattr(re, f) for f in method.split(".")[1:]), re.RegexFlag(0))
-        return re.search(rule["ref"], value, flags) is not None
-    if method in {"eq", "ne", "le", "lt", "ge", "gt"}:
-        return getattr(operator, method)(value, rule["ref"])
-    if method.startswith("approx"):
-        threshold = float(method.split(":")[1])
-        try:
-            number = float(value)
-        except (ValueError, TypeError):
-            return False
-        return abs(number - rule["ref"]) <= threshold
-    if method == "spreadsheet_range":
-        refuse("check_json", ["method spreadsheet_range"])
-    if method.startswith("range."):
-        low, high = getattr(operator, "l" + method[6]), getattr(operator, "l" + method[7])
-        return low(rule["ref"][0], value) and high(value, rule["ref"][1])
-    if method in {"str_list_eq", "str_set_eq"}:
-        container = getattr(builtins, method[4:-3])
-        return container(value.strip("\"'").split(",")) == container(rule["ref"])
-    raise NotImplementedError(method)
-
-
-def _at(data: Any, keys: Any, missing: Any) -> Any:
-    """The value under the key path, or `missing` where a key is absent or the value cannot be indexed by it."""
-    for key in keys:
-        try:
-            data = data[key]
-        except (KeyError, TypeError):
-            return missing
-    return data
-
-
-_ABSENT = object()
-
-
-def check_json(result: str | None, rules: dict[str, Any], **options: Any) -> float:
-    """1 when every `expect` rule matches the value at its key path in the JSON (or, with `is_yaml`, YAML) file
-    and no `unexpect` rule matches its own (a missing key there counts as None); 0 when the file is absent or
-    unreadable, an `expect` key is missing, or a rule raises, as OSWorld's `check_json` (general.py) scores."""
-    refuse("check_json", [k for k in options if k != "is_yaml" and not k.startswith("_")])
-    if result is None or not Path(result).exists():
-        return 0.0
-    try:
-        text = _text(result)
-        data = yaml.safe_load(text) if options.get("is_yaml") else json.loads(text)
-    except Exception:  # not UTF-8, not JSON or YAML: OSWorld catches each and scores 0
-        return 0.0
-    if options.get("is_yaml") and data is None:
-        return 0.0
-    try:
-        for rule in rules.get("expect", {}):
-            value = _at(data, rule["key"], _ABSENT)
-            if value is _ABSENT or not _rule_matches(value, rule):
-                return 0.0
-        for rule in rules.get("unexpect", {}):
-            if _rule_matches(_at(data, rule["key"], None), rule):
-                return 0.0
-    except UnsupportedOption:
-        raise
-    except Exception:  # a rule that raises (a regex on a number, an unknown method): OSWorld catches it, 0
-        return 0.0
-    return 1.0
-
-
 def check_csv(result: str | None, rules: dict[str, Any]) -> float:
     """1 when each `expect` pattern (column -> value) matches some row of the CSV file (read with its header
     row) and no `unexpect` pattern matches any row, as OSWorld's `check_csv` (general.py) reads it; a file that
@@ -224,4 +145,4 @@ def check_csv(result: str | None, rules: dict[str, Any]) -> float:
 
 
 METRICS = {f.__name__: f for f in (compare_text_file, diff_text_file, file_contains, check_list,
-                                   check_json_settings, check_json_keybindings, check_json, check_csv)}
+                                   check_json_settings, check_json_keybindings, check_csv)}

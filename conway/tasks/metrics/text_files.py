@@ -4,12 +4,6 @@ Each mirrors OSWorld's function of the same name; files are read as UTF-8,
 strictly, and a file that is missing or not UTF-8 scores 0 (OSWorld's catches
 it, or crashes and its runner counts 0).
 
-- `compare_config(result, rules, containment_ok=True)` (vscode.py): with
-  `containment_ok`, 1 when both the file and `rules.expected` parse as JSON and
-  the expected value is contained in the file's (objects key by key, anything
-  else equal), or, when either does not parse, when the expected text
-  (stripped) occurs in the file's; without it, 1 when the texts are equal or
-  parse as equal JSON. An empty or absent `expected` scores 0.
 - `compare_result_files(result, expected)` (vscode.py): the two files' texts,
   stripped; when the expected one is a number, 1 if it occurs in the result's
   text or the result's is a number within 1e-4 of it; otherwise 1 when equal.
@@ -20,12 +14,9 @@ it, or crashes and its runner counts 0).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from conway.tasks.metrics.inputs import refuse
 
 
 def _read(path: Any) -> str | None:
@@ -33,34 +24,6 @@ def _read(path: Any) -> str | None:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, TypeError):
         return None
-
-
-def _contained(expected: Any, actual: Any) -> bool:
-    """`expected` within `actual`: an object's keys each present with a contained value; anything else equal."""
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _contained(v, actual[k]) for k, v in expected.items())
-    return expected == actual
-
-
-def compare_config(result: Any, rules: dict[str, Any], **options: Any) -> float:
-    refuse("compare_config", [k for k in options if k != "containment_ok" and not k.startswith("_")])
-    expected = rules.get("expected") if isinstance(rules, dict) else None
-    if not result or not expected or not isinstance(expected, str):  # not text: OSWorld's crashes on it, 0
-        return 0.0
-    actual = _read(result)
-    if actual is None:
-        return 0.0
-    if options.get("containment_ok", True):
-        try:
-            return 1.0 if _contained(json.loads(expected), json.loads(actual)) else 0.0
-        except (ValueError, TypeError):  # either is not JSON: the plain-text containment OSWorld falls back to
-            return 1.0 if expected.strip() in actual else 0.0
-    if actual == expected:
-        return 1.0
-    try:
-        return 1.0 if json.loads(actual) == json.loads(expected) else 0.0
-    except (ValueError, TypeError):
-        return 0.0
 
 
 def _number(text: str) -> float | None:
@@ -109,4 +72,4 @@ def compare_python_pure_text(result: Any, expected: Any) -> float:
 
 
 METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
-    compare_config, compare_result_files, compare_python_pure_text)}
+    compare_result_files, compare_python_pure_text)}

@@ -1,12 +1,11 @@
-"""compare_config, compare_result_files and compare_python_pure_text on files written here, scored as OSWorld's."""
+"""compare_result_files and compare_python_pure_text on files written here, scored as OSWorld's."""
 
 from __future__ import annotations
 
 import pytest
 
 from conway.tasks.metrics import METRICS
-from conway.tasks.metrics.errors import UnsupportedOption
-from conway.tasks.metrics.text_files import compare_config, compare_python_pure_text, compare_result_files
+from conway.tasks.metrics.text_files import compare_python_pure_text, compare_result_files
 
 
 @pytest.fixture
@@ -19,39 +18,8 @@ def write(tmp_path):
 
 
 def test_registered():
-    for fn in (compare_config, compare_result_files, compare_python_pure_text):
+    for fn in (compare_result_files, compare_python_pure_text):
         assert METRICS[fn.__name__] is fn
-
-
-def test_compare_config_containment(write, tmp_path):
-    settings = write("settings.json", '{"workbench.colorTheme": "Visual Studio Dark", "editor.fontSize": 14}')
-    wanted = {"expected": '{"workbench.colorTheme": "Visual Studio Dark"}\n'}
-    assert compare_config(settings, wanted, containment_ok=True) == 1.0
-    assert compare_config(settings, wanted) == 1.0  # containment is the default
-    assert compare_config(settings, {"expected": '{"workbench.colorTheme": "Light"}'}) == 0.0
-    # both JSON but not contained: no fallback to text search
-    assert compare_config(settings, {"expected": '"Visual Studio Dark"'}) == 0.0
-    # the expected text is not JSON: plain containment
-    assert compare_config(write("OpenProject.txt", "my project\n"), {"expected": "project"}) == 1.0
-    assert compare_config(write("other.txt", "my folder\n"), {"expected": "project"}) == 0.0
-
-
-def test_compare_config_strict(write):
-    settings = write("settings.json", '{"a": 1, "b": 2}')
-    assert compare_config(settings, {"expected": '{"b": 2, "a": 1}'}, containment_ok=False) == 1.0  # equal JSON
-    assert compare_config(settings, {"expected": '{"a": 1}'}, containment_ok=False) == 0.0
-    assert compare_config(write("t.txt", "project"), {"expected": "project"}, containment_ok=False) == 1.0
-
-
-def test_compare_config_missing_empty_malformed(write, tmp_path):
-    settings = write("settings.json", '{"a": 1}')
-    assert compare_config(None, {"expected": "x"}) == 0.0
-    assert compare_config(str(tmp_path / "absent.json"), {"expected": "x"}) == 0.0
-    assert compare_config(settings, {"expected": ""}) == 0.0
-    assert compare_config(settings, {}) == 0.0
-    assert compare_config(write("latin.txt", b"caf\xe9 project"), {"expected": "project"}) == 0.0
-    with pytest.raises(UnsupportedOption):
-        compare_config(settings, {"expected": "x"}, strict=True)
 
 
 def test_compare_result_files(write, tmp_path):
