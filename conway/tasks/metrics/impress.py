@@ -12,6 +12,11 @@ catches an error or raises (a missing or unreadable file), the score is 0.
 - `check_transition(result, rules)`: slide `rules.slide_idx` (from 0) of the
   `.pptx` has a transition holding an element `p:<rules.transition_type>`
   (e.g. `dissolve`), read from the slide's XML part `slide<N+1>.xml`.
+- `check_image_stretch_and_center(result, expected)`: the first picture on
+  the original deck's (`expected`) first slide is found, by its image bytes,
+  among the result's first slide's pictures (the last match), and that one
+  spans the original's slide, width and height within half an inch, and is
+  centred within half an inch.
 - `check_auto_saving_time(result, rules)`: the registry file sets
   `AutoSaveTimeIntervall` (under `/org.openoffice.Office.Common/Save/Document`)
   to `rules.minutes`; the last such item decides.
@@ -100,5 +105,36 @@ def check_auto_saving_time(result: Any, rules: dict[str, Any]) -> float:
         return 0.0
 
 
+_PICTURE = 13  # MSO_SHAPE_TYPE.PICTURE
+_HALF_INCH = 457200  # EMU
+
+
+def _stretched_and_centred(result: Any, expected: Any) -> bool:
+    """OSWorld's test, raising where its function raises (a deck without slides, a linked picture)."""
+    pptx = library("pptx")
+    original, modified = pptx.Presentation(os.fspath(expected)), pptx.Presentation(os.fspath(result))
+    pictures = [[s for s in deck.slides[0].shapes if s.shape_type == _PICTURE] for deck in (original, modified)]
+    if not pictures[0]:
+        return False
+    blob = pictures[0][0].image.blob
+    matches = [p for p in pictures[1] if p.image.blob == blob]
+    if not matches:
+        return False
+    picture, width, height = matches[-1], original.slide_width, original.slide_height
+    return not (abs(picture.width - width) > _HALF_INCH or abs(picture.height - height) > _HALF_INCH
+                or abs(picture.left - (width - picture.width) / 2) > _HALF_INCH
+                or abs(picture.top - (height - picture.height) / 2) > _HALF_INCH)
+
+
+def check_image_stretch_and_center(result: Any, expected: Any) -> float:
+    try:
+        return 1.0 if _stretched_and_centred(result, expected) else 0.0
+    except MetricError:
+        raise
+    except Exception:  # missing or unreadable decks, no slide: OSWorld's raises, its runner counts 0
+        return 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
-    check_presenter_console_disable, check_slide_orientation_Portrait, check_transition, check_auto_saving_time)}
+    check_presenter_console_disable, check_slide_orientation_Portrait, check_transition, check_auto_saving_time,
+    check_image_stretch_and_center)}

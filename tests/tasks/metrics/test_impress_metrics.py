@@ -123,3 +123,36 @@ def test_check_transition(tmp_path, bad):
     assert check_transition(with_transition(tmp_path / "gone.pptx", "dissolve"), {**rules, "slide_idx": 5}) == 0.0
     for path in bad:
         assert check_transition(path, rules) == 0.0
+
+
+def test_check_image_stretch_and_center(tmp_path, bad):
+    from PIL import Image
+
+    from conway.tasks.metrics.impress import check_image_stretch_and_center as stretched
+
+    red, blue = tmp_path / "red.png", tmp_path / "blue.png"
+    Image.new("RGB", (8, 6), (255, 0, 0)).save(red)
+    Image.new("RGB", (8, 6), (0, 0, 255)).save(blue)
+
+    def picture_deck(path: Path, image: Path | None, box: tuple[float, float, float, float]) -> str:
+        presentation = pptx.Presentation()  # 10in x 7.5in
+        slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+        if image is not None:
+            slide.shapes.add_picture(str(image), *(Inches(v) for v in box))
+        presentation.save(path)
+        return str(path)
+
+    original = picture_deck(tmp_path / "original.pptx", red, (3, 3, 2, 1.5))
+    assert stretched(picture_deck(tmp_path / "full.pptx", red, (0, 0, 10, 7.5)), original) == 1.0
+    assert stretched(picture_deck(tmp_path / "near.pptx", red, (0.2, 0.2, 9.7, 7.2)), original) == 1.0
+    assert stretched(picture_deck(tmp_path / "small.pptx", red, (1, 1, 8, 5.5)), original) == 0.0
+    assert stretched(picture_deck(tmp_path / "other.pptx", blue, (0, 0, 10, 7.5)), original) == 0.0
+    assert stretched(picture_deck(tmp_path / "moved.pptx", red, (0, 0, 10, 7.5)),
+                     picture_deck(tmp_path / "no_picture.pptx", None, (0, 0, 1, 1))) == 0.0
+    assert stretched(original, original) == 0.0  # the picture as it was
+    empty_deck = tmp_path / "no_slides.pptx"
+    pptx.Presentation().save(empty_deck)
+    assert stretched(str(empty_deck), original) == 0.0
+    for path in bad[1:]:
+        assert stretched(path, original) == 0.0
+        assert stretched(original, path) == 0.0
