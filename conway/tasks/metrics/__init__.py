@@ -12,6 +12,7 @@ from typing import Any, Callable
 from conway.tasks.metrics import (
     archives,
     documents,
+    docx_colours,
     docx_texts,
     files,
     images,
@@ -24,8 +25,8 @@ from conway.tasks.metrics import (
     word,
 )
 
-MODULES = (values, files, text_files, tables, documents, docx_texts, word, impress, slide_colours, pdfs, images,
-           archives)
+MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
+           images, archives)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -47,6 +48,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
                                          **{name: ("docx",) for name in docx_texts.METRICS},
+                                         "evaluate_colored_words_in_tables": ("docx",),
                                          "check_slide_orientation_Portrait": ("pptx",),
                                          "check_image_stretch_and_center": ("pptx",),
                                          "evaluate_presentation_fill_to_rgb_distance": ("pptx",)}
