@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from conway.tasks.metrics import (
     archives,
+    city_order,
     documents,
     docx_colours,
     docx_texts,
@@ -26,7 +27,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, archives)
+           images, archives, city_order)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -49,6 +50,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
                                          **{name: ("docx",) for name in docx_texts.METRICS},
                                          "evaluate_colored_words_in_tables": ("docx",),
+                                         "compare_conference_city_in_order": ("openpyxl",),
                                          "check_slide_orientation_Portrait": ("pptx",),
                                          "check_image_stretch_and_center": ("pptx",),
                                          "evaluate_presentation_fill_to_rgb_distance": ("pptx",)}
