@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from conway.tasks.cache import cloud_path
-from conway.tasks.env import TaskEnv
+from conway.tasks.env import GUEST_HOME, TaskEnv
 
 COMMAND_TIMEOUT_S = 120.0
 """OSWorld's server gives a command 120 s; so does a command getter here."""
@@ -121,8 +121,28 @@ def vm_terminal_output(env: TaskEnv, config: dict[str, Any]) -> str | None:
     return env.terminal_output()
 
 
+def _settings_file(env: TaskEnv, guest: str, what: str) -> str:
+    host = env.host_path(guest)
+    if not host.is_file():
+        raise FileNotFoundError(f"{what} {guest} is not there")
+    return str(host)
+
+
+def vlc_config(env: TaskEnv, config: dict[str, Any]) -> str:
+    """VLC's settings file where OSWorld's Linux VM keeps it (`~/.config/vlc/vlcrc`), handed over where it lies."""
+    return _settings_file(env, f"{GUEST_HOME}/.config/vlc/vlcrc", "VLC's settings file")
+
+
+def gimp_config_file(env: TaskEnv, config: dict[str, Any]) -> str:
+    """GIMP 2.10's settings file `file_name` (`gimprc`, `sessionrc`) under `~/.config/GIMP/2.10/`, as OSWorld's
+    getter reads it; a missing one is a missing result (OSWorld's getter gives None there, scored 0 too)."""
+    name = str(config["file_name"])
+    return _settings_file(env, f"{GUEST_HOME}/.config/GIMP/2.10/{name}", "GIMP's settings file")
+
+
 GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
+    "vlc_config": vlc_config, "gimp_config_file": gimp_config_file,
 }

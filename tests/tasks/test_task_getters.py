@@ -124,3 +124,19 @@ def test_vm_terminal_output_is_the_environments(env):
 def test_a_command_that_cannot_start_is_an_error_not_a_missing_file(env):
     with pytest.raises(RuntimeError, match="could not start"):
         GETTERS["vm_command_line"](env, {"command": ["no-such-program-here", "x"]})
+
+
+def test_vlc_config_and_gimp_config_file_read_the_home_where_osworlds_vm_keeps_them(env):
+    with pytest.raises(FileNotFoundError):  # a missing settings file is a missing result
+        GETTERS["vlc_config"](env, {"dest": "vlcrc"})
+    (env.home / ".config" / "vlc").mkdir(parents=True)
+    (env.home / ".config" / "vlc" / "vlcrc").write_text("qt-bgcone=0\n")
+    assert GETTERS["vlc_config"](env, {"dest": "vlcrc"}) == str(env.home / ".config" / "vlc" / "vlcrc")
+    (env.home / ".config" / "GIMP" / "2.10").mkdir(parents=True)
+    (env.home / ".config" / "GIMP" / "2.10" / "gimprc").write_text("(undo-levels 100)\n")
+    config = {"file_name": "gimprc", "dest": "gimprc"}
+    assert GETTERS["gimp_config_file"](env, config) == str(env.home / ".config" / "GIMP" / "2.10" / "gimprc")
+    with pytest.raises(FileNotFoundError):
+        GETTERS["gimp_config_file"](env, {"file_name": "sessionrc", "dest": "sessionrc"})
+    with pytest.raises(PathEscape):
+        GETTERS["gimp_config_file"](env, {"file_name": "../../../../../etc/passwd", "dest": "p"})

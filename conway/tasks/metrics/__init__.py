@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import documents, files, tables, values
+from conway.tasks.metrics import documents, files, media, tables, values
 
-MODULES = (values, files, tables, documents)
+MODULES = (values, files, tables, documents, media)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
