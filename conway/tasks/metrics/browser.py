@@ -1,0 +1,103 @@
+"""Metrics on what a browser shows (the active tab's URL, the open tabs), as OSWorld's chrome.py scores them.
+
+The values come from Chrome getters (`active_tab_info`, `active_url_from_accessTree`, `open_tabs_info`): a URL
+text or a `{url, ...}` mapping, or a list of such mappings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+from urllib.parse import ParseResult, urlparse, urlunparse
+
+SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu", "ne", "or", "go", "gob", "nic", "mil"})
+"""Labels that sit under a two-letter country code as part of its public suffix (`co.uk`, `com.sg`)."""
+
+
+def _url_of(value: Any) -> Any:
+    return value.get("url") if isinstance(value, dict) else value
+
+
+def is_expected_url_pattern_match(result: Any, rules: dict[str, Any]) -> float:
+    """Every regex of `expected` is found (re.search) in the URL: the result text, or its `url` (OSWorld's
+    is_expected_url_pattern_match). An empty result, or a mapping without `url`, scores 0; an invalid pattern
+    raises in OSWorld and scores 0 here."""
+    if not result:
+        return 0.0
+    url = result if isinstance(result, str) else result.get("url") if isinstance(result, dict) else None
+    if not isinstance(url, str):  # OSWorld's re.search on a non-text url raises: a crash scores 0
+        return 0.0
+    try:
+        return float(all(re.search(pattern, url) for pattern in rules["expected"]))
+    except (re.error, TypeError):
+        return 0.0
+
+
+def _registered_name(host: str) -> tuple[str, str]:
+    """(subdomain, domain) of a host with its public suffix dropped, as OSWorld gets them from tldextract. Without
+    the public suffix list (tldextract fetches it, and is no dependency here), a suffix is the last label, with the
+    label before it when the last is a country code and that one is a usual second level (`co.uk`, `com.sg`); an
+    IP address, `localhost` or a one-label name has none."""
+    host = host.rsplit("@", 1)[-1].split(":", 1)[0] if not host.startswith("[") else host
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return "", host
+    except ValueError:
+        pass
+    labels = host.split(".")
+    if len(labels) < 2 or not labels[-1].isalpha():
+        return ".".join(labels[:-1]), labels[-1]
+    cut = 2 if len(labels) > 2 and len(labels[-1]) == 2 and labels[-2] in SECOND_LEVEL else 1
+    names = labels[:-cut]
+    return ".".join(names[:-1]), names[-1]
+
+
+def _normal_url(url: str) -> str:
+    if not re.match(r"^[a-zA-Z][a-zA-Z0-9+\-.]*://", url):  # no scheme: read as host and path, not a bare path
+        url = "http://" + url
+    parsed = urlparse(url)
+    subdomain, domain = _registered_name(parsed.netloc.lower())
+    if subdomain == "www":
+        subdomain = ""
+    return urlunparse(ParseResult(scheme=parsed.scheme.lower(), netloc=f"{subdomain}.{domain}" if subdomain else domain,
+                                  path="" if parsed.path == "/" else parsed.path, params=parsed.params,
+                                  query=parsed.query, fragment=parsed.fragment))
+
+
+def same_url(a: Any, b: Any) -> bool:
+    """Two URLs equal once normalised as OSWorld's `compare_urls` (metrics/utils.py): scheme and host lower-cased,
+    a lone `www` and the public suffix dropped (`airbnb.com` = `www.airbnb.com.sg`), `/` as no path; query and
+    fragment kept."""
+    if a is None or b is None:
+        return a == b
+    return _normal_url(a) == _normal_url(b)
+
+
+def is_expected_tabs(result: Any, rules: dict[str, Any]) -> float:
+    """The open tabs' URLs are the rule's `urls` (`type: url`): as many, and each expected one equal (`same_url`)
+    to some open tab, in any order (OSWorld's is_expected_tabs). No tabs, or another type, scores 0."""
+    if not result or rules.get("type") != "url":
+        return 0.0
+    try:
+        actual = [tab["url"] for tab in result]
+        expected = list(rules["urls"])
+        if len(expected) != len(actual):
+            return 0.0
+        return float(all(any(same_url(e, a) for a in actual) for e in expected))
+    except (TypeError, KeyError, AttributeError, ValueError):  # a malformed tab list makes OSWorld's function raise
+        return 0.0
+
+
+def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
+    """The active tab's URL (the text, or its `url`) equals the rule's `url` (`type: url`) by `same_url`, as
+    OSWorld's is_expected_active_tab. No tab, or another type, scores 0."""
+    if not result or rules.get("type") != "url":
+        return 0.0
+    try:
+        return float(same_url(rules["url"], _url_of(result)))
+    except (TypeError, AttributeError, ValueError):
+        return 0.0
+
+
+METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab)}

@@ -1,0 +1,76 @@
+"""The browser metrics on generated tab values, each with the score OSWorld's chrome.py gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from conway.tasks.metrics import METRICS
+from conway.tasks.metrics.browser import (
+    is_expected_active_tab,
+    is_expected_tabs,
+    is_expected_url_pattern_match,
+    same_url,
+)
+
+
+def test_the_metrics_are_registered():
+    for fn in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab):
+        assert METRICS[fn.__name__] is fn
+
+
+@pytest.mark.parametrize(("result", "patterns", "score"), [
+    ("https://www.united.com/en/us/checked-bag-fee-calculator/any", ["united\\.com/en/us/checked-bag-fee-calculator(/.*)?"], 1.0),
+    ({"title": "FAQ", "url": "https://x.org/Ticket-Delivery-FAQs"}, ["Ticket-Delivery-FAQs"], 1.0),
+    ("https://scholar.google.com/citations?hl=en&user=qRAQ5BsAAAAJ", ["https://scholar.google.com/citations",
+                                                                      "user=qRAQ5BsAAAAJ"], 1.0),
+    ("https://scholar.google.com/citations?hl=en", ["https://scholar.google.com/citations", "user=qRAQ5BsAAAAJ"], 0.0),
+    ("chrome://settings/appearance", ["^chrome://settings/appearance/?$"], 1.0),
+    ("chrome://settings/appearance/fonts", ["^chrome://settings/appearance/?$"], 0.0),
+    ("https://a.com", [], 1.0),
+    ("", ["a"], 0.0), (None, ["a"], 0.0), ({}, ["a"], 0.0),
+    ({"title": "no url"}, ["a"], 0.0), ({"url": None}, ["a"], 0.0), (["https://a.com"], ["a"], 0.0),
+    ("https://a.com", ["("], 0.0),  # an invalid pattern raises in OSWorld: 0
+])
+def test_is_expected_url_pattern_match(result, patterns, score):
+    assert is_expected_url_pattern_match(result, {"expected": patterns}) == score
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("https://www.airbnb.com", "https://airbnb.com/", True),
+    ("https://www.airbnb.com", "https://www.airbnb.com.sg", True),  # the public suffix is dropped
+    ("https://www.bbc.co.uk/news", "https://bbc.com/news", True),
+    ("https://github.com", "github.com", False),  # http is assumed without a scheme
+    ("https://docs.python.org/3/", "https://docs.python.org/3", False),  # only a lone / counts as no path
+    ("https://docs.python.org/3/", "https://www.python.org/3/", False),
+    ("https://a.com/?q=1", "https://a.com/?q=2", False),
+    ("HTTPS://WWW.Apple.com/", "https://www.apple.com", True),
+    ("file:///home/user/Desktop/a.html", "file:///home/user/Desktop/a.html", True),
+    (None, None, True), (None, "https://a.com", False),
+])
+def test_same_url(a, b, same):
+    assert same_url(a, b) is same
+
+
+def test_is_expected_tabs():
+    rules = {"type": "url", "urls": ["https://www.lonelyplanet.com", "https://www.airbnb.com",
+                                     "https://www.tripadvisor.com"]}
+    tabs = [{"title": t, "url": u} for t, u in (("Airbnb", "https://www.airbnb.com/"),
+                                                ("LP", "https://www.lonelyplanet.com/"),
+                                                ("TA", "https://www.tripadvisor.com/"))]
+    assert is_expected_tabs(tabs, rules) == 1.0  # any order
+    assert is_expected_tabs(tabs[:2], rules) == 0.0
+    assert is_expected_tabs([*tabs, {"url": "chrome://newtab/"}], rules) == 0.0  # one tab too many
+    assert is_expected_tabs([*tabs[:2], {"url": "https://www.booking.com/"}], rules) == 0.0
+    assert is_expected_tabs([], rules) == 0.0 and is_expected_tabs(None, rules) == 0.0
+    assert is_expected_tabs(tabs, {**rules, "type": "title"}) == 0.0
+    assert is_expected_tabs([{"title": "no url"}] * 3, rules) == 0.0
+
+
+def test_is_expected_active_tab():
+    rules = {"type": "url", "url": "https://www.drugs.com/"}
+    assert is_expected_active_tab({"url": "https://drugs.com"}, rules) == 1.0
+    assert is_expected_active_tab("https://www.drugs.com", rules) == 1.0
+    assert is_expected_active_tab("https://www.drugs.com/sfx", rules) == 0.0
+    assert is_expected_active_tab({"title": "no url"}, rules) == 0.0
+    assert is_expected_active_tab(None, rules) == 0.0 and is_expected_active_tab("", rules) == 0.0
+    assert is_expected_active_tab("https://www.drugs.com", {**rules, "type": "title"}) == 0.0
