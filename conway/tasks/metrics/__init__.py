@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conway.tasks.metrics import browser, documents, files, mail, media, tables, values
+from conway.tasks.metrics import browser, documents, files, mail, media, settings, tables, values
 
-MODULES = (values, files, tables, documents, media, mail, browser)
+MODULES = (values, files, tables, documents, media, mail, browser, settings)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:

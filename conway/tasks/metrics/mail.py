@@ -7,49 +7,21 @@ and so does this.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
-import operator
 import re
 from pathlib import Path
 from typing import Any
+
+from conway.tasks.metrics.value_rules import rule_matches
 
 PREF_LINE = re.compile(r'^user_pref\("(?P<key>(?:[^"]|\\")+)", (?P<val>.+)\);$')
 """One `user_pref("key", value);` line of prefs.js (OSWorld matches the stripped line against the same shape)."""
 CONDITION = re.compile(r'\b(?:AND|OR) \([\w ]+,[\w \']+,(?:"(?:[^"]|")+"|[^)]+)\)|\bALL\b')
 """One term of a filter's `condition=` value: `AND (subject,contains,discount)`, or `ALL`."""
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-            "gt": operator.gt, "ge": operator.ge}
 _CRASHES = (TypeError, ValueError, KeyError, AttributeError, IndexError, re.error, NotImplementedError,
             UnboundLocalError, OSError, UnicodeDecodeError)
 """What OSWorld's functions raise on odd input; each is a score of 0 here."""
-
-
-def rule_matches(value: Any, rule: dict[str, Any]) -> bool:
-    """`value` against a `{method, ref}` rule as OSWorld's `_match_value_to_rule` (metrics/utils.py) reads it:
-    `re[.FLAG...]` (a regex search), `eq`/`ne`/`lt`/`le`/`gt`/`ge`, `approx:<tolerance>`, `range.<l><r>` (`t`
-    strict, `e` inclusive) and `str_list_eq`/`str_set_eq`. Raises where OSWorld's does (another method: it has no
-    answer; `spreadsheet_range` needs a cell range, which no Thunderbird preference is)."""
-    method, ref = rule["method"], rule["ref"]
-    if method.startswith("re"):
-        flags = functools.reduce(operator.or_, (getattr(re, f) for f in method.split(".")[1:]), re.RegexFlag(0))
-        return re.search(ref, value, flags) is not None
-    if method in _COMPARE:
-        return bool(_COMPARE[method](value, ref))
-    if method.startswith("approx"):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return False
-        return abs(number - ref) <= float(method.split(":")[1])
-    if method.startswith("range."):
-        low, high = getattr(operator, "l" + method[6]), getattr(operator, "l" + method[7])
-        return bool(low(ref[0], value) and high(value, ref[1]))
-    if method in ("str_list_eq", "str_set_eq"):
-        kind = list if method == "str_list_eq" else set
-        return kind(value.strip("\"'").split(",")) == kind(ref)
-    raise NotImplementedError(f"rule method {method!r}")
 
 
 def _lines(path: Any) -> list[str]:

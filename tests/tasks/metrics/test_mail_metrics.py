@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conway.tasks.metrics import METRICS
-from conway.tasks.metrics.mail import check_thunderbird_filter, check_thunderbird_prefs, rule_matches
+from conway.tasks.metrics.mail import check_thunderbird_filter, check_thunderbird_prefs
+from conway.tasks.metrics.value_rules import rule_matches
 
 PREFS = ('// Mozilla User Preferences\n\nuser_pref("mail.identity.id1.auto_quote", false);\n'
          'user_pref("mail.identity.id1.htmlSigText", "Anonym\\nXYZ Lab");\n'
