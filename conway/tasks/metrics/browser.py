@@ -25,10 +25,10 @@ def is_expected_url_pattern_match(result: Any, rules: dict[str, Any]) -> float:
     raises in OSWorld and scores 0 here."""
     if not result:
         return 0.0
-    url = result if isinstance(result, str) else result.get("url") if isinstance(result, dict) else None
-    if not isinstance(url, str):  # OSWorld's re.search on a non-text url raises: a crash scores 0
+    if not isinstance(result, str) and not (isinstance(result, dict) and "url" in result):
         return 0.0
-    try:
+    url = result if isinstance(result, str) else result["url"]
+    try:  # a url that is not text passes no pattern (re.search raises), but an empty pattern list all the same
         return float(all(re.search(pattern, url) for pattern in rules["expected"]))
     except (re.error, TypeError):
         return 0.0

@@ -30,6 +30,7 @@ def test_the_metrics_are_registered():
     ("", ["a"], 0.0), (None, ["a"], 0.0), ({}, ["a"], 0.0),
     ({"title": "no url"}, ["a"], 0.0), ({"url": None}, ["a"], 0.0), (["https://a.com"], ["a"], 0.0),
     ("https://a.com", ["("], 0.0),  # an invalid pattern raises in OSWorld: 0
+    ({"url": None}, [], 1.0),  # no pattern to search for: OSWorld passes even a url that is not text
 ])
 def test_is_expected_url_pattern_match(result, patterns, score):
     assert is_expected_url_pattern_match(result, {"expected": patterns}) == score
