@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from conway.tasks import relative_time
 from conway.tasks.cache import cloud_path
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -70,6 +71,13 @@ def cache_file(env: TaskEnv, config: dict[str, Any]) -> str:
 
 def rule(env: TaskEnv, config: dict[str, Any]) -> Any:
     return config["rules"]
+
+
+def rule_relativeTime(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any]:
+    """The task's rules with its relative dates ("tomorrow", "next Monday") written in for today
+    (`conway.tasks.relative_time`)."""
+    rules = config["rules"]
+    return relative_time.resolve(rules, relative_time.now_for(rules))
 
 
 def _command(env: TaskEnv, config: dict[str, Any]):
@@ -144,5 +152,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
-    "vlc_config": vlc_config, "gimp_config_file": gimp_config_file,
+    "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
 }
