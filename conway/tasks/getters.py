@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from conway.tasks import relative_time
+from conway.tasks import chrome_profile, relative_time
 from conway.tasks.cache import cloud_path
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -153,4 +153,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
+    **chrome_profile.GETTERS,
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.task_env import TestTaskEnv
 
@@ -140,3 +142,43 @@ def test_vlc_config_and_gimp_config_file_read_the_home_where_osworlds_vm_keeps_t
         GETTERS["gimp_config_file"](env, {"file_name": "sessionrc", "dest": "sessionrc"})
     with pytest.raises(PathEscape):
         GETTERS["gimp_config_file"](env, {"file_name": "../../../../../etc/passwd", "dest": "p"})
+
+
+def _profile(env, browser: str, name: str, content: str) -> None:
+    folder = env.home / ".config" / browser / "Default"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(content)
+
+
+def test_the_browser_profile_getters_fall_back_as_osworlds_do(env):
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+    assert GETTERS["profile_name"](env, {}) is None
+    assert GETTERS["enable_do_not_track"](env, {}) == "false"
+    assert GETTERS["enable_safe_browsing"](env, {}) == "false"
+    assert GETTERS["new_startup_page"](env, {}) == "Google"
+    assert GETTERS["data_delete_automacally"](env, {}) == "Google"
+    assert GETTERS["chrome_font_size"](env, {}) == {"default_fixed_font_size": 13, "default_font_size": 16}
+    assert GETTERS["bookmarks"](env, {}) == []
+    _profile(env, "chromium", "Preferences", "not json")
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+
+
+def test_the_browser_profile_getters_read_chromium_or_chrome(env):
+    prefs = {"default_search_provider_data": {"template_url_data": {"short_name": "Bing"}},
+             "profile": {"name": "Thomas", "default_content_setting_values": {"cookies": 4}},
+             "enable_do_not_track": True, "safebrowsing": {"enhanced": True},
+             "session": {"restore_on_startup": 5}, "webkit": {"webprefs": {"default_font_size": 20}}}
+    _profile(env, "chromium", "Preferences", json.dumps(prefs))
+    assert GETTERS["default_search_engine"](env, {}) == "Bing"
+    assert GETTERS["profile_name"](env, {}) == "Thomas"
+    assert [GETTERS[g](env, {}) for g in ("enable_do_not_track", "enable_safe_browsing", "new_startup_page",
+                                         "data_delete_automacally")] == ["true"] * 4
+    assert GETTERS["chrome_font_size"](env, {}) == {"default_font_size": 20}
+    _profile(env, "google-chrome", "Preferences", json.dumps({"session": {"restore_on_startup": 1}}))
+    assert GETTERS["new_startup_page"](env, {}) == "false"  # OSWorld's Chrome profile is read first
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+    _profile(env, "chromium", "Bookmarks", json.dumps({"roots": {"bookmark_bar": {"children": []}}}))
+    assert GETTERS["bookmarks"](env, {}) == {"bookmark_bar": {"children": []}}
+    _profile(env, "chromium", "Bookmarks", "{")
+    with pytest.raises(ValueError):  # OSWorld's getter raises on a Bookmarks file that is not JSON
+        GETTERS["bookmarks"](env, {})

@@ -7,6 +7,7 @@ text or a `{url, ...}` mapping, or a list of such mappings.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import re
 from typing import Any
 from urllib.parse import ParseResult, urlparse, urlunparse
@@ -100,4 +101,56 @@ def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
         return 0.0
 
 
-METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab)}
+def check_font_size(result: Any, rules: dict[str, Any]) -> float:
+    """The browser's `default_font_size` equals `value` (`type: value`) or lies strictly between `min` and `max`
+    (`type: range`), as OSWorld's check_font_size; another type, or a result without the size, raises there and
+    scores 0 here."""
+    try:
+        size = result["default_font_size"]
+        if rules["type"] == "value":
+            return float(size == rules["value"])
+        if rules["type"] == "range":
+            return float(rules["min"] < size < rules["max"])
+    except (TypeError, KeyError):
+        return 0.0
+    return 0.0
+
+
+def _bar_children(roots: Any, kind: str) -> list[Any]:
+    return [b for b in roots["bookmark_bar"]["children"] if b["type"] == kind]
+
+
+def _liked_authors(roots: Any, wanted: list[Any]) -> float:
+    """A bookmark-bar folder `Liked Authors` whose URLs are, as a set, one pick from each of `wanted` (a URL, or a
+    list of alternatives)."""
+    bar = roots["bookmark_bar"]["children"]  # searched lazily, as OSWorld's next(): items after the folder go unread
+    folder = next((b for b in bar if b["type"] == "folder" and b["name"] == "Liked Authors"), None)
+    if folder is None:
+        return 0.0
+    have = {b["url"] for b in folder["children"] if b["type"] == "url"}
+    choices = [[u] if isinstance(u, str) else u for u in wanted]
+    return float(any(set(pick) == have for pick in itertools.product(*choices)))
+
+
+def is_expected_bookmarks(result: Any, rules: dict[str, Any]) -> float:
+    """The bookmarks' roots (the `bookmarks` getter) against the rule, as OSWorld's is_expected_bookmarks:
+    `bookmark_bar_folders_names` (the bar's folder names, as a set, are `names`), `bookmark_bar_websites_urls`
+    (its URLs, as a set, are `urls`), `liked_authors_websites_urls`. No bookmarks score 0; another type, or roots
+    without a bookmark bar, raise there and score 0 here."""
+    if not result:
+        return 0.0
+    try:
+        kind = rules["type"]
+        if kind == "bookmark_bar_folders_names":
+            return float({b["name"] for b in _bar_children(result, "folder")} == set(rules["names"]))
+        if kind == "bookmark_bar_websites_urls":
+            return float({b["url"] for b in _bar_children(result, "url")} == set(rules["urls"]))
+        if kind == "liked_authors_websites_urls":
+            return _liked_authors(result, rules["urls"])
+    except (TypeError, KeyError, AttributeError):
+        return 0.0
+    return 0.0
+
+
+METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab,
+                                   check_font_size, is_expected_bookmarks)}

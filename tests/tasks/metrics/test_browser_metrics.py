@@ -75,3 +75,41 @@ def test_is_expected_active_tab():
     assert is_expected_active_tab({"title": "no url"}, rules) == 0.0
     assert is_expected_active_tab(None, rules) == 0.0 and is_expected_active_tab("", rules) == 0.0
     assert is_expected_active_tab("https://www.drugs.com", {**rules, "type": "title"}) == 0.0
+
+
+def test_check_font_size():
+    from conway.tasks.metrics.browser import check_font_size
+    assert check_font_size({"default_font_size": 16}, {"type": "value", "value": 16}) == 1.0
+    assert check_font_size({"default_font_size": 20}, {"type": "value", "value": 16}) == 0.0
+    assert check_font_size({"default_font_size": 20}, {"type": "range", "min": 16, "max": 24}) == 1.0
+    assert check_font_size({"default_font_size": 16}, {"type": "range", "min": 16, "max": 24}) == 0.0  # strictly
+    assert check_font_size({"default_fixed_font_size": 13}, {"type": "value", "value": 16}) == 0.0  # OSWorld raises
+    assert check_font_size(None, {"type": "value", "value": 16}) == 0.0
+    assert check_font_size({"default_font_size": 16}, {"type": "other"}) == 0.0
+
+
+def _bar(*children):
+    return {"bookmark_bar": {"children": list(children)}, "other": {"children": []}}
+
+
+LIKED = {"type": "folder", "name": "Liked Authors", "children": [{"type": "url", "url": "https://a"},
+                                                                 {"type": "url", "url": "https://b"}]}
+
+
+def test_is_expected_bookmarks():
+    from conway.tasks.metrics.browser import is_expected_bookmarks
+    roots = _bar({"type": "folder", "name": "Favorites", "children": []}, LIKED, {"type": "url", "url": "https://x"})
+    assert is_expected_bookmarks(roots, {"type": "bookmark_bar_folders_names", "names": ["Liked Authors",
+                                                                                         "Favorites"]}) == 1.0
+    assert is_expected_bookmarks(roots, {"type": "bookmark_bar_folders_names", "names": ["Favorites"]}) == 0.0
+    assert is_expected_bookmarks(roots, {"type": "bookmark_bar_websites_urls", "urls": ["https://x"]}) == 1.0
+    assert is_expected_bookmarks(roots, {"type": "bookmark_bar_websites_urls", "urls": ["https://y"]}) == 0.0
+    liked = {"type": "liked_authors_websites_urls", "urls": ["https://a", ["https://c", "https://b"]]}
+    assert is_expected_bookmarks(roots, liked) == 1.0  # one of the alternatives
+    assert is_expected_bookmarks(roots, {**liked, "urls": ["https://a"]}) == 0.0
+    assert is_expected_bookmarks(_bar(), liked) == 0.0  # no such folder
+    assert is_expected_bookmarks([], liked) == 0.0 and is_expected_bookmarks({"other": {}}, liked) == 0.0
+    assert is_expected_bookmarks(roots, {"type": "other"}) == 0.0
+    # an item without a type after the folder goes unread, as OSWorld's lazy search leaves it; before it, 0
+    assert is_expected_bookmarks(_bar(LIKED, {"name": "odd"}), {**liked, "urls": ["https://a", "https://b"]}) == 1.0
+    assert is_expected_bookmarks(_bar({"name": "odd"}, LIKED), {**liked, "urls": ["https://a", "https://b"]}) == 0.0
