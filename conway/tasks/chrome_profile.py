@@ -110,5 +110,29 @@ def bookmarks(env: TaskEnv, config: dict[str, Any]) -> Any:
     return json.loads(content).get("roots", {})
 
 
+def _extension_fields(env: TaskEnv, *path: str) -> Any:
+    """Each installed extension's value at `path` in its settings entry; OSWorld's fallback "Google" where the
+    preferences or an entry cannot be read."""
+    try:
+        found = []
+        for entry in _preferences(env).get("extensions", {}).get("settings", {}).values():
+            for key in path:
+                entry = entry[key]
+            found.append(entry)
+        return found
+    except _READ_FAILS:
+        return "Google"
+
+
+def find_unpacked_extension_path(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """The folder of every extension the profile lists (an unpacked one is loaded from its folder)."""
+    return _extension_fields(env, "path")
+
+
+def find_installed_extension_name(env: TaskEnv, config: dict[str, Any]) -> Any:
+    return _extension_fields(env, "manifest", "name")
+
+
 GETTERS = {f.__name__: f for f in (default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
-                                   new_startup_page, data_delete_automacally, chrome_font_size, bookmarks)}
+                                   new_startup_page, data_delete_automacally, chrome_font_size, bookmarks,
+                                   find_unpacked_extension_path, find_installed_extension_name)}

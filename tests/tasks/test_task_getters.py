@@ -182,3 +182,14 @@ def test_the_browser_profile_getters_read_chromium_or_chrome(env):
     _profile(env, "chromium", "Bookmarks", "{")
     with pytest.raises(ValueError):  # OSWorld's getter raises on a Bookmarks file that is not JSON
         GETTERS["bookmarks"](env, {})
+
+
+def test_the_extension_getters_list_the_profiles_extensions(env):
+    assert GETTERS["find_unpacked_extension_path"](env, {}) == "Google"  # OSWorld's fallback without preferences
+    settings = {"abc": {"path": "/home/user/Desktop/helloExtension", "manifest": {"name": "Hello"}},
+                "def": {"path": "def/1.0_0", "manifest": {"name": "Zoom for Google Chrome"}}}
+    _profile(env, "chromium", "Preferences", json.dumps({"extensions": {"settings": settings}}))
+    assert GETTERS["find_unpacked_extension_path"](env, {}) == ["/home/user/Desktop/helloExtension", "def/1.0_0"]
+    assert GETTERS["find_installed_extension_name"](env, {}) == ["Hello", "Zoom for Google Chrome"]
+    _profile(env, "chromium", "Preferences", json.dumps({"extensions": {"settings": {"x": {"manifest": {}}}}}))
+    assert GETTERS["find_installed_extension_name"](env, {}) == "Google"  # an entry without its name

@@ -152,5 +152,27 @@ def is_expected_bookmarks(result: Any, rules: dict[str, Any]) -> float:
     return 0.0
 
 
+EXTENSION_ALIASES = ({"Zoom Chrome Extension", "Zoom for Google Chrome"},)
+"""Names one extension has had in the Chrome Web Store, taken as one (as OSWorld's metric does)."""
+
+
+def _extension_name(name: Any) -> Any:
+    for group in EXTENSION_ALIASES:
+        if name in group:
+            return min(group)
+    return name
+
+
+def is_expected_installed_extensions(result: Any, rules: dict[str, Any]) -> float:
+    """Every name of `expected` is among the installed extensions' names, aliases taken as one (OSWorld's
+    is_expected_installed_extensions). None installed scores 0."""
+    if not result:
+        return 0.0
+    try:
+        return float({_extension_name(n) for n in rules["expected"]} <= {_extension_name(n) for n in result})
+    except TypeError:  # a name that cannot be hashed: OSWorld's set raises
+        return 0.0
+
+
 METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab,
-                                   check_font_size, is_expected_bookmarks)}
+                                   check_font_size, is_expected_bookmarks, is_expected_installed_extensions)}

@@ -113,3 +113,12 @@ def test_is_expected_bookmarks():
     # an item without a type after the folder goes unread, as OSWorld's lazy search leaves it; before it, 0
     assert is_expected_bookmarks(_bar(LIKED, {"name": "odd"}), {**liked, "urls": ["https://a", "https://b"]}) == 1.0
     assert is_expected_bookmarks(_bar({"name": "odd"}, LIKED), {**liked, "urls": ["https://a", "https://b"]}) == 0.0
+
+
+def test_is_expected_installed_extensions():
+    from conway.tasks.metrics.browser import is_expected_installed_extensions as metric
+    assert metric(["Hello", "Zoom for Google Chrome"], {"expected": ["Zoom Chrome Extension"]}) == 1.0  # an alias
+    assert metric(["Hello"], {"expected": ["Hello", "Other"]}) == 0.0
+    assert metric(["Hello", "Other"], {"expected": []}) == 1.0
+    assert metric([], {"expected": ["Hello"]}) == 0.0 and metric(None, {"expected": []}) == 0.0
+    assert metric("Google", {"expected": ["G"]}) == 1.0  # the getter's fallback text is read letter by letter there
