@@ -133,6 +133,15 @@ def find_installed_extension_name(env: TaskEnv, config: dict[str, Any]) -> Any:
     return _extension_fields(env, "manifest", "name")
 
 
-GETTERS = {f.__name__: f for f in (default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
+def shortcuts_on_desktop(env: TaskEnv, config: dict[str, Any]) -> dict[str, str]:
+    """Each `.desktop` file on the Desktop (a browser's "create shortcut" writes one) by name, with its text.
+    A Desktop that is not there, or a file that is not UTF-8, raises, as OSWorld's getter does."""
+    desktop = f"{GUEST_HOME}/Desktop"
+    names = sorted(e.name for e in env.host_path(desktop).iterdir() if e.name.endswith(".desktop"))
+    # each file through host_path too: a link that leads out of the home is refused, never read
+    return {name: env.host_path(f"{desktop}/{name}").read_bytes().decode("utf-8") for name in names}
+
+
+GETTERS = {f.__name__: f for f in (shortcuts_on_desktop, default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
                                    new_startup_page, data_delete_automacally, chrome_font_size, bookmarks,
                                    find_unpacked_extension_path, find_installed_extension_name)}

@@ -193,3 +193,17 @@ def test_the_extension_getters_list_the_profiles_extensions(env):
     assert GETTERS["find_installed_extension_name"](env, {}) == ["Hello", "Zoom for Google Chrome"]
     _profile(env, "chromium", "Preferences", json.dumps({"extensions": {"settings": {"x": {"manifest": {}}}}}))
     assert GETTERS["find_installed_extension_name"](env, {}) == "Google"  # an entry without its name
+
+
+def test_shortcuts_on_desktop_reads_the_desktop_files(env):
+    with pytest.raises(FileNotFoundError):  # no Desktop folder: OSWorld's getter fails too
+        GETTERS["shortcuts_on_desktop"](env, {})
+    (env.home / "Desktop").mkdir()
+    assert GETTERS["shortcuts_on_desktop"](env, {}) == {}
+    (env.home / "Desktop" / "game.desktop").write_text("[Desktop Entry]\nName=2048\n")
+    (env.home / "Desktop" / "notes.txt").write_text("no")
+    assert GETTERS["shortcuts_on_desktop"](env, {}) == {"game.desktop": "[Desktop Entry]\nName=2048\n"}
+    (env.home / "Desktop" / "out.desktop").symlink_to(env.home.parent / "secret.desktop")
+    (env.home.parent / "secret.desktop").write_text("Name=secret\n")
+    with pytest.raises(PathEscape):
+        GETTERS["shortcuts_on_desktop"](env, {})

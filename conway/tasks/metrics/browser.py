@@ -152,6 +152,34 @@ def is_expected_bookmarks(result: Any, rules: dict[str, Any]) -> float:
     return 0.0
 
 
+def _entry_matches(content: str, key: str, wanted: str, fold: bool) -> bool:
+    """`key=wanted` as a whole line, or some `key=` line whose value holds `wanted` or is held by it (letter case
+    ignored when `fold`; an empty value is held by any text, as in OSWorld's test)."""
+    if f"{key}={wanted}\n" in content:
+        return True
+    norm = str.lower if fold else str
+    for line in content.split("\n"):
+        if line.startswith(key + "="):
+            have = line[len(key) + 1:]
+            if have == wanted or norm(wanted) in norm(have) or norm(have) in norm(wanted):
+                return True
+    return False
+
+
+def is_shortcut_on_desktop(result: Any, rules: dict[str, Any]) -> float:
+    """Some Desktop shortcut (the `shortcuts_on_desktop` getter: name → text) has the rule's `name` (`type: name`,
+    letter case ignored) or `exec` (`type: exec`) as its entry, or one that holds it or is held by it (OSWorld's
+    is_shortcut_on_desktop). Another type raises there and scores 0 here."""
+    try:
+        kind = rules["type"]
+        if kind not in ("name", "exec"):
+            return 0.0
+        key, wanted = ("Name", rules["name"]) if kind == "name" else ("Exec", rules["exec"])
+        return float(any(_entry_matches(text, key, wanted, kind == "name") for text in result.values()))
+    except (TypeError, KeyError, AttributeError):
+        return 0.0
+
+
 EXTENSION_ALIASES = ({"Zoom Chrome Extension", "Zoom for Google Chrome"},)
 """Names one extension has had in the Chrome Web Store, taken as one (as OSWorld's metric does)."""
 
@@ -175,4 +203,5 @@ def is_expected_installed_extensions(result: Any, rules: dict[str, Any]) -> floa
 
 
 METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab,
-                                   check_font_size, is_expected_bookmarks, is_expected_installed_extensions)}
+                                   check_font_size, is_expected_bookmarks, is_expected_installed_extensions,
+                                   is_shortcut_on_desktop)}

@@ -122,3 +122,16 @@ def test_is_expected_installed_extensions():
     assert metric(["Hello", "Other"], {"expected": []}) == 1.0
     assert metric([], {"expected": ["Hello"]}) == 0.0 and metric(None, {"expected": []}) == 0.0
     assert metric("Google", {"expected": ["G"]}) == 1.0  # the getter's fallback text is read letter by letter there
+
+
+def test_is_shortcut_on_desktop():
+    from conway.tasks.metrics.browser import is_shortcut_on_desktop as metric
+    app = "[Desktop Entry]\nName=Play Puzzle Game 2048\nExec=chromium --app=https://play2048.co\n"
+    assert metric({"a.desktop": app}, {"type": "name", "name": "Play Puzzle Game 2048"}) == 1.0
+    assert metric({"a.desktop": app}, {"type": "name", "name": "play puzzle game"}) == 1.0  # held, case ignored
+    assert metric({"a.desktop": app}, {"type": "name", "name": "Sudoku"}) == 0.0
+    assert metric({"a.desktop": app}, {"type": "exec", "exec": "chromium --app=https://play2048.co"}) == 1.0
+    assert metric({"a.desktop": app}, {"type": "exec", "exec": "CHROMIUM"}) == 0.0  # Exec keeps letter case
+    assert metric({"a.desktop": "Name=\n"}, {"type": "name", "name": "Sudoku"}) == 1.0  # an empty name: held by any
+    assert metric({}, {"type": "name", "name": "x"}) == 0.0 and metric(None, {"type": "name", "name": "x"}) == 0.0
+    assert metric({"a.desktop": app}, {"type": "url", "url": "https://play2048.co"}) == 0.0
