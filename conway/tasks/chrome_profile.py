@@ -10,6 +10,9 @@ what OSWorld's does when the file is missing or not JSON (its fallback value: "G
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +136,34 @@ def find_installed_extension_name(env: TaskEnv, config: dict[str, Any]) -> Any:
     return _extension_fields(env, "manifest", "name")
 
 
+def _query(path: Path | None, sql: str) -> list[tuple[Any, ...]] | None:
+    """The rows of `sql` on a copy of the browser's SQLite file (a running browser holds a lock on the original),
+    or None where OSWorld's getter gives None: no file, or not a database with that table."""
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="conway-browser-db-") as scratch:
+        copy = Path(scratch) / "db"
+        shutil.copyfile(path, copy)
+        conn = sqlite3.connect(copy)
+        try:
+            return conn.execute(sql).fetchall()
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
+
+
+def history(env: TaskEnv, config: dict[str, Any]) -> list[tuple[Any, ...]] | None:
+    """The browser history's visited pages as (url, title, last_visit_time) rows."""
+    return _query(_profile_file(env, "History"), "SELECT url, title, last_visit_time FROM urls")
+
+
+def cookie_data(env: TaskEnv, config: dict[str, Any]) -> list[tuple[Any, ...]] | None:
+    """Every row of the cookie store (the host is column 1). OSWorld reads `Default/Cookies`; Chromium keeps it in
+    `Default/Network/Cookies` now, read when the first is not there."""
+    return _query(_profile_file(env, "Cookies") or _profile_file(env, "Network/Cookies"), "SELECT * FROM cookies")
+
+
 def shortcuts_on_desktop(env: TaskEnv, config: dict[str, Any]) -> dict[str, str]:
     """Each `.desktop` file on the Desktop (a browser's "create shortcut" writes one) by name, with its text.
     A Desktop that is not there, or a file that is not UTF-8, raises, as OSWorld's getter does."""
@@ -142,6 +173,6 @@ def shortcuts_on_desktop(env: TaskEnv, config: dict[str, Any]) -> dict[str, str]
     return {name: env.host_path(f"{desktop}/{name}").read_bytes().decode("utf-8") for name in names}
 
 
-GETTERS = {f.__name__: f for f in (shortcuts_on_desktop, default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
+GETTERS = {f.__name__: f for f in (history, cookie_data, shortcuts_on_desktop, default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
                                    new_startup_page, data_delete_automacally, chrome_font_size, bookmarks,
                                    find_unpacked_extension_path, find_installed_extension_name)}

@@ -207,3 +207,22 @@ def test_shortcuts_on_desktop_reads_the_desktop_files(env):
     (env.home.parent / "secret.desktop").write_text("Name=secret\n")
     with pytest.raises(PathEscape):
         GETTERS["shortcuts_on_desktop"](env, {})
+
+
+def test_history_and_cookie_data_read_a_copy_of_the_browsers_databases(env):
+    import sqlite3
+    assert GETTERS["history"](env, {"dest": "h"}) is None and GETTERS["cookie_data"](env, {"dest": "c"}) is None
+    folder = env.home / ".config" / "chromium" / "Default"
+    (folder / "Network").mkdir(parents=True)
+    with sqlite3.connect(folder / "History") as db:
+        db.execute("CREATE TABLE urls (id INTEGER, url TEXT, title TEXT, last_visit_time INTEGER)")
+        db.execute("INSERT INTO urls VALUES (1, 'https://www.youtube.com/watch?v=x', 'Video', 42)")
+    db.close()
+    assert GETTERS["history"](env, {"dest": "h"}) == [("https://www.youtube.com/watch?v=x", "Video", 42)]
+    with sqlite3.connect(folder / "Network" / "Cookies") as db:
+        db.execute("CREATE TABLE cookies (creation_utc INTEGER, host_key TEXT, name TEXT)")
+        db.execute("INSERT INTO cookies VALUES (1, '.amazon.com', 'session')")
+    db.close()
+    assert GETTERS["cookie_data"](env, {"dest": "c"}) == [(1, ".amazon.com", "session")]
+    (folder / "History").write_text("not a database")
+    assert GETTERS["history"](env, {"dest": "h"}) is None

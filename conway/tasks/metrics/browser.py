@@ -180,6 +180,30 @@ def is_shortcut_on_desktop(result: Any, rules: dict[str, Any]) -> float:
         return 0.0
 
 
+def check_history_deleted(result: Any, rules: dict[str, Any]) -> float:
+    """No visited URL (column 0 of the `history` getter's rows) holds any of the rule's `keywords` (`type:
+    keywords`), as OSWorld's check_history_deleted. No history (None) or another type raises there: 0 here."""
+    try:
+        if rules["type"] != "keywords":
+            return 0.0
+        urls = [row[0] for row in result]
+        return float(not any(k in url for k in rules["keywords"] for url in urls))
+    except (TypeError, KeyError, IndexError):
+        return 0.0
+
+
+def is_cookie_deleted(result: Any, rules: dict[str, Any]) -> float:
+    """No cookie's host (column 1 of the `cookie_data` getter's rows) is one of the rule's `domains` (`type:
+    domains`) by `same_url`, as OSWorld's is_cookie_deleted. No cookie store (None) or another type: 0."""
+    try:
+        if rules["type"] != "domains":
+            return 0.0
+        hosts = [row[1] for row in result]
+        return float(not any(same_url(d, h) for d in rules["domains"] for h in hosts))
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return 0.0
+
+
 EXTENSION_ALIASES = ({"Zoom Chrome Extension", "Zoom for Google Chrome"},)
 """Names one extension has had in the Chrome Web Store, taken as one (as OSWorld's metric does)."""
 
@@ -204,4 +228,4 @@ def is_expected_installed_extensions(result: Any, rules: dict[str, Any]) -> floa
 
 METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab,
                                    check_font_size, is_expected_bookmarks, is_expected_installed_extensions,
-                                   is_shortcut_on_desktop)}
+                                   is_shortcut_on_desktop, check_history_deleted, is_cookie_deleted)}

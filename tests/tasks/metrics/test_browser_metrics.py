@@ -135,3 +135,19 @@ def test_is_shortcut_on_desktop():
     assert metric({"a.desktop": "Name=\n"}, {"type": "name", "name": "Sudoku"}) == 1.0  # an empty name: held by any
     assert metric({}, {"type": "name", "name": "x"}) == 0.0 and metric(None, {"type": "name", "name": "x"}) == 0.0
     assert metric({"a.desktop": app}, {"type": "url", "url": "https://play2048.co"}) == 0.0
+
+
+def test_check_history_deleted_and_is_cookie_deleted():
+    from conway.tasks.metrics.browser import check_history_deleted, is_cookie_deleted
+    rows = [("https://www.youtube.com/watch?v=x", "Video", 42), ("https://news.ycombinator.com/", "HN", 43)]
+    assert check_history_deleted(rows, {"type": "keywords", "keywords": ["youtube"]}) == 0.0
+    assert check_history_deleted(rows[1:], {"type": "keywords", "keywords": ["youtube"]}) == 1.0
+    assert check_history_deleted([], {"type": "keywords", "keywords": ["youtube"]}) == 1.0
+    assert check_history_deleted(None, {"type": "keywords", "keywords": ["youtube"]}) == 0.0  # OSWorld raises
+    assert check_history_deleted(rows, {"type": "other"}) == 0.0
+    cookies = [(1, ".amazon.com", "session"), (2, "github.com", "id")]
+    assert is_cookie_deleted(cookies, {"type": "domains", "domains": [".amazon.com"]}) == 0.0
+    assert is_cookie_deleted(cookies[1:], {"type": "domains", "domains": [".amazon.com"]}) == 1.0
+    assert is_cookie_deleted(cookies, {"type": "domains", "domains": ["www.github.com"]}) == 0.0
+    assert is_cookie_deleted(None, {"type": "domains", "domains": ["a.com"]}) == 0.0
+    assert is_cookie_deleted(cookies, {"type": "names"}) == 0.0
