@@ -105,4 +105,30 @@ def check_thunderbird_filter(result: Any, rules: dict[str, Any]) -> float:
     return float(all(found) and clean)
 
 
-METRICS = {f.__name__: f for f in (check_thunderbird_prefs, check_thunderbird_filter)}
+def _folder_key(path: Any, remove_duplicate: bool) -> str:
+    """What OSWorld's check_thunderbird_folder keeps of a folder file. Its loop skips every piece of the text
+    (split at `FROM - `) that is not blank, an inverted test, so only the blank pieces remain, each as a bare
+    `FROM - `: one for an empty file or one that starts with `FROM - ` (more for back-to-back markers), at most one
+    with `remove_duplicate` (the default). Its status and key options act on those blank pieces only: no effect."""
+    text = "".join(_lines(path)).strip()
+    blanks = sum(1 for piece in text.split("FROM - ") if not piece.strip())
+    return "\n".join(["FROM - "] * (min(blanks, 1) if remove_duplicate else blanks))
+
+
+def check_thunderbird_folder(result: Any, expected: Any, **options: Any) -> float:
+    """Each result folder file matches its expected one as OSWorld's check_thunderbird_folder compares them
+    (`_folder_key`); one file or lists of them, in pairs. A missing result scores 0; an unreadable file raises in
+    OSWorld and scores 0 here."""
+    if not isinstance(expected, list):
+        result, expected = [result], [expected]
+    dedupe = options.get("remove_duplicate", True)
+    try:
+        for pred, gold in zip(result, expected):
+            if pred is None or _folder_key(pred, dedupe) != _folder_key(gold, dedupe):
+                return 0.0
+    except _CRASHES:
+        return 0.0
+    return 1.0
+
+
+METRICS = {f.__name__: f for f in (check_thunderbird_prefs, check_thunderbird_filter, check_thunderbird_folder)}

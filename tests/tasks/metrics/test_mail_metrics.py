@@ -96,3 +96,20 @@ def test_check_thunderbird_filter_missing_empty_malformed(tmp_path):
     assert check_thunderbird_filter(_file(tmp_path, 'version="9"\n', "e.dat"), {"expect": []}) == 1.0
     # a filter field before any name= makes OSWorld's function raise
     assert check_thunderbird_filter(_file(tmp_path, 'enabled="yes"\n' + FILTERS, "m.dat"), {"expect": [MOVE]}) == 0.0
+
+
+def test_check_thunderbird_folder_compares_what_osworlds_inverted_test_keeps(tmp_path):
+    metric = METRICS["check_thunderbird_folder"]
+    one = _file(tmp_path, "FROM - Mon\nSubject: a\n\nbody\n", "one")
+    other = _file(tmp_path, "FROM - Tue\nSubject: b\n\nFROM - Wed\nSubject: c\n", "other")
+    no_marker = _file(tmp_path, "From - Mon\nSubject: a\n", "lower")
+    empty = _file(tmp_path, "", "empty")
+    assert metric(one, other) == 1.0  # different messages, both starting with the marker: OSWorld passes them
+    assert metric(one, no_marker) == 0.0
+    assert metric(empty, one) == 1.0
+    twice = _file(tmp_path, "FROM - FROM - Mon\n", "twice")
+    assert metric(twice, one) == 1.0 and metric(twice, one, remove_duplicate=False) == 0.0
+    assert metric([one, no_marker], [other, no_marker]) == 1.0
+    assert metric([one, None], [other, no_marker]) == 0.0
+    assert metric(None, one) == 0.0 and metric(one, None) == 0.0
+    assert metric(_file(tmp_path, b"FROM - \xff", "bad"), one) == 0.0
