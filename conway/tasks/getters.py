@@ -11,6 +11,8 @@ the cache is the user's, and a task's files are gone with its home anyway.
 from __future__ import annotations
 
 import os
+import shlex
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -78,6 +80,24 @@ def rule_relativeTime(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any]:
     (`conway.tasks.relative_time`)."""
     rules = config["rules"]
     return relative_time.resolve(rules, relative_time.now_for(rules))
+
+
+VIDEO_TYPES = ("3gp", "3gpp", "3gpp2", "avi", "divx", "dv", "fli", "flv", "mp2t", "mp4", "mp4v-es", "mpeg",
+               "mpeg-system", "msvideo", "ogg", "quicktime", "vnd.divx", "vnd.mpegurl", "vnd.rn-realvideo", "webm",
+               "x-anim", "x-avi", "x-flc", "x-fli", "x-flv", "x-m4v", "x-matroska", "x-mpeg", "x-mpeg-system",
+               "x-mpeg2", "x-ms-asf", "x-ms-asf-plugin", "x-ms-asx", "x-ms-wm", "x-ms-wmv", "x-ms-wmx", "x-ms-wvx",
+               "x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora", "x-theora+ogg")
+"""The `video/*` types OSWorld's getter asks `xdg-mime` about (it lists most twice, which only doubles the counts)."""
+
+
+def default_video_player(env: TaskEnv, config: dict[str, Any]) -> str:
+    """The application `xdg-mime` names most often as the default for the video types (its `.desktop` id and a
+    newline, as a command prints it); 'unknown' when it names none (or is not installed), as OSWorld's getter."""
+    script = ("for t in " + " ".join(shlex.quote(t) for t in VIDEO_TYPES) + "; do "
+              'out=$(xdg-mime query default "video/$t" 2>/dev/null | head -n 1); printf "%s\\n" "$out"; done')
+    done = env.run(script, shell=True, timeout_s=COMMAND_TIMEOUT_S)
+    apps = [line + "\n" for line in done.stdout.split("\n")[:len(VIDEO_TYPES)] if line]
+    return Counter(apps).most_common(1)[0][0] if apps else "unknown"
 
 
 def _command(env: TaskEnv, config: dict[str, Any]):
@@ -153,5 +173,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
-    **chrome_profile.GETTERS,
+    "default_video_player": default_video_player, **chrome_profile.GETTERS,
 }

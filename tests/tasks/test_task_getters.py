@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from helpers.task_env import TestTaskEnv
@@ -226,3 +227,16 @@ def test_history_and_cookie_data_read_a_copy_of_the_browsers_databases(env):
     assert GETTERS["cookie_data"](env, {"dest": "c"}) == [(1, ".amazon.com", "session")]
     (folder / "History").write_text("not a database")
     assert GETTERS["history"](env, {"dest": "h"}) is None
+
+
+def test_default_video_player_counts_what_xdg_mime_names(env, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "xdg-mime"  # VLC for every type but WebM, which a browser holds
+    fake.write_text('#!/bin/sh\ncase "$3" in video/webm) echo firefox.desktop;; video/x-nsv) ;; '
+                    '*) echo vlc.desktop;; esac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert GETTERS["default_video_player"](env, {}) == "vlc.desktop\n"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    assert GETTERS["default_video_player"](env, {}) == "unknown"
