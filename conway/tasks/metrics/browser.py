@@ -101,6 +101,38 @@ def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
         return 0.0
 
 
+def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> float:
+    """The active tab's URL equals the rule's `url` once each loses its query string, as OSWorld's
+    is_expected_active_tab_approximate (no other normalising); a URL that is not text raises there: 0."""
+    if not result or rules.get("type") != "url":
+        return 0.0
+    try:
+        actual, expected = _url_of(result), rules["url"]
+        return float(urlunparse(urlparse(expected)._replace(query="")) ==
+                     urlunparse(urlparse(actual)._replace(query="")))
+    except (TypeError, AttributeError, ValueError, KeyError):
+        return 0.0
+
+
+def is_expected_search_query(result: Any, rules: dict[str, Any]) -> float:
+    """`expect.pattern` is found (re.search) in the active tab's `url`, as OSWorld's is_expected_search_query."""
+    if not result:
+        return 0.0
+    try:
+        return float(re.search(rules["expect"]["pattern"], result["url"]) is not None)
+    except (TypeError, KeyError, re.error):
+        return 0.0
+
+
+def is_added_to_steam_cart(result: Any, rules: dict[str, Any]) -> float:
+    """Every one of `items` is in the page's `content` (the `page_info` getter), as OSWorld's is_added_to_steam_cart."""
+    try:
+        content = result["content"]  # read first, as OSWorld does: no page raises even with no items
+        return float(all(item in content for item in rules["items"]))
+    except (TypeError, KeyError):
+        return 0.0
+
+
 def check_font_size(result: Any, rules: dict[str, Any]) -> float:
     """The browser's `default_font_size` equals `value` (`type: value`) or lies strictly between `min` and `max`
     (`type: range`), as OSWorld's check_font_size; another type, or a result without the size, raises there and
@@ -228,4 +260,5 @@ def is_expected_installed_extensions(result: Any, rules: dict[str, Any]) -> floa
 
 METRICS = {f.__name__: f for f in (is_expected_url_pattern_match, is_expected_tabs, is_expected_active_tab,
                                    check_font_size, is_expected_bookmarks, is_expected_installed_extensions,
-                                   is_shortcut_on_desktop, check_history_deleted, is_cookie_deleted)}
+                                   is_shortcut_on_desktop, check_history_deleted, is_cookie_deleted,
+                                   is_expected_active_tab_approximate, is_expected_search_query, is_added_to_steam_cart)}

@@ -151,3 +151,22 @@ def test_check_history_deleted_and_is_cookie_deleted():
     assert is_cookie_deleted(cookies, {"type": "domains", "domains": ["www.github.com"]}) == 0.0
     assert is_cookie_deleted(None, {"type": "domains", "domains": ["a.com"]}) == 0.0
     assert is_cookie_deleted(cookies, {"type": "names"}) == 0.0
+
+
+def test_the_active_tab_query_and_page_metrics():
+    from conway.tasks.metrics.browser import (
+        is_added_to_steam_cart,
+        is_expected_active_tab_approximate,
+        is_expected_search_query,
+    )
+    rules = {"type": "url", "url": "https://www.drugs.com/x?a=1"}
+    assert is_expected_active_tab_approximate({"url": "https://www.drugs.com/x?b=2"}, rules) == 1.0  # query ignored
+    assert is_expected_active_tab_approximate("https://drugs.com/x", rules) == 0.0  # no other normalising
+    assert is_expected_active_tab_approximate(None, rules) == 0.0
+    assert is_expected_active_tab_approximate("https://www.drugs.com/x", {"type": "title"}) == 0.0
+    assert is_expected_search_query({"url": "https://www.google.com/search?q=dogs"}, {"expect": {"pattern": "q=dogs"}}) == 1.0
+    assert is_expected_search_query({"url": "https://www.google.com/search?q=cats"}, {"expect": {"pattern": "q=dogs"}}) == 0.0
+    assert is_expected_search_query({}, {"expect": {"pattern": "q"}}) == 0.0
+    assert is_added_to_steam_cart({"content": "Cart: Dota 2, Half-Life"}, {"items": ["Dota 2", "Half-Life"]}) == 1.0
+    assert is_added_to_steam_cart({"content": "Cart: Dota 2"}, {"items": ["Dota 2", "Half-Life"]}) == 0.0
+    assert is_added_to_steam_cart(None, {"items": []}) == 0.0  # OSWorld reads the page first, and fails
