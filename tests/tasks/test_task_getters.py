@@ -240,3 +240,26 @@ def test_default_video_player_counts_what_xdg_mime_names(env, tmp_path, monkeypa
     assert GETTERS["default_video_player"](env, {}) == "vlc.desktop\n"
     fake.write_text("#!/bin/sh\nexit 1\n")
     assert GETTERS["default_video_player"](env, {}) == "unknown"
+
+
+def test_the_screen_and_window_size_getters_read_xdotool(env, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "xbin"
+    bin_dir.mkdir()
+    fake = bin_dir / "xdotool"  # one VLC window, class "vlc", 1024x768 on a 1920x1080 screen
+    fake.write_text('#!/bin/sh\ncase "$1" in\n getdisplaygeometry) echo "1920 1080";;\n'
+                    ' search) [ "$3" = "--class" ] && [ "$4" = "^vlc$" ] && echo 4194310;;\n'
+                    ' getwindowgeometry) printf "Window 4194310\\n  Position: 0,0 (screen: 0)\\n  Geometry: 1024x768\\n";;\n'
+                    'esac\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert GETTERS["vm_screen_size"](env, {}) == {"width": 1920, "height": 1080}
+    assert GETTERS["vm_window_size"](env, {"app_class_name": "vlc"}) == {"width": 1024, "height": 768}
+    assert GETTERS["vm_window_size"](env, {"app_class_name": "gimp"}) is None
+
+
+def test_is_vlc_fullscreen_compares_the_two_sizes():
+    from conway.tasks.metrics import METRICS
+    metric = METRICS["is_vlc_fullscreen"]
+    assert metric({"width": 1920, "height": 1080}, {"width": 1920, "height": 1080}) == 1.0
+    assert metric({"width": 1920, "height": 1080}, {"width": 1024, "height": 768}) == 0.0
+    assert metric({"width": 1920, "height": 1080}, None) == 0.0 and metric(None, {"width": 1, "height": 1}) == 0.0

@@ -125,9 +125,20 @@ def check_config_status(result: Any, rules: dict[str, Any]) -> float:
     return 0.0
 
 
+def is_vlc_fullscreen(result: Any, expected: Any) -> float:
+    """The window's size (`vm_window_size`) equals the screen's (`vm_screen_size`), as OSWorld's is_vlc_fullscreen;
+    no window or no screen size scores 0."""
+    if result is None or expected is None:
+        return 0.0
+    try:
+        return float(result["width"] == expected["width"] and result["height"] == expected["height"])
+    except (TypeError, KeyError):
+        return 0.0
+
+
 _VLC_SETTINGS = [_vlc_setting("qt-bgcone", "1"), _vlc_setting("qt-max-volume", "125"),
                  _vlc_setting("qt-minimal-view", "0"), _vlc_setting("one-instance-when-started-from-file", "1"),
                  _vlc_setting("play-and-exit", "0")]
 
 METRICS = {f.__name__: f for f in (*_VLC_SETTINGS, is_vlc_recordings_folder, check_global_key_play_pause,
-                                   check_qt_slider_colours, check_config_status)}
+                                   check_qt_slider_colours, check_config_status, is_vlc_fullscreen)}
