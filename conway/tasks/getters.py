@@ -11,11 +11,14 @@ the cache is the user's, and a task's files are gone with its home anyway.
 from __future__ import annotations
 
 import os
+import shlex
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from conway.tasks import chrome_profile, display_info, relative_time
 from conway.tasks.cache import cloud_path
-from conway.tasks.env import TaskEnv
+from conway.tasks.env import GUEST_HOME, TaskEnv
 
 COMMAND_TIMEOUT_S = 120.0
 """OSWorld's server gives a command 120 s; so does a command getter here."""
@@ -72,6 +75,31 @@ def rule(env: TaskEnv, config: dict[str, Any]) -> Any:
     return config["rules"]
 
 
+def rule_relativeTime(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any]:
+    """The task's rules with its relative dates ("tomorrow", "next Monday") written in for today
+    (`conway.tasks.relative_time`)."""
+    rules = config["rules"]
+    return relative_time.resolve(rules, relative_time.now_for(rules))
+
+
+VIDEO_TYPES = ("3gp", "3gpp", "3gpp2", "avi", "divx", "dv", "fli", "flv", "mp2t", "mp4", "mp4v-es", "mpeg",
+               "mpeg-system", "msvideo", "ogg", "quicktime", "vnd.divx", "vnd.mpegurl", "vnd.rn-realvideo", "webm",
+               "x-anim", "x-avi", "x-flc", "x-fli", "x-flv", "x-m4v", "x-matroska", "x-mpeg", "x-mpeg-system",
+               "x-mpeg2", "x-ms-asf", "x-ms-asf-plugin", "x-ms-asx", "x-ms-wm", "x-ms-wmv", "x-ms-wmx", "x-ms-wvx",
+               "x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora", "x-theora+ogg")
+"""The `video/*` types OSWorld's getter asks `xdg-mime` about (it lists most twice, which only doubles the counts)."""
+
+
+def default_video_player(env: TaskEnv, config: dict[str, Any]) -> str:
+    """The application `xdg-mime` names most often as the default for the video types (its `.desktop` id and a
+    newline, as a command prints it); 'unknown' when it names none (or is not installed), as OSWorld's getter."""
+    script = ("for t in " + " ".join(shlex.quote(t) for t in VIDEO_TYPES) + "; do "
+              'out=$(xdg-mime query default "video/$t" 2>/dev/null | head -n 1); printf "%s\\n" "$out"; done')
+    done = env.run(script, shell=True, timeout_s=COMMAND_TIMEOUT_S)
+    apps = [line + "\n" for line in done.stdout.split("\n")[:len(VIDEO_TYPES)] if line]
+    return Counter(apps).most_common(1)[0][0] if apps else "unknown"
+
+
 def _command(env: TaskEnv, config: dict[str, Any]):
     command = config["command"]
     if not isinstance(command, (str, list)):
@@ -121,8 +149,29 @@ def vm_terminal_output(env: TaskEnv, config: dict[str, Any]) -> str | None:
     return env.terminal_output()
 
 
+def _settings_file(env: TaskEnv, guest: str, what: str) -> str:
+    host = env.host_path(guest)
+    if not host.is_file():
+        raise FileNotFoundError(f"{what} {guest} is not there")
+    return str(host)
+
+
+def vlc_config(env: TaskEnv, config: dict[str, Any]) -> str:
+    """VLC's settings file where OSWorld's Linux VM keeps it (`~/.config/vlc/vlcrc`), handed over where it lies."""
+    return _settings_file(env, f"{GUEST_HOME}/.config/vlc/vlcrc", "VLC's settings file")
+
+
+def gimp_config_file(env: TaskEnv, config: dict[str, Any]) -> str:
+    """GIMP 2.10's settings file `file_name` (`gimprc`, `sessionrc`) under `~/.config/GIMP/2.10/`, as OSWorld's
+    getter reads it; a missing one is a missing result (OSWorld's getter gives None there, scored 0 too)."""
+    name = str(config["file_name"])
+    return _settings_file(env, f"{GUEST_HOME}/.config/GIMP/2.10/{name}", "GIMP's settings file")
+
+
 GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
+    "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
+    "default_video_player": default_video_player, **chrome_profile.GETTERS, **display_info.GETTERS,
 }

@@ -192,14 +192,15 @@ def test_a_metric_that_raises_is_its_one_line_error(env, tmp_path):
 def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     cases = {
         "vm_file": make("compare_text_file", {"type": "vm_file", "path": "/etc/passwd", "dest": "p"}, None),
-        "unknown getter": make("exact_match", {"type": "vlc_config"}, rule("x")),
+        "unknown getter": make("exact_match", {"type": "googledrive_file"}, rule("x")),
         "unknown metric": make("compare_audios", echo("x"), None),
         "expected getter": make("exact_match", echo("x"), {"type": "rule"}),
         "options": make("exact_match", echo("x"), rule("x"), options={"bogus": 1}),
     }
     errors = {name: evaluate(t, env, declared_fail=False).metrics[0].error for name, t in cases.items()}
     assert "PathEscape" in errors["vm_file"]
-    assert errors["unknown getter"] == "result getter vlc_config: NotImplementedError: getter vlc_config is not implemented"
+    assert errors["unknown getter"] == ("result getter googledrive_file: NotImplementedError: "
+                                       "getter googledrive_file is not implemented")
     assert errors["unknown metric"] == "metric compare_audios is not implemented"
     assert errors["expected getter"].startswith("expected getter rule: KeyError")
     assert errors["options"].startswith("metric exact_match: TypeError")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 from helpers.task_env import TestTaskEnv
 
@@ -124,3 +127,139 @@ def test_vm_terminal_output_is_the_environments(env):
 def test_a_command_that_cannot_start_is_an_error_not_a_missing_file(env):
     with pytest.raises(RuntimeError, match="could not start"):
         GETTERS["vm_command_line"](env, {"command": ["no-such-program-here", "x"]})
+
+
+def test_vlc_config_and_gimp_config_file_read_the_home_where_osworlds_vm_keeps_them(env):
+    with pytest.raises(FileNotFoundError):  # a missing settings file is a missing result
+        GETTERS["vlc_config"](env, {"dest": "vlcrc"})
+    (env.home / ".config" / "vlc").mkdir(parents=True)
+    (env.home / ".config" / "vlc" / "vlcrc").write_text("qt-bgcone=0\n")
+    assert GETTERS["vlc_config"](env, {"dest": "vlcrc"}) == str(env.home / ".config" / "vlc" / "vlcrc")
+    (env.home / ".config" / "GIMP" / "2.10").mkdir(parents=True)
+    (env.home / ".config" / "GIMP" / "2.10" / "gimprc").write_text("(undo-levels 100)\n")
+    config = {"file_name": "gimprc", "dest": "gimprc"}
+    assert GETTERS["gimp_config_file"](env, config) == str(env.home / ".config" / "GIMP" / "2.10" / "gimprc")
+    with pytest.raises(FileNotFoundError):
+        GETTERS["gimp_config_file"](env, {"file_name": "sessionrc", "dest": "sessionrc"})
+    with pytest.raises(PathEscape):
+        GETTERS["gimp_config_file"](env, {"file_name": "../../../../../etc/passwd", "dest": "p"})
+
+
+def _profile(env, browser: str, name: str, content: str) -> None:
+    folder = env.home / ".config" / browser / "Default"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(content)
+
+
+def test_the_browser_profile_getters_fall_back_as_osworlds_do(env):
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+    assert GETTERS["profile_name"](env, {}) is None
+    assert GETTERS["enable_do_not_track"](env, {}) == "false"
+    assert GETTERS["enable_safe_browsing"](env, {}) == "false"
+    assert GETTERS["new_startup_page"](env, {}) == "Google"
+    assert GETTERS["data_delete_automacally"](env, {}) == "Google"
+    assert GETTERS["chrome_font_size"](env, {}) == {"default_fixed_font_size": 13, "default_font_size": 16}
+    assert GETTERS["bookmarks"](env, {}) == []
+    _profile(env, "chromium", "Preferences", "not json")
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+
+
+def test_the_browser_profile_getters_read_chromium_or_chrome(env):
+    prefs = {"default_search_provider_data": {"template_url_data": {"short_name": "Bing"}},
+             "profile": {"name": "Thomas", "default_content_setting_values": {"cookies": 4}},
+             "enable_do_not_track": True, "safebrowsing": {"enhanced": True},
+             "session": {"restore_on_startup": 5}, "webkit": {"webprefs": {"default_font_size": 20}}}
+    _profile(env, "chromium", "Preferences", json.dumps(prefs))
+    assert GETTERS["default_search_engine"](env, {}) == "Bing"
+    assert GETTERS["profile_name"](env, {}) == "Thomas"
+    assert [GETTERS[g](env, {}) for g in ("enable_do_not_track", "enable_safe_browsing", "new_startup_page",
+                                         "data_delete_automacally")] == ["true"] * 4
+    assert GETTERS["chrome_font_size"](env, {}) == {"default_font_size": 20}
+    _profile(env, "google-chrome", "Preferences", json.dumps({"session": {"restore_on_startup": 1}}))
+    assert GETTERS["new_startup_page"](env, {}) == "false"  # OSWorld's Chrome profile is read first
+    assert GETTERS["default_search_engine"](env, {}) == "Google"
+    _profile(env, "chromium", "Bookmarks", json.dumps({"roots": {"bookmark_bar": {"children": []}}}))
+    assert GETTERS["bookmarks"](env, {}) == {"bookmark_bar": {"children": []}}
+    _profile(env, "chromium", "Bookmarks", "{")
+    with pytest.raises(ValueError):  # OSWorld's getter raises on a Bookmarks file that is not JSON
+        GETTERS["bookmarks"](env, {})
+
+
+def test_the_extension_getters_list_the_profiles_extensions(env):
+    assert GETTERS["find_unpacked_extension_path"](env, {}) == "Google"  # OSWorld's fallback without preferences
+    settings = {"abc": {"path": "/home/user/Desktop/helloExtension", "manifest": {"name": "Hello"}},
+                "def": {"path": "def/1.0_0", "manifest": {"name": "Zoom for Google Chrome"}}}
+    _profile(env, "chromium", "Preferences", json.dumps({"extensions": {"settings": settings}}))
+    assert GETTERS["find_unpacked_extension_path"](env, {}) == ["/home/user/Desktop/helloExtension", "def/1.0_0"]
+    assert GETTERS["find_installed_extension_name"](env, {}) == ["Hello", "Zoom for Google Chrome"]
+    _profile(env, "chromium", "Preferences", json.dumps({"extensions": {"settings": {"x": {"manifest": {}}}}}))
+    assert GETTERS["find_installed_extension_name"](env, {}) == "Google"  # an entry without its name
+
+
+def test_shortcuts_on_desktop_reads_the_desktop_files(env):
+    with pytest.raises(FileNotFoundError):  # no Desktop folder: OSWorld's getter fails too
+        GETTERS["shortcuts_on_desktop"](env, {})
+    (env.home / "Desktop").mkdir()
+    assert GETTERS["shortcuts_on_desktop"](env, {}) == {}
+    (env.home / "Desktop" / "game.desktop").write_text("[Desktop Entry]\nName=2048\n")
+    (env.home / "Desktop" / "notes.txt").write_text("no")
+    assert GETTERS["shortcuts_on_desktop"](env, {}) == {"game.desktop": "[Desktop Entry]\nName=2048\n"}
+    (env.home / "Desktop" / "out.desktop").symlink_to(env.home.parent / "secret.desktop")
+    (env.home.parent / "secret.desktop").write_text("Name=secret\n")
+    with pytest.raises(PathEscape):
+        GETTERS["shortcuts_on_desktop"](env, {})
+
+
+def test_history_and_cookie_data_read_a_copy_of_the_browsers_databases(env):
+    import sqlite3
+    assert GETTERS["history"](env, {"dest": "h"}) is None and GETTERS["cookie_data"](env, {"dest": "c"}) is None
+    folder = env.home / ".config" / "chromium" / "Default"
+    (folder / "Network").mkdir(parents=True)
+    with sqlite3.connect(folder / "History") as db:
+        db.execute("CREATE TABLE urls (id INTEGER, url TEXT, title TEXT, last_visit_time INTEGER)")
+        db.execute("INSERT INTO urls VALUES (1, 'https://www.youtube.com/watch?v=x', 'Video', 42)")
+    db.close()
+    assert GETTERS["history"](env, {"dest": "h"}) == [("https://www.youtube.com/watch?v=x", "Video", 42)]
+    with sqlite3.connect(folder / "Network" / "Cookies") as db:
+        db.execute("CREATE TABLE cookies (creation_utc INTEGER, host_key TEXT, name TEXT)")
+        db.execute("INSERT INTO cookies VALUES (1, '.amazon.com', 'session')")
+    db.close()
+    assert GETTERS["cookie_data"](env, {"dest": "c"}) == [(1, ".amazon.com", "session")]
+    (folder / "History").write_text("not a database")
+    assert GETTERS["history"](env, {"dest": "h"}) is None
+
+
+def test_default_video_player_counts_what_xdg_mime_names(env, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "xdg-mime"  # VLC for every type but WebM, which a browser holds
+    fake.write_text('#!/bin/sh\ncase "$3" in video/webm) echo firefox.desktop;; video/x-nsv) ;; '
+                    '*) echo vlc.desktop;; esac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert GETTERS["default_video_player"](env, {}) == "vlc.desktop\n"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    assert GETTERS["default_video_player"](env, {}) == "unknown"
+
+
+def test_the_screen_and_window_size_getters_read_xdotool(env, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "xbin"
+    bin_dir.mkdir()
+    fake = bin_dir / "xdotool"  # one VLC window, class "vlc", 1024x768 on a 1920x1080 screen
+    fake.write_text('#!/bin/sh\ncase "$1" in\n getdisplaygeometry) echo "1920 1080";;\n'
+                    ' search) [ "$3" = "--class" ] && [ "$4" = "^vlc$" ] && echo 4194310;;\n'
+                    ' getwindowgeometry) printf "Window 4194310\\n  Position: 0,0 (screen: 0)\\n  Geometry: 1024x768\\n";;\n'
+                    'esac\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert GETTERS["vm_screen_size"](env, {}) == {"width": 1920, "height": 1080}
+    assert GETTERS["vm_window_size"](env, {"app_class_name": "vlc"}) == {"width": 1024, "height": 768}
+    assert GETTERS["vm_window_size"](env, {"app_class_name": "gimp"}) is None
+
+
+def test_is_vlc_fullscreen_compares_the_two_sizes():
+    from conway.tasks.metrics import METRICS
+    metric = METRICS["is_vlc_fullscreen"]
+    assert metric({"width": 1920, "height": 1080}, {"width": 1920, "height": 1080}) == 1.0
+    assert metric({"width": 1920, "height": 1080}, {"width": 1024, "height": 768}) == 0.0
+    assert metric({"width": 1920, "height": 1080}, None) == 0.0 and metric(None, {"width": 1, "height": 1}) == 0.0

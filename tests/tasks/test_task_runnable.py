@@ -38,13 +38,13 @@ def test_a_task_with_known_parts_and_nothing_to_fetch_is_runnable():
 
 def test_unknown_step_types_getters_and_metrics_are_each_named():
     t = make(config=[{"type": "googledrive", "parameters": {}}],
-             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "vlc_config"},
+             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "googledrive_file"},
                                                                               {"type": "vm_command_line"}],
                         "postconfig": [{"type": "close_window", "parameters": {}}]})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
     assert reasons == ["setup step type googledrive is not implemented",
                        "postconfig step type close_window is not implemented",
-                       "getter vlc_config is not implemented", "metric compare_audios is not implemented"]
+                       "getter googledrive_file is not implemented", "metric compare_audios is not implemented"]
 
 
 def test_an_application_not_installed_names_its_programs():

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from conway.tasks.metrics import (
     archives,
+    browser,
     city_order,
     documents,
     docx_colours,
@@ -18,7 +19,10 @@ from conway.tasks.metrics import (
     files,
     images,
     impress,
+    mail,
+    media,
     pdfs,
+    settings,
     slide_colours,
     tables,
     text_files,
@@ -27,7 +31,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, archives, city_order)
+           images, archives, city_order, media, mail, browser, settings)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
