@@ -24,7 +24,7 @@ def _text(path: str) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-def _utf8_texts(*paths: str) -> list[str] | None:
+def utf8_texts(*paths: str) -> list[str] | None:
     """Each file's text, or None when one is not UTF-8: OSWorld's metric crashes there, and a crash scores 0."""
     try:
         return [_text(path) for path in paths]
@@ -40,7 +40,7 @@ def compare_text_file(actual: str | None, expected: str, **options: Any) -> floa
     """The two files' text is equal; `ignore_blanks` folds runs of white space, `ignore_case` case."""
     if not actual:
         return 0.0
-    texts = _utf8_texts(actual, expected)
+    texts = utf8_texts(actual, expected)
     if texts is None:
         return 0.0
     a, b = texts
@@ -55,7 +55,7 @@ def diff_text_file(result: str | None, expected: str) -> float:
     """How alike the two files are, line by line, in [0, 1] (difflib's ratio)."""
     if result is None:
         return 0.0
-    texts = _utf8_texts(result, expected)
+    texts = utf8_texts(result, expected)
     if texts is None:
         return 0.0
     return difflib.SequenceMatcher(a=texts[0].splitlines(), b=texts[1].splitlines()).ratio()
@@ -82,7 +82,7 @@ def check_list(result: str | None, rules: dict[str, Any]) -> float:
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
-    texts = _utf8_texts(result)
+    texts = utf8_texts(result)
     if texts is None:
         return 0.0
     for line in io.StringIO(texts[0], newline="\n"):

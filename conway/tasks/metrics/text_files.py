@@ -15,14 +15,19 @@ it, or crashes and its runner counts 0).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from conway.tasks.metrics.files import utf8_texts
 
-def _read(path: Any) -> str | None:
+
+def _pair(result: Any, expected: Any) -> list[str] | None:
+    """Both files' texts, read strictly as UTF-8 (`files.utf8_texts`); None when either is not given, missing,
+    not a path or not UTF-8: each scores 0 here."""
+    if not result or not expected:
+        return None
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, TypeError):
+        return utf8_texts(result, expected)
+    except (OSError, TypeError):
         return None
 
 
@@ -34,12 +39,10 @@ def _number(text: str) -> float | None:
 
 
 def compare_result_files(result: Any, expected: Any) -> float:
-    if not result or not expected:
+    texts = _pair(result, expected)
+    if texts is None:
         return 0.0
-    mine, gold = _read(result), _read(expected)
-    if mine is None or gold is None:
-        return 0.0
-    mine, gold = mine.strip(), gold.strip()
+    mine, gold = (text.strip() for text in texts)
     gold_number = _number(gold)
     if gold_number is None:
         return 1.0 if mine == gold else 0.0
@@ -63,11 +66,10 @@ def _pure_source(text: str) -> str:
 
 
 def compare_python_pure_text(result: Any, expected: Any) -> float:
-    if not result or not expected:
+    texts = _pair(result, expected)
+    if texts is None:
         return 0.0
-    mine, gold = _read(result), _read(expected)
-    if mine is None or gold is None:
-        return 0.0
+    mine, gold = texts
     return 1.0 if _pure_source(mine) == _pure_source(gold) else 0.0
 
 
