@@ -61,11 +61,11 @@ def press(keys, presses: int = 1, interval: float = 0.0, **_ignored) -> None:
             time.sleep(interval)
 
 
-def keyDown(key, **_ignored) -> None:  # noqa: N802 (PyAutoGUI's name)
+def keyDown(key, **_ignored) -> None:  # PyAutoGUI's name
     _xdotool("keydown", _key(key))
 
 
-def keyUp(key, **_ignored) -> None:  # noqa: N802 (PyAutoGUI's name)
+def keyUp(key, **_ignored) -> None:  # PyAutoGUI's name
     _xdotool("keyup", _key(key))
 
 
@@ -79,7 +79,7 @@ def write(message, interval: float = 0.0, **_ignored) -> None:
 typewrite = write
 
 
-def moveTo(x=None, y=None, duration: float = 0.0, **_ignored) -> None:  # noqa: N802 (PyAutoGUI's name)
+def moveTo(x=None, y=None, duration: float = 0.0, **_ignored) -> None:  # PyAutoGUI's name
     if x is not None and y is not None:
         _xdotool("mousemove", str(int(x)), str(int(y)))
 
@@ -92,11 +92,11 @@ def click(x=None, y=None, clicks: int = 1, interval: float = 0.0, button: str = 
              _BUTTONS.get(str(button), "1"))
 
 
-def doubleClick(x=None, y=None, **kw) -> None:  # noqa: N802 (PyAutoGUI's name)
+def doubleClick(x=None, y=None, **kw) -> None:  # PyAutoGUI's name
     click(x, y, clicks=2, **kw)
 
 
-def rightClick(x=None, y=None, **kw) -> None:  # noqa: N802 (PyAutoGUI's name)
+def rightClick(x=None, y=None, **kw) -> None:  # PyAutoGUI's name
     click(x, y, button="right", **kw)
 
 

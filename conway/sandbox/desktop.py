@@ -27,7 +27,7 @@ import psutil
 
 from conway.machine.xvfb import XServer, XvfbError, start_xvfb
 from conway.sandbox.environment import BWRAP, SYSTEM_PATH, Bind, BubblewrapEnvironment, SandboxError
-from conway.sandbox.guest import GUEST_BIN, GUEST_DIR, GUEST_LIB, write_guest
+from conway.sandbox.guest import GUEST_BIN, GUEST_DIR, GUEST_LIB, seed_home, write_guest
 from conway.sandbox.paths import resolve
 from conway.sandbox.process import kill_tree, run_bounded
 from conway.tasks.env import GUEST_HOME, CommandResult
@@ -37,6 +37,8 @@ __all__ = ["DisposableDesktop", "TERMINAL"]
 TERMINAL = "lxterminal"
 """The terminal a task gets: LXDE's, GTK 3 + VTE, the lightest Debian terminal whose text AT-SPI can read
 (xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
+HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
+"""The user folders an Ubuntu home has (xdg-user-dirs), as in OSWorld's VM: made empty in the disposable home."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
 _PATH = SYSTEM_PATH
 _BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
@@ -111,6 +113,9 @@ class DisposableDesktop:
         try:
             for sub in ("home", "tmp"):
                 (self.root / sub).mkdir(mode=0o700)
+            for sub in HOME_FOLDERS:  # the folders OSWorld's tasks take for granted (mkdir ~/Desktop/x)
+                (self.root / "home" / sub).mkdir()
+            seed_home(self.root / "home")
             write_guest(self.root / "guest")
             BubblewrapEnvironment([], home=GUEST_HOME, tmp=self.root / "tmp", bwrap=self._bwrap).require()
             # the sockets' folder is short and of its own: a socket's path must fit in 108 bytes, and the

@@ -13,7 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-__all__ = ["CHROME_FLAGS", "GUEST_BIN", "GUEST_DIR", "GUEST_LIB", "GUEST_PROGRAMS", "write_guest"]
+__all__ = ["CHROME_FLAGS", "GUEST_BIN", "GUEST_DIR", "GUEST_LIB", "GUEST_PROGRAMS", "OFFICE_SETTINGS", "seed_home",
+           "write_guest"]
 
 GUEST_DIR = "/run/conway"
 GUEST_BIN = f"{GUEST_DIR}/bin"
@@ -68,3 +69,22 @@ def write_guest(folder: Path) -> Path:
     shutil.copyfile(_HERE / "_guest_pyautogui.py", lib_dir / "pyautogui.py")
     shutil.copyfile(_HERE / "_guest_vlc.py", lib_dir / "conway_vlc.py")
     return folder
+
+
+OFFICE_SETTINGS = ".config/libreoffice/4/user/registrymodifications.xcu"
+_OFFICE_XCU = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" \
+xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
+<value>false</value></prop></item>
+</oor:items>
+"""
+
+
+def seed_home(home: Path) -> None:
+    """The settings OSWorld's VM has that its task files rely on, written into a fresh home: LibreOffice saves
+    in the document's own format without asking (OSWorld's postconfig presses Ctrl+S on .xlsx/.docx/.pptx
+    files and reads them back; a "Keep current format?" dialog would leave them unsaved)."""
+    office = home / OFFICE_SETTINGS
+    office.parent.mkdir(parents=True, exist_ok=True)
+    office.write_text(_OFFICE_XCU, encoding="utf-8")

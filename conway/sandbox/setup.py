@@ -186,11 +186,16 @@ def _kill(env: TaskEnv, program: str, args: list[str], argv: str | list[str], sh
     if not names or kill_matching is None:
         env.run(argv, shell=shell, timeout_s=10)
         return
+    shown = windows.visible_windows(env.display)
     try:
-        for name in names:
-            kill_matching(f"^{re.escape(name)}$" if program == "killall" else name)
+        killed = sum(kill_matching(f"^{re.escape(name)}$" if program == "killall" else name) for name in names)
     except ValueError as exc:
         raise SetupError(str(exc)) from None
+    # until the X server has dropped their windows: a relaunch's first window may get the very id the killed
+    # client's had (X reuses a client's id range), and would then not look new to the launch that follows
+    deadline = time.monotonic() + 5.0
+    while killed and shown and windows.visible_windows(env.display) >= shown and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _open(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -233,6 +238,8 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         if time.monotonic() + 0.3 >= deadline:
             raise SetupError(f"{command!r:.80} never met its 'until' {until} within {limits.command_timeout_s:g} s")
         time.sleep(0.3)
+    if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
+        _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         name = p.get(key)
         if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
@@ -241,6 +248,20 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
             target = env.cache_dir / env.task_id / str(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+
+
+_TERMINAL_SHORTCUT = re.compile(r"""hotkey\(\s*\[?\s*['"]ctrl['"]\s*,\s*['"]alt['"]\s*,\s*['"]t['"]""")
+"""A step pressing Ctrl+Alt+T (`pyautogui.hotkey('ctrl', 'alt', 't')`): GNOME's shortcut for a terminal."""
+
+
+def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
+    """What GNOME does on Ctrl+Alt+T, which OSWorld's steps press to open a terminal: the desktop has no GNOME to
+    catch the keys, so the step's terminal (`TERMINAL`, whose title says Terminal) is started for it."""
+    from conway.sandbox.desktop import TERMINAL
+
+    if shutil.which(TERMINAL, path=SYSTEM_PATH) is None:
+        raise SetupError(f"the step presses Ctrl+Alt+T for a terminal, and {TERMINAL} is not installed")
+    _started_window(env, limits, f"{TERMINAL} for Ctrl+Alt+T", lambda: env.spawn([TERMINAL]))
 
 
 def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
