@@ -130,7 +130,7 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
         raise SetupError(f"the application never opened its window ({what}; {waited})")
 
 
-NO_WINDOW = frozenset({"socat", "sleep", "true"})
+NO_WINDOW = frozenset({"socat"})
 """Programs a `launch` step starts that open no window (OSWorld's `socat` forwarding Chrome's DevTools port):
 started, not waited for."""
 KILLERS = frozenset({"pkill", "killall"})
