@@ -6,8 +6,9 @@
 `git -C <mirror> archive HEAD mm_agents | tar -x -C /tmp/families-src`), `--cookbook` one of hcompai/hai-cookbook
 (2ba89619). Nothing of either is committed: this script reads the official text (module constants, the f-strings
 the agents send, rendered with their placeholders named) and writes it, byte for byte, into each family's
-`prompts/` folder (`--write`), then prints the sha256 that `prompts/SOURCES.md` records. `tests/policies/
-test_new_family_prompts.py` reruns it when the sources are present, so an edited stored prompt fails.
+`prompts/` folder (`--write`), then prints the sha256 that `prompts/SOURCES.md` records. The request goldens
+(`scripts/build/goldens_new_families.py`) hold the same text as the official agents sent it, so an edited stored
+prompt fails `tests/policies/test_new_family_goldens.py`.
 
 Rendering rules (so a placeholder is always the agent's own field name in braces):
 - a `str.format` template is rendered with each field replaced by `{field}` (its `{{`/`}}` become `{`/`}` as sent);

@@ -15,7 +15,7 @@ import conway.policies.families.jedi.parse as parse
 from conway.geometry import Convention, Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import StructuredSpec
-from conway.policies.conversation import Past, Slots, image, text
+from conway.policies.conversation import Past, Slots, text
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
@@ -42,8 +42,10 @@ class JediAdapter(Adapter):
         return FILES.text("request.txt")  # Conway's own: the agent sends no request line
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
-        """As the agent asks its executor: the system prompt, then the screenshot and "\\n" + the description."""
-        content = ([image(slots.image_url)] if slots.image_url else []) + [text("\n" + slots.task)]
+        """As the agent asks its executor: the system prompt, then the screenshot (`detail: high`, as it writes it)
+        and "\\n" + the description."""
+        shot = [{"type": "image_url", "image_url": {"url": slots.image_url, "detail": "high"}}] if slots.image_url else []
+        content = shot + [text("\n" + slots.task)]
         return [{"role": "system", "content": [text(slots.system)]},
                 {"role": "user", "content": content + ([text(slots.tail)] if slots.tail else [])}]
 
