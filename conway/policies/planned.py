@@ -29,16 +29,14 @@ from typing import Any
 from conway.geometry import Convention
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Slots, text
+from conway.policies.families.jedi.adapter import FILES  # the planner's prompts are kept with Jedi's
 from conway.policies.families.opencua import parse as parse_opencua
 from conway.policies.images import prepare_image
-from conway.policies.prompt_files import PromptFolder
 from conway.prompt.layout import split_parts
 from conway.protocols import Decision, DecisionContext
 
 __all__ = ["COMMANDS", "JediPlanner", "PlannedPolicy", "grounded_calls", "planner_codes"]
 
-FILES = PromptFolder.of(__file__.replace("planned.py", "families/jedi/adapter.py"))
-"""The Jedi planner's prompts (`families/jedi/prompts/`, with their sources)."""
 
 COMMANDS = ("WAIT", "DONE", "FAIL")
 RETRY_LINE = "You didn't generate valid actions. Please try again."
