@@ -231,6 +231,19 @@ def do_promote(args) -> int:
     return ExitCode.PASSED
 
 
+def do_rollouts(args) -> int:
+    from conway.args.resolve import model_config_of, pool_of
+    from conway.cli.tasks import split_overrides
+    from conway.evals.rollouts import rollouts
+    split_overrides(args)
+    home = _home(args)
+    args.mock = args.mock or bool(args.mock_script)
+    cfg = model_config_of(args, home)
+    return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
+                    temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
+                    max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home))
+
+
 def do_replay(args) -> int:
     from conway.evals.replay import replay
     home = _home(args)
@@ -313,7 +326,7 @@ COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
     "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
-    "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
+    "candidate-eval": do_candidate_eval, "promote": do_promote, "rollouts": do_rollouts, "replay": do_replay,
     "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,
     "mcp-serve": do_mcp_serve,
 }

@@ -164,6 +164,31 @@ def _candidate_eval(sub: Subparsers) -> None:
     add_pool_args(p, endpoints=False, resume=False)  # each worker loads the model of the run it serves
 
 
+def _rollouts(sub: Subparsers) -> None:
+    p = cmd(sub, "rollouts", "run each task of a suite K times with sampling on: rewards from its checker, for training",
+            "Run each task of a suite --samples K times through the real loop, each rollout on its own disposable\n"
+            "desktop (as `conway tasks run`), sampling at --temperature with seed --seed + sample (sent with every\n"
+            "request). Per rollout it keeps the session, every request the policy sent (messages, images, the\n"
+            "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; OUT/\n"
+            "manifest.json (written last) names the suite, the policy, the seeds and per task its K rewards. A\n"
+            "set whose rewards are all equal is said to carry no signal.\n\n"
+            "  conway rollouts SUITE --samples 8 --output rollouts/r0 policy.model_path=M.gguf policy.mmproj_path=P.gguf\n"
+            "  python -m training.train_lora --recipe tiny_cpu data.path=rollouts/r0 ...   (rejection-sampling SFT)\n"
+            "  python -m training.grpo --recipe grpo_tiny_cpu data.path=rollouts/r0 ...    (policy gradient)\n\n"
+            "Exit 0 rollouts were scored, 2 none was, 1 bad input (a suite with no runnable task), 130 Ctrl+C.")
+    p.add_argument("suite", nargs="+", metavar="SUITE", help=tasks_cli.SUITE_HELP + "; then any key=value overrides")
+    p.add_argument("--samples", type=int, default=4, metavar="K", help="rollouts per task (default 4)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature (default 1.0)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of sample k is S + k (default 0)")
+    p.add_argument("--output", required=True, metavar="DIR", help="a new folder for the rollout set")
+    p.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
+    add_model_args(p)
+    p.add_argument("--max-steps", type=int, metavar="N", help="decisions per rollout (default: the task's, else 15)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="time per rollout (default: the task's, else 600)")
+    p.add_argument("--quiet", action="store_true", help="no line per rollout")
+    add_pool_args(p, resume=False)  # each worker rolls out one task at a time, each on its own desktop
+
+
 def _promote(sub: Subparsers) -> None:
     p = cmd(sub, "promote", "make a candidate the configured policy (or --rollback to the previous one)",
             "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
@@ -266,6 +291,7 @@ COMMANDS: dict[str, AddParser] = {
     "candidates": _candidates,
     "candidate-eval": _candidate_eval,
     "promote": _promote,
+    "rollouts": _rollouts,
     "replay": _replay,
     "skills": _skills,
     "mcp-serve": _mcp_serve,
