@@ -146,7 +146,13 @@ def _candidate_eval(sub: Subparsers) -> None:
             "report each hit rate with its 95% interval and the difference.\n"
             + exit_codes_text("candidate better with separated intervals", "not separated"))
     p.add_argument("name", help="candidate name (a folder under candidates/)")
-    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding", "tasks"),
+                   help="the held-out suite (tasks: the task files of --tasks, each once on its own desktop, scored "
+                        "by its checker)")
+    p.add_argument("--tasks", metavar="SUITE", help="tasks: the held-out task suite (a folder or task files)")
+    p.add_argument("--cache", metavar="DIR", help="tasks: the local cache in OSWorld's layout")
+    p.add_argument("--max-steps", type=int, metavar="N", help="tasks: decisions per task (default: the task's)")
+    p.add_argument("--screen", metavar="WxH", default="1280x800", help="tasks: each desktop's screen size")
     p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
     p.add_argument("--apps", metavar="SUITE", help="grounding: a grounding suite (harvested once, used for both)")
     p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"), help="grounding: dataset boxes")
@@ -185,6 +191,8 @@ def _rollouts(sub: Subparsers) -> None:
     add_model_args(p)
     p.add_argument("--max-steps", type=int, metavar="N", help="decisions per rollout (default: the task's, else 15)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="time per rollout (default: the task's, else 600)")
+    p.add_argument("--screen", metavar="WxH", default="1280x800",
+                   help="each desktop's screen size (default OSWorld's 1280x800; e.g. 84x84 for the tiny demo VLM)")
     p.add_argument("--quiet", action="store_true", help="no line per rollout")
     add_pool_args(p, resume=False)  # each worker rolls out one task at a time, each on its own desktop
 
@@ -195,6 +203,9 @@ def _promote(sub: Subparsers) -> None:
             "the previous section in promotions.jsonl and the journal. Nothing promotes by itself.")
     p.add_argument("name", nargs="?", help="candidate name")
     p.add_argument("--rollback", action="store_true", help="restore the policy the last promotion replaced")
+    p.add_argument("--force", action="store_true", help="promote a candidate trained on rollouts even when the gate "
+                   "refuses it (rollouts of another policy than the served one, or no candidate-eval on tasks above "
+                   "its base); the reasons are recorded")
 
 
 def _replay(sub: Subparsers) -> None:

@@ -270,6 +270,13 @@ def check_rollout_args(samples: int, temperature: float) -> None:
                         "(default 1.0) or --samples 1")
 
 
+def parse_screen(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)x(\d+)", text.strip())
+    if not m or not (28 <= int(m.group(1)) <= 8192 and 28 <= int(m.group(2)) <= 8192):
+        raise UserError(f"--screen must look like WIDTHxHEIGHT, each 28-8192 pixels (got {text!r})")
+    return int(m.group(1)), int(m.group(2))
+
+
 def runnable_cases(suite_source: str | list[str], cache: Path | None) -> list[TaskCase]:
     """The suite's cases; a UserError, one line, when none of its tasks can run here."""
     from conway.tasks.task import load_suite
