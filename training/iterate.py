@@ -135,8 +135,8 @@ class Rounds:
             if summary.get("no_signal"):
                 return None
         else:
-            from training.train_lora import train
             from training.rollout_data import rollout_examples
+            from training.train_lora import train
             try:
                 rollout_examples(rollouts_dir)
             except UserError as exc:  # no successful rollout: nothing to imitate

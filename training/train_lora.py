@@ -177,7 +177,6 @@ def check_inputs(recipe: Recipe, home: str | None) -> tuple[Path, Path]:
 
 def load_corpus(recipe: Recipe, say: Any) -> Corpus:
     from conway.config import load_config
-
     from training.rollout_data import is_rollout_set, rollout_examples
 
     if is_rollout_set(recipe.data.path):  # rejection sampling: the successful rollouts' requests, as they were sent

@@ -97,6 +97,7 @@ def test_grpo_raises_rewarded_answers_against_unrewarded_ones_near_the_base(tiny
 
     summary = train_grpo(recipe, say=lambda _: None)
     from peft import PeftModel
+
     from training.model_load import load_model
     after = PeftModel.from_pretrained(load_model(recipe, tiny_base), str(tmp_path / "cand" / "adapter"))
     gap_after = _answer_logprob(after, encoder, good) - _answer_logprob(after, encoder, bad)
