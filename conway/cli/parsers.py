@@ -178,7 +178,7 @@ def _rollouts(sub: Subparsers) -> None:
             "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; OUT/\n"
             "manifest.json (written last) names the suite, the policy, the seeds and per task its K rewards. A\n"
             "set whose rewards are all equal is said to carry no signal.\n\n"
-            "  conway rollouts SUITE --samples 8 --output rollouts/r0 policy.model_path=M.gguf policy.mmproj_path=P.gguf\n"
+            "  conway rollouts SUITE policy.model_path=M.gguf policy.mmproj_path=P.gguf --samples 8 --output rollouts/r0\n"
             "  python -m training.train_lora --recipe tiny_cpu data.path=rollouts/r0 ...   (rejection-sampling SFT)\n"
             "  python -m training.grpo --recipe grpo_tiny_cpu data.path=rollouts/r0 ...    (policy gradient)\n\n"
             "Exit 0 rollouts were scored, 2 none was, 1 bad input (a suite with no runnable task), 130 Ctrl+C.")

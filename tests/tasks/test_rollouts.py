@@ -39,9 +39,9 @@ def _suite(tmp_path: Path, names: list[str]) -> Path:
 
 
 def _rollouts(home: Path, suite: Path, out: Path, url: str, *extra: str) -> int:
-    return main(["--home", str(home), "rollouts", str(suite), "--samples", "2", "--output", str(out),
-                 "--max-steps", "1", "--quiet", *extra, "policy=generic", f"policy.endpoint={url}",
-                 "policy.structured_output=none"])
+    return main(["--home", str(home), "rollouts", str(suite), "policy=generic", f"policy.endpoint={url}",
+                 "policy.structured_output=none", "--samples", "2", "--output", str(out), "--max-steps", "1",
+                 "--quiet", *extra])
 
 
 @pytest.mark.desktop
