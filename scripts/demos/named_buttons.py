@@ -4,7 +4,7 @@
 
 writes OUT/train/examples/buttons/<id>.json and OUT/held-out/examples/buttons/<id>.json: OSWorld-format tasks
 that `conway tasks run`, `conway rollouts` and `conway candidate-eval --suite tasks` run on a disposable desktop.
-Each task's setup launches a Tk board (stdlib only, given inline to `python3 -c`) at the screen's top-left
+Each task's setup launches a GTK 3 board (python3-gi, given inline to `python3 -c`) at the screen's top-left
 corner: N red buttons with white labels in N of the 2x2 cells, in seeded random places; the instruction names
 one. Pressing a button writes its label to ~/pressed.txt once (the FIRST press only), and the task's checker
 compares that file with the named label: reward 1 for the named button, 0 otherwise (no press, another one).
@@ -24,25 +24,36 @@ LABELS = ("Save", "Open", "Print", "Close", "Help", "Send", "Copy", "Undo")
 BUTTON = (34, 28)
 
 APP = r"""
-import json, sys, tkinter as tk
+import json, os, sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
 spec = json.loads(sys.argv[1])
-root = tk.Tk()
-root.overrideredirect(True)
-root.geometry("%dx%d+0+0" % tuple(spec["screen"]))
-root.configure(background="#e6e6e6")
-def press(label):
-    import os
+css = Gtk.CssProvider()
+css.load_from_data(b"window { background: #e6e6e6; } button { background: #dc1e1e; background-image: none; "
+                   b"color: white; font: 7px Sans; padding: 0; margin: 0; min-height: 0; min-width: 0; "
+                   b"border: 1px solid #a01010; border-radius: 0; box-shadow: none; text-shadow: none; }")
+Gtk.StyleContext.add_provider_for_screen(__import__("gi.repository.Gdk", fromlist=["Gdk"]).Screen.get_default(),
+                                         css, Gtk.STYLE_PROVIDER_PRIORITY_USER)
+def press(_button, label):
     path = os.path.expanduser("~/pressed.txt")
     if not os.path.exists(path):
         with open(path, "w") as fh:
             fh.write(label + "\n")
+win = Gtk.Window(title="named buttons")
+win.set_decorated(False)
+win.set_default_size(*spec["screen"])
+win.move(0, 0)
+fixed = Gtk.Fixed()
+win.add(fixed)
 for label, (x0, y0, x1, y1) in spec["buttons"].items():
-    b = tk.Button(root, text=label, command=lambda lab=label: press(lab), background="#dc1e1e",
-                  foreground="white", activebackground="#dc1e1e", font=("DejaVu Sans", 7), borderwidth=1,
-                  padx=0, pady=0, highlightthickness=0)
-    b.place(x=x0, y=y0, width=x1 - x0 + 1, height=y1 - y0 + 1)
-root.title("named buttons")
-root.mainloop()
+    b = Gtk.Button(label=label)
+    b.set_size_request(x1 - x0 + 1, y1 - y0 + 1)
+    b.connect("clicked", press, label)
+    fixed.put(b, x0, y0)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+Gtk.main()
 """
 
 

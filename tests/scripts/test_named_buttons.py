@@ -28,7 +28,6 @@ def test_train_and_held_out_come_from_different_seeds_and_carry_no_answer(tmp_pa
 @pytest.mark.desktop
 def test_the_named_button_scores_one_and_the_other_zero(tmp_path, capsys):
     need_desktop()
-    pytest.importorskip("tkinter")
     train, _ = write_suite(tmp_path / "suite", train=1, held_out=0, buttons=2)
     task = json.loads(next((train / "examples" / "buttons").glob("*.json")).read_text())
     named, boxes = layout(0, 0, 2, 84)
@@ -40,7 +39,7 @@ def test_the_named_button_scores_one_and_the_other_zero(tmp_path, capsys):
         (mock / f"{task['id']}.yaml").write_text(json.dumps([{"action": {"type": "click", "x": (x0 + x1) // 2,
                                                                           "y": (y0 + y1) // 2}}]))
         out = tmp_path / f"{name}.json"
-        main(["--home", str(tmp_path / "home"), "tasks", "run", str(train), "--output", str(out), "--mock-scripts",
-              str(mock), "--max-steps", "1", "--quiet", "tools.gui_failsafe=false"])
+        main(["--home", str(tmp_path / "home"), "tasks", "run", str(train), "tools.gui_failsafe=false", "--output",
+              str(out), "--mock-scripts", str(mock), "--max-steps", "1", "--quiet"])
         case = json.loads(out.read_text())["cases"][0]
         assert case["score"] == (1.0 if name == "right" else 0.0), case
