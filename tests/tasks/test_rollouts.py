@@ -115,3 +115,24 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path, capsys, args, 
     code = main(["--home", str(tmp_path / "home"), "rollouts", str(suite), "--output", str(tmp_path / "r"), "--mock",
                  *args])
     assert code == 1 and says in capsys.readouterr().err
+
+
+@pytest.mark.desktop
+def test_rollouts_on_a_real_ray_cluster_give_the_serial_rewards_per_task_and_seed(tmp_path, tmp_path_factory):
+    need_desktop()
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from helpers.ray_cluster import conway_process, ray_cluster
+
+    suite = _suite(tmp_path, ["a", "b"])
+    with ScriptedFakeServer(responder=_by_seed) as fake:
+        assert _rollouts(tmp_path / "home", suite, tmp_path / "serial", fake.base_url) == 0
+        with ray_cluster(tmp_path_factory.mktemp("ray")) as address:  # the driver in a process of its own
+            done = conway_process("--home", str(tmp_path / "home"), "rollouts", str(suite), "policy=generic",
+                                  f"policy.endpoint={fake.base_url}", "policy.structured_output=none", "--samples",
+                                  "2", "--max-steps", "1", "--output", str(tmp_path / "ray"), "--workers", "2",
+                                  "--ray", address, "--quiet")
+    manifest = tmp_path / "ray" / "manifest.json"
+    assert manifest.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    key = lambda m: sorted((r["task"], r["seed"], r["reward"]) for r in m["rollouts"])  # noqa: E731
+    assert key(json.loads(manifest.read_text())) == key(json.loads((tmp_path / "serial" / "manifest.json").read_text()))
+    assert json.loads((tmp_path / "ray" / "rollouts.json").read_text())["pool"]["ray"] == address
