@@ -129,9 +129,11 @@ def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe
     n = mask.sum(-1).clamp(min=1)
     loss = (per_token.sum(-1) / n).mean()
     clipped = ((ratio - 1).abs() > eps) & mask.bool()
-    return loss, {"kl": float(((kl * mask).sum(-1) / n).mean()),
-                  "clipped": float(clipped.sum() / mask.sum().clamp(min=1)),
-                  "ratio": float(((ratio * mask).sum(-1) / n).mean())}
+    with torch.no_grad():
+        parts = {"kl": float(((kl * mask).sum(-1) / n).mean()),
+                 "clipped": float(clipped.sum() / mask.sum().clamp(min=1)),
+                 "ratio": float(((ratio * mask).sum(-1) / n).mean())}
+    return loss, parts
 
 
 # --- the run -----------------------------------------------------------------------------------------
