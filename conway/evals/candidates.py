@@ -466,8 +466,8 @@ def _held_out(out: Path, manifest: dict[str, Any], *, suite: str, dataset: str |
     if suite == "tasks":
         from conway.evals.task_eval import task_held_out
         t = tasks or {}
-        return task_held_out(out, t["suite"], t.get("cache"), t.get("max_steps"), t.get("max_seconds"),
-                             tuple(t.get("screen") or (1280, 800)))
+        return _HeldOut(*task_held_out(out, t["suite"], t.get("cache"), t.get("max_steps"), t.get("max_seconds"),
+                                       tuple(t.get("screen") or (1280, 800))))
     if suite == "grounding":
         return _grounding_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
                                 bbox_format=bbox_format, say=say)

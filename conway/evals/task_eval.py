@@ -40,9 +40,8 @@ class TaskEvalSuite(TasksSuite):
 
 def task_held_out(out: Path, suite_source: str, cache: str | None, max_steps: int | None,
                   max_seconds: float | None, screen: tuple[int, int] = (1280, 800)) -> Any:
-    """candidate-eval's held-out cases for a task suite: its runnable tasks, one suite per model."""
-    from conway.evals.candidates import _HeldOut
-
+    """candidate-eval's held-out cases for a task suite: (its runnable tasks, how the run is announced, the
+    report's parameters, one suite per model, what makes two records the same case)."""
     cache_dir = Path(cache).expanduser().resolve() if cache else None
     cases = runnable_cases(suite_source, cache_dir)
 
@@ -55,8 +54,8 @@ def task_held_out(out: Path, suite_source: str, cache: str | None, max_steps: in
 
     params = {"suite": "tasks", "tasks": suite_source, "samples": len(cases), "max_steps": max_steps,
               "max_seconds": max_seconds, "screen": list(screen)}
-    return _HeldOut(cases, f"{len(cases)} held-out task(s) of {suite_source}", params, make_suite,
-                    lambda r: str(r.get("task")))
+    return (cases, f"{len(cases)} held-out task(s) of {suite_source}", params, make_suite,
+            lambda r: str(r.get("task")))
 
 
 def paired_tasks(runs: dict[str, Any]) -> list[dict[str, Any]]:
