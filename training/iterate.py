@@ -83,7 +83,7 @@ class Rounds:
     def overrides(self, policy: dict[str, Any]) -> list[str]:
         return [f"policy.kind={self.args.policy_kind}", f"policy.model_path={policy['gguf']}",
                 f"policy.mmproj_path={policy['mmproj']}", "policy.backend=llama_cpp", "policy.endpoint=null",
-                f"policy.model={policy['name']}", *self.args.policy_overrides]
+                f"policy.model={policy['name']}", *self.args.policy_overrides]  # a later policy.backend wins
 
     # -- pieces ------------------------------------------------------------------------------
 

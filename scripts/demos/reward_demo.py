@@ -37,8 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 SCREEN = 84
 RESULTS = REPO / "training" / "results"
-POLICY = ["policy=generic", "policy.backend=llama_cpp", "runtime.n_ctx=4096", "tools.gui_failsafe=false",
-          "tools.enabled=[gui]"]
+POLICY = ["policy=generic", "runtime.n_ctx=4096", "tools.gui_failsafe=false", "tools.enabled=[gui]"]
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -53,6 +52,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=2, help="GRPO rounds (default 2)")
     ap.add_argument("--sft-seconds", type=float, default=120, help="rejection-sampling SFT's time (default 120)")
     ap.add_argument("--seed", type=int, default=0, help="suite seed (held-out: seed + 1000000)")
+    ap.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
+                    help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
     ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
     return ap.parse_args(argv)
@@ -123,6 +124,7 @@ def line(label: str, s: dict[str, Any] | None, base: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    POLICY.append(f"policy.backend={args.backend}")
     os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                       TRANSFORMERS_OFFLINE="1")
     started = time.time()
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--held-out", str(held_suite), "--base-hf", str(base / "hf"), "--base-gguf", str(base / "tiny-vlm.gguf"),
         "--base-mmproj", str(base / "tiny-vlm-mmproj.gguf"), "--rounds", str(args.rounds), "--samples",
         str(args.samples), "--prefix", "reward-grpo", "--max-steps", "1", "--screen", f"{SCREEN}x{SCREEN}",
-        *[f"--policy-override={o}" for o in POLICY[1:]], *args.overrides])
+        *[f"--policy-override={o}" for o in POLICY[1:]], *args.overrides])  # iterate sets the kind itself
     points = iterate.iterate(it_args)
     state = json.loads((work / "iterate" / "state.json").read_text(encoding="utf-8"))
     sft = sft_candidate(home, base, state["rounds"][0]["rollouts"], args.sft_seconds)
