@@ -327,7 +327,9 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
             f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
     with suite_policy(config, home, policy, pool) as pol:
         result = run_suite(runner, pol, cases, report, progress=False, pool=pool,
-                           extra=lambda res: _extra(runner, cases, res.records))
+                           extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {
+                               "samples": samples, "seed": seed, "temperature": temperature,
+                               "tasks": groups(res.records)}})
     manifest = build_manifest(result.records, suite=suite_source, samples=samples, seed=seed,
                               temperature=temperature, policy=identity, summary=result.summary)
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

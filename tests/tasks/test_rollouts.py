@@ -76,6 +76,13 @@ def test_rollouts_keep_requests_seeds_and_rewards_and_a_pool_agrees(tmp_path, ca
     assert report["kind"] == "tasks" and [c["reward"] for c in report["cases"]] == [1.0, 0.0, 1.0, 0.0]
     out = capsys.readouterr().out
     assert "a: rewards 1 0" in out and "mean reward 0.500" in out
+    # conway view draws the set: per task its rewards, one card (with its session) per rollout
+    site = tmp_path / "site"
+    assert main(["--home", str(tmp_path / "home"), "view", str(tmp_path / "serial" / "rollouts.json"), "--output",
+                 str(site)]) == 0
+    page = "\n".join(p.read_text() for p in site.rglob("*.html"))
+    assert "rewards · a" in page and "1 0 (mean 0.5)" in page and "sample 1, seed 1" in page
+    assert page.count("view --session") >= 4
 
 
 @pytest.mark.desktop
