@@ -175,7 +175,7 @@ def _rollouts(sub: Subparsers) -> None:
             "Run each task of a suite --samples K times through the real loop, each rollout on its own disposable\n"
             "desktop (as `conway tasks run`), sampling at --temperature with seed --seed + sample (sent with every\n"
             "request). Per rollout it keeps the session, every request the policy sent (messages, images, the\n"
-            "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; OUT/\n"
+            "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; DIR/\n"
             "manifest.json (written last) names the suite, the policy, the seeds and per task its K rewards. A\n"
             "set whose rewards are all equal is said to carry no signal.\n\n"
             "  conway rollouts SUITE policy.model_path=M.gguf policy.mmproj_path=P.gguf --samples 8 --output rollouts/r0\n"
