@@ -100,6 +100,9 @@ class Rounds:
         rollouts(self.home, cfg, self.args.train_tasks, output=str(out), samples=self.args.samples,
                  seed=self.args.seed + r * self.args.samples, temperature=self.args.temperature,
                  max_steps=self.args.max_steps, quiet=True, say=self.say, screen=self.args.screen_size)
+        if not (out / MANIFEST).is_file():  # stopped part-way: the same command makes them again
+            raise UserError(f"round {r}: the rollouts stopped before they finished ({out}); run the same command "
+                            "again to resume")
         return str(out)
 
     def success(self, r: int, label: str, suite: str, policy: dict[str, Any]) -> dict[str, Any]:

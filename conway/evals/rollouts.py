@@ -330,11 +330,14 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
                            extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {
                                "samples": samples, "seed": seed, "temperature": temperature,
                                "tasks": groups(res.records)}})
+    if result.summary.get("interrupted"):  # a partial set is no rollout set: no manifest, nothing trains on it
+        say(f"rollouts: {result.summary['interrupted']}; no manifest written ({out_dir} is not a rollout set)")
+        return int(result.code)
     manifest = build_manifest(result.records, suite=suite_source, samples=samples, seed=seed,
                               temperature=temperature, policy=identity, summary=result.summary)
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     say_rollouts(manifest, out_dir, say)
-    return 0 if manifest["scored"] and result.code != 130 else int(result.code or 2)
+    return 0 if manifest["scored"] else 2
 
 
 def say_rollouts(manifest: dict[str, Any], out_dir: Path, say: Callable[[str], None]) -> None:
