@@ -32,7 +32,7 @@ Exit {ExitCode.PASSED:d} every task can run here, {ExitCode.NOT_PASSED:d} some c
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `tasks` group under the main parser's subcommands; each subcommand adds its own parser here."""
-    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), run and score them (run)",
+    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), fetch their files (fetch), run and score them (run)",
                        description="Task suites: OSWorld's task JSON read as is, and Conway's Markdown task files.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     group = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", parser_class=type(p))
@@ -44,6 +44,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "files download steps and cloud_file getters use; never fetched from the network")
     lp.add_argument("--json", action="store_true", help="print the listing as JSON (conway-task-list/1)")
     _add_run(group)
+    _add_fetch(group)
+
+
+FETCH_DESCRIPTION = f"""\
+Download every file a suite's tasks name into the local cache, in OSWorld's layout, so that `tasks list` and
+`tasks run` find them there (neither ever downloads). The files are those the tasks' `download` steps copy
+into the home (kept as <DIR>/<task id>/<uuid5 of the URL>_<file name>) and their `cloud_file` getters
+compare against (<DIR>/<task id>/<dest>): OSWorld's DesktopEnv(cache_dir=DIR) reads the same folder.
+
+A URL several tasks name is downloaded once. Each download goes to <file>.part first and, when interrupted
+(Ctrl+C, a broken connection), resumes from there on the next run (an HTTP Range request). A file is
+verified before it takes its name: its length against what the server announced, its SHA-256 against the
+one the server states (a 64-digit ETag, as large-file stores give), and, when it was fetched here before,
+against the SHA-256 recorded then in <DIR>/conway-fetch.json (a file changed since is fetched again). A file
+already there that this command did not fetch (OSWorld's own cache) is kept as it is. Each file that fails
+(HTTP 404, a checksum mismatch, a folder where the file belongs …) is one line; the rest go on.
+
+  conway tasks fetch ~/OSWorld/evaluation_examples/test_all.json --cache ~/osworld-cache
+  conway tasks list ~/OSWorld/evaluation_examples/test_all.json --cache ~/osworld-cache
+
+Exit {ExitCode.PASSED:d} every file is in the cache, {ExitCode.NOT_PASSED:d} some failed, \
+{ExitCode.SETUP_ERROR:d} bad input (no suite, a cache path that is a file), {ExitCode.INTERRUPTED:d} Ctrl+C \
+(run again to resume)."""
+
+
+def _add_fetch(group: argparse._SubParsersAction) -> None:
+    fp = group.add_parser("fetch", help="download every file a suite's tasks name into the local cache (resumable)",
+                          description=FETCH_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fp.add_argument("suite", nargs="+", metavar="SUITE", help=SUITE_HELP)
+    fp.add_argument("--cache", required=True, metavar="DIR", help="the cache folder to fill (created if missing), "
+                    "in OSWorld's layout: <DIR>/<task id>/…")
+    fp.add_argument("--quiet", action="store_true", help="only the failures and the summary")
 
 
 RUN_DESCRIPTION = f"""\
@@ -131,7 +163,12 @@ def do_run(args: argparse.Namespace) -> int:
                      pool=pool_of(args, cfg, home), resume=args.resume)
 
 
-SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run}
+def do_fetch(args: argparse.Namespace) -> int:
+    from conway.tasks.fetch import fetch_suite
+    return fetch_suite(args.suite, args.cache, quiet=args.quiet)
+
+
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run, "fetch": do_fetch}
 
 
 def do_tasks(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from conway.tasks import chrome_profile, display_info, relative_time
+from conway.tasks import chrome_profile, devtools, display_info, relative_time
 from conway.tasks.cache import cloud_path
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -174,4 +174,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
     "default_video_player": default_video_player, **chrome_profile.GETTERS, **display_info.GETTERS,
+    **devtools.GETTERS,
 }

@@ -17,6 +17,7 @@ from conway.tasks.metrics import (
     docx_colours,
     docx_texts,
     files,
+    image_checks,
     images,
     impress,
     mail,
@@ -31,7 +32,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, archives, city_order, media, mail, browser, settings)
+           images, image_checks, archives, city_order, media, mail, browser, settings)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
