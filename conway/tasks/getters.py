@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from conway.tasks import chrome_profile, devtools, display_info, relative_time
 from conway.tasks.cache import cloud_path
@@ -168,11 +170,35 @@ def gimp_config_file(env: TaskEnv, config: dict[str, Any]) -> str:
     return _settings_file(env, f"{GUEST_HOME}/.config/GIMP/2.10/{name}", "GIMP's settings file")
 
 
+def vm_wallpaper(env: TaskEnv, config: dict[str, Any]) -> str | None:
+    """The desktop's wallpaper file (GNOME's `picture-uri`, as OSWorld's server reads it), where it lies; None
+    when no wallpaper is set or its file is not there (OSWorld hands an empty file then, which scores 0 too)."""
+    done = env.run(["gsettings", "get", "org.gnome.desktop.background", "picture-uri"], timeout_s=30)
+    uri = done.stdout.strip().strip("'\"")
+    if done.returncode != 0 or not uri:
+        return None
+    host = env.host_path(unquote(uri.removeprefix("file://")))
+    return str(host) if host.is_file() else None
+
+
+def vscode_config(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """OSWorld's VS Code getter: the command palette (ctrl+shift+p) runs the task's `vscode_extension_command`
+    in the VS Code window, which writes the file the getter then hands over as `vm_file` does."""
+    keys = [["search", "--onlyvisible", "--name", "Visual Studio Code", "windowactivate", "--sync"],
+            ["key", "--clearmodifiers", "ctrl+shift+p"], ["type", "--delay", "20", str(config["vscode_extension_command"])],
+            ["key", "Return"]]
+    for args in keys:
+        env.run(["xdotool", *args], timeout_s=30)
+        time.sleep(0.5)
+    time.sleep(1.0)
+    return vm_file(env, {"path": config["path"]})
+
+
 GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
-    "default_video_player": default_video_player, **chrome_profile.GETTERS, **display_info.GETTERS,
+    "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
     **devtools.GETTERS,
 }
