@@ -18,10 +18,11 @@ import urllib.parse
 import urllib.request
 
 
-def http(port, path, method="GET"):
+def http(port, path, method="GET", as_json=True):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
     with urllib.request.urlopen(request, timeout=10) as r:
-        return json.loads(r.read() or b"null")
+        body = r.read()
+    return json.loads(body or b"null") if as_json else body.decode("utf-8", "replace")  # close answers in text
 
 
 class Socket:
@@ -113,7 +114,7 @@ def open_page(port, url, want_pdf, timeout):
             info["pdf"] = ws.call("Page.printToPDF").get("data")
         return info
     finally:
-        http(port, f"/json/close/{target['id']}")
+        http(port, f"/json/close/{target['id']}", as_json=False)
 
 
 def main(request):
@@ -122,7 +123,7 @@ def main(request):
     if op == "list":
         return pages(port)
     if op == "close":
-        return [http(port, f"/json/close/{i}") for i in request["ids"]] and True
+        return [http(port, f"/json/close/{i}", as_json=False) for i in request["ids"]]
     if op == "open":
         return open_page(port, request["url"], bool(request.get("pdf")), timeout)
     if op == "eval":
