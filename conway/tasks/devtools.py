@@ -14,8 +14,10 @@ accessibility tree; `open_tabs_info` lists the tabs in the endpoint's order.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
@@ -167,5 +169,20 @@ def url_path_parse(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any] | Non
     return out
 
 
-GETTERS = {f.__name__: f for f in (active_url_from_accessTree, active_tab_info, page_info, open_tabs_info,
+EMPTY_PDF = b"%PDF-1.4\n%EOF\n"
+"""What OSWorld's getter writes when the page cannot be printed (a metric reading it scores 0)."""
+
+
+def pdf_from_url(env: TaskEnv, config: dict[str, Any]) -> str:
+    """The page at `path` printed to PDF by the browser (OSWorld: Playwright's `page.pdf`), as a file named `dest`
+    in a fresh folder of its own (never the user's cache); OSWorld's stub PDF when the browser cannot print it."""
+    out = Path(tempfile.mkdtemp(prefix="conway-pdf-")) / Path(str(config["dest"])).name
+    try:
+        out.write_bytes(base64.b64decode(open_page(env, str(config["path"]), pdf=True)["pdf"]))
+    except (DevToolsError, KeyError, TypeError, ValueError):
+        out.write_bytes(EMPTY_PDF)
+    return str(out)
+
+
+GETTERS = {f.__name__: f for f in (pdf_from_url, active_url_from_accessTree, active_tab_info, page_info, open_tabs_info,
                                    active_tab_url_parse, url_dashPart, url_path_parse)}

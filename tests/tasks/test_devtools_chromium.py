@@ -80,6 +80,8 @@ def test_tabs_pages_and_pdf(browser):
     assert "Mon, Jan 5" in GETTERS["active_tab_info"](env, {"goto_prefix": "http://"})["content"]
     printed = devtools.open_page(env, page, pdf=True)["pdf"]
     assert base64.b64decode(printed).startswith(b"%PDF")
+    pdf = GETTERS["pdf_from_url"](env, {"path": page, "dest": "page.pdf"})
+    assert pdf.endswith("page.pdf") and open(pdf, "rb").read().startswith(b"%PDF") and os.path.getsize(pdf) > 500
     assert len(GETTERS["open_tabs_info"](env, {})) == 1  # the tabs the getters opened are closed again
 
 

@@ -75,6 +75,8 @@ def test_tabs_and_the_active_url(env):
 def test_no_browser_is_an_empty_tab_list_or_one_error_line(env, monkeypatch):
     monkeypatch.setattr(devtools, "PORT", 9)  # nothing listens there
     assert GETTERS["open_tabs_info"](env, {}) == []
+    stub = GETTERS["pdf_from_url"](env, {"path": "http://127.0.0.1:9/x", "dest": "x.pdf"})
+    assert open(stub, "rb").read() == b"%PDF-1.4\n%EOF\n"  # OSWorld's stub when the page cannot be printed
     with pytest.raises(devtools.DevToolsError, match="DevTools endpoint"):
         GETTERS["active_url_from_accessTree"](env, {})
 

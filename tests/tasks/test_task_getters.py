@@ -263,3 +263,17 @@ def test_is_vlc_fullscreen_compares_the_two_sizes():
     assert metric({"width": 1920, "height": 1080}, {"width": 1920, "height": 1080}) == 1.0
     assert metric({"width": 1920, "height": 1080}, {"width": 1024, "height": 768}) == 0.0
     assert metric({"width": 1920, "height": 1080}, None) == 0.0 and metric(None, {"width": 1, "height": 1}) == 0.0
+
+
+def test_the_appearance_mode_is_read_from_the_preferences(env):
+    assert GETTERS["chrome_appearance_mode_ui"](env, {}) == "system"  # no profile: OSWorld's last answer
+    for theme, expected in (({"browser": {"theme": {"color_scheme2": 2}}}, "dark"),
+                            ({"browser": {"theme": {"color_scheme": 1}}}, "light"),
+                            ({"browser": {"theme": {"color_scheme2": "Default"}}}, "system"),
+                            ({"browser": {"theme": {"color_scheme2": 2}}, "extensions": {"theme": {"system_theme": 0}}},
+                             "light"),
+                            ({"browser": {"theme": {"color_scheme2": 7}}}, "system")):
+        _profile(env, "chromium", "Preferences", json.dumps(theme))
+        assert GETTERS["chrome_appearance_mode_ui"](env, {}) == expected, theme
+    _profile(env, "chromium", "Preferences", "not json")
+    assert GETTERS["chrome_appearance_mode_ui"](env, {}) == "system"
