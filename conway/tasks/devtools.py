@@ -169,6 +169,15 @@ def url_path_parse(env: TaskEnv, config: dict[str, Any]) -> dict[str, Any] | Non
     return out
 
 
+def info_from_website(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """Texts and attributes read from the page at `url` (OSWorld's `infos`: `inner_text`, `attribute`,
+    `click_and_inner_text`, `click_and_attribute`), in a new tab; OSWorld's `backups` when any reading fails."""
+    try:
+        return ask(env, {"op": "infos", "url": str(config["url"]), "infos": list(config.get("infos", []))})
+    except DevToolsError:
+        return config.get("backups")
+
+
 EMPTY_PDF = b"%PDF-1.4\n%EOF\n"
 """What OSWorld's getter writes when the page cannot be printed (a metric reading it scores 0)."""
 
@@ -184,5 +193,5 @@ def pdf_from_url(env: TaskEnv, config: dict[str, Any]) -> str:
     return str(out)
 
 
-GETTERS = {f.__name__: f for f in (pdf_from_url, active_url_from_accessTree, active_tab_info, page_info, open_tabs_info,
+GETTERS = {f.__name__: f for f in (pdf_from_url, info_from_website, active_url_from_accessTree, active_tab_info, page_info, open_tabs_info,
                                    active_tab_url_parse, url_dashPart, url_path_parse)}

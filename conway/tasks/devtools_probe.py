@@ -4,7 +4,8 @@ task's sandbox, where the browser's loopback is: `python3 -c SOURCE REQUEST_JSON
 It is run by `conway.tasks.devtools` and imports nothing of Conway (the sandbox need not see the package).
 Requests: {"op": "list"} the page targets, most recently active first, as the endpoint lists them;
 {"op": "close", "ids": [...]}; {"op": "open", "url": U, "pdf": bool} a new tab at U, waited for until loaded,
-its title, final URL and HTML (and a PDF print, base64), then closed; {"op": "eval", "id": ID, "expression": E}.
+its title, final URL and HTML (and a PDF print, base64), then closed; {"op": "eval", "id": ID, "expression": E};
+{"op": "infos", "url": U, "infos": [...]} OSWorld's `info_from_website` reading in a new tab, then closed.
 """
 
 import base64
@@ -86,6 +87,8 @@ class Socket:
 
 def evaluate(ws, expression):
     result = ws.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+    if "exceptionDetails" in result:
+        raise OSError(f"the page's script failed: {result['exceptionDetails'].get('exception', {}).get('description')}")
     return result.get("result", {}).get("value")
 
 
@@ -117,6 +120,46 @@ def open_page(port, url, want_pdf, timeout):
         http(port, f"/json/close/{target['id']}", as_json=False)
 
 
+def wait_loaded(ws, timeout):
+    time.sleep(0.3)  # a click's navigation starts first
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if evaluate(ws, "document.readyState") == "complete":
+                return
+        except OSError:  # the context is being replaced by the navigation
+            pass
+        time.sleep(0.2)
+
+
+FIND = "(() => {{ const e = document.querySelector({sel}); if (!e) throw new Error('no element ' + {sel}); {then} }})()"
+
+
+def read_infos(port, url, infos, timeout):
+    """OSWorld's `info_from_website` walk in a new tab: per info, back at `url` first, then the inner text or an
+    attribute of an element, or clicks along selectors before reading the last one."""
+    target = http(port, "/json/new?" + url, method="PUT")
+    try:
+        ws = Socket(target["webSocketDebuggerUrl"], timeout)
+        wait_loaded(ws, timeout)
+        out = []
+        for info in infos:
+            if evaluate(ws, "location.href") != url:
+                ws.call("Page.navigate", url=url)
+                wait_loaded(ws, timeout)
+            action = info.get("action", "inner_text")
+            selectors = info["selector"] if action.startswith("click_and_") else [info["selector"]]
+            for sel in selectors[:-1]:
+                evaluate(ws, FIND.format(sel=json.dumps(sel), then="e.click();"))
+                wait_loaded(ws, timeout)
+            read = "return e.innerText;" if action.endswith("inner_text") else \
+                f"return e.getAttribute({json.dumps(info.get('attribute'))});"
+            out.append(evaluate(ws, FIND.format(sel=json.dumps(selectors[-1]), then=read)))
+        return out
+    finally:
+        http(port, f"/json/close/{target['id']}", as_json=False)
+
+
 def main(request):
     port, timeout = int(request.get("port", 9222)), float(request.get("timeout", 60))
     op = request["op"]
@@ -126,6 +169,8 @@ def main(request):
         return [http(port, f"/json/close/{i}", as_json=False) for i in request["ids"]]
     if op == "open":
         return open_page(port, request["url"], bool(request.get("pdf")), timeout)
+    if op == "infos":
+        return read_infos(port, request["url"], request["infos"], timeout)
     if op == "eval":
         target = next(t for t in pages(port) if t["id"] == request["id"])
         return evaluate(Socket(target["webSocketDebuggerUrl"], timeout), request["expression"])

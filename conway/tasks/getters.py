@@ -170,6 +170,19 @@ def gimp_config_file(env: TaskEnv, config: dict[str, Any]) -> str:
     return _settings_file(env, f"{GUEST_HOME}/.config/GIMP/2.10/{name}", "GIMP's settings file")
 
 
+def content_from_vm_file(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """OSWorld's reading of a file's content: for an `xlsx` file and `last_row`, the first sheet's last row
+    (pandas, the first row as the header) as texts; any other kind raises, as OSWorld's getter does."""
+    path = vm_file(env, {"path": config["path"]})
+    if config.get("file_type") != "xlsx" or config.get("file_content") != "last_row":
+        raise NotImplementedError(f"file type {config.get('file_type')!r} / {config.get('file_content')!r} is "
+                                  "not one OSWorld's getter reads")
+    if path is None:
+        raise FileNotFoundError(f"{config['path']} is not there")
+    import pandas
+    return pandas.read_excel(path).iloc[-1].astype(str).tolist()
+
+
 def vm_wallpaper(env: TaskEnv, config: dict[str, Any]) -> str | None:
     """The desktop's wallpaper file (GNOME's `picture-uri`, as OSWorld's server reads it), where it lies; None
     when no wallpaper is set or its file is not there (OSWorld hands an empty file then, which scores 0 too)."""
@@ -199,6 +212,6 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
-    "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
+    "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "content_from_vm_file": content_from_vm_file, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
     **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS,
 }

@@ -25,7 +25,10 @@ PAGE = """<!doctype html><html><head><title>Flights</title></head><body>
 <ul class="crumbs"><li class="catAllProducts"><span>Toys</span></li><li class="catAllProducts"><span>Kids</span></li>
 <li class="catAllProducts"><span>Games</span></li></ul>
 <div class="card"><h3>First</h3></div><div class="card"><h3>Second</h3></div>
-<input id="from" value=" Boston "><p>Price <b>low to high</b></p></body></html>"""
+<input id="from" value=" Boston "><p>Price <b>low to high</b></p>
+<a id="next" href="second.html">Next</a></body></html>"""
+SECOND = """<!doctype html><html><head><title>Second</title></head><body>
+<div id="doi"><a href="https://doi.example.org/10.1/x">Paper</a></div></body></html>"""
 
 
 def free_port() -> int:
@@ -39,6 +42,7 @@ def browser(tmp_path, monkeypatch):
     need("chromium", "chromium")
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "page.html").write_text(PAGE)
+    (tmp_path / "site" / "second.html").write_text(SECOND)
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -106,3 +110,16 @@ def test_html_parse_categories(browser):
         {"sort": "low to high"}
     # no open tab at the URL the task's prefix makes: OSWorld's empty answer
     assert parse(env, {"goto_prefix": "https://", "category": "label", "labelObject": {"x": "y"}}) == {}
+
+
+def test_info_from_website_reads_clicks_and_falls_back(browser):
+    env, page = browser
+    infos = [{"action": "inner_text", "selector": ".when"},
+             {"action": "attribute", "selector": "#from", "attribute": "id"},
+             {"action": "click_and_inner_text", "selector": ["#next", "#doi a"]},
+             {"action": "click_and_attribute", "selector": ["#next", "#doi a"], "attribute": "href"}]
+    assert GETTERS["info_from_website"](env, {"url": page, "infos": infos, "backups": ["b"]}) == \
+        ["Mon, Jan 5", "from", "Paper", "https://doi.example.org/10.1/x"]
+    missing = [{"action": "inner_text", "selector": "#nowhere"}]
+    assert GETTERS["info_from_website"](env, {"url": page, "infos": missing, "backups": ["b"]}) == ["b"]
+    assert len(GETTERS["open_tabs_info"](env, {})) == 1

@@ -277,3 +277,17 @@ def test_the_appearance_mode_is_read_from_the_preferences(env):
         assert GETTERS["chrome_appearance_mode_ui"](env, {}) == expected, theme
     _profile(env, "chromium", "Preferences", "not json")
     assert GETTERS["chrome_appearance_mode_ui"](env, {}) == "system"
+
+
+def test_content_from_vm_file_gives_an_xlsx_last_row_as_texts(env):
+    import openpyxl
+    book = openpyxl.Workbook()
+    for row in (["Name", "Citations"], ["Ada", 10], ["Yann", 345074]):
+        book.active.append(row)
+    book.save(env.home / "r.xlsx")
+    config = {"path": "/home/user/r.xlsx", "file_type": "xlsx", "file_content": "last_row"}
+    assert GETTERS["content_from_vm_file"](env, config) == ["Yann", "345074"]
+    with pytest.raises(FileNotFoundError):
+        GETTERS["content_from_vm_file"](env, {**config, "path": "/home/user/none.xlsx"})
+    with pytest.raises(NotImplementedError):  # OSWorld's getter reads only this one kind
+        GETTERS["content_from_vm_file"](env, {**config, "file_type": "csv"})
