@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, vlc_status
+from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
 from conway.tasks.cache import cloud_path
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -213,5 +213,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
     "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "content_from_vm_file": content_from_vm_file, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
-    **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS,
+    **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS, **slide_files.GETTERS,
 }

@@ -291,3 +291,37 @@ def test_content_from_vm_file_gives_an_xlsx_last_row_as_texts(env):
         GETTERS["content_from_vm_file"](env, {**config, "path": "/home/user/none.xlsx"})
     with pytest.raises(NotImplementedError):  # OSWorld's getter reads only this one kind
         GETTERS["content_from_vm_file"](env, {**config, "file_type": "csv"})
+
+
+def _deck_with_background(path, png):
+    """A one-slide deck whose slide has `png` as its background picture (python-pptx adds the picture's part and
+    relationship; the slide's <p:bg> is written to use it)."""
+    import zipfile
+
+    import pptx
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    rid = slide.shapes.add_picture(str(png), 0, 0)._element.blipFill.blip.rEmbed
+    prs.save(path)
+    with zipfile.ZipFile(path) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    bg = (f'<p:bg><p:bgPr><a:blipFill><a:blip r:embed="{rid}"/></a:blipFill><a:effectLst/></p:bgPr></p:bg>')
+    parts["ppt/slides/slide1.xml"] = parts["ppt/slides/slide1.xml"].replace(b"<p:cSld>", b"<p:cSld>" + bg.encode())
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+
+
+def test_background_image_in_slide_extracts_the_picture(env):
+    from PIL import Image
+    Image.new("RGB", (8, 8), (0, 128, 255)).save(env.home / "bg.png")
+    _deck_with_background(env.home / "d.pptx", env.home / "bg.png")
+    got = GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/d.pptx", "slide_index": 0,
+                                                     "dest": "bg.png"})
+    assert open(got, "rb").read() == (env.home / "bg.png").read_bytes()
+    assert GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/d.pptx", "slide_index": 1,
+                                                      "dest": "x"}) is None  # no such slide
+    import pptx
+    pptx.Presentation().save(env.home / "plain.pptx")
+    assert GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/plain.pptx", "slide_index": 0,
+                                                      "dest": "x"}) is None
