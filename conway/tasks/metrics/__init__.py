@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from conway.tasks.metrics import (
     archives,
+    audio_tags,
     browser,
     city_order,
     documents,
@@ -34,7 +35,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub)
+           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
