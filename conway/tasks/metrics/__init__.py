@@ -55,6 +55,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
+                                         "compare_pdf_images": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
                                          **{name: ("docx",) for name in docx_texts.METRICS},
                                          "evaluate_colored_words_in_tables": ("docx",),
