@@ -68,21 +68,24 @@ from __future__ import annotations
 import io
 import os
 import re
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from rapidfuzz import fuzz
 
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
-from conway.tasks.metrics.opendocument import odt_paragraphs
+from conway.tasks.metrics.opendocument import has_yellow_highlight, odt_paragraphs
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
 
 _DOCX_OPTIONS = {"ignore_blanks": True, "ignore_case": False, "ignore_order": False, "content_only": False,
                  "fuzzy_match": False, "delete_empty_lines": False}
 _PPTX_ONE_TASK = ("examine_shape_for_shift_size",)
 # in OSWorld this tests one task's slide by a hard-coded text (and no task of OSWorld-Verified sets it): refused
-_NO_OPTIONS = ("compare_docx_tables", "compare_line_spacing", "compare_docx_images")
+_NO_OPTIONS = ("compare_docx_tables", "compare_line_spacing", "compare_docx_images", "check_highlighted_words")
 
 
 def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[str]:
@@ -167,6 +170,18 @@ def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
     if opt["fuzzy_match"]:
         return sum(_ratio(case(a), case(b)) for a, b in zip(mine, gold)) / len(mine) if mine else 1.0
     return 1.0 if all(case(a) == case(b) for a, b in zip(mine, gold)) else 0.0
+
+
+def check_highlighted_words(result: Any, expected: Any) -> float:
+    """OSWorld's check that the yellow highlighting is gone (docs.py): the documents' paragraphs match
+    (`compare_docx_files`, defaults) and no span of the result uses an automatic style with the background
+    `#ffff00`. A result OSWorld cannot read raises there (its runner counts 0): here a MetricError, also 0."""
+    if not result or not expected or not compare_docx_files(result, expected):
+        return 0.0
+    try:
+        return 0.0 if has_yellow_highlight(Path(result)) else 1.0
+    except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+        raise MetricError(f"result is not a readable OpenDocument text: {exc}") from None
 
 
 # ---- compare_pptx_files --------------------------------------------------------------------------------------
@@ -270,6 +285,7 @@ def compare_docx_images(result: Any, expected: Any, **options: Any) -> float:
 
 
 METRICS: dict[str, Callable[..., float]] = {"compare_docx_files": compare_docx_files,
+                                            "check_highlighted_words": check_highlighted_words,
                                             "compare_pptx_files": compare_pptx_files,
                                             "compare_docx_tables": compare_docx_tables,
                                             "compare_line_spacing": compare_line_spacing,
