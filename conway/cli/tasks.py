@@ -82,7 +82,8 @@ RUN_DESCRIPTION = f"""\
 Run each task of a suite through the real loop, one task at a time, each on its own disposable desktop: a
 private X display with a session bus, the task's setup steps (launch, open, execute, download from the
 local cache …), a fresh Conway home and a user home the task sees at /home/user, inside bubblewrap (the
-real home is not visible, the network is off). A finish ends the task; then the task's own checker scores
+real home is not visible, the network is off unless --network). Nothing is downloaded: conway tasks fetch
+fills the cache first. A finish ends the task; then the task's own checker scores
 it (OSWorld's rules: postconfig first, metrics combined by conj). A task that cannot run here is reported
 with its reasons and never scored; one that breaks (setup hangs, its application never opens, a checker
 raises) is one line in the report, and the suite goes on. A task whose loop outlasts --task-timeout-s is
@@ -120,6 +121,9 @@ def _add_run(group: argparse._SubParsersAction) -> None:
                     f"out; a loop that does not stop within {STOP_GRACE_S:g} s is an error and its desktop is torn "
                     f"down (default: the task's time, --max-seconds, + {TIMEOUT_MARGIN_S:g})")
     rp.add_argument("--keep", action="store_true", help="keep each task's desktop folder (its user home) afterwards")
+    rp.add_argument("--network", action="store_true", help="let each task's sandbox share this machine's network, "
+                    "so tasks that need the live web run (without it they are not runnable); the report says so. "
+                    "Files still come only from --cache (conway tasks fetch fills it)")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
     add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop
 
@@ -160,7 +164,7 @@ def do_run(args: argparse.Namespace) -> int:
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
                      task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
-                     pool=pool_of(args, cfg, home), resume=args.resume)
+                     pool=pool_of(args, cfg, home), resume=args.resume, network=args.network)
 
 
 def do_fetch(args: argparse.Namespace) -> int:

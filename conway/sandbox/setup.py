@@ -277,7 +277,7 @@ def _update_browse_history(env: TaskEnv, limits: SetupLimits, p: dict[str, Any])
     items = _need(p, "history", list)
     if env.cache_dir is None or not cloud_path(env.cache_dir, env.task_id, HISTORY_FILE).is_file():
         raise SetupError(f"the empty history database ({HISTORY_URL}) is not in the local cache: conway tasks fetch")
-    target = env.host_path("/home/user/.config/chromium/Default/History")
+    target = env.host_path("/home/user/.config/google-chrome/Default/History")  # OSWorld's Chrome profile
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(cloud_path(env.cache_dir, env.task_id, HISTORY_FILE), target)
     with contextlib.closing(sqlite3.connect(target)) as db, db:

@@ -230,7 +230,8 @@ def _live_urls(task: Task) -> list[str]:
                 host = ""
             if host not in LOCAL_HOSTS:
                 found.append(url)
-    return [f"live URL {u}: the task needs the web at run time, and tasks here run offline"
+    return [f"live URL {u}: the task needs the web at run time, and tasks here run offline (tasks run --network "
+            "lets the sandbox share this machine's network)"
             for u in dict.fromkeys(found)]
 
 
@@ -238,9 +239,10 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
                      metrics: Mapping[str, Any] = METRICS,
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
-                     importable: Callable[[str], bool] | None = None) -> list[str]:
+                     importable: Callable[[str], bool] | None = None, network: bool = False) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
-    (default `_importable`, looked up at call time)."""
+    (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
+    this machine's network) a task that needs the live web is not held back for it."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -266,6 +268,8 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)
+    if network:
+        return list(dict.fromkeys(reasons))
     reasons += _live_urls(task)
     if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
         reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")

@@ -120,10 +120,15 @@ def test_live_urls_are_reasons_and_local_ones_are_not():
              evaluator={"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
                         "expected": {"type": "rule", "rules": {"expected": "https://www.google.com/"}}})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
-    assert reasons == ["live URL https://howlongtoread.com/: the task needs the web at run time, and tasks here run "
-                       "offline",
-                       "live URL https://www.apple.com/: the task needs the web at run time, and tasks here run "
-                       "offline"]  # the rule's expected URL is a value to compare, not a page to open
+    offline = ("the task needs the web at run time, and tasks here run offline (tasks run --network lets the "
+               "sandbox share this machine's network)")
+    assert reasons == [f"live URL https://howlongtoread.com/: {offline}",
+                       f"live URL https://www.apple.com/: {offline}"]  # the rule's URL is a value, not a page
+    # with --network the sandbox shares the network: the live web is no reason, and neither is `proxy: true`
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything, network=True) == []
+    proxied = parse_osworld({"id": "t", "instruction": "x", "proxy": True, "evaluator": {"func": "infeasible"}},
+                            Path("t.json"))
+    assert why_not_runnable(proxied, cache_dir=None, step_types=ALL_STEPS, installed=everything, network=True) == []
 
 
 def test_a_conway_task_is_runnable_when_it_declares_criteria(tmp_path):
