@@ -13,24 +13,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 import numpy as np
 from PIL import Image, ImageChops, ImageStat
 
+from conway.tasks.metrics.errors import zero_where_osworld_raises
 from conway.tasks.metrics.images import structural_similarity
-
-
-def _zero_on_error(check: Callable[..., float]) -> Callable[..., float]:
-    """OSWorld's runner scores a metric that raises as 0; so does each check here."""
-    @wraps(check)
-    def scored(*args: Any, **kwargs: Any) -> float:
-        try:
-            return float(check(*args, **kwargs))
-        except Exception:  # an unreadable image, a shape OSWorld's code trips on: its runner counts 0
-            return 0.0
-    return scored
 
 
 def _open(path: Any) -> Image.Image:
@@ -65,7 +54,7 @@ def _normalised(image: Image.Image, target: float) -> Image.Image:
     return image.point(lambda v: min(255, max(0, int(v * factor))))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_brightness_decrease_and_structure_sim(src_path: Any, tgt_path: Any, threshold: float = 0.03) -> float:
     """Darker than the original, and the same picture once both are brought to the same brightness (MSE)."""
     if src_path is None or tgt_path is None:
@@ -75,7 +64,7 @@ def check_brightness_decrease_and_structure_sim(src_path: Any, tgt_path: Any, th
     return float(darker and _same_by_mse(_normalised(src, 128), _normalised(tgt, 128), threshold))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_saturation_increase_and_structure_sim(src_path: Any, tgt_path: Any) -> float:
     """More saturated than the original, with the same hue and value channels (SSIM of each)."""
     if src_path is None or tgt_path is None:
@@ -86,14 +75,14 @@ def check_saturation_increase_and_structure_sim(src_path: Any, tgt_path: Any) ->
     return float(more and same_structure(h1, h2) and same_structure(v1, v2))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_file_exists_and_structure_sim(src_path: Any, tgt_path: Any) -> float:
     if src_path is None or tgt_path is None or not os.path.isfile(src_path):
         return 0.0
     return float(same_structure(_open(src_path), _open(tgt_path)))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_structure_sim(src_path: Any, tgt_path: Any) -> float:
     if src_path is None or tgt_path is None:
         return 0.0
@@ -101,7 +90,7 @@ def check_structure_sim(src_path: Any, tgt_path: Any) -> float:
     return float(src.size == tgt.size and same_structure(src, tgt))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_structure_sim_resized(src_path: Any, tgt_path: Any) -> float:
     """The result, cropped to its opaque part when it has transparency, resized to the original's size, is the
     same picture."""
@@ -117,7 +106,7 @@ def check_structure_sim_resized(src_path: Any, tgt_path: Any) -> float:
     return float(same_structure(src.resize(tgt.size), tgt.convert("RGB")))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_contrast_increase_and_structure_sim(src_path: Any, tgt_path: Any) -> float:
     if src_path is None or tgt_path is None:
         return 0.0
@@ -126,7 +115,7 @@ def check_contrast_increase_and_structure_sim(src_path: Any, tgt_path: Any) -> f
     return float(higher and same_structure(src, tgt, threshold=0.65))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_structure_sim_with_threshold(src_path: Any, tgt_path: Any, **options: Any) -> float:
     """The result resized to the original's size is the same picture at SSIM `ssim_threshold` (0.85)."""
     if src_path is None or tgt_path is None:
@@ -137,7 +126,7 @@ def check_structure_sim_with_threshold(src_path: Any, tgt_path: Any, **options: 
     return float(same_structure(src, tgt, threshold=float(options.get("ssim_threshold", 0.85))))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_palette_and_structure_sim(src_path: Any, tgt_path: Any) -> float:
     """An indexed (palette) image that shows the original picture."""
     if not src_path or not tgt_path or not os.path.getsize(src_path) or not os.path.getsize(tgt_path):
@@ -146,7 +135,7 @@ def check_palette_and_structure_sim(src_path: Any, tgt_path: Any) -> float:
     return float(src.mode == "P" and same_structure(src.convert("RGB"), tgt))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_image_mirror(src_path: Any, tgt_path: Any) -> float:
     """The original flipped left to right is the result (SSIM 0.99)."""
     if src_path is None or tgt_path is None:
@@ -154,7 +143,7 @@ def check_image_mirror(src_path: Any, tgt_path: Any) -> float:
     return float(same_structure(_open(src_path).transpose(Image.Transpose.FLIP_LEFT_RIGHT), _open(tgt_path), 0.99))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_triangle_position(tgt_path: Any) -> float:
     """The image's second rarest colour (the triangle) has its centroid within 5% of the image's centre."""
     if tgt_path is None:
@@ -167,7 +156,7 @@ def check_triangle_position(tgt_path: Any) -> float:
     return float(np.all(np.abs(centroid - shape / 2) < 0.05 * shape))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_textbox_on_leftside(src_path: Any) -> float:
     """The leftmost dark pixel (grey under 128) lies in the left 5% of the image."""
     if src_path is None:
@@ -179,7 +168,7 @@ def check_textbox_on_leftside(src_path: Any) -> float:
     return float(left < image.size[0] * 0.05)
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_green_background(src_path: Any, tgt_path: Any) -> float:
     """Wherever the mask (the target) is not black, the result is green (G above R and B). OSWorld indexes the
     pixel arrays [x, y]: a non-square image is read transposed (or raises, scored 0), and so it is here."""
@@ -196,7 +185,7 @@ def check_green_background(src_path: Any, tgt_path: Any) -> float:
     return 1.0
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_image_size(src_path: Any, rule: dict[str, Any]) -> float:
     """The image's width and height (its opaque part's, with `ignore_transparent`) are the rule's."""
     if src_path is None:
@@ -211,14 +200,14 @@ def check_image_size(src_path: Any, rule: dict[str, Any]) -> float:
     return float(all(rule.get(k) is None or v == rule[k] for k, v in (("height", height), ("width", width))))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_image_file_size(src_path: Any, rule: dict[str, Any]) -> float:
     if src_path is None:
         return 0.0
     return float(os.path.getsize(src_path) < rule["max_size"])
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def compare_image_list(pred: Any, gold: Any) -> float:
     """Each result image equals its expected one pixel for pixel (resized and converted to the expected's size
     and mode first)."""

@@ -3,7 +3,7 @@ written afresh: the time zone, the dock's favourites, a folder's files, the clip
 timestamps counted, two zip archives, a Python test suite, three fuzzy answers in a document.
 
 Where OSWorld's function raises (a missing file, a malformed value), its runner counts 0, and so does each
-check here (`_zero_on_error`).
+check here (`errors.zero_where_osworld_raises`).
 """
 
 from __future__ import annotations
@@ -18,24 +18,15 @@ import sys
 import zipfile
 from collections.abc import Callable
 from difflib import SequenceMatcher
-from functools import wraps
 from pathlib import Path
 from typing import Any
+
+from conway.tasks.metrics.errors import zero_where_osworld_raises
 
 TEST_TIMEOUT_S = 120.0
 
 
-def _zero_on_error(check: Callable[..., float]) -> Callable[..., float]:
-    @wraps(check)
-    def scored(*args: Any, **kwargs: Any) -> float:
-        try:
-            return float(check(*args, **kwargs))
-        except Exception:  # OSWorld's function raises here: its runner counts 0
-            return 0.0
-    return scored
-
-
-@_zero_on_error
+@zero_where_osworld_raises
 def is_utc_0(timedatectl_output: str) -> float:
     """`timedatectl`'s fourth line (its time zone) ends with `+0000)`."""
     return float(timedatectl_output.split("\n")[3].endswith("+0000)"))
@@ -45,27 +36,27 @@ def _same_names(found: list[Any], expected: list[Any]) -> float:
     return float(len(found) == len(expected) and set(found) == set(expected))
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_gnome_favorite_apps(apps_str: str, rule: dict[str, Any]) -> float:
     """The dock's favourites (gsettings' list, read as a Python literal where OSWorld evaluates it) are the
     expected ones, as many and the same."""
     return _same_names(list(ast.literal_eval(apps_str.strip())), rule["expected"])
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_moved_jpgs(directory_list: dict[str, Any], rule: dict[str, Any]) -> float:
     """The folder's entries (`list_directory`'s tree) are the expected names."""
     return _same_names([node["name"] for node in directory_list["children"]], rule["expected"])
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def is_in_vm_clickboard(config: dict[str, Any], terminal_output: str) -> float:
     """The expected text (each of a list) appears in the clipboard's text."""
     wanted = config["expected"]
     return float(all(w in terminal_output for w in wanted) if isinstance(wanted, list) else wanted in terminal_output)
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def run_sqlite3(result: str, rules: dict[str, Any]) -> float:
     """The first column of the first row `rules["sql"]` answers on the result database (None as 0)."""
     with contextlib.closing(sqlite3.connect(f"file:{result}?mode=ro", uri=True)) as db:
@@ -75,7 +66,7 @@ def run_sqlite3(result: str, rules: dict[str, Any]) -> float:
 TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_line_number(file_path: Any, line_number: dict[str, Any]) -> float:
     """As many lines holding a time (hh:mm:ss) as expected."""
     if file_path is None or not Path(file_path).is_file():
@@ -92,7 +83,7 @@ def _pdf_text(content: bytes) -> str:
         return "".join(page.get_text() for page in doc)
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def compare_zip_files(actual: Any, expected: Any, **options: Any) -> float:
     """The same member names, and each member the same bytes (a PDF: its text at least 95% alike)."""
     if not actual:
@@ -122,7 +113,7 @@ print("CONWAY-RESULT", "1" if result is True or (not isinstance(result, bool) an
 """
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def check_python_file_by_test_suite(actual_files: Any, test_file: Any, **options: Any) -> float:
     """The task's test file is loaded (it imports the result's Python files beside it) and its `test` function
     (`test_function_name`) called: 1 when it answers true. OSWorld runs it in its own process; here a child
@@ -135,7 +126,7 @@ def check_python_file_by_test_suite(actual_files: Any, test_file: Any, **options
     return float("CONWAY-RESULT 1" in done.stdout.splitlines())
 
 
-@_zero_on_error
+@zero_where_osworld_raises
 def fuzzy_place_math(result_file_path: Any, rules: dict[str, Any]) -> float:
     """A document of exactly three words, each scored by its best fuzzy ratio against the answers, averaged."""
     if result_file_path is None:
