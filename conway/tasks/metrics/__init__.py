@@ -19,6 +19,7 @@ from conway.tasks.metrics import (
     docx_texts,
     epub,
     files,
+    html_trees,
     image_checks,
     images,
     impress,
@@ -35,7 +36,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags)
+           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags, html_trees)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -63,7 +64,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "check_slide_orientation_Portrait": ("pptx",),
                                          "check_image_stretch_and_center": ("pptx",),
                                          "evaluate_presentation_fill_to_rgb_distance": ("pptx",),
-                                         "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_zip_files": ("pymupdf",)}
+                                         "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_htmls": ("lxml",), "compare_zip_files": ("pymupdf",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
