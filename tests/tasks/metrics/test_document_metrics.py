@@ -36,7 +36,8 @@ from conway.tasks.metrics.presentations import pptx_difference  # noqa: E402
 def test_the_module_exposes_its_metrics():
     assert METRICS == {"compare_docx_files": compare_docx_files, "compare_pptx_files": compare_pptx_files,
                        "compare_docx_tables": compare_docx_tables, "compare_line_spacing": compare_line_spacing,
-                       "compare_docx_images": compare_docx_images}
+                       "compare_docx_images": compare_docx_images,
+                       "check_highlighted_words": METRICS["check_highlighted_words"]}
 
 
 # ---- compare_docx_files --------------------------------------------------------------------------------------
