@@ -7,6 +7,7 @@ import hashlib
 import http.server
 import json
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +24,7 @@ class Files(http.server.BaseHTTPRequestHandler):
     files: dict[str, bytes] = {}
     etags: dict[str, str] = {}
     cut: dict[str, int] = {}  # path → bytes sent before the connection drops (once)
+    slow = False  # send the body in small pieces, slowly (for a Ctrl+C while it downloads)
     seen: list[tuple[str, str | None]] = []
 
     def log_message(self, *args):
@@ -43,6 +45,15 @@ class Files(http.server.BaseHTTPRequestHandler):
             self.send_header("ETag", f'"{self.etags[self.path]}"')
         self.end_headers()
         limit = self.cut.pop(self.path, None)
+        if self.slow:
+            for i in range(start, len(body), 4096):
+                try:
+                    self.wfile.write(body[i:i + 4096])
+                    self.wfile.flush()
+                except OSError:  # the client went away
+                    return
+                time.sleep(0.05)
+            return
         self.wfile.write(body[start:] if limit is None else body[start:start + limit])
         if limit is not None:
             self.close_connection = True
@@ -50,7 +61,7 @@ class Files(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    Files.files, Files.etags, Files.cut, Files.seen = {}, {}, {}, []
+    Files.files, Files.etags, Files.cut, Files.seen, Files.slow = {}, {}, {}, [], False
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -187,3 +198,34 @@ def test_bad_input_and_the_help(tmp_path, capsys):
     text = capsys.readouterr().out
     flat = " ".join(text.split())
     assert "resumes from there" in flat and "conway-fetch.json" in flat and "neither ever downloads" in flat
+
+
+def test_a_real_ctrl_c_keeps_the_part_and_exits_130(server, tmp_path):
+    """The command in its own process, sent SIGINT while a slow download is under way."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    Files.files = {"/slow.bin": BODY}
+    Files.slow = True
+    suite = write_suite(tmp_path / "suite", {"a": downloading(server + "/slow.bin")})
+    cache = tmp_path / "cache"
+    target = download_path(cache, "a", server + "/slow.bin", "/home/user/in.bin")
+    part = target.with_name(target.name + ".part")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "tasks", "fetch", str(suite), "--cache", str(cache)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not (part.exists() and part.stat().st_size > 0):
+        assert time.monotonic() < deadline and proc.poll() is None, "the download never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "interrupted: run again to resume" in out
+    assert part.exists() and not target.exists()
+    Files.slow = False
+    assert main(["tasks", "fetch", str(suite), "--cache", str(cache), "--quiet"]) == 0
+    assert target.read_bytes() == BODY
