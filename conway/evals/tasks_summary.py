@@ -49,7 +49,16 @@ DIFFERENCES_FROM_OSWORLD = (
     "not OSWorld's pyautogui action space",
     "scores are local measurements: they are not comparable with OSWorld leaderboard numbers",
 )
-"""How a local run differs from OSWorld's VM, in every report (a fixed list: the same for every run)."""
+"""How a local run differs from OSWorld's VM, in every report (a fixed list: the same for every run but for the
+network's line under `--network`)."""
+NETWORK_SHARED = ("the sandbox shared this machine's network (--network): tasks reached live web sites as they "
+                  "were at run time, through this machine's connection, not OSWorld's proxy")
+
+
+def differences(*, network: bool = False) -> list[str]:
+    """DIFFERENCES_FROM_OSWORLD, with the network's line saying so when the run shared the network."""
+    return [NETWORK_SHARED if network and line.startswith("the network is off") else line
+            for line in DIFFERENCES_FROM_OSWORLD]
 
 
 def group_rates(records: Iterable[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:

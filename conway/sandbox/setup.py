@@ -10,19 +10,22 @@ stretches that wait with the machine's load (`SetupLimits.scale_with_load`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
 import shlex
 import shutil
+import sqlite3
 import time
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from conway.sandbox import windows
 from conway.sandbox.environment import SYSTEM_PATH
 from conway.sandbox.guest import GUEST_PROGRAMS
-from conway.tasks.cache import download_path
+from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path
 from conway.tasks.env import PathEscape, TaskEnv
 
 __all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup", "run_step"]
@@ -315,9 +318,63 @@ def _chrome_open_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> N
     _started_window(env, limits, "chromium", lambda: env.spawn(argv))
 
 
+def _close_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    """OSWorld's `close_window`: the first window by title (or class) closed as its close button would."""
+    name = _need(p, "window_name", str)
+    found = windows.find_windows(env.display, name, strict=bool(p.get("strict", False)),
+                                 by_class=bool(p.get("by_class", False)))
+    if not found:
+        raise SetupError(f"no window {name!r} to close")
+    if not windows.close(env.display, found[0]):
+        raise SetupError(f"the window {name!r} could not be closed")
+
+
+def _chrome_close_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    """OSWorld's `chrome_close_tabs`: for each URL, the first open tab at an equal URL is closed (DevTools)."""
+    from conway.tasks import devtools
+    from conway.tasks.metrics.browser import same_url
+    urls = _need(p, "urls_to_close", list)
+    time.sleep(min(5.0, limits.max_sleep_s))  # as OSWorld: the browser finishes starting first
+    try:
+        pages = devtools.page_targets(env)
+        closing = []
+        for url in urls:
+            match = next((t for t in pages if t not in closing and same_url(str(t.get("url", "")), str(url))), None)
+            if match is not None:
+                closing.append(match)
+        devtools.close_tabs(env, [t["id"] for t in closing])
+    except devtools.DevToolsError as exc:
+        raise SetupError(str(exc)) from None
+
+
+CHROME_EPOCH = datetime(1601, 1, 1)
+
+
+def _update_browse_history(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
+    """OSWorld's `update_browse_history`: its empty history database with each {url, title,
+    visit_time_from_now_in_seconds} added as one visit, put where the browser's profile keeps `History`."""
+    items = _need(p, "history", list)
+    if env.cache_dir is None or not cloud_path(env.cache_dir, env.task_id, HISTORY_FILE).is_file():
+        raise SetupError(f"the empty history database ({HISTORY_URL}) is not in the local cache: conway tasks fetch")
+    target = env.host_path("/home/user/.config/google-chrome/Default/History")  # OSWorld's Chrome profile
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cloud_path(env.cache_dir, env.task_id, HISTORY_FILE), target)
+    with contextlib.closing(sqlite3.connect(target)) as db, db:
+        for item in items:
+            when = datetime.now() - timedelta(seconds=item["visit_time_from_now_in_seconds"])
+            stamp = int((when - CHROME_EPOCH).total_seconds() * 1_000_000)
+            row = db.execute("INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
+                             "VALUES (?, ?, 1, 0, ?, 0)", (item["url"], item["title"], stamp))
+            db.execute("INSERT INTO visits (url, visit_time, from_visit, transition, segment_id, visit_duration) "
+                       "VALUES (?, ?, 0, 805306368, 0, 0)", (row.lastrowid, stamp))
+
+
 _STEPS: dict[str, Callable[[TaskEnv, SetupLimits, dict[str, Any]], None]] = {
     "launch": _launch, "open": _open, "execute": _execute, "command": _execute, "sleep": _sleep,
     "activate_window": _activate_window, "download": _download, "chrome_open_tabs": _chrome_open_tabs,
+    "close_window": _close_window, "chrome_close_tabs": _chrome_close_tabs,
+    "update_browse_history": _update_browse_history,
 }
+
 STEP_TYPES = frozenset(_STEPS)
 """The step types this sandbox runs; a task with any other is not runnable here."""
