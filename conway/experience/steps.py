@@ -78,6 +78,9 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             continue
         if kind in ("recovery", "control", "memory"):  # not a step's: memory's compaction runs between cycles
             continue
+        if kind == "human":  # a person's action during a takeover (or `conway record`): a row of its own
+            grouping.human_row(ev)
+            continue
         rec = grouping.record_for(ev)
         rec["t_end"] = ev.get("ts")
         _apply_event(rec, kind, ev.get("payload") or {})
@@ -132,6 +135,25 @@ class _Grouping:
                 rec["host_facts"] = self.facts[key[0]]
             self.order.append(key)
         return rec
+
+    def human_row(self, ev: dict[str, Any]) -> None:
+        """A person's action as a labelled row: the screen they acted on and their action (the label)."""
+        p = ev.get("payload") or {}
+        if p.get("valid") is False or not isinstance(p.get("action"), dict):
+            return
+        sid = ev.get("session", "?")
+        n = sum(1 for k in self.order if k[0] == sid and len(k) == 3 and k[1] == _step_of(ev)) + 1
+        key = (sid, _step_of(ev), n)
+        rec = self.steps[key] = {  # type: ignore[index]
+            "format": FORMAT, "session": sid, "step": key[1], "human": n, "actor": "human", "t_start": ev.get("ts"),
+            "t_end": ev.get("ts"), "observation": p.get("observation"), "geometry": None, "prompt": None,
+            "decision": None, "actions": [{"kind": "human", "action": p["action"], "ok": True}], "errors": [],
+            "uncertain": False, "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
+            "labels": {"success": "unknown", "source": "human", "verdict": "correct",
+                       "corrected_action": p["action"], "note": "a person's own action (takeover or recording)"}}
+        if self.goals.get(sid):
+            rec["instruction"] = self.goals[sid]
+        self.order.append(key)  # type: ignore[arg-type]
 
     def records(self, include_dry_runs: bool, include_uncertain: bool) -> list[dict[str, Any]]:
         """The finished records, in order, without those left out (dry runs, uncertain, empty steps)."""
@@ -203,6 +225,9 @@ def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:
     """Put each step's latest label into its record; returns how many steps carry one."""
     n = 0
     for rec in records:
+        if rec.get("actor") == "human":  # the person's action is its own label
+            n += 1
+            continue
         lab = labels.get(rec["session"], rec["step"])
         if lab is None and (rec.get("labels") or {}).get("source"):
             n += 1  # a session-level check already labelled it

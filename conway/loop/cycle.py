@@ -21,6 +21,7 @@ from conway.loop.ratelimit import rate_limit_event, rate_limit_wait
 from conway.loop.recovery import start_up
 from conway.loop.repetition import Repetitions
 from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
+from conway.loop.takeover import Takeover
 from conway.observe.fallback import ScreenFallback
 from conway.prompt.decision import ContextBuilder, context_record
 from conway.protocols import (
@@ -47,6 +48,9 @@ class Loop:
         self.control = Control(parts.home.control, parts.session, parts.clock, cfg.agent, record=self.record,
                                set_status=lambda status: self.state.save(status=status), say=self.say,
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
+        self.control.takeover = Takeover(parts.observer, self.record,
+                                         lambda summary, outcome: self.contexts.note_human(self.step, summary, outcome),
+                                         self.say, parts.human_recorder)
         self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
         self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
                                        parts.clock.monotonic, say=self.say, record=self.record)
@@ -98,6 +102,8 @@ class Loop:
     # -- one cycle (control was read by `run`) -------------------------------
 
     def cycle(self) -> None:
+        if self.control.handed_back:  # a person acted while the run was held: the next decision is told what
+            self.contexts.latest, self.control.handed_back = self.control.handed_back, None
         goals, goals_event = self.contexts.goals(self.p.task)
         if goals_event:  # changed: exports carry the instruction the model saw
             self.record("session", goals_event)
