@@ -45,13 +45,19 @@ def test_run_video_is_playable_and_as_long_as_the_session(display: str, tmp_path
     assert info["streams"][0]["codec_name"] == "h264" and info["streams"][0]["width"] == 640
     live = json.loads((s.home.root / "live.json").read_text())
     assert live["video"] == str(videos[0])
-    start = next(e["ts"] for e in s.events("session") if e["payload"].get("event") == "start")
-    end = next(e["ts"] for e in s.events("session") if e["payload"].get("event") == "end")
+    start = next(_t(e) for e in s.events("session") if e["payload"].get("event") == "start")
+    end = next(_t(e) for e in s.events("session") if e["payload"].get("event") == "end")
     assert abs(float(info["format"]["duration"]) - (end - start)) < 2.0, (info, end - start)
     # decoding it end to end works (a playable file, not a header)
     done = subprocess.run(["ffmpeg", "-v", "error", "-i", str(videos[0]), "-f", "null", "-"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+def _t(event: dict) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(event["ts"]).timestamp()
 
 
 def test_without_the_flag_nothing_is_kept(display: str, tmp_path: Path) -> None:
