@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run them all:
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
-# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests) come from apt when we are root or
+# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama-cpp-python compiles
 # once (≈8–15 min on 2 cores) and is cached by pip; llama-server builds once into
 # .cache/llama-server/.
@@ -18,7 +18,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     xvfb xdotool x11-utils cmake build-essential pkg-config \
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
     bubblewrap lxterminal mousepad python3-gi xdg-utils \
-    chromium chromium-driver >/dev/null
+    chromium chromium-driver ffmpeg >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"

@@ -50,7 +50,7 @@ class Loop:
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
         self.control.takeover = Takeover(parts.observer, self.record,
                                          lambda summary, outcome: self.contexts.note_human(self.step, summary, outcome),
-                                         self.say, parts.human_recorder)
+                                         self.say, parts.human_recorder, before=self.journal_goals)
         self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
         self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
                                        parts.clock.monotonic, say=self.say, record=self.record)
@@ -101,12 +101,18 @@ class Loop:
 
     # -- one cycle (control was read by `run`) -------------------------------
 
+    def journal_goals(self) -> str:
+        """The goals (or the task) read again; journaled when they changed: exports carry the instruction the
+        model saw (and a person's steps the instruction they were given)."""
+        goals, goals_event = self.contexts.goals(self.p.task)
+        if goals_event:
+            self.record("session", goals_event)
+        return goals
+
     def cycle(self) -> None:
         if self.control.handed_back:  # a person acted while the run was held: the next decision is told what
             self.contexts.latest, self.control.handed_back = self.control.handed_back, None
-        goals, goals_event = self.contexts.goals(self.p.task)
-        if goals_event:  # changed: exports carry the instruction the model saw
-            self.record("session", goals_event)
+        goals = self.journal_goals()
         obs = self.screen.observe()  # without a screen: an observation without an image
         changed = obs.change_key != self.last_change_key
         if changed:

@@ -29,17 +29,22 @@ class Takeover:
 
     def __init__(self, observer: Observer, record: Callable[[str, dict[str, Any]], None],
                  note: Callable[[str, str], None], say: Callable[[str], None],
-                 recorder_factory: Callable[[str | None], Any] | None = None):
+                 recorder_factory: Callable[[str | None], Any] | None = None, *,
+                 before: Callable[[], Any] | None = None):
         self.observer = observer
         self.record = record
         self.note = note
         self.say = say
         self.factory = recorder_factory
+        self.before_hold = before
+        """Called as the hold begins (the loop journals the goals: a person's rows carry the instruction)."""
         self.recorder: Any = None
         self.actions: list[str] = []
         self.before: dict[str, Any] | None = None
 
     def begin(self) -> None:
+        if self.before_hold is not None:
+            self.before_hold()
         self.actions = []
         self.before = self._look()
         factory = self.factory

@@ -151,3 +151,43 @@ def test_takeover_with_nothing_running_is_one_line(tmp_path: Path) -> None:
         out = conway(home, command)
         assert out.returncode != 0
         assert out.stderr.strip().count("\n") == 0 and "no Conway agent is running" in out.stderr
+
+
+def test_record_is_a_session_with_no_model_a_person_acting(display: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from helpers.live_sessions import REPO, Session, conway_env
+
+    from conway.store.home import Home
+
+    home = tmp_path / "demo"
+    assert conway(home, "init").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "--home", str(home), "record", "--task",
+                             "click the corner, then type"], cwd=REPO, env=conway_env(display),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    s = Session(Home(home), proc)
+    try:
+        wait_until(lambda: s.status() == "taken over", timeout=30, what="the recording to start")
+        time.sleep(0.5)
+        xdotool(display, "mousemove", "12", "34", "click", "1")
+        time.sleep(0.6)
+        xdotool(display, "type", "demo")
+        wait_until(lambda: len(human_actions(s)) >= 1, timeout=10, what="the click journaled")
+        assert conway(home, "handback").returncode == 0
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "recorded session" in out
+    assert human_actions(s) == [{"type": "click", "x": 12.0, "y": 34.0, "button": "left"},
+                                {"type": "type", "text": "demo"}]
+    assert not [e for e in s.events("decision") if e["payload"].get("model_id") != "person (conway record: no model)"]
+    export = tmp_path / "demo.jsonl"
+    assert conway(home, "export", "--output", str(export)).returncode == 0
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    human_rows = [r for r in rows if r.get("actor") == "human"]
+    assert [r["labels"]["corrected_action"]["type"] for r in human_rows] == ["click", "type"]
+    assert all(r["instruction"].endswith("click the corner, then type") or "click the corner" in r["instruction"]
+               for r in human_rows)
