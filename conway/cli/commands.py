@@ -131,6 +131,13 @@ def do_record(args) -> int:
     return ExitCode.PASSED
 
 
+def do_rerun(args) -> int:
+    from conway.evals.rerun import rerun
+    home = _home(args)
+    _require_home(home)
+    return rerun(home, args.session, output=args.output, threshold=args.threshold)
+
+
 def do_config(args) -> int:
     from conway.config import to_yaml
     home = _home(args, writable=False)
@@ -327,6 +334,7 @@ COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
     "takeover": _control("takeover"), "handback": _control("handback"), "record": do_record,
+    "rerun": do_rerun,
     "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
     "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,

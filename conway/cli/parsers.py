@@ -108,6 +108,23 @@ def _record(sub: Subparsers) -> None:
     add_overrides(p)
 
 
+def _rerun(sub: Subparsers) -> None:
+    p = cmd(sub, "rerun", "replay a recorded session's actions without the model on a fresh desktop, and compare",
+            "Replay the actions a session ran (the agent's and a person's) on a fresh disposable desktop, without\n"
+            "the model. A session of `conway tasks run` (its home under REPORT.tasks/) gets its task's setup first\n"
+            "and its checker's score at the end, beside the recorded one. Before each action the screen is\n"
+            "compared with the recorded one (the share of pixels that differ); the first divergence is written\n"
+            "side by side. Screenshots rotated away are said; those steps are still replayed.\n"
+            + exit_codes_text("the score was reproduced (a session without a task: no step diverged)",
+                              "it was not (or a step diverged)"))
+    p.add_argument("--session", required=True, metavar="ID", help="the session to replay (in this home's journal)")
+    p.add_argument("--output", metavar="DIR", help="where rerun.json and the divergence picture go "
+                                                   "(default HOME/reruns/<session>-<time>)")
+    p.add_argument("--threshold", type=float, default=0.002, metavar="F",
+                   help="a step diverges when more than this share of its screen differs (default 0.002: a line of "
+                        "text; a blinking caret is far below)")
+
+
 def _config(sub: Subparsers) -> None:
     p = cmd(sub, "config", "validate and print the resolved configuration")
     p.add_argument("--check", action="store_true", help="validate (the default action) and print the result")
@@ -295,6 +312,7 @@ COMMANDS: dict[str, AddParser] = {
     "takeover": _takeover,
     "handback": _handback,
     "record": _record,
+    "rerun": _rerun,
     "config": _config,
     "export": _export,
     "view": _view,

@@ -10,12 +10,15 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
 VIDEO_FPS = 5
 VIDEO_MAX_BYTES = 200 * 1024 * 1024
 """The largest video one session leaves (ffmpeg stops writing there; the run goes on)."""
+FIRST_FRAME_WAIT_S = 5.0
+"""How long the end of a session waits for ffmpeg's first frame (its start is slow on a loaded machine)."""
 
 
 class ScreenVideo:
@@ -25,8 +28,12 @@ class ScreenVideo:
         self.say = say
         self.stopping = False
         self.tail: list[str] = []
+        self.frames = 0
+        """Frames ffmpeg has encoded so far (its progress report)."""
         self._watch = threading.Thread(target=self._watch_errors, name="conway-video", daemon=True)
         self._watch.start()
+        self._progress = threading.Thread(target=self._watch_progress, name="conway-video-progress", daemon=True)
+        self._progress.start()
 
     @classmethod
     def start(cls, display: str | None, path: Path, *, say: Callable[[str], None], fps: int = VIDEO_FPS,
@@ -44,10 +51,11 @@ class ScreenVideo:
             proc = subprocess.Popen(
                 [ffmpeg, "-hide_banner", "-loglevel", "error", "-y", "-f", "x11grab", "-draw_mouse", "1",
                  "-framerate", str(fps), "-i", display, "-c:v", "libx264", "-preset", "ultrafast", "-crf", "30",
-                 "-pix_fmt", "yuv420p", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2",
+                 "-pix_fmt", "yuv420p", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-g", str(2 * fps),
+                 "-progress", "pipe:1", "-stats_period", "0.5",
                  "-movflags", "+frag_keyframe+empty_moov+default_base_moof", "-fs", str(max_bytes), "-f", "mp4",
                  str(path)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             say(f"--video: cannot start ffmpeg: {exc.strerror or exc}; the run goes on without a video")
             return None
@@ -64,9 +72,22 @@ class ScreenVideo:
             why = self.tail[-1] if self.tail else f"ffmpeg exited with code {code}"
             self.say(f"--video: the video stopped ({why}); the run goes on, {self.path} keeps what was recorded")
 
+    def _watch_progress(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            if raw.startswith(b"frame="):
+                try:
+                    self.frames = int(raw[6:].strip() or 0)
+                except ValueError:
+                    pass
+
     def stop(self) -> None:
-        """Ask ffmpeg to finish (q on its input), then make sure it has."""
+        """Ask ffmpeg to finish (q on its input) once it has a first frame (a short session on a loaded machine
+        still leaves a playable video), then make sure it has finished."""
         self.stopping = True
+        deadline = time.monotonic() + FIRST_FRAME_WAIT_S
+        while self.frames == 0 and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         if self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None
@@ -80,3 +101,4 @@ class ScreenVideo:
                 self.proc.kill()
                 self.proc.wait()
         self._watch.join(2.0)
+        self._progress.join(2.0)
