@@ -137,23 +137,16 @@ class _Grouping:
         return rec
 
     def human_row(self, ev: dict[str, Any]) -> None:
-        """A person's action as a labelled row: the screen they acted on and their action (the label)."""
+        """A person's action (a step of its own) as a labelled row: the screen they acted on and their action,
+        which is the label."""
         p = ev.get("payload") or {}
         if p.get("valid") is False or not isinstance(p.get("action"), dict):
             return
-        sid = ev.get("session", "?")
-        n = sum(1 for k in self.order if k[0] == sid and len(k) == 3 and k[1] == _step_of(ev)) + 1
-        key = (sid, _step_of(ev), n)
-        rec = self.steps[key] = {  # type: ignore[index]
-            "format": FORMAT, "session": sid, "step": key[1], "human": n, "actor": "human", "t_start": ev.get("ts"),
-            "t_end": ev.get("ts"), "observation": p.get("observation"), "geometry": None, "prompt": None,
-            "decision": None, "actions": [{"kind": "human", "action": p["action"], "ok": True}], "errors": [],
-            "uncertain": False, "dry_run": False, "finish": None, "model_id": None, "harness_revision": None,
-            "labels": {"success": "unknown", "source": "human", "verdict": "correct",
-                       "corrected_action": p["action"], "note": "a person's own action (takeover or recording)"}}
-        if self.goals.get(sid):
-            rec["instruction"] = self.goals[sid]
-        self.order.append(key)  # type: ignore[arg-type]
+        rec = self.record_for(ev)
+        rec.update(actor="human", t_end=ev.get("ts"), observation=p.get("observation"),
+                   actions=[{"kind": "human", "action": p["action"], "ok": True}],
+                   labels={"success": "unknown", "source": "human", "verdict": "correct",
+                           "corrected_action": p["action"], "note": "a person's own action (takeover or recording)"})
 
     def records(self, include_dry_runs: bool, include_uncertain: bool) -> list[dict[str, Any]]:
         """The finished records, in order, without those left out (dry runs, uncertain, empty steps)."""

@@ -173,11 +173,11 @@ class Control:
     def _taken_over(self) -> bool:
         """Held while a person acts (`conway takeover`), their input recorded, until `conway handback` or a stop."""
         self.record("control", {"request": "takeover"})
-        self.set_status("taken over")
-        self.say("taken over: the agent holds while a person acts; `conway handback` gives it back")
         hooks = self.takeover
         if hooks is not None:
-            hooks.begin()
+            hooks.begin()  # recording before the status says so: input after `conway takeover` returns is kept
+        self.set_status("taken over")
+        self.say("taken over: the agent holds while a person acts; `conway handback` gives it back")
         try:
             while self.request() == "takeover":
                 if self.signal_stop:

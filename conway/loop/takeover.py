@@ -2,7 +2,7 @@
 
 While the session is taken over the loop holds as it does for a pause; the person's pointer and key input on the
 session's display is recorded (`conway.observe.human`) and journaled as `human` events, one per action of the
-schema, each with the screenshot of the screen it was done on (`observation`). On hand back, the next decision's
+schema, each at a step of its own with the screenshot of the screen it was done on (`observation`). On hand back, the next decision's
 latest result says what the person did, and each action is in the recent steps marked as the person's.
 """
 
@@ -28,15 +28,20 @@ class Takeover:
     """`begin` when the hold starts, `poll` while it lasts, `end` when the person hands back (or a stop comes)."""
 
     def __init__(self, observer: Observer, record: Callable[[str, dict[str, Any]], None],
-                 note: Callable[[str, str], None], say: Callable[[str], None],
+                 note: Callable[[str, str, int | None], None], say: Callable[[str], None],
                  recorder_factory: Callable[[str | None], Any] | None = None, *,
-                 before: Callable[[], Any] | None = None):
+                 before: Callable[[], Any] | None = None, next_step: Callable[[], int] | None = None,
+                 record_at: Callable[[str, dict[str, Any], int], None] | None = None):
         self.observer = observer
         self.record = record
         self.note = note
         self.say = say
         self.factory = recorder_factory
         self.before_hold = before
+        self.next_step = next_step
+        """A step number of its own for each of the person's actions (journal, export and viewer key steps by
+        number); the cycle that was held keeps its own number for what it records after the hold."""
+        self.record_at = record_at
         """Called as the hold begins (the loop journals the goals: a person's rows carry the instruction)."""
         self.recorder: Any = None
         self.actions: list[str] = []
@@ -78,17 +83,24 @@ class Takeover:
         for raw in actions:
             raw = dict(raw)
             raw.pop("t", None)
+            step = self.next_step() if self.next_step is not None else None
             parsed = parse_action(raw)
             if not isinstance(parsed, _Action):
-                self.record("human", {"action": raw, "valid": False, "detail": getattr(parsed, "message", ""),
-                                      "actor": "human", "observation": self.before})
+                self._record({"action": raw, "valid": False, "detail": getattr(parsed, "message", ""),
+                              "actor": "human", "observation": self.before}, step)
                 continue
             summary = parsed.summary()
-            self.record("human", {"action": parsed.model_dump(exclude_none=True), "summary": summary,
-                                  "actor": "human", "observation": self.before})
+            self._record({"action": parsed.model_dump(exclude_none=True), "summary": summary, "actor": "human",
+                          "observation": self.before}, step)
             self.actions.append(summary)
-            self.note(summary, HUMAN_NOTE)
+            self.note(summary, HUMAN_NOTE, step)
             self.before = self._look()
+
+    def _record(self, payload: dict[str, Any], step: int | None) -> None:
+        if step is not None and self.record_at is not None:
+            self.record_at("human", payload, step)
+        else:
+            self.record("human", payload)
 
     def _look(self) -> dict[str, Any] | None:
         try:

@@ -194,7 +194,7 @@ def session_data(sv: SessionView, page_size: int) -> dict[str, Any]:
         "kind": [s.kind for s in sv.steps],
         "text": [str(s.decision.get("thought") or "")[:SEARCH_MAX] for s in sv.steps],
         "label": [(s.record.get("labels") or {}).get("verdict") or "" for s in sv.steps],
-        "outcomes": ["error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "none"],
+        "outcomes": ["error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "human", "none"],
         "error_outcomes": ["error", "uncertain"],
     }
 

@@ -95,7 +95,8 @@ class Site:
         if route == "index.html":
             if self.report:
                 return self._report_page(1)
-            return index_page(self.sessions, self.skipped).encode()
+            live = '<p><a href="/live">running sessions, live →</a></p>' if self.token else ""
+            return index_page(self.sessions, self.skipped, extra=live).encode()
         if self.report:
             return self._report_route(route)
         parts = route.split("/")

@@ -91,6 +91,16 @@ def test_takeover_records_the_persons_input_and_handback_tells_the_agent(display
     human_rows = [r for r in rows if r.get("actor") == "human"]
     assert [r["labels"]["corrected_action"] for r in human_rows] == got
     assert all(r["labels"]["source"] == "human" and r["observation"]["screenshot"] for r in human_rows)
+    assert len({r["step"] for r in human_rows}) == len(human_rows)  # each a step of its own
+    # the viewer draws them as cards of their own, marked as the person's
+    from conway.store.home import Home
+    from conway.view.command import build_site
+
+    site = build_site(Home(home))
+    sv = site.sessions[-1]
+    assert [st.outcome for st in sv.steps if st.record.get("actor") == "human"] == ["human"] * len(got)
+    page = site.get(f"s/{sv.folder}/page-0001.html").decode()
+    assert page.count("o-human") >= len(got) and "Hello, World 42" in page
 
 
 def _handback_ts(s) -> str:
@@ -113,7 +123,16 @@ def test_the_next_decision_says_what_the_person_did(display: str, tmp_path: Path
     home.ensure_dirs()
     cfg = ConwayConfig.model_validate({"policy": {"kind": "mock"}, "observe": {"source": "screen"},
                                        "agent": {"idle_backoff_start_s": 0.2, "idle_backoff_max_s": 0.5}})
-    policy = MockPolicy(MockScript(steps=[MockStep(action={"type": "wait", "seconds": 0.2})], repeat=True))
+    class Remembering(MockPolicy):
+        """The mock policy, keeping the text of every prompt it was given (what a model would have read)."""
+
+        prompts: list[str] = []
+
+        def decide(self, context):
+            self.prompts.append(_prompt(context))
+            return super().decide(context)
+
+    policy = Remembering(MockScript(steps=[MockStep(action={"type": "wait", "seconds": 0.2})], repeat=True))
     observer = ScreenObserver.from_config(cfg, home, display=display)
     box = build_toolbox(cfg.tools, home.scratch, gui=False)
     said: list[str] = []
@@ -129,14 +148,14 @@ def test_the_next_decision_says_what_the_person_did(display: str, tmp_path: Path
         xdotool(display, "type", "abc")
         time.sleep(1.3)
         assert "acknowledged" in send_control(home, "handback")
-        first = policy.last_context
-        wait_until(lambda: policy.last_context is not first and "A person took over" in _prompt(policy.last_context),
-                   timeout=15, what="a decision told what the person did")
+        wait_until(lambda: any("A person took over" in p for p in policy.prompts), timeout=30,
+                   what="a decision told what the person did")
     finally:
         send_control(home, "stop")
         runner.join(30)
-    text = _prompt(policy.last_context)
-    assert "click(x=33.0, y=44.0" in text and "type(text='abc')" in text, text[-3000:]
+    told = next(p for p in policy.prompts if "A person took over" in p)
+    assert "did 2 action(s)" in told and "click(x=33.0, y=44.0" in told and "type(text='abc')" in told, told[-3000:]
+    assert "done by a person" in policy.prompts[-1]  # and the recent steps keep them, marked as the person's
     assert any("taken over" in line for line in said) and any("handed back" in line for line in said)
 
 
