@@ -68,6 +68,8 @@
     const t = state.tile;
     t.dataset.status = s.status;
     t.classList.toggle("taken", s.status === "taken over");
+    state.img.hidden = !s.display;
+    state.img.alt = s.display ? "the session's screen" : "this session has no screen";
     t.querySelector(".status").textContent = s.status + (s.step != null ? " · step " + s.step : "") +
       (s.phase ? " (" + s.phase + ")" : "") + (s.model ? " · " + s.model : "") + (s.video ? " · video: " + s.video : "");
     const d = s.decision;
@@ -110,5 +112,5 @@
 
   poll();
   setInterval(poll, 1000);
-  setInterval(() => { for (const [id, state] of known) refreshScreen(id, state); }, 400);
+  setInterval(() => { for (const [id, state] of known) if (!state.img.hidden) refreshScreen(id, state); }, 400);
 })();
