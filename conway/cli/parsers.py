@@ -120,9 +120,9 @@ def _rerun(sub: Subparsers) -> None:
     p.add_argument("--session", required=True, metavar="ID", help="the session to replay (in this home's journal)")
     p.add_argument("--output", metavar="DIR", help="where rerun.json and the divergence picture go "
                                                    "(default HOME/reruns/<session>-<time>)")
-    p.add_argument("--threshold", type=float, default=0.002, metavar="F",
-                   help="a step diverges when more than this share of its screen differs (default 0.002: a line of "
-                        "text; a blinking caret is far below)")
+    p.add_argument("--threshold", type=float, default=0.0005, metavar="F",
+                   help="a step diverges when more than this share of its screen's pixels differs (default 0.0005: "
+                        "a few words of text; a blinking caret is a quarter of that)")
 
 
 def _config(sub: Subparsers) -> None:

@@ -3,12 +3,13 @@
 For a session of `conway tasks run` (its home under the report's `REPORT.tasks/`), the task comes from the report's
 suite and its setup steps run first; at the end its checker scores the desktop as the replay left it, beside the
 score the recorded run got. Before each action the screen is compared with the one recorded before it (the change
-score: the share of pixels that differ, on a grey thumbnail); the first step past `--threshold` is the first
+score: the share of pixels that differ, in grey); the first step past `--threshold` is the first
 divergence, written side by side (recorded | now). A session of `conway run` replays on a bare desktop, unscored.
 
 What is replayed: every action that ran (a `result` that succeeded: the agent's and, from a takeover, the
 person's `human` steps), in order; waits and finishes are not actions on the screen. After the last action, the
-screen it left (the one the next decision saw) is compared too, as `end`. A recorded screenshot that
+screen it left is compared too, as `end` (for a task, the screen kept when its session ended, `final.png`; else
+the one the next decision saw). A recorded screenshot that
 was rotated away is said, and its step is replayed without comparing. This tells a flaky environment (the same
 actions, a different screen or score) from a flaky model.
 """
@@ -26,13 +27,15 @@ from conway.errors import ExitCode, UserError
 from conway.store.home import Home
 from conway.store.journal import read_journal
 
-THRESHOLD = 0.002
-"""A step diverges when more than this share of its screen's pixels differ from the recorded screen."""
+THRESHOLD = 0.0005
+"""A step diverges when more than this share of its screen's pixels differ from the recorded screen (0.05%: 512
+pixels of 1280x800, a few words of text; a blinking caret is a quarter of that)."""
 SETTLE_S = 0.6
 """How long the desktop is given after an action before the next screen is looked at."""
-THUMB_WIDTH = 320
+SETTLE_LIMIT_S = 5.0
+"""The longest the replay waits for the screen to settle before comparing it."""
 PIXEL_DIFF = 24
-"""A thumbnail pixel counts as changed when its grey level moved by more than this (of 255)."""
+"""A pixel counts as changed when its grey level moved by more than this (of 255)."""
 
 
 @dataclass
@@ -84,13 +87,13 @@ def replay_steps(home: Home, session: str) -> list[ReplayStep]:
 
 
 def change_score(a: Any, b: Any) -> float:
-    """The share of pixels that differ between two screens (Pillow images), on grey thumbnails of one size."""
+    """The share of pixels that differ between two screens (Pillow images, in grey; the second brought to the
+    first's size when they differ)."""
     import numpy as np
 
-    w = THUMB_WIDTH
-    h = max(1, round(a.height * w / a.width))
-    ga = np.asarray(a.convert("L").resize((w, h)), dtype=np.int16)
-    gb = np.asarray(b.convert("L").resize((w, h)), dtype=np.int16)
+    grey_b = b.convert("L") if b.size == a.size else b.convert("L").resize(a.size)
+    ga = np.asarray(a.convert("L"), dtype=np.int16)
+    gb = np.asarray(grey_b, dtype=np.int16)
     return float((np.abs(ga - gb) > PIXEL_DIFF).mean())
 
 
@@ -130,6 +133,9 @@ def rerun(home: Home, session: str, *, output: str | None = None, threshold: flo
         raise UserError(f"--threshold must be between 0 and 1 (got {threshold})")
     steps = replay_steps(home, session)
     found = find_task_case(home, session)
+    final = home.root.parent / "final.png"  # a task's screen once its session ended (what its checker saw)
+    if found and steps and steps[-1].actor == "end" and final.is_file():
+        steps[-1].screenshot = str(final.resolve())
     task, cache = _task_of(found) if found else (None, None)
     out = Path(output).expanduser() if output else home.root / "reruns" / f"{session}-{time.strftime('%Y%m%dT%H%M%S')}"
     if out.exists() and any(out.iterdir()):
@@ -168,7 +174,7 @@ def _replay_on_desktop(home: Home, steps: list[ReplayStep], task: Any, cache: Pa
         screen, toolbox = _parts(home, desk)
         try:
             for n, st in enumerate(steps, 1):
-                obs = screen.observe()
+                obs = settled(screen)
                 result.steps.append(_compare(home, st, obs, n, result, out, threshold))
                 if st.actor == "end":
                     break
@@ -187,6 +193,20 @@ def _replay_on_desktop(home: Home, steps: list[ReplayStep], task: Any, cache: Pa
             toolbox.close()
     if result.missing:
         say(f"{result.missing} recorded screenshot(s) were rotated away: those steps were replayed, not compared")
+
+
+def settled(screen: Any, limit_s: float = SETTLE_LIMIT_S) -> Any:
+    """The screen once it stopped changing (two looks `SETTLE_S` apart agree, a blinking caret aside), or as it
+    is after `limit_s`: a loaded desktop draws late, and the replay must not race it."""
+    last = screen.observe()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_S / 2)
+        now = screen.observe()
+        if now.change_key == last.change_key:
+            return now
+        last = now
+    return last
 
 
 def _parts(home: Home, desk: Any) -> tuple[Any, Any]:

@@ -59,7 +59,14 @@ class ScreenVideo:
         except OSError as exc:
             say(f"--video: cannot start ffmpeg: {exc.strerror or exc}; the run goes on without a video")
             return None
-        return cls(proc, path, say)
+        video = cls(proc, path, say)
+        video.wait_first_frame()  # the video covers the session from its start, also where ffmpeg starts slowly
+        return video
+
+    def wait_first_frame(self) -> None:
+        deadline = time.monotonic() + FIRST_FRAME_WAIT_S
+        while self.frames == 0 and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _watch_errors(self) -> None:
         assert self.proc.stderr is not None
@@ -85,9 +92,7 @@ class ScreenVideo:
         """Ask ffmpeg to finish (q on its input) once it has a first frame (a short session on a loaded machine
         still leaves a playable video), then make sure it has finished."""
         self.stopping = True
-        deadline = time.monotonic() + FIRST_FRAME_WAIT_S
-        while self.frames == 0 and self.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self.wait_first_frame()
         if self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None

@@ -62,7 +62,7 @@ def test_rerun_reproduces_the_score_and_finds_a_planted_setup_change(tmp_path: P
     moved = conway(home, "rerun", "--session", case["session"], "--output", str(tmp_path / "planted"))
     assert moved.returncode == 2, moved.stdout + moved.stderr
     data = json.loads((tmp_path / "planted" / "rerun.json").read_text())
-    assert data["steps"][0]["change"] <= 0.002  # the same screen before the command ...
+    assert data["steps"][0]["change"] <= 0.0005  # the same screen before the command ...
     assert data["first_divergence"]["n"] == 2 and data["score"] == 0.0, data  # ... a different one after it
     assert Path(data["first_divergence"]["side_by_side"]).is_file()
     assert "first divergence: action 2" in moved.stdout and "NOT reproduced" in moved.stdout
@@ -72,9 +72,11 @@ def test_rerun_reproduces_the_score_and_finds_a_planted_setup_change(tmp_path: P
         shot.unlink()
     gone = conway(home, "rerun", "--session", case["session"], "--output", str(tmp_path / "gone"))
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    assert "2 recorded screenshot(s) were rotated away: those steps were replayed, not compared" in gone.stdout
+    # the screen before the command is gone; the end is compared with the task's final.png, kept beside its home
+    assert "1 recorded screenshot(s) were rotated away: those steps were replayed, not compared" in gone.stdout
     data = json.loads((tmp_path / "gone" / "rerun.json").read_text())
     assert len(data["steps"]) == 2 and data["score"] == 1.0
+    assert data["steps"][0]["compared"] == "the recorded screenshot was rotated away" and data["steps"][0]["ok"]
 
 
 def test_rerun_of_an_unknown_session_is_one_line(tmp_path: Path) -> None:
