@@ -45,6 +45,11 @@ def test_run_video_is_playable_and_as_long_as_the_session(display: str, tmp_path
     assert info["streams"][0]["codec_name"] == "h264" and info["streams"][0]["width"] == 640
     live = json.loads((s.home.root / "live.json").read_text())
     assert live["video"] == str(videos[0])
+    from conway.view.command import build_site  # the session's page in the viewer links it
+
+    site = build_site(s.home)
+    page = site.get(f"s/{site.sessions[-1].folder}/page-0001.html").decode()
+    assert videos[0].resolve().as_uri() in page
     start = next(_t(e) for e in s.events("session") if e["payload"].get("event") == "start")
     end = next(_t(e) for e in s.events("session") if e["payload"].get("event") == "end")
     assert abs(float(info["format"]["duration"]) - (end - start)) < 2.0, (info, end - start)
