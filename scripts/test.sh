@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run them all:
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
-# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests,
+# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video,
 # and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat;
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
@@ -21,7 +21,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     xvfb xdotool x11-utils cmake build-essential pkg-config \
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
     bubblewrap lxterminal mousepad python3-gi xdg-utils \
-    chromium chromium-driver \
+    chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else

@@ -64,7 +64,8 @@ def do_run(args) -> int:
     _require_home(home)
     cfg = _config(args, home)
     _require_model(args, home, cfg)
-    outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet))
+    outcome, _ = run_agent(home, cfg, RunRequest(single_session=False, dry_run=args.observe, quiet=args.quiet,
+                                                 video=args.video))
     if outcome.failed:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
@@ -115,6 +116,26 @@ def _control(request: str) -> Callable:
         print(send_control(_home(args), request))
         return ExitCode.PASSED
     return run
+
+
+def do_record(args) -> int:
+    from conway.session.record import record_session
+    from conway.session.task_run import with_budget
+    home = _home(args)
+    _require_home(home)
+    cfg = with_budget(_config(args, home), None, args.max_seconds)
+    outcome, session = record_session(home, cfg, task=args.task, video=args.video)
+    if outcome.failed:
+        raise UserError(f"the recording ended: {outcome.reason} (journal: {outcome.journal})")
+    print(f"recorded session {session}: `conway export` writes its human steps as labelled rows")
+    return ExitCode.PASSED
+
+
+def do_rerun(args) -> int:
+    from conway.evals.rerun import rerun
+    home = _home(args)
+    _require_home(home)
+    return rerun(home, args.session, output=args.output, threshold=args.threshold)
 
 
 def do_config(args) -> int:
@@ -191,7 +212,7 @@ def do_review(args) -> int:
 def do_view(args) -> int:
     from conway.view.command import view
     return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
-                serve=args.serve, port=args.port, page_size=args.page_size)
+                serve=args.serve, port=args.port, page_size=args.page_size, live=args.live)
 
 
 def do_candidates(args) -> int:
@@ -335,6 +356,8 @@ def _tasks(args) -> int:
 COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
+    "takeover": _control("takeover"), "handback": _control("handback"), "record": do_record,
+    "rerun": do_rerun,
     "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
     "candidate-eval": do_candidate_eval, "promote": do_promote, "rollouts": do_rollouts, "replay": do_replay,
     "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,

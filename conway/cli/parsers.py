@@ -46,7 +46,14 @@ def _run(sub: Subparsers) -> None:
     _add_budget_args(p)
     p.add_argument("--observe", action="store_true",
                    help="capture real observations and plan without dispatching any action (dry run)")
+    _add_video_arg(p)
     add_overrides(p)
+
+
+def _add_video_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--video", action="store_true",
+                   help="record the screen to HOME/videos/<session>.mp4 (ffmpeg x11grab, 5 frames/s, at most "
+                        "200 MB; off by default); a video that fails is said in one line and the run goes on")
 
 
 def _start(sub: Subparsers) -> None:
@@ -76,6 +83,46 @@ def _resume(sub: Subparsers) -> None:
 
 def _stop(sub: Subparsers) -> None:
     cmd(sub, "stop", "ask the running agent to stop (an action returned by an in-flight decision is discarded)")
+
+
+def _takeover(sub: Subparsers) -> None:
+    cmd(sub, "takeover", "pause the running agent and act yourself; your input is recorded as human steps",
+        "The agent holds (as for pause) while you act on its screen (the real display, or the live view's\n"
+        "screen with `conway view --serve`). Your clicks, drags, typing, keys and scrolls are recorded through\n"
+        "the X server as `human` steps with screenshots. `conway handback` gives the screen back: the agent goes\n"
+        "on from a fresh look, told what you did.")
+
+
+def _handback(sub: Subparsers) -> None:
+    cmd(sub, "handback", "give the screen back to the agent after `conway takeover`")
+
+
+def _record(sub: Subparsers) -> None:
+    p = cmd(sub, "record", "record a demonstration: a session with no model, you acting on the screen",
+            "A session that starts taken over: everything you do on the display ($DISPLAY) is journaled as\n"
+            "human steps with screenshots, until `conway handback`, `conway stop` or Ctrl+C. `conway export`\n"
+            "writes them as labelled rows (a person's action is the label).")
+    p.add_argument("--task", metavar="TEXT", help="what you are demonstrating (the instruction of the exported rows)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="end the recording after S seconds")
+    _add_video_arg(p)
+    add_overrides(p)
+
+
+def _rerun(sub: Subparsers) -> None:
+    p = cmd(sub, "rerun", "replay a recorded session's actions without the model on a fresh desktop, and compare",
+            "Replay the actions a session ran (the agent's and a person's) on a fresh disposable desktop, without\n"
+            "the model. A session of `conway tasks run` (its home under REPORT.tasks/) gets its task's setup first\n"
+            "and its checker's score at the end, beside the recorded one. Before each action the screen is\n"
+            "compared with the recorded one (the share of pixels that differ); the first divergence is written\n"
+            "side by side. Screenshots rotated away are said; those steps are still replayed.\n"
+            + exit_codes_text("the score was reproduced (a session without a task: no step diverged)",
+                              "it was not (or a step diverged)"))
+    p.add_argument("--session", required=True, metavar="ID", help="the session to replay (in this home's journal)")
+    p.add_argument("--output", metavar="DIR", help="where rerun.json and the divergence picture go "
+                                                   "(default HOME/reruns/<session>-<time>)")
+    p.add_argument("--threshold", type=float, default=0.0005, metavar="F",
+                   help="a step diverges when more than this share of its screen's pixels differs (default 0.0005: "
+                        "a few words of text; a blinking caret is a quarter of that)")
 
 
 def _config(sub: Subparsers) -> None:
@@ -116,6 +163,9 @@ def _view(sub: Subparsers) -> None:
     p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
     p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
     p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
+    p.add_argument("--live", action="append", metavar="DIR",
+                   help="with --serve: also watch the running sessions under DIR live (a Conway home, or a folder "
+                        "of them such as a tasks report's REPORT.tasks/); the home itself is always watched")
 
 
 # --- experience → candidates (labels, training outputs, promotion) ---
@@ -295,6 +345,10 @@ COMMANDS: dict[str, AddParser] = {
     "pause": _pause,
     "resume": _resume,
     "stop": _stop,
+    "takeover": _takeover,
+    "handback": _handback,
+    "record": _record,
+    "rerun": _rerun,
     "config": _config,
     "export": _export,
     "view": _view,

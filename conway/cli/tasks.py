@@ -143,6 +143,9 @@ def _add_run(group: argparse._SubParsersAction) -> None:
                     "so tasks that need the live web run (without it they are not runnable); the report says so. "
                     "Files still come only from --cache (conway tasks fetch fills it)")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
+    rp.add_argument("--video", action="store_true",
+                    help="record each task's screen to a video in its home (videos/<session>.mp4, ffmpeg x11grab, "
+                         "at most 200 MB), linked from the report and the viewer; off by default")
     add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop
 
 
@@ -180,7 +183,7 @@ def do_run(args: argparse.Namespace) -> int:
     args.mock_script = None  # one script per task (--mock-scripts), never one for all
     cfg = model_config_of(args, home)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
-                     keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                     keep=args.keep, video=args.video, max_steps=args.max_steps, max_seconds=args.max_seconds,
                      task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
                      pool=pool_of(args, cfg, home), resume=args.resume, network=args.network)
 

@@ -137,6 +137,8 @@ class TasksSuite:
     cache: Path | None = None
     mock_scripts: Path | None = None
     keep: bool = False
+    video: bool = False
+    """`--video`: each task's screen recorded to its home's videos/<session>.mp4, linked from its case."""
     max_steps: int | None = None
     max_seconds: float | None = None
     task_timeout_s: float | None = None
@@ -247,7 +249,7 @@ class TasksSuite:
             with dog:
                 run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
                                observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
-                               say=self.say, quiet=True)
+                               say=self.say, quiet=True, video=self.video)
         finally:  # also when the loop raised: a torn-down desktop is the watchdog's doing, not a lost one
             if dog.fired:
                 record.update(timed_out=True, elapsed_s=dog.elapsed_s)
@@ -257,6 +259,9 @@ class TasksSuite:
         if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
             token.set(outcome.reason)  # the suite stops: this task did not finish
         record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+        video = home.root / "videos" / f"{run.session}.mp4"
+        if self.video and video.is_file():
+            record["video"] = _relative(video, self.report_dir)
         record.update(session=run.session, home=_relative(home.root, self.report_dir),
                       view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
                       steps=outcome.steps, stop_reason=(f"task timeout ({limit:g} s): " if dog.fired else "")
@@ -416,7 +421,7 @@ def _check_folder(raw: str | None, what: str) -> Path | None:
 
 
 def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str,
-              cache: str | None = None, mock_scripts: str | None = None, keep: bool = False,
+              cache: str | None = None, mock_scripts: str | None = None, keep: bool = False, video: bool = False,
               max_steps: int | None = None, max_seconds: float | None = None, task_timeout_s: float | None = None,
               quiet: bool = False, argv: list[str] | None = None, policy: Policy | None = None,
               say: Callable[[str], None] | None = None, window_wait_s: float = WINDOW_WAIT_S,
@@ -445,12 +450,12 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if folder.exists() and folder != _resumed_folder(resume):
         raise UserError(f"{folder} (where the tasks' homes go) already exists; choose a new report name")
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
-                        max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
+                        video=video, max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
                         stop_grace_s=stop_grace_s, quiet=quiet, say=say, window_wait_s=window_wait_s,
                         command_timeout_s=command_timeout_s, screen=tuple(screen), network=network)
     report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
-        "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,
+        "mock_scripts": str(scripts) if scripts else None, "keep": keep, "video": video, "max_steps": max_steps,
         "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
         "tasks_folder": folder.name, "network": network,
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},

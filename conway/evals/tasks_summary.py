@@ -180,6 +180,9 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
     out.append(table(["task", "domain", "outcome", "score", "declared", "steps", "time s", "metrics / why"], rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more task(s) in the report")
+    videos = [f"  {c.get('task')}: {c['video']}" for c in cases[:max_rows] if c.get("video")]
+    if videos:
+        out += ["", "videos (relative to the report):"] + videos
     diffs = data.get("differences_from_osworld") or []
     if diffs:
         out += ["", "how this environment differs from OSWorld's VM:"] + [f"  - {line}" for line in diffs]

@@ -78,6 +78,9 @@ def steps_from_events(events: Iterable[dict[str, Any]], include_dry_runs: bool =
             continue
         if kind in ("recovery", "control", "memory"):  # not a step's: memory's compaction runs between cycles
             continue
+        if kind == "human":  # a person's action during a takeover (or `conway record`): a row of its own
+            grouping.human_row(ev)
+            continue
         rec = grouping.record_for(ev)
         rec["t_end"] = ev.get("ts")
         _apply_event(rec, kind, ev.get("payload") or {})
@@ -132,6 +135,18 @@ class _Grouping:
                 rec["host_facts"] = self.facts[key[0]]
             self.order.append(key)
         return rec
+
+    def human_row(self, ev: dict[str, Any]) -> None:
+        """A person's action (a step of its own) as a labelled row: the screen they acted on and their action,
+        which is the label."""
+        p = ev.get("payload") or {}
+        if p.get("valid") is False or not isinstance(p.get("action"), dict):
+            return
+        rec = self.record_for(ev)
+        rec.update(actor="human", t_end=ev.get("ts"), observation=p.get("observation"),
+                   actions=[{"kind": "human", "action": p["action"], "ok": True}],
+                   labels={"success": "unknown", "source": "human", "verdict": "correct",
+                           "corrected_action": p["action"], "note": "a person's own action (takeover or recording)"})
 
     def records(self, include_dry_runs: bool, include_uncertain: bool) -> list[dict[str, Any]]:
         """The finished records, in order, without those left out (dry runs, uncertain, empty steps)."""
@@ -203,6 +218,9 @@ def attach_labels(records: list[dict[str, Any]], labels: LabelIndex) -> int:
     """Put each step's latest label into its record; returns how many steps carry one."""
     n = 0
     for rec in records:
+        if rec.get("actor") == "human":  # the person's action is its own label
+            n += 1
+            continue
         lab = labels.get(rec["session"], rec["step"])
         if lab is None and (rec.get("labels") or {}).get("source"):
             n += 1  # a session-level check already labelled it

@@ -117,6 +117,10 @@ class Control:
         self._worker = Worker()  # the decisions' thread, one for the whole run
         self._watcher = Watcher(agent.control_poll_s)  # watches an abortable decision run on the loop's thread
         self._requests = ReadIfChanged(control_path, lambda path: read_control(path, session), None)
+        self.takeover: Any = None
+        """`conway.loop.takeover.Takeover` (set by the loop): records what a person does while taken over."""
+        self.handed_back: str | None = None
+        """What the person did during the last takeover (the loop shows it to the next decision), until taken."""
 
     # -- requests -------------------------------------------------------------
 
@@ -126,7 +130,7 @@ class Control:
 
     def holds(self) -> bool:
         """A stop or a pause is pending: an answer decided before it must not be dispatched after it."""
-        return bool(self.signal_stop) or self.request() in ("stop", "pause")
+        return bool(self.signal_stop) or self.request() in ("stop", "pause", "takeover")
 
     def pending_stop(self) -> StopRun | None:
         """The stop the run should end by now (a signal or `conway stop`), else None."""
@@ -147,6 +151,8 @@ class Control:
         if request == "stop":
             self.record("control", {"request": "stop"})
             raise StopRun("stop requested", RunEnd.STOP_REQUESTED)
+        if request == "takeover":
+            return self._taken_over()
         if request == "pause":
             self.record("control", {"request": "pause"})
             self.set_status("paused")
@@ -163,6 +169,33 @@ class Control:
             self.say("resumed")
             return True
         return False
+
+    def _taken_over(self) -> bool:
+        """Held while a person acts (`conway takeover`), their input recorded, until `conway handback` or a stop."""
+        self.record("control", {"request": "takeover"})
+        hooks = self.takeover
+        if hooks is not None:
+            hooks.begin()  # recording before the status says so: input after `conway takeover` returns is kept
+        self.set_status("taken over")
+        self.say("taken over: the agent holds while a person acts; `conway handback` gives it back")
+        try:
+            while self.request() == "takeover":
+                if self.signal_stop:
+                    raise StopRun(self.signal_stop, self._signal_end)
+                if hooks is not None:
+                    hooks.poll()
+                self.clock.sleep(self.agent.control_poll_s)
+        finally:
+            done = hooks.end() if hooks is not None else None
+        self.handed_back = done
+        if self.request() == "stop":
+            self.record("control", {"request": "stop"})
+            raise StopRun("stop requested", RunEnd.STOP_REQUESTED)
+        self.record("control", {"request": "handback", "human_actions": len(getattr(hooks, "actions", []) or []),
+                                "told": done})
+        self.set_status("running")
+        self.say("handed back: the agent goes on from a fresh observation")
+        return True
 
     # -- budgets --------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from conway.loop.ratelimit import rate_limit_event, rate_limit_wait
 from conway.loop.recovery import start_up
 from conway.loop.repetition import Repetitions
 from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
+from conway.loop.takeover import Takeover
 from conway.observe.fallback import ScreenFallback
 from conway.prompt.decision import ContextBuilder, context_record
 from conway.protocols import (
@@ -47,6 +48,11 @@ class Loop:
         self.control = Control(parts.home.control, parts.session, parts.clock, cfg.agent, record=self.record,
                                set_status=lambda status: self.state.save(status=status), say=self.say,
                                before_sleep=self.state.flush, decisions=lambda: self.decisions)
+        self.control.takeover = Takeover(parts.observer, self.record,
+                                         lambda summary, outcome, step: self.contexts.note_human(
+                                             self.step if step is None else step, summary, outcome),
+                                         self.say, parts.human_recorder, before=self.journal_goals,
+                                         next_step=self.human_step, record_at=self.record_at)
         self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
         self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
                                        parts.clock.monotonic, say=self.say, record=self.record)
@@ -55,6 +61,8 @@ class Loop:
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
         self.revision = harness_revision()
         self.step = 0
+        self.human_high = 0
+        """The last step number a person's action took (`human_step`)."""
         self.decisions = 0  # the model's answers (what --max-steps counts); `step` also counts cycles without one
         self.idle_count = self.error_count = 0
         self.permanent = PermanentFailures(cfg.agent.max_permanent_failures)  # ends a run no retry can help
@@ -71,7 +79,7 @@ class Loop:
                 self.control.check()
                 self.memory.between_cycles()  # past memory.max_chars: a summary (a stop aborts it) or the truncation
                 self.control.check_budget(steps=True)
-                self.step += 1
+                self.step = max(self.step, self.human_high) + 1  # past a person's steps during a takeover
                 self.state.progress(self.step)
                 try:
                     self.cycle()
@@ -97,10 +105,24 @@ class Loop:
 
     # -- one cycle (control was read by `run`) -------------------------------
 
-    def cycle(self) -> None:
+    def human_step(self) -> int:
+        """A step number of its own for a person's action during a takeover (not a decision: --max-steps ignores
+        it); the held cycle keeps its number, the next cycle comes after."""
+        self.human_high = max(self.step, self.human_high) + 1
+        return self.human_high
+
+    def journal_goals(self) -> str:
+        """The goals (or the task) read again; journaled when they changed: exports carry the instruction the
+        model saw (and a person's steps the instruction they were given)."""
         goals, goals_event = self.contexts.goals(self.p.task)
-        if goals_event:  # changed: exports carry the instruction the model saw
+        if goals_event:
             self.record("session", goals_event)
+        return goals
+
+    def cycle(self) -> None:
+        if self.control.handed_back:  # a person acted while the run was held: the next decision is told what
+            self.contexts.latest, self.control.handed_back = self.control.handed_back, None
+        goals = self.journal_goals()
         obs = self.screen.observe()  # without a screen: an observation without an image
         changed = obs.change_key != self.last_change_key
         if changed:
@@ -245,3 +267,6 @@ class Loop:
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:
         self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))
+
+    def record_at(self, kind: str, payload: dict[str, Any], step: int) -> None:
+        self.p.journal.append(make_event(self.p.session, step, kind, payload, now=self.p.clock.time()))

@@ -35,6 +35,9 @@ class LoopParts:
     summariser: TextModel | None = None
     """What writes memory.md's summary past memory.max_chars (the acting model's backend, or memory.summariser);
     None: the marked truncation (docs/architecture.md#memory)."""
+    human_recorder: Callable[[str | None], Any] | None = None
+    """Records a person's input while the session is taken over (display → recorder with drain/stop); None: the
+    X RECORD recorder of `conway.observe.human` on the observer's display."""
 
     @property
     def abortable(self) -> bool:

@@ -116,6 +116,13 @@ class ContextBuilder:
         self.latest = f"{action} → {outcome}"
         self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
 
+    def note_human(self, step: int, action: str, outcome: str) -> None:
+        """A person's action during a takeover: it joins the recent steps and memory's step log as theirs; the
+        model's own history is left as it was (the person's action is never replayed as the model's answer)."""
+        if self.recent.add(StepNote(step, action, outcome)):
+            self.memory_view = None
+        self.memory.add(f"- step {step}: {action[:200]} → {outcome[:200]}")
+
     def note_error(self, step: int, message: str) -> None:
         """A step without an action: the error is the latest result and joins the recent steps."""
         self.latest = f"ERROR: {message}"

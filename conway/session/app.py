@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from conway.config import ConwayConfig
 from conway.errors import UserError
@@ -88,6 +88,10 @@ class RunRequest:
     clock: Clock | None = None
     shell_env: dict[str, str] | None = None
     """Variables the shell tool's commands get on top of Conway's environment (when the toolbox is built here)."""
+    taken_over: bool = False
+    """`conway record`: the session starts taken over (a person acts, no model decides) until hand back."""
+    video: bool = False
+    """`--video`: the session's screen is recorded to HOME/videos/<session>.mp4 (bounded; off by default)."""
 
 
 def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
@@ -130,7 +134,12 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
                           journal=journal, session=session, clock=req.clock or Clock(),
                           single_session=req.single_session, dry_run=req.dry_run, say=printer, task=req.task,
                           summariser=summariser)
-        outcome = Loop(parts).run()
+        video = _go_live(home, session, observer, req, say)
+        try:
+            outcome = Loop(parts).run()
+        finally:
+            if video is not None:
+                video.stop()
         return outcome, session
     finally:
         if journal:
@@ -144,6 +153,26 @@ def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[
         if policy is not None and req.policy is None:  # stops a model server Conway started for this run
             policy.close()
         lock.release()
+
+
+def _go_live(home: Home, session: str, observer: Observer, req: RunRequest, say: Callable[[str], None]) -> Any:
+    """live.json for the live view, the takeover a recording session starts in, the screen's video (or None)."""
+    from conway.loop.takeover import display_of
+    from conway.store.live import write_live
+
+    display = display_of(observer)
+    video = None
+    if req.video:
+        from conway.observe.video import ScreenVideo
+        video = ScreenVideo.start(display, home.root / "videos" / f"{session}.mp4", say=say)
+    try:
+        write_live(home.root, session, os.getpid(), display,
+                   video=str(video.path) if video is not None else None, recording=req.taken_over)
+    except OSError:
+        pass  # the live view will not list it; the run goes on
+    if req.taken_over:
+        write_control(home.control, session, "takeover")
+    return video
 
 
 # --- control commands --------------------------------------------------------
@@ -164,8 +193,10 @@ def running_session(home: Home) -> tuple[str, int]:
 
 def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:
     session, pid = running_session(home)
+    _check_request(home, session, request)
     write_control(home.control, session, request)
-    want = {"pause": "paused", "resume": "running", "stop": "stopped"}[request]
+    want = {"pause": "paused", "resume": "running", "stop": "stopped", "takeover": "taken over",
+            "handback": "running"}[request]
     deadline = time.monotonic() + wait_s
     store = StateStore(home.state, home.state_previous)
     while time.monotonic() < deadline:  # confirm the agent acted on it
@@ -174,6 +205,18 @@ def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:
             return f"{request} acknowledged by session {session} (pid {pid})"
         time.sleep(0.05)
     return f"{request} requested for session {session} (pid {pid}); the agent applies it between steps"
+
+
+def _check_request(home: Home, session: str, request: str) -> None:
+    """Refuse, in one line, a takeover of a session already taken over and a hand back of one that is not."""
+    if request not in ("takeover", "handback"):
+        return
+    state, _ = StateStore(home.state, home.state_previous).load()
+    status = state.get("status") if state.get("session") == session else "starting"
+    if request == "handback" and status != "taken over":
+        raise UserError(f"session {session} is not taken over (it is {status}); there is nothing to hand back")
+    if request == "takeover" and status == "taken over":
+        raise UserError(f"session {session} is already taken over; `conway handback` gives it back")
 
 
 def status_report(home: Home) -> dict:

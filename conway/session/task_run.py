@@ -73,7 +73,7 @@ def no_desktop_toolbox(config: ConwayConfig, home: Home, workdir: Path) -> Actua
 def run_task(home: Home, config: ConwayConfig, task: str | None, *, execute: bool = True, quiet: bool = True,
              max_steps: int | None = None, max_seconds: float | None = None, policy: Policy | None = None,
              observer: Observer | None = None, toolbox: Actuator | None = None, clock: Clock | None = None,
-             say: Callable[[str], None] = console_say) -> TaskRun:
+             say: Callable[[str], None] = console_say, video: bool = False) -> TaskRun:
     """One single session of the loop on `home` (plan only unless `execute`); the lock is held throughout.
 
     Without `toolbox` the configured tools are built inside the lock, their shell told the home; a given
@@ -82,7 +82,7 @@ def run_task(home: Home, config: ConwayConfig, task: str | None, *, execute: boo
     config = with_budget(config, max_steps, max_seconds)
     outcome, session = run_agent(home, config, RunRequest(
         single_session=True, dry_run=not execute, quiet=quiet, task=task, policy=policy, observer=observer,
-        toolbox=toolbox, clock=clock, shell_env=shell_env(home)), say=say)
+        toolbox=toolbox, clock=clock, shell_env=shell_env(home), video=video), say=say)
     return TaskRun(outcome=outcome, session=session, home=home)
 
 

@@ -33,7 +33,7 @@ from conway.store.events import Intent, SessionEnd
 
 SCHEMA = "conway-event/1"
 EventKind = Literal["intent", "result", "error", "uncertain", "recovery", "control", "observation",
-                    "decision", "suppressed", "finish", "session", "memory"]
+                    "decision", "suppressed", "finish", "session", "memory", "human"]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 

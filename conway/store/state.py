@@ -199,7 +199,7 @@ def remove_leftover_temps(folder: Path, names: tuple[str, ...] = TEMP_OWNERS) ->
 
 # --- control.json --------------------------------------------------------------
 
-CONTROL_REQUESTS = ("pause", "resume", "stop")
+CONTROL_REQUESTS = ("pause", "resume", "stop", "takeover", "handback")
 
 
 def write_control(path: Path, session: str, request: str) -> None:

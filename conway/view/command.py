@@ -35,7 +35,7 @@ def build_site(home: Home, *, report: str | None = None, session: str | None = N
 
 def view(home: Home, *, report: str | None = None, session: str | None = None, last: bool = False,
          output: str | None = None, serve: bool = False, port: int = 0, page_size: int = DEFAULT_PAGE_SIZE,
-         say: Callable[[str], None] = print) -> int:
+         live: list[str] | None = None, say: Callable[[str], None] = print) -> int:
     if serve and output:
         raise UserError("--serve answers from memory and writes no site; --output is for the static site: "
                         "give one or the other")
@@ -43,18 +43,22 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
         raise UserError(f"--port must be 0 (any free port) to 65535 (got {port})")
     if port and not serve:
         raise UserError("--port goes with --serve")
+    if live and not serve:
+        raise UserError("--live goes with --serve (the live page is served, never written)")
+    roots = [home.root] + [_live_root(p) for p in live or []]
     site = build_site(home, report=report, session=session, last=last, page_size=page_size)
     if serve:
         from conway.view.server import ViewServer
 
         try:
             rebuild = None if report else (lambda: build_site(home, session=session, last=last, page_size=page_size))
-            server = ViewServer(site, port, rebuild=rebuild, journal=None if report else home.journal_dir)
+            server = ViewServer(site, port, rebuild=rebuild, journal=None if report else home.journal_dir,
+                                live=roots)
         except OSError as exc:
             raise UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
         try:
             with _stop_on_signals():  # before the URL is shown: a stop sent on seeing it must not be lost
-                say(f"serving {server.url} (Ctrl+C to stop)")
+                say(f"serving {server.url} (Ctrl+C to stop); running sessions live: {server.url}live")
                 if not report:
                     say(f"labels you give in the browser go to {home.root / 'labels.jsonl'} (source: review)")
                 server.serve_forever()
@@ -73,6 +77,13 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
         f"({counts['bytes'] / 1e6:.1f} MB)")
     say(f"open {first.as_uri()}")
     return ExitCode.PASSED
+
+
+def _live_root(raw: str) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise UserError(f"--live {raw}: not a folder (give a Conway home or a folder of them, e.g. REPORT.tasks)")
+    return path.resolve()
 
 
 class _stop_on_signals:

@@ -194,7 +194,7 @@ def session_data(sv: SessionView, page_size: int) -> dict[str, Any]:
         "kind": [s.kind for s in sv.steps],
         "text": [str(s.decision.get("thought") or "")[:SEARCH_MAX] for s in sv.steps],
         "label": [(s.record.get("labels") or {}).get("verdict") or "" for s in sv.steps],
-        "outcomes": ["error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "none"],
+        "outcomes": ["error", "uncertain", "suppressed", "discarded", "dry-run", "finish", "ok", "wait", "human", "none"],
         "error_outcomes": ["error", "uncertain"],
     }
 
@@ -207,7 +207,7 @@ def _opened(summary: str, open_: bool) -> str:
     return summary.replace("<details>", "<details open>", 1) if open_ else summary
 
 
-def session_summary(sv: SessionView) -> str:
+def session_summary(sv: SessionView, video: Any = None) -> str:
     """The summary section (closed; the first page opens it)."""
     s = sv.summary()
     streaks = "; ".join(f"steps {x['first']}–{x['last']} ({x['steps']} in a row, waited {x['wait_s']:g} s)"
@@ -233,6 +233,8 @@ def session_summary(sv: SessionView) -> str:
         ("verified by Conway", esc(verified)),
         ("cost", esc(render_record(sv.session_cost().record()))),  # the line `conway status` prints
     ]
+    if video is not None:  # `--video`: the session's screen, beside its journal
+        rows.append(("video", f'<a href="{esc(video.as_uri())}">{esc(video)}</a>'))
     if sv.recoveries:
         rows.append(("recoveries", esc("; ".join(f"step {r['step']}: {r['what']}: {r['detail']}" for r in sv.recoveries[:20]))))
     return ('<section class="summary"><details><summary>Session summary</summary>'

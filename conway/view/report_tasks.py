@@ -56,6 +56,8 @@ def card_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: st
                                        f"{cost.get('generated_tokens', 0):,} generated, model "
                                        f"{_num(cost.get('model_s'), '.1f')} s")))
         lines.append(_line("session", f"<code>{esc(c.get('view'))}</code>"))
+    if c.get("video"):
+        lines.append(_line("video", f'<a href="{esc(c["video"])}">{esc(c["video"])}</a> (beside the report)'))
     return pics, "".join(lines)
 
 

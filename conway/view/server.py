@@ -17,7 +17,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
@@ -28,6 +28,7 @@ from conway.store.journal import journal_files
 from conway.view.site import Site
 
 BODY_MAX = 64 * 1024
+POST_ROUTES = ("/api/label", "/api/control", "/api/input")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png",
          ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
@@ -78,8 +79,11 @@ class ViewServer:
     """
 
     def __init__(self, site: Site, port: int = 0, *, rebuild: Callable[[], Site] | None = None,
-                 journal: Path | None = None):
+                 journal: Path | None = None, live: list[Path] | None = None):
+        from conway.view.live import LiveSessions
+
         self.site = site
+        self.live = LiveSessions(live if live is not None else [site.home_root])
         self.rebuild = rebuild
         self.journal = journal
         self._seen = self._journal_state()
@@ -193,6 +197,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._host_ok():
             return
         route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
+        if route == "live" or route.startswith("api/"):
+            self._live_get(route)
+            return
         if route.endswith("/"):
             route += "index.html"
         if ".." in route.split("/"):
@@ -211,10 +218,31 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_HEAD = do_GET
 
+    def _live_get(self, route: str) -> None:
+        """The live page (anyone who may read the pages), and its data (only with the page's token)."""
+        from conway.view.live import LiveRefused, live_page
+
+        if route == "live":
+            self._send(200, live_page(self.view.token).encode(), TYPES[".html"])
+            return
+        if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), self.view.token):
+            self._json(403, {"error": "missing or wrong token (reload the page from this server)"})
+            return
+        query = parse_qs(urlsplit(self.path).query)
+        try:
+            if route == "api/live":
+                self._json(200, {"sessions": self.view.live.running()})
+            elif route == "api/screen":
+                self._send(200, self.view.live.screen((query.get("id") or [""])[0]), "image/jpeg")
+            else:
+                self._json(404, {"error": "not found"})
+        except LiveRefused as exc:
+            self._json(exc.status, {"error": str(exc)})
+
     def do_POST(self) -> None:
         if not self._host_ok():
             return
-        refusal = self._label_request_refusal()
+        refusal = self._request_refusal()
         if refusal is not None:
             self._json(refusal[0], {"error": refusal[1]})
             return
@@ -223,14 +251,24 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError):
             self._json(400, {"error": "the body is not JSON"})
             return
+        self._answer_post(urlsplit(self.path).path, body)
+
+    def _answer_post(self, path: str, body: Any) -> None:
+        from conway.view.live import LiveRefused
+
         try:
-            self._json(200, self.view.write_label(body))
-        except LabelRefused as exc:
+            if path == "/api/label":
+                self._json(200, self.view.write_label(body))
+            elif path == "/api/control":
+                self._json(200, self.view.live.control(body))
+            else:
+                self._json(200, self.view.live.input(body))
+        except (LabelRefused, LiveRefused) as exc:
             self._json(exc.status, {"error": str(exc)})
 
-    def _label_request_refusal(self) -> tuple[int, str] | None:
+    def _request_refusal(self) -> tuple[int, str] | None:
         """Why a POST is refused before its body is read (status, message), or None when it may be read."""
-        if urlsplit(self.path).path != "/api/label":
+        if urlsplit(self.path).path not in POST_ROUTES:
             return 404, "not found"
         origin = self.headers.get("Origin")
         if origin is not None and origin.rstrip("/") not in {f"http://{h}" for h in self.view.hosts}:

@@ -62,6 +62,8 @@ class StepView:
         self.step = int(self.record["step"])
         self.decision = self.record.get("decision") or {}
         self.actions = [a for a in self.decision.get("actions") or [] if isinstance(a, dict) and a.get("type")]
+        if self.record.get("actor") == "human":  # a person's action (takeover, recording): drawn as the model's are
+            self.actions = [a["action"] for a in self.record.get("actions") or [] if isinstance(a.get("action"), dict)]
         self.kind = str(self.actions[0]["type"]) if self.actions else "none"
 
     @property
@@ -170,6 +172,8 @@ def outcome_of(rec: dict[str, Any]) -> str:
         return "dry-run"
     if rec.get("finish"):
         return "finish"
+    if rec.get("actor") == "human":
+        return "human"
     results = [a for a in acts if a.get("kind") == "result"]
     if results and all((a.get("action") or {}).get("type") == "wait" for a in results):
         return "wait"

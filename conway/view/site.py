@@ -95,7 +95,8 @@ class Site:
         if route == "index.html":
             if self.report:
                 return self._report_page(1)
-            return index_page(self.sessions, self.skipped).encode()
+            live = '<p><a href="/live">running sessions, live →</a></p>' if self.token else ""
+            return index_page(self.sessions, self.skipped, extra=live).encode()
         if self.report:
             return self._report_route(route)
         parts = route.split("/")
@@ -156,7 +157,9 @@ class Site:
             attach_labels([s.record for s in sv.steps], read_labels(labels_path(self.home_root)))
             self._derived.pop(sv.folder, None)
         if sv.folder not in self._derived:
-            self._derived[sv.folder] = (session_data(sv, self.page_size), session_summary(sv))
+            video = self.home_root / "videos" / f"{sv.id}.mp4"
+            self._derived[sv.folder] = (session_data(sv, self.page_size),
+                                        session_summary(sv, video.resolve() if video.is_file() else None))
         return self._derived[sv.folder]
 
     def _image_urls(self, step: StepView) -> tuple[str | None, str | None, str]:
