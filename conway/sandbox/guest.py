@@ -81,10 +81,20 @@ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 """
 
 
+MIME_DEFAULTS = ".config/mimeapps.list"
+# Plain text opens in the text editor, as on OSWorld's VM (gedit there, Mousepad here). Without this,
+# xdg-open picks LibreOffice Writer once it is installed (it also claims text/plain).
+_MIME_LIST = """[Default Applications]
+text/plain=org.xfce.mousepad.desktop
+"""
+
+
 def seed_home(home: Path) -> None:
     """The settings OSWorld's VM has that its task files rely on, written into a fresh home: LibreOffice saves
     in the document's own format without asking (OSWorld's postconfig presses Ctrl+S on .xlsx/.docx/.pptx
-    files and reads them back; a "Keep current format?" dialog would leave them unsaved)."""
+    files and reads them back; a "Keep current format?" dialog would leave them unsaved); a text file opens
+    in the text editor."""
     office = home / OFFICE_SETTINGS
     office.parent.mkdir(parents=True, exist_ok=True)
     office.write_text(_OFFICE_XCU, encoding="utf-8")
+    (home / MIME_DEFAULTS).write_text(_MIME_LIST, encoding="utf-8")
