@@ -15,9 +15,12 @@ the network is replaced, at the client library: `openai`'s `Completions.create`,
 and answer the step's scripted answer. Each request is stored with its images described (declared type,
 encoding, size, sha256 of the decoded pixels, the step they show): `tests/data/goldens/<preset>.json`.
 
-It also extracts the official text of every prompt Conway stores (`conway/policies/families/*/prompts/`) from the
-same sources and writes their sha256 to `tests/data/goldens/prompt_sources.json`; `--check` only compares and
-exits 1 naming each stored file that is not the official text.
+With `--hai-cookbook`, Holo1.5's golden too: the request cell of hcompai/hai-cookbook's localization notebook,
+run as written (`holo`).
+
+It also extracts the official text of every OSWorld prompt Conway stores (`conway/policies/families/*/prompts/`)
+from the same sources and writes their sha256 to `tests/data/goldens/prompt_sources.json`; it names each stored
+file that is not that text and exits 1 (`--write-prompts` writes them).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def recording(recorder: Recorder):
     saved = (chat.Completions.create, httpx.post, requests.post)
 
     def create(self: Any, **kwargs: Any) -> Any:
+        kwargs.update(kwargs.pop("extra_body", None) or {})  # the client merges it into the request's JSON body
         return _completion([recorder.take(kwargs)] * int(kwargs.get("n") or 1))
 
     def post(url: str, *a: Any, json: Any = None, **kw: Any) -> Any:
@@ -222,6 +226,49 @@ def gta1() -> list[dict[str, Any]]:
     return kept
 
 
+PROMPTS: dict[str, str] = {}
+"""Official prompt texts found while running a source (the notebook's), beside `official_prompts`'."""
+HOLO_COMMIT = "2ba89619bdcfe729d31649d976bdaa7b9551e216"
+HOLO_NOTEBOOK = "holo1_5/openai_client/invoke_localization.ipynb"
+
+
+def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
+    """hcompai/hai-cookbook's Holo1.5 localization notebook: its code cells run as written (the pip and API-key
+    cells left out), its request cell once per target on the episode's screenshot, resized as its preparation
+    cell resizes its example image (`smart_resize` defaults, `resample=None`); `IPython.display` is a no-op."""
+    from PIL import Image
+
+    _extract(cookbook, commit, into, ".")
+    os.chdir(into / "holo1_5" / "openai_client")  # the notebook finds the cookbook's root from its own folder
+    display = types.ModuleType("IPython.display")
+    display.display = lambda *a, **k: None  # type: ignore[attr-defined]
+    sys.modules.update({"IPython": types.ModuleType("IPython"), "IPython.display": display})
+    cells = ["".join(c["source"]) for c in json.loads((into / HOLO_NOTEBOOK).read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code"]
+    module = types.ModuleType("invoke_localization")  # pydantic resolves the model's annotations through it
+    sys.modules[module.__name__] = module
+    space = module.__dict__
+    request_cell = next(c for c in cells if "chat.completions.create" in c)
+    for cell in cells:
+        if cell is request_cell or cell.lstrip().startswith("!") or "API_KEY" in cell or "image_path" in cell:
+            continue
+        exec(compile(cell, HOLO_NOTEBOOK, "exec"), space)
+    space.update(API_KEY="recorder", MODEL_NAME="Hcompany/Holo1.5-7B", BASE_URL="http://127.0.0.1:9/v1")
+    recorder = Recorder(lambda body: '{"action": "click_absolute", "x": 120, "y": 340}')
+    with recording(recorder):
+        for n, target in enumerate(GTA1_TARGETS, start=1):
+            image = Image.open(io.BytesIO(screenshot(n)))
+            resized_height, resized_width = sys.modules["utils.image"].smart_resize(height=image.height,
+                                                                                    width=image.width)
+            space.update(task=target, image=image.resize(size=(resized_width, resized_height), resample=None))
+            _quiet(lambda: exec(compile(request_cell, HOLO_NOTEBOOK, "exec"), space))
+    PROMPTS.update({"holo/localization.txt": space["LOCALIZATION_TASK_PROMPT"],
+                    "holo/click_schema.json": json.dumps(space["ClickAbsoluteAction"].model_json_schema(), indent=2)
+                    + "\n"})
+    return [{"step": n, "target": t, **request_record(b)} for n, (t, b) in
+            enumerate(zip(GTA1_TARGETS, recorder.requests), start=1)]
+
+
 RUNS: dict[str, tuple[str, str, Callable[[], list[dict[str, Any]]]]] = {
     "uitars-1.5": ("mm_agents/uitars15_v1.py", "scripts/python/run_multienv_uitars15_v1.py", uitars15),
     "uitars-1.0": ("mm_agents/uitars_agent.py", "scripts/python/run_multienv_uitars.py", uitars10),
@@ -304,8 +351,9 @@ def check_stored(official: dict[str, str]) -> list[str]:
     return problems
 
 
-def _extract(repo: Path, commit: str, into: Path) -> None:
-    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "mm_agents"], check=True,
+def _extract(repo: Path, commit: str, into: Path, path: str = "mm_agents") -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, path], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
@@ -317,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("osworld", type=Path, help="a git directory or checkout of OSWorld (or ljxpython/OSWorldUse)")
     ap.add_argument("--commit", default=DEFAULT_COMMIT, help=f"the commit to run (default {DEFAULT_COMMIT})")
     ap.add_argument("--only", nargs="*", choices=sorted(RUNS), help="make only these goldens")
+    ap.add_argument("--hai-cookbook", type=Path,
+                    help=f"a git directory of hcompai/hai-cookbook (holds {HOLO_COMMIT}): also make holo1.5's golden")
     ap.add_argument("--write-prompts", action="store_true",
                     help="also overwrite the stored prompt files with the official text")
     args = ap.parse_args(argv)
@@ -340,10 +390,19 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"{path.relative_to(REPO)}: {len(goldens[preset])} requests")
         official = official_prompts(Path(tmp), goldens)
+        if args.hai_cookbook is not None:
+            requests = holo(args.hai_cookbook, HOLO_COMMIT, Path(tmp) / "hai-cookbook")
+            record = {"source": f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT}",
+                      "made_by": "scripts/build/osworld_goldens.py", "targets": GTA1_TARGETS, "requests": requests}
+            (OUT / "holo1.5.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"tests/data/goldens/holo1.5.json: {len(requests)} requests")
+            official.update(PROMPTS)
     if args.write_prompts:
         for name, text in official.items():
             (FAMILIES / name.split("/")[0] / "prompts" / name.split("/")[1]).write_text(text, encoding="utf-8")
-    sums = {"source": f"{SOURCE} mm_agents/ @ {args.commit}", "made_by": "scripts/build/osworld_goldens.py",
+    sources = [f"{SOURCE} mm_agents/ @ {args.commit}"] + (
+        [f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT} (holo/)"] if args.hai_cookbook else [])
+    sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
             "sha256": {name: _sha(text) for name, text in sorted(official.items())}}
     (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
     problems = check_stored(official)

@@ -181,7 +181,7 @@ def test_the_uitars_prompts_differ_only_in_their_action_space():
 @pytest.mark.parametrize("overrides,needle", [
     (["policy=uitars", "policy.prompt=uitars-2.0"],
      "prompt: the uitars family has no prompt 'uitars-2.0' (known: uitars-1.5, uitars-1.0)"),
-    (["policy=opencua-7b", "policy.prompt=l4"], "prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3)"),
+    (["policy=opencua-7b", "policy.prompt=l4"], "prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3, l2-osworld)"),
     (["policy=gta1", "policy.prompt=l2"], "prompt: the gta1 family has no prompt 'l2' (known: only its one, "
                                           "policy.prompt=auto)"),
 ])
