@@ -177,8 +177,12 @@ def describe_image(url: str) -> dict[str, Any]:
     keys = [(c, n, "RGB") for n, c in enumerate(COLOURS, start=1)] + \
         [(c[::-1], n, "BGR") for n, c in enumerate(COLOURS, start=1)]
     _, step, channels = min(keys, key=lambda k: sum(abs(a - b) for a, b in zip(k[0], pixel)))  # type: ignore[arg-type]
-    return {"declared": head, "encoding": _format(data), "size": [img.width, img.height],
-            "pixels_sha256": hashlib.sha256(img.tobytes()).hexdigest(), "step": step, "channels": channels}
+    described = {"declared": head, "encoding": _format(data), "size": [img.width, img.height],
+                 "pixels_sha256": hashlib.sha256(img.tobytes()).hexdigest(), "step": step, "channels": channels}
+    if channels == "BGR":  # the sum of the same pixels with red and blue put back (docs/fidelity.md, GTA1)
+        r, g, b = img.split()
+        described["rgb_pixels_sha256"] = hashlib.sha256(Image.merge("RGB", (b, g, r)).tobytes()).hexdigest()
+    return described
 
 
 def normalized(value: Any) -> Any:
@@ -197,6 +201,19 @@ def normalized(value: Any) -> Any:
 TRANSPORT_KEYS = ("model", "messages", "stream", "cache_prompt")
 """Request fields that do not change what the model computes: the model's name (each server names its own),
 the messages (compared on their own), `stream: false` (the API's default) and llama-server's `cache_prompt`."""
+
+
+def channels_put_back(value: Any) -> Any:
+    """A golden with every image sent BGR described as the same pixels sent RGB (the one correction Conway makes
+    to an official request: GTA1's `cv2.imencode` of an RGB array, docs/fidelity.md)."""
+    if isinstance(value, list):
+        return [channels_put_back(v) for v in value]
+    if isinstance(value, dict):
+        if value.get("channels") == "BGR" and "rgb_pixels_sha256" in value:
+            fixed = {k: v for k, v in value.items() if k != "rgb_pixels_sha256"}
+            return {**fixed, "pixels_sha256": value["rgb_pixels_sha256"], "channels": "RGB"}
+        return {k: channels_put_back(v) for k, v in value.items()}
+    return value
 
 
 def request_record(body: dict[str, Any]) -> dict[str, Any]:
