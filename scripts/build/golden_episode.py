@@ -109,7 +109,7 @@ _QWEN_STEPS = [
     ("Confirm the name.", "key", ', "keys": ["enter"]'),
     ("Click the Save button.", "left_click", ', "coordinate": [%s]'),
     ("Wait for the save.", "wait", ', "time": 2'),
-    ("Drag the window to the right.", "left_click_drag", ', "coordinate": [%s]'),
+    ("Drag the window to the right.", "drag", ""),
     ("Close the dialog.", "left_click", ', "coordinate": [%s]'),
 ]
 
@@ -117,15 +117,21 @@ _QWEN_STEPS = [
 def _qwen(points: list[str], bare: set[int]) -> list[str]:
     out, it = [], iter(points)
     for n, (line, action, rest) in enumerate(_QWEN_STEPS, start=1):
-        call = _tool_call(action, rest % next(it) if "%s" in rest else rest)
+        if action == "drag":  # a drag starts where a mouse_move in the same answer put the pointer
+            start, end = next(it), next(it)
+            call = _tool_call("mouse_move", ', "coordinate": [%s]' % start) + "\n" + \
+                _tool_call("left_click_drag", ', "coordinate": [%s]' % end)
+        else:
+            call = _tool_call(action, rest % next(it) if "%s" in rest else rest)
         out.append(call if n in bare else f"Action: {line}\n{call}")
     return out
 
 
-QWEN3VL = _qwen(["62, 315", "156, 389", "260, 555", "500, 500", "781, 833", "625, 46", "937, 55"], set())
+QWEN3VL = _qwen(["62, 315", "156, 389", "260, 555", "500, 500", "781, 833", "208, 46", "625, 46", "937, 55"], set())
 """Qwen3-VL answers, points on its 0-999 grid (the runner's `--coord relative`)."""
-QWEN25VL = _qwen(["120, 340", "300, 420", "500, 600", "960, 540", "1500, 900", "1200, 50", "1800, 60"], {3, 5, 12})
-"""Qwen2.5-VL answers, points in pixels of its resized screenshot; three without an `Action:` line (the agent's
+QWEN25VL = _qwen(["120, 340", "300, 420", "500, 600", "960, 540", "1000, 620", "270, 30", "820, 30", "1290, 40"],
+                {3, 5, 12})
+"""Qwen2.5-VL answers, points in pixels of its resized screenshot (1316x728); three without an `Action:` line (the agent's
 history line then names the action)."""
 
 GTA1_TARGETS = ["the Files icon in the dock", "the report.txt file", "the Save button", "the Close button"]
