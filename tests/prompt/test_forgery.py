@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.episode import Recording as Answering
 from helpers.episode import ANSWERS, observation
+from helpers.episode import Recording as Answering
 from helpers.episode import parts as episode_parts
 from helpers.prompt_frames import FAMILIES, parse, sent_prompt
 
