@@ -170,6 +170,7 @@ def _case(preset: str) -> Any:
     return pytest.param(preset, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN[preset]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", [_case(p) for p in PRESETS])
 def test_each_step_sends_what_the_official_agent_sends(preset, tmp_path):
     golden = _golden(PRESETS[preset])
@@ -182,6 +183,7 @@ GROUNDING = {"gta1": ("gta1", COMMIT), "holo1.5": ("holo1.5", "2ba89619bdcfe729d
 """Each grounding preset: its golden and the commit of its source (OSWorld's GTA1 agent, hai-cookbook's notebook)."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", [_case(p) for p in GROUNDING])
 def test_a_grounding_request_is_what_the_official_code_sends(preset, tmp_path):
     """A grounding preset's request as `grounding-check` asks it: one screenshot and the element's description."""
@@ -234,3 +236,13 @@ def _rgb_sum(png: bytes) -> str:
     from PIL import Image
 
     return hashlib.sha256(Image.open(io.BytesIO(png)).convert("RGB").tobytes()).hexdigest()
+
+
+def test_a_difference_is_reported_as_its_first_field_with_both_values():
+    assert first_difference({"a": [1, "Use Chinese"]}, {"a": [1, "Use Chinese"]}) is None
+    assert first_difference({"a": [1, "Use English here"]}, {"a": [1, "Use Chinese here"]}, "messages") == (
+        "messages.a[1]: texts differ at char 4: Conway …'Use English here'…, official …'Use Chinese here'…")
+    assert first_difference({"top_p": 0.9}, {"top_p": 0.9, "frequency_penalty": 1}, "sampling") == (
+        "sampling.frequency_penalty: Conway has none, official 1")
+    assert first_difference({"t": 0.0}, {"t": 0}, "sampling") is None  # 0 and 0.0 are the same number on the wire
+    assert first_difference([1, 2, 3], [1, 2], "messages") == "messages: Conway 3 items, official 2"
