@@ -90,6 +90,24 @@ INPROCESS_IMAGE_TOKENS = 4096
 context with its defaults, so a larger image would be shrunk again inside and answered in other pixels."""
 
 
+class PlannerConfig(_Section):
+    """`policy.planner`: a planner model that proposes each step in words and code, the configured grounding preset
+    (`policy=jedi-7b`, `gta1` …) becoming its executor (`conway/policies/planned.py`, OSWorld's Jedi agents)."""
+
+    endpoint: str | None = None
+    """The planner's OpenAI-compatible server (or `model_path`: a GGUF Conway runs)."""
+    model: str | None = None
+    api_key_env: str | None = None
+    model_path: str | None = None
+    mmproj_path: str | None = None
+    max_tokens: int = Field(default=1500, ge=1, le=32768)
+    """The planner's reply cap (`JediAgent7B(max_tokens=1500)`, as its executor's)."""
+    temperature: float = Field(default=0.5, ge=0, le=2)
+    """The planner's temperature (`JediAgent7B(temperature=0.5)`)."""
+    max_steps: int = Field(default=15, ge=1)
+    """`{max_steps}` of the planner's prompt (`JediAgent7B(max_steps=15)`)."""
+
+
 class PolicyConfig(_Section):
     kind: Literal[POLICY_KINDS] = "mock"  # type: ignore[valid-type]  # the registry's kinds, as a Literal
     """`mock` (the offline scripted policy) or the model family whose adapter turns model output into actions
@@ -138,6 +156,8 @@ class PolicyConfig(_Section):
     prompt as its source writes it; `request` in the request's `tools` field, the server's chat template rendering
     it (vLLM; llama-server with --jinja, its default); `auto`: `request` where llama-server's /props says its
     template renders tools, else `prompt`."""
+    planner: PlannerConfig | None = None
+    """A planner model for a grounding preset (None: the preset decides alone)."""
     history_images: int | None = Field(default=None, ge=1, le=32)
     """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
     (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen2.5-VL and Qwen3-VL 5, GTA1, Holo1.5

@@ -32,7 +32,8 @@ Exit {ExitCode.PASSED:d} every task can run here, {ExitCode.NOT_PASSED:d} some c
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `tasks` group under the main parser's subcommands; each subcommand adds its own parser here."""
-    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), run and score them (run)",
+    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), fetch their "
+                       "files (fetch), run and score them (run), the applications they use (doctor)",
                        description="Task suites: OSWorld's task JSON read as is, and Conway's Markdown task files.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     group = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", parser_class=type(p))
@@ -44,13 +45,63 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "files download steps and cloud_file getters use; never fetched from the network")
     lp.add_argument("--json", action="store_true", help="print the listing as JSON (conway-task-list/1)")
     _add_run(group)
+    dp = group.add_parser("doctor", help="the applications OSWorld's tasks use: installed here or not, their versions, "
+                          "and how OSWorld's VM differs", description=DOCTOR_DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    dp.add_argument("--json", action="store_true", help="print the record as JSON (conway-tasks-doctor/1)")
+    _add_fetch(group)
+
+
+DOCTOR_DESCRIPTION = f"""\
+Say, for each application OSWorld's tasks use (Chrome, LibreOffice, GIMP, VLC, Thunderbird, VS Code, the file
+manager, the terminal, socat, Python with PyAutoGUI), whether it is installed on this machine, the program
+and version found (from the Debian package that installed it), the version OSWorld's VM (Ubuntu 22.04) has,
+and how running it here differs. A task whose application is missing is not runnable (`conway tasks list`
+names it); scores measured here are local and not comparable with OSWorld's leaderboard.
+
+  conway tasks doctor
+  conway tasks doctor --json
+
+Exit {ExitCode.PASSED:d} every application is installed, {ExitCode.NOT_PASSED:d} some are not."""
+
+
+FETCH_DESCRIPTION = f"""\
+Download every file a suite's tasks name into the local cache, in OSWorld's layout, so that `tasks list` and
+`tasks run` find them there (neither ever downloads). The files are those the tasks' `download` steps copy
+into the home (kept as <DIR>/<task id>/<uuid5 of the URL>_<file name>) and their `cloud_file` getters
+compare against (<DIR>/<task id>/<dest>): OSWorld's DesktopEnv(cache_dir=DIR) reads the same folder.
+
+A URL several tasks name is downloaded once. Each download goes to <file>.part first and, when interrupted
+(Ctrl+C, a broken connection), resumes from there on the next run (an HTTP Range request). A file is
+verified before it takes its name: its length against what the server announced, its SHA-256 against the
+one the server states (a 64-digit ETag, as large-file stores give), and, when it was fetched here before,
+against the SHA-256 recorded then in <DIR>/conway-fetch.json (a file changed since is fetched again). A file
+already there that this command did not fetch (OSWorld's own cache) is kept as it is. Each file that fails
+(HTTP 404, a checksum mismatch, a folder where the file belongs …) is one line; the rest go on.
+
+  conway tasks fetch ~/OSWorld/evaluation_examples/test_all.json --cache ~/osworld-cache
+  conway tasks list ~/OSWorld/evaluation_examples/test_all.json --cache ~/osworld-cache
+
+Exit {ExitCode.PASSED:d} every file is in the cache, {ExitCode.NOT_PASSED:d} some failed, \
+{ExitCode.SETUP_ERROR:d} bad input (no suite, a cache path that is a file), {ExitCode.INTERRUPTED:d} Ctrl+C \
+(run again to resume)."""
+
+
+def _add_fetch(group: argparse._SubParsersAction) -> None:
+    fp = group.add_parser("fetch", help="download every file a suite's tasks name into the local cache (resumable)",
+                          description=FETCH_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fp.add_argument("suite", nargs="+", metavar="SUITE", help=SUITE_HELP)
+    fp.add_argument("--cache", required=True, metavar="DIR", help="the cache folder to fill (created if missing), "
+                    "in OSWorld's layout: <DIR>/<task id>/…")
+    fp.add_argument("--quiet", action="store_true", help="only the failures and the summary")
 
 
 RUN_DESCRIPTION = f"""\
 Run each task of a suite through the real loop, one task at a time, each on its own disposable desktop: a
 private X display with a session bus, the task's setup steps (launch, open, execute, download from the
 local cache …), a fresh Conway home and a user home the task sees at /home/user, inside bubblewrap (the
-real home is not visible, the network is off). A finish ends the task; then the task's own checker scores
+real home is not visible, the network is off unless --network). Nothing is downloaded: conway tasks fetch
+fills the cache first. A finish ends the task; then the task's own checker scores
 it (OSWorld's rules: postconfig first, metrics combined by conj). A task that cannot run here is reported
 with its reasons and never scored; one that breaks (setup hangs, its application never opens, a checker
 raises) is one line in the report, and the suite goes on. A task whose loop outlasts --task-timeout-s is
@@ -88,6 +139,9 @@ def _add_run(group: argparse._SubParsersAction) -> None:
                     f"out; a loop that does not stop within {STOP_GRACE_S:g} s is an error and its desktop is torn "
                     f"down (default: the task's time, --max-seconds, + {TIMEOUT_MARGIN_S:g})")
     rp.add_argument("--keep", action="store_true", help="keep each task's desktop folder (its user home) afterwards")
+    rp.add_argument("--network", action="store_true", help="let each task's sandbox share this machine's network, "
+                    "so tasks that need the live web run (without it they are not runnable); the report says so. "
+                    "Files still come only from --cache (conway tasks fetch fills it)")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
     add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop
 
@@ -128,10 +182,23 @@ def do_run(args: argparse.Namespace) -> int:
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, max_steps=args.max_steps, max_seconds=args.max_seconds,
                      task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
-                     pool=pool_of(args, cfg, home), resume=args.resume)
+                     pool=pool_of(args, cfg, home), resume=args.resume, network=args.network)
 
 
-SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run}
+def do_doctor(args: argparse.Namespace) -> int:
+    from conway.tasks.facts import doctor, render_doctor
+    record = doctor()
+    print(json.dumps(record, indent=2) if args.json else render_doctor(record))
+    return int(ExitCode.PASSED if record["installed"] == record["total"] else ExitCode.NOT_PASSED)
+
+
+def do_fetch(args: argparse.Namespace) -> int:
+    from conway.tasks.fetch import fetch_suite
+    return fetch_suite(args.suite, args.cache, quiet=args.quiet)
+
+
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run, "fetch": do_fetch,
+                                                            "doctor": do_doctor}
 
 
 def do_tasks(args: argparse.Namespace) -> int:

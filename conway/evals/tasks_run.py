@@ -149,7 +149,11 @@ class TasksSuite:
     """How long a launch/open step waits for its application's window (a loaded machine starts apps slowly)."""
     command_timeout_s: float = COMMAND_TIMEOUT_S
     """The bound on one execute/command setup step."""
+    network: bool = False
+    """`--network`: each task's sandbox shares this machine's network (tasks that need the live web run)."""
     display_sizes: list[tuple[int, int]] = field(default_factory=list)
+    screen: tuple[int, int] = (1280, 800)
+    """The disposable desktop's screen size (OSWorld's 1280x800; `conway rollouts --screen` for small models)."""
     kind = "tasks"
 
     # -- one case ------------------------------------------------------------------
@@ -204,7 +208,8 @@ class TasksSuite:
         root = _case_folder(self.folder / f"{case.index + 1:02d}-{_safe(task.id)}")
         home = Home(root / "home")
         record["phase"] = "desktop"
-        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep) as desk:
+        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep, size=self.screen,
+                               network=self.network) as desk:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
             finally:
@@ -387,12 +392,13 @@ def _scored(result: Any) -> dict[str, Any]:
 # --- the command -------------------------------------------------------------------------
 
 
-def plan_cases(suite: Any, cache: Path | None) -> list[TaskCase]:
+def plan_cases(suite: Any, cache: Path | None, network: bool = False) -> list[TaskCase]:
     """The suite's tasks with their reasons not to run, then its load problems, in one list."""
     from conway.sandbox.setup import STEP_TYPES
     from conway.tasks.runnable import why_not_runnable
 
-    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, step_types=STEP_TYPES)))
+    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, step_types=STEP_TYPES,
+                                                                 network=network)))
              for i, t in enumerate(suite.tasks)]
     cases += [TaskCase(len(cases) + i, problem=p) for i, p in enumerate(suite.problems)]
     return cases
@@ -415,7 +421,8 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
               quiet: bool = False, argv: list[str] | None = None, policy: Policy | None = None,
               say: Callable[[str], None] | None = None, window_wait_s: float = WINDOW_WAIT_S,
               command_timeout_s: float = COMMAND_TIMEOUT_S, stop_grace_s: float = STOP_GRACE_S,
-              pool: Pool | None = None, resume: str | None = None) -> int:
+              pool: Pool | None = None, resume: str | None = None, screen: tuple[int, int] = (1280, 800),
+              network: bool = False) -> int:
     """The command; `window_wait_s` and `command_timeout_s` bound the setup steps, `stop_grace_s` how long a
     timed-out loop has to end after its stop (tests make them short).
 
@@ -429,7 +436,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
-    cases = plan_cases(suite, cache_dir)
+    cases = plan_cases(suite, cache_dir, network)
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     out, _ = check_outputs(output, home, cases=len(cases))
@@ -440,19 +447,20 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
                         max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
                         stop_grace_s=stop_grace_s, quiet=quiet, say=say, window_wait_s=window_wait_s,
-                        command_timeout_s=command_timeout_s)
+                        command_timeout_s=command_timeout_s, screen=tuple(screen), network=network)
     report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,
         "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
-        "tasks_folder": folder.name,
+        "tasks_folder": folder.name, "network": network,
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
     folder.mkdir(exist_ok=True)  # the resumed report's own folder (a sweep resumes a cell under its name)
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
-        say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}")
+        say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}"
+            + ("; the sandbox shares this machine's network (--network)" if network else ""))
     with suite_policy(config, home, policy, pool) as pol:
         result = run_suite(runner, pol, cases, report, progress=False, pool=pool, resume=resume,
                            extra=lambda res: _extra(runner, cases, res.records))
@@ -504,7 +512,7 @@ def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, An
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]
     size = sizes[0] if sizes else None  # a pool's workers report theirs in the records
     return {"environment": environment_facts(programs, size),
-            "differences_from_osworld": list(tasks_summary.DIFFERENCES_FROM_OSWORLD)}
+            "differences_from_osworld": tasks_summary.differences(network=runner.network)}
 
 
 def _say_result(summary: dict[str, Any], out: Path, say: Callable[[str], None]) -> None:

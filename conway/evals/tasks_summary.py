@@ -49,7 +49,16 @@ DIFFERENCES_FROM_OSWORLD = (
     "not OSWorld's pyautogui action space",
     "scores are local measurements: they are not comparable with OSWorld leaderboard numbers",
 )
-"""How a local run differs from OSWorld's VM, in every report (a fixed list: the same for every run)."""
+"""How a local run differs from OSWorld's VM, in every report (a fixed list: the same for every run but for the
+network's line under `--network`)."""
+NETWORK_SHARED = ("the sandbox shared this machine's network (--network): tasks reached live web sites as they "
+                  "were at run time, through this machine's connection, not OSWorld's proxy")
+
+
+def differences(*, network: bool = False) -> list[str]:
+    """DIFFERENCES_FROM_OSWORLD, with the network's line saying so when the run shared the network."""
+    return [NETWORK_SHARED if network and line.startswith("the network is off") else line
+            for line in DIFFERENCES_FROM_OSWORLD]
 
 
 def group_rates(records: Iterable[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -151,8 +160,11 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         out.append(f"interrupted: {summary['interrupted']}")
     env = data.get("environment") or {}
     if env:
-        apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}" for a in env.get("apps", []))
-        out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}")
+        apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}"
+                         + (f" [OSWorld's VM: {a['osworld_vm']}]" if a.get("osworld_vm") else "")
+                         for a in env.get("apps", []))
+        out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}"
+                   + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
     out.append("")
     rows = []
     for c in cases[:max_rows]:

@@ -84,6 +84,9 @@ class Family:
     declared), so that its reasoning sections are not cut off."""
     temperature: float = 0.0
     """Sampling temperature when `policy.temperature` is unset (the family's agent's)."""
+    sampling: tuple[tuple[str, Any], ...] = ()
+    """The other sampling parameters the family's agent sends at its runner's defaults (`top_p`, `top_k`,
+    `repetition_penalty` …), as (name, value) pairs, its source cited where declared; empty: none."""
     conversation: Conversation = Conversation()
     """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
     image_max_tokens: int = 16384

@@ -21,3 +21,16 @@ def download_path(cache: Path, task_id: str, url: str, destination: str) -> Path
 def cloud_path(cache: Path, task_id: str, dest: str) -> Path:
     """Where the cache keeps the file a `cloud_file` getter names by its `dest`."""
     return Path(cache) / task_id / dest
+
+
+HISTORY_FILE = "history_new.sqlite"
+"""OSWorld's empty Chrome history database, which its `update_browse_history` step fills: kept in the task's
+cache folder under this name (`conway tasks fetch` fetches it from HISTORY_URL)."""
+HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
+               "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite?download=true")
+
+
+def step_files(step_type: str) -> list[tuple[str, str]]:
+    """(URL, name in the task's cache folder) of the files a step of this type reads from the cache beyond its
+    own parameters (`download` names its own)."""
+    return [(HISTORY_URL, HISTORY_FILE)] if step_type == "update_browse_history" else []

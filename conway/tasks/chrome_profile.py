@@ -173,6 +173,27 @@ def shortcuts_on_desktop(env: TaskEnv, config: dict[str, Any]) -> dict[str, str]
     return {name: env.host_path(f"{desktop}/{name}").read_bytes().decode("utf-8") for name in names}
 
 
-GETTERS = {f.__name__: f for f in (history, cookie_data, shortcuts_on_desktop, default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
+SCHEMES = {0: "system", 1: "light", 2: "dark", "system": "system", "default": "system", "0": "system",
+           "light": "light", "1": "light", "dark": "dark", "2": "dark"}
+
+
+def chrome_appearance_mode_ui(env: TaskEnv, config: dict[str, Any]) -> str:
+    """The browser's colour mode, "light", "dark" or "system", from the profile's Preferences: what OSWorld's
+    getter falls back to when its reading of the settings page finds nothing (`get_chrome_color_scheme`): an
+    explicit `extensions.theme.system_theme` of 0 is light; else `browser.theme.color_scheme2` (or
+    `color_scheme`) 0/1/2; "system" when unset or unreadable."""
+    try:
+        data = _preferences(env)
+        theme = data.get("browser", {}).get("theme", {})
+        raw = theme.get("color_scheme2", theme.get("color_scheme"))
+        if data.get("extensions", {}).get("theme", {}).get("system_theme") in (0, "0", False):
+            return "light"
+        key = raw.strip().lower() if isinstance(raw, str) else int(raw) if isinstance(raw, (int, float)) else None
+        return SCHEMES.get(key, "system")  # type: ignore[arg-type]
+    except _READ_FAILS:
+        return "system"
+
+
+GETTERS = {f.__name__: f for f in (chrome_appearance_mode_ui, history, cookie_data, shortcuts_on_desktop, default_search_engine, profile_name, enable_do_not_track, enable_safe_browsing,
                                    new_startup_page, data_delete_automacally, chrome_font_size, bookmarks,
                                    find_unpacked_extension_path, find_installed_extension_name)}

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import unquote
 
-from conway.tasks import chrome_profile, display_info, relative_time
+from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
 from conway.tasks.cache import cloud_path
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -168,10 +170,48 @@ def gimp_config_file(env: TaskEnv, config: dict[str, Any]) -> str:
     return _settings_file(env, f"{GUEST_HOME}/.config/GIMP/2.10/{name}", "GIMP's settings file")
 
 
+def content_from_vm_file(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """OSWorld's reading of a file's content: for an `xlsx` file and `last_row`, the first sheet's last row
+    (pandas, the first row as the header) as texts; any other kind raises, as OSWorld's getter does."""
+    path = vm_file(env, {"path": config["path"]})
+    if config.get("file_type") != "xlsx" or config.get("file_content") != "last_row":
+        raise NotImplementedError(f"file type {config.get('file_type')!r} / {config.get('file_content')!r} is "
+                                  "not one OSWorld's getter reads")
+    if path is None:
+        raise FileNotFoundError(f"{config['path']} is not there")
+    import pandas
+    return pandas.read_excel(path).iloc[-1].astype(str).tolist()
+
+
+def vm_wallpaper(env: TaskEnv, config: dict[str, Any]) -> str | None:
+    """The desktop's wallpaper file (GNOME's `picture-uri`, as OSWorld's server reads it), where it lies; None
+    when no wallpaper is set or its file is not there (OSWorld hands an empty file then, which scores 0 too)."""
+    done = env.run(["gsettings", "get", "org.gnome.desktop.background", "picture-uri"], timeout_s=30)
+    uri = done.stdout.strip().strip("'\"")
+    if done.returncode != 0 or not uri:
+        return None
+    host = env.host_path(unquote(uri.removeprefix("file://")))
+    return str(host) if host.is_file() else None
+
+
+def vscode_config(env: TaskEnv, config: dict[str, Any]) -> Any:
+    """OSWorld's VS Code getter: the command palette (ctrl+shift+p) runs the task's `vscode_extension_command`
+    in the VS Code window, which writes the file the getter then hands over as `vm_file` does."""
+    keys = [["search", "--onlyvisible", "--name", "Visual Studio Code", "windowactivate", "--sync"],
+            ["key", "--clearmodifiers", "ctrl+shift+p"], ["type", "--delay", "20", str(config["vscode_extension_command"])],
+            ["key", "Return"]]
+    for args in keys:
+        env.run(["xdotool", *args], timeout_s=30)
+        time.sleep(0.5)
+    time.sleep(1.0)
+    return vm_file(env, {"path": config["path"]})
+
+
 GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
-    "default_video_player": default_video_player, **chrome_profile.GETTERS, **display_info.GETTERS,
+    "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "content_from_vm_file": content_from_vm_file, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
+    **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS, **slide_files.GETTERS,
 }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from conway.tasks.cache import cloud_path, download_path
+from conway.tasks.cache import cloud_path, download_path, step_files
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
 from conway.tasks.task import Task
@@ -37,6 +37,9 @@ APP_PROGRAMS: dict[str, tuple[str, ...]] = {
 }
 # a program a launch step names → what may stand in for it here (Debian ships Chromium, not Chrome)
 PROGRAM_ALIASES: dict[str, tuple[str, ...]] = {"google-chrome": CHROMIUM, "chromium": CHROMIUM, "libreoffice": OFFICE}
+ACCOUNTS = {"googledrive": "a Google Drive account", "googledrive_file": "a Google Drive account",
+            "login": "a login to a third party's web site"}
+"""The steps and getters OSWorld runs with a third party's account: named as such, never implemented."""
 URL = re.compile(r"https?://[^\s\"'<>\\]+")
 RULE_GETTERS = ("rule", "rule_relativeTime")  # their values are what a metric expects, not what the task opens
 
@@ -137,6 +140,9 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
         for f in files:
             wanted.append((f"download {f['url']}",
                            download_path(cache_dir, task.id, f["url"], f["path"]) if cache_dir else None))
+    for where, step in _steps(task):
+        for url, name in step_files(step["type"]):
+            wanted.append((f"the {where}'s file {url}", cloud_path(cache_dir, task.id, name) if cache_dir else None))
     for g in _getters(task):
         if g["type"] != "cloud_file":
             continue
@@ -224,7 +230,8 @@ def _live_urls(task: Task) -> list[str]:
                 host = ""
             if host not in LOCAL_HOSTS:
                 found.append(url)
-    return [f"live URL {u}: the task needs the web at run time, and tasks here run offline"
+    return [f"live URL {u}: the task needs the web at run time, and tasks here run offline (tasks run --network "
+            "lets the sandbox share this machine's network)"
             for u in dict.fromkeys(found)]
 
 
@@ -232,19 +239,26 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
                      metrics: Mapping[str, Any] = METRICS,
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
-                     importable: Callable[[str], bool] | None = None) -> list[str]:
+                     importable: Callable[[str], bool] | None = None, network: bool = False) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
-    (default `_importable`, looked up at call time)."""
+    (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
+    this machine's network) a task that needs the live web is not held back for it."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
                          else ["the task declares no acceptance criteria: nothing would score it"])
     reasons = extras
     for where, step in _steps(task):
-        if step["type"] not in step_types:
+        if step["type"] in ACCOUNTS:
+            reasons.append(f"{where} type {step['type']} needs {ACCOUNTS[step['type']]} (a third party's, which "
+                           "Conway never holds)")
+        elif step["type"] not in step_types:
             reasons.append(f"{where} type {step['type']} is not implemented")
     for g in _getters(task):
-        if g["type"] not in getters:
+        if g["type"] in ACCOUNTS:
+            reasons.append(f"getter {g['type']} needs {ACCOUNTS[g['type']]} (a third party's, which Conway "
+                           "never holds)")
+        elif g["type"] not in getters:
             reasons.append(f"getter {g['type']} is not implemented")
     for func, options in zip(task.evaluator.funcs, task.evaluator.options):
         if func not in metrics:
@@ -254,6 +268,8 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _apps(task, installed)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)
+    if network:
+        return list(dict.fromkeys(reasons))
     reasons += _live_urls(task)
     if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
         reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")

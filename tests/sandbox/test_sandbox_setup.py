@@ -38,7 +38,7 @@ def _titles(d: DisposableDesktop) -> list[str]:
 
 def test_the_step_types_are_osworlds() -> None:
     assert STEP_TYPES == {"launch", "open", "execute", "command", "sleep", "activate_window", "download",
-                          "chrome_open_tabs"}
+                          "chrome_open_tabs", "close_window", "chrome_close_tabs", "update_browse_history"}
 
 
 def test_download_copies_from_the_local_cache_and_never_the_network(desk: DisposableDesktop) -> None:
@@ -101,7 +101,7 @@ def test_open_uses_the_homes_default_application(desk: DisposableDesktop) -> Non
     (apps / "conway-viewer.desktop").write_text(
         "[Desktop Entry]\nType=Application\nName=Viewer\nExec=xmessage -title conway-viewer -file %f\n"
         "MimeType=text/plain;\n")
-    (desk.home / ".config").mkdir()
+    (desk.home / ".config").mkdir(exist_ok=True)  # the desktop seeds LibreOffice's settings there
     (desk.home / ".config" / "mimeapps.list").write_text("[Default Applications]\ntext/plain=conway-viewer.desktop\n")
     (desk.home / "notes.txt").write_text("opened by the open step\n")
     run_setup([{"type": "open", "parameters": {"path": "/home/user/notes.txt"}}], desk, FAST)
@@ -118,9 +118,65 @@ def test_chrome_open_tabs_opens_chromium(desk: DisposableDesktop) -> None:
     wait_until(lambda: any("conway-tab" in t for t in _titles(desk)), timeout=30, what="the tab's title")
 
 
+def test_close_window_closes_it_as_its_close_button_would(desk: DisposableDesktop) -> None:
+    run_setup([{"type": "launch", "parameters": {"command": "xmessage -title conway-bye bye"}},
+               {"type": "close_window", "parameters": {"window_name": "conway-bye", "strict": True}}], desk, FAST)
+    wait_until(lambda: "conway-bye" not in _titles(desk), timeout=15, what="the window to close")
+    with pytest.raises(SetupError, match=r"^setup step 1 \(close_window\): no window 'conway-bye' to close$"):
+        run_setup([{"type": "close_window", "parameters": {"window_name": "conway-bye"}}], desk, FAST)
+
+
+def test_chrome_close_tabs_closes_the_tab_at_the_url(desk: DisposableDesktop) -> None:
+    require(shutil.which("chromium") is not None, "chromium not installed (apt-get install chromium)")
+    require(getattr(desk.environment, "netns", None) is not None,
+            "the desktop's programs share no loopback, so no command reaches the browser's DevTools port")
+    from conway.tasks import devtools
+    for name in ("a", "b"):
+        (desk.home / f"{name}.html").write_text(f"<title>conway-{name}</title>")
+    run_setup([{"type": "launch", "parameters": {"command": [
+        "chromium", "--no-sandbox", "--no-first-run", "--disable-gpu", "--password-store=basic",
+        "--remote-debugging-port=9222", "file:///home/user/a.html", "file:///home/user/b.html"]}}],
+        desk, SetupLimits(window_wait_s=60))
+    def urls() -> list[str]:
+        try:
+            return sorted(t["url"] for t in devtools.page_targets(desk))
+        except devtools.DevToolsError:  # not listening yet
+            return []
+    wait_until(lambda: len(urls()) == 2, timeout=60, what="both tabs")
+    run_setup([{"type": "chrome_close_tabs", "parameters": {"urls_to_close": ["file:///home/user/a.html"]}}],
+              desk, FAST)
+    wait_until(lambda: urls() == ["file:///home/user/b.html"], timeout=30, what="the tab at a.html to close")
+
+
+def test_update_browse_history_adds_visits_to_the_profile(desk: DisposableDesktop) -> None:
+    import sqlite3
+
+    from conway.tasks.cache import HISTORY_FILE, cloud_path
+    step = [{"type": "update_browse_history", "parameters": {"history": [
+        {"url": "https://example.org/a", "title": "A", "visit_time_from_now_in_seconds": 3600}]}}]
+    with pytest.raises(SetupError, match=r"the empty history database .* is not in the local cache"):
+        run_setup(step, desk)
+    assert desk.cache_dir is not None
+    empty = cloud_path(desk.cache_dir, desk.task_id, HISTORY_FILE)
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(empty) as db:  # the two tables of Chromium's History the step writes, as OSWorld's file has
+        db.execute("CREATE TABLE urls (id INTEGER PRIMARY KEY, url TEXT, title TEXT, visit_count INTEGER, "
+                   "typed_count INTEGER, last_visit_time INTEGER, hidden INTEGER)")
+        db.execute("CREATE TABLE visits (id INTEGER PRIMARY KEY, url INTEGER, visit_time INTEGER, from_visit "
+                   "INTEGER, transition INTEGER, segment_id INTEGER, visit_duration INTEGER)")
+    run_setup(step, desk)
+    with sqlite3.connect(desk.home / ".config" / "google-chrome" / "Default" / "History") as db:
+        rows = db.execute("SELECT u.url, u.title, v.transition, v.visit_time FROM urls u JOIN visits v ON "
+                          "v.url = u.id").fetchall()
+    assert [(u, t, tr) for u, t, tr, _ in rows] == [("https://example.org/a", "A", 805306368)]
+    hours = (time.time() + 11644473600 - rows[0][3] / 1e6) / 3600  # Chromium counts µs since 1601
+    assert 0.9 < hours < 1.1
+
+
 @pytest.mark.parametrize("steps,message", [
     ([{"type": "upload_file", "parameters": {}}], "setup step 1 (upload_file): unknown setup step type 'upload_file' "
-     "(known: activate_window, chrome_open_tabs, command, download, execute, launch, open, sleep)"),
+     "(known: activate_window, chrome_close_tabs, chrome_open_tabs, close_window, command, download, execute, launch, "
+     "open, sleep, update_browse_history)"),
     ({"type": "sleep"}, "setup steps must be a list, not dict"),
     (["sleep"], "setup step 1: each step is an object with a \"type\" (got 'sleep')"),
     ([{"type": "sleep", "parameters": [1]}], "setup step 1 (sleep): \"parameters\" must be an object"),

@@ -263,3 +263,65 @@ def test_is_vlc_fullscreen_compares_the_two_sizes():
     assert metric({"width": 1920, "height": 1080}, {"width": 1920, "height": 1080}) == 1.0
     assert metric({"width": 1920, "height": 1080}, {"width": 1024, "height": 768}) == 0.0
     assert metric({"width": 1920, "height": 1080}, None) == 0.0 and metric(None, {"width": 1, "height": 1}) == 0.0
+
+
+def test_the_appearance_mode_is_read_from_the_preferences(env):
+    assert GETTERS["chrome_appearance_mode_ui"](env, {}) == "system"  # no profile: OSWorld's last answer
+    for theme, expected in (({"browser": {"theme": {"color_scheme2": 2}}}, "dark"),
+                            ({"browser": {"theme": {"color_scheme": 1}}}, "light"),
+                            ({"browser": {"theme": {"color_scheme2": "Default"}}}, "system"),
+                            ({"browser": {"theme": {"color_scheme2": 2}}, "extensions": {"theme": {"system_theme": 0}}},
+                             "light"),
+                            ({"browser": {"theme": {"color_scheme2": 7}}}, "system")):
+        _profile(env, "chromium", "Preferences", json.dumps(theme))
+        assert GETTERS["chrome_appearance_mode_ui"](env, {}) == expected, theme
+    _profile(env, "chromium", "Preferences", "not json")
+    assert GETTERS["chrome_appearance_mode_ui"](env, {}) == "system"
+
+
+def test_content_from_vm_file_gives_an_xlsx_last_row_as_texts(env):
+    import openpyxl
+    book = openpyxl.Workbook()
+    for row in (["Name", "Citations"], ["Ada", 10], ["Yann", 345074]):
+        book.active.append(row)
+    book.save(env.home / "r.xlsx")
+    config = {"path": "/home/user/r.xlsx", "file_type": "xlsx", "file_content": "last_row"}
+    assert GETTERS["content_from_vm_file"](env, config) == ["Yann", "345074"]
+    with pytest.raises(FileNotFoundError):
+        GETTERS["content_from_vm_file"](env, {**config, "path": "/home/user/none.xlsx"})
+    with pytest.raises(NotImplementedError):  # OSWorld's getter reads only this one kind
+        GETTERS["content_from_vm_file"](env, {**config, "file_type": "csv"})
+
+
+def _deck_with_background(path, png):
+    """A one-slide deck whose slide has `png` as its background picture (python-pptx adds the picture's part and
+    relationship; the slide's <p:bg> is written to use it)."""
+    import zipfile
+
+    import pptx
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    rid = slide.shapes.add_picture(str(png), 0, 0)._element.blipFill.blip.rEmbed
+    prs.save(path)
+    with zipfile.ZipFile(path) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    bg = (f'<p:bg><p:bgPr><a:blipFill><a:blip r:embed="{rid}"/></a:blipFill><a:effectLst/></p:bgPr></p:bg>')
+    parts["ppt/slides/slide1.xml"] = parts["ppt/slides/slide1.xml"].replace(b"<p:cSld>", b"<p:cSld>" + bg.encode())
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+
+
+def test_background_image_in_slide_extracts_the_picture(env):
+    from PIL import Image
+    Image.new("RGB", (8, 8), (0, 128, 255)).save(env.home / "bg.png")
+    _deck_with_background(env.home / "d.pptx", env.home / "bg.png")
+    got = GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/d.pptx", "slide_index": 0,
+                                                     "dest": "bg.png"})
+    assert open(got, "rb").read() == (env.home / "bg.png").read_bytes()
+    assert GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/d.pptx", "slide_index": 1,
+                                                      "dest": "x"}) is None  # no such slide
+    import pptx
+    pptx.Presentation().save(env.home / "plain.pptx")
+    assert GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/plain.pptx", "slide_index": 0,
+                                                      "dest": "x"}) is None

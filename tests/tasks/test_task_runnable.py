@@ -37,14 +37,36 @@ def test_a_task_with_known_parts_and_nothing_to_fetch_is_runnable():
 
 
 def test_unknown_step_types_getters_and_metrics_are_each_named():
-    t = make(config=[{"type": "googledrive", "parameters": {}}],
-             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "googledrive_file"},
+    t = make(config=[{"type": "teleport", "parameters": {}}],
+             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "telepathy"},
                                                                               {"type": "vm_command_line"}],
-                        "postconfig": [{"type": "close_window", "parameters": {}}]})
+                        "postconfig": [{"type": "levitate", "parameters": {}}]})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
-    assert reasons == ["setup step type googledrive is not implemented",
-                       "postconfig step type close_window is not implemented",
-                       "getter googledrive_file is not implemented", "metric compare_audios is not implemented"]
+    assert reasons == ["setup step type teleport is not implemented",
+                       "postconfig step type levitate is not implemented",
+                       "getter telepathy is not implemented", "metric compare_audios is not implemented"]
+
+
+def test_a_third_partys_account_is_named_as_such():
+    t = make(config=[{"type": "googledrive", "parameters": {}}, {"type": "login", "parameters": {}}],
+             evaluator={"func": "exact_match", "result": {"type": "googledrive_file"},
+                        "expected": {"type": "rule", "rules": {}}})
+    reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
+    assert reasons == [
+        "setup step type googledrive needs a Google Drive account (a third party's, which Conway never holds)",
+        "setup step type login needs a login to a third party's web site (a third party's, which Conway never holds)",
+        "getter googledrive_file needs a Google Drive account (a third party's, which Conway never holds)"]
+
+
+def test_update_browse_history_needs_its_empty_database_in_the_cache(tmp_path):
+    from conway.tasks.cache import HISTORY_FILE, HISTORY_URL
+    t = make(config=[{"type": "update_browse_history", "parameters": {"history": []}}])
+    steps = ALL_STEPS | {"update_browse_history"}
+    assert why_not_runnable(t, cache_dir=tmp_path, step_types=steps, installed=everything) == [
+        f"the setup step's file {HISTORY_URL} is missing from the cache (looked for {tmp_path / t.id / HISTORY_FILE})"]
+    (tmp_path / t.id).mkdir()
+    (tmp_path / t.id / HISTORY_FILE).write_bytes(b"")
+    assert why_not_runnable(t, cache_dir=tmp_path, step_types=steps, installed=everything) == []
 
 
 def test_an_application_not_installed_names_its_programs():
@@ -98,10 +120,15 @@ def test_live_urls_are_reasons_and_local_ones_are_not():
              evaluator={"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
                         "expected": {"type": "rule", "rules": {"expected": "https://www.google.com/"}}})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
-    assert reasons == ["live URL https://howlongtoread.com/: the task needs the web at run time, and tasks here run "
-                       "offline",
-                       "live URL https://www.apple.com/: the task needs the web at run time, and tasks here run "
-                       "offline"]  # the rule's expected URL is a value to compare, not a page to open
+    offline = ("the task needs the web at run time, and tasks here run offline (tasks run --network lets the "
+               "sandbox share this machine's network)")
+    assert reasons == [f"live URL https://howlongtoread.com/: {offline}",
+                       f"live URL https://www.apple.com/: {offline}"]  # the rule's URL is a value, not a page
+    # with --network the sandbox shares the network: the live web is no reason, and neither is `proxy: true`
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything, network=True) == []
+    proxied = parse_osworld({"id": "t", "instruction": "x", "proxy": True, "evaluator": {"func": "infeasible"}},
+                            Path("t.json"))
+    assert why_not_runnable(proxied, cache_dir=None, step_types=ALL_STEPS, installed=everything, network=True) == []
 
 
 def test_a_conway_task_is_runnable_when_it_declares_criteria(tmp_path):
@@ -141,10 +168,10 @@ def test_a_metric_option_or_rule_not_implemented_here_is_a_reason():
                         "result": [{"type": "vm_file", "path": "/home/user/a.xlsx", "dest": "a.xlsx"},
                                    {"type": "vm_file", "path": "/home/user/a.pptx", "dest": "a.pptx"}],
                         "expected": [{"type": "rule", "rules": {}}, {"type": "rule", "rules": {}}],
-                        "options": [{"rules": rules}, {"examine_top_position": True}]})
+                        "options": [{"rules": rules}, {"examine_shape_for_shift_size": True}]})
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
         "metric compare_table: not supported here: rules[1].type=sparkline",
-        "metric compare_pptx_files: not supported here: examine_top_position=True"]
+        "metric compare_pptx_files: not supported here: examine_shape_for_shift_size=True"]
     t = make(evaluator={"func": "compare_table", "result": {"type": "vm_file", "path": "/home/user/a.xlsx",
                                                             "dest": "a.xlsx"},
                         "options": {"rules": rules[:1]}})

@@ -39,7 +39,9 @@ def test_the_listing_names_every_reason_and_the_problems(suite, capsys):
     out = capsys.readouterr().out
     assert code == 2
     assert "runnable      os/fine" in out
-    assert "not runnable  os/drive" in out and "    - setup step type googledrive is not implemented" in out
+    assert "not runnable  os/drive" in out
+    assert ("    - setup step type googledrive needs a Google Drive account (a third party's, which Conway never "
+            "holds)") in out
     assert f"    - cloud file {GOLD} needs the local cache: give --cache DIR" in out
     assert "not loaded (1):" in out and "broken.json: malformed JSON" in out
     assert out.rstrip().endswith("3 task(s): 1 runnable, 2 not runnable; 1 file(s) not loaded (no --cache given)")
@@ -64,7 +66,8 @@ def test_json_for_scripts(suite, capsys):
     rows = {r["id"]: r for r in record["tasks"]}
     assert rows["fine"] == {"id": "fine", "source": str(suite / "examples/os/fine.json"), "format": "osworld",
                             "domain": "os", "related_apps": ["os"], "runnable": True, "reasons": []}
-    assert rows["drive"]["reasons"] == ["setup step type googledrive is not implemented"]
+    assert rows["drive"]["reasons"] == [
+        "setup step type googledrive needs a Google Drive account (a third party's, which Conway never holds)"]
     assert record["problems"][0].endswith("broken.json: malformed JSON: Expecting property name enclosed in double "
                                           "quotes (line 1, column 2)")
 

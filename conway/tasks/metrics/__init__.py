@@ -11,12 +11,16 @@ from typing import Any, Callable
 
 from conway.tasks.metrics import (
     archives,
+    audio_tags,
     browser,
     city_order,
     documents,
     docx_colours,
     docx_texts,
+    epub,
     files,
+    html_trees,
+    image_checks,
     images,
     impress,
     mail,
@@ -24,6 +28,7 @@ from conway.tasks.metrics import (
     pdfs,
     settings,
     slide_colours,
+    system_checks,
     tables,
     text_files,
     values,
@@ -31,7 +36,7 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, archives, city_order, media, mail, browser, settings)
+           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags, html_trees)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -51,13 +56,15 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "compare_table": ("openpyxl", "pandas"), "compare_docx_tables": ("docx",),
                                          "compare_line_spacing": ("docx",), "compare_docx_images": ("docx",),
                                          "compare_pdfs": ("pymupdf",), "check_pdf_pages": ("pymupdf",),
+                                         "compare_pdf_images": ("pymupdf",),
                                          **{name: ("docx",) for name in word.METRICS if name != "find_default_font"},
                                          **{name: ("docx",) for name in docx_texts.METRICS},
                                          "evaluate_colored_words_in_tables": ("docx",),
                                          "compare_conference_city_in_order": ("openpyxl",),
                                          "check_slide_orientation_Portrait": ("pptx",),
                                          "check_image_stretch_and_center": ("pptx",),
-                                         "evaluate_presentation_fill_to_rgb_distance": ("pptx",)}
+                                         "evaluate_presentation_fill_to_rgb_distance": ("pptx",),
+                                         "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_htmls": ("lxml",), "compare_zip_files": ("pymupdf",)}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 

@@ -37,16 +37,17 @@ text), `bullets` (2: each slide's bullet characters, levels and texts),
 `background_color` (2), `note` (the speaker notes' text), and, false unless set,
 `image_size` (1: pictures by size only, other shapes by position and size) and
 `modify_height` (2: shapes without text and freeforms by height only, the others
-by position and size). `enable_debug` and `examine_shape_lenient_height` (2) are
-accepted and, as in OSWorld's checker, change nothing; `_note`-style keys are
-comments.
+by position and size), and the four switches OSWorld wrote for one task each,
+with its slide numbers, title text and offsets (`presentations._one_task_position`):
+`title_bottom_position`, `table_bottom_position`, `right_position`, `top_position`
+(1 each). `enable_debug` and `examine_shape_lenient_height` (2) are accepted and,
+as in OSWorld's checker, change nothing; `_note`-style keys are comments.
 
 Refused with an error naming them (so a task using one is reported as not
-runnable, never mis-scored): `examine_title_bottom_position` (1),
-`examine_table_bottom_position` (1), `examine_right_position` (1),
-`examine_top_position` (1) and `examine_shape_for_shift_size` when set true (in
-OSWorld they test one task's slide by hard-coded slide numbers, texts and
-offsets), a switch whose value is not true or false, and any other option.
+runnable, never mis-scored): `examine_shape_for_shift_size` when set true (in
+OSWorld it tests one task's slide by a hard-coded text; no task of
+OSWorld-Verified sets it), a switch whose value is not true or false, and any
+other option.
 `unsupported_options(func_name, options)` lists those names without opening a file.
 
 `compare_docx_tables` (4 tasks, no options) scores 1 when both Word documents
@@ -67,22 +68,24 @@ from __future__ import annotations
 import io
 import os
 import re
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from rapidfuzz import fuzz
 
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption
 from conway.tasks.metrics.inputs import existing_file, is_note, library, opened, refuse
-from conway.tasks.metrics.opendocument import odt_paragraphs
+from conway.tasks.metrics.opendocument import has_yellow_highlight, odt_paragraphs
 from conway.tasks.metrics.presentations import SWITCHES, pptx_difference
 
 _DOCX_OPTIONS = {"ignore_blanks": True, "ignore_case": False, "ignore_order": False, "content_only": False,
                  "fuzzy_match": False, "delete_empty_lines": False}
-_PPTX_ONE_TASK = ("examine_title_bottom_position", "examine_table_bottom_position", "examine_right_position",
-                  "examine_top_position", "examine_shape_for_shift_size")
-# in OSWorld these test one task's slide by hard-coded slide numbers, texts and offsets: refused when set
-_NO_OPTIONS = ("compare_docx_tables", "compare_line_spacing", "compare_docx_images")
+_PPTX_ONE_TASK = ("examine_shape_for_shift_size",)
+# in OSWorld this tests one task's slide by a hard-coded text (and no task of OSWorld-Verified sets it): refused
+_NO_OPTIONS = ("compare_docx_tables", "compare_line_spacing", "compare_docx_images", "check_highlighted_words")
 
 
 def unsupported_options(func_name: str, options: dict[str, Any] | None) -> list[str]:
@@ -167,6 +170,18 @@ def compare_docx_files(result: Any, expected: Any, **options: Any) -> float:
     if opt["fuzzy_match"]:
         return sum(_ratio(case(a), case(b)) for a, b in zip(mine, gold)) / len(mine) if mine else 1.0
     return 1.0 if all(case(a) == case(b) for a, b in zip(mine, gold)) else 0.0
+
+
+def check_highlighted_words(result: Any, expected: Any) -> float:
+    """OSWorld's check that the yellow highlighting is gone (docs.py): the documents' paragraphs match
+    (`compare_docx_files`, defaults) and no span of the result uses an automatic style with the background
+    `#ffff00`. A result OSWorld cannot read raises there (its runner counts 0): here a MetricError, also 0."""
+    if not result or not expected or not compare_docx_files(result, expected):
+        return 0.0
+    try:
+        return 0.0 if has_yellow_highlight(Path(result)) else 1.0
+    except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+        raise MetricError(f"result is not a readable OpenDocument text: {exc}") from None
 
 
 # ---- compare_pptx_files --------------------------------------------------------------------------------------
@@ -270,6 +285,7 @@ def compare_docx_images(result: Any, expected: Any, **options: Any) -> float:
 
 
 METRICS: dict[str, Callable[..., float]] = {"compare_docx_files": compare_docx_files,
+                                            "check_highlighted_words": check_highlighted_words,
                                             "compare_pptx_files": compare_pptx_files,
                                             "compare_docx_tables": compare_docx_tables,
                                             "compare_line_spacing": compare_line_spacing,

@@ -5,13 +5,17 @@ The result is the path the `vlc_config` / `gimp_config_file` getter hands over. 
 plain substring tests, and so does this: a VLC key counts on any line that contains `key=`, a commented-out default
 (`#qt-max-volume=125`) included, the last such line winning, else VLC's default. A file that is missing, not
 UTF-8, or a value OSWorld's parsing chokes on scores 0 (OSWorld's function raises, which its runner counts as 0).
+`is_vlc_playing` reads VLC's `status.xml` (the `vlc_playing_info` getter, conway/tasks/vlc_status.py).
 """
 
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlparse
+from xml.etree import ElementTree
 
 
 def _text(path: Any) -> str | None:
@@ -140,5 +144,54 @@ _VLC_SETTINGS = [_vlc_setting("qt-bgcone", "1"), _vlc_setting("qt-max-volume", "
                  _vlc_setting("qt-minimal-view", "0"), _vlc_setting("one-instance-when-started-from-file", "1"),
                  _vlc_setting("play-and-exit", "0")]
 
-METRICS = {f.__name__: f for f in (*_VLC_SETTINGS, is_vlc_recordings_folder, check_global_key_play_pause,
+FILE_FIELDS = ("filename", "title", "uri", "location", "name")
+URL_PLACES = (*(f'information/category[@name="meta"]/info[@name="{n}"]'
+                for n in ("url", "URI", "location", "title", "filename")),
+              *(f'information/category[@name="Stream 0"]/info[@name="{n}"]' for n in ("Codec", "Type", "Language")))
+
+
+def _first(tree: ElementTree.Element, places: Any) -> str | None:
+    for place in places:
+        element = tree.find(place)
+        if element is not None and element.text:
+            return element.text
+    return None
+
+
+def _file_matches(info: str, expected: str) -> bool:
+    return os.path.basename(info) == expected or info.endswith(expected)
+
+
+def _url_matches(info: str, expected: str) -> bool:
+    if expected in info or info.endswith(expected):
+        return True
+    want = urlparse(expected)
+    if info == os.path.basename(want.path):
+        return True
+    if "://" in info:
+        have = urlparse(info)
+        return want.netloc == have.netloc and want.path in have.path
+    return False
+
+
+def is_vlc_playing(actual_status_path: Any, rule: dict[str, Any]) -> float:
+    """VLC's state is `playing` and its current item is the rule's `file_name` (by base name or ending) or `url`
+    (contained, its file name, or the same host with the path inside), read from the places OSWorld reads, in its
+    order. A missing or malformed status raises in OSWorld (scored 0); so it scores 0 here."""
+    try:
+        tree = ElementTree.fromstring(Path(actual_status_path).read_bytes().decode("utf-8"))
+        if tree.find("state").text != "playing":  # type: ignore[union-attr]
+            return 0.0
+        if rule["type"] == "file_name":
+            info = _first(tree, [f'information/category[@name="meta"]/info[@name="{n}"]' for n in FILE_FIELDS])
+            return float(bool(info) and _file_matches(info, rule["file_name"]))  # type: ignore[arg-type]
+        if rule["type"] == "url":
+            info = _first(tree, URL_PLACES)
+            return float(bool(info) and _url_matches(info, rule["url"]))  # type: ignore[arg-type]
+        return 0.0
+    except Exception:  # no file, not XML, no state: OSWorld raises, its runner counts 0
+        return 0.0
+
+
+METRICS = {f.__name__: f for f in (is_vlc_playing, *_VLC_SETTINGS, is_vlc_recordings_folder, check_global_key_play_pause,
                                    check_qt_slider_colours, check_config_status, is_vlc_fullscreen)}

@@ -15,15 +15,23 @@ page count with `rules.ref_value` by the `operator` function `rules.relation`
 (`eq`, `lt`, `ge`, …). OSWorld counts pages with pypdf, here PyMuPDF counts
 them: the same for any well-formed PDF. A None result scores 0; a file that
 cannot be opened as a PDF scores 0 (OSWorld's raises, its runner counts 0).
+
+`compare_pdf_images(result, expected)` (OSWorld's chrome.py) pairs the pictures embedded in the two documents,
+page by page in PyMuPDF's order, and scores the share of pairs whose perceptual hashes (imagehash's `phash`:
+grey, 32x32 Lanczos, a 2-D DCT's top-left 8x8 against its median) differ in at most 5 bits; 0 when either
+file is missing or unreadable or their picture counts differ, 1 when neither holds a picture.
 """
 
 from __future__ import annotations
 
+import io
 import operator
 import os
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+from PIL import Image
 from rapidfuzz import fuzz
 
 from conway.tasks.metrics.errors import MetricError
@@ -76,4 +84,46 @@ def check_pdf_pages(result: Any, rules: dict[str, Any]) -> float:
     return float(getattr(operator, rules["relation"])(pages, rules["ref_value"]))
 
 
-METRICS: dict[str, Callable[..., float]] = {"compare_pdfs": compare_pdfs, "check_pdf_pages": check_pdf_pages}
+def _dct(values: np.ndarray) -> np.ndarray:
+    """scipy's unnormalised DCT-II along the first axis (what imagehash's phash applies to rows, then columns)."""
+    n = values.shape[0]
+    k, i = np.arange(n)[:, None], np.arange(n)[None, :]
+    return 2 * np.cos(np.pi * k * (2 * i + 1) / (2 * n)) @ values
+
+
+def phash_bits(image: Image.Image) -> np.ndarray:
+    pixels = np.asarray(image.convert("L").resize((32, 32), Image.Resampling.LANCZOS), dtype=np.float64)
+    low = _dct(_dct(pixels).T).T[:8, :8]
+    return low > np.median(low)
+
+
+def _pictures(path: Any) -> list[Image.Image]:
+    pymupdf = library("pymupdf")
+    out = []
+    with pymupdf.open(os.fspath(path)) as document:
+        for page in document:
+            for picture in page.get_images(full=True):
+                try:
+                    out.append(Image.open(io.BytesIO(document.extract_image(picture[0])["image"])))
+                except OSError:  # a picture Pillow cannot read is left out, as OSWorld does
+                    continue
+    return out
+
+
+def compare_pdf_images(result: Any, expected: Any, **options: Any) -> float:
+    if not result or not expected or not (os.path.exists(result) and os.path.exists(expected)):
+        return 0.0
+    try:
+        first, second = _pictures(result), _pictures(expected)
+    except Exception:  # an unreadable document: OSWorld scores 0
+        return 0.0
+    if len(first) != len(second):
+        return 0.0
+    if not first:
+        return 1.0
+    close = sum(int(np.count_nonzero(phash_bits(a) != phash_bits(b))) <= 5 for a, b in zip(first, second))
+    return close / len(first)
+
+
+METRICS: dict[str, Callable[..., float]] = {"compare_pdfs": compare_pdfs, "check_pdf_pages": check_pdf_pages,
+                                            "compare_pdf_images": compare_pdf_images}

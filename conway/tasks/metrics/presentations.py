@@ -19,7 +19,8 @@ SWITCHES = {
     "examine_color_rgb": True, "examine_font_underline": True, "examine_strike_through": True,
     "examine_alignment": True, "examine_run_count": True, "examine_bullets": True,
     "examine_background_color": True, "examine_note": True, "examine_image_size": False,
-    "examine_modify_height": False,
+    "examine_modify_height": False, "examine_title_bottom_position": False, "examine_table_bottom_position": False,
+    "examine_right_position": False, "examine_top_position": False,
     "enable_debug": True, "examine_shape_lenient_height": False,  # read by nothing in OSWorld's checker either
 }
 """Every `examine_*` switch (and the two accepted keys that change nothing) with OSWorld's default."""
@@ -188,6 +189,38 @@ def _box_difference(s1: Any, s2: Any, ex: Examine) -> str | None:
     return None
 
 
+BOTTOM_EMU, RIGHT_EMU, TOP_EMU = 3600000, 4320000, 1980000
+"""The offsets OSWorld's one-task position switches test against (EMU)."""
+
+
+def _one_task_position(s1: Any, s2: Any, ex: Examine, slide_no: int) -> str | None:
+    """OSWorld's position switches, each written for one task: the slide numbers, the title text and the offsets
+    are its checker's. A title "Product Comparison" (`title_bottom_position`) or slide 3's table
+    (`table_bottom_position`) moved down past 3600000 EMU and below the expected, every other shape in its
+    box; slide 2's shapes without text moved right past 4320000 EMU (`right_position`); slide 2's picture moved
+    up above 1980000 EMU (`top_position`)."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+    if ex("title_bottom_position"):
+        if _has_text(s1) and _has_text(s2) and s1.text == s2.text:
+            if s1.text == "Product Comparison" and (s1.top <= s2.top or s1.top < BOTTOM_EMU):
+                return "the title is not at the bottom"
+        elif not ex.same_box(s1, s2):
+            return "position or size differs"
+    if ex("table_bottom_position"):
+        if slide_no == 3 and s1.shape_type == MSO_SHAPE_TYPE.TABLE and s2.shape_type == MSO_SHAPE_TYPE.TABLE:
+            if s1.top <= s2.top or s1.top < BOTTOM_EMU:
+                return "the table is not at the bottom"
+        elif not ex.same_box(s1, s2):
+            return "position or size differs"
+    if ex("right_position") and slide_no == 2 and not _has_text(s1) and not _has_text(s2):
+        if s1.left <= s2.left or s1.left < RIGHT_EMU:
+            return "the shape is not on the right"
+    if ex("top_position") and slide_no == 2 and s1.shape_type == MSO_SHAPE_TYPE.PICTURE \
+            and s2.shape_type == MSO_SHAPE_TYPE.PICTURE and (s1.top >= s2.top or s1.top > TOP_EMU):
+        return "the picture is not at the top"
+    return None
+
+
 class _UnreadableBackground(Exception):  # a case OSWorld's metric crashes on, not an error of ours
     """A solid background whose colour is not an explicit RGB (a theme, preset, system or HSL colour)."""
 
@@ -245,7 +278,7 @@ def _bullets(slide: Any) -> list[tuple[str, str | None, str]] | None:
     return out
 
 
-def _slide_difference(s1: Any, s2: Any, ex: Examine) -> str | None:
+def _slide_difference(s1: Any, s2: Any, ex: Examine, slide_no: int = 0) -> str | None:
     from pptx.enum.shapes import MSO_SHAPE_TYPE
     try:
         backgrounds = _background(s1), _background(s2)
@@ -259,7 +292,7 @@ def _slide_difference(s1: Any, s2: Any, ex: Examine) -> str | None:
         return f"{len(s1.shapes)} vs {len(s2.shapes)} shapes"
     runs_compared = False
     for n, (a, b) in enumerate(zip(s1.shapes, s2.shapes), 1):
-        why = _box_difference(a, b, ex)
+        why = _one_task_position(a, b, ex, slide_no) or _box_difference(a, b, ex)
         if why is None and a.shape_type == MSO_SHAPE_TYPE.TABLE:
             why = (_table_difference(a.table, b.table, ex) if b.shape_type == MSO_SHAPE_TYPE.TABLE
                    else "a table vs another shape")
@@ -304,7 +337,7 @@ def pptx_difference(result: Path, expected: Path, **options: Any) -> str | None:
     if ex("number_of_slides") and len(d1.slides) != len(d2.slides):
         return f"{len(d1.slides)} vs {len(d2.slides)} slides"
     for n, (s1, s2) in enumerate(zip(d1.slides, d2.slides), 1):
-        why = _slide_difference(s1, s2, ex)
+        why = _slide_difference(s1, s2, ex, n)
         if why:
             return f"slide {n}: {why}"
     return None

@@ -36,7 +36,8 @@ from conway.tasks.metrics.presentations import pptx_difference  # noqa: E402
 def test_the_module_exposes_its_metrics():
     assert METRICS == {"compare_docx_files": compare_docx_files, "compare_pptx_files": compare_pptx_files,
                        "compare_docx_tables": compare_docx_tables, "compare_line_spacing": compare_line_spacing,
-                       "compare_docx_images": compare_docx_images}
+                       "compare_docx_images": compare_docx_images,
+                       "check_highlighted_words": METRICS["check_highlighted_words"]}
 
 
 # ---- compare_docx_files --------------------------------------------------------------------------------------
@@ -430,12 +431,48 @@ def test_pptx_unsupported_options_are_named_and_refused(decks):
     accepted = {"examine_shape": False, "examine_shape_lenient_height": True, "enable_debug": False,
                 "examine_top_position": False, "approximately_tolerance": 0.01, "_note": "a comment"}
     assert unsupported_options("compare_pptx_files", accepted) == []
-    assert unsupported_options("compare_pptx_files", {"examine_top_position": True, "examine_shape": "false",
+    assert unsupported_options("compare_pptx_files", {"examine_shape_for_shift_size": True, "examine_shape": "false",
                                                       "approximately_tolerance": -1, "examine_table": True}) == [
-        "examine_top_position=True", "examine_shape='false' (not true or false)",
+        "examine_shape_for_shift_size=True", "examine_shape='false' (not true or false)",
         "approximately_tolerance=-1 (not a non-negative number)", "examine_table"]
-    with pytest.raises(UnsupportedOption, match="not supported here: examine_title_bottom_position=True"):
-        compare_pptx_files(decks(), decks(), examine_title_bottom_position=True)
+    with pytest.raises(UnsupportedOption, match="not supported here: examine_shape_for_shift_size=True"):
+        compare_pptx_files(decks(), decks(), examine_shape_for_shift_size=True)
+
+
+def positioned(slides, *, title=None, title_top=0, table_top=None, pic_top=None, pic_left=None, tmp=None):
+    """Slide 1 (of `slides`) with a title box, slide 3 with a table, slide 2 with a picture, at the given tops."""
+    def edit(prs):
+        if title is not None:
+            prs.slides[0].shapes[0].text_frame.text = title
+            prs.slides[0].shapes[0].top = Emu(title_top)
+        if table_top is not None:
+            prs.slides[2].shapes.add_table(2, 2, Emu(0), Emu(table_top), Emu(4000000), Emu(800000))
+        if pic_top is not None:
+            prs.slides[1].shapes.add_picture(str(tmp), Emu(pic_left or 0), Emu(pic_top), Emu(914400), Emu(914400))
+    return edit
+
+
+def test_the_one_task_position_switches(decks, tmp_path):
+    picture(tmp_path)  # writes the image add_picture places
+    png = tmp_path / "dot.png"
+    # the title "Product Comparison" moved below 3600000 EMU and below where it was
+    gold = decks(positioned(3, title="Product Comparison", title_top=1000), slides=3)
+    moved_down = decks(positioned(3, title="Product Comparison", title_top=4000000), slides=3)
+    assert compare_pptx_files(moved_down, gold, examine_shape=False, examine_title_bottom_position=True) == 1.0
+    assert compare_pptx_files(gold, gold, examine_shape=False, examine_title_bottom_position=True) == 0.0
+    # slide 3's table moved to the bottom
+    gold = decks(positioned(3, table_top=1000), slides=3)
+    assert compare_pptx_files(decks(positioned(3, table_top=5000000), slides=3), gold, examine_shape=False,
+                              examine_table_bottom_position=True) == 1.0
+    assert compare_pptx_files(gold, gold, examine_shape=False, examine_table_bottom_position=True) == 0.0
+    # slide 2's picture moved to the top, or (a shape without text) to the right
+    gold = decks(positioned(3, pic_top=3000000, tmp=png), slides=3)
+    assert compare_pptx_files(decks(positioned(3, pic_top=100, tmp=png), slides=3), gold, examine_shape=False,
+                              examine_top_position=True) == 1.0
+    assert compare_pptx_files(gold, gold, examine_shape=False, examine_top_position=True) == 0.0
+    right = decks(positioned(3, pic_top=3000000, pic_left=5000000, tmp=png), slides=3)
+    assert compare_pptx_files(right, gold, examine_shape=False, examine_right_position=True) == 1.0
+    assert compare_pptx_files(gold, gold, examine_shape=False, examine_right_position=True) == 0.0
     with pytest.raises(KeyError):
         unsupported_options("compare_table", {})
 
