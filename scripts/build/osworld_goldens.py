@@ -1,30 +1,34 @@
-"""Golden conversations from OSWorld's own agents, for `tests/policies/test_conversation_golden.py`.
+"""Request goldens from the UNMODIFIED official agents, for `tests/policies/test_request_goldens.py`.
 
-    python -m scripts.build.osworld_goldens /path/to/OSWorld-checkout [--commit SHA] [--hai-cookbook PATH]
+    python -m venv /tmp/goldens-venv
+    /tmp/goldens-venv/bin/pip install -r scripts/build/goldens-requirements.txt
+    /tmp/goldens-venv/bin/python -m scripts.build.osworld_goldens OSWORLD-GIT-DIR [--commit SHA]
 
-Runs the message building of `mm_agents/uitars15_v1.py`, `mm_agents/opencua/opencua_agent.py`,
-`mm_agents/qwen3vl_agent.py` and `mm_agents/qwen25vl_agent.py` (read from the checkout at `--commit` with `git show`, never copied into Conway)
-over one fixed 6-step episode, offline: their network clients and loggers are replaced by STAND-INS that
-record the messages and answer with the episode's scripted answers (no model is asked). Each screenshot is
-written as `<image k>` (the step it was taken at, told by its colour) and the instruction as `<instruction>`,
-so a test can put Conway's messages in the same form and compare them whole.
+OSWORLD-GIT-DIR is a git directory (or checkout) of OSWorld or of its upstream-identical copy ljxpython/OSWorldUse.
+Its `mm_agents/` at `--commit` is extracted with `git archive` into a temporary folder and imported from there
+(never copied into Conway). Each agent is built as its runner builds it (`scripts/python/run_multienv_*.py`: the
+same constructor arguments, at the runner's defaults) and asked for 16 steps over the episode of
+`scripts/build/golden_episode.py` (1920x1080 screenshots, one scripted answer a step). Nothing of the agents is
+changed: no parameter, prompt, method or library (OpenCV is the real one: the GTA1 agent encodes with it). Only
+the network is replaced, at the client library: `openai`'s `Completions.create`, `httpx.post` (OpenCUA) and
+`requests.post` (GTA1's planner) are RECORDERS that keep the whole request (messages and every sampling field)
+and answer the step's scripted answer. Each request is stored with its images described (declared type,
+encoding, size, sha256 of the decoded pixels, the step they show): `tests/data/goldens/<preset>.json`.
 
-The grounding models' requests are stateless (one screenshot, one description): GTA1's is the
-`request_vllm` function inside `GTA1Agent.predict` (`mm_agents/gta1/gta1_agent.py`), taken out of the
-source with `ast` and run as written; Holo1.5's is `build_messages` of the hcompai/hai-cookbook notebook
-`holo1_5/openai_client/invoke_localization.ipynb` (its code cells' definitions, run as written, from a
-checkout of the cookbook given with `--hai-cookbook`). Two steps each: the second shows no history.
+With `--hai-cookbook`, Holo1.5's golden too: the request cell of hcompai/hai-cookbook's localization notebook,
+run as written (`holo`).
 
-Conway slides its history by half (`conway/history.py`) where the agents drop one screenshot per step; for
-each step the agent is run with the history length Conway holds at that step (`conway_images`), so the
-golden says what the agent sends with exactly Conway's number of screenshots.
+It also extracts the official text of every OSWorld prompt Conway stores (`conway/policies/families/*/prompts/`)
+from the same sources and writes their sha256 to `tests/data/goldens/prompt_sources.json`; it names each stored
+file that is not that text and exits 1 (`--write-prompts` writes them).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import ast
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -33,372 +37,378 @@ import sys
 import tempfile
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from PIL import Image
+from scripts.build.golden_episode import ANSWERS, GTA1_TARGETS, INSTRUCTION, STEPS, request_record, screenshot
 
-OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "conversations"
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "tests" / "data" / "goldens"
+FAMILIES = REPO / "conway" / "policies" / "families"
 DEFAULT_COMMIT = "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6"
-INSTRUCTION = "<instruction>"
-SIZE = (1280, 800)
-COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (200, 200, 30), (30, 200, 200), (200, 30, 200)]
-"""The episode's six screenshots: one flat colour each, so an image's step is read back from its pixels."""
-
-ANSWERS: dict[str, list[str]] = {
-    "uitars": [
-        "Thought: The Files icon is on the left.\nAction: click(start_box='(120,340)')",
-        "Thought: A window opened; I type the name.\nAction: type(content='report\\n')",
-        "Thought: Scroll down to the list.\nAction: scroll(start_box='(640,400)', direction='down')",
-        "Thought: Drag the file to the folder.\nAction: drag(start_box='(300,420)', end_box='(900,420)')",
-        "Thought: Save it.\nAction: hotkey(key='ctrl s')",
-        "Thought: Wait for the dialog.\nAction: wait()",
-    ],
-    "opencua": [
-        "## Thought:\nThe terminal is open.\n\n## Action:\nType the command and run it.\n\n## Code:\n```python\n"
-        "pyautogui.write(message='stat')\npyautogui.press(keys=['enter'])\n```",
-        "## Thought:\nThe Files icon.\n\n## Action:\nClick the Files icon.\n\n## Code:\n```python\n"
-        "pyautogui.click(x=120, y=340)\n```",
-        "## Thought:\nThe list is below.\n\n## Action:\nScroll down the list.\n\n## Code:\n```python\n"
-        "pyautogui.moveTo(x=640, y=400)\npyautogui.scroll(-5)\n```",
-        "## Thought:\nThe report file.\n\n## Action:\nDouble-click the report.\n\n## Code:\n```python\n"
-        "pyautogui.doubleClick(x=300, y=420)\n```",
-        "## Thought:\nSave.\n\n## Action:\nPress Ctrl+S.\n\n## Code:\n```python\npyautogui.hotkey('ctrl', 's')\n```",
-        "## Thought:\nThe dialog is slow.\n\n## Action:\nWait for the dialog.\n\n## Code:\n```code\n"
-        "computer.wait(seconds=5)\n```",
-    ],
-    "qwen3vl": [
-        'Action: Click the Files icon.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
-        '"coordinate": [94, 425]}}\n</tool_call>',
-        'Action: Type the name.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
-        '"text": "report"}}\n</tool_call>',
-        'Action: Scroll down the list.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "scroll", '
-        '"pixels": -5}}\n</tool_call>',
-        'Action: Double-click the report.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
-        '"double_click", "coordinate": [234, 525]}}\n</tool_call>',
-        'Action: Save it.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "key", "keys": ["ctrl", '
-        '"s"]}}\n</tool_call>',
-        'Action: Wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
-        '"time": 2}}\n</tool_call>',
-    ],
-    "qwen25vl": [
-        'Action: Click the Files icon.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
-        '"coordinate": [120, 340]}}\n</tool_call>',
-        'I will type the name.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
-        '"text": "report"}}\n</tool_call>',
-        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "scroll", "pixels": -5}}\n</tool_call>',
-        'Action: Double-click the report.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
-        '"double_click", "coordinate": [300, 420]}}\n</tool_call>',
-        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "key", "keys": ["ctrl", "s"]}}\n</tool_call>',
-        'Now I wait for the dialog.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait", '
-        '"time": 2}}\n</tool_call>',
-    ],
-}
-"""Each family's scripted answers, one a step; every one holds a valid action, so Conway replays them all."""
-
-GROUNDING_ANSWERS = {"gta1": ["(120,340)", "(300,420)"],
-                     "holo": ['{"action": "click_absolute", "x": 120, "y": 340}',
-                              '{"action": "click_absolute", "x": 300, "y": 420}']}
-"""The grounding models' answers, one a step (each a click)."""
-HOLO_COMMIT = "2ba89619bdcfe729d31649d976bdaa7b9551e216"
-
-SOURCES = {"uitars": "mm_agents/uitars15_v1.py", "opencua": "mm_agents/opencua/opencua_agent.py",
-           "qwen3vl": "mm_agents/qwen3vl_agent.py", "qwen25vl": "mm_agents/qwen25vl_agent.py"}
-HISTORY = {"uitars": 5, "opencua": 3, "qwen3vl": 5, "qwen25vl": 5}
-"""Each family's screenshots in one request (Conway's `Conversation.history_images`, the agents' defaults)."""
+SOURCE = "ljxpython/OSWorldUse (upstream-identical copy of xlang-ai/OSWorld)"
 
 
-def conway_images(step: int, images: int) -> int:
-    """Screenshots Conway sends at `step` (1-based): past ones kept by its half slide, plus the current one."""
-    cap, kept = images - 1, 0
-    for _ in range(step - 1):
-        kept += 1
-        if kept > cap:
-            kept = max(1, cap // 2) if cap else 0
-    return kept + 1
+class Recorder:
+    """The network STAND-IN: keeps every request and answers from a script (no model is asked)."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], str]):
+        self.answer = answer
+        self.requests: list[dict[str, Any]] = []
+
+    def take(self, body: dict[str, Any]) -> str:
+        body = json.loads(json.dumps(body))
+        self.requests.append(body)
+        return self.answer(body)
 
 
-def screenshot(step: int) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", SIZE, COLOURS[step - 1]).save(buf, format="PNG")
-    return buf.getvalue()
+def _completion(texts: list[str]) -> Any:
+    choices = [types.SimpleNamespace(message=types.SimpleNamespace(content=t), finish_reason="stop") for t in texts]
+    return types.SimpleNamespace(choices=choices)
 
 
-def image_step(data: bytes) -> int:
-    """Which step's screenshot `data` is (by its centre pixel's colour)."""
-    img = Image.open(io.BytesIO(data)).convert("RGB")
-    pixel = img.getpixel((img.width // 2, img.height // 2))
-    return min(range(len(COLOURS)), key=lambda i: sum(abs(a - b) for a, b in zip(COLOURS[i], pixel))) + 1  # type: ignore[arg-type]
+def _json_response(texts: list[str]) -> Any:
+    body = {"choices": [{"message": {"content": t}, "finish_reason": "stop"} for t in texts]}
+    return types.SimpleNamespace(status_code=200, json=lambda: body, text=json.dumps(body))
 
 
-def normalized(messages: Any) -> Any:
-    """Images as `<image k>`; everything else as sent."""
-    if isinstance(messages, list):
-        return [normalized(m) for m in messages]
-    if isinstance(messages, dict):
-        if messages.get("type") == "image_url":
-            url = messages["image_url"]["url"]
-            return {"type": "image_url", "image_url": f"<image {image_step(base64.b64decode(url.split(',', 1)[1]))}>"}
-        return {k: normalized(v) for k, v in messages.items()}
-    return messages
+@contextlib.contextmanager
+def recording(recorder: Recorder):
+    """openai's chat `create`, httpx.post and requests.post answered by `recorder` while inside."""
+    import httpx
+    import openai.resources.chat.completions as chat
+    import requests
+
+    saved = (chat.Completions.create, httpx.post, requests.post)
+
+    def create(self: Any, **kwargs: Any) -> Any:
+        kwargs.update(kwargs.pop("extra_body", None) or {})  # the client merges it into the request's JSON body
+        return _completion([recorder.take(kwargs)] * int(kwargs.get("n") or 1))
+
+    def post(url: str, *a: Any, json: Any = None, **kw: Any) -> Any:
+        return _json_response([recorder.take(json)] * int(json.get("n") or 1))
+
+    chat.Completions.create, httpx.post, requests.post = create, post, post  # type: ignore[method-assign]
+    try:
+        yield recorder
+    finally:
+        chat.Completions.create, httpx.post, requests.post = saved  # type: ignore[method-assign]
 
 
-# --- stand-ins for the agents' network clients and loggers (no model is asked) ---------------------------
+def _quiet(fn: Callable[[], Any]) -> Any:
+    with contextlib.redirect_stdout(io.StringIO()):  # the agents print every answer
+        return fn()
 
 
-def _stand_ins() -> None:
-    def module(name: str, **attrs: Any) -> None:
-        mod = types.ModuleType(name)
-        mod.__dict__.update(attrs)
-        sys.modules[name] = mod
-
-    class Anything:
-        def __init__(self, *a: Any, **k: Any) -> None:
-            pass
-
-        def __getattr__(self, name: str) -> Any:
-            return lambda *a, **k: None
-
-    logger = Anything()
-    module("loguru", logger=logger)
-    module("openai", OpenAI=Anything, RateLimitError=Exception, BadRequestError=Exception,
-           InternalServerError=Exception, APIConnectionError=Exception, APIError=Exception)
-    module("httpx", post=None)
-    module("backoff", on_exception=lambda *a, **k: (lambda fn: fn), constant=None, expo=None)
-    module("dashscope", MultiModalConversation=Anything)
-    module("google")
-    module("google.api_core")
-    module("google.api_core.exceptions", InvalidArgument=Exception, ResourceExhausted=Exception,
-           InternalServerError=Exception, BadRequest=Exception)
-    module("pytesseract", Output=Anything, image_to_data=None)
-    module("cv2", imencode=_png_of_array)  # the GTA1 agent encodes its screenshot with OpenCV
-    module("mm_agents.accessibility_tree_wrap")
-    module("mm_agents.accessibility_tree_wrap.heuristic_retrieve", filter_nodes=lambda *a, **k: [])
+def _steps(agent: Any, preset: str, predict: Callable[[Any, int], Any]) -> list[dict[str, Any]]:
+    """The agent asked over the episode: one request a step, stored whole."""
+    answers = ANSWERS[preset]
+    recorder = Recorder(lambda body: answers[len(recorder.requests) - 1])
+    with recording(recorder):
+        for step in range(1, STEPS + 1):
+            _quiet(lambda: predict(agent, step))
+            if len(recorder.requests) != step:
+                raise SystemExit(f"{preset}: step {step} sent {len(recorder.requests) - step + 1} requests "
+                                 "(an answer its parser refused?)")
+    return [{"step": n, **request_record(body)} for n, body in enumerate(recorder.requests, start=1)]
 
 
-def _png_of_array(ext: str, array: Any) -> tuple[bool, Any]:
-    """STAND-IN for `cv2.imencode('.png', array)` (PNG bytes as a numpy buffer), by Pillow."""
-    import numpy as np
-
-    buf = io.BytesIO()
-    Image.fromarray(array).save(buf, format="PNG")
-    return True, np.frombuffer(buf.getvalue(), dtype=np.uint8)
+def _obs(step: int) -> dict[str, Any]:
+    return {"screenshot": screenshot(step), "accessibility_tree": None}
 
 
-def _checkout(repo: Path, commit: str, into: Path) -> None:
-    """The agents' files at `commit`, as a package under `into` (read with git show)."""
-    files = ["mm_agents/uitars15_v1.py", "mm_agents/opencua/__init__.py", "mm_agents/opencua/opencua_agent.py",
-             "mm_agents/opencua/prompts.py", "mm_agents/opencua/utils.py", "mm_agents/qwen3vl_agent.py",
-             "mm_agents/qwen25vl_agent.py", "mm_agents/utils/qwen_vl_utils.py",
-             "mm_agents/gta1/gta1_agent.py", "mm_agents/prompts.py"]
-    for name in files:
-        text = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{name}"], check=True, capture_output=True,
-                              text=True).stdout
-        path = into / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    for pkg in ("mm_agents", "mm_agents/utils", "mm_agents/gta1"):
-        (into / pkg / "__init__.py").touch()
+# --- the agents, as their runners build them ----------------------------------------------------------------------
 
 
-def _episode(family: str, make: Any, predict: Any) -> list[Any]:
-    """For each step: the messages the agent sends, run with Conway's number of screenshots at that step."""
-    steps = []
-    for step in range(1, 7):
-        agent = make(conway_images(step, HISTORY[family]))
-        sent: list[Any] = []
-        for k in range(1, step + 1):
-            sent.clear()
-            with contextlib.redirect_stdout(io.StringIO()):  # the agents print every answer
-                predict(agent, k, sent)
-        steps.append({"step": step, "images": conway_images(step, HISTORY[family]),
-                      "messages": normalized(sent[-1])})
-    return steps
+def uitars15() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_uitars15_v1.py at its defaults (--infer_mode qwen25vl_normal)."""
+    from mm_agents.uitars15_v1 import UITARSAgent
+
+    os.environ.setdefault("DOUBAO_API_URL", "http://127.0.0.1:9/v1")  # the agent's client reads them; never reached
+    os.environ.setdefault("DOUBAO_API_KEY", "recorder")
+    runtime_conf = {"infer_mode": "qwen25vl_normal", "prompt_style": "qwen25vl_normal", "input_swap": True,
+                    "language": "Chinese", "history_n": 5, "max_pixels": 16384 * 28 * 28,
+                    "min_pixels": 100 * 28 * 28, "callusr_tolerance": 3, "temperature": 0.0, "top_k": -1,
+                    "top_p": 0.9, "max_tokens": 1000}  # the runner's dict for qwen25vl_normal, as written there
+    agent = UITARSAgent(model="uitars15-7b", action_space="pyautogui", observation_type="screenshot",
+                        max_trajectory_length=15, model_type="qwen25vl", runtime_conf=runtime_conf)
+    return _steps(agent, "uitars-1.5", lambda a, k: a.predict(INSTRUCTION, _obs(k)))
 
 
-def uitars() -> list[Any]:
-    from mm_agents import uitars15_v1 as mod
+def uitars10() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_uitars.py at its defaults (the agent's own runtime_conf: qwen2vl_user)."""
+    from mm_agents.uitars_agent import UITARSAgent
 
-    def make(n: int) -> Any:
-        os.environ.setdefault("DOUBAO_API_URL", "http://stand-in")
-        os.environ.setdefault("DOUBAO_API_KEY", "stand-in")
-        conf = {"infer_mode": "qwen25vl_normal", "prompt_style": "qwen25vl_normal", "input_swap": True,
-                "language": "English", "history_n": n, "max_pixels": 16384 * 28 * 28, "min_pixels": 100 * 28 * 28,
-                "callusr_tolerance": 3, "temperature": 0.0, "top_k": -1, "top_p": 0.9, "max_tokens": 1000}
-        return mod.UITARSAgent(model="stand-in", runtime_conf=conf, max_trajectory_length=50)
-
-    def predict(agent: Any, k: int, sent: list[Any]) -> None:
-        class Completions:
-            def create(self, *, messages: Any, **kw: Any) -> Any:
-                sent.append(json.loads(json.dumps(messages)))
-                msg = types.SimpleNamespace(content=ANSWERS["uitars"][k - 1])
-                return types.SimpleNamespace(choices=[types.SimpleNamespace(message=msg)])
-        agent.vlm = types.SimpleNamespace(chat=types.SimpleNamespace(completions=Completions()))
-        agent.predict(INSTRUCTION, {"screenshot": screenshot(k), "accessibility_tree": None})
-
-    return _episode("uitars", make, predict)
+    os.environ.setdefault("DOUBAO_API_URL", "http://127.0.0.1:9/v1")
+    os.environ.setdefault("DOUBAO_API_KEY", "recorder")
+    agent = UITARSAgent(model="uitars-72b-dpo", max_tokens=1500, top_p=0.9, temperature=1.0,
+                        action_space="pyautogui", observation_type="screenshot", max_trajectory_length=15)
+    return _steps(agent, "uitars-1.0", lambda a, k: a.predict(INSTRUCTION, _obs(k)))
 
 
-def opencua() -> list[Any]:
-    from mm_agents.opencua import opencua_agent as mod
+def opencua() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_opencua.py as its docstring runs OpenCUA-7B/32B (--coordinate_type qwen25
+    --use_old_sys_prompt), other arguments at their defaults."""
+    import logging
 
-    def make(n: int) -> Any:
-        agent = mod.OpenCUAAgent(model="stand-in", history_type="action_history", max_steps=50,
-                                 max_image_history_length=n, cot_level="l2", screen_size=SIZE,
-                                 coordinate_type="qwen25", use_old_sys_prompt=True)
-        agent.system_prompt = "<system>"  # Conway's is the training data's L2 (test_prompts.py holds it)
-        return agent
+    from mm_agents.opencua.opencua_agent import OpenCUAAgent
 
-    def predict(agent: Any, k: int, sent: list[Any]) -> None:
-        def call_llm(payload: Any, model: Any) -> str:
-            sent.append(json.loads(json.dumps(payload["messages"])))
-            return ANSWERS["opencua"][k - 1]
-        agent.call_llm = call_llm
-        agent.predict(INSTRUCTION, {"screenshot": screenshot(k)})
-
-    return _episode("opencua", make, predict)
+    os.environ.setdefault("OPENCUA_API_KEY", "recorder")
+    agent = OpenCUAAgent(env=None, model="OpenCUA-32B", max_tokens=2048, top_p=0.9, temperature=0,
+                         action_space="pyautogui", observation_type="screenshot", cot_level="l2",
+                         history_type="action_history", screen_size=(1920, 1080), coordinate_type="qwen25",
+                         max_image_history_length=3, max_steps=100, use_old_sys_prompt=True,
+                         password="osworld-public-evaluation")
+    agent.reset(logging.getLogger("desktopenv.agent"))  # as lib_run_single does, with the runner's logger
+    return _steps(agent, "opencua", lambda a, k: a.predict(INSTRUCTION, _obs(k)))
 
 
-def qwen3vl() -> list[Any]:
+def qwen3vl() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_qwen3vl.py at its defaults, on the agent's OpenAI-compatible backend (the
+    runner leaves `api_backend` at the agent's `dashscope`, whose call sends the same messages in DashScope's
+    schema; a local server is reached through `openai`)."""
     import logging
 
     from mm_agents import qwen3vl_agent as mod
 
-    mod.logger = logging.getLogger("stand-in")  # the agent's module logger is set by its runner
-    def make(n: int) -> Any:
-        return mod.Qwen3VLAgent(history_n=n - 1, coordinate_type="relative", api_backend="openai")
-
-    def predict(agent: Any, k: int, sent: list[Any]) -> None:
-        def call_llm(payload: Any, model: Any) -> str:
-            messages = json.loads(json.dumps(payload["messages"]))
-            messages[0]["content"][0]["text"] = "<system>"  # Conway's: its stored prompt (test_prompts.py)
-            sent.append(messages)
-            return ANSWERS["qwen3vl"][k - 1]
-        agent.call_llm = call_llm
-        agent.predict(INSTRUCTION, {"screenshot": screenshot(k)})
-
-    return _episode("qwen3vl", make, predict)
+    mod.logger = logging.getLogger("desktopenv.agent")  # the module's logger, set by the runner
+    agent = mod.Qwen3VLAgent(model="qwen3-vl", max_tokens=32768, top_p=0.9, temperature=0,
+                             action_space="pyautogui", coordinate_type="relative", add_thought_prefix=False,
+                             api_backend="openai")
+    return _steps(agent, "qwen3vl", lambda a, k: a.predict(INSTRUCTION, _obs(k)))
 
 
-def qwen25vl() -> list[Any]:
+def qwen25vl() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_qwen25vl.py at its defaults."""
     import logging
 
     from mm_agents import qwen25vl_agent as mod
 
-    mod.logger = logging.getLogger("stand-in")  # set by its runner (`reset`)
-
-    def make(n: int) -> Any:
-        return mod.Qwen25VLAgent(history_n=n - 1)
-
-    def predict(agent: Any, k: int, sent: list[Any]) -> None:
-        def call_llm(payload: Any, model: Any) -> str:
-            messages = json.loads(json.dumps(payload["messages"]))
-            messages[0]["content"][0]["text"] = "<system>"  # Conway's: the cookbook's tool (test_presets.py)
-            sent.append(messages)
-            return ANSWERS["qwen25vl"][k - 1]
-        agent.call_llm = call_llm
-        agent.predict(INSTRUCTION, {"screenshot": screenshot(k)})
-
-    return _episode("qwen25vl", make, predict)
+    agent = mod.Qwen25VLAgent(model="gpt-4o", max_tokens=1500, top_p=0.9, temperature=1.0,
+                              action_space="pyautogui", add_thought_prefix=False)
+    agent.reset(logging.getLogger("desktopenv.agent"))
+    return _steps(agent, "qwen25vl", lambda a, k: a.predict(INSTRUCTION, _obs(k)))
 
 
-def _grounding_steps(family: str, request: Any) -> list[Any]:
-    steps = []
-    for step in (1, 2):
-        sent: list[Any] = []
-        request(step, sent)
-        steps.append({"step": step, "images": 1, "messages": normalized(sent[-1])})
-    return steps
+def gta1() -> list[dict[str, Any]]:
+    """scripts/python/run_multienv_gta1.py (`GTA1Agent(max_steps=15, client_password=...)`), the whole agent: its
+    planner (o3, through requests.post) proposes `agent.click(<target>)`, its judge picks, and the grounding
+    request (the one Conway's `gta1` preset is) locates it. Only the grounding requests are kept."""
+    import logging
 
-
-def gta1() -> list[Any]:
-    import ast
-    import textwrap
-
-    os.environ.setdefault("OPENAI_API_KEY", "stand-in")  # the module builds its planner engines when imported
+    os.environ.setdefault("OPENAI_API_KEY", "recorder")
     from mm_agents.gta1 import gta1_agent as mod
 
-    source = Path(mod.__file__).read_text(encoding="utf-8")
-    found = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "request_vllm")
-    code = textwrap.dedent("\n".join(source.splitlines()[found.lineno - 1:found.end_lineno]))
-    space = dict(mod.__dict__)
-    exec(compile(code, mod.__file__, "exec"), space)  # the agent's own function, as written
+    mod.logger = logging.getLogger("desktopenv.agent")
+    agent = mod.GTA1Agent(max_steps=15, client_password="password")
+    step = {"n": 0}
 
-    def request(step: int, sent: list[Any]) -> None:
-        class Client:
-            def __init__(self, **kw: Any) -> None:
-                self.chat = types.SimpleNamespace(completions=self)
+    def answer(body: dict[str, Any]) -> str:
+        target = GTA1_TARGETS[(step["n"] - 1) % len(GTA1_TARGETS)]
+        if "max_completion_tokens" in body and any("JSON" in json.dumps(m) and "index" in json.dumps(m)
+                                                   for m in body["messages"][:1]):
+            return '```json\n{"explaining": "the only plan", "index": 0}\n```'
+        if "max_completion_tokens" in body:  # the planner
+            return (f"Observation:\nThe desktop at step {step['n']}.\nThought:\nI click {target}.\n"
+                    f"Action:\n```python\nagent.click(\"{target}\")\n```")
+        return ANSWERS["gta1"][(step["n"] - 1) % len(GTA1_TARGETS)]  # the grounding model
 
-            def create(self, *, messages: Any, **kw: Any) -> Any:
-                sent.append(json.loads(json.dumps(messages)))
-                msg = types.SimpleNamespace(content=GROUNDING_ANSWERS["gta1"][step - 1])
-                return types.SimpleNamespace(choices=[types.SimpleNamespace(message=msg)])
-        space["OpenAI"] = Client
-        space["request_vllm"](screenshot(step), INSTRUCTION)
+    recorder = Recorder(answer)
+    kept = []
+    with recording(recorder):
+        for n in range(1, 5):
+            step["n"] = n
+            before = len(recorder.requests)
+            _quiet(lambda: agent.predict(INSTRUCTION, _obs(n)))
+            grounding = [b for b in recorder.requests[before:] if "max_completion_tokens" not in b]
+            if len(grounding) != 1:
+                raise SystemExit(f"gta1: step {n} sent {len(grounding)} grounding requests")
+            kept.append({"step": n, "target": GTA1_TARGETS[n - 1], **request_record(grounding[0])})
+    return kept
 
-    return _grounding_steps("gta1", request)
+
+PROMPTS: dict[str, str] = {}
+"""Official prompt texts found while running a source (the notebook's), beside `official_prompts`'."""
+HOLO_COMMIT = "2ba89619bdcfe729d31649d976bdaa7b9551e216"
+HOLO_NOTEBOOK = "holo1_5/openai_client/invoke_localization.ipynb"
 
 
-def holo(cookbook: Path) -> list[Any]:
-    notebook = subprocess.run(["git", "-C", str(cookbook), "show",
-                               f"{HOLO_COMMIT}:holo1_5/openai_client/invoke_localization.ipynb"],
-                              check=True, capture_output=True, text=True).stdout
-    utils = subprocess.run(["git", "-C", str(cookbook), "show", f"{HOLO_COMMIT}:utils/image.py"], check=True,
-                           capture_output=True, text=True).stdout
-    notebook_mod = types.ModuleType("invoke_localization")  # pydantic resolves the model's annotations through it
-    sys.modules[notebook_mod.__name__] = notebook_mod
-    space = notebook_mod.__dict__
-    utils_mod = types.ModuleType("utils.image")
-    exec(compile(utils, "utils/image.py", "exec"), utils_mod.__dict__)
-    sys.modules["utils"] = types.ModuleType("utils")
-    sys.modules["utils.image"] = utils_mod
-    sys.modules["IPython"] = types.ModuleType("IPython")
-    sys.modules["IPython.display"] = types.ModuleType("IPython.display")
-    sys.modules["IPython.display"].display = None  # type: ignore[attr-defined]  # the notebook shows images with it
-    cells = ["".join(c["source"]) for c in json.loads(notebook)["cells"] if c["cell_type"] == "code"]
-    defining = [c for c in cells if "def build_messages" in c or c.startswith("from typing")]
-    for cell in defining:  # the imports and the definitions of the prompt and its message building, as written
-        exec(compile(cell, "invoke_localization.ipynb", "exec"), space)
+def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
+    """hcompai/hai-cookbook's Holo1.5 localization notebook: its code cells run as written (the pip and API-key
+    cells left out), its request cell once per target on the episode's screenshot, resized as its preparation
+    cell resizes its example image (`smart_resize` defaults, `resample=None`); `IPython.display` is a no-op."""
+    from PIL import Image
 
-    def request(step: int, sent: list[Any]) -> None:
-        image = Image.open(io.BytesIO(screenshot(step)))
-        h, w = utils_mod.smart_resize(height=image.height, width=image.width)
-        sent.append(space["build_messages"](task=INSTRUCTION, image=image.resize((w, h)), image_format="JPEG"))
+    _extract(cookbook, commit, into, ".")
+    os.chdir(into / "holo1_5" / "openai_client")  # the notebook finds the cookbook's root from its own folder
+    display = types.ModuleType("IPython.display")
+    display.display = lambda *a, **k: None  # type: ignore[attr-defined]
+    sys.modules.update({"IPython": types.ModuleType("IPython"), "IPython.display": display})
+    cells = ["".join(c["source"]) for c in json.loads((into / HOLO_NOTEBOOK).read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code"]
+    module = types.ModuleType("invoke_localization")  # pydantic resolves the model's annotations through it
+    sys.modules[module.__name__] = module
+    space = module.__dict__
+    request_cell = next(c for c in cells if "chat.completions.create" in c)
+    for cell in cells:
+        if cell is request_cell or cell.lstrip().startswith("!") or "API_KEY" in cell or "image_path" in cell:
+            continue
+        exec(compile(cell, HOLO_NOTEBOOK, "exec"), space)
+    space.update(API_KEY="recorder", MODEL_NAME="Hcompany/Holo1.5-7B", BASE_URL="http://127.0.0.1:9/v1")
+    recorder = Recorder(lambda body: '{"action": "click_absolute", "x": 120, "y": 340}')
+    with recording(recorder):
+        for n, target in enumerate(GTA1_TARGETS, start=1):
+            image = Image.open(io.BytesIO(screenshot(n)))
+            resized_height, resized_width = sys.modules["utils.image"].smart_resize(height=image.height,
+                                                                                    width=image.width)
+            space.update(task=target, image=image.resize(size=(resized_width, resized_height), resample=None))
+            _quiet(lambda: exec(compile(request_cell, HOLO_NOTEBOOK, "exec"), space))
+    PROMPTS.update({"holo/localization.txt": space["LOCALIZATION_TASK_PROMPT"],
+                    "holo/click_schema.json": json.dumps(space["ClickAbsoluteAction"].model_json_schema(), indent=2)
+                    + "\n"})
+    return [{"step": n, "target": t, **request_record(b)} for n, (t, b) in
+            enumerate(zip(GTA1_TARGETS, recorder.requests), start=1)]
 
-    return _grounding_steps("holo", request)
+
+RUNS: dict[str, tuple[str, str, Callable[[], list[dict[str, Any]]]]] = {
+    "uitars-1.5": ("mm_agents/uitars15_v1.py", "scripts/python/run_multienv_uitars15_v1.py", uitars15),
+    "uitars-1.0": ("mm_agents/uitars_agent.py", "scripts/python/run_multienv_uitars.py", uitars10),
+    "opencua": ("mm_agents/opencua/opencua_agent.py", "scripts/python/run_multienv_opencua.py", opencua),
+    "qwen3vl": ("mm_agents/qwen3vl_agent.py", "scripts/python/run_multienv_qwen3vl.py", qwen3vl),
+    "qwen25vl": ("mm_agents/qwen25vl_agent.py", "scripts/python/run_multienv_qwen25vl.py", qwen25vl),
+    "gta1": ("mm_agents/gta1/gta1_agent.py (grounding requests)", "scripts/python/run_multienv_gta1.py", gta1),
+}
+
+
+# --- the official text of the stored prompts ----------------------------------------------------------------------
+
+
+def _first_binding(path: Path, name: str) -> str:
+    """The value of the FIRST assignment to `name` in a module (a later one rebinds it at import)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # a literal (and .strip())
+    raise SystemExit(f"{path}: no {name}")
+
+
+def _qwen_tool(golden: list[dict[str, Any]], head: str) -> tuple[str, str]:
+    """(system text with `{tools}` for the tool record, the tool record) as the agent sent them at step 1."""
+    system = golden[0]["messages"][0]["content"][0]["text"]
+    start = system.index(head) + len(head)
+    end = system.index("\n</tools>")
+    tool = json.loads(system[start:end])
+    return system[:start] + "{tools}" + system[end:], json.dumps(tool, indent=2, ensure_ascii=False) + "\n"
+
+
+def official_prompts(root: Path, goldens: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """`family/file` -> the official text each stored prompt file must be, from the extracted sources."""
+    from mm_agents import prompts as osworld
+    from mm_agents import uitars15_v1
+    from mm_agents.opencua import prompts as opencua_prompts
+
+    opencua_file = root / "mm_agents" / "opencua" / "prompts.py"
+    q3_system, q3_tool = _qwen_tool(goldens["qwen3vl"], "<tools>\n")
+    q3_tool = q3_tool.replace("1000x1000", "{display_width_px}x{display_height_px}")  # the field the agent fills
+    q25_system, q25_tool = _qwen_tool(goldens["qwen25vl"], "<tools>\n")
+    q3_user = next(p["text"] for p in goldens["qwen3vl"][0]["messages"][1]["content"] if p["type"] == "text")
+    q25_user = next(p["text"] for p in goldens["qwen25vl"][0]["messages"][1]["content"] if p["type"] == "text")
+    template = q3_user.replace(INSTRUCTION, "{instruction}").replace("\nNone", "\n{previous_actions_str}")
+    return {
+        "uitars/user_thought.txt": uitars15_v1.UITARS_USR_PROMPT_THOUGHT,
+        "uitars/action_space_normal.txt": uitars15_v1.UITARS_NORMAL_ACTION_SPACE,
+        "uitars/action_space_call_user.txt": osworld.UITARS_CALL_USR_ACTION_SPACE,
+        "uitars/system.txt": goldens["uitars-1.5"][0]["messages"][0]["content"][0]["text"],
+        "opencua/system_l1.txt": opencua_prompts.SYSTEM_PROMPT_V1_L1,
+        "opencua/system_l2.txt": _first_binding(opencua_file, "SYSTEM_PROMPT_V1_L2"),
+        "opencua/system_l2_osworld.txt": opencua_prompts.SYSTEM_PROMPT_V1_L2,
+        "opencua/system_l3.txt": opencua_prompts.SYSTEM_PROMPT_V1_L3,
+        "opencua/instruction.txt": opencua_prompts.INSTRUTION_TEMPLATE,
+        "qwen3vl/system.txt": q3_system,
+        "qwen3vl/computer_use.json": q3_tool,
+        "qwen3vl/instruction.txt": template,
+        "qwen25vl/system.txt": q25_system.split("\n\n", 1)[0],
+        "qwen25vl/fncall_template.txt": q25_system.split("\n\n", 1)[1].replace("{tools}", "{tool_descs}"),
+        "qwen25vl/computer_use.json": q25_tool,
+        "qwen25vl/instruction.txt": q25_user.replace(INSTRUCTION, "{instruction}").replace(
+            "\nNone", "\n{previous_actions_str}"),
+        "gta1/system.txt": osworld.GTA1_GROUNDING_SYSTEM_PROMPT,
+    }
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_stored(official: dict[str, str]) -> list[str]:
+    """Each stored prompt file that is not its official text, one line each."""
+    problems = []
+    for name, text in official.items():
+        path = FAMILIES / name.split("/")[0] / "prompts" / name.split("/")[1]
+        stored = path.read_text(encoding="utf-8") if path.exists() else None
+        if stored != text:
+            problems.append(f"{path.relative_to(REPO)}: not the official text "
+                            f"({'missing' if stored is None else 'sha256 ' + _sha(stored)}; official {_sha(text)})")
+    return problems
+
+
+def _extract(repo: Path, commit: str, into: Path, path: str = "mm_agents") -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, path], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("osworld", type=Path, help="a git checkout of OSWorld (or its upstream-identical copy)")
-    ap.add_argument("--commit", default=DEFAULT_COMMIT)
-    ap.add_argument("--hai-cookbook", type=Path, help=f"a git checkout of hcompai/hai-cookbook (holds {HOLO_COMMIT})")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap.add_argument("osworld", type=Path, help="a git directory or checkout of OSWorld (or ljxpython/OSWorldUse)")
+    ap.add_argument("--commit", default=DEFAULT_COMMIT, help=f"the commit to run (default {DEFAULT_COMMIT})")
+    ap.add_argument("--only", nargs="*", choices=sorted(RUNS), help="make only these goldens")
+    ap.add_argument("--hai-cookbook", type=Path,
+                    help=f"a git directory of hcompai/hai-cookbook (holds {HOLO_COMMIT}): also make holo1.5's golden")
+    ap.add_argument("--write-prompts", action="store_true",
+                    help="also overwrite the stored prompt files with the official text")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        _checkout(args.osworld, args.commit, Path(tmp))
+    if not (args.osworld / "HEAD").exists() and not (args.osworld / ".git").exists():
+        ap.error(f"{args.osworld}: not a git directory or checkout")
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="osworld-goldens-") as tmp:
+        _extract(args.osworld, args.commit, Path(tmp))
         sys.path.insert(0, tmp)
         os.chdir(tmp)  # the Qwen3-VL agent writes a debug copy of its messages under ./draft/
-        _stand_ins()
-        OUT.mkdir(parents=True, exist_ok=True)
-        for family, run in (("uitars", uitars), ("opencua", opencua), ("qwen3vl", qwen3vl),
-                            ("qwen25vl", qwen25vl)):
-            golden = {"source": f"ljxpython/OSWorldUse {SOURCES[family]} @ {args.commit} (upstream-identical copy "
-                                "of xlang-ai/OSWorld)",
-                      "made_by": "scripts/build/osworld_goldens.py", "answers": ANSWERS[family], "steps": run()}
-            path = OUT / f"{family}.json"
-            path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            print(f"{path}: {len(golden['steps'])} steps")
-        grounding = [("gta1", f"ljxpython/OSWorldUse mm_agents/gta1/gta1_agent.py (request_vllm) @ {args.commit} "
-                              "(upstream-identical copy of xlang-ai/OSWorld)", gta1)]
+        goldens = {}
+        for preset, (agent_file, runner, run) in RUNS.items():
+            if args.only and preset not in args.only:
+                goldens[preset] = json.loads((OUT / f"{preset}.json").read_text(encoding="utf-8"))["requests"]
+                continue
+            goldens[preset] = run()
+            record = {"source": f"{SOURCE} {agent_file} @ {args.commit}", "runner": runner,
+                      "made_by": "scripts/build/osworld_goldens.py", "instruction": INSTRUCTION,
+                      "answers": ANSWERS[preset], "requests": goldens[preset]}
+            path = OUT / f"{preset}.json"
+            path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"{path.relative_to(REPO)}: {len(goldens[preset])} requests")
+        official = official_prompts(Path(tmp), goldens)
         if args.hai_cookbook is not None:
-            grounding.append(("holo", "hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb "
-                                      f"(build_messages) @ {HOLO_COMMIT}", lambda: holo(args.hai_cookbook)))
-        for family, source, make in grounding:
-            golden = {"source": source, "made_by": "scripts/build/osworld_goldens.py",
-                      "answers": GROUNDING_ANSWERS[family], "steps": make()}
-            path = OUT / f"{family}.json"
-            path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            print(f"{path}: {len(golden['steps'])} steps")
-    return 0
+            requests = holo(args.hai_cookbook, HOLO_COMMIT, Path(tmp) / "hai-cookbook")
+            record = {"source": f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT}",
+                      "made_by": "scripts/build/osworld_goldens.py", "targets": GTA1_TARGETS, "requests": requests}
+            (OUT / "holo1.5.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"tests/data/goldens/holo1.5.json: {len(requests)} requests")
+            official.update(PROMPTS)
+    if args.write_prompts:
+        for name, text in official.items():
+            (FAMILIES / name.split("/")[0] / "prompts" / name.split("/")[1]).write_text(text, encoding="utf-8")
+    sources = [f"{SOURCE} mm_agents/ @ {args.commit}"] + (
+        [f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT} (holo/)"] if args.hai_cookbook else [])
+    sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
+            "sha256": {name: _sha(text) for name, text in sorted(official.items())}}
+    (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
+    problems = check_stored(official)
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

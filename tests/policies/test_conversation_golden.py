@@ -1,22 +1,15 @@
-"""Each family's conversation over a fixed 6-step episode, compared whole with what its reference agent sends
-(the grounding models, whose requests are stateless: two steps, against their sources' own message building).
-
-The golden files (`tests/data/conversations/<family>.json`) were made by running OSWorld's own agents'
-message building offline (`scripts/build/osworld_goldens.py`; each names its source file and commit). Conway
-runs the same episode through `ModelPolicy.decide` with a recording backend (a stand-in: no model is asked
-here; real llama.cpp is in `test_history_llama.py`), committing each turn as the loop does; its messages are
-put in the goldens' form (images as `<image k>`, the task text as `<instruction>`) and must equal them.
-The UI-TARS parts the `ui-tars` package implements (box tokens, smart_resize, its action parser) are
-compared with the package itself.
+"""The pieces of the trained conversations checked on their own: how an older step is kept, past screenshots
+resent as the same bytes, hidden reasoning never replayed, and the UI-TARS parts the `ui-tars` package implements
+(box tokens, smart_resize, its action parser) compared with the package itself. The whole requests are compared
+with the official agents' in `test_request_goldens.py`.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from helpers.episode import Recording, observation, parts
+from helpers.episode import ANSWERS, GROUNDING_ANSWERS, SIZE, Recording, observation, parts
 
 from conway.geometry import Convention
 from conway.history import TurnHistory
@@ -26,9 +19,7 @@ from conway.policies.families import get_family, get_resize_rule
 from conway.policies.settings import PolicySettings
 from conway.prompt.layout import split_parts
 from conway.protocols import DecisionContext
-from scripts.build.osworld_goldens import ANSWERS, GROUNDING_ANSWERS, HOLO_COMMIT, INSTRUCTION, SIZE, normalized
 
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
             "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl"),
             "gta1": (Convention.ABSOLUTE, "gta1"), "holo": (Convention.ABSOLUTE, "holo1.5")}
@@ -53,46 +44,6 @@ def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], 
         assert decision.actions and all(not hasattr(a, "message") for a in decision.actions), decision.actions
         history.commit()  # what the loop's ContextBuilder.note does once the actions were handed on
     return backend.sent, tasks, policy
-
-
-def in_golden_form(messages: list, task: str, family: str) -> list:
-    out = json.loads(json.dumps(normalized(messages)).replace(json.dumps(task)[1:-1], INSTRUCTION))
-    if family not in ("uitars", "gta1", "holo"):  # the system prompts are held to their stored sources in test_prompts.py
-        system = out[0]
-        if isinstance(system["content"], str):
-            system["content"] = "<system>"
-        else:
-            system["content"][0]["text"] = "<system>"
-    return out
-
-
-@pytest.mark.parametrize("family", ["uitars", "opencua", "qwen3vl", "qwen25vl"])
-def test_each_step_of_the_episode_is_what_the_reference_agent_sends(family):
-    golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
-    assert "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6" in golden["source"] and golden["answers"] == ANSWERS[family]
-    sent, tasks, _ = conway_episode(family)
-    for step, (messages, task, want) in enumerate(zip(sent, tasks, golden["steps"]), start=1):
-        got = in_golden_form(messages, task, family)
-        assert got == want["messages"], f"{family} step {step} differs"
-        images = sum(1 for m in got if isinstance(m["content"], list) for p in m["content"]
-                     if p["type"] == "image_url")
-        assert images == want["images"]
-    assert [s["images"] for s in golden["steps"]] == {"uitars": [1, 2, 3, 4, 5, 3], "opencua": [1, 2, 3, 2, 3, 2],
-                                                      "qwen3vl": [1, 2, 3, 4, 5, 3],
-                                                      "qwen25vl": [1, 2, 3, 4, 5, 3]}[family]
-
-
-@pytest.mark.parametrize("family", ["gta1", "holo"])
-def test_a_grounding_request_is_what_its_source_sends_with_no_history(family):
-    """Compared whole, the trained prompt included (GTA1's with the image size filled in, Holo's as pydantic renders
-    the cookbook's schema); the second step carries no trace of the first."""
-    golden = json.loads((GOLDEN / f"{family}.json").read_text(encoding="utf-8"))
-    assert (HOLO_COMMIT if family == "holo" else "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6") in golden["source"]
-    assert golden["answers"] == GROUNDING_ANSWERS[family]
-    sent, tasks, policy = conway_episode(family, steps=2)
-    for step, (messages, task, want) in enumerate(zip(sent, tasks, golden["steps"]), start=1):
-        assert in_golden_form(messages, task, family) == want["messages"], f"{family} step {step} differs"
-    assert "File the report." in tasks[0]  # the goals fill the description slot
 
 
 def test_qwen25vl_older_steps_are_the_line_its_agent_keeps():

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import run_cli
 from fixtures.scripted_server import Reply, ScriptedFakeServer, completion
-from helpers.episode import Recording, observation, parts
+from helpers.episode import ANSWERS, Recording, observation, parts
 
 from conway.geometry import Convention
 from conway.history import PastImage, TurnHistory
@@ -18,7 +18,6 @@ from conway.policies.retry import server_image_limit
 from conway.policies.settings import PolicySettings
 from conway.protocols import ContextPart, ContextWindow, DecisionContext
 from conway.store.journal import read_journal
-from scripts.build.osworld_goldens import ANSWERS
 
 TYPES = ["click", "double_click", "right_click", "move", "drag", "type", "key", "hotkey", "scroll", "wait", "finish"]
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),

@@ -189,14 +189,14 @@ def test_the_family_defaults_are_the_grid_and_factor_32():
     assert family.convention.value == "relative999" and family.resize.factor == 32
 
 
-def test_the_system_prompt_is_osworlds_with_the_cookbooks_tool():
+def test_the_system_prompt_is_osworlds_with_its_agents_tool():
     text = system_prompt(["click", "type", "wait", "finish"], SENT, get_family("qwen3vl").convention)
     assert text.startswith("# Tools\n\nYou may call one or more functions")
     assert "* The screen's resolution is 1000x1000." in text  # the 0..999 grid, as OSWorld's agent says
     tool = json.loads(text.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0])
     assert tool["function"]["name"] == "computer_use"
     assert tool["function"]["parameters"]["properties"]["action"]["enum"] == [
-        "type", "left_click", "right_click", "middle_click", "wait", "terminate", "answer"]
+        "type", "left_click", "right_click", "middle_click", "wait", "terminate"]  # of the agent's 11 actions
     absolute = system_prompt(None, SENT, get_family("qwen3vl").convention.__class__("absolute"))
     assert "* The screen's resolution is 1920x1088." in absolute
 

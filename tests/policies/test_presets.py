@@ -78,13 +78,14 @@ CASES: dict[str, Case] = {
     "opencua-32b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                         "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
                         "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 1500),
-    # Qwen2.5-VL: the cookbook's tool states the smart-resized size; pixels of it: 1240*1920/1932, 783*1080/1092
-    "qwen2.5-vl": Case((1920, 1080), (1932, 1092),
-                       ("You are a helpful assistant.\n\n# Tools\n\nYou may call one or more functions",
-                        "* The screen's resolution is 1932x1092.",
+    # Qwen2.5-VL: OSWorld's qwen25vl_agent.py resizes to at most 1,003,520 px (1316x728) and scales the answer's
+    # pixels by captured / processed: int(658 * 1920 / 1316), int(364 * 1080 / 728) = (960, 540)
+    "qwen2.5-vl": Case((1920, 1080), (1316, 728),
+                       ("You are a helpful assistant\n\n# Tools\n\nYou may call one or more functions",
+                        '"description": "Use a mouse and keyboard to interact with a computer, and take screenshots."',
                         "return a json object with function name and arguments within <tool_call></tool_call>"),
                        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
-                       '"coordinate": [1240, 783]}}\n</tool_call>', (1232, 774), 1500),
+                       '"coordinate": [658, 364]}}\n</tool_call>', (960, 540), 1500),
     # Qwen3-VL: factor 32 -> 1920x1088; OSWorld's qwen3vl_agent.py scales 500 * 1920 / 999, 500 * 1080 / 999 =
     # (960.96, 540.54) and truncates to (960, 540); Conway rounds to the nearest pixel
     "qwen3-vl": Case((1920, 1080), (1920, 1088), ("* The screen's resolution is 1000x1000.", "# Response format"),
@@ -216,7 +217,7 @@ def test_the_uitars_prompts_differ_only_in_their_action_space():
 @pytest.mark.parametrize("overrides,needle", [
     (["policy=uitars", "policy.prompt=uitars-2.0"],
      "prompt: the uitars family has no prompt 'uitars-2.0' (known: uitars-1.5, uitars-1.0)"),
-    (["policy=opencua-7b", "policy.prompt=l4"], "prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3)"),
+    (["policy=opencua-7b", "policy.prompt=l4"], "prompt: the opencua family has no prompt 'l4' (known: l2, l1, l3, l2-osworld)"),
     (["policy=gta1", "policy.prompt=l2"], "prompt: the gta1 family has no prompt 'l2' (known: only its one, "
                                           "policy.prompt=auto)"),
 ])
@@ -291,10 +292,13 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
     assert str(schema) in prompt_text("holo/localization.txt")  # the prompt shows the same schema (its Python repr)
 
 
-def test_the_qwen25vl_system_turn_is_what_qwen_agents_own_code_renders():
-    """Golden made with Qwen-Agent's NousFnCallPrompt and the cookbook's ComputerUse tool (tests/data/presets/)."""
+def test_the_qwen25vl_system_turn_is_what_osworlds_agent_sends():
+    """The system turn of OSWorld's Qwen2.5-VL agent, recorded from its unmodified code (tests/data/goldens/)."""
+    import json
+
     from conway.geometry import Convention
     from conway.policies.families.qwen25vl.adapter import system_prompt
 
-    golden = (REPO / "tests" / "data" / "presets" / "qwen25vl_system_1932x1092.txt").read_text(encoding="utf-8")
-    assert system_prompt(None, (1932, 1092), Convention.ABSOLUTE) == golden
+    golden = json.loads((REPO / "tests" / "data" / "goldens" / "qwen25vl.json").read_text(encoding="utf-8"))
+    sent = golden["requests"][0]["messages"][0]["content"][0]["text"]
+    assert system_prompt(None, (1316, 728), Convention.ABSOLUTE) == sent

@@ -121,7 +121,7 @@ def test_uitars_sends_osworlds_layout_with_conways_task_as_its_user_instruction(
     assert "finished(content='xxx')" in expected and "Use English in `Thought` part." in expected
 
 
-def test_qwen3vl_sends_osworlds_system_prompt_with_the_cookbooks_tool_and_nothing_else():
+def test_qwen3vl_sends_osworlds_system_prompt_with_its_agents_tool_and_nothing_else():
     backend = _Recording('Action: wait\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "wait"}}'
                          '\n</tool_call>')
     policy = ModelPolicy(Qwen3VLAdapter(), backend, PolicySettings(convention=Convention.RELATIVE999,
@@ -132,7 +132,7 @@ def test_qwen3vl_sends_osworlds_system_prompt_with_the_cookbooks_tool_and_nothin
     fn = tool["function"]
     fn["description"] = fn["description"].replace("{display_width_px}x{display_height_px}", "1000x1000")
     fn["parameters"]["properties"]["action"]["enum"] = ["left_click", "right_click", "middle_click", "wait",
-                                                        "terminate", "answer"]  # what click, wait, finish carry out
+                                                        "terminate"]  # what click, wait, finish carry out
     expected = prompt_text("qwen3vl/system.txt").replace("{tools}", json.dumps(tool))
     assert system == {"role": "system", "content": [{"type": "text", "text": expected}]}
     shot, instruction = user["content"]

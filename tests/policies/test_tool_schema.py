@@ -77,15 +77,16 @@ def test_request_sends_the_function_schema_in_tools_and_a_tool_calls_answer_is_t
     assert '"coordinate": [500, 500]' in decision.raw_text  # replayed in the history as the block the model means
 
 
-def test_qwen25vl_request_form_keeps_the_cookbooks_system_message_and_pixel_tool():
-    reply = _tool_calls({"action": "left_click", "coordinate": [1240, 783]}, content="")
+def test_qwen25vl_request_form_keeps_the_agents_system_line_and_pixel_tool():
+    reply = _tool_calls({"action": "left_click", "coordinate": [658, 364]}, content="")
     with ScriptedFakeServer(replies=[reply]) as fake:
         (decision,) = _decide(fake, "qwen2.5-vl", "policy.tool_schema=request")
         request = fake.chat_requests[-1]
-    assert _system(request) == "You are a helpful assistant."
-    assert "The screen's resolution is 1932x1092." in request["tools"][0]["function"]["description"]
-    (action,) = decision.actions
-    assert captured_to_input(action.x, action.y, ScreenGeometry(0, 0, *SCREEN, *SCREEN)) == (1232, 774)
+    assert _system(request) == "You are a helpful assistant"  # OSWorld's qwen25vl_agent.py, no full stop
+    assert request["tools"][0]["function"]["description"] == ("Use a mouse and keyboard to interact with a computer, "
+                                                             "and take screenshots.")  # the agent's tool: no size
+    (action,) = decision.actions  # pixels of the 1316x728 image the agent's resize gives
+    assert captured_to_input(action.x, action.y, ScreenGeometry(0, 0, *SCREEN, *SCREEN)) == (960, 540)
 
 
 @pytest.mark.parametrize("renders", [True, False])

@@ -28,7 +28,7 @@ FAMILY = Family(
     # (absolute pixels of the 28-px smart_resize, max 12845056 px) and --use_old_sys_prompt (the training-data
     # prompts kept here), cot_level l2 by default
     presets=("opencua-7b", "opencua-32b"),
-    prompts=("l2", "l1", "l3"),
+    prompts=("l2", "l1", "l3", "l2-osworld"),  # l2-osworld: the prompt OSWorld's agent sends (its VM's facts)
     # OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # OpenCUAAgent(max_tokens=1500, temperature=0); its smart_resize max_pixels 12845056 = 16384 x 28 x 28
     # (scripts/python/run_multienv_opencua.py passes --max_tokens 2048 by default)

@@ -1,7 +1,8 @@
 """The OpenCUA adapter: ``## Thought`` / ``## Action`` / ``## Code`` answers with pyautogui calls (up to 8 a step).
 
 The system prompt is the one of OpenCUA's training data, kept exactly in
-`prompts/` (L2 by default; L1 and L3 beside it), and
+`prompts/` (L2 by default; L1 and L3 beside it), or (`l2-osworld`) the one OSWorld's agent sends for a task
+on its VM (the password sentence, `status='failure'`), and
 the request line is its instruction template's. The code is read by
 its `parse.py` (an AST allowlist; never executed). Coordinates: absolute pixels of the smart-resized image for OpenCUA-7B/32B
 (the default), relative 0-1 for the other variants (`policy.convention`).
@@ -24,7 +25,7 @@ from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
 
-__all__ = ["FILES", "LEVELS", "OpenCUAAdapter", "SUPPORTED_TYPES"]
+__all__ = ["FILES", "LEVELS", "OSWORLD_PROMPTS", "OpenCUAAdapter", "SUPPORTED_TYPES"]
 
 FILES = PromptFolder.of(__file__)
 """The OpenCUA prompt files, kept exactly (`prompts/SOURCES.md`)."""
@@ -35,6 +36,8 @@ SUPPORTED_TYPES = ("click", "double_click", "triple_click", "right_click", "move
 
 LEVELS = ("l1", "l2", "l3")
 """OpenCUA's chain-of-thought levels: Action only; Thought and Action; Observation, Thought and Action."""
+OSWORLD_PROMPTS = ("l2-osworld",)
+"""The prompts OSWorld's agent sends (`system_l2_osworld.txt`: its rebound `SYSTEM_PROMPT_V1_L2`, L2's format)."""
 
 
 class OpenCUAAdapter(Adapter):
@@ -44,8 +47,8 @@ class OpenCUAAdapter(Adapter):
     constrain_by_default = False
 
     def __init__(self, level: str = "l2", max_statements: int = parse_opencua.MAX_STATEMENTS):
-        if level not in LEVELS:
-            raise ValueError(f"OpenCUA has no CoT level {level!r} (known: {', '.join(LEVELS)})")
+        if level not in LEVELS + OSWORLD_PROMPTS:
+            raise ValueError(f"OpenCUA has no CoT level {level!r} (known: {', '.join(LEVELS + OSWORLD_PROMPTS)})")
         if max_statements < 1:
             raise ValueError(f"max_statements must be at least 1, got {max_statements}")
         self.level = level
@@ -53,7 +56,7 @@ class OpenCUAAdapter(Adapter):
         """Most statements one code block may hold (the parser's `MAX_STATEMENTS` by default)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        return FILES.text(f"system_{self.level}.txt")  # exactly as trained: no coordinate hint added
+        return FILES.text(f"system_{self.level.replace('-', '_')}.txt")  # exactly as stored: no coordinate hint
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         types = [t for t in SUPPORTED_TYPES if t in ctx.action_types] or ["wait", "finish"]
