@@ -170,3 +170,48 @@ def _sampling(pol: Any) -> str:
         said.append(f"asked again up to {family.default('retry_unfinished', pol.prompt)} times while an answer does "
                     "not end with finish_reason \"stop\"")
     return ", ".join(said)
+
+
+def conformance_report(config: ConwayConfig, screen: str = "1920x1080") -> tuple[list[str], bool]:
+    """(`conway models --conformance`'s lines, whether the context holds the window): the context is the
+    endpoint's (asked), or the one Conway would give a local model (`sized_runtime`), else not known."""
+    from conway.errors import UserError
+
+    try:
+        w, h = (int(v) for v in screen.lower().split("x"))
+        if w <= 0 or h <= 0:
+            raise ValueError
+    except ValueError:
+        raise UserError(f"--screen {screen!r}: give WIDTHxHEIGHT, e.g. 1920x1080") from None
+    size = (w, h)
+    n_ctx, source = _context_of(config, size)
+    lines = conformance_lines(config, n_ctx, source, size)
+    refusal = window_refusal(config, n_ctx, source or "", size) if n_ctx else None
+    if refusal:
+        lines.append("refused: " + refusal)
+    return lines, refusal is None
+
+
+def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | None]:
+    """The context a request gets: the endpoint's (llama-server /props), or what Conway gives a local model."""
+    pol = config.policy
+    if pol.endpoint:
+        try:
+            from conway.config import api_key
+            from conway.policies.backends.discovery import discover
+            from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
+
+            client = OpenAIClient(pol.endpoint, api_key=api_key(config), timeout_s=min(pol.request_timeout_s, 10))
+            try:
+                served = discover(client, pol.model)
+                window = HTTPBackend(client, served.model_id, server=served.server).context_window()
+            finally:
+                client.close()
+        except Exception as exc:  # an unreachable server: the lines say the context is not known
+            return None, f"not known: {str(exc).splitlines()[0][:200]}"
+        return (window.n_ctx, window.source) if window is not None else (None, None)
+    if pol.model_path:
+        sized = sized_runtime(config, screen)
+        n = sized.runtime.n_ctx
+        return n, "runtime.n_ctx" + (" (sized by Conway for this window)" if n != config.runtime.n_ctx else "")
+    return None, None

@@ -96,7 +96,7 @@ class CapturingBackend(Backend):
     def structured_support(self) -> list[str]:
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.sent.append(messages)
         return ChatResult(text="", reasoning=None, finish_reason="stop", model=self.model_id, usage={})
 

@@ -240,7 +240,7 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
         def structured_support(self):
             return ["json_schema"]
 
-        def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+        def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
             self.calls.append((mode, spec))
             return ChatResult(text=CASES["holo1.5"].answer, reasoning=None, finish_reason="stop", model=self.model_id,
                               usage={})

@@ -64,7 +64,7 @@ class _Recording(Backend):
     def structured_support(self):
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.messages.append(messages)
         return ChatResult(text=self.text, reasoning=None, finish_reason="stop", model=self.model_id, usage={})
 
