@@ -81,11 +81,13 @@ def _explicit(pol: PolicyConfig, family: Any) -> list[str]:
     if pol.image_encoding is not None and pol.image_encoding != family.image_encoding:
         out.append(f"{pol.image_encoding}: screenshots as {pol.image_encoding.upper()} (policy.image_encoding), where "
                    f"the agent sends {family.image_encoding.upper()}")
-    if pol.resize not in ("auto", family.resize.name) or pol.image_max_tokens is not None:
+    resize = getattr(family.default("resize", pol.prompt), "name", family.default("resize", pol.prompt))
+    if pol.resize not in ("auto", resize) or pol.image_max_tokens is not None:
         out.append(f"resize: policy.resize={pol.resize}, policy.image_max_tokens={pol.image_max_tokens}, where the "
-                   f"agent resizes by its rule ({family.resize.name})")
-    if pol.convention not in ("auto", family.convention.value):
-        out.append(f"convention: answers read as {pol.convention}, where the agent reads {family.convention.value}")
+                   f"agent resizes by its rule ({resize})")
+    convention = getattr(family.default("convention", pol.prompt), "value", family.default("convention", pol.prompt))
+    if pol.convention not in ("auto", convention):
+        out.append(f"convention: answers read as {pol.convention}, where the agent reads {convention}")
     if pol.tool_schema == "request":
         out.append("tool_schema: the tool in the request's tools field, rendered by the server's chat template, "
                    "where the agent writes it into its system text")

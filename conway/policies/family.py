@@ -11,8 +11,7 @@ the policy presets that serve it. `policy.kind`, `export --style`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from types import MappingProxyType
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from conway.geometry import Convention, ResizeRule
@@ -106,7 +105,7 @@ class Family:
     thought_language: str | None = None
     """The language the agent's prompt asks its thoughts in (UI-TARS' `{language}`: OSWorld's runners fill in
     Chinese); None: the prompt has no such slot."""
-    by_prompt: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+    by_prompt: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise)."""
     conversation: Conversation = Conversation()
     """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""

@@ -8,6 +8,12 @@ here; real llama.cpp is in `test_history_llama.py`), committing each turn as the
 put in the goldens' form (images as `<image k>`, the task text as `<instruction>`) and must equal them.
 The UI-TARS parts the `ui-tars` package implements (box tokens, smart_resize, its action parser) are
 compared with the package itself.
+
+These goldens were built with each step's history reset to Conway's half-sliding one and UI-TARS asked in English,
+with Conway's parts in the instruction slot: they hold the opt-in deviations `half_slide`, `english_thoughts` and
+the text parts (`DEVIATIONS`), which is what this file runs. The faithful defaults (a constant window, the runner's
+language, the task alone) are in `test_faithful.py`, and the whole-request goldens from the unmodified agents
+replace these (issue 33).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from conway.protocols import DecisionContext
 from scripts.build.osworld_goldens import ANSWERS, GROUNDING_ANSWERS, HOLO_COMMIT, INSTRUCTION, SIZE, normalized
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "conversations"
+DEVIATIONS = ("constitution", "goals", "memory", "latest_result", "host_facts", "skills", "action_list",
+              "accessibility", "half_slide", "english_thoughts")
+"""The deviations these goldens were built with (see the module's docstring)."""
 SETTINGS = {"uitars": (Convention.ABSOLUTE, "uitars"), "opencua": (Convention.ABSOLUTE, "opencua"),
             "qwen3vl": (Convention.RELATIVE999, "qwen3-vl"), "qwen25vl": (Convention.ABSOLUTE, "qwen2.5-vl"),
             "gta1": (Convention.ABSOLUTE, "gta1"), "holo": (Convention.ABSOLUTE, "holo1.5")}
@@ -38,17 +47,19 @@ def conway_episode(family: str, steps: int = 6) -> tuple[list[list], list[str], 
     """Conway's messages for the episode, and the task text each step put in the family's instruction slot."""
     fam = get_family(family)
     adapter = fam.adapter()
+    if fam.thought_language:
+        adapter.language = "English"  # english_thoughts
     backend = Recording({**ANSWERS, **GROUNDING_ANSWERS}[family])
     convention, rule = SETTINGS[family]
     policy = ModelPolicy(adapter, backend, PolicySettings(convention=convention, resize_rule=rule,
-                                                          structured_output="none"))
-    history = TurnHistory(max_images=fam.conversation.history_images - 1, max_turns=12)
+                                                          structured_output="none", deviations=DEVIATIONS))
+    history = TurnHistory(max_images=fam.conversation.history_images - 1, max_turns=12, slide=True)
     tasks = []
     for step in range(1, steps + 1):
         ctx = DecisionContext(parts=[p for p in parts() if p.text], observation=observation(step), step=step,
                               action_types=["click", "double_click", "right_click", "move", "drag", "type", "key",
                                             "hotkey", "scroll", "wait", "finish"], history=history)
-        tasks.append(split_parts(ctx, adapter.action_space(ctx))[0])
+        tasks.append(split_parts(ctx, adapter.action_space(ctx), DEVIATIONS)[0])
         decision = policy.decide(ctx)
         assert decision.actions and all(not hasattr(a, "message") for a in decision.actions), decision.actions
         history.commit()  # what the loop's ContextBuilder.note does once the actions were handed on

@@ -51,8 +51,8 @@ def test_the_half_slide_is_the_opt_in_deviation():
         h.propose(f"answer {n}", img(n))
         h.commit()
         counts.append(len(h.with_images()))
-    assert counts[4:8] == [3, 4, 3, 4]  # cycles, as the cache-friendly slide does
-    assert len(h.turns) < 12
+    assert counts[:8] == [1, 2, 3, 4, 2, 3, 4, 2]  # past screenshots cycle, as the cache-friendly slide does
+    assert [t.number for t in h.turns][0] == 8  # 12 answers, slid to the newest 6 at the 13th
 
 
 @pytest.mark.parametrize("preset,images,turns", [("uitars-1.5-7b", 4, None), ("uitars", 4, None),
@@ -166,7 +166,8 @@ def test_the_official_request_carries_the_task_alone_and_each_addition_only_unde
     assert '<file name="constitution.md">' in task and '<file name="goals.md">' in task and "memory.md" in task
     assert "Linux" not in task and "clicked" not in tail
     task, tail = split_parts(ctx, "", ("latest_result",))
-    assert task.startswith("Open the report.") and "clicked → ok" in tail and "untrusted data" in task
+    assert "Open the report." in task and "clicked → ok" in tail and "## untrusted data" in task  # data: its rule
+    assert "constitution" not in task
 
 
 def test_conway_run_turns_on_the_seeds_deviations_and_evaluations_none():

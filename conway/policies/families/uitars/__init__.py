@@ -37,7 +37,9 @@ FAMILY = Family(
     top_p=0.9,
     frequency_penalty=1.0,
     thought_language="Chinese",
-    by_prompt={"uitars-1.0": {"temperature": 1.0, "max_tokens": 1500}},
+    # UI-TARS 1.0's preset (configs/policy/uitars.yaml) answers 0-1000 of its agent's own resize
+    by_prompt={"uitars-1.0": {"temperature": 1.0, "max_tokens": 1500, "resize": "uitars-1.0",
+                              "convention": "relative1000"}},
     image_max_tokens=16384,
     # mm_agents/uitars15_v1.py UITARSAgent.predict: system "You are a helpful assistant.", the prompt in the first
     # user turn, every past answer as an assistant turn (box tokens added), the last history_n - 1 of them after
