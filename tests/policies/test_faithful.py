@@ -18,8 +18,8 @@ from conway.policies.conformance import conformance_lines, sized_runtime, window
 from conway.policies.conversation import qwen25_action_line, qwen_action_line
 from conway.policies.deviations import deviation_lines
 from conway.policies.factory import _family_adapter, _settings, build_model_policy
-from conway.protocols import ContextExceeded, ContextPart, ContextWindow, DecisionContext, PolicyError
 from conway.prompt.layout import split_parts
+from conway.protocols import ContextExceeded, ContextPart, ContextWindow, DecisionContext, PolicyError
 from conway.store.home import resolve_home
 
 
@@ -252,3 +252,42 @@ def test_conformance_lists_window_tokens_sampling_encoding_and_deviations():
     assert lines[-1] == "deviations: none"
     lines = conformance_lines(cfg("policy=opencua-7b", "policy.deviations=[constitution]"), 65536, "x")
     assert lines[-2] == "deviations: 1" and lines[-1].startswith("  - constitution:")
+
+
+def test_preflight_fails_the_context_check_with_the_refusal():
+    from conway.readiness.checks.context_fit import context_check
+
+    check = context_check(cfg("policy=opencua-7b"), 8192, "llama-server /props (per-slot n_ctx)", None)
+    assert check.status == "fail" and "llama-server -c" in check.detail and "policy.history_images=" in check.detail
+    assert context_check(cfg("policy=opencua-7b"), 32768, "llama-server /props", None).status == "ok"
+
+
+# -- in the real loop: what is journaled, `conway run` against `start --task` ----------------------------------------
+
+
+def _session_and_requests(home, *args: str) -> tuple[dict, list[dict]]:
+    from conftest import run_cli
+
+    from conway.store.journal import read_journal
+
+    answer = "Thought: the screen is idle.\nAction: wait()"
+    props = {"default_generation_settings": {"n_ctx": 32768}, "modalities": {"vision": True}}
+    with ScriptedFakeServer(owned_by="llamacpp", props=props, replies=[Reply.text(answer)]) as fake:
+        proc = run_cli(*args, "--max-steps", "1", "policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}",
+                       "observe.source=synthetic", "tools.enabled=[files]", timeout=120)
+        requests = fake.chat_requests
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    starts = [e["payload"] for e in read_journal(home / "journal").events
+              if e["kind"] == "session" and e["payload"].get("event") == "start"]
+    return starts[-1], requests
+
+
+def test_conway_run_lists_the_seeds_deviations_and_start_task_sends_the_task_alone(initialized_home):
+    start, requests = _session_and_requests(initialized_home, "run")
+    assert [d.split(":")[0] for d in start["deviations"]] == ["constitution", "goals", "memory"]
+    assert '<file name="constitution.md">' in requests[-1]["messages"][1]["content"][0]["text"]
+    start, requests = _session_and_requests(initialized_home, "start", "--task", "Open the report.")
+    assert start["deviations"] == []
+    prompt = requests[-1]["messages"][1]["content"][0]["text"]
+    assert prompt.endswith("## User Instruction\nOpen the report.\n") and "constitution" not in prompt
+    assert requests[-1]["top_p"] == 0.9 and requests[-1]["frequency_penalty"] == 1.0
