@@ -291,3 +291,19 @@ def test_conway_run_lists_the_seeds_deviations_and_start_task_sends_the_task_alo
     prompt = requests[-1]["messages"][1]["content"][0]["text"]
     assert prompt.endswith("## User Instruction\nOpen the report.\n") and "constitution" not in prompt
     assert requests[-1]["top_p"] == 0.9 and requests[-1]["frequency_penalty"] == 1.0
+
+
+def test_models_conformance_prints_one_line_each_and_fails_a_context_too_small():
+    from conftest import run_cli
+
+    proc = run_cli("models", "--conformance", "policy=uitars-1.5-7b", "policy.model_path=/absent.gguf")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("preset: uitars") and "b5007a93" in lines[0]
+    assert any(line.startswith("tokens needed:") and "sized by Conway" in line for line in lines)
+    assert lines[-1] == "deviations: none"
+    proc = run_cli("models", "--conformance", "policy=uitars-1.5-7b", "policy.model_path=/absent.gguf",
+                   "runtime.n_ctx=8192", "policy.deviations=[latest_result]")
+    assert proc.returncode == 1 and "refused: the uitars window needs" in proc.stdout
+    assert "  - latest_result: the latest result or error, after the current screenshot" in proc.stdout
+    assert run_cli("models", "--conformance", "--screen", "wide", "policy=uitars-1.5-7b").returncode == 1
