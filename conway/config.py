@@ -153,8 +153,8 @@ class PolicyConfig(_Section):
     tool_schema: Literal["auto", "request", "prompt"] = "auto"
     """Where a tool-calling family (qwen25vl, qwen3vl) gets its `computer_use` function schema: `prompt` in the system
     prompt as its source writes it; `request` in the request's `tools` field, the server's chat template rendering
-    it (vLLM; llama-server with --jinja, its default); `auto`: `request` where llama-server's /props says its
-    template renders tools, else `prompt`."""
+    it (vLLM; llama-server with --jinja, its default), the deviation `tool_schema`; `auto`: `prompt`, as the official
+    agents send it."""
     history_images: int | None = Field(default=None, ge=1, le=32)
     """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
     (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen2.5-VL and Qwen3-VL 5, GTA1, Holo1.5
