@@ -91,12 +91,13 @@ context with its defaults, so a larger image would be shrunk again inside and an
 
 
 DEVIATION_KEYS = ("constitution", "goals", "memory", "latest_result", "host_facts", "skills", "action_list",
-                  "accessibility", "half_slide", "jpeg", "english_thoughts")
+                  "accessibility", "half_slide", "recent_answers", "jpeg", "english_thoughts")
 """What Conway may add to, or change in, a trained family's official request, each opted into by its key
 (`policy.deviations`; what each is: `conway/policies/deviations.py`)."""
-RUN_DEVIATIONS = ("constitution", "goals", "memory")
+RUN_DEVIATIONS = ("constitution", "goals", "memory", "recent_answers")
 """The deviations `conway run` (the continuous loop) turns on when `policy.deviations` is unset: the seed's
-promises (the constitution's identity and scope, goals reread, memory kept) need them."""
+promises (the constitution's identity and scope, goals reread, memory kept) need them, and a run without end
+cannot replay every earlier answer (memory.md keeps what the window lets go)."""
 
 
 class PolicyConfig(_Section):
@@ -235,9 +236,10 @@ class PolicyConfig(_Section):
         """(past screenshots, past answers or None for all, slide by half?) of the model's own past turns: the
         reference agent's constant window, or with `half_slide` (and for Conway's own layout) `recent_steps`
         answers slid by half."""
-        images = self.resolved_history_images - 1
-        if self.official_layout and "half_slide" not in (self.deviations or ()):
-            return images, FAMILIES[self.kind].conversation.max_turns, False
+        images, deviations = self.resolved_history_images - 1, self.deviations or ()
+        if self.official_layout and "half_slide" not in deviations:
+            turns = recent_steps if "recent_answers" in deviations else FAMILIES[self.kind].conversation.max_turns
+            return images, turns, False
         return images, recent_steps, True
 
     def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:

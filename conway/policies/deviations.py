@@ -36,6 +36,8 @@ DESCRIPTIONS = {
     "accessibility": "the accessibility text, after the current screenshot",
     "half_slide": "the history slides by half when full (prompt-cache friendly) and keeps context.recent_steps "
                   "answers, where the agent keeps a constant window and every earlier answer",
+    "recent_answers": "past answers held to context.recent_steps (each step lets the oldest go), where the agent "
+                      "replays every earlier one",
     "jpeg": "screenshots as JPEG q85, where the agent sends PNG",
     "english_thoughts": "thoughts asked in English, where the runner asks Chinese",
 }

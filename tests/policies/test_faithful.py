@@ -62,6 +62,8 @@ def test_each_preset_keeps_its_agents_window(preset, images, turns):
     assert cfg(f"policy={preset}").policy.history_window(12) == (images, turns, False)
     assert cfg(f"policy={preset}", "policy.deviations=[half_slide]").policy.history_window(12) == (images, 12, True)
     assert cfg("policy=generic").policy.history_window(12) == (0, 12, True)  # Conway's own layout
+    run = cfg(f"policy={preset}", "policy.deviations=[recent_answers]").policy  # `conway run`'s: bounded, constant
+    assert run.history_window(12) == (images, 12, False)
 
 
 # -- sampling and encoding ------------------------------------------------------------------------------------------
@@ -284,7 +286,7 @@ def _session_and_requests(home, *args: str) -> tuple[dict, list[dict]]:
 
 def test_conway_run_lists_the_seeds_deviations_and_start_task_sends_the_task_alone(initialized_home):
     start, requests = _session_and_requests(initialized_home, "run")
-    assert [d.split(":")[0] for d in start["deviations"]] == ["constitution", "goals", "memory"]
+    assert [d.split(":")[0] for d in start["deviations"]] == ["constitution", "goals", "memory", "recent_answers"]
     assert '<file name="constitution.md">' in requests[-1]["messages"][1]["content"][0]["text"]
     start, requests = _session_and_requests(initialized_home, "start", "--task", "Open the report.")
     assert start["deviations"] == []
