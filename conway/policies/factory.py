@@ -80,8 +80,9 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     family, adapter = _family_adapter(config)
     choice = backend_choice(config)
     _check_tool_schema(config, family, adapter, choice)
-    config = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
-    policy = _built(config, home, family, adapter, choice)
+    sized = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
+    policy = _built(sized, home, family, adapter, choice, sized.runtime.n_ctx != config.runtime.n_ctx)
+    config = sized
     if family.conversation.official:
         from conway.policies.deviations import deviation_lines
         policy.deviations = deviation_lines(config)
@@ -106,16 +107,24 @@ def _refuse_short_window(config: ConwayConfig, policy: ModelPolicy, choice: str)
         raise UserError(refusal)
 
 
-def _built(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, choice: str) -> ModelPolicy:
-    """The policy on the backend `choice` names."""
+def _built(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, choice: str,
+           sized: bool = False) -> ModelPolicy:
+    """The policy on the backend `choice` names (`sized`: runtime.n_ctx was sized to the preset's window)."""
     if choice == "endpoint":
         return _endpoint_policy(config, family, adapter)
     from conway.runtime.resolver import resolve_local_model
 
     pol, rt = config.policy, config.runtime
-    local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
-                                slots=rt.parallel if choice == "server" else 1)
+    try:
+        local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
+                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                    slots=rt.parallel if choice == "server" else 1)
+    except UserError as exc:
+        if not sized or "memory" not in str(exc).lower():
+            raise
+        raise UserError(f"runtime.n_ctx was sized to {rt.n_ctx} for the {pol.kind} window (conway models "
+                        f"--conformance shows it): {exc}; or set a smaller window, policy.history_images=N (a "
+                        "deviation, listed in every report)") from None
     model_id = pol.model or Path(local.model.path).stem
     build = _server_policy if choice == "server" else _inprocess_policy
     policy = build(config, home, family, adapter, local, model_id)
