@@ -309,3 +309,16 @@ def test_models_conformance_prints_one_line_each_and_fails_a_context_too_small()
     assert proc.returncode == 1 and "refused: the uitars window needs" in proc.stdout
     assert "  - latest_result: the latest result or error, after the current screenshot" in proc.stdout
     assert run_cli("models", "--conformance", "--screen", "wide", "policy=uitars-1.5-7b").returncode == 1
+
+
+def test_every_report_lists_the_deviations_and_its_text_says_them(tmp_path):
+    from conway.evals.report import Report
+    from conway.evals.report_render import header_lines
+
+    report = Report("tasks", tmp_path / "r.json", argv=[], config=cfg("policy=uitars-1.5-7b", "policy.top_p=0.5"))
+    assert [d.split(":")[0] for d in report.data["deviations"]] == ["sampling"]
+    lines = header_lines(report.data)
+    assert "  deviations from the official request: " in lines and any("top_p 0.5" in line for line in lines)
+    assert Report("tasks", tmp_path / "g.json", argv=[], config=cfg("policy=generic")).data["deviations"] is None
+    faithful = Report("tasks", tmp_path / "f.json", argv=[], config=cfg("policy=opencua-7b")).data
+    assert faithful["deviations"] == [] and "  deviations from the official request: none" in header_lines(faithful)
