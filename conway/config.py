@@ -100,6 +100,24 @@ promises (the constitution's identity and scope, goals reread, memory kept) need
 cannot replay every earlier answer (memory.md keeps what the window lets go)."""
 
 
+class PlannerConfig(_Section):
+    """`policy.planner`: a planner model that proposes each step in words and code, the configured grounding preset
+    (`policy=jedi-7b`, `gta1` …) becoming its executor (`conway/policies/planned.py`, OSWorld's Jedi agents)."""
+
+    endpoint: str | None = None
+    """The planner's OpenAI-compatible server (or `model_path`: a GGUF Conway runs)."""
+    model: str | None = None
+    api_key_env: str | None = None
+    model_path: str | None = None
+    mmproj_path: str | None = None
+    max_tokens: int = Field(default=1500, ge=1, le=32768)
+    """The planner's reply cap (`JediAgent7B(max_tokens=1500)`, as its executor's)."""
+    temperature: float = Field(default=0.5, ge=0, le=2)
+    """The planner's temperature (`JediAgent7B(temperature=0.5)`)."""
+    max_steps: int = Field(default=15, ge=1)
+    """`{max_steps}` of the planner's prompt (`JediAgent7B(max_steps=15)`)."""
+
+
 class PolicyConfig(_Section):
     kind: Literal[POLICY_KINDS] = "mock"  # type: ignore[valid-type]  # the registry's kinds, as a Literal
     """`mock` (the offline scripted policy) or the model family whose adapter turns model output into actions
@@ -156,6 +174,8 @@ class PolicyConfig(_Section):
     prompt as its source writes it; `request` in the request's `tools` field, the server's chat template rendering
     it (vLLM; llama-server with --jinja, its default), the deviation `tool_schema`; `auto`: `prompt`, as the official
     agents send it."""
+    planner: PlannerConfig | None = None
+    """A planner model for a grounding preset (None: the preset decides alone)."""
     history_images: int | None = Field(default=None, ge=1, le=32)
     """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
     (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen2.5-VL and Qwen3-VL 5, GTA1, Holo1.5
@@ -189,8 +209,9 @@ class PolicyConfig(_Section):
 
     @property
     def resolved_sampling(self) -> dict[str, float]:
-        """`top_p` and `frequency_penalty` as sent: the config's, else the family's agent's (absent: none sent)."""
-        out = {}
+        """The sampling parameters sent beside temperature: the family's agent's (`Family.sampling`, `top_p`,
+        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent)."""
+        out = {str(k): float(v) for k, v in self._family_default("sampling")}
         for name in ("top_p", "frequency_penalty"):
             value = getattr(self, name)
             value = value if value is not None else self._family_default(name)

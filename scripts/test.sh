@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run them all:
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
-# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests) come from apt when we are root or
-# have passwordless sudo; Python packages go into .venv. llama-cpp-python compiles
-# once (≈8–15 min on 2 cores) and is cached by pip; llama-server builds once into
-# .cache/llama-server/.
+# System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests,
+# and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat;
+# ≈74 s more on a fresh machine) come from apt when we are root or
+# have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
+# (≈15 min on 2 cores) into .cache/llama-server/: llama-server and the shared
+# libraries that the llama-cpp-python bindings load (installed without a compile
+# of their own, then given those libraries).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +21,8 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     xvfb xdotool x11-utils cmake build-essential pkg-config \
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
     bubblewrap lxterminal mousepad python3-gi xdg-utils \
-    chromium chromium-driver >/dev/null
+    chromium chromium-driver \
+    libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"
@@ -33,14 +37,19 @@ VPY=.venv/bin/python
 $VPY -m pip install -q --upgrade pip
 echo "== python packages (torch pinned to the local CPU build first, so nothing pulls a CUDA one)"
 $VPY -m pip install -q "torch==2.13.0"
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-  $VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,ray,tasks]"
+echo "== llama.cpp, built once: llama-server and the libraries the Python bindings load"
+SDIST="$(PYTHON="$VPY" bash scripts/build/fetch_llama_sdist.sh)"
+SDIST="$SDIST" JOBS="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" bash scripts/build/build_llama_server.sh
+# The bindings from the same source folder with LLAMA_BUILD=OFF/LLAVA_BUILD=OFF:
+# no compiled code in them (and, built from a local folder, no such wheel left in
+# pip's cache for a later normal install to pick up); install_llama_libs.sh then
+# gives them the libraries built above and loads them.
+CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $VPY -m pip install -q "$SDIST[server]"
+$VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,ray,tasks]"
+bash scripts/build/install_llama_libs.sh "$VPY"
 if pkg-config --exists gobject-introspection-1.0 2>/dev/null; then
   $VPY -m pip install -q "PyGObject<3.51" || echo "PyGObject did not build: accessibility tests will skip"
 fi
-
-echo "== llama-server (built once from the llama-cpp-python source distribution)"
-bash scripts/build/build_llama_server.sh
 
 echo "== lint (ruff: the rules are in pyproject.toml)"
 .venv/bin/ruff check .

@@ -116,6 +116,8 @@ def finish_candidate(model: Any, base: Path, out: Path, recipe: Any, summary: di
     }
     if not gguf:
         manifest["gguf"] = {}
+    if summary.get("rollouts"):  # trained on rollouts: which, their rewards, and the policy that rolled them out
+        manifest["rollouts"] = summary["rollouts"]
     write_manifest(out, manifest)
     say(f"candidate complete: {out / 'manifest.json'}")
     return manifest

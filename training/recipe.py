@@ -136,6 +136,24 @@ class EvalSettings(_Section):
         return value
 
 
+class RLSettings(_Section):
+    """The policy-gradient stage (training/grpo.py); the SFT recipe ignores this section."""
+
+    epochs: int = Field(default=4, ge=1)
+    """Passes over the rollout set's rows (offline: the rollouts are not resampled within a run)."""
+    clip_eps: float = Field(default=0.2, gt=0, lt=1)
+    """PPO-style clipping of the probability ratio to the rollout policy: 1 ± clip_eps."""
+    kl_coef: float = Field(default=0.05, ge=0)
+    """Weight of the KL penalty to the reference (the base with the adapter disabled), per answer token."""
+    temperature: float | None = Field(default=None, gt=0)
+    """Temperature the answers' log-probabilities are taken at (None: the rollout set's sampling temperature)."""
+    normalize_std: bool = True
+    """Divide each task's advantages by its rewards' standard deviation (GRPO); False: subtract the mean only."""
+    init_adapter: str | None = None
+    """The rollout policy's own adapter (a candidate's adapter/ folder) to continue from; None: a fresh LoRA on the
+    base (the rollout policy was the base)."""
+
+
 class Recipe(_Section):
     name: str = "recipe"
     """Recipe name (recorded with every checkpoint)."""
@@ -148,6 +166,7 @@ class Recipe(_Section):
     output: OutputSettings = OutputSettings()
     convert: ConvertSettings = ConvertSettings()
     eval: EvalSettings = EvalSettings()
+    rl: RLSettings = RLSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> "Recipe":

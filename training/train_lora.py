@@ -5,7 +5,10 @@ LoRA fine-tuning of a VLM policy on exported Conway experience.
     recipe     configs/train/<name>.yaml composed with Hydra, validated by
                training/recipe.py (unknown keys fail, contradictions fail)
     data       `conway export --format hf` folder (or conway-traj JSONL), turned
-               into rows by training/data.py: the policy's own prompt, the
+               into rows by training/data.py; or a rollout set (`conway rollouts`):
+               its successful rollouts' requests as sent, the model's own answers
+               as completions (rejection-sampling SFT, training/rollout_data.py);
+               otherwise rows are: the policy's own prompt, the
                image through the loop's resize rule and the model's processor,
                the target turn in the family's format; loss on the answer only
     model      transformers AutoModelForImageTextToText from a local folder +
@@ -174,10 +177,14 @@ def check_inputs(recipe: Recipe, home: str | None) -> tuple[Path, Path]:
 
 def load_corpus(recipe: Recipe, say: Any) -> Corpus:
     from conway.config import load_config
+    from training.rollout_data import is_rollout_set, rollout_examples
 
-    config = load_config(None, [])
-    rows = load_rows(recipe.data.path)
-    examples, skipped = build_examples(rows, recipe.data, config)
+    if is_rollout_set(recipe.data.path):  # rejection sampling: the successful rollouts' requests, as they were sent
+        examples, skipped = rollout_examples(recipe.data.path)
+        rows: list[Any] = examples
+    else:
+        rows = load_rows(recipe.data.path)
+        examples, skipped = build_examples(rows, recipe.data, load_config(None, []))
     train_ex, eval_ex = split(examples, recipe.data.eval_fraction)
     if not train_ex:
         raise UserError(f"only {len(examples)} usable row(s): too few to hold any out and still train")
@@ -240,7 +247,11 @@ def prepare_training(model: Any, encoded: Encoded, recipe: Recipe, say: Any) -> 
 
 
 def summarize(recipe: Recipe, loop: TrainLoop, corpus: Corpus, train_s: float, final: dict[str, Any]) -> dict[str, Any]:
-    return {"steps": loop.step, "stop_reason": loop.stop_reason, "train_s": round(train_s, 1),
+    from training.rollout_data import is_rollout_set, rollout_provenance
+
+    rollouts = ({"rollouts": rollout_provenance(recipe.data.path, "rejection-sampling-sft")}
+                if is_rollout_set(recipe.data.path) else {})
+    return {**rollouts, "steps": loop.step, "stop_reason": loop.stop_reason, "train_s": round(train_s, 1),
             "first_loss": loop.first_loss, "final_loss": loop.last_loss,
             "final_eval_loss": final.get("eval_loss"), "held_out_hit_rate": final.get("hit_rate"),
             "held_out_scored": final.get("scored"), "best_held_out_hit_rate": loop.best_hits,

@@ -209,7 +209,14 @@ def do_candidate_eval(args) -> int:
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
                           progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format,
-                          pool=_pool_spec(args))
+                          pool=_pool_spec(args),
+                          tasks={"suite": args.tasks, "cache": args.cache, "max_steps": args.max_steps,
+                                 "screen": _screen(args.screen)})
+
+
+def _screen(text: str) -> tuple[int, int]:
+    from conway.evals.rollouts import parse_screen
+    return parse_screen(text)
 
 
 def do_promote(args) -> int:
@@ -224,11 +231,27 @@ def do_promote(args) -> int:
         return ExitCode.PASSED
     if not args.name:
         raise UserError("name the candidate to promote (see `conway candidates`), or pass --rollback")
-    entry = promote(home, args.name)
+    entry = promote(home, args.name, force=args.force)
+    if entry.get("forced_past"):
+        print("forced past the gate: " + "; ".join(entry["forced_past"]))
     print(f"promoted {args.name}: policy.model_path = {entry['new_policy'].get('model_path')}")
     print("the previous policy is recorded; `conway promote --rollback` restores it. "
           "A running agent picks the change up at its next start.")
     return ExitCode.PASSED
+
+
+def do_rollouts(args) -> int:
+    from conway.args.resolve import model_config_of, pool_of
+    from conway.cli.tasks import split_overrides
+    from conway.evals.rollouts import parse_screen, rollouts
+    split_overrides(args)
+    home = _home(args)
+    args.mock = args.mock or bool(args.mock_script)
+    cfg = model_config_of(args, home)
+    return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
+                    temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
+                    max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
+                    screen=parse_screen(args.screen))
 
 
 def do_replay(args) -> int:
@@ -318,7 +341,7 @@ COMMANDS: dict[str, Callable] = {
     "init": do_init, "doctor": do_doctor, "run": do_run, "start": do_start, "status": do_status,
     "pause": _control("pause"), "resume": _control("resume"), "stop": _control("stop"),
     "config": do_config, "export": do_export, "review": do_review, "view": do_view, "candidates": do_candidates,
-    "candidate-eval": do_candidate_eval, "promote": do_promote, "replay": do_replay,
+    "candidate-eval": do_candidate_eval, "promote": do_promote, "rollouts": do_rollouts, "replay": do_replay,
     "tasks": _tasks, "report": do_report, "sweep": do_sweep, "probe": do_probe, "models": do_models, "skills": do_skills,
     "mcp-serve": do_mcp_serve,
 }

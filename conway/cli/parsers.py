@@ -146,7 +146,13 @@ def _candidate_eval(sub: Subparsers) -> None:
             "report each hit rate with its 95% interval and the difference.\n"
             + exit_codes_text("candidate better with separated intervals", "not separated"))
     p.add_argument("name", help="candidate name (a folder under candidates/)")
-    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding"), help="the held-out suite")
+    p.add_argument("--suite", default="vision-check", choices=("vision-check", "grounding", "tasks"),
+                   help="the held-out suite (tasks: the task files of --tasks, each once on its own desktop, scored "
+                        "by its checker)")
+    p.add_argument("--tasks", metavar="SUITE", help="tasks: the held-out task suite (a folder or task files)")
+    p.add_argument("--cache", metavar="DIR", help="tasks: the local cache in OSWorld's layout")
+    p.add_argument("--max-steps", type=int, metavar="N", help="tasks: decisions per task (default: the task's)")
+    p.add_argument("--screen", metavar="WxH", default="1280x800", help="tasks: each desktop's screen size")
     p.add_argument("--dataset", metavar="DIR", help="grounding: a local ScreenSpot-style folder")
     p.add_argument("--apps", metavar="SUITE", help="grounding: a grounding suite (harvested once, used for both)")
     p.add_argument("--bbox-format", default="auto", choices=("auto", "xywh", "xyxy"), help="grounding: dataset boxes")
@@ -164,12 +170,42 @@ def _candidate_eval(sub: Subparsers) -> None:
     add_pool_args(p, endpoints=False, resume=False)  # each worker loads the model of the run it serves
 
 
+def _rollouts(sub: Subparsers) -> None:
+    p = cmd(sub, "rollouts", "run each task of a suite K times with sampling on: rewards from its checker, for training",
+            "Run each task of a suite --samples K times through the real loop, each rollout on its own disposable\n"
+            "desktop (as `conway tasks run`), sampling at --temperature with seed --seed + sample (sent with every\n"
+            "request). Per rollout it keeps the session, every request the policy sent (messages, images, the\n"
+            "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; DIR/\n"
+            "manifest.json (written last) names the suite, the policy, the seeds and per task its K rewards. A\n"
+            "set whose rewards are all equal is said to carry no signal.\n\n"
+            "  conway rollouts SUITE policy.model_path=M.gguf policy.mmproj_path=P.gguf --samples 8 --output rollouts/r0\n"
+            "  python -m training.train_lora --recipe tiny_cpu data.path=rollouts/r0 ...   (rejection-sampling SFT)\n"
+            "  python -m training.grpo --recipe grpo_tiny_cpu data.path=rollouts/r0 ...    (policy gradient)\n\n"
+            "Exit 0 rollouts were scored, 2 none was, 1 bad input (a suite with no runnable task), 130 Ctrl+C.")
+    p.add_argument("suite", nargs="+", metavar="SUITE", help=tasks_cli.SUITE_HELP + "; then any key=value overrides")
+    p.add_argument("--samples", type=int, default=4, metavar="K", help="rollouts per task (default 4)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature (default 1.0)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of sample k is S + k (default 0)")
+    p.add_argument("--output", required=True, metavar="DIR", help="a new folder for the rollout set")
+    p.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
+    add_model_args(p)
+    p.add_argument("--max-steps", type=int, metavar="N", help="decisions per rollout (default: the task's, else 15)")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="time per rollout (default: the task's, else 600)")
+    p.add_argument("--screen", metavar="WxH", default="1280x800",
+                   help="each desktop's screen size (default OSWorld's 1280x800; e.g. 84x84 for the tiny demo VLM)")
+    p.add_argument("--quiet", action="store_true", help="no line per rollout")
+    add_pool_args(p, resume=False)  # each worker rolls out one task at a time, each on its own desktop
+
+
 def _promote(sub: Subparsers) -> None:
     p = cmd(sub, "promote", "make a candidate the configured policy (or --rollback to the previous one)",
             "Rewrite the policy section of the home's config.yaml to serve the candidate's GGUF, recording\n"
             "the previous section in promotions.jsonl and the journal. Nothing promotes by itself.")
     p.add_argument("name", nargs="?", help="candidate name")
     p.add_argument("--rollback", action="store_true", help="restore the policy the last promotion replaced")
+    p.add_argument("--force", action="store_true", help="promote a candidate trained on rollouts even when the gate "
+                   "refuses it (rollouts of another policy than the served one, or no candidate-eval on tasks above "
+                   "its base); the reasons are recorded")
 
 
 def _replay(sub: Subparsers) -> None:
@@ -272,6 +308,7 @@ COMMANDS: dict[str, AddParser] = {
     "candidates": _candidates,
     "candidate-eval": _candidate_eval,
     "promote": _promote,
+    "rollouts": _rollouts,
     "replay": _replay,
     "skills": _skills,
     "mcp-serve": _mcp_serve,

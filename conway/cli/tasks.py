@@ -32,7 +32,8 @@ Exit {ExitCode.PASSED:d} every task can run here, {ExitCode.NOT_PASSED:d} some c
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `tasks` group under the main parser's subcommands; each subcommand adds its own parser here."""
-    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), run and score them (run)",
+    p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), run and score them "
+                       "(run), the applications they use (doctor)",
                        description="Task suites: OSWorld's task JSON read as is, and Conway's Markdown task files.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     group = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", parser_class=type(p))
@@ -44,6 +45,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "files download steps and cloud_file getters use; never fetched from the network")
     lp.add_argument("--json", action="store_true", help="print the listing as JSON (conway-task-list/1)")
     _add_run(group)
+    dp = group.add_parser("doctor", help="the applications OSWorld's tasks use: installed here or not, their versions, "
+                          "and how OSWorld's VM differs", description=DOCTOR_DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    dp.add_argument("--json", action="store_true", help="print the record as JSON (conway-tasks-doctor/1)")
+
+
+DOCTOR_DESCRIPTION = f"""\
+Say, for each application OSWorld's tasks use (Chrome, LibreOffice, GIMP, VLC, Thunderbird, VS Code, the file
+manager, the terminal, socat, Python with PyAutoGUI), whether it is installed on this machine, the program
+and version found (from the Debian package that installed it), the version OSWorld's VM (Ubuntu 22.04) has,
+and how running it here differs. A task whose application is missing is not runnable (`conway tasks list`
+names it); scores measured here are local and not comparable with OSWorld's leaderboard.
+
+  conway tasks doctor
+  conway tasks doctor --json
+
+Exit {ExitCode.PASSED:d} every application is installed, {ExitCode.NOT_PASSED:d} some are not."""
 
 
 RUN_DESCRIPTION = f"""\
@@ -131,7 +149,14 @@ def do_run(args: argparse.Namespace) -> int:
                      pool=pool_of(args, cfg, home), resume=args.resume)
 
 
-SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run}
+def do_doctor(args: argparse.Namespace) -> int:
+    from conway.tasks.facts import doctor, render_doctor
+    record = doctor()
+    print(json.dumps(record, indent=2) if args.json else render_doctor(record))
+    return int(ExitCode.PASSED if record["installed"] == record["total"] else ExitCode.NOT_PASSED)
+
+
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run, "doctor": do_doctor}
 
 
 def do_tasks(args: argparse.Namespace) -> int:

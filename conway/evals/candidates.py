@@ -224,11 +224,16 @@ def candidate_policy(home: Home, name: str, manifest: dict[str, Any]) -> dict[st
     return pol
 
 
-def promote(home: Home, name: str) -> dict[str, Any]:
-    """Point the home's policy at candidate `name`; record and journal the previous policy."""
+def promote(home: Home, name: str, force: bool = False) -> dict[str, Any]:
+    """Point the home's policy at candidate `name`; record and journal the previous policy.
+
+    A candidate trained on rollouts passes `task_eval.rollout_gate` first (or `force`, recorded)."""
+    from conway.evals.task_eval import rollout_gate
+
     if not home.constitution.exists():
         raise UserError(f"{home.root} has no constitution.md; run `conway init` first")
     manifest = load_manifest(home, name)
+    forced = rollout_gate(home, name, manifest, force)
     new_policy = candidate_policy(home, name, manifest)
     data = _read_home_config(home)
     previous = data.get("policy")
@@ -243,7 +248,8 @@ def promote(home: Home, name: str) -> dict[str, Any]:
     updated = _with_policy_block(text, _promoted_block(data["policy"], f"promote {name}"))
     _validate(home, updated, data)
     entry = {"action": "promote", "candidate": name, "previous_policy": previous, "new_policy": data["policy"],
-             "previous_policy_text": text[start:end] if start < end else None, "ts": time.time()}
+             "previous_policy_text": text[start:end] if start < end else None, "ts": time.time(),
+             **({"forced_past": forced} if forced else {})}
     _append_promotion(home, entry)
     _write_home_config(home, updated)
     _journal(home, {"request": "promote", "candidate": name, "previous_policy": previous,
@@ -397,13 +403,16 @@ class _HeldOut:
 
 
 def _check_args(suite: str, dataset: str | None, apps: str | None, samples: int, backend: str) -> None:
-    if suite not in ("vision-check", "grounding"):
-        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding")
-    if suite == "grounding":
+    if suite not in ("vision-check", "grounding", "tasks"):
+        raise UserError(f"unknown suite {suite!r}; candidate-eval knows: vision-check, grounding, tasks")
+    if suite == "tasks":
+        if not dataset:
+            raise UserError("--suite tasks needs --tasks SUITE (the held-out task files)")
+    elif suite == "grounding":
         from conway.evals.grounding.check import check_source
         check_source(dataset, apps, False, samples, None)
     elif dataset or apps:
-        raise UserError("--dataset and --apps belong to --suite grounding")
+        raise UserError("--dataset and --apps belong to --suite grounding (--tasks to --suite tasks)")
     if samples < 1:
         raise UserError(f"--samples must be at least 1 (got {samples})")
     if backend not in ("llama_cpp", "http"):
@@ -448,6 +457,21 @@ def _vision_cases(manifest: dict[str, Any], *, samples: int, seed: int, size: st
     return _HeldOut(list(range(samples)), f"{samples} vision-check case(s), seed {seed}, {wh[0]}x{wh[1]}, profile {shapes}",
                     {"suite": "vision-check", "samples": samples, "size": list(wh), "profile": shapes},
                     lambda cfg: VisionSuite(cfg, seed, wh, shapes), lambda r: str(r["image"]["sha256"]))
+
+
+def _held_out(out: Path, manifest: dict[str, Any], *, suite: str, dataset: str | None, apps: str | None,
+              samples: int, seed: int, bbox_format: str, size: str | None, profile: str | None,
+              tasks: dict[str, Any] | None, say: Any) -> _HeldOut:
+    """The held-out cases of the chosen suite (tasks: `{"suite", "cache", "max_steps", "max_seconds"}`)."""
+    if suite == "tasks":
+        from conway.evals.task_eval import task_held_out
+        t = tasks or {}
+        return _HeldOut(*task_held_out(out, t["suite"], t.get("cache"), t.get("max_steps"), t.get("max_seconds"),
+                                       tuple(t.get("screen") or (1280, 800))))
+    if suite == "grounding":
+        return _grounding_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed,
+                                bbox_format=bbox_format, say=say)
+    return _vision_cases(manifest, samples=samples, seed=seed, size=size, profile=profile)
 
 
 def _run_both(home: Home, name: str, held: _HeldOut, models: dict[str, tuple[Path, Path | None]],
@@ -530,7 +554,8 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
                    base_mmproj: str | None = None,
                    backend: str = "llama_cpp", argv: list[str] | None = None, progress: bool = True,
                    say: Any = print, dataset: str | None = None, apps: str | None = None,
-                   bbox_format: str = "auto", pool: PoolSpec | None = None) -> int:
+                   bbox_format: str = "auto", pool: PoolSpec | None = None,
+                   tasks: dict[str, Any] | None = None) -> int:
     """Run the SAME held-out cases on the base and on candidate `name`; write one report.
 
     Exit codes (`conway.errors.ExitCode`): 0 when the candidate's hit rate is
@@ -543,13 +568,12 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     began = time.time()  # the report is built at the end: its times start here
     from conway.evals.report import Report, check_new_output
 
-    _check_args(suite, dataset, apps, samples, backend)
+    _check_args(suite, (tasks or {}).get("suite") if suite == "tasks" else dataset, apps, samples, backend)
     out = check_new_output(output, home)
     manifest = load_manifest(home, name)
     models = {"candidate": gguf_paths(home, name, manifest), "base": _base_gguf(manifest, name, base_model, base_mmproj)}
-    held = (_grounding_cases(out, dataset=dataset, apps=apps, samples=samples, seed=seed, bbox_format=bbox_format,
-                             say=say) if suite == "grounding"
-            else _vision_cases(manifest, samples=samples, seed=seed, size=size, profile=profile))
+    held = _held_out(out, manifest, suite=suite, dataset=dataset, apps=apps, samples=samples, seed=seed,
+                     bbox_format=bbox_format, size=size, profile=profile, tasks=tasks, say=say)
     runs, stopped = _run_both(home, name, held, models, manifest, backend, progress, pool, say)
     bm, bp = models["base"]
     report_params = {**held.params, "backend": backend, "candidate": name, "base_model": str(bm),
@@ -559,6 +583,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
             held.cleanup()
         return _partial(home, out, argv, seed, began, report_params, runs, len(held.cases), stopped, say)
     summary = _compare(runs, held, suite, name, models)
+    from conway.evals.task_eval import paired_tasks
     separated = summary["intervals_separated"]
     report = Report("candidate-eval", out, argv=argv, config=runs["base"][3], seed=seed, expected_cases=0,
                     started=began, parameters=report_params)
@@ -566,7 +591,7 @@ def candidate_eval(home: Home, name: str, *, suite: str, samples: int, seed: int
     report.data["pool"] = {"workers": pool.workers, "ray": pool.ray} if pool else {"workers": 1}
     code = ExitCode.PASSED if separated else ExitCode.NOT_PASSED
     report.finish(status="candidate better" if separated else "not separated", exit_code=code, summary=summary,
-                  cases_order=_paired_cases(runs))
+                  cases_order=_paired_cases(runs) if suite != "tasks" else paired_tasks(runs))
     _say_comparison(summary, out, say)
     _record_eval(home, name, summary, out)
     return code

@@ -150,6 +150,8 @@ class TasksSuite:
     command_timeout_s: float = COMMAND_TIMEOUT_S
     """The bound on one execute/command setup step."""
     display_sizes: list[tuple[int, int]] = field(default_factory=list)
+    screen: tuple[int, int] = (1280, 800)
+    """The disposable desktop's screen size (OSWorld's 1280x800; `conway rollouts --screen` for small models)."""
     kind = "tasks"
 
     # -- one case ------------------------------------------------------------------
@@ -204,7 +206,7 @@ class TasksSuite:
         root = _case_folder(self.folder / f"{case.index + 1:02d}-{_safe(task.id)}")
         home = Home(root / "home")
         record["phase"] = "desktop"
-        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep) as desk:
+        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep, size=self.screen) as desk:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
             finally:
@@ -415,7 +417,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
               quiet: bool = False, argv: list[str] | None = None, policy: Policy | None = None,
               say: Callable[[str], None] | None = None, window_wait_s: float = WINDOW_WAIT_S,
               command_timeout_s: float = COMMAND_TIMEOUT_S, stop_grace_s: float = STOP_GRACE_S,
-              pool: Pool | None = None, resume: str | None = None) -> int:
+              pool: Pool | None = None, resume: str | None = None, screen: tuple[int, int] = (1280, 800)) -> int:
     """The command; `window_wait_s` and `command_timeout_s` bound the setup steps, `stop_grace_s` how long a
     timed-out loop has to end after its stop (tests make them short).
 
@@ -440,7 +442,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     runner = TasksSuite(config, folder, out.parent, len(cases), cache=cache_dir, mock_scripts=scripts, keep=keep,
                         max_steps=max_steps, max_seconds=max_seconds, task_timeout_s=task_timeout_s,
                         stop_grace_s=stop_grace_s, quiet=quiet, say=say, window_wait_s=window_wait_s,
-                        command_timeout_s=command_timeout_s)
+                        command_timeout_s=command_timeout_s, screen=tuple(screen))
     report = Report("tasks", out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "max_steps": max_steps,

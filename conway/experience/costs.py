@@ -2,7 +2,9 @@
 
 The journal is the only source: every `decision` event carries the model's
 `usage` (prompt, cached prompt and generated tokens, as the backend reported
-them) and `latency_s` (the model's time for that decision), and every
+them) and `latency_s` (the model's time for that decision; a planner's decision,
+`policy.planner`, carries them per model call in `calls`, each counted on the
+model that answered), and every
 `memory` `compacted` event that asked a model for memory's summary carries
 that request's `usage` and `duration_s` (counted apart as `summaries`, in
 the same token totals: the model spent them). Nothing else counts, so a
@@ -90,6 +92,13 @@ class SessionCost:
             self.last_t = t if self.last_t is None else max(self.last_t, t)
         payload = event.get("payload")
         if event.get("kind") == "decision" and isinstance(payload, dict):
+            calls = payload.get("calls")
+            if isinstance(calls, list) and calls:  # a planner and its executor: each call on its own model
+                for call in calls:
+                    if isinstance(call, dict):
+                        model = str(call.get("model_id") or "unknown model")
+                        self.by_model.setdefault(model, ModelCost()).add(call)
+                return
             model = str(payload.get("model_id") or "unknown model")
             self.by_model.setdefault(model, ModelCost()).add(payload)
         elif (event.get("kind") == "memory" and isinstance(payload, dict) and payload.get("event") == "compacted"

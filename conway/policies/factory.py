@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conway.config import ConwayConfig, api_key
+from conway.config import ConwayConfig, PolicyConfig, api_key
 from conway.errors import UserError
 from conway.geometry import Convention
 from conway.policies.adapter import Adapter
@@ -77,6 +77,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     """Build the configured policy; UserError (exit 1) for anything the user must fix."""
     from conway.policies.conformance import sized_runtime
 
+    if config.policy.planner is not None:
+        return _planned_policy(config, home)  # type: ignore[return-value]
     family, adapter = _family_adapter(config)
     choice = backend_choice(config)
     _check_tool_schema(config, family, adapter, choice)
@@ -132,6 +134,32 @@ def _built(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, c
     if warning:
         policy.description.append("warning: " + warning)
     return policy
+
+
+def _planned_policy(config: ConwayConfig, home: Home) -> Any:
+    """`policy.planner`: the planner's policy (a generic one: only its backend is used) and the grounding preset's,
+    deciding together (`policies/planned.py`)."""
+    from conway.policies.planned import PlannedPolicy
+
+    pol = config.policy
+    plan = pol.planner
+    assert plan is not None
+    family, adapter = _family_adapter(config)
+    if adapter.replays:
+        raise UserError(f"policy.planner: the executor must be a grounding preset (policy=jedi-7b, jedi-3b, gta1, "
+                        f"holo1.5 or holo2); the {family.name} family decides whole steps itself")
+    executor = build_model_policy(config.model_copy(update={"policy": pol.model_copy(update={"planner": None})}),
+                                  home)
+    planner_pol = PolicyConfig(kind="generic", endpoint=plan.endpoint, model=plan.model, api_key_env=plan.api_key_env,
+                               model_path=plan.model_path, mmproj_path=plan.mmproj_path,
+                               request_timeout_s=pol.request_timeout_s, seed=pol.seed)
+    try:
+        planner = build_model_policy(config.model_copy(update={"policy": planner_pol}), home)
+    except BaseException:
+        executor.close()
+        raise
+    return PlannedPolicy(planner, executor, max_tokens=plan.max_tokens, temperature=plan.temperature,
+                         max_steps=plan.max_steps)
 
 
 def _family_adapter(config: ConwayConfig) -> tuple[Family, Adapter]:

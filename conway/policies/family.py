@@ -107,6 +107,9 @@ class Family:
     Chinese); None: the prompt has no such slot."""
     by_prompt: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise)."""
+    sampling: tuple[tuple[str, Any], ...] = ()
+    """The other sampling parameters the family's agent sends at its runner's defaults (`top_p`, `top_k`,
+    `repetition_penalty` …), as (name, value) pairs, its source cited where declared; empty: none."""
     conversation: Conversation = Conversation()
     """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
     image_max_tokens: int = 16384

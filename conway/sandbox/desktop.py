@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ import psutil
 
 from conway.machine.xvfb import XServer, XvfbError, start_xvfb
 from conway.sandbox.environment import BWRAP, SYSTEM_PATH, Bind, BubblewrapEnvironment, SandboxError
+from conway.sandbox.guest import GUEST_BIN, GUEST_DIR, GUEST_LIB, seed_home, write_guest
 from conway.sandbox.paths import resolve
 from conway.sandbox.process import kill_tree, run_bounded
 from conway.tasks.env import GUEST_HOME, CommandResult
@@ -35,6 +37,8 @@ __all__ = ["DisposableDesktop", "TERMINAL"]
 TERMINAL = "lxterminal"
 """The terminal a task gets: LXDE's, GTK 3 + VTE, the lightest Debian terminal whose text AT-SPI can read
 (xterm exposes nothing over AT-SPI; xfce4-terminal pulls in 13 packages, lxterminal 3)."""
+HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
+"""The user folders an Ubuntu home has (xdg-user-dirs), as in OSWorld's VM: made empty in the disposable home."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
 _PATH = SYSTEM_PATH
 _BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
@@ -109,6 +113,10 @@ class DisposableDesktop:
         try:
             for sub in ("home", "tmp"):
                 (self.root / sub).mkdir(mode=0o700)
+            for sub in HOME_FOLDERS:  # the folders OSWorld's tasks take for granted (mkdir ~/Desktop/x)
+                (self.root / "home" / sub).mkdir()
+            seed_home(self.root / "home")
+            write_guest(self.root / "guest")
             BubblewrapEnvironment([], home=GUEST_HOME, tmp=self.root / "tmp", bwrap=self._bwrap).require()
             # the sockets' folder is short and of its own: a socket's path must fit in 108 bytes, and the
             # accessibility bus puts its socket one level further down
@@ -123,9 +131,12 @@ class DisposableDesktop:
             self.display = self._x.display
             run = self.run_dir
             self.environment = BubblewrapEnvironment(
-                [Bind(GUEST_HOME, self.root / "home", True), Bind(str(run), run, True)], home=GUEST_HOME,
+                [Bind(GUEST_HOME, self.root / "home", True), Bind(str(run), run, True),
+                 Bind(GUEST_DIR, self.root / "guest")], home=GUEST_HOME,
                 network=self.network, tmp=self.root / "tmp", setenv=self._guest_env(), bwrap=self._bwrap)
             self.environment.require()
+            if not self.network and os.geteuid() == 0 and shutil.which("nsenter"):
+                self.environment.netns = self._hold_network()  # one loopback for every program on this desktop
             self._bus = self._start_bus(run)  # after the sandbox: the services it starts run inside it
         except BaseException:
             self.close(keep=False)
@@ -151,6 +162,32 @@ class DisposableDesktop:
                 raise SandboxError(f"the desktop's session bus (dbus-daemon --session) did not start: {said}")
             time.sleep(0.02)
         return bus
+
+    def _hold_network(self) -> str:
+        """Start a process that holds the desktop's private network namespace and return its namespace's path:
+        every later command joins it (`nsenter`), so programs on this desktop reach each other over loopback
+        as on OSWorld's VM (Chrome's DevTools port 1337, forwarded to 9222 by `socat`; VLC's HTTP interface),
+        while nothing reaches this machine's network. Root only: joining a namespace needs CAP_SYS_ADMIN here;
+        elsewhere each command keeps a loopback of its own."""
+        prep = self._env().prepare(["/bin/sleep", "infinity"], cwd=GUEST_HOME, env={})
+        holder = subprocess.Popen(prep.argv, env=prep.env, cwd=prep.cwd, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._spawned.append(holder)
+        ours = os.readlink("/proc/self/ns/net")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and holder.poll() is None:
+            try:
+                children = psutil.Process(holder.pid).children(recursive=True)
+            except psutil.Error:
+                children = []
+            for child in children:
+                try:
+                    if os.readlink(f"/proc/{child.pid}/ns/net") != ours and child.name() == "sleep":
+                        return f"/proc/{child.pid}/ns/net"
+                except (OSError, psutil.Error):
+                    continue
+            time.sleep(0.02)
+        raise SandboxError("the desktop's private network (a sandboxed process holding it) did not start")
 
     def _bus_config(self, socket: Path) -> Path:
         """The session bus's configuration: the standard one would start any service named in a file under
@@ -185,7 +222,7 @@ class DisposableDesktop:
     def _guest_env(self) -> dict[str, str]:
         run = str(self.run_dir)
         return {
-            "PATH": _PATH, "HOME": GUEST_HOME, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/sh",
+            "PATH": f"{GUEST_BIN}:{_PATH}", "PYTHONPATH": GUEST_LIB, "HOME": GUEST_HOME, "USER": "user", "LOGNAME": "user", "SHELL": "/bin/sh",
             "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "xterm-256color",
             "DISPLAY": self.display, "XDG_RUNTIME_DIR": run, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus",
             # accessibility on for every toolkit: GTK 3 loads its bridge by itself unless NO_AT_BRIDGE is set
@@ -275,6 +312,29 @@ class DisposableDesktop:
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                               start_new_session=True))
 
+    def kill_matching(self, pattern: str, *, wait_s: float = 5.0) -> int:
+        """`pkill PATTERN` on this desktop (OSWorld's `launch pkill chrome` before it restarts the browser): SIGTERM
+        every process in its sandboxes whose name matches the regular expression, then wait up to `wait_s` for
+        them to end; returns how many matched. Done from outside, because each command has a pid namespace of
+        its own and a `pkill` inside would see only itself. A process answers to its name and, for an
+        interpreter running a program (the desktop's `vlc` launcher), to that program's name; Chromium also to
+        `chrome`, the name OSWorld's VM gives Google Chrome's processes."""
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pkill pattern {pattern!r}: {exc}") from None
+        matched = [p for p in _sandboxed(str(self._root() / "home"), self._bwrap).values()
+                   if any(regex.search(n) for n in _names(p))]
+        for p in matched:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not all(_gone(p) for p in matched):
+            time.sleep(0.05)
+        return len(matched)
+
     def terminal_output(self) -> str | None:
         """The text of the first terminal window on this desktop, read through AT-SPI; None when none is open or
         the accessibility bus does not answer (within 10 s)."""
@@ -287,18 +347,38 @@ class DisposableDesktop:
         return None if text is None else text.rstrip()
 
 
-def _kill_sandboxed(home: str, bwrap: str) -> None:
-    """SIGKILL every bwrap process whose command line binds `home` (one desktop's sandbox) and everything under
-    it (its pid namespace ends with it); returns once they are gone or zombies (their parents reap them)."""
+def _sandboxed(home: str, bwrap: str) -> dict[int, psutil.Process]:
+    """Every bwrap process whose command line binds `home` (one desktop's sandbox) and everything under it."""
     name = os.path.basename(bwrap)
-    victims: dict[int, psutil.Process] = {}
+    found: dict[int, psutil.Process] = {}
     for p in psutil.process_iter(["name", "cmdline"]):
         try:
             if p.info["name"] == name and home in (p.info["cmdline"] or []):
-                victims[p.pid] = p
-                victims.update((c.pid, c) for c in p.children(recursive=True))
+                found[p.pid] = p
+                found.update((c.pid, c) for c in p.children(recursive=True))
         except psutil.Error:
             continue
+    return found
+
+
+def _names(p: psutil.Process) -> list[str]:
+    """What `pkill` matches a process by here: its name, the program an interpreter runs, chrome for Chromium."""
+    try:
+        name, cmdline = p.name(), p.cmdline()
+    except psutil.Error:
+        return []
+    names = [name]
+    if name.startswith("python") and len(cmdline) > 1:
+        names.append(os.path.basename(cmdline[1]).removesuffix(".py").removeprefix("conway_"))
+    if name.startswith("chromium"):
+        names.append("chrome")
+    return names
+
+
+def _kill_sandboxed(home: str, bwrap: str) -> None:
+    """SIGKILL every process of one desktop's sandbox (`_sandboxed`: its pid namespace ends with it); returns
+    once they are gone or zombies (their parents reap them)."""
+    victims = _sandboxed(home, bwrap)
     for p in victims.values():
         try:
             p.kill()

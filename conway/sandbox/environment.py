@@ -117,6 +117,9 @@ class BubblewrapEnvironment:
         self.setenv = dict(setenv or {})
         """Set in every command's environment on top of the one it is given."""
         self.bwrap = bwrap
+        self.netns: str | None = None
+        """A network namespace (`/proc/PID/ns/net`) every command joins instead of a loopback of its own
+        (a disposable desktop's, so its programs reach each other); root only (`nsenter`)."""
 
     @classmethod
     def for_workdir(cls, workdir: Path, *, network: bool = False, bwrap: str = BWRAP) -> "BubblewrapEnvironment":
@@ -143,7 +146,8 @@ class BubblewrapEnvironment:
         return out + self.binds
 
     def _bwrap_argv(self, env: dict[str, str], cwd: str, tmp: Path | None = None) -> list[str]:
-        argv = [*(seccomp.launcher() or []), self.bwrap]
+        argv = [*(seccomp.launcher() or []), *([shutil.which("nsenter") or "nsenter", f"--net={self.netns}", "--"] if self.netns else []),
+                self.bwrap]
         view = self.view(env, tmp)
         for b in view:
             if b.inside == "/tmp":  # after /home and /root are emptied, before anything bound under /tmp
@@ -151,7 +155,7 @@ class BubblewrapEnvironment:
                          "--proc", "/proc", "--symlink", "../tmp", "/var/tmp"]
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
         argv += masks.mask_args()  # root only: what only root may read in the system folders
-        if not self.network:
+        if not self.network and not self.netns:
             argv.append("--unshare-net")
         argv += _unprivileged(self.bwrap) + seccomp.bwrap_args()
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", cwd, "--"]

@@ -11,13 +11,17 @@ stretches that wait with the machine's load (`SetupLimits.scale_with_load`).
 from __future__ import annotations
 
 import os
+import posixpath
+import re
+import shlex
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from conway.sandbox import windows
 from conway.sandbox.environment import SYSTEM_PATH
+from conway.sandbox.guest import GUEST_PROGRAMS
 from conway.tasks.cache import download_path
 from conway.tasks.env import PathEscape, TaskEnv
 
@@ -126,13 +130,72 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
         raise SetupError(f"the application never opened its window ({what}; {waited})")
 
 
+NO_WINDOW = frozenset({"socat"})
+"""Programs a `launch` step starts that open no window (OSWorld's `socat` forwarding Chrome's DevTools port):
+started, not waited for."""
+KILLERS = frozenset({"pkill", "killall"})
+SLOW_STARTS = {"thunderbird": 3.0, "gimp": 2.0, "libreoffice": 2.0, "soffice": 2.0}
+"""Applications whose first start (a new profile in the empty home) takes longer: their window wait × this
+(Thunderbird's first window came after 10–15 s on a busy 2-core machine)."""
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+
+
+def installed(program: str) -> bool:
+    """On the desktop's PATH: the system's programs, and the desktop's own (`conway.sandbox.guest`)."""
+    return program in GUEST_PROGRAMS or shutil.which(program, path=SYSTEM_PATH) is not None
+
+
+def _words(command: str | list[str]) -> list[str]:
+    if isinstance(command, list):
+        return [str(w) for w in command]
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
 def _launch(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     command, shell = _need(p, "command", (str, list)), bool(p.get("shell", False))
     argv = _argv(command, shell)
-    program = argv[0] if isinstance(argv, list) and argv else None
-    if program and "/" not in program and shutil.which(program, path=SYSTEM_PATH) is None:
+    words = _words(command)
+    assignments = 0
+    while assignments < len(words) and _ASSIGNMENT.fullmatch(words[assignments]):  # VLC_VERBOSE=-1 vlc …
+        assignments += 1
+    program = posixpath.basename(words[assignments]) if assignments < len(words) else None
+    if assignments and not shell and isinstance(argv, list):
+        argv = ["/usr/bin/env", *argv]  # as a shell would: the variables for the program
+    if program in KILLERS:
+        _kill(env, program, words[assignments + 1:], argv, shell)
+        return
+    if program and "/" not in words[assignments] and not installed(program):
         raise SetupError(f"{program} is not installed (not on the desktop's PATH)")  # not a wait for nothing
+    if program in NO_WINDOW:
+        env.spawn(argv, shell=shell)
+        return
+    slow = SLOW_STARTS.get(program or "", 1.0)
+    limits = replace(limits, window_wait_s=limits.window_wait_s * slow) if slow > 1 else limits
     _started_window(env, limits, f"launched {command!r:.80}", lambda: env.spawn(argv, shell=shell))
+
+
+def _kill(env: TaskEnv, program: str, args: list[str], argv: str | list[str], shell: bool) -> None:
+    """`pkill NAME` / `killall NAME` on the desktop: each command has a pid namespace of its own, so the desktop
+    ends its matching processes from outside (`DisposableDesktop.kill_matching`); an environment without that
+    runs the command as it is."""
+    names = [a for a in args if not a.startswith("-")]
+    kill_matching = getattr(env, "kill_matching", None)
+    if not names or kill_matching is None:
+        env.run(argv, shell=shell, timeout_s=10)
+        return
+    shown = windows.visible_windows(env.display)
+    try:
+        killed = sum(kill_matching(f"^{re.escape(name)}$" if program == "killall" else name) for name in names)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    # until the X server has dropped their windows: a relaunch's first window may get the very id the killed
+    # client's had (X reuses a client's id range), and would then not look new to the launch that follows
+    deadline = time.monotonic() + 5.0
+    while killed and shown and windows.visible_windows(env.display) >= shown and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _open(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -175,6 +238,8 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         if time.monotonic() + 0.3 >= deadline:
             raise SetupError(f"{command!r:.80} never met its 'until' {until} within {limits.command_timeout_s:g} s")
         time.sleep(0.3)
+    if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
+        _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         name = p.get(key)
         if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
@@ -183,6 +248,20 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
             target = env.cache_dir / env.task_id / str(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+
+
+_TERMINAL_SHORTCUT = re.compile(r"""hotkey\(\s*\[?\s*['"]ctrl['"]\s*,\s*['"]alt['"]\s*,\s*['"]t['"]""")
+"""A step pressing Ctrl+Alt+T (`pyautogui.hotkey('ctrl', 'alt', 't')`): GNOME's shortcut for a terminal."""
+
+
+def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
+    """What GNOME does on Ctrl+Alt+T, which OSWorld's steps press to open a terminal: the desktop has no GNOME to
+    catch the keys, so the step's terminal (`TERMINAL`, whose title says Terminal) is started for it."""
+    from conway.sandbox.desktop import TERMINAL
+
+    if shutil.which(TERMINAL, path=SYSTEM_PATH) is None:
+        raise SetupError(f"the step presses Ctrl+Alt+T for a terminal, and {TERMINAL} is not installed")
+    _started_window(env, limits, f"{TERMINAL} for Ctrl+Alt+T", lambda: env.spawn([TERMINAL]))
 
 
 def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:

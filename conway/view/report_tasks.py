@@ -28,6 +28,9 @@ def card_body(c: dict[str, Any], size: tuple[int, int], url: str | None, why: st
     pics = frame(url, why, size, "", f"{c.get('task')} · last screen") if ran else ""
     lines = [_line("task", esc(f"{c.get('task')} · {c.get('domain') or 'no domain'} · "
                                f"apps {', '.join(c.get('related_apps') or []) or '—'}"))]
+    if "sample" in c:  # a rollout (`conway rollouts`): which sample, its seed, its reward
+        lines.append(_line("rollout", esc(f"sample {c.get('sample')}, seed {c.get('seed')}, temperature "
+                                          f"{_num(c.get('temperature'))}, reward {_num(c.get('reward'))}")))
     if c.get("outcome") in ("pass", "fail"):
         said = c.get("declared") or {}
         said_text = f"{said.get('status')}" + (f" ({said['message']})" if said.get("message") else "") \
@@ -86,6 +89,19 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
                                       "(one that ignored the stop is an error)")))
     if s.get("interrupted"):
         rows.append(("interrupted", esc(s["interrupted"])))
+    return rows
+
+
+def rollout_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """A rollout set's report (`conway rollouts`): per task the rewards of its K rollouts, in sample order."""
+    r = data.get("rollouts") or {}
+    rows = [(f"rewards · {task}", esc(" ".join(_num(x) for x in g.get("rewards") or [])
+                                      + f" (mean {_num(g.get('mean_reward'))}"
+                                      + ("" if g.get("signal") else "; all equal: no signal") + ")"))
+            for task, g in (r.get("tasks") or {}).items()]
+    if r:
+        rows.insert(0, ("rollouts", esc(f"{r.get('samples')} per task, temperature {_num(r.get('temperature'))}, "
+                                        f"seeds {r.get('seed')} + sample; each card below is one rollout")))
     return rows
 
 

@@ -223,7 +223,8 @@ def _pair_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _task_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
-    return report_tasks.summary_rows(data.get("summary") or {}) + report_tasks.environment_rows(data)
+    return (report_tasks.rollout_rows(data) + report_tasks.summary_rows(data.get("summary") or {})
+            + report_tasks.environment_rows(data))
 
 
 def _cell_rows(data: dict[str, Any]) -> list[tuple[str, str]]:

@@ -15,9 +15,14 @@ APPS = (("Xvfb", "xvfb"), ("dbus-daemon", "dbus"), ("xdotool", "xdotool"), ("lxt
         ("mousepad", "mousepad"), ("chromium", "chromium"), ("xdg-open", "xdg-utils"))
 
 
-def need_desktop() -> None:
+OSWORLD_APPS = (("soffice", "libreoffice-calc libreoffice-writer libreoffice-impress"), ("gimp", "gimp"),
+                ("vlc", "vlc"), ("thunderbird", "thunderbird"), ("socat", "socat"), ("nautilus", "nautilus"))
+"""The applications OSWorld's tasks use (scripts/test.sh installs them)."""
+
+
+def need_desktop(apps: tuple[tuple[str, str], ...] = ()) -> None:
     """Skip (fail where CONWAY_REQUIRE_DESKTOP=1, as in CI) unless bubblewrap works and the apps are here."""
-    missing = [f"{tool} (apt-get install {apt})" for tool, apt in APPS if shutil.which(tool) is None]
+    missing = [f"{tool} (apt-get install {apt})" for tool, apt in APPS + apps if shutil.which(tool) is None]
     problem = BubblewrapEnvironment.for_workdir(Path("/")).problem()
     why = "; ".join(missing + ([problem] if problem else []))
     if why:

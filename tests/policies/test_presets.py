@@ -101,6 +101,40 @@ CASES: dict[str, Case] = {
     # image its notebook shows), answered ClickAbsoluteAction(x=342, y=345): on the screen 342*1710/1400, 345*852/700
     "holo1.5": Case((1710, 852), (1400, 700), (prompt_text("holo/localization.txt"),),
                     '{"action": "click_absolute", "x": 342, "y": 345}', (418, 420), 128),
+    # EvoCUA S2: factor 32 (process_image) -> 1920x1088; _parse_response_s2 scales 500 * 1920 / 999, 500 * 1080 / 999
+    # and truncates to (960, 540); Conway rounds to the nearest pixel
+    "evocua": Case((1920, 1080), (1920, 1088), ("* The screen's resolution is 1000x1000.",
+                                                "Rules:\n- Output exactly in the order: Action, <tool_call>."),
+                   'Action: Click the Display entry.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
+                   '"left_click", "coordinate": [500, 500]}}\n</tool_call>', (961, 541), 32768),
+    # EvoCUA S1 (--coordinate_type qwen25): project_coordinate_to_absolute_scale gives int(1443 / 1932 * 1920),
+    # int(343 / 1092 * 1080) = (1434, 339) for this answer at 1920x1080
+    "evocua-s1": Case((1920, 1080), (1932, 1092),
+                      (prompt_text("evocua/s1_system.txt").replace("{password}", "osworld-public-evaluation"),),
+                      "# Step: 1\n## Thought:\nThe File menu.\n## Action:\nClick the File menu.\n## Code:\n"
+                      "```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 32768),
+    # GUI-Owl 1.5: update_image_size_(max_tokens=2645, patch 16) -> 1920x1088; convert_point_format_qwen3vl:
+    # int(500 / 1000 * 1920), int(300 / 1000 * 1080)
+    "gui-owl-1.5": Case((1920, 1080), (1920, 1088), (prompt_text("guiowl/system.txt"),),
+                        'Action: Open Files.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
+                        '"left_click", "coordinate": [500, 300]}}\n</tool_call>', (960, 324), 4096),
+    # Jedi: smart_resize(max_pixels=2700*28*28) -> 1932x1092 stated in its prompt; parse_jedi_response:
+    # 1012 * 1920 / 1932, 503 * 1080 / 1092 -> (1005.7, 497.5), rounded
+    "jedi-7b": Case((1920, 1080), (1932, 1092), ("* The screen's resolution is 1932x1092.",),
+                    '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": '
+                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5),
+    "jedi-3b": Case((1920, 1080), (1932, 1092), ("* The screen's resolution is 1932x1092.",),
+                    '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": '
+                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5),
+    # Holo2: the hosted-API notebook's smart_resize(factor=32, 64*32*32 .. 16384*32*32) -> 1920x1088; its
+    # visualisation scales x / 1000 * width
+    "holo2": Case((1920, 1080), (1920, 1088), (prompt_text("holo2/localization.txt"),), '{"x": 500, "y": 300}',
+                  (960, 324), 4096),
+    # Kimi K2.5: the screenshot as captured; project_coordinate_to_absolute_scale: round(0.5 * 1920), round(0.3 * 1080)
+    "kimi-k2.5": Case((1920, 1080), (1920, 1080),
+                      (prompt_text("kimi/system_non_thinking.txt").replace("{password}", "osworld-public-evaluation"),),
+                      "## Thought\nThe File menu.\n## Action:\nClick the File menu.\n## Code:\n```python\n"
+                      "pyautogui.click(x=0.5, y=0.3)\n```", (960, 324), 4096, temperature=1.0),
     "generic": Case((1920, 1080), (1932, 1092), ("Answer with exactly one JSON object and nothing else",),
                     '{"thought": "the button", "action": {"type": "click", "x": 100, "y": 200}}', (99, 198), 512,
                     ("policy.structured_output=none",)),

@@ -101,7 +101,7 @@ def test_open_uses_the_homes_default_application(desk: DisposableDesktop) -> Non
     (apps / "conway-viewer.desktop").write_text(
         "[Desktop Entry]\nType=Application\nName=Viewer\nExec=xmessage -title conway-viewer -file %f\n"
         "MimeType=text/plain;\n")
-    (desk.home / ".config").mkdir()
+    (desk.home / ".config").mkdir(exist_ok=True)  # the desktop seeds LibreOffice's settings there
     (desk.home / ".config" / "mimeapps.list").write_text("[Default Applications]\ntext/plain=conway-viewer.desktop\n")
     (desk.home / "notes.txt").write_text("opened by the open step\n")
     run_setup([{"type": "open", "parameters": {"path": "/home/user/notes.txt"}}], desk, FAST)

@@ -16,7 +16,7 @@ RECIPES = recipe_names()
 
 
 def test_the_expected_recipes_ship():
-    assert {"tiny_cpu", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "uitars-1.5-7b"} <= set(RECIPES)
+    assert {"tiny_cpu", "grpo_tiny_cpu", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "uitars-1.5-7b"} <= set(RECIPES)
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -32,7 +32,7 @@ def test_recipe_composes_and_validates(name):
 def test_recipe_opens_with_its_command_and_comments_every_knob(name):
     lines = (RECIPES_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines()
     head = "\n".join(lines[:6])
-    assert "training.train_lora --recipe " + name in head
+    assert f"training.train_lora --recipe {name}" in head or f"training.grpo --recipe {name}" in head
     for line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):

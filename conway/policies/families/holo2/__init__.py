@@ -1,0 +1,32 @@
+"""holo2: Holo2 (4B/8B/30B-A3B, on Qwen3-VL) localization: `{"x": …, "y": …}` on a 0..1000 grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conway.geometry import Convention, ResizeRule
+from conway.policies.families.holo2.turn import holo2_turn
+from conway.policies.family import Family
+
+
+def _adapter() -> Any:
+    from conway.policies.families.holo2.adapter import Holo2Adapter
+    return Holo2Adapter()
+
+
+FAMILY = Family(
+    name="holo2",
+    adapter=_adapter,
+    convention=Convention.RELATIVE1000,  # ClickCoordinates: x, y "normalized between 0 and 1000"
+    # hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb: smart_resize(factor=16*2,
+    # min_pixels=64*32*32, max_pixels=16384*32*32); 1920x1080 -> 1920x1088
+    resize=ResizeRule(factor=32, min_pixels=65536, max_pixels=16777216, name="holo2"),
+    render=holo2_turn,
+    presets=("holo2",),
+    # the same notebook (2ba89619bdcfe729d31649d976bdaa7b9551e216): temperature=0, no max_tokens (the server's
+    # default; Holo2 thinks first by default, its reasoning parser takes the thought out); 4096 is Conway's bound
+    max_tokens=4096,
+    temperature=0.0,
+    image_encoding="jpeg",  # the notebook sends its screenshot as JPEG (Pillow's quality 75; Conway's is 85)
+    image_max_tokens=16384,
+)

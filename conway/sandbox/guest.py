@@ -1,0 +1,90 @@
+"""What a task's desktop adds to the system's programs so that OSWorld's task files run as on its VM.
+
+OSWorld's steps name programs its Ubuntu VM has and Debian names differently or lacks: `google-chrome`
+(Debian ships Chromium), `python` with PyAutoGUI, `sudo` (its user has a password; here commands already run
+as the sandbox's uid 0 holding no capability), and `vlc` (Debian's refuses uid 0). The desktop writes a
+small folder with those names (`write_guest`) and binds it read-only at `/run/conway`; its `bin/` comes
+first on the sandbox's PATH and its `lib/` is PYTHONPATH. Every entry runs the real application or the
+system's program; the one stand-in, PyAutoGUI, says so (`conway/sandbox/_guest_pyautogui.py`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+__all__ = ["CHROME_FLAGS", "GUEST_BIN", "GUEST_DIR", "GUEST_LIB", "GUEST_PROGRAMS", "OFFICE_SETTINGS", "seed_home",
+           "write_guest"]
+
+GUEST_DIR = "/run/conway"
+GUEST_BIN = f"{GUEST_DIR}/bin"
+GUEST_LIB = f"{GUEST_DIR}/lib"
+CHROME_FLAGS = ("--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
+                "--password-store=basic", "--disable-dev-shm-usage")
+"""Chromium inside bubblewrap: its own sandbox cannot nest in bubblewrap's namespaces and it refuses root
+without --no-sandbox; no first-run page, no keyring."""
+_HERE = Path(__file__).parent
+
+_CHROME = f"""#!/bin/sh
+# OSWorld's google-chrome: Debian's Chromium, with Chrome's profile folder (where OSWorld's steps and getters
+# look: ~/.config/google-chrome), so --remote-debugging-port and the rest of a task's flags go through as given
+exec /usr/bin/chromium {" ".join(CHROME_FLAGS)} --user-data-dir="$HOME/.config/google-chrome" "$@"
+"""
+_SUDO = """#!/bin/sh
+# OSWorld's user runs `echo PASSWORD | sudo -S command`; here every command already runs as the sandbox's
+# uid 0 (holding no capability), so sudo drops its own options and runs the command as it is
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -u|-g|-p|-C|-D|-h|-r|-t|-U) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 0 ] && exit 0
+exec "$@"
+"""
+_PYTHON = """#!/bin/sh
+# OSWorld's VM has `python`; Debian has python3
+exec /usr/bin/python3 "$@"
+"""
+_VLC = f"""#!/bin/sh
+# VLC started as uid 0 with OSWorld's HTTP interface (conway/sandbox/_guest_vlc.py says why)
+exec /usr/bin/python3 {GUEST_LIB}/conway_vlc.py "$@"
+"""
+GUEST_PROGRAMS: dict[str, str] = {"google-chrome": _CHROME, "google-chrome-stable": _CHROME, "sudo": _SUDO,
+                                  "python": _PYTHON, "vlc": _VLC}
+"""The programs `/run/conway/bin` holds, by name → their script."""
+
+
+def write_guest(folder: Path) -> Path:
+    """Write the guest folder (bin/, lib/) into `folder` (made here) and return it."""
+    bin_dir, lib_dir = folder / "bin", folder / "lib"
+    bin_dir.mkdir(parents=True)
+    lib_dir.mkdir()
+    for name, script in GUEST_PROGRAMS.items():
+        path = bin_dir / name
+        path.write_text(script, encoding="utf-8")
+        path.chmod(0o755)
+    shutil.copyfile(_HERE / "_guest_pyautogui.py", lib_dir / "pyautogui.py")
+    shutil.copyfile(_HERE / "_guest_vlc.py", lib_dir / "conway_vlc.py")
+    return folder
+
+
+OFFICE_SETTINGS = ".config/libreoffice/4/user/registrymodifications.xcu"
+_OFFICE_XCU = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" \
+xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
+<value>false</value></prop></item>
+</oor:items>
+"""
+
+
+def seed_home(home: Path) -> None:
+    """The settings OSWorld's VM has that its task files rely on, written into a fresh home: LibreOffice saves
+    in the document's own format without asking (OSWorld's postconfig presses Ctrl+S on .xlsx/.docx/.pptx
+    files and reads them back; a "Keep current format?" dialog would leave them unsaved)."""
+    office = home / OFFICE_SETTINGS
+    office.parent.mkdir(parents=True, exist_ok=True)
+    office.write_text(_OFFICE_XCU, encoding="utf-8")

@@ -1,0 +1,456 @@
+"""Request goldens of the newer families from their UNMODIFIED official code, for `tests/policies/test_new_family_goldens.py`.
+
+    python -m scripts.build.goldens_new_families --osworld /tmp/families-src --cookbook /tmp/hai-cookbook
+
+`--osworld` is an extracted copy of OSWorld (ljxpython/OSWorldUse b5007a93, upstream-identical: `git -C <mirror>
+archive HEAD mm_agents | tar -x -C /tmp/families-src`), `--cookbook` one of hcompai/hai-cookbook 2ba89619
+(`holo2/` and `utils/`). Neither is committed. The official agents need their own dependencies (openai, backoff,
+httpx, loguru, requests, numpy, google-api-core, oss2, Pillow): a build environment's, not Conway's
+(`pip install -e '.[goldens]'` installs them).
+
+Each agent is imported as written and constructed as its runner constructs it (`scripts/python/run_multienv_*.py`
+defaults, screen 1920x1080); only its network client is replaced by a RECORDER that keeps the whole request body
+(over the wire: the OpenAI client's `extra_body` merged in) and answers the episode's scripted answer:
+`openai.OpenAI` (EvoCUA, GUI-Owl 1.5), `requests.post` (Jedi), `httpx.post` (Kimi), and GUI-Owl's `push_oss`, the
+upload of each screenshot to Alibaba's object store whose URL the agent sends (the recorder keeps the uploaded
+PNG; the golden holds it as the data URL of those bytes). Holo2's request is the hosted-API notebook's
+`build_messages` cell, run as written. The episode is 16 steps (Holo2's stateless request: 4), one distinct
+screenshot a step (`screenshot`), every answer valid for both the agent's parser and Conway's and none ending the
+task. The golden keeps every request: its messages (images described by `describe_image`: declared type,
+encoding, size, sha256 of the decoded pixels, the step it shows) and its sampling fields.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import copy
+import hashlib
+import importlib
+import io
+import json
+import logging
+import os
+import random
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from PIL import Image, ImageDraw
+
+OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "goldens_new"
+OSWORLD_COMMIT = "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6"
+COOKBOOK_COMMIT = "2ba89619bdcfe729d31649d976bdaa7b9551e216"
+SCREEN = (1920, 1080)
+STEPS = 16
+INSTRUCTION = "Rename report.txt in the Documents folder to final.txt and save it."
+COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (200, 200, 30), (30, 200, 200), (200, 30, 200),
+           (120, 60, 20), (20, 120, 60), (60, 20, 120), (240, 140, 0), (0, 140, 240), (140, 0, 240),
+           (90, 90, 90), (250, 250, 250), (160, 220, 120), (220, 120, 160)]
+"""One background colour a step: a screenshot's step is read back from its centre pixel after any resize."""
+
+
+def _call(action: str, rest: str = "") -> str:
+    return '<tool_call>\n{"name": "computer_use", "arguments": {"action": "%s"%s}}\n</tool_call>' % (action, rest)
+
+
+_TOOL_STEPS = [  # (Action line or None for a bare call, action, arguments)
+    ("Click the Files icon.", "left_click", ', "coordinate": [62, 315]'),
+    ("Type the name.", "type", ', "text": "report"'),
+    (None, "scroll", ', "pixels": -5'),
+    ("Double-click the report.", "double_click", ', "coordinate": [156, 389]'),
+    (None, "key", ', "keys": ["ctrl", "s"]'),
+    ("Wait for the dialog.", "wait", ', "time": 2'),
+    ("Select all the text.", "key", ', "keys": ["ctrl", "a"]'),
+    ("Type the new name.", "type", ', "text": "final"'),
+    ("Open the file's menu.", "right_click", ', "coordinate": [260, 555]'),
+    (None, "mouse_move", ', "coordinate": [500, 500]'),
+    ("Scroll up the list.", "scroll", ', "pixels": 5'),
+    (None, "key", ', "keys": ["enter"]'),
+    ("Click the Save button.", "left_click", ', "coordinate": [781, 833]'),
+    ("Wait for the save.", "wait", ', "time": 2'),
+    ("Select the name field.", "triple_click", ', "coordinate": [625, 46]'),
+    (None, "left_click", ', "coordinate": [937, 55]'),
+]
+
+EVOCUA_S2 = [(f"Action: {line}\n" if line else "") + _call(a, rest) for line, a, rest in _TOOL_STEPS]
+"""EvoCUA S2 answers on its 0..999 grid; four bare calls (the agent then keeps "Performing <fn> action")."""
+
+GUIOWL = [(f"The screen shows step {n}.\nAction: {line}\n" if line and n % 3 == 0 else
+           f"Action: {line}\n" if line else "") + _call(a, rest)
+          for n, (line, a, rest) in enumerate(_TOOL_STEPS, start=1)]
+"""GUI-Owl 1.5 answers on its 0..1000 grid: some with a line before `Action:`, four bare calls."""
+
+_CODE_STEPS = [  # (thought, action, code) in pixels of the Qwen2.5-VL smart-resized screen (1932x1092)
+    ("The terminal is open.", "Type the command and run it.", "pyautogui.write(message='stat')\n"
+     "pyautogui.press(keys=['enter'])"),
+    ("The Files icon.", "Click the Files icon.", "pyautogui.click(x=120, y=340)"),
+    ("The list is below.", "Scroll down the list.", "pyautogui.moveTo(x=640, y=400)\npyautogui.scroll(-5)"),
+    ("The report file.", "Double-click the report.\nIt is the second row.", "pyautogui.doubleClick(x=300, y=420)"),
+    ("Save.", "Press Ctrl+S.", "pyautogui.hotkey('ctrl', 's')"),
+    ("The dialog is slow.", "Wait for the dialog.", "computer.wait()"),
+    ("Select the name.", "Select all the text.", "pyautogui.hotkey('ctrl', 'a')"),
+    ("Type it.", "Type the new name.", "pyautogui.write(message='final')"),
+    ("Its menu.", "Right-click the file.", "pyautogui.rightClick(x=500, y=600)"),
+    ("Open it.", "Double-click the file.", "pyautogui.doubleClick(x=700, y=300)"),
+    ("The top.", "Scroll up the list.", "pyautogui.moveTo(x=960, y=540)\npyautogui.scroll(5)"),
+    ("Confirm.", "Press Enter.", "pyautogui.press('enter')"),
+    ("Save.", "Click the Save button.", "pyautogui.click(x=1500, y=900)"),
+    ("Still saving.", "Wait for the save.", "computer.wait()"),
+    ("The window.", "Drag the window to the right.", "pyautogui.moveTo(x=400, y=50)\npyautogui.dragTo(x=1200, y=50)"),
+    ("Done with the dialog.", "Close the dialog.", "pyautogui.click(x=1800, y=60)"),
+]
+
+EVOCUA_S1 = [f"# Step: {n}\n## Thought:\n{t}\n## Action:\n{a}\n## Code:\n```python\n{c}\n```"
+             for n, (t, a, c) in enumerate(_CODE_STEPS, start=1)]
+"""EvoCUA S1 answers (its system prompt's format), one with a two-line Action (the agent keeps the first line)."""
+
+
+def _relative(code: str) -> str:
+    """A step's code with each pixel point as a fraction of the 1932x1092 screen (3 decimals)."""
+    import re
+
+    def fix(m: Any) -> str:
+        return f"x={int(m.group(1)) / 1932:.3f}, y={int(m.group(2)) / 1092:.3f}"
+    return re.sub(r"x=(\d+), y=(\d+)", fix, code)
+
+
+KIMI = [f"## Thought\n{t}\n## Action:\n{a}\n## Code:\n```python\n{_relative(c)}\n```" for t, a, c in _CODE_STEPS]
+"""Kimi K2.5 answers (its non-thinking prompt's format), points as fractions of the screen."""
+
+JEDI_TARGETS = ["The Files icon in the dock", "The report.txt file in the list", "The Save button",
+                "The Close button of the dialog"]
+JEDI_PLANNER = [
+    "Observation:\nThe desktop is shown.\nThought:\nOpen Files.\n```python\n# The Files icon in the dock\n"
+    "pyautogui.click(x=120, y=340)\n```",
+    "Observation:\nFiles is open.\nThought:\nType the name.\n```python\n# Type the name\n"
+    "pyautogui.typewrite('report')\n```",
+    "Observation:\nThe list.\nThought:\nOpen the file.\n```python\n# The report.txt file in the list\n"
+    "pyautogui.doubleClick(x=300, y=420)\n```",
+    "Observation:\nThe file is open.\nThought:\nSave it.\n```python\n# Save\npyautogui.hotkey('ctrl', 's')\n```",
+    "Observation:\nSaving.\nThought:\nWait for it.\n```WAIT```",
+    "Observation:\nSaved.\nThought:\nClick Save.\n```python\n# The Save button\npyautogui.click(x=1500, y=900)\n```",
+    "Observation:\nA dialog.\nThought:\nClose it.\n```python\n# The Close button of the dialog\n"
+    "pyautogui.click(x=1800, y=60)\n```",
+    "Observation:\nThe editor.\nThought:\nSelect all.\n```python\n# Select all\npyautogui.hotkey('ctrl', 'a')\n```",
+] * 2
+"""The planner's answers (gpt-4o's form in Jedi's prompt): four steps of eight ask the grounder."""
+JEDI_GROUNDER = ['<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [%d, %d]}}'
+                 '\n</tool_call>' % p for p in [(121, 344), (302, 425), (1511, 909), (1813, 61)] * 2]
+"""Jedi's answers, one per grounded step, in pixels of the 1932x1092 size its prompt states."""
+
+HOLO2_TARGETS = ["Select July 14th as the check-out date", "The Files icon in the dock", "The Save button",
+                 "The Close button of the dialog"]
+HOLO2 = ['{"x": 62, "y": 315}', '{"x": 156, "y": 389}', '{"x": 781, "y": 833}', '{"x": 937, "y": 55}']
+
+ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL, "kimi-k2.5": KIMI,
+                                 "jedi-7b": JEDI_GROUNDER, "holo2": HOLO2}
+"""Each golden's scripted model answers (Jedi's: the grounder's), one a request."""
+
+
+# --- the episode's screenshots and the form requests are kept in ------------------------------------------
+
+
+def screenshot(step: int) -> bytes:
+    """Step `step`'s screenshot (PNG, 1920x1080): its colour, a grid and a band of detail (so resampling filters
+    differ), and a flat centre that names the step."""
+    img = Image.new("RGB", SCREEN, COLOURS[step - 1])
+    draw = ImageDraw.Draw(img)
+    for x in range(0, SCREEN[0], 37):
+        draw.line([(x, 0), (x, SCREEN[1])], fill=(20, 20, 20))
+    for y in range(0, SCREEN[1], 41):
+        draw.line([(0, y), (SCREEN[0], y)], fill=(235, 235, 235))
+    rng = random.Random(step)
+    for _ in range(400):
+        x, y = rng.randrange(SCREEN[0] - 30), rng.randrange(60)
+        draw.rectangle([x, y, x + rng.randrange(3, 30), y + rng.randrange(3, 12)],
+                       fill=(rng.randrange(256), rng.randrange(256), rng.randrange(256)))
+    cx, cy = SCREEN[0] // 2, SCREEN[1] // 2
+    draw.rectangle([cx - 120, cy - 120, cx + 120, cy + 120], fill=COLOURS[step - 1])
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _encoding(data: bytes) -> str:
+    if data.startswith(b"\x89PNG"):
+        return "png"
+    if data.startswith(b"\xff\xd8"):
+        return "jpeg"
+    return "unknown"
+
+
+def describe_image(url: str) -> dict[str, Any]:
+    """An image's data URL as the goldens keep it: declared type, encoding, size, sha256 of its decoded RGB pixels,
+    and the step whose screenshot it is (by its centre pixel)."""
+    head, _, payload = url.partition(",")
+    data = base64.b64decode(payload)
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    pixel = img.getpixel((img.width // 2, img.height // 2))
+    step = min(range(len(COLOURS)), key=lambda i: sum(abs(a - b) for a, b in zip(COLOURS[i], pixel))) + 1  # type: ignore[arg-type]
+    return {"declared": head, "encoding": _encoding(data), "size": [img.width, img.height],
+            "pixels_sha256": hashlib.sha256(img.tobytes()).hexdigest(), "step": step}
+
+
+def normalized(value: Any) -> Any:
+    """Messages with each image's data URL replaced by `describe_image`; everything else exactly as sent."""
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    if isinstance(value, dict):
+        if value.get("type") == "image_url" and isinstance(value.get("image_url"), dict):
+            inner = dict(value["image_url"])
+            inner["url"] = describe_image(inner["url"])
+            return {**{k: normalized(v) for k, v in value.items() if k != "image_url"}, "image_url": inner}
+        return {k: normalized(v) for k, v in value.items()}
+    return value
+
+
+TRANSPORT_KEYS = ("model", "messages", "stream", "cache_prompt")
+"""Request fields that do not change what the model computes (the model's name, the messages, compared on their
+own, `stream: false`, llama-server's `cache_prompt`)."""
+
+
+def request_record(body: dict[str, Any]) -> dict[str, Any]:
+    """One chat request as the goldens keep it: its messages (images described) and its sampling fields."""
+    sampling = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
+    return {"messages": normalized(body["messages"]), "sampling": dict(sorted(sampling.items()))}
+
+
+def first_difference(got: Any, want: Any, path: str = "") -> str | None:
+    """The first field where `got` (Conway) and `want` (the golden) differ, as one readable line; None if equal."""
+    if type(got) is not type(want) and not (isinstance(got, (int, float)) and isinstance(want, (int, float))):
+        return f"{path or '(whole)'}: Conway {_short(got)}, official {_short(want)}"
+    if isinstance(want, dict):
+        for key in list(want) + [k for k in got if k not in want]:
+            if key not in got or key not in want:
+                side = "Conway has none" if key not in got else f"Conway {_short(got[key])}"
+                return f"{path}.{key}: {side}, official {_short(want[key]) if key in want else 'has none'}"
+            found = first_difference(got[key], want[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(want, list):
+        for i, (a, b) in enumerate(zip(got, want)):
+            found = first_difference(a, b, f"{path}[{i}]")
+            if found:
+                return found
+        return f"{path}: Conway {len(got)} items, official {len(want)}" if len(got) != len(want) else None
+    if got == want:
+        return None
+    if isinstance(want, str) and isinstance(got, str):
+        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        return (f"{path}: texts differ at char {at}: Conway …{got[max(0, at - 30):at + 50]!r}…, "
+                f"official …{want[max(0, at - 30):at + 50]!r}…")
+    return f"{path}: Conway {_short(got)}, official {_short(want)}"
+
+
+def _short(value: Any, n: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[:n] + "…"
+
+
+# --- the recorders: each agent's network client, and nothing else ------------------------------------------
+
+
+class Recorder:
+    """Keeps every request body and answers the next scripted answer (of the queue the request's model names)."""
+
+    def __init__(self, answers: dict[str, list[str]]):
+        self.answers = {k: list(v) for k, v in answers.items()}
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+
+    def answer(self, queue: str, body: dict[str, Any]) -> str:
+        self.bodies.append((queue, copy.deepcopy(body)))
+        return self.answers[queue].pop(0)
+
+    def openai_class(self, queue: str) -> type:
+        recorder = self
+
+        class _Completions:
+            def create(self, **params: Any) -> Any:
+                body = {k: v for k, v in params.items() if k != "extra_body"}
+                body.update(params.get("extra_body") or {})  # merged into the JSON body by the client
+                text = recorder.answer(queue, body)
+                message = types.SimpleNamespace(content=text, reasoning_content=None)
+                return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message, finish_reason="stop")])
+
+        class RecordingOpenAI:  # the RECORDER standing in for openai.OpenAI
+            def __init__(self, *args: Any, **kwargs: Any):
+                self.chat = types.SimpleNamespace(completions=_Completions())
+
+        return RecordingOpenAI
+
+    def post(self, queue_of: Callable[[dict[str, Any]], str]) -> Callable[..., Any]:
+        """A stand-in for `requests.post` / `httpx.post`: the JSON body recorded, a 200 with the answer."""
+        def post(url: str, *args: Any, json: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+            body = json or {}
+            text = self.answer(queue_of(body), body)
+            payload = {"choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+            return types.SimpleNamespace(status_code=200, text="", json=lambda: payload)
+        return post
+
+
+@contextlib.contextmanager
+def _osworld_on_path(root: Path) -> Iterator[None]:
+    sys.path.insert(0, str(root))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(root))
+
+
+def _obs(step: int) -> dict[str, Any]:
+    return {"screenshot": screenshot(step), "accessibility_tree": None, "instruction": INSTRUCTION}
+
+
+def _evocua(style: str) -> tuple[dict[str, Any], Recorder]:
+    module = importlib.import_module("mm_agents.evocua.evocua_agent")
+    preset = "evocua" if style == "S2" else "evocua-s1"
+    recorder = Recorder({"llm": ANSWERS[preset]})
+    module.openai.OpenAI = recorder.openai_class("llm")  # type: ignore[attr-defined]
+    # scripts/python/run_multienv_evocua.py's defaults; S1 only takes --coordinate_type qwen25 (its recommended
+    # --resize_factor 28)
+    args = dict(model="evocua", max_tokens=32768, top_p=0.9, temperature=0.0, action_space="pyautogui",
+                observation_type="screenshot", max_steps=50, prompt_style=style, max_history_turns=3,
+                screen_size=SCREEN, coordinate_type="relative" if style == "S2" else "qwen25",
+                password="osworld-public-evaluation", resize_factor=32 if style == "S2" else 28)
+    agent = module.EvoCUAAgent(**args)
+    agent.reset(logging.getLogger("goldens"))
+    for step in range(1, STEPS + 1):
+        agent.predict(INSTRUCTION, _obs(step))
+    return {"source": f"OSWorld mm_agents/evocua/evocua_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": "scripts/python/run_multienv_evocua.py", "agent_args": _jsonable(args)}, recorder
+
+
+def _guiowl() -> tuple[dict[str, Any], Recorder]:
+    module = importlib.import_module("mm_agents.owl15_agent")
+    recorder = Recorder({"llm": ANSWERS["gui-owl-1.5"]})
+    module.OpenAI = recorder.openai_class("llm")  # type: ignore[attr-defined]
+    module.push_oss = lambda path: None  # the upload to Alibaba's object store: the file stays here, recorded
+    os.environ["url_prefix"] = "uploaded://"
+    # scripts/python/run_multienv_gui_owl15.py's defaults, engine openai (an OpenAI-compatible server)
+    args = dict(model="gui-owl-1.5", api_url="http://recorder/v1", api_key="none", history_n=5,
+                action_space="pyautogui", observation_type="screenshot", max_trajectory_length=50, top_p=0.9,
+                top_k=1, temperature=0.0, engine="openai", keep_full_response=0)
+    agent = module.Owl15Agent(**args)
+    agent.reset(logging.getLogger("goldens"))
+    for step in range(1, STEPS + 1):
+        agent.predict(INSTRUCTION, _obs(step))
+    for _, body in recorder.bodies:  # each uploaded screenshot as the data URL of the bytes uploaded
+        for message in body["messages"]:
+            for part in message["content"]:
+                url = part.get("image_url", {}).get("url", "") if isinstance(part, dict) else ""
+                if url.startswith("uploaded://"):
+                    data = (Path("images") / url.removeprefix("uploaded://")).read_bytes()
+                    part["image_url"]["url"] = "data:image/png;base64," + base64.b64encode(data).decode()
+    return {"source": f"OSWorld mm_agents/owl15_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": "scripts/python/run_multienv_gui_owl15.py (engine openai)", "agent_args": args}, recorder
+
+
+def _kimi() -> tuple[dict[str, Any], Recorder]:
+    module = importlib.import_module("mm_agents.kimi.kimi_agent")
+    recorder = Recorder({"llm": ANSWERS["kimi-k2.5"]})
+    module.httpx.post = recorder.post(lambda body: "llm")  # type: ignore[attr-defined]
+    os.environ.setdefault("KIMI_API_KEY", "none")
+    args = dict(model="kimi-k2.5", max_steps=100, max_tokens=4096, top_p=0.95, temperature=1.0,
+                action_space="pyautogui", observation_type="screenshot", screen_size=SCREEN,
+                coordinate_type="relative", max_image_history_length=3, thinking=False,
+                password="osworld-public-evaluation")
+    agent = module.KimiAgent(**args)
+    agent.reset(logging.getLogger("goldens"))
+    for step in range(1, STEPS + 1):
+        agent.predict(INSTRUCTION, _obs(step))
+    return {"source": f"OSWorld mm_agents/kimi/kimi_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": "scripts/python/run_multienv_kimi_k25.py", "agent_args": _jsonable(args)}, recorder
+
+
+def _jedi() -> tuple[dict[str, Any], Recorder]:
+    module = importlib.import_module("mm_agents.jedi_7b_agent")
+    recorder = Recorder({"planner": JEDI_PLANNER, "grounder": JEDI_GROUNDER})
+    module.requests.post = recorder.post(  # type: ignore[attr-defined]
+        lambda body: "grounder" if body["model"].startswith("jedi") else "planner")
+    args = dict(platform="ubuntu", planner_model="gpt-4o", executor_model="jedi-7b", max_tokens=1500, top_p=0.9,
+                temperature=0.5, action_space="pyautogui", observation_type="screenshot", max_steps=15)
+    agent = module.JediAgent7B(**args)
+    agent.reset(logging.getLogger("goldens"))
+    for step in range(1, STEPS + 1):
+        agent.predict(INSTRUCTION, _obs(step))
+    return {"source": f"OSWorld mm_agents/jedi_7b_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": "JediAgent7B's own defaults (OSWorld has no runner script for it)", "agent_args": args}, recorder
+
+
+def _holo2(cookbook: Path) -> tuple[dict[str, Any], Recorder]:
+    nb = json.loads((cookbook / "holo2" / "holo_2_localization_hosted_api.ipynb").read_text(encoding="utf-8"))
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    # the imports of its first cell that the definitions use (that cell also imports IPython's display, for
+    # showing pictures only)
+    namespace: dict[str, Any] = {}
+    exec("from typing import Any, TypeAlias\nfrom PIL import Image\nfrom pydantic import BaseModel, Field", namespace)
+    sys.path.insert(0, str(cookbook))
+    try:
+        for cell in cells:  # the notebook's definitions, run as written (the schema, build_messages)
+            if "class ClickCoordinates" in cell:
+                exec(compile(cell, "holo_2_localization_hosted_api.ipynb", "exec"), namespace)
+        smart_resize = importlib.import_module("utils.image").smart_resize
+    finally:
+        sys.path.remove(str(cookbook))
+    recorder = Recorder({"llm": ANSWERS["holo2"]})
+    for step, task in enumerate(HOLO2_TARGETS, start=1):
+        image = Image.open(io.BytesIO(screenshot(step)))
+        # the notebook's request cell: its resize, then chat.completions.create(..., temperature=0)
+        h, w = smart_resize(height=image.height, width=image.width, factor=16 * 2, min_pixels=64 * 32 * 32,
+                            max_pixels=16384 * 32 * 32)
+        image = image.resize(size=(w, h), resample=None)
+        messages = namespace["build_messages"](task=task, image=image, image_format="JPEG")
+        schema = namespace["ClickCoordinates"].model_json_schema()
+        recorder.answer("llm", {"model": "holo2", "messages": messages, "structured_outputs": {"json": schema},
+                                "temperature": 0})
+    return {"source": f"hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb ({COOKBOOK_COMMIT})",
+            "runner": "the notebook's request cell", "agent_args": {"targets": HOLO2_TARGETS}}, recorder
+
+
+def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(args, default=list))
+
+
+def build(preset: str, osworld: Path, cookbook: Path | None) -> dict[str, Any]:
+    """Run one agent over the episode; the golden (its source, the runner's arguments, every request)."""
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), _osworld_on_path(osworld):
+        if preset == "holo2":
+            if cookbook is None:
+                raise SystemExit("holo2 needs --cookbook")
+            meta, recorder = _holo2(cookbook)
+        else:
+            run = {"evocua": lambda: _evocua("S2"), "evocua-s1": lambda: _evocua("S1"), "gui-owl-1.5": _guiowl,
+                   "kimi-k2.5": _kimi, "jedi-7b": _jedi}[preset]
+            meta, recorder = run()
+        requests = [{"call": queue, **request_record(body)} for queue, body in recorder.bodies]
+    return {**meta, "preset": preset, "instruction": INSTRUCTION, "screen": list(SCREEN),
+            "answers": ANSWERS[preset], "requests": requests}
+
+
+PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "kimi-k2.5", "jedi-7b", "holo2")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--osworld", type=Path, required=True, help="extracted OSWorld tree (holds mm_agents/)")
+    ap.add_argument("--cookbook", type=Path, help="extracted hcompai/hai-cookbook tree (holds holo2/, utils/)")
+    ap.add_argument("presets", nargs="*", default=list(PRESETS), help=f"which (default: {', '.join(PRESETS)})")
+    args = ap.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    for preset in args.presets:
+        if preset not in PRESETS:
+            ap.error(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        golden = build(preset, args.osworld.resolve(), args.cookbook.resolve() if args.cookbook else None)
+        path = OUT / f"{preset}.json"
+        path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{path.relative_to(OUT.parents[2])}: {len(golden['requests'])} requests")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Learning from verified outcomes on this CPU: the tiny VLM, a named-button suite, rewards from its checkers only.
+
+    .venv/bin/python -m scripts.demos.reward_demo [--work DIR] [--base DIR] [--train 8] [--held-out 24]
+        [--buttons 2] [--samples 8] [--rounds 2] [--sft-seconds 120]
+
+1. builds the tiny base (configs/tiny_vlm_demo.yaml; --base DIR reuses one) and a fresh home;
+2. writes the suite (scripts/demos/named_buttons.py): train and held-out tasks from different seeds, each
+   "Click the button labelled X" among --buttons red buttons on an 84x84 screen; the checker reads which
+   button was pressed first. No action is labelled anywhere;
+3. runs `training.iterate` (GRPO stage, --rounds rounds): round r rolls out the latest policy on the train
+   tasks (--samples per task, temperature 1, seeds recorded), trains a candidate from the rewards, and measures
+   it greedily on the train and held-out tasks (round 0's point: the base);
+4. trains the rejection-sampling SFT candidate from round 0's rollouts (the same rollouts the first GRPO
+   candidate learned from; recipe tiny_cpu, --sft-seconds) and measures it on the held-out tasks;
+5. prints base, SFT and GRPO side by side on the held-out tasks (success, Wilson 95% interval, Newcombe's
+   interval of the difference to the base) and writes WORK/results.json and the learning curve
+   (WORK/iterate/learning_curve.png; copied to training/results/reward_demo_learning_curve.png).
+
+It needs xvfb, bubblewrap and python3-tk (the disposable desktop and the board), llama-cpp-python (the policy)
+and the train extra. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+SCREEN = 84
+RESULTS = REPO / "training" / "results"
+POLICY = ["policy=generic", "runtime.n_ctx=4096", "tools.gui_failsafe=false", "tools.enabled=[gui]"]
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="reward_demo", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--work", help="the run's folder (default: a new temporary one); a stopped run resumes in it")
+    ap.add_argument("--base", help="reuse a base built by scripts/build/build_tiny_vlm.py --keep-hf --out DIR")
+    ap.add_argument("--train", type=int, default=8, help="train tasks (default 8)")
+    ap.add_argument("--held-out", type=int, default=24, help="held-out tasks (default 24)")
+    ap.add_argument("--buttons", type=int, default=2, choices=(2, 3, 4), help="buttons per board (default 2)")
+    ap.add_argument("--samples", type=int, default=8, help="rollouts per train task per round (default 8)")
+    ap.add_argument("--rounds", type=int, default=2, help="GRPO rounds (default 2)")
+    ap.add_argument("--sft-seconds", type=float, default=120, help="rejection-sampling SFT's time (default 120)")
+    ap.add_argument("--seed", type=int, default=0, help="suite seed (held-out: seed + 1000000)")
+    ap.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
+                    help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
+    ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
+    ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
+    return ap.parse_args(argv)
+
+
+def build_base(work: Path, base_arg: str | None) -> Path:
+    base = Path(base_arg).resolve() if base_arg else work / "base"
+    if not (base / "tiny-vlm.gguf").is_file():
+        subprocess.run([PY, "scripts/build/build_tiny_vlm.py", "--config", "configs/tiny_vlm_demo.yaml", "--keep-hf",
+                        "--out", str(base)], cwd=REPO, check=True)
+    return base
+
+
+def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path) -> dict[str, Any]:
+    """Greedy success on `suite`, each task once (a tasks report at `out`, kept)."""
+    from conway.config import load_config
+    from conway.evals.tasks_run import tasks_run
+
+    if not out.is_file():
+        cfg = load_config(home.config, [*POLICY, f"policy.model_path={gguf}", f"policy.mmproj_path={mmproj}",
+                                        "policy.temperature=0"])
+        tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=lambda _: None,
+                  screen=(SCREEN, SCREEN))
+    s = json.loads(out.read_text(encoding="utf-8"))["summary"]["success"]
+    return {"hits": s["hits"], "n": s["n"], "rate": s["hit_rate"], "ci95": s["hit_rate_ci95"]}
+
+
+def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float) -> dict[str, Any] | None:
+    from conway.errors import UserError
+    from training.recipe import load_recipe
+    from training.train_lora import train
+
+    folder = home.candidates / "reward-sft"
+    if not (folder / "manifest.json").is_file():
+        if folder.exists():
+            shutil.rmtree(folder)
+        recipe = load_recipe("tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}",
+                                          "output.candidate=reward-sft", f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
+                                          f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
+                                          f"train.max_seconds={seconds:g}", "train.eval_generate=0",
+                                          "train.early_stop_hits=null", "train.short_prompt_steps=0",
+                                          "data.eval_fraction=0", "eval.size=null"])
+        try:
+            train(recipe, home=str(home.root), progress=False)
+        except UserError as exc:  # no successful rollout: nothing to imitate
+            print(f"rejection-sampling SFT: {exc}")
+            return None
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return {"gguf": str(folder / manifest["gguf"]["model"]), "mmproj": str(folder / manifest["gguf"]["mmproj"])}
+
+
+def compare(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    from conway.evals.candidates import newcombe_difference
+
+    lo, hi = newcombe_difference(base["hits"], base["n"], other["hits"], other["n"])
+    return {"difference": round(other["rate"] - base["rate"], 4), "difference_ci95": [round(lo, 4), round(hi, 4)],
+            "intervals_separated": other["ci95"][0] > base["ci95"][1]}
+
+
+def line(label: str, s: dict[str, Any] | None, base: dict[str, Any]) -> str:
+    if s is None:
+        return f"{label:<28} not trained (see above)"
+    c = compare(base, s)
+    return (f"{label:<28} {s['hits']:>3}/{s['n']:<3} = {s['rate']:6.1%}  95% CI {s['ci95'][0]:5.1%}-{s['ci95'][1]:5.1%}"
+            f"  vs base {c['difference']:+.1%} ({c['difference_ci95'][0]:+.1%} to {c['difference_ci95'][1]:+.1%})"
+            + ("  SEPARATED" if c["intervals_separated"] else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    POLICY.append(f"policy.backend={args.backend}")
+    os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
+                      TRANSFORMERS_OFFLINE="1")
+    started = time.time()
+    work = Path(args.work or tempfile.mkdtemp(prefix="conway-reward-demo-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    from conway.store.home import init_home, resolve_home
+    from scripts.demos.named_buttons import write_suite
+    from training import iterate
+
+    home = resolve_home(str(work / "home"))
+    init_home(home)
+    base = build_base(work, args.base)
+    train_suite, held_suite = write_suite(work / "suite", train=args.train, held_out=args.held_out,
+                                          buttons=args.buttons, seed=args.seed, screen=SCREEN)
+    print(f"reward demo in {work}: {args.train} train / {args.held_out} held-out tasks, {args.buttons} buttons, "
+          f"{args.samples} rollouts per task, {args.rounds} GRPO round(s)", flush=True)
+    it_args = iterate.parse_args([
+        "--work", str(work / "iterate"), "--home", str(home.root), "--train-tasks", str(train_suite),
+        "--held-out", str(held_suite), "--base-hf", str(base / "hf"), "--base-gguf", str(base / "tiny-vlm.gguf"),
+        "--base-mmproj", str(base / "tiny-vlm-mmproj.gguf"), "--rounds", str(args.rounds), "--samples",
+        str(args.samples), "--prefix", "reward-grpo", "--max-steps", "1", "--screen", f"{SCREEN}x{SCREEN}",
+        *[f"--policy-override={o}" for o in POLICY[1:]], *args.overrides])  # iterate sets the kind itself
+    points = iterate.iterate(it_args)
+    state = json.loads((work / "iterate" / "state.json").read_text(encoding="utf-8"))
+    sft = sft_candidate(home, base, state["rounds"][0]["rollouts"], args.sft_seconds)
+    sft_s = (held_out_success(home, sft["gguf"], sft["mmproj"], held_suite, work / "held-out-sft.json")
+             if sft else None)
+    return report(args, work, points, sft_s, time.time() - started)
+
+
+def report(args: argparse.Namespace, work: Path, points: list[dict[str, Any]], sft: dict[str, Any] | None,
+           wall_s: float) -> int:
+    base = points[0]["held_out_success"]
+    grpo = [p for p in points[1:] if not p.get("note")]
+    rows = [("base", base), ("rejection-sampling SFT", sft)] + [
+        (f"GRPO round {p['round']}", p["held_out_success"]) for p in grpo]
+    print("\nheld-out tasks (greedy, each once; success by the task's checker):")
+    for label, s in rows:
+        print(line(label, s, base))
+    for p in points:
+        print(f"round {p['round']}: {p['policy']:<14} train {p['train_success']['rate']:.0%}  held-out "
+              f"{p['held_out_success']['rate']:.0%}  mean reward {p.get('mean_reward')}  KL {p.get('kl')}"
+              + (f"  [{p['note']}]" if p.get("note") else ""))
+    results = {"args": {k: v for k, v in vars(args).items()}, "wall_s": round(wall_s, 1), "curve": points,
+               "held_out": {label: ({**s, **compare(base, s)} if s else None) for label, s in rows}}
+    (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if not args.no_copy:
+        RESULTS.mkdir(exist_ok=True)
+        shutil.copy(work / "iterate" / "learning_curve.png", RESULTS / "reward_demo_learning_curve.png")
+        shutil.copy(work / "results.json", RESULTS / "reward_demo_results.json")
+    print(f"\nresults: {work / 'results.json'}; learning curve {work / 'iterate' / 'learning_curve.png'} "
+          f"({wall_s / 60:.1f} min)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

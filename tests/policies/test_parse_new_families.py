@@ -1,0 +1,191 @@
+"""The newer families' parsers on answers in their real formats (each from its source's prompt or example), their
+coordinate mapping against the official agents' own formulas, and refusals that name what is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conway.actions import ActionProblem
+from conway.policies.families import get_family, get_resize_rule
+
+SCREEN = (1920, 1080)
+
+
+def problem_of(out) -> str:
+    assert not out.ok and isinstance(out.actions[0], ActionProblem), out
+    return out.actions[0].message
+
+
+def call(**arguments) -> str:
+    return "<tool_call>\n" + json.dumps({"name": "computer_use", "arguments": arguments}) + "\n</tool_call>"
+
+
+# --- EvoCUA ---------------------------------------------------------------------------------------------------
+
+
+def test_evocua_s2_reads_its_response_format_on_the_999_grid():
+    from conway.policies.families.evocua.parse import parse_s2
+
+    # S2_SYSTEM_PROMPT: "1) Action: a short imperative … 2) A single <tool_call>…</tool_call> block"
+    text = "Action: Open the Activities overview.\n" + call(action="left_click", coordinate=[18, 30])
+    out = parse_s2(text, convention="relative999", sent_size=(1920, 1088), captured_size=SCREEN)
+    (act,) = out.actions
+    # _parse_response_s2: int(18 * 1920 / 999), int(30 * 1080 / 999) = (34, 32); Conway keeps the exact point
+    assert act.type == "click" and (int(act.x), int(act.y)) == (34, 32)
+    assert out.thought == "Open the Activities overview."
+
+
+def test_evocua_s2_refuses_held_keys_naming_them():
+    from conway.policies.families.evocua.parse import parse_s2
+
+    text = "Action: Hold shift.\n" + call(action="key_down", keys=["shift"])
+    assert "key_down" in problem_of(parse_s2(text, convention="relative999", sent_size=(1920, 1088),
+                                             captured_size=SCREEN))
+
+
+@pytest.mark.parametrize("answer, line", [
+    ("Action: Click Save.\n" + call(action="left_click", coordinate=[1, 2]), "Click Save."),
+    (call(action="left_click", coordinate=[1, 2]), "Performing click action"),
+    (call(action="key", keys=["ctrl", "s"]), "Performing hotkey action"),
+    (call(action="key", keys=["enter"]), "Performing press action"),
+    (call(action="type", text="hi"), "Performing press action"),  # the agent types key by key
+    (call(action="mouse_move", coordinate=[1, 2]), "Performing moveTo action"),
+    (call(action="wait", time=2), "Performing wait action"),
+    (call(action="terminate", status="failure"), "Performing fail action"),
+    (call(action="hscroll", pixels=3), ""),  # the agent writes no code for it, so keeps no line
+])
+def test_evocua_s2_keeps_of_a_past_answer_what_its_agent_keeps(answer, line):
+    from conway.policies.families.evocua.parse import s2_action_line
+
+    assert s2_action_line(answer) == line
+
+
+def test_evocua_s1_reads_its_step_format_and_keeps_the_first_action_line():
+    from conway.policies.families.evocua.parse import parse_s1, s1_action
+
+    text = ("# Step: 3\n## Thought:\nThe dialog is open.\n## Action:\nClick the OK button.\nIt closes the dialog.\n"
+            "## Code:\n```python\npyautogui.click(x=966, y=546)\n```")
+    out = parse_s1(text, convention="absolute", sent_size=(1932, 1092), captured_size=SCREEN)
+    (act,) = out.actions
+    assert act.type == "click" and (int(act.x), int(act.y)) == (960, 540)  # int(966/1932*1920), int(546/1092*1080)
+    assert s1_action(text) == "Click the OK button."  # _parse_response_s1's pattern stops at the line's end
+    assert s1_action("no sections") == ""
+    wait = "## Action:\nWait.\n## Code:\n```code\ncomputer.wait()\n```"
+    assert parse_s1(wait, convention="absolute", sent_size=(1932, 1092), captured_size=SCREEN).actions[0].type == "wait"
+
+
+def test_evocua_s2_resize_is_its_process_image():
+    # process_image(factor=32): smart_resize(1080, 1920, 32, max_pixels=16*16*4*12800) = (1088, 1920)
+    assert get_resize_rule("evocua").target_size(SCREEN) == (1920, 1088)
+    assert get_resize_rule("evocua").target_size((3840, 2160)) == (3840, 2176)  # under 13,107,200 px: rounded only
+
+
+# --- GUI-Owl 1.5 ----------------------------------------------------------------------------------------------
+
+
+def test_guiowl_reads_its_tool_calls_on_the_1000_grid():
+    from conway.policies.families.guiowl.parse import action_line, parse
+
+    text = "The Files window is open.\nAction: Double-click the report.\n" + \
+        call(action="double_click", coordinate=[500, 250])
+    (act,) = parse(text, convention="relative1000", sent_size=(1920, 1088), captured_size=SCREEN).actions
+    assert act.type == "double_click" and (act.x, act.y) == (960, 270)  # 500/1000*1920, 250/1000*1080
+    assert action_line(text) == "Double-click the report."  # Owl15Agent's history_conclusion
+    assert action_line("Action: Save.\n" + call(action="wait")) == "Action: Save."  # no "\nAction:" to split on
+
+
+def test_guiowl_type_flags_are_its_agents():
+    from conway.policies.families.guiowl.parse import parse
+
+    kw = dict(convention="relative1000", sent_size=(1920, 1088), captured_size=SCREEN)
+    (act,) = parse("Action: Search.\n" + call(action="type", text="report", enter=1), **kw).actions
+    assert act.type == "type" and act.text == "report\n"
+    assert "clear=1" in problem_of(parse("Action: Replace.\n" + call(action="type", text="x", clear=1), **kw))
+    assert "clear and enter" in problem_of(parse(call(action="type", text="x", enter=5), **kw))
+
+
+def test_guiowl_resize_is_its_2645_token_cap():
+    # update_image_size_(max_tokens=2645, patch_size=16): factor 32, at most 2645 * 1024 px
+    rule = get_resize_rule("guiowl")
+    assert rule.target_size(SCREEN) == (1920, 1088)
+    w, h = rule.target_size((3840, 2160))
+    assert w % 32 == 0 and h % 32 == 0 and w * h <= 2645 * 1024
+
+
+# --- Jedi -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    call(action="left_click", coordinate=[1012, 503]),
+    "Action: Click the Save button.\n" + call(action="left_click", coordinate=[1012, 503]),
+    '\u2697{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [1012, 503]}}\u2697',
+])
+def test_jedi_reads_the_coordinate_of_its_call(text):
+    from conway.policies.families.jedi.parse import parse_point
+
+    out = parse_point(text, convention="absolute", sent_size=(1932, 1092), captured_size=SCREEN)
+    (act,) = out.actions
+    # parse_jedi_response: int(1012 * 1920 / 1932), int(503 * 1080 / 1092) = (1005, 497)
+    assert act.type == "click" and (int(act.x), int(act.y)) == (1005, 497)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("I would click the button.", "no <tool_call>"),
+    ("<tool_call>\n{not json}\n</tool_call>", "not JSON"),
+    (call(action="left_click"), "no [x, y] coordinate"),
+    (call(action="left_click", coordinate=[1, True]), "no [x, y] coordinate"),
+])
+def test_jedi_refuses_what_it_cannot_read_naming_it(text, needle):
+    from conway.policies.families.jedi.parse import parse_point
+
+    assert needle in problem_of(parse_point(text, convention="absolute", sent_size=(1932, 1092),
+                                            captured_size=SCREEN))
+
+
+def test_jedi_resize_is_its_agents_smart_resize():
+    assert get_resize_rule("jedi").target_size(SCREEN) == (1932, 1092)  # smart_resize(max_pixels=2700*28*28)
+
+
+# --- Holo2 ----------------------------------------------------------------------------------------------------
+
+
+def test_holo2_reads_its_click_coordinates():
+    from conway.policies.families.holo2.parse import parse_click
+
+    # the notebook's own example answer: "(947, 338)" on its calendar image
+    kw = dict(convention="relative1000", sent_size=(1920, 1088), captured_size=SCREEN)
+    (act,) = parse_click('{"x": 947, "y": 338}', **kw).actions
+    assert act.type == "click" and (int(act.x), int(act.y)) == (1818, 365)  # 947/1000*1920, 338/1000*1080
+    out = parse_click('<think>The calendar shows August.</think>\n{"x": 947, "y": 338}', **kw)
+    assert out.ok and out.reasoning == "The calendar shows August."
+    assert "not an integer" in problem_of(parse_click('{"x": 9.5, "y": 3}', **kw))
+    assert "unknown key" in problem_of(parse_click('{"x": 9, "y": 3, "action": "click"}', **kw))
+    assert "not one JSON object" in problem_of(parse_click("click at 9, 3", **kw))
+
+
+# --- Kimi -----------------------------------------------------------------------------------------------------
+
+
+def test_kimi_reads_its_non_thinking_format_at_fractions_of_the_screen():
+    from conway.policies.families.kimi.parse import action, parse, thought
+
+    text = ("## Thought\nThe terminal is open.\n## Action:\nType the command.\n## Code:\n```python\n"
+            "pyautogui.click(x=0.5, y=0.3)\npyautogui.write(message='ls')\n```")
+    out = parse(text, convention="relative", sent_size=SCREEN, captured_size=SCREEN)
+    click, typed = out.actions
+    assert (click.type, click.x, click.y) == ("click", 960, 324) and typed.text == "ls"
+    assert thought(text) == "The terminal is open." and action(text) == "Type the command."
+    assert action("## Thought\nonly a thought") is None  # the agent then writes "None" in its history
+    pixels = "## Action:\nx\n## Code:\n```python\npyautogui.click(x=960, y=540)\n```"  # the agent's pixel fallback
+    assert "x=960 outside 0..1" in problem_of(parse(pixels, convention="relative", sent_size=SCREEN,
+                                                    captured_size=SCREEN))
+
+
+def test_every_new_family_declares_its_runners_sampling():
+    assert dict(get_family("evocua").sampling) == {"top_p": 0.9}
+    assert dict(get_family("guiowl").sampling) == {"top_p": 0.9, "repetition_penalty": 1.05, "top_k": 1}
+    assert dict(get_family("jedi").sampling) == {"top_p": 0.9}
+    assert dict(get_family("kimi").sampling) == {"top_p": 0.95}
+    assert get_family("holo2").sampling == ()

@@ -1,0 +1,124 @@
+"""Learning from rewards on a tiny random-weight Qwen2-VL: rejection-sampling SFT rows are the successful
+rollouts' requests as sent; the GRPO stage raises the probability of rewarded answers against unrewarded ones,
+stays near the base (KL reported), refuses to update without signal, and names its rollouts in its summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from helpers.rollout_sets import click, write_rollout_set  # noqa: E402
+
+LEFT, RIGHT = click(14, 42), click(70, 42)
+
+
+@pytest.fixture
+def rollout_set(tmp_path) -> Path:
+    return write_rollout_set(tmp_path / "r0", {
+        "t0": [(LEFT, 1.0), (RIGHT, 0.0), (LEFT, 1.0), (RIGHT, 0.0)],
+        "t1": [(RIGHT, 0.0)] * 4,  # all equal: no signal
+        "t2": [(LEFT, 1.0), (RIGHT, 0.0), (RIGHT, 0.0), (RIGHT, 0.0)],
+    })
+
+
+def test_rejection_sampling_rows_are_the_successful_requests_as_sent(rollout_set):
+    from conway.experience.conversation import IMAGE_MARKER
+    from training.rollout_data import rollout_examples
+    examples, skipped = rollout_examples(rollout_set)
+    assert len(examples) == 3 and skipped == {"unsuccessful rollout": 9}
+    assert [e.completion for e in examples] == [LEFT, LEFT, LEFT]
+    ex = examples[0]
+    assert ex.messages[1]["content"][1] == {"type": "image_url", "image_url": {"url": IMAGE_MARKER}}
+    assert ex.image_png == next((rollout_set / "rollouts.tasks").glob("*-t0/images/*.png")).read_bytes()
+    assert ex.meta["reward"] == 1.0 and ex.meta["task"] in ("t0", "t2")
+
+
+def test_no_successful_rollout_is_one_clear_error(tmp_path):
+    from conway.errors import UserError
+    from training.rollout_data import rollout_examples
+    folder = write_rollout_set(tmp_path / "r", {"t": [(LEFT, 0.0), (RIGHT, 0.0)]})
+    with pytest.raises(UserError, match="no successful rollout"):
+        rollout_examples(folder)
+
+
+def test_group_relative_advantages_leave_out_tasks_without_signal(rollout_set):
+    from training.grpo import advantages, scored_rows
+    from training.recipe import load_recipe
+    assert advantages([1, 0, 1, 0], True) == [1.0, -1.0, 1.0, -1.0]
+    assert advantages([0, 0, 0], True) is None and advantages([1.0], True) is None
+    rows, counts = scored_rows(str(rollout_set), load_recipe("grpo_tiny_cpu", ["model.path=/m"]), lambda _: None)
+    assert counts["tasks"] == 3 and counts["tasks_with_signal"] == 2 and len(rows) == 8
+    assert {r.example.meta["task"] for r in rows} == {"t0", "t2"}
+    t2 = [r.advantage for r in rows if r.example.meta["task"] == "t2"]
+    assert t2[0] == pytest.approx(3 ** 0.5) and sum(t2) == pytest.approx(0)
+
+
+def _recipe(base: Path, data: Path, out: Path, *extra: str):
+    from training.recipe import load_recipe
+    return load_recipe("grpo_tiny_cpu", [f"model.path={base}", f"data.path={data}", f"output.dir={out}",
+                                         "convert.merge=false", "convert.gguf=false", "train.batch_size=4",
+                                         "train.lr=1e-2", "rl.epochs=6", *extra])
+
+
+def test_all_equal_rewards_train_nothing_and_say_so(tiny_base, tmp_path, capsys):
+    from training.grpo import main
+    data = write_rollout_set(tmp_path / "flat", {"a": [(LEFT, 1.0)] * 3, "b": [(RIGHT, 0.0)] * 3})
+    out = tmp_path / "cand"
+    code = main(["--recipe", "grpo_tiny_cpu", f"model.path={tiny_base}", f"data.path={data}", f"output.dir={out}",
+                 "convert.merge=false", "convert.gguf=false"])
+    assert code == 2 and "no signal" in capsys.readouterr().out
+    assert not (out / "adapter").exists()
+
+
+def _answer_logprob(model, encoder, rows) -> float:
+    from training.grpo import token_logprobs
+    batch = encoder.collate([encoder.encode(r.example) for r in rows])
+    model.eval()
+    with torch.no_grad():
+        lp = token_logprobs(model, batch, 1.0)
+    return float(lp.sum() / len(rows))
+
+
+def test_grpo_raises_rewarded_answers_against_unrewarded_ones_near_the_base(tiny_base, rollout_set, tmp_path):
+    from training.data import Encoder
+    from training.grpo import build_policy_model, scored_rows, train_grpo
+    recipe = _recipe(tiny_base, rollout_set, tmp_path / "cand")
+    rows, _ = scored_rows(str(rollout_set), recipe, lambda _: None)
+    good, bad = [r for r in rows if r.advantage > 0], [r for r in rows if r.advantage < 0]
+    encoder = Encoder.from_pretrained(tiny_base)
+    torch.manual_seed(0)
+    before = build_policy_model(recipe, tiny_base, lambda _: None)  # a fresh LoRA is the base itself
+    gap_before = _answer_logprob(before, encoder, good) - _answer_logprob(before, encoder, bad)
+
+    summary = train_grpo(recipe, say=lambda _: None)
+    from peft import PeftModel
+
+    from training.model_load import load_model
+    after = PeftModel.from_pretrained(load_model(recipe, tiny_base), str(tmp_path / "cand" / "adapter"))
+    gap_after = _answer_logprob(after, encoder, good) - _answer_logprob(after, encoder, bad)
+    assert gap_after > gap_before + 0.3, (gap_before, gap_after)
+    metrics = [json.loads(line) for line in (tmp_path / "cand" / "train" / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == summary["steps"] == 12  # 8 answers / batch 4 x 6 epochs
+    assert metrics[0]["kl"] == pytest.approx(0, abs=1e-6) and 0 < metrics[-1]["kl"] < 5
+    assert summary["rollouts"]["stage"] == "grpo" and summary["rollouts"]["policy"]["kind"] == "generic"
+    assert summary["rollouts"]["rewards"]["t1"] == [0.0] * 4 and summary["tasks_with_signal"] == 2
+    assert (tmp_path / "cand" / "train" / "learning_curve.png").stat().st_size > 0
+
+
+def test_rejection_sampling_sft_trains_on_a_rollout_set(tiny_base, rollout_set, tmp_path):
+    from training.recipe import load_recipe
+    from training.train_lora import train
+    recipe = load_recipe("tiny_cpu", [f"model.path={tiny_base}", f"data.path={rollout_set}",
+                                      f"output.dir={tmp_path / 'sft'}", "train.max_steps=4", "train.batch_size=2",
+                                      "train.short_prompt_steps=0", "train.eval_generate=0",
+                                      "train.early_stop_hits=null", "data.eval_fraction=0", "convert.merge=false",
+                                      "convert.gguf=false"])
+    summary = train(recipe, progress=False, say=lambda _: None)
+    assert summary["train_examples"] == 3 and summary["steps"] == 4
+    assert summary["rollouts"]["stage"] == "rejection-sampling-sft"
+    assert summary["rollouts"]["rewards"]["t0"] == [1.0, 0.0, 1.0, 0.0]
