@@ -71,7 +71,7 @@ def deviation_lines(config: ConwayConfig) -> list[str]:
 def _explicit(pol: PolicyConfig, family: Any) -> list[str]:
     """Settings given a value unlike the agent's."""
     out = []
-    official = family.conversation.history_images
+    official = family.by_prompt.get(pol.prompt, {}).get("history_images", family.conversation.history_images)
     if pol.resolved_history_images < official:
         out.append(f"smaller_window: {pol.resolved_history_images} screenshot(s) a request (policy.history_images), "
                    f"where the agent sends {official}")

@@ -322,3 +322,12 @@ def test_every_report_lists_the_deviations_and_its_text_says_them(tmp_path):
     assert Report("tasks", tmp_path / "g.json", argv=[], config=cfg("policy=generic")).data["deviations"] is None
     faithful = Report("tasks", tmp_path / "f.json", argv=[], config=cfg("policy=opencua-7b")).data
     assert faithful["deviations"] == [] and "  deviations from the official request: none" in header_lines(faithful)
+
+
+def test_every_shipped_preset_has_no_deviation_at_its_defaults():
+    from pathlib import Path
+
+    presets = Path(__file__).resolve().parents[2] / "configs" / "policy"
+    for preset in sorted(p.stem for p in presets.glob("*.yaml") if p.stem != "mock"):
+        assert deviation_lines(cfg(f"policy={preset}")) == [], preset
+        assert cfg(f"policy={preset}").policy.resolved_deviations() == [], preset
