@@ -168,6 +168,10 @@ def _failure(exc: Exception, cancel: Cancel | None) -> Exception:
     return PolicyError(f"llama.cpp failed on this request: {exc}")
 
 
+_LLAMA_NAMES = {"repetition_penalty": "repeat_penalty"}
+"""Sampling parameters llama-cpp-python names otherwise than an OpenAI-compatible request."""
+
+
 class LlamaInProcessBackend(Backend):
     """A GGUF model (+ mmproj) loaded in this process."""
 
@@ -351,7 +355,10 @@ class LlamaInProcessBackend(Backend):
                  sampling: Mapping[str, float] | None = None) -> ChatResult:
         """`temperature` None: llama.cpp's default; `sampling`: `top_p`, `frequency_penalty` (llama.cpp's
         `frequency_penalty` and the OpenAI one are the same rule)."""
-        knobs = {**({"temperature": temperature} if temperature is not None else {}), **dict(sampling or {})}
+        knobs = {**({"temperature": temperature} if temperature is not None else {}),
+                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items()}}
+        if "top_k" in knobs:
+            knobs["top_k"] = int(knobs["top_k"])
         with self._lock:
             return self._complete(messages, mode=mode, spec=spec, max_tokens=max_tokens, knobs=knobs, seed=seed)
 
