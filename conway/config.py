@@ -90,6 +90,16 @@ INPROCESS_IMAGE_TOKENS = 4096
 context with its defaults, so a larger image would be shrunk again inside and answered in other pixels."""
 
 
+DEVIATION_KEYS = ("constitution", "goals", "memory", "latest_result", "host_facts", "skills", "action_list",
+                  "accessibility", "half_slide", "recent_answers", "jpeg", "english_thoughts")
+"""What Conway may add to, or change in, a trained family's official request, each opted into by its key
+(`policy.deviations`; what each is: `conway/policies/deviations.py`)."""
+RUN_DEVIATIONS = ("constitution", "goals", "memory", "recent_answers")
+"""The deviations `conway run` (the continuous loop) turns on when `policy.deviations` is unset: the seed's
+promises (the constitution's identity and scope, goals reread, memory kept) need them, and a run without end
+cannot replay every earlier answer (memory.md keeps what the window lets go)."""
+
+
 class PlannerConfig(_Section):
     """`policy.planner`: a planner model that proposes each step in words and code, the configured grounding preset
     (`policy=jedi-7b`, `gta1` …) becoming its executor (`conway/policies/planned.py`, OSWorld's Jedi agents)."""
@@ -135,10 +145,16 @@ class PolicyConfig(_Section):
     mmproj_path: str | None = None
     """The vision projector GGUF that goes with model_path."""
     temperature: float | None = Field(default=None, ge=0, le=2)
-    """Sampling temperature (None: the family's, `Family.temperature`)."""
+    """Sampling temperature (None: the family's agent's runner's, `Family.temperature`; Qwen3-VL's sends none)."""
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling `top_p` (None: the family's agent's, `Family.top_p`: 0.9 for UI-TARS, OpenCUA, Qwen2.5-VL;
+    none sent for the others)."""
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    """`frequency_penalty` (None: the family's agent's, `Family.frequency_penalty`: 1 for UI-TARS; none sent for the
+    others)."""
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
-    """Cap on generated tokens per decision (None: the family's, `Family.max_tokens`: 512 generic, 1500 OpenCUA,
-    1000 UI-TARS, 2048 Qwen3-VL, 1500 Qwen2.5-VL, 100 GTA1, 128 Holo1.5)."""
+    """Cap on generated tokens per decision (None: the family's agent's runner's, `Family.max_tokens`: 512 generic,
+    2048 OpenCUA, 1000 UI-TARS-1.5, 1500 UI-TARS 1.0, 32768 Qwen3-VL, 1500 Qwen2.5-VL, 100 GTA1, 128 Holo1.5)."""
     request_timeout_s: float = Field(default=120.0, gt=0)
     """HTTP timeout of one decision request: it bounds the whole answer (a trickling or endless body included)."""
     structured_output: Literal["auto", "grammar", "json_object", "json_schema", "none"] = "auto"
@@ -149,19 +165,25 @@ class PolicyConfig(_Section):
     in-process held to libmtmd's Qwen-VL default of 4096, which llama-cpp-python does not let Conway raise)."""
     seed: int | None = None
     """Sampling seed sent with every request (None: the server's default)."""
-    image_encoding: Literal["jpeg", "png"] = "jpeg"
-    """How the resized screenshot is sent: JPEG q85 (measured 5-40x cheaper) or lossless PNG level 1."""
+    image_encoding: Literal["jpeg", "png"] | None = None
+    """How the resized screenshot is sent (None: as the family's agent sends it, `Family.image_encoding`: PNG for
+    every trained family, JPEG for generic): lossless PNG level 1, or JPEG q85 (measured 5-40x cheaper; for a
+    trained family the deviation `jpeg`, as `policy.deviations=[jpeg]` also sets)."""
     tool_schema: Literal["auto", "request", "prompt"] = "auto"
     """Where a tool-calling family (qwen25vl, qwen3vl) gets its `computer_use` function schema: `prompt` in the system
     prompt as its source writes it; `request` in the request's `tools` field, the server's chat template rendering
-    it (vLLM; llama-server with --jinja, its default); `auto`: `request` where llama-server's /props says its
-    template renders tools, else `prompt`."""
+    it (vLLM; llama-server with --jinja, its default), the deviation `tool_schema`; `auto`: `prompt`, as the official
+    agents send it."""
     planner: PlannerConfig | None = None
     """A planner model for a grounding preset (None: the preset decides alone)."""
     history_images: int | None = Field(default=None, ge=1, le=32)
     """Screenshots in one request, the current one included: the newest past ones go with the model's own answers
     (None: the family's, `Conversation.history_images`: UI-TARS 5, OpenCUA 3, Qwen2.5-VL and Qwen3-VL 5, GTA1, Holo1.5
-    and generic 1)."""
+    and generic 1). Fewer than the family's agent sends is the deviation `smaller_window`, listed in every report."""
+    deviations: list[Literal[DEVIATION_KEYS]] | None = None  # type: ignore[valid-type]
+    """What Conway adds to a trained family's official request, opted into per key (`DEVIATION_KEYS`; what each is:
+    `conway models --conformance`). None: the mode's default, none for evaluations (`tasks run`, the checks,
+    sweeps, `start --task`), the seed's (`RUN_DEVIATIONS`) for `conway run`; [] none anywhere."""
 
     @model_validator(mode="after")
     def _known_prompt(self) -> "PolicyConfig":
@@ -173,7 +195,7 @@ class PolicyConfig(_Section):
 
     def _family_default(self, name: str) -> Any:
         family = FAMILIES.get(self.kind) or FAMILIES["generic"]  # the mock decides nothing: any family's numbers do
-        return getattr(family, name)
+        return family.default(name, self.prompt if family.name == self.kind else "auto")
 
     @property
     def resolved_max_tokens(self) -> int:
@@ -181,9 +203,35 @@ class PolicyConfig(_Section):
         return self.max_tokens if self.max_tokens is not None else self._family_default("max_tokens")
 
     @property
-    def resolved_temperature(self) -> float:
-        """`temperature` when set, else the family's default."""
+    def resolved_temperature(self) -> float | None:
+        """`temperature` when set, else the family's default (None: none is sent)."""
         return self.temperature if self.temperature is not None else self._family_default("temperature")
+
+    @property
+    def resolved_sampling(self) -> dict[str, float]:
+        """The sampling parameters sent beside temperature: the family's agent's (`Family.sampling`, `top_p`,
+        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent)."""
+        out = {str(k): float(v) for k, v in self._family_default("sampling")}
+        for name in ("top_p", "frequency_penalty"):
+            value = getattr(self, name)
+            value = value if value is not None else self._family_default(name)
+            if value is not None:
+                out[name] = float(value)
+        return out
+
+    @property
+    def resolved_encoding(self) -> str:
+        """`image_encoding` when set (or `jpeg` among the deviations), else how the family's agent sends images."""
+        if self.image_encoding is not None:
+            return self.image_encoding
+        return "jpeg" if "jpeg" in (self.deviations or ()) else self._family_default("image_encoding")
+
+    def resolved_deviations(self, continuous: bool = False) -> list[str]:
+        """The opted-in deviation keys: `deviations` when set, else none, or the seed's in `conway run`
+        (`continuous`)."""
+        if self.deviations is not None:
+            return list(self.deviations)
+        return list(RUN_DEVIATIONS) if continuous else []
 
     @property
     def is_model_family(self) -> bool:
@@ -197,6 +245,23 @@ class PolicyConfig(_Section):
             return self.history_images
         family = FAMILIES.get(self.kind)
         return family.conversation.history_images if family is not None else 1
+
+    @property
+    def official_layout(self) -> bool:
+        """The family lays out a reference agent's request (UI-TARS, OpenCUA, the Qwen-VL families), which the
+        deviations are measured against; False for Conway's own (generic) and the mock."""
+        family = FAMILIES.get(self.kind)
+        return family is not None and family.conversation.official
+
+    def history_window(self, recent_steps: int) -> tuple[int, int | None, bool]:
+        """(past screenshots, past answers or None for all, slide by half?) of the model's own past turns: the
+        reference agent's constant window, or with `half_slide` (and for Conway's own layout) `recent_steps`
+        answers slid by half."""
+        images, deviations = self.resolved_history_images - 1, self.deviations or ()
+        if self.official_layout and "half_slide" not in deviations:
+            turns = recent_steps if "recent_answers" in deviations else FAMILIES[self.kind].conversation.max_turns
+            return images, turns, False
+        return images, recent_steps, True
 
     def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
         """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway

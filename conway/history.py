@@ -6,10 +6,13 @@ memory: the decision context carries it (`DecisionContext.history`), the policy 
 answered (`propose`), and the context builder commits it once its actions were handed on (`commit`), so an
 answer a stop or a pause discarded, or one that held no valid action, is never replayed.
 
-Two windows, both only appended to until full and then slid by half at once (like the recent-steps window,
-`prompt/parts.py`), so between slides a prompt is the previous one plus a turn at its end and a prompt cache
-keeps the prefix: the answers (`max_turns`) and, among their newest, those still sent with their screenshot
-(`max_images`, the current screenshot not counted). Only the screenshots in that window are kept in memory.
+Two windows: the answers (`max_turns`; None: every earlier step, as the families' reference agents replay them)
+and, among their newest, those still sent with their screenshot (`max_images`, the current screenshot not
+counted). By default both are constant, as the reference agents keep them: once full, each new turn lets the
+oldest one go (the window moves by one). With `slide` (the opt-in deviation `half_slide`) they are only appended
+to until full and then slid by half at once (like the recent-steps window, `prompt/parts.py`), so between slides
+a prompt is the previous one plus a turn at its end and a prompt cache keeps the prefix. Only the screenshots in
+the window are kept in memory.
 
 An answer enters the history once, by `replayed` (`propose`, and `restore` from the journal's raw answer): its
 hidden reasoning removed and its chat-template special tokens neutralised (`<|im_end|>` → `&lt;|im_end|>`,
@@ -66,8 +69,8 @@ class Turn:
 class TurnHistory:
     max_images: int
     """Past screenshots sent at most (`policy.history_images` − 1: the current screenshot is the other)."""
-    max_turns: int
-    """Past answers kept at most (`context.recent_steps`)."""
+    max_turns: int | None
+    """Past answers kept at most (None: all; `context.recent_steps` for Conway's own layout or a half slide)."""
     turns: list[Turn] = field(default_factory=list)
     pending: Turn | None = None
     """The turn just answered, until the loop has handed its actions on (`commit`) or not (`discard`)."""
@@ -75,6 +78,9 @@ class TurnHistory:
     """Images the model server takes in one request, learned from its refusal (None: not known to be limited)."""
     notes: list[str] = field(default_factory=list)
     """What happened to the history that the next decision's record should say (read once by the policy)."""
+    slide: bool = False
+    """Slide both windows by half at once when full (cache-friendly; the deviation `half_slide`), instead of
+    keeping them constant (each new turn lets the oldest go), as the reference agents do."""
     _numbered: int = 0
 
     @property
@@ -102,8 +108,10 @@ class TurnHistory:
         self._numbered = turn.number
         self.turns.append(turn)
         slid = False
-        if len(self.turns) > self.max_turns:
-            keep = max(1, self.max_turns // 2) if self.max_turns else 0
+        if self.max_turns is not None and len(self.turns) > self.max_turns:
+            keep = self.max_turns
+            if self.slide:
+                keep = max(1, self.max_turns // 2) if self.max_turns else 0
             del self.turns[:len(self.turns) - keep]
             slid = True
         return self._slide_images() or slid
@@ -111,7 +119,8 @@ class TurnHistory:
     def restore(self, turns: list[tuple[str, ArchivedImage | None]]) -> None:
         """Turns read back from the journal after a restart, oldest first: the answers as journaled, the newest
         screenshots by their archived copies (the journal holds no image)."""
-        for answer, archived in turns[-self.max_turns:] if self.max_turns else []:
+        kept = turns if self.max_turns is None else (turns[-self.max_turns:] if self.max_turns else [])
+        for answer, archived in kept:
             self._numbered += 1
             self.turns.append(Turn(self._numbered, replayed(answer), archived))
         self._slide_images_to(self.image_cap)
@@ -124,7 +133,7 @@ class TurnHistory:
         cap = self.image_cap
         if len(kept) <= cap:
             return False
-        keep = max(1, cap // 2) if cap else 0
+        keep = (max(1, cap // 2) if cap else 0) if self.slide else cap
         for turn in kept[:len(kept) - keep]:
             turn.image = None  # its bytes go: only the window's screenshots stay in memory
         return True
@@ -142,7 +151,8 @@ class TurnHistory:
         self.server_images = max(1, images)
         self._slide_images_to(self.image_cap)
         self.notes.append(f"the model server takes at most {self.server_images} image(s) in one request "
-                          f"({why}); the screenshot history is held to {self.image_cap} past image(s)")
+                          f"({why}); the screenshot history is held to {self.image_cap} past image(s) (deviation "
+                          "server_image_limit: a smaller window than the agent's)")
 
     def _slide_images_to(self, cap: int) -> None:
         kept = self.with_images()

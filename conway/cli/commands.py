@@ -325,6 +325,11 @@ def do_probe(args) -> int:
 def do_models(args) -> int:
     from conway.policies.backends.discovery import models_report, render_models
     home = _home(args)
+    if args.conformance:
+        from conway.policies.conformance import conformance_report
+        lines, ok = conformance_report(_config(args, home), args.screen)
+        print(json.dumps({"lines": lines, "fits": ok}, indent=2) if args.json else "\n".join(lines))
+        return ExitCode.PASSED if ok else ExitCode.SETUP_ERROR
     report = models_report(_config(args, home))
     print(json.dumps(report, indent=2, default=str) if args.json else render_models(report))
     if report["problems"]:

@@ -333,6 +333,12 @@ def _models(sub: Subparsers) -> None:
             "and mmproj files of the configuration, with their metadata and a memory estimate.")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    p.add_argument("--conformance", action="store_true",
+                   help="instead: what the configured preset sends (window, tokens needed against the server's "
+                        "context, sampling, encoding) and every deviation from its official agent's request, one "
+                        "line each (exit 1 when the context is too small)")
+    p.add_argument("--screen", metavar="WxH", default="1920x1080",
+                   help="with --conformance: the screen the window is sized for (default 1920x1080, OSWorld's)")
     add_overrides(p)
 
 

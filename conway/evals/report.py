@@ -147,6 +147,18 @@ def config_record(config: ConwayConfig) -> dict[str, Any]:
     return data
 
 
+def _deviations(config: ConwayConfig | None) -> list[str] | None:
+    """How the configured preset's requests differ from its official agent's, one line each ([] none; None: no
+    trained family): two reports' numbers compare exactly when these lists are equal."""
+    if config is None:
+        return None
+    from conway.policies.deviations import deviation_lines
+    from conway.policies.families import FAMILIES
+
+    family = FAMILIES.get(config.policy.kind)
+    return deviation_lines(config) if family is not None and family.conversation.official else None
+
+
 def machine_facts() -> dict[str, Any]:
     from conway.readiness.checks.host import host_facts
     try:
@@ -184,6 +196,7 @@ class Report:
             "endpoint": safe_endpoint(config.policy.endpoint) if config is not None else None,
             "seed": seed,
             "parameters": parameters or {},
+            "deviations": _deviations(config),
             "machine": machine_facts(),
             "started_at": now_iso(self._started),
         }

@@ -43,4 +43,8 @@ def header_lines(data: dict[str, Any]) -> list[str]:
     params = data.get("parameters") or {}
     if params:
         lines.append("  params:   " + ", ".join(f"{k}={v}" for k, v in params.items()))
+    deviations = data.get("deviations")
+    if isinstance(deviations, list):  # from the preset's official request: numbers compare when these are equal
+        lines.append("  deviations from the official request: " + ("none" if not deviations else ""))
+        lines += [f"    - {d}" for d in deviations]
     return lines

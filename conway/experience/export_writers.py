@@ -81,7 +81,7 @@ def conversation_row(rec: dict[str, Any], png: bytes, style: str, config: Any) -
     target = render_target(rec, family)
     ctx = step_context(rec, png, config)
     messages, image = policy_messages(ctx, style, convention=target.convention,
-                                      encoding=config.policy.image_encoding, sent_size=target.sent_size)
+                                      encoding=config.policy.resolved_encoding, sent_size=target.sent_size)
     turns = [{"role": m["role"], "content": typed_parts(m["content"])} for m in messages]
     turns.append({"role": "assistant", "content": [{"type": "text", "text": target.text}]})
     return turns, image.data

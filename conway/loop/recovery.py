@@ -27,8 +27,11 @@ def start_up(parts: LoopParts, state: RunState, record: Record, revision: str) -
     model_id, digest = parts.policy.model_id, parts.config.digest()
     mode = "session" if parts.single_session else "continuous"
     state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run)
-    record("session", SessionStart(model_id, revision, digest, mode, parts.dry_run,
-                                   parts.toolbox.available_types()).to_payload())
+    deviations = getattr(parts.policy, "deviations", None)  # a model policy's, from its family's official request
+    record("session", SessionStart(model_id, revision, digest, mode, parts.dry_run, parts.toolbox.available_types(),
+                                   list(deviations) if deviations is not None else None).to_payload())
+    if deviations:
+        parts.say("deviations from the official request: " + "; ".join(d.split(":")[0] for d in deviations))
     for found in parts.toolbox.findings():  # MCP servers and skills: what started, what was left out
         record("session", {"event": "tools", **found})
         parts.say(found["summary"])

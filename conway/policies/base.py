@@ -66,6 +66,9 @@ class ModelPolicy(Policy):
         self._closed = False
         self.description: list[str] = []
         """Human-readable lines about the model and where it runs (printed by `conway probe`)."""
+        self.deviations: list[str] | None = None
+        """How this policy's requests differ from its family's official agent's, one line each (the factory's
+        `deviations.deviation_lines`; None: not a trained family); journaled at a session's start."""
 
     @property
     def abortable(self) -> bool:  # `Policy.abortable`: as its backend is
@@ -103,7 +106,7 @@ class ModelPolicy(Policy):
         types = [t for t in context.action_types if t in ACTION_TYPES] or list(ACTION_TYPES)
         self.budget.history = context.history  # the next text budget pays for these past turns
         form = self.output.instructions(types, sent_size)
-        prompt = Prompt.of(context, self.adapter, image, self.settings.layout, form)
+        prompt = Prompt.of(context, self.adapter, image, self.settings.layout, form, self.settings.deviations)
         reread_history(prompt.history, self.settings.resize_rule, self.rule, self.settings.image_encoding)
         fitted = self.budget.fit(prompt)  # cuts a copy: the loop's context stays as built
         report_dropped(context, fitted.dropped)  # what the cuts dropped, said once, journaled with the decision
@@ -129,8 +132,7 @@ class ModelPolicy(Policy):
         form, history = prompt.form, prompt.history
 
         def ask(messages: list[dict[str, Any]]) -> Any:  # reads the form as it is then (a refusal changes it)
-            return self.backend.complete(messages, mode=form.mode, spec=form.spec, max_tokens=self.settings.max_tokens,
-                                         temperature=self.settings.temperature, seed=self.settings.seed)
+            return self._ask(messages, form)
         try:
             return Sent(fitted.messages, fitted.estimate, ask(fitted.messages))
         except PolicyError as exc:
@@ -142,6 +144,24 @@ class ModelPolicy(Policy):
             if not tools_refused and history is not None and isinstance(exc, ContextExceeded):
                 history.server_images = count_images(again.messages)  # what went through is what it takes
             return Sent(again.messages, again.estimate, result)
+
+    def _ask(self, messages: list[dict[str, Any]], form: Any) -> Any:
+        """One completion at the family's sampling; an answer that did not end with finish_reason "stop" asked
+        again with the same request, as the family's agent does (`retry_unfinished` times; OpenCUA's 20), until
+        one does or the server gives the same answer again (asking once more would change nothing)."""
+        s = self.settings
+        result = None
+        for _ in range(1 + s.retry_unfinished):
+            previous = result
+            result = self.backend.complete(messages, mode=form.mode, spec=form.spec, max_tokens=s.max_tokens,
+                                           temperature=s.temperature, seed=s.seed, sampling=s.sampling)
+            if not s.retry_unfinished or result.finish_reason == "stop":
+                return result
+            if previous is not None and previous.text == result.text:
+                break
+        raise PolicyError(f"the answer did not finish (finish_reason {result.finish_reason!r}, "  # type: ignore[union-attr]
+                          f"policy.max_tokens={s.max_tokens}) and asking again gave no finished one, as the family's "
+                          "agent asks until one ends with \"stop\"")
 
     # -- lifetime -----------------------------------------------------------------
 

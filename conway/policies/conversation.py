@@ -89,20 +89,39 @@ def opencua_action(answer: str) -> str:
     return found.group(1).strip() if found else answer.strip()
 
 
+_QWEN_CALLS = {"left_click": "click", "right_click": "rightClick", "middle_click": "middleClick",
+               "double_click": "doubleClick", "type": "typewrite", "scroll": "scroll", "mouse_move": "moveTo",
+               "left_click_drag": "dragTo"}
+"""Each tool action -> the pyautogui function OSWorld's Qwen agents write for it (their `parse_response`)."""
+
+
+def _performing(answer: str, split_lines: bool = False) -> str:
+    """`Performing <pyautogui function> action` of an answer's first tool call, as OSWorld's Qwen agents name a step
+    whose answer has no `Action:` line (they fail on `wait`/`terminate` there; Conway writes the tool action's
+    name); the answer's start when it holds no call."""
+    call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
+    if call is None:
+        return answer.strip()[:200]
+    name = call.group(1)
+    if name == "key":
+        keys = re.search(r'"keys"\s*:\s*\[([^\]]*)\]', answer)
+        name = "hotkey" if keys and "," in keys.group(1) else "press"
+    elif name == "type" and split_lines and re.search(r'"text"\s*:\s*"(\\n|\n)', answer):
+        name = "press"  # Qwen3-VL's agent types line by line: a text opening with a line break starts with press
+    return f"Performing {_QWEN_CALLS.get(name, name)} action"
+
+
 def qwen_action_line(answer: str) -> str:
-    """A Qwen3-VL answer's `Action:` line, as its agent keeps a step in "Previous actions"."""
+    """A Qwen3-VL answer's `Action:` line, as its agent keeps a step in "Previous actions"; without one, the
+    agent's `Performing <pyautogui function> action` (`left_click` is `click`)."""
     for line in answer.split("\n"):
         line = line.strip()
         if line.lower().startswith("action:"):
             return line.split("Action:")[-1].strip()
-    call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
-    return f"Performing {call.group(1)} action" if call else answer.strip()[:200]
+    return _performing(answer, split_lines=True)
 
 
 _QWEN25_LEAD = ("action:", "step", "i will", "i'll", "now i")
-_QWEN25_CALLS = {"left_click": "click", "right_click": "rightClick", "middle_click": "middleClick",
-                 "double_click": "doubleClick", "type": "typewrite", "scroll": "scroll", "mouse_move": "moveTo",
-                 "left_click_drag": "dragTo"}
 
 
 def qwen25_action_line(answer: str) -> str:
@@ -114,14 +133,7 @@ def qwen25_action_line(answer: str) -> str:
         line = line.strip()
         if line.lower().startswith(_QWEN25_LEAD):
             return line
-    call = re.search(r'"action"\s*:\s*"([a-z_]+)"', answer)
-    if call is None:
-        return answer.strip()[:200]
-    name = call.group(1)
-    if name == "key":
-        keys = re.search(r'"keys"\s*:\s*\[([^\]]*)\]', answer)
-        name = "hotkey" if keys and "," in keys.group(1) else "press"
-    return f"Performing {_QWEN25_CALLS.get(name, name)} action"
+    return _performing(answer)
 
 
 def qwen_layout(slots: Slots, past: list[Past], instruction: str, action_line: Callable[[str], str]

@@ -62,27 +62,71 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
     if image_cap < pol.image_token_cap():
         meta = {**meta, "image_max_tokens": f"{image_cap} (held to libmtmd's limit in-process or to half the "
                                             f"context Conway gives the model; the family allows {pol.image_token_cap()})"}
+    deviations = tuple(pol.resolved_deviations())
+    if deviations and family.conversation.official:
+        meta = {**meta, "deviations": list(deviations)}
     return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
                           structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
-                          temperature=pol.resolved_temperature, seed=pol.seed, image_encoding=pol.image_encoding,
-                          tool_schema=pol.tool_schema, meta=meta)
+                          temperature=pol.resolved_temperature, seed=pol.seed,
+                          image_encoding=pol.resolved_encoding,  # type: ignore[arg-type]
+                          sampling=pol.resolved_sampling, retry_unfinished=family.default("retry_unfinished"),
+                          deviations=deviations, tool_schema=pol.tool_schema, meta=meta)
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     """Build the configured policy; UserError (exit 1) for anything the user must fix."""
+    from conway.policies.conformance import sized_runtime
+
     if config.policy.planner is not None:
         return _planned_policy(config, home)  # type: ignore[return-value]
     family, adapter = _family_adapter(config)
     choice = backend_choice(config)
     _check_tool_schema(config, family, adapter, choice)
+    sized = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
+    policy = _built(sized, home, family, adapter, choice, sized.runtime.n_ctx != config.runtime.n_ctx)
+    config = sized
+    if family.conversation.official:
+        from conway.policies.deviations import deviation_lines
+        policy.deviations = deviation_lines(config)
+        _refuse_short_window(config, policy, choice)
+    return policy
+
+
+def _refuse_short_window(config: ConwayConfig, policy: ModelPolicy, choice: str) -> None:
+    """A context too small for the preset's full window is refused here, in one line with the numbers and both
+    ways out, before any request: `run`, `probe`, `preflight`'s decision and every evaluation build through here."""
+    from conway.policies.conformance import window_refusal
+
+    try:
+        window = policy.context_window()
+    except Exception:  # asking the server failed: the first decision says so
+        return
+    if window is None:
+        return
+    refusal = window_refusal(config, window.n_ctx, window.source, in_process=choice == "inprocess")
+    if refusal:
+        policy.close()
+        raise UserError(refusal)
+
+
+def _built(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, choice: str,
+           sized: bool = False) -> ModelPolicy:
+    """The policy on the backend `choice` names (`sized`: runtime.n_ctx was sized to the preset's window)."""
     if choice == "endpoint":
         return _endpoint_policy(config, family, adapter)
     from conway.runtime.resolver import resolve_local_model
 
     pol, rt = config.policy, config.runtime
-    local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
-                                headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
-                                slots=rt.parallel if choice == "server" else 1)
+    try:
+        local = resolve_local_model(pol.model_path, pol.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,
+                                    headroom_gib=rt.headroom_gib, check_memory=rt.check_memory,
+                                    slots=rt.parallel if choice == "server" else 1)
+    except UserError as exc:
+        if not sized or "memory" not in str(exc).lower():
+            raise
+        raise UserError(f"runtime.n_ctx was sized to {rt.n_ctx} for the {pol.kind} window (conway models "
+                        f"--conformance shows it): {exc}; or set a smaller window, policy.history_images=N (a "
+                        "deviation, listed in every report)") from None
     model_id = pol.model or Path(local.model.path).stem
     build = _server_policy if choice == "server" else _inprocess_policy
     policy = build(config, home, family, adapter, local, model_id)
@@ -126,9 +170,12 @@ def _family_adapter(config: ConwayConfig) -> tuple[Family, Adapter]:
     except ValueError as exc:
         raise UserError(f"policy.kind: {exc}") from None
     try:
-        return family, family.make_adapter(pol.prompt)
+        adapter = family.make_adapter(pol.prompt)
     except ValueError as exc:
         raise UserError(f"policy.prompt: {exc}") from None
+    if family.thought_language:  # the runner's language, English only as the deviation `english_thoughts`
+        adapter.language = "English" if "english_thoughts" in pol.resolved_deviations() else family.thought_language
+    return family, adapter
 
 
 def _check_tool_schema(config: ConwayConfig, family: Family, adapter: Adapter, choice: str) -> None:

@@ -11,8 +11,8 @@ the policy presets that serve it. `policy.kind`, `export --style`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from conway.geometry import Convention, ResizeRule
 
@@ -49,6 +49,14 @@ class Conversation:
     """What of a past turn is sent back (the README's model table says it)."""
     source: str = "Conway's own"
     """The reference agent's file the layout follows (repository, path, commit)."""
+    max_turns: int | None = None
+    """Past answers the reference agent replays at most (None: every earlier step of the episode, as UI-TARS,
+    OpenCUA and the Qwen agents do); a faithful window is constant, never slid by half."""
+
+    @property
+    def official(self) -> bool:
+        """The layout follows a reference agent (its request is what a preset is held to), not Conway's own."""
+        return self.source != "Conway's own"
 
 
 @dataclass(frozen=True)
@@ -82,8 +90,23 @@ class Family:
     max_tokens: int = 512
     """Reply cap when `policy.max_tokens` is unset: what the family's own agent asks for (its source cited where
     declared), so that its reasoning sections are not cut off."""
-    temperature: float = 0.0
-    """Sampling temperature when `policy.temperature` is unset (the family's agent's)."""
+    temperature: float | None = 0.0
+    """Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
+    server's default, as OSWorld's Qwen3-VL agent leaves it)."""
+    top_p: float | None = None
+    """`top_p` the agent's runner sends (None: not sent)."""
+    frequency_penalty: float | None = None
+    """`frequency_penalty` the agent sends (None: not sent)."""
+    retry_unfinished: int = 0
+    """Times the agent asks again, with the same request, when an answer does not end with finish_reason "stop"
+    (OpenCUA's `call_llm`); 0: never."""
+    image_encoding: str = "png"
+    """How the agent encodes its screenshots (every OSWorld agent sends PNG); `jpeg` for Conway's own layout."""
+    thought_language: str | None = None
+    """The language the agent's prompt asks its thoughts in (UI-TARS' `{language}`: OSWorld's runners fill in
+    Chinese); None: the prompt has no such slot."""
+    by_prompt: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise)."""
     sampling: tuple[tuple[str, Any], ...] = ()
     """The other sampling parameters the family's agent sends at its runner's defaults (`top_p`, `top_k`,
     `repetition_penalty` …), as (name, value) pairs, its source cited where declared; empty: none."""
@@ -92,6 +115,12 @@ class Family:
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""
+
+    def default(self, name: str, prompt: str = "auto") -> Any:
+        """The family's default `name` (max_tokens, temperature, top_p …) for `prompt` (`auto`: its first)."""
+        chosen = self.prompts[0] if prompt == "auto" and self.prompts else prompt
+        overrides = self.by_prompt.get(chosen, {})
+        return overrides[name] if name in overrides else getattr(self, name)
 
     def prompt_problem(self, prompt: str) -> str | None:
         """None when `prompt` (`policy.prompt`) is one of this family's, else the sentence naming its prompts."""

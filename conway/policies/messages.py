@@ -8,7 +8,7 @@ less the reasoning, after the screenshots exactly as they were sent (`DecisionCo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Collection
 
 from conway.geometry import Size
 from conway.history import TurnHistory
@@ -39,13 +39,13 @@ def replays_answers(adapter: Adapter) -> bool:
 
 
 def decision_messages(ctx: DecisionContext, adapter: Adapter, *, instructions: str, image_url: str | None,
-                      sent_size: Size, layout: Layout = "stable-first", past: list[Past] | None = None
-                      ) -> list[dict[str, Any]]:
+                      sent_size: Size, layout: Layout = "stable-first", past: list[Past] | None = None,
+                      deviations: Collection[str] | None = None) -> list[dict[str, Any]]:
     """One decision's messages: the family's trained conversation where its adapter lays one out (`messages`),
     else Conway's own (`build_messages`). `ModelPolicy.decide` and the exports (`experience/conversation.py`)
-    both build them here."""
+    both build them here. `deviations`: what of Conway's parts a trained conversation carries (None: all)."""
     if adapter.messages is not None:
-        task, tail = split_parts(ctx, adapter.action_space(ctx))
+        task, tail = split_parts(ctx, adapter.action_space(ctx), deviations)
         return adapter.messages(Slots(instructions, task, tail, image_url), past or [])
     return build_messages(ctx, instructions=instructions, action_space=adapter.action_space(ctx),
                           request_text=adapter.request_text(), image_url=image_url, sent_size=sent_size,
@@ -68,13 +68,16 @@ class Prompt:
     """The instructions and the request's `tools` (a refusal of the `tools` field changes them)."""
     notes_before: int
     """How many notes the history held before this decision (those after are recorded with it)."""
+    deviations: Collection[str] | None = None
+    """The opted-in deviations (`PolicySettings.deviations`): which of Conway's parts a trained conversation
+    carries (None: all)."""
 
     @classmethod
     def of(cls, context: DecisionContext, adapter: Adapter, image: SentImage, layout: Layout,
-           form: AnswerForm) -> "Prompt":
+           form: AnswerForm, deviations: Collection[str] | None = None) -> "Prompt":
         work = replace(context, parts=[replace(p) for p in context.parts], dropped=[])
         notes = len(context.history.notes) if context.history is not None else 0
-        return cls(work, adapter, image, image.data_url(), layout, form, notes)
+        return cls(work, adapter, image, image.data_url(), layout, form, notes, deviations)
 
     @property
     def history(self) -> TurnHistory | None:
@@ -90,4 +93,4 @@ class Prompt:
     def messages(self) -> list[dict[str, Any]]:
         return decision_messages(self.context, self.adapter, instructions=self.form.instructions,
                                  image_url=self.image_url, sent_size=self.image.sent_size, layout=self.layout,
-                                 past=self.past())
+                                 past=self.past(), deviations=self.deviations)

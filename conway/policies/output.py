@@ -75,11 +75,12 @@ class OutputForm:
                           tools[1] if tools else None)
 
     def tool_form(self) -> bool:
-        """Whether the family's function schema goes in the request's `tools` field (`policy.tool_schema`): asked for,
-        or `auto` and the server says its template renders tools (and has not refused them)."""
+        """Whether the family's function schema goes in the request's `tools` field (`policy.tool_schema`): only when
+        asked for (`request`). `auto` is `prompt`: the official agents write the tool into their own system text,
+        and a chat template that renders `tools` would move and reword it (the deviation `tool_schema`)."""
         if self.adapter.request_tools is None or self.tools_refused:
             return False
-        if self.settings.tool_schema == "prompt":
+        if self.settings.tool_schema != "request":
             return False
         said = self.backend.renders_tools()
         if self.settings.tool_schema == "request" and said is False:  # the tool would vanish without a word

@@ -51,6 +51,7 @@ def shrink_for(exc: PolicyError, history: TurnHistory | None, sent_images: int) 
         gone = history.drop_oldest_images(max(1, (past + 1) // 2))
         history.notes.append(f"the model server refused the prompt for length ({why}): the {gone} oldest past "
                              "screenshot(s) were let go, the request sent again, and the screenshots held to "
-                             "what then went through")
+                             "what then went through (deviation server_image_limit: a smaller window than the "
+                             "agent's)")
         return True
     return False

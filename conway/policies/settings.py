@@ -18,10 +18,19 @@ class PolicySettings:
     image_max_tokens: int | None = None
     structured_output: str = "auto"
     max_tokens: int = 512
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """None: no temperature is sent (the server's default, as OSWorld's Qwen3-VL agent asks)."""
     seed: int | None = None
     layout: Layout = "stable-first"
     image_encoding: Literal["jpeg", "png"] = "jpeg"
+    sampling: dict[str, float] = field(default_factory=dict)
+    """Sampling parameters sent beside temperature (`top_p`, `frequency_penalty`), as the family's agent sends them."""
+    retry_unfinished: int = 0
+    """Times an answer that does not end with finish_reason "stop" is asked again (OpenCUA's agent: 20)."""
+    deviations: tuple[str, ...] = ()
+    """The opted-in deviations from a trained family's official request (`policy.deviations`): which of Conway's
+    parts its conversation carries, and whether the fit may let past screenshots go (`half_slide`). Conway's own
+    layout (generic) carries every part whatever this says."""
     tool_schema: Literal["auto", "request", "prompt"] = "auto"
     """`policy.tool_schema`: where a tool-calling family's function schema goes (`output.OutputForm`)."""
     meta: dict[str, Any] = field(default_factory=dict)

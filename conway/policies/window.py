@@ -173,11 +173,39 @@ class Budgeter:
     # -- fitting to the window ---------------------------------------------------------
 
     def fit(self, prompt: Prompt) -> Fitted:
-        """The prompt fitted to the window with room for the reply: past screenshots first, then past answers,
-        then the parts. Raises ContextExceeded, before anything is sent, when even the cut prompt does not fit."""
+        """The prompt fitted to the window with room for the reply. A trained family's window (its agent's
+        screenshots and answers) is never shrunk to fit: only Conway's own parts are cut, and a window that still
+        does not fit is refused, before anything is sent, naming both ways out. Under `half_slide` and in Conway's
+        own layout past screenshots go first, then past answers, then the parts. Raises ContextExceeded."""
+        if not self._shrinks_history(prompt):
+            try:
+                return self.refit(prompt)
+            except ContextExceeded as exc:
+                raise self._window_refused(prompt, exc) from None
         dropped = self._fit_history(prompt)
         fitted = self.refit(prompt)
         return Fitted(fitted.messages, fitted.estimate, dropped + fitted.dropped)
+
+    def _shrinks_history(self, prompt: Prompt) -> bool:
+        """Whether the fit may let past screenshots and answers go: Conway's own layout, or the opt-in half slide."""
+        return self.adapter.messages is None or "half_slide" in self.settings.deviations
+
+    def _window_refused(self, prompt: Prompt, exc: ContextExceeded) -> ContextExceeded:
+        """The refusal of a faithful window that does not fit, with the numbers and both ways out."""
+        history = prompt.history
+        past = len(history.with_images()) if history is not None else 0
+        window = self.context_window()
+        if not past or window is None or exc.n_tokens is None:
+            return exc
+        per = max(1, self._past_tokens() // past)
+        over = exc.n_tokens - window.n_ctx
+        keep = max(0, past - -(-over // per)) + 1
+        return ContextExceeded(exc.n_tokens, window.n_ctx,
+                               f"the window ({past + 1} screenshots and {len(history.turns)} replayed answers: "  # type: ignore[union-attr]
+                               f"the agent's) needs ~{exc.n_tokens} tokens with the reply, but {window.source} allows "
+                               f"{window.n_ctx}: raise the server's context (-c, or runtime.n_ctx) to at least "
+                               f"{exc.n_tokens}, or set a smaller window, policy.history_images={keep} (a deviation, "
+                               "listed in every report)")
 
     def refit(self, prompt: Prompt) -> Fitted:
         """The parts alone fitted again (a refusal changed the prompt or let past turns go)."""

@@ -77,13 +77,15 @@ class ContextBuilder:
         self.policy = policy
         self.memory = memory
         self.recent = RecentSteps(config.context.recent_steps)
-        self.history = TurnHistory(max_images=config.policy.resolved_history_images - 1,
-                                   max_turns=config.context.recent_steps)
+        images, turns, slide = config.policy.history_window(config.context.recent_steps)
+        self.history = TurnHistory(max_images=images, max_turns=turns, slide=slide)
         """The model's own past turns (its answers and the screenshots sent): replayed by families trained so; after
         a restart, what the journal holds of them (`prompt/history_journal.py`)."""
         if config.policy.is_model_family:
             from conway.prompt.history_journal import journaled_turns
             self.history.restore(journaled_turns(home, config.policy.kind))
+        self._task_alone = config.policy.official_layout and "goals" not in (config.policy.deviations or ())
+        """A trained family's faithful request carries a session's task as its instruction, nothing else."""
         self.latest: str | None = None
         """The latest result or error: the last thing the model reads before the request and the image."""
         self.memory_view: str | None = None
@@ -101,7 +103,9 @@ class ContextBuilder:
     def goals(self, task: str | None) -> tuple[str, dict[str, Any] | None]:
         """goals.md, checked every cycle (a single-session task first), and the journal event when it changed."""
         goals = self._goals.get()
-        if task:
+        if task and self._task_alone:  # the official request: the task's instruction is the instruction
+            goals = task
+        elif task:
             goals = f"Task for this session:\n{task}\n\nStanding goals:\n{goals}"
         if goals == self._journaled_goals:
             return goals, None

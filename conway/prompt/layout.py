@@ -13,14 +13,14 @@ A family trained on its own conversation lays it out itself (its adapter's `mess
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Collection, Literal, Protocol, Sequence
 
 from conway.prompt.fence import render_part
 from conway.prompt.parts import PartName, frame_of
 from conway.protocols import DecisionContext
 
 __all__ = ["STABLE_PARTS", "GROWING_PARTS", "VOLATILE_PARTS", "VARIABLE_ORDER", "Layout", "PastTurn",
-           "framed_part", "split_parts", "build_messages"]
+           "framed_part", "split_parts", "build_messages", "DEVIATION_PARTS"]
 
 STABLE_PARTS = (PartName.CONSTITUTION, PartName.ACTION_SPACE, PartName.TOOLS, PartName.DATA_RULE,
                 PartName.HOST_FACTS)
@@ -63,12 +63,27 @@ def _others(ctx: DecisionContext) -> list[str]:
     return [p.name for p in ctx.parts if p.name not in known]
 
 
-def split_parts(ctx: DecisionContext, action_space: str | None) -> tuple[str, str]:
+DEVIATION_PARTS = {PartName.CONSTITUTION: "constitution", PartName.MEMORY: "memory", PartName.TOOLS: "skills",
+                   PartName.HOST_FACTS: "host_facts", PartName.ACTION_SPACE: "action_list",
+                   PartName.LATEST_RESULT: "latest_result", PartName.ACCESSIBILITY: "accessibility"}
+"""The parts a trained family's official request does not carry, each sent only under its deviation key
+(`policy.deviations`); the goals go framed as `goals.md` under `goals`, else as the bare instruction."""
+
+
+def split_parts(ctx: DecisionContext, action_space: str | None,
+                deviations: Collection[str] | None = None) -> tuple[str, str]:
     """(task, tail) for a family's trained conversation (`conversation.Slots`): the stable and growing parts but
-    the recent steps (the replayed answers take their place), and what changes every cycle."""
+    the recent steps (the replayed answers take their place), and what changes every cycle. `deviations`: the
+    opted-in keys (None: every part, framed); without `goals` the goals' text is the instruction, as it is."""
     by_name = _texts(ctx, action_space)
+    if deviations is not None:
+        by_name = {n: t for n, t in by_name.items() if DEVIATION_PARTS.get(n, "") in ("", *deviations)}
+        if not any(frame_of(n) == "data" and t.strip() for n, t in by_name.items() if n != PartName.DATA_RULE):
+            by_name.pop(PartName.DATA_RULE, None)  # nothing untrusted is sent: the rule about it neither
+    bare = deviations is not None and "goals" not in deviations
     task_names = (*STABLE_PARTS, PartName.GOALS, PartName.MEMORY)
-    task = [framed_part(n, by_name[n]) for n in task_names if by_name.get(n, "").strip()]
+    task = [by_name[n].strip() if bare and n == PartName.GOALS else framed_part(n, by_name[n])
+            for n in task_names if by_name.get(n, "").strip()]
     order = _others(ctx) + [n for n in VOLATILE_PARTS if n in by_name]
     return "\n\n".join(task), "\n\n".join(framed_part(n, by_name[n]) for n in order)
 

@@ -102,6 +102,9 @@ def run_agent(home: Home, config: ConwayConfig, req: RunRequest,
 
 
 def _run_agent(home: Home, config: ConwayConfig, req: RunRequest, say: Callable[[str], None]) -> tuple[RunOutcome, str]:
+    if not req.single_session and config.policy.deviations is None:  # `conway run`: the seed's deviations, listed
+        config = config.model_copy(update={"policy": config.policy.model_copy(
+            update={"deviations": config.policy.resolved_deviations(continuous=True)})})
     home.ensure_dirs()
     lock = InstanceLock(home.lock)
     session = new_session_id()

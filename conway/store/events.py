@@ -169,6 +169,9 @@ class SessionStart(Payload):
     mode: str | None = None
     dry_run: bool | None = None
     tools: list[str] | None = None
+    deviations: list[str] | None = None
+    """Each way the requests of this session differ from the family's official agent's, one line each (`policy.
+    deviations` and explicit settings: `conway/policies/deviations.py`); [] none; None: not a trained family."""
 
     @property
     def revision(self) -> str | None:

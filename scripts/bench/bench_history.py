@@ -1,10 +1,13 @@
-"""The history row of `bench_model`: a UI-TARS conversation with 5 screenshots against one, side by side.
+"""The history row of `bench_model`: a UI-TARS conversation's faithful 5-screenshot window, the opt-in half slide and
+one screenshot, side by side.
 
     python -m scripts.bench.bench_history [--cycles 8] [--threads 1] [--no-server]
 
 The tiny VLM (random weights) in-process and on llama-server decides `--cycles` times on a screen that
-changes every cycle (and a latest result that does), through Conway's UI-TARS conversation: once with its 5-screenshot history
-(`policy.history_images=5`), once with one screenshot. Every request is real; the past answers replayed are a
+changes every cycle (and a latest result that does), through Conway's UI-TARS conversation: with its agent's constant 5-screenshot window (the faithful default:
+each step past the fifth lets the oldest screenshot go), with the opt-in half slide (`policy.deviations=
+[half_slide]`: the window only grows, then slides by half), and with one screenshot. The latest result that
+changes every cycle is sent in all three (`latest_result`), so they differ in the window alone. Every request is real; the past answers replayed are a
 STAND-IN (one fixed short UI-TARS answer: random weights write garbage of any length), the past screenshots
 the ones the policy sent. Printed per run: the share of prompt tokens served from cache from cycle 2 on (and
 the median and the lowest cycle's), prompt tokens and time to first token (medians from cycle 2).
@@ -36,7 +39,8 @@ def _observation(step: int):
                        change_key=f"k{step}")
 
 
-def run(backend: str, images: int, cycles: int, threads: int, home: Path, *extra: str) -> dict:
+def run(backend: str, images: int, cycles: int, threads: int, home: Path, *extra: str, window: str = "faithful"
+        ) -> dict:
     from conway.config import load_config
     from conway.history import PastImage, TurnHistory
     from conway.policies.factory import build_model_policy
@@ -48,8 +52,11 @@ def run(backend: str, images: int, cycles: int, threads: int, home: Path, *extra
                              f"policy.model_path={TINY / 'tiny-vlm.gguf'}",
                              f"policy.mmproj_path={TINY / 'tiny-vlm-mmproj.gguf'}", "policy.max_tokens=8",
                              "policy.image_max_tokens=256", f"policy.history_images={images}", "runtime.n_ctx=4096",
-                             f"runtime.n_threads={threads}", "runtime.startup_timeout_s=120", *extra])
-    history = TurnHistory(max_images=cfg.policy.resolved_history_images - 1, max_turns=12)
+                             f"runtime.n_threads={threads}", "runtime.startup_timeout_s=120",
+                             "policy.deviations=[latest_result" + (",half_slide]" if window == "half_slide" else "]"),
+                             *extra])
+    kept_images, turns, slide = cfg.policy.history_window(12)
+    history = TurnHistory(max_images=kept_images, max_turns=turns, slide=slide)
     rows = []
     with build_model_policy(cfg, Home(home)) as policy:
         for step in range(1, cycles + 1):
@@ -67,7 +74,7 @@ def run(backend: str, images: int, cycles: int, threads: int, home: Path, *extra
             history.commit()
     later = rows[1:]
     shares = [r["cached"] / r["prompt"] for r in later if r["prompt"]]
-    return {"backend": backend, "images": images, "cycles": rows,
+    return {"backend": backend, "images": images, "window": window, "cycles": rows,
             "cache_share_after_first": round(sum(r["cached"] for r in later) / max(1, sum(r["prompt"] for r in later)), 3),
             "lowest_cycle_share": round(min(shares), 3) if shares else None,
             "median_cycle_share": round(statistics.median(shares), 3) if shares else None,
@@ -83,20 +90,23 @@ def bench(cycles: int, threads: int, server: bool) -> list[dict]:
     if server:
         backends.append(("http", ("runtime.server=llama-server",)))
     for backend, extra in backends:
-        for images in (5, 1):
+        for images, window in ((5, "faithful"), (5, "half_slide"), (1, "faithful")):
             try:
-                out.append(run(backend, images, cycles, threads, work / f"{backend}-{images}", *extra))
+                out.append(run(backend, images, cycles, threads, work / f"{backend}-{images}-{window}", *extra,
+                               window=window))
             except Exception as exc:  # a missing llama-server or llama-cpp-python: said, the rest still runs
-                print(f"(history row {backend} with {images} screenshot(s) skipped: {exc})", file=sys.stderr)
+                print(f"(history row {backend} {window} with {images} screenshot(s) skipped: {exc})",
+                      file=sys.stderr)
     return out
 
 
 def print_rows(rows: list[dict]) -> None:
     print("\n== history · tiny-vlm · UI-TARS conversation, stand-in answers")
-    print(f"{'backend':<10} {'screens':>7} {'max sent':>8} {'prompt':>7} {'TTFT ms':>8} {'cache share':>11} "
-          f"{'median':>7} {'lowest':>7}")
+    print(f"{'backend':<10} {'window':<10} {'screens':>7} {'max sent':>8} {'prompt':>7} {'TTFT ms':>8} "
+          f"{'cache share':>11} {'median':>7} {'lowest':>7}")
     for r in rows:
-        print(f"{r['backend']:<10} {r['images']:>7} {r['max_images']:>8} {r['median_prompt_tokens']!s:>7} "
+        print(f"{r['backend']:<10} {r['window']:<10} {r['images']:>7} {r['max_images']:>8} "
+              f"{r['median_prompt_tokens']!s:>7} "
               f"{r['median_ttft_ms']!s:>8} {r['cache_share_after_first']!s:>11} {r['median_cycle_share']!s:>7} "
               f"{r['lowest_cycle_share']!s:>7}")
 

@@ -359,7 +359,7 @@ def main() -> int:
                     help="a config override for the loop that builds the prompts (repeatable)")
     ap.add_argument("--text-prefix", action="store_true", help="no model: the prompts' shared prefixes in characters")
     ap.add_argument("--history", type=int, default=0, metavar="N",
-                    help="also the history row: N decisions with 5 screenshots and with 1 (0: skip)")
+                    help="also the history row: N decisions with the faithful 5-screenshot window, the opt-in half slide, and 1 screenshot (0: skip)")
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--window", type=int, metavar="TOKENS",
                     help="lift the tiny VLM's trained context (4,096) to this for both backends (the figures before "

@@ -87,7 +87,7 @@ class Recording(Backend):
     def structured_support(self):
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.sent.append(json.loads(json.dumps(messages)))
         return ChatResult(text=self.answers[len(self.sent) - 1], reasoning=None, finish_reason="stop",
                           model=self.model_id, usage={})

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from conway.config import DEVIATION_KEYS
 from conway.geometry import Convention
 from conway.policies import families
 from conway.policies.backends.backend import Backend
@@ -96,7 +97,7 @@ class CapturingBackend(Backend):
     def structured_support(self) -> list[str]:
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.sent.append(messages)
         return ChatResult(text="", reasoning=None, finish_reason="stop", model=self.model_id, usage={})
 
@@ -134,8 +135,10 @@ def sent_prompt(ctx: DecisionContext, family: str) -> tuple[str, str]:
 
     adapter.instructions = instructions  # type: ignore[method-assign]
     backend = CapturingBackend()
+    # every part sent: under each deviation (`policy.deviations`) a part goes in its frame; at the defaults a trained
+    # family gets the task alone (tests/policies/test_faithful.py)
     policy = ModelPolicy(adapter, backend, PolicySettings(convention=Convention(convention), resize_rule="qwen2.5-vl",
-                                                          structured_output="none"))
+                                                          structured_output="none", deviations=DEVIATION_KEYS))
     policy.decide(ctx)
     texts = []
     for m in backend.sent[-1]:

@@ -188,3 +188,44 @@ def test_llama_server_s_http_400_for_length_is_context_exceeded(conway_home):
         assert policy.context_window().n_ctx == 1024
     finally:
         policy.close()
+
+
+def test_the_faithful_uitars_window_at_1920x1080_goes_through_the_tiny_vlm_in_the_context_conway_chose():
+    """Five screenshots a request (the agent's window, constant) and every answer, in-process, with runtime.n_ctx
+    left to Conway: the preset's need at 1920x1080 (image tokens held to 256 for the tiny VLM's 4,096) fits."""
+    import io
+
+    from PIL import Image
+
+    from conway.history import PastImage, TurnHistory
+    from conway.policies.conformance import window_need
+    from conway.policies.factory import build_model_policy
+    from conway.policies.images import prepare_image
+    from conway.protocols import DecisionContext, Observation
+
+    require_inprocess()
+    cfg = load_config(None, ["policy=uitars-1.5-7b", "policy.backend=llama_cpp", f"policy.model_path={MODEL}",
+                             f"policy.mmproj_path={MMPROJ}", "policy.max_tokens=8", "policy.image_max_tokens=256",
+                             "runtime.n_threads=1"])
+    need = window_need(cfg, (1920, 1080), in_process=True)
+    images, turns, slide = cfg.policy.history_window(12)
+    history = TurnHistory(max_images=images, max_turns=turns, slide=slide)
+    sent_images = []
+    with build_model_policy(cfg, resolve_home(None)) as policy:
+        window = policy.context_window()
+        assert window is not None and need.total <= window.n_ctx <= TRAINED
+        for step in range(1, 7):
+            buf = io.BytesIO()
+            Image.new("RGB", (1920, 1080), (30 * step, 90, 160)).save(buf, format="PNG")
+            obs = Observation(png=buf.getvalue(), captured_size=(1920, 1080), source="synthetic",
+                              content_hash=f"h{step}", change_key=f"k{step}")
+            d = policy.decide(DecisionContext(parts=[ContextPart("goals.md", "Wait.")], observation=obs, step=step,
+                                              action_types=["wait", "finish"], history=history))
+            sent_images.append(d.meta["history"]["past_images"] + 1)
+            shot = prepare_image(obs, policy.settings.resize_rule, policy.rule, policy.settings.image_encoding)
+            assert shot.mime == "image/png"
+            history.discard()
+            history.propose("Thought: waiting.\nAction: wait()", PastImage(shot.data, shot.mime, shot.sent_size,
+                                                                          shot.image_tokens))
+            history.commit()
+    assert sent_images == [1, 2, 3, 4, 5, 5] and len(history.turns) == 6  # constant once full, every answer kept

@@ -46,7 +46,7 @@ class FakeWindowBackend(Backend):
     def structured_support(self):
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.sent.append(json.dumps(messages, ensure_ascii=False))
         return ChatResult(text='{"thought": "", "action": {"type": "wait"}}', reasoning=None, finish_reason="stop",
                           model=self.model_id, usage={})

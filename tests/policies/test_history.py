@@ -1,5 +1,6 @@
-"""The model's own past turns: bounded windows that slide by half, a prefix that only grows between slides,
-the oldest screenshots first out of a short window, a server's image limit learned once, bad answers refused."""
+"""The model's own past turns under the opt-in half slide (`half_slide`): bounded windows that slide by half, a
+prefix that only grows between slides, the oldest screenshots first out of a short window; a server's image limit
+learned once, bad answers refused. The faithful default (a constant window, every answer): `test_faithful.py`."""
 
 from __future__ import annotations
 
@@ -29,8 +30,12 @@ def img(n: int) -> PastImage:
     return PastImage(bytes([n]), "image/jpeg", (28, 28), 4)
 
 
+HALF_SLIDE = ("constitution", "goals", "latest_result", "half_slide")
+"""The deviations the cache-friendly episodes below run under."""
+
+
 def test_both_windows_only_grow_then_slide_by_half_and_only_the_windows_screenshots_stay():
-    h = TurnHistory(max_images=4, max_turns=6)
+    h = TurnHistory(max_images=4, max_turns=6, slide=True)
     slid = []
     for n in range(1, 8):
         h.propose(f"answer {n}", img(n))
@@ -59,8 +64,9 @@ def episode(family: str, steps: int, answers: list[str] | None = None, window: i
         backend.context_window = lambda: ContextWindow(window, "a stand-in window")
     convention, rule = SETTINGS[family]
     policy = ModelPolicy(fam.adapter(), backend, PolicySettings(convention=convention, resize_rule=rule,
-                                                                structured_output="none", max_tokens=256))
-    history = TurnHistory(max_images=max(fam.conversation.history_images, 3) - 1, max_turns=12)
+                                                                structured_output="none", max_tokens=256,
+                                                                deviations=HALF_SLIDE))
+    history = TurnHistory(max_images=max(fam.conversation.history_images, 3) - 1, max_turns=12, slide=True)
     slides, decisions, contexts = [], [], []
     for step in range(1, steps + 1):
         latest = ContextPart("latest result", f"wait() → ok (cycle {step})")  # changes every cycle: goes last
@@ -299,7 +305,8 @@ def test_the_context_builder_keeps_a_turn_only_once_the_loop_acted_on_it(tmp_pat
     builder = ContextBuilder(home, cfg, build_toolbox(cfg.tools, home.scratch, gui=False),
                              MockPolicy(MockScript.model_validate({"steps": []})),
                              Memory(home.memory, home.memory_previous), say=said.append)
-    assert builder.history.max_images == 4 and builder.history.max_turns == cfg.context.recent_steps
+    assert builder.history.max_images == 4 and builder.history.max_turns is None  # the agent's: every answer
+    assert not builder.history.slide
 
     def answered(step: int) -> DecisionContext:
         ctx = builder.build("goals", observation(1), step)

@@ -79,9 +79,9 @@ class Recording(Backend):
     def structured_support(self):
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.sent.append({"messages": json.loads(json.dumps(messages)), "max_tokens": max_tokens,
-                          "temperature": temperature})
+                          "temperature": temperature, "sampling": dict(sampling or {})})
         return ChatResult(text=self.answers[len(self.sent) - 1], reasoning=None, finish_reason="stop",
                           model=self.model_id, usage={})
 
@@ -115,7 +115,7 @@ def conway_requests(preset: str, tasks: list[str], steps: list[int] | None = Non
     bodies = []
     for sent in backend.sent:
         body = {"model": "any", "messages": sent["messages"], "max_tokens": sent["max_tokens"],
-                "temperature": sent["temperature"], **dict(family.sampling)}
+                "temperature": sent["temperature"], **sent["sampling"]}  # what the policy sent
         bodies.append(body)
     return bodies, slots, family
 

@@ -29,19 +29,19 @@ def test_backend_choice():
         backend_choice(cfg("policy=generic", "policy.endpoint=http://x:1", "policy.backend=llama_cpp"))
 
 
-@pytest.mark.parametrize("preset,kind,convention,rule,reply,image_cap,factor", [
-    ("generic", "generic", "absolute", "qwen2.5-vl", 512, 16384, 28),
-    ("opencua-7b", "opencua", "absolute", "opencua", 1500, 16384, 28),  # OpenCUAAgent(max_tokens=1500)
-    ("uitars-1.5-7b", "uitars", "absolute", "uitars", 1000, 16384, 28),  # OSWorld's UI-TARS-1.5 runtime_conf
-    ("qwen3-vl", "qwen3vl", "relative999", "qwen3-vl", 2048, 12800, 32),  # OSWorld's qwen3vl_agent.py 12800 tokens
+@pytest.mark.parametrize("preset,kind,convention,rule,reply,temperature,image_cap,factor", [
+    ("generic", "generic", "absolute", "qwen2.5-vl", 512, 0.0, 16384, 28),
+    ("opencua-7b", "opencua", "absolute", "opencua", 2048, 0.0, 16384, 28),  # run_multienv_opencua.py --max_tokens
+    ("uitars-1.5-7b", "uitars", "absolute", "uitars", 1000, 0.0, 16384, 28),  # OSWorld's UI-TARS-1.5 runtime_conf
+    ("qwen3-vl", "qwen3vl", "relative999", "qwen3-vl", 32768, None, 12800, 32),  # run_multienv_qwen3vl.py; 12800
 ])
-def test_adapter_defaults_per_family(preset, kind, convention, rule, reply, image_cap, factor):
+def test_adapter_defaults_per_family(preset, kind, convention, rule, reply, temperature, image_cap, factor):
     with ScriptedFakeServer() as fake:
         with build_model_policy(cfg(f"policy={preset}", f"policy.endpoint={fake.base_url}"),
                                 resolve_home(None)) as policy:
             assert policy.adapter.name == kind
             assert policy.settings.convention.value == convention and policy.settings.resize_rule == rule
-            assert policy.settings.max_tokens == reply and policy.settings.temperature == 0.0
+            assert policy.settings.max_tokens == reply and policy.settings.temperature == temperature
             assert policy.settings.image_max_tokens == image_cap
             assert policy.rule.max_pixels == min(image_cap * factor ** 2, get_resize_rule(rule).max_pixels)
 

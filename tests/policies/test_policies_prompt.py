@@ -105,7 +105,7 @@ class ScriptedBackend(Backend):
     def structured_support(self):
         return ["grammar"]
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.calls.append((messages, mode, spec))
         return ChatResult(text=self.text, reasoning=None, finish_reason="stop", model=self.model_id,
                           usage={"prompt_tokens": 5})

@@ -53,12 +53,13 @@ class Case:
     """The input point the source's own mapping gives for `answer` on `screen`."""
     max_tokens: int
     extra: tuple[str, ...] = ()
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """What the runner samples at (None: the agent sends no temperature)."""
 
 
 def _uitars_head(action_space: str) -> str:
     head = prompt_text("uitars/user_thought.txt").split("## User Instruction", 1)[0]
-    return head.replace("{action_space}", prompt_text(action_space)).replace("{language}", "English").strip()
+    return head.replace("{action_space}", prompt_text(action_space)).replace("{language}", "Chinese").strip()  # the runner's
 
 
 CASES: dict[str, Case] = {
@@ -69,15 +70,15 @@ CASES: dict[str, Case] = {
     # UI-TARS 1.0: OSWorld's uitars_agent.py keeps 1920x1080 (under its 2116800 px); 28-px rounding as the server's
     # processor does; parse_action_qwen2vl divides by 1000: (200, 300) -> (384, 324)
     "uitars": Case((1920, 1080), (1932, 1092), (_uitars_head("uitars/action_space_call_user.txt"),),
-                   UITARS_README, (384, 324), 1000),
+                   UITARS_README, (384, 324), 1500, temperature=1.0),  # run_multienv_uitars.py
     # OpenCUA qwen25 coordinates: OSWorld's own parse_response_to_cot_and_action (opencua_agent.py), run offline on
     # this answer at 1920x1080, gives pyautogui.click(1434, 339)
     "opencua-7b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                        "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
-                       "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 1500),
+                       "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048),
     "opencua-32b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                         "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
-                        "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 1500),
+                        "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048),
     # Qwen2.5-VL: OSWorld's qwen25vl_agent.py resizes to at most 1,003,520 px (1316x728) and scales the answer's
     # pixels by captured / processed: int(658 * 1920 / 1316), int(364 * 1080 / 728) = (960, 540)
     "qwen2.5-vl": Case((1920, 1080), (1316, 728),
@@ -85,13 +86,14 @@ CASES: dict[str, Case] = {
                         '"description": "Use a mouse and keyboard to interact with a computer, and take screenshots."',
                         "return a json object with function name and arguments within <tool_call></tool_call>"),
                        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
-                       '"coordinate": [658, 364]}}\n</tool_call>', (960, 540), 1500),
+                       '"coordinate": [658, 364]}}\n</tool_call>', (960, 540), 1500,
+                       temperature=1.0),  # run_multienv_qwen25vl.py
     # Qwen3-VL: factor 32 -> 1920x1088; OSWorld's qwen3vl_agent.py scales 500 * 1920 / 999, 500 * 1080 / 999 =
     # (960.96, 540.54) and truncates to (960, 540); Conway rounds to the nearest pixel
     "qwen3-vl": Case((1920, 1080), (1920, 1088), ("* The screen's resolution is 1000x1000.", "# Response format"),
                      'Action: Click the Display entry in the sidebar.\n<tool_call>\n{"name": "computer_use", '
                      '"arguments": {"action": "left_click", "coordinate": [500, 500]}}\n</tool_call>', (961, 541),
-                     2048),
+                     32768, temperature=None),  # run_multienv_qwen3vl.py; qwen3vl_agent.py sends no temperature
     # GTA1: the agent's request_vllm: x / W * 1920 with W, H the smart-resized size it states -> round(1005.7, 497.5)
     "gta1": Case((1920, 1080), (1932, 1092),
                  ("The image resolution is height 1092 and width 1932. For elements with area, return the center "
@@ -184,7 +186,7 @@ def test_the_preset_sends_its_sources_prompt_and_maps_its_sample_answer(name):
         with build_model_policy(config, resolve_home(None)) as policy:
             decision = policy.decide(_context(case.screen))
         request = fake.chat_requests[-1]
-    assert request["max_tokens"] == case.max_tokens and request["temperature"] == case.temperature
+    assert request["max_tokens"] == case.max_tokens and request.get("temperature") == case.temperature
     assert _image_sizes(request["messages"])[-1] == case.sent  # the current screenshot, as the source resizes it
     text = _texts(request["messages"])
     for expected in case.prompt:
@@ -276,7 +278,7 @@ def test_holo_offers_its_cookbooks_schema_to_a_server_that_honours_json_schema()
         def structured_support(self):
             return ["json_schema"]
 
-        def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+        def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
             self.calls.append((mode, spec))
             return ChatResult(text=CASES["holo1.5"].answer, reasoning=None, finish_reason="stop", model=self.model_id,
                               usage={})

@@ -64,7 +64,7 @@ class _Recording(Backend):
     def structured_support(self):
         return []
 
-    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed):
+    def complete(self, messages, *, mode, spec, max_tokens, temperature, seed, sampling=None):
         self.messages.append(messages)
         return ChatResult(text=self.text, reasoning=None, finish_reason="stop", model=self.model_id, usage={})
 
@@ -81,8 +81,10 @@ def _context() -> DecisionContext:
     return DecisionContext(parts=parts, observation=obs, step=1, action_types=["click", "wait", "finish"])
 
 
-TASK = '<file name="constitution.md">\nI am the owner\'s agent.\n</file>\n\n<file name="goals.md">\nOpen Display.\n</file>'
-"""Conway's parts of `_context()` as they fill a family's instruction slot."""
+TASK = "Open Display."
+"""What of `_context()` fills a family's instruction slot at the defaults: the task alone, as the agents send it."""
+FRAMED = '<file name="constitution.md">\nI am the owner\'s agent.\n</file>\n\n<file name="goals.md">\nOpen Display.\n</file>'
+"""The same under the deviations `constitution` and `goals` (`conway run`'s)."""
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -96,9 +98,15 @@ def test_opencua_sends_its_stored_system_prompt_and_instruction_template_unchang
     shot, instruction = user["content"]
     assert shot["type"] == "image_url"  # the screenshot first, then the instruction, as the agent sends them
     space = "\n".join(f"- {line}" for line in OpenCUAAdapter().action_space(_context()).split("\n- "))
+    assert instruction["text"] == prompt_text("opencua/instruction.txt").replace("{instruction}", TASK)
+    backend = _Recording("## Action:\nwait\n\n## Code:\n```code\ncomputer.wait()\n```")
+    policy = ModelPolicy(OpenCUAAdapter(level), backend, PolicySettings(
+        convention=Convention.ABSOLUTE, resize_rule="opencua", deviations=("constitution", "goals", "action_list")))
+    policy.decide(_context())
+    instruction = backend.messages[0][1]["content"][1]
     assert instruction["text"] == prompt_text("opencua/instruction.txt").replace(
-        "{instruction}", TASK.replace("\n\n<file name=\"goals.md\">", f"\n\n## action space\n{space[2:]}"
-                                      "\n\n<file name=\"goals.md\">"))
+        "{instruction}", FRAMED.replace("\n\n<file name=\"goals.md\">", f"\n\n## action space\n{space[2:]}"
+                                        "\n\n<file name=\"goals.md\">"))
     assert instruction["text"].endswith("Please generate the next move according to the screenshot, task "
                                         "instruction and previous steps (if provided).\n")
 
@@ -112,13 +120,13 @@ def test_uitars_sends_osworlds_layout_with_conways_task_as_its_user_instruction(
     template = prompt_text("uitars/user_thought.txt")
     assert template.endswith("## User Instruction\n{instruction}\n")
     expected = template.replace("{action_space}", prompt_text("uitars/action_space_normal.txt")).replace(
-        "{language}", "English").replace("{instruction}", TASK)
+        "{language}", "Chinese").replace("{instruction}", TASK)  # the runner's language
     assert prompt == {"role": "user", "content": [{"type": "text", "text": expected}]}
     assert [p["type"] for p in shot["content"]] == ["image_url"]  # the current screenshot alone, as trained
     assert expected.startswith("You are a GUI agent. You are given a task and your action history, with "
                                "screenshots. You need to perform the next action to complete the task. \n\n"
                                "## Output Format\n```\nThought: ...\nAction: ...\n```")
-    assert "finished(content='xxx')" in expected and "Use English in `Thought` part." in expected
+    assert "finished(content='xxx')" in expected and "Use Chinese in `Thought` part." in expected
 
 
 def test_qwen3vl_sends_osworlds_system_prompt_with_its_agents_tool_and_nothing_else():

@@ -23,7 +23,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import httpx
 
@@ -565,9 +565,11 @@ class HTTPBackend(Backend):
         return list(self._support)
 
     def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
-                 temperature: float, seed: int | None) -> ChatResult:
+                 temperature: float | None, seed: int | None,
+                 sampling: Mapping[str, float] | None = None) -> ChatResult:
         body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
-                                "temperature": temperature, "stream": False}
+                                **({"temperature": temperature} if temperature is not None else {}),
+                                **dict(sampling or {}), "stream": False}
         if seed is not None:
             body["seed"] = seed
         if self.server == "llama-server":  # reuse the KV cache of the shared prompt prefix (false: said so, as

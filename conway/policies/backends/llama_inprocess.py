@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from conway.cancel import Cancel, DecisionAborted, current_cancel
 from conway.errors import UserError
@@ -166,6 +166,10 @@ def _failure(exc: Exception, cancel: Cancel | None) -> Exception:
     if exceeded is not None:
         return exceeded
     return PolicyError(f"llama.cpp failed on this request: {exc}")
+
+
+_LLAMA_NAMES = {"repetition_penalty": "repeat_penalty"}
+"""Sampling parameters llama-cpp-python names otherwise than an OpenAI-compatible request."""
 
 
 class LlamaInProcessBackend(Backend):
@@ -347,13 +351,19 @@ class LlamaInProcessBackend(Backend):
         return out
 
     def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
-                 temperature: float, seed: int | None) -> ChatResult:
+                 temperature: float | None, seed: int | None,
+                 sampling: Mapping[str, float] | None = None) -> ChatResult:
+        """`temperature` None: llama.cpp's default; `sampling`: `top_p`, `frequency_penalty` (llama.cpp's
+        `frequency_penalty` and the OpenAI one are the same rule)."""
+        knobs = {**({"temperature": temperature} if temperature is not None else {}),
+                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items()}}
+        if "top_k" in knobs:
+            knobs["top_k"] = int(knobs["top_k"])
         with self._lock:
-            return self._complete(messages, mode=mode, spec=spec, max_tokens=max_tokens, temperature=temperature,
-                                  seed=seed)
+            return self._complete(messages, mode=mode, spec=spec, max_tokens=max_tokens, knobs=knobs, seed=seed)
 
     def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
-                  temperature: float, seed: int | None) -> ChatResult:
+                  knobs: dict[str, float], seed: int | None) -> ChatResult:
         grammar, response_format = self._output_grammar(mode, spec)
         if self._timed is not None:
             self._timed.reset()
@@ -372,7 +382,7 @@ class LlamaInProcessBackend(Backend):
         self._cancel = cancel
         try:
             with quiet_stderr(self.log, keep=False):  # libmtmd's add_text lines print the whole prompt
-                out, text, run = self._generate(messages, grammar, response_format, max_tokens, temperature, seed,
+                out, text, run = self._generate(messages, grammar, response_format, max_tokens, knobs, seed,
                                                 first_token_clock)
         except (ValueError, RuntimeError) as exc:  # e.g. "Prompt exceeds n_ctx"
             raise _failure(exc, cancel) from None
@@ -402,18 +412,18 @@ class LlamaInProcessBackend(Backend):
         return grammar, response_format
 
     def _generate(self, messages: list[dict[str, Any]], grammar: Any, response_format: dict[str, Any] | None,
-                  max_tokens: int, temperature: float, seed: int | None,
+                  max_tokens: int, knobs: dict[str, float], seed: int | None,
                   first_token_clock: Any) -> tuple[dict[str, Any], str, Any]:
         """(llama.cpp's output, its text, the prompt cache's run or None): through the prompt cache when there is
         one (the first token timed), else through llama-cpp-python's chat completion."""
         if self.prompt is not None:
             run = self.prompt.prepare(messages)
             out = self.llm.create_completion(
-                prompt=run.prompt_ids, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                prompt=run.prompt_ids, max_tokens=max_tokens, seed=seed, **knobs,
                 grammar=grammar, stopping_criteria=self._llama_cpp.StoppingCriteriaList([first_token_clock]))
             return out, out["choices"][0].get("text") or "", run
         kwargs: dict[str, Any] = dict(messages=self._messages(messages), max_tokens=max_tokens,
-                                      temperature=temperature, grammar=grammar)
+                                      grammar=grammar, **knobs)
         if response_format is not None:
             kwargs["response_format"] = response_format
         if seed is not None:

@@ -70,6 +70,11 @@ def context_check(config: ConwayConfig, n_ctx: int | None, source: str | None, t
     data = {"n_ctx": n_ctx, "window_source": source, "image_tokens": image_n, "reply_tokens": reply_n,
             "instruction_tokens_estimate": sizes["instructions and action space"], "part_tokens_estimate": sizes,
             "text_tokens": text_n, "n_ctx_train": trained, "screen": list(size), "screen_assumed": screen is None}
+    from conway.policies.conformance import window_refusal
+
+    refusal = window_refusal(config, n_ctx, source or window_setting, screen)
+    if refusal:  # the family's full window (its agent's screenshots and answers) does not fit: refused, never shrunk
+        return Check("context fits", "fail", refusal, data)
     if text_n < MIN_TEXT_TOKENS:
         return _too_small(numbers, data, {"image": image_n, "reply": reply_n, **sizes}, window_setting)
     notes = _window_notes(config, trained)

@@ -124,7 +124,9 @@ def _endpoint_checks(config: ConwayConfig, home: Home, parts: dict[str, str] | N
 def _local_model_checks(config: ConwayConfig, home: Home, choice: str, parts: dict[str, str] | None,
                         screen: tuple[int, int] | None) -> list[Check]:
     """A local GGUF: the files are there and fit, a decision fits the window, and what would run it is there."""
+    from conway.policies.conformance import sized_runtime
     from conway.runtime.resolver import resolve_local_model
+    config = sized_runtime(config, screen)  # the context Conway gives the model: its preset's full window
     p, rt = config.policy, config.runtime
     try:
         local = resolve_local_model(p.model_path, p.mmproj_path, n_ctx=rt.n_ctx, n_gpu_layers=rt.n_gpu_layers,

@@ -29,6 +29,9 @@ FAMILY = Family(
     render=evocua_turn,
     presets=("evocua", "evocua-s1"),
     prompts=("s2", "s1"),
+    # the S1 run of the same runner (configs/policy/evocua-s1.yaml): --coordinate_type qwen25 --resize_factor 28,
+    # max_history_turns 2 (3 screenshots a request)
+    by_prompt={"s1": {"resize": "qwen2.5-vl", "convention": "absolute", "history_images": 3}},
     # run_multienv_evocua.py: --max_tokens 32768, --temperature 0.0, --top_p 0.9 (call_llm sends all three, S1 too)
     max_tokens=32768,
     temperature=0.0,

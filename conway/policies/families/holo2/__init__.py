@@ -27,5 +27,6 @@ FAMILY = Family(
     # default; Holo2 thinks first by default, its reasoning parser takes the thought out); 4096 is Conway's bound
     max_tokens=4096,
     temperature=0.0,
+    image_encoding="jpeg",  # the notebook sends its screenshot as JPEG (Pillow's quality 75; Conway's is 85)
     image_max_tokens=16384,
 )

@@ -29,18 +29,21 @@ FAMILY = Family(
     # prompts kept here), cot_level l2 by default
     presets=("opencua-7b", "opencua-32b"),
     prompts=("l2", "l1", "l3", "l2-osworld"),  # l2-osworld: the prompt OSWorld's agent sends (its VM's facts)
-    # OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
-    # OpenCUAAgent(max_tokens=1500, temperature=0); its smart_resize max_pixels 12845056 = 16384 x 28 x 28
-    # (scripts/python/run_multienv_opencua.py passes --max_tokens 2048 by default)
-    max_tokens=1500,
+    # OSWorld scripts/python/run_multienv_opencua.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # --max_tokens 2048, --temperature 0, --top_p 0.9 into mm_agents/opencua/opencua_agent.py, whose call_llm asks
+    # again (up to 20 times) while an answer does not end with finish_reason "stop"; its smart_resize max_pixels
+    # 12845056 = 16384 x 28 x 28; PNG images
+    max_tokens=2048,
     temperature=0.0,
+    top_p=0.9,
+    retry_unfinished=20,
     image_max_tokens=16384,
     # mm_agents/opencua/opencua_agent.py OpenCUAAgent.predict with history_type action_history (the default of
     # scripts/python/run_multienv_opencua.py): `# Step N:` + `## Action:` assistant turns, the newest
     # max_image_history_length - 1 after their screenshot, older ones folded into one assistant text first
     conversation=Conversation(
         history_images=3,
-        replayed="each answer's `## Action:` section as `# Step N:` turns; the newest 2 after their screenshot, "
-                 "older ones folded into one assistant text",
+        replayed="every earlier answer's `## Action:` section as `# Step N:` turns; the newest 2 after their "
+                 "screenshot, all older ones folded into one assistant text",
         source="OSWorld mm_agents/opencua/opencua_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )

@@ -24,10 +24,12 @@ FAMILY = Family(
     resize=replace(QWEN25_VL_RULE, max_pixels=1003520, name="qwen25vl-agent"),
     render=qwen3vl_turn,  # the same <tool_call> answers (qwen3vl/parse.py reads both)
     presets=("qwen2.5-vl",),
-    # OSWorld mm_agents/qwen25vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
-    # max_tokens=1500; it samples at temperature 0.5, Conway stays at 0 (the cookbook sets neither)
+    # OSWorld scripts/python/run_multienv_qwen25vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
+    # --temperature 1.0, --top_p 0.9, --max_tokens 1500 into mm_agents/qwen25vl_agent.py (whose own default
+    # temperature, 0.5, the runner overrides); PNG images
     max_tokens=1500,
-    temperature=0.0,
+    temperature=1.0,
+    top_p=0.9,
     image_max_tokens=1280,
     # mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict (same commit): the last history_n (4) answers as assistant
     # turns after their screenshots (the first one with the instruction), older ones as `Step N: <line>` in the

@@ -32,19 +32,18 @@ FAMILY = Family(
     render=qwen3vl_turn,
     presets=("qwen3-vl",),
     # OSWorld scripts/python/run_multienv_qwen3vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)
-    # passes max_tokens 32768, the thinking variant's budget (Qwen3VLAgent thinking_budget=32768); a reply cap is
-    # reserved out of the window (8192 by default), so the instruct answer's one sentence and one tool call get
-    # 2048. Temperature 0 as there. mm_agents/qwen3vl_agent.py process_image: max_pixels 16*16*4*12800 =
-    # 12800 tokens of 32x32 px.
-    max_tokens=2048,
-    temperature=0.0,
+    # passes max_tokens 32768; mm_agents/qwen3vl_agent.py _call_llm_openai sends it and no temperature or top_p
+    # (both commented out there): the server's defaults. process_image: max_pixels 16*16*4*12800 = 12800 tokens
+    # of 32x32 px, PNG.
+    max_tokens=32768,
+    temperature=None,
     image_max_tokens=12800,
     # mm_agents/qwen3vl_agent.py Qwen3VLAgent.predict: the last history_n (4) answers as assistant turns after
     # their screenshots (the first one with the instruction), older ones as `Step N: <Action line>` in the
     # instruction's "Previous actions", then the current screenshot
     conversation=Conversation(
         history_images=5,
-        replayed="the newest 4 answers as written, after their screenshot; older ones as their `Action:` line in "
-                 "the instruction's Previous actions",
+        replayed="the newest 4 answers as written, after their screenshot; every older one as its `Action:` line "
+                 "in the instruction's Previous actions",
         source="OSWorld mm_agents/qwen3vl_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )

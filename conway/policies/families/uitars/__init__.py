@@ -29,15 +29,24 @@ FAMILY = Family(
     # OSWorld scripts/python/run_multienv_uitars15_v1.py, runtime_conf of infer_mode qwen25vl_normal (ljxpython/
     # OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6): max_tokens 1000, temperature 0.0,
     # max_pixels 16384*28*28 (also mm_agents/uitars15_v1.py MAX_PIXELS)
+    # and its request (mm_agents/uitars15_v1.py predict): frequency_penalty=1, top_p 0.9 (runtime_conf), PNG images,
+    # the thoughts asked in the runner's "language": "Chinese". UI-TARS 1.0 (scripts/python/run_multienv_uitars.py
+    # into mm_agents/uitars_agent.py): temperature 1.0, top_p 0.9, max_tokens 1500, frequency_penalty=1
     max_tokens=1000,
     temperature=0.0,
+    top_p=0.9,
+    frequency_penalty=1.0,
+    thought_language="Chinese",
+    # UI-TARS 1.0's preset (configs/policy/uitars.yaml) answers 0-1000 of its agent's own resize
+    by_prompt={"uitars-1.0": {"temperature": 1.0, "max_tokens": 1500, "resize": "uitars-1.0",
+                              "convention": "relative1000"}},
     image_max_tokens=16384,
     # mm_agents/uitars15_v1.py UITARSAgent.predict: system "You are a helpful assistant.", the prompt in the first
     # user turn, every past answer as an assistant turn (box tokens added), the last history_n - 1 of them after
     # their screenshot, then the current screenshot; history_n 5 (run_multienv_uitars15_v1.py)
     conversation=Conversation(
         history_images=5,
-        replayed="every answer as written (`Thought:` and `Action:`, box tokens added); the newest 4 after their "
-                 "screenshot",
+        replayed="every earlier answer as written (UI-TARS-1.5: box tokens added; 1.0: raw); the newest 4 after "
+                 "their screenshot",
         source="OSWorld mm_agents/uitars15_v1.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)"),
 )
