@@ -71,9 +71,10 @@ def test_opencua_and_uitars_formats_under_their_grammars():
     from conway.policies.factory import build_model_policy
     from conway.readiness.checks.decision import probe_context
     for kind, conv in (("opencua", "absolute"), ("uitars", "relative1000")):
-        # the trained prompts are long for the tiny model's 4096-token window: a shorter reply cap leaves them room
+        # the trained prompts are long for the tiny model's 4096-token window: a shorter reply cap, one screenshot
+        # and small images leave them room (a smaller window than the agents': a deviation, said at build)
         cfg = tiny_config(f"policy.kind={kind}", f"policy.convention={conv}", "policy.structured_output=grammar",
-                          "policy.max_tokens=1024")
+                          "policy.max_tokens=1024", "policy.history_images=1", "policy.image_max_tokens=256")
         with build_model_policy(cfg, resolve_home(None)) as policy:
             d = policy.decide(probe_context((640, 400)))
         assert d.actions and all(isinstance(a, _Action) for a in d.actions), (kind, d.raw_text, d.actions)

@@ -69,8 +69,10 @@ def _context() -> DecisionContext:
 
 
 def _policy(server: _Server, *extra: str):
+    # one screenshot: Qwen3-VL's own window (5) would not fit the tiny model's 4096 tokens, and the policy
+    # would refuse to start (a smaller window set explicitly is a deviation, which these tests do not look at)
     config = load_config(None, ["policy=qwen3-vl", f"policy.endpoint={server.base_url}", "policy.max_tokens=4",
-                                "policy.image_max_tokens=256", *extra])
+                                "policy.image_max_tokens=256", "policy.history_images=1", *extra])
     return build_model_policy(config, resolve_home(None))
 
 
