@@ -112,6 +112,7 @@ class Rounds:
 
         out = self.work / f"round-{r}" / f"{label}.json"
         if not out.is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)  # the base's point comes before round 0's rollouts
             _aside(out.with_name(f"{label}.tasks"))
             cfg = load_config(self.home.config, [*self.overrides(policy), "policy.temperature=0"])
             tasks_run(self.home, cfg, suite, output=str(out), max_steps=self.args.max_steps, quiet=True,
