@@ -229,8 +229,11 @@ class DisposableDesktop:
             "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "xterm-256color",
             "DISPLAY": self.display, "XDG_RUNTIME_DIR": run, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus",
             # accessibility on for every toolkit: GTK 3 loads its bridge by itself unless NO_AT_BRIDGE is set
-            # (it is not); GTK 2 needs the modules named; Qt reads these two
+            # (it is not); GTK 2 needs the modules named; Qt reads these two; Gecko (Thunderbird) shows nothing
+            # to AT-SPI without GNOME_ACCESSIBILITY=1 where no GNOME setting turns accessibility on (OSWorld's
+            # VM has GNOME's on; its Thunderbird tasks are scored on that tree)
             "GTK_MODULES": "gail:atk-bridge", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+            "GNOME_ACCESSIBILITY": "1",
         }
 
     def env(self) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Callable
 
 import psutil
 import pytest
-from helpers.desktop_fixtures import APPS, AppLog, require, wait_until
+from helpers.desktop_fixtures import APPS, AppLog, need, require, wait_until, xdotool
 from lxml import etree
 
 from conway.observe.accessibility import snapshot
@@ -147,6 +147,30 @@ def test_accessibility_tree_is_osworlds_xml_of_a_real_gtk_window(desk: Disposabl
              {"xpath": "//text[@st:editable='true']", "text": "hello", "exact": True}]
     assert check(GETTERS_AND_METRICS["accessibility_tree"](desk, {}), rules) == 1.0
     assert check(xml, [{"selectors": ['push-button[name="Publish"]']}]) == 0.0
+
+
+def test_accessibility_tree_shows_thunderbird_to_osworlds_rules(desk: DisposableDesktop) -> None:
+    """thunderbird/15c3b339's rule on a real Thunderbird: its first-run account form, the address typed in."""
+    _atspi_ready()
+    need("thunderbird", "thunderbird")
+    run_setup([{"type": "launch", "parameters": {"command": ["/usr/bin/thunderbird"]}}], desk,
+              SetupLimits(window_wait_s=90))
+    check = GETTERS_AND_METRICS["check_accessibility_tree"]
+    form = [{"selectors": ['application[name=Thunderbird] [attr|id="autoConfigEmailForm"] entry[attr|id="email"]']}]
+    xml = wait_until(lambda: (t := desk.accessibility_tree()) and check(t, form) == 1.0 and t, timeout=90,
+                     interval=1.0, what="Thunderbird's account form in the accessibility tree")
+    typed_rule = [{"xpath": "//application[@name='Thunderbird']//*[contains(text(), 'anonym-x2024@outlook.com') "
+                            "or contains(@name, 'anonym-x2024@outlook.com')]"}]
+    assert check(xml, typed_rule) == 0.0
+    entry = etree.fromstring(xml.encode()).xpath("//entry[@attr:id='email']", namespaces={
+        "attr": "https://accessibility.ubuntu.example.org/ns/attributes"})[0]
+    x, y = (int(v) for v in entry.get("{https://accessibility.ubuntu.example.org/ns/component}screencoord")
+            .strip("()").split(", "))
+    xdotool(desk.display, "mousemove", str(x + 20), str(y + 15))
+    xdotool(desk.display, "click", "1")
+    xdotool(desk.display, "type", "--delay", "30", "anonym-x2024@outlook.com")
+    wait_until(lambda: check(desk.accessibility_tree() or "<none/>", typed_rule) == 1.0, timeout=30, interval=1.0,
+               what="the typed address in Thunderbird's accessibility tree")
 
 
 def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(desk: DisposableDesktop) -> None:
