@@ -140,14 +140,18 @@ def _office_accessible() -> bool:
 
 
 def _office_tree(task: Task, office_accessible: Callable[[], bool]) -> list[str]:
-    """A LibreOffice task scored on the accessibility tree needs LibreOffice in that tree: without a plugin that
-    exposes it, the tree holds no LibreOffice window and the task would score 0 whatever the agent did."""
+    """A task scored on LibreOffice's part of the accessibility tree needs LibreOffice in that tree: without a
+    plugin that exposes it, the tree holds no LibreOffice window and the task would score 0 whatever the agent
+    did. Such a task: `check_left_panel` (Impress's panel), or the tree read for a task whose applications are
+    all LibreOffice (a task of Thunderbird and Calc reads Thunderbird's part)."""
     if not any(g["type"] == "accessibility_tree" for g in _getters(task)):
         return []
     apps = {app.strip().lower().replace(" ", "_") for app in task.related_apps}
     launched = {_launched(step) for _, step in _steps(task) if step["type"] == "launch"}
+    others = any(APP_PROGRAMS.get(a, (a,)) not in (OFFICE, ()) for a in apps) or bool(launched - set(OFFICE))
     office = any(APP_PROGRAMS.get(a) == OFFICE for a in apps) or bool(launched & set(OFFICE))
-    if not office or office_accessible():
+    needed = "check_left_panel" in task.evaluator.funcs or (office and not others)
+    if not needed or office_accessible():
         return []
     return ["getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes them "
             "to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)"]

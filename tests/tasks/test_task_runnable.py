@@ -194,6 +194,10 @@ def test_a_libreoffice_task_scored_on_the_accessibility_tree_needs_libreoffice_i
                             office_accessible=lambda: False) == [reason]
     tabs = {"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
             "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}}
-    mail = make(evaluator=tabs, apps=("thunderbird",))
-    assert why_not_runnable(mail, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == []
+    for apps in (("thunderbird",), ("thunderbird", "libreoffice_calc")):  # multi_apps/f5c13cdd: Thunderbird's part
+        mail = make(evaluator=tabs, apps=apps)
+        assert why_not_runnable(mail, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                                office_accessible=lambda: False) == []
+    calc = make(evaluator=tabs, apps=("libreoffice_calc",))
+    assert why_not_runnable(calc, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            office_accessible=lambda: False) == [reason]
