@@ -40,6 +40,9 @@ TERMINAL = "lxterminal"
 HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates", "Videos")
 """The user folders an Ubuntu home has (xdg-user-dirs), as in OSWorld's VM: made empty in the disposable home."""
 _TERMINAL_HELPER = Path(__file__).with_name("_terminal_text.py")
+_TREE_HELPER = Path(__file__).with_name("_atspi_xml.py")
+TREE_TIMEOUT_S = 120.0
+"""How long reading the whole accessibility tree may take (a large LibreOffice or Thunderbird tree takes seconds)."""
 _PATH = SYSTEM_PATH
 _BUS_SERVICES = ("org.a11y.Bus.service", "ca.desrt.dconf.service")
 _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -226,8 +229,11 @@ class DisposableDesktop:
             "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "xterm-256color",
             "DISPLAY": self.display, "XDG_RUNTIME_DIR": run, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus",
             # accessibility on for every toolkit: GTK 3 loads its bridge by itself unless NO_AT_BRIDGE is set
-            # (it is not); GTK 2 needs the modules named; Qt reads these two
+            # (it is not); GTK 2 needs the modules named; Qt reads these two; Gecko (Thunderbird) shows nothing
+            # to AT-SPI without GNOME_ACCESSIBILITY=1 where no GNOME setting turns accessibility on (OSWorld's
+            # VM has GNOME's on; its Thunderbird tasks are scored on that tree)
             "GTK_MODULES": "gail:atk-bridge", "QT_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+            "GNOME_ACCESSIBILITY": "1",
         }
 
     def env(self) -> dict[str, str]:
@@ -345,6 +351,18 @@ class DisposableDesktop:
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
             return None
         return None if text is None else text.rstrip()
+
+    def accessibility_tree(self) -> str | None:
+        """Every application's accessibility tree on this desktop as OSWorld's XML (`_atspi_xml.py`, run outside
+        the sandbox on this desktop's bus); None when the accessibility bus does not answer (within
+        `TREE_TIMEOUT_S`) or AT-SPI is not available."""
+        try:
+            done = subprocess.run([sys.executable, str(_TREE_HELPER)], env={**os.environ, **self.env()},
+                                  capture_output=True, text=True, timeout=TREE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            xml = json.loads(done.stdout.strip().splitlines()[-1])["xml"]
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
+            return None
+        return xml if isinstance(xml, str) else None
 
 
 def _sandboxed(home: str, bwrap: str) -> dict[int, psutil.Process]:

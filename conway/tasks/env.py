@@ -59,3 +59,9 @@ class TaskEnv(Protocol):
         """The text a terminal window on the task's display shows, read through AT-SPI (OSWorld's
         `vm_terminal_output`); None when no terminal is open or the accessibility bus does not answer."""
         ...
+
+    def accessibility_tree(self) -> str | None:
+        """Every application's accessibility tree on the task's desktop as the XML OSWorld's VM server gives
+        (`desktop-frame` root, tags from role names, `st:`/`attr:`/`cp:` attributes); None when the
+        accessibility bus does not answer."""
+        ...

@@ -151,6 +151,17 @@ def vm_terminal_output(env: TaskEnv, config: dict[str, Any]) -> str | None:
     return env.terminal_output()
 
 
+def accessibility_tree(env: TaskEnv, config: dict[str, Any]) -> str:
+    """Every application's accessibility tree on the task's desktop, as the XML OSWorld's VM server gives (read
+    through AT-SPI on the desktop's own bus). A bus that does not answer raises: OSWorld's getter hands None
+    then, on which both its metrics raise (scored 0 there as here, with the reason said here)."""
+    xml = env.accessibility_tree()
+    if xml is None:
+        raise RuntimeError("the accessibility tree could not be read (the desktop's accessibility bus did not "
+                           "answer, or AT-SPI is not installed: gir1.2-atspi-2.0 and PyGObject)")
+    return xml
+
+
 def _settings_file(env: TaskEnv, guest: str, what: str) -> str:
     host = env.host_path(guest)
     if not host.is_file():
@@ -211,6 +222,7 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "vm_file": vm_file, "cloud_file": cloud_file, "cache_file": cache_file, "rule": rule,
     "vm_command_line": vm_command_line, "vm_command_error": vm_command_error,
     "list_directory": list_directory, "vm_terminal_output": vm_terminal_output,
+    "accessibility_tree": accessibility_tree,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
     "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "content_from_vm_file": content_from_vm_file, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
     **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS, **slide_files.GETTERS,

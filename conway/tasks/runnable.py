@@ -126,6 +126,37 @@ def _apps(task: Task, installed: Callable[[str], bool]) -> list[str]:
     return reasons
 
 
+OFFICE_A11Y_PLUGINS = ("gtk3", "kf5", "qt5", "gtk3_kde5")
+"""LibreOffice's toolkit plugins that expose its windows over AT-SPI (its own X11 one, `gen`, exposes nothing)."""
+
+
+def _office_accessible() -> bool:
+    """Whether LibreOffice here has a toolkit plugin that shows its windows to AT-SPI (Debian's libreoffice-gtk3)."""
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        return False
+    program = Path(soffice).resolve().parent
+    return any((program / f"libvclplug_{name}lo.so").is_file() for name in OFFICE_A11Y_PLUGINS)
+
+
+def _office_tree(task: Task, office_accessible: Callable[[], bool]) -> list[str]:
+    """A task scored on LibreOffice's part of the accessibility tree needs LibreOffice in that tree: without a
+    plugin that exposes it, the tree holds no LibreOffice window and the task would score 0 whatever the agent
+    did. Such a task: `check_left_panel` (Impress's panel), or the tree read for a task whose applications are
+    all LibreOffice (a task of Thunderbird and Calc reads Thunderbird's part)."""
+    if not any(g["type"] == "accessibility_tree" for g in _getters(task)):
+        return []
+    apps = {app.strip().lower().replace(" ", "_") for app in task.related_apps}
+    launched = {_launched(step) for _, step in _steps(task) if step["type"] == "launch"}
+    others = any(APP_PROGRAMS.get(a, (a,)) not in (OFFICE, ()) for a in apps) or bool(launched - set(OFFICE))
+    office = any(APP_PROGRAMS.get(a) == OFFICE for a in apps) or bool(launched & set(OFFICE))
+    needed = "check_left_panel" in task.evaluator.funcs or (office and not others)
+    if not needed or office_accessible():
+        return []
+    return ["getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes them "
+            "to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)"]
+
+
 def _cache(task: Task, cache_dir: Path | None) -> list[str]:
     wanted: list[tuple[str, Path | None]] = []
     reasons = []
@@ -239,10 +270,12 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      installed: Callable[[str], bool] = _which, getters: Mapping[str, Any] = GETTERS,
                      metrics: Mapping[str, Any] = METRICS,
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
-                     importable: Callable[[str], bool] | None = None, network: bool = False) -> list[str]:
+                     importable: Callable[[str], bool] | None = None, network: bool = False,
+                     office_accessible: Callable[[], bool] = _office_accessible) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
     (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
-    this machine's network) a task that needs the live web is not held back for it."""
+    this machine's network) a task that needs the live web is not held back for it. `office_accessible`: does
+    LibreOffice here show its windows to AT-SPI."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -266,6 +299,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
         elif problems := unsupported(func, options):
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
+    reasons += _office_tree(task, office_accessible)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)
     if network:

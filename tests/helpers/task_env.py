@@ -6,7 +6,7 @@ Commands are real processes (bounded, their process group killed at the
 limit) that run with HOME set to that folder and it as their working
 directory, but without a mount namespace: a command must say `~` or a relative
 path, not `/home/user`. The terminal text is whatever the test sets
-(`terminal_text`): there is no AT-SPI terminal here. The real, sandboxed
+(`terminal_text`), and so is the accessibility tree (`tree_xml`): there is no AT-SPI here. The real, sandboxed
 environment is `conway.sandbox`'s.
 """
 
@@ -30,6 +30,7 @@ class TestTaskEnv:
     cache_dir: Path | None = None
     display: str = ":0"
     terminal_text: str | None = None
+    tree_xml: str | None = None
     commands: list = field(default_factory=list)
 
     def host_path(self, guest_path: str) -> Path:
@@ -67,3 +68,6 @@ class TestTaskEnv:
 
     def terminal_output(self) -> str | None:
         return self.terminal_text
+
+    def accessibility_tree(self) -> str | None:
+        return self.tree_xml

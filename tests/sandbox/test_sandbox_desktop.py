@@ -13,13 +13,18 @@ from typing import Callable
 
 import psutil
 import pytest
-from helpers.desktop_fixtures import APPS, AppLog, require, wait_until
+from helpers.desktop_fixtures import APPS, AppLog, need, require, wait_until, xdotool
+from lxml import etree
 
 from conway.observe.accessibility import snapshot
 from conway.sandbox.desktop import TERMINAL, DisposableDesktop
 from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.setup import SetupError, SetupLimits, run_setup
 from conway.tasks.env import CommandResult, PathEscape, TaskEnv
+from conway.tasks.getters import GETTERS
+from conway.tasks.metrics import METRICS
+
+GETTERS_AND_METRICS = {**GETTERS, **METRICS}
 
 pytestmark = pytest.mark.desktop
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
@@ -113,6 +118,59 @@ def test_the_observer_reads_a_gtk_app_on_the_private_display(desk: DisposableDes
         return snap if snap.ok and '"Save draft"' in (snap.text or "") else None
     snap = wait_until(tree, timeout=30, interval=0.3, what="the GTK app in the accessibility tree")
     assert 'frame "Conway GTK probe"' in snap.text
+
+
+def test_accessibility_tree_is_osworlds_xml_of_a_real_gtk_window(desk: DisposableDesktop) -> None:
+    _atspi_ready()
+    system_gi = subprocess.run(["/usr/bin/python3", "-c", "import gi"], capture_output=True).returncode == 0
+    require(system_gi, "python3-gi not installed (apt-get install python3-gi gir1.2-gtk-3.0)")
+    shutil.copy(APPS / "gtk_probe_app.py", desk.home / "gtk_probe_app.py")
+    (desk.home / "gtk.jsonl").write_text("")
+    desk.spawn(["/usr/bin/python3", "gtk_probe_app.py", "/home/user/gtk.jsonl"])
+    log = AppLog(desk.home / "gtk.jsonl")
+    wait_until(lambda: any(e["event"] == "ready" for e in log.events()), timeout=30, what="the GTK app")
+    xml = wait_until(lambda: (t := desk.accessibility_tree()) and 'name="Save draft"' in t and t, timeout=30,
+                     interval=0.5, what="the GTK app's buttons in the accessibility tree")
+    root = etree.fromstring(xml.encode())
+    ns = {"st": "https://accessibility.ubuntu.example.org/ns/state",
+          "cp": "https://accessibility.ubuntu.example.org/ns/component"}
+    assert root.tag == "desktop-frame"
+    frame = root.xpath("application/frame[@name='Conway GTK probe']")
+    assert len(frame) == 1 and frame[0].get(f"{{{ns['st']}}}showing") == "true"
+    button = frame[0].xpath(".//push-button[@name='Save draft']")[0]
+    assert button.get(f"{{{ns['cp']}}}screencoord", "").startswith("(") and button.get(f"{{{ns['cp']}}}size")
+    assert frame[0].xpath(".//check-box[@name='Remember me']")
+    assert [e.text for e in frame[0].xpath(".//text[@st:editable='true']", namespaces=ns)] == ["hello"]
+    # and the metric reads it as OSWorld's does, with CSS selectors and XPath
+    check = GETTERS_AND_METRICS["check_accessibility_tree"]
+    rules = [{"selectors": ['frame[name="Conway GTK probe"] push-button[name="Discard"]']},
+             {"xpath": "//text[@st:editable='true']", "text": "hello", "exact": True}]
+    assert check(GETTERS_AND_METRICS["accessibility_tree"](desk, {}), rules) == 1.0
+    assert check(xml, [{"selectors": ['push-button[name="Publish"]']}]) == 0.0
+
+
+def test_accessibility_tree_shows_thunderbird_to_osworlds_rules(desk: DisposableDesktop) -> None:
+    """thunderbird/15c3b339's rule on a real Thunderbird: its first-run account form, the address typed in."""
+    _atspi_ready()
+    need("thunderbird", "thunderbird")
+    run_setup([{"type": "launch", "parameters": {"command": ["/usr/bin/thunderbird"]}}], desk,
+              SetupLimits(window_wait_s=90))
+    check = GETTERS_AND_METRICS["check_accessibility_tree"]
+    form = [{"selectors": ['application[name=Thunderbird] [attr|id="autoConfigEmailForm"] entry[attr|id="email"]']}]
+    xml = wait_until(lambda: (t := desk.accessibility_tree()) and check(t, form) == 1.0 and t, timeout=90,
+                     interval=1.0, what="Thunderbird's account form in the accessibility tree")
+    typed_rule = [{"xpath": "//application[@name='Thunderbird']//*[contains(text(), 'anonym-x2024@outlook.com') "
+                            "or contains(@name, 'anonym-x2024@outlook.com')]"}]
+    assert check(xml, typed_rule) == 0.0
+    entry = etree.fromstring(xml.encode()).xpath("//entry[@attr:id='email']", namespaces={
+        "attr": "https://accessibility.ubuntu.example.org/ns/attributes"})[0]
+    x, y = (int(v) for v in entry.get("{https://accessibility.ubuntu.example.org/ns/component}screencoord")
+            .strip("()").split(", "))
+    xdotool(desk.display, "mousemove", str(x + 20), str(y + 15))
+    xdotool(desk.display, "click", "1")
+    xdotool(desk.display, "type", "--delay", "30", "anonym-x2024@outlook.com")
+    wait_until(lambda: check(desk.accessibility_tree() or "<none/>", typed_rule) == 1.0, timeout=30, interval=1.0,
+               what="the typed address in Thunderbird's accessibility tree")
 
 
 def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(desk: DisposableDesktop) -> None:

@@ -176,3 +176,28 @@ def test_a_metric_option_or_rule_not_implemented_here_is_a_reason():
                                                             "dest": "a.xlsx"},
                         "options": {"rules": rules[:1]}})
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == []
+
+
+def test_a_libreoffice_task_scored_on_the_accessibility_tree_needs_libreoffice_in_that_tree():
+    panel = {"func": "check_left_panel", "result": {"type": "accessibility_tree"}}  # libreoffice_impress/ef9d12bd
+    launch = [{"type": "launch", "parameters": {"command": ["libreoffice", "--impress"]}}]
+    t = make(config=launch, evaluator=panel, apps=("libreoffice_impress",))
+    reason = ("getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes "
+              "them to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)")
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            office_accessible=lambda: False) == [reason]
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            office_accessible=lambda: True) == []
+    # a launch of LibreOffice alone counts; a task on another application's tree does not ask
+    launched = make(config=launch, evaluator=panel, apps=("os",))
+    assert why_not_runnable(launched, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            office_accessible=lambda: False) == [reason]
+    tabs = {"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
+            "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}}
+    for apps in (("thunderbird",), ("thunderbird", "libreoffice_calc")):  # multi_apps/f5c13cdd: Thunderbird's part
+        mail = make(evaluator=tabs, apps=apps)
+        assert why_not_runnable(mail, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                                office_accessible=lambda: False) == []
+    calc = make(evaluator=tabs, apps=("libreoffice_calc",))
+    assert why_not_runnable(calc, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            office_accessible=lambda: False) == [reason]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from conway.tasks.metrics import (
+    accessibility,
     archives,
     audio_tags,
     browser,
@@ -36,7 +37,8 @@ from conway.tasks.metrics import (
 )
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
-           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags, html_trees)
+           images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags, html_trees,
+           accessibility)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -64,7 +66,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "check_slide_orientation_Portrait": ("pptx",),
                                          "check_image_stretch_and_center": ("pptx",),
                                          "evaluate_presentation_fill_to_rgb_distance": ("pptx",),
-                                         "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_htmls": ("lxml",), "compare_zip_files": ("pymupdf",)}
+                                         "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_htmls": ("lxml",), "compare_zip_files": ("pymupdf",),
+                                         "check_accessibility_tree": ("lxml", "cssselect")}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
