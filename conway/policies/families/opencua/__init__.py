@@ -20,7 +20,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
     # the Qwen2.5-VL rule under its own name: scripts/python/run_multienv_opencua.py --coordinate_type qwen25
-    resize=replace(QWEN25_VL_RULE, name="opencua"),
+    resize=replace(QWEN25_VL_RULE, name="opencua", server_resizes=True),
     render=opencua_turn,
     # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
     architecture=Architecture("opencua", remote_code=True, gguf=False),
