@@ -127,6 +127,7 @@ def conway_episode(preset: str, tmp_path: Path) -> list[dict[str, Any]]:
     init_home(home)
     with ScriptedFakeServer(responder=recorder) as fake:
         config = load_config(home.config, [f"policy={preset}", f"policy.endpoint={fake.base_url}"])
+        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
         with build_model_policy(config, home) as policy:
             builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
                                      Memory(home.memory, home.memory_previous), say=lambda line: None)
