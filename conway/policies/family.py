@@ -101,7 +101,8 @@ class Family:
     """Times the agent asks again, with the same request, when an answer does not end with finish_reason "stop"
     (OpenCUA's `call_llm`); 0: never."""
     image_encoding: str = "png"
-    """How the agent encodes its screenshots (every OSWorld agent sends PNG); `jpeg` for Conway's own layout."""
+    """How the agent encodes its screenshots (every OSWorld agent sends PNG); `jpeg` (q85) for Conway's own layout;
+    `jpeg<QUALITY>` for an agent's own JPEG quality (`imaging.Encoding.parse`)."""
     thought_language: str | None = None
     """The language the agent's prompt asks its thoughts in (UI-TARS' `{language}`: OSWorld's runners fill in
     Chinese); None: the prompt has no such slot."""

@@ -27,4 +27,5 @@ FAMILY = Family(
     max_tokens=128,
     temperature=0.0,
     image_max_tokens=1280,  # 14*14*4*1280 px: the cookbook's max_pixels
+    image_encoding="jpeg90",  # the notebook sends its resized screenshot as JPEG, quality 90
 )
