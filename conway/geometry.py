@@ -30,6 +30,7 @@ __all__ = [
     "ResizeRule",
     "QWEN2_VL_RULE",
     "QWEN25_VL_RULE",
+    "QWEN25_VL_SERVER_RULE",
     "UITARS_1_0_RULE",
     "NO_RESIZE",
     "SHARED_RESIZE_RULES",
@@ -211,11 +212,14 @@ QWEN2_VL_RULE = replace(QWEN25_VL_RULE, name="qwen2-vl")
 """Qwen2-VL resizes as Qwen2.5-VL does."""
 # UI-TARS 1.0 in OSWorld (mm_agents/uitars_agent.py): the screenshot scaled down to at most 2116800 px (at least
 # 3136); its 0-1000 answers do not depend on the exact size, the server's processor rounds to 28 as this does
+QWEN25_VL_SERVER_RULE = replace(QWEN25_VL_RULE, name="qwen2.5-vl-server", server_resizes=True)
+"""Qwen2.5-VL's rule applied by the server's processor: the screenshot sent as captured (EvoCUA S1's agent)."""
 UITARS_1_0_RULE = ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800, name="uitars-1.0", server_resizes=True)
 """UI-TARS 1.0's (the `uitars` preset names it; the uitars family's own rule is UI-TARS-1.5's)."""
 NO_RESIZE = ResizeRule(factor=1, min_pixels=1, max_pixels=None, name="none")
 """The image as captured."""
-SHARED_RESIZE_RULES: tuple[ResizeRule, ...] = (QWEN2_VL_RULE, QWEN25_VL_RULE, UITARS_1_0_RULE, NO_RESIZE)
+SHARED_RESIZE_RULES: tuple[ResizeRule, ...] = (QWEN2_VL_RULE, QWEN25_VL_RULE, QWEN25_VL_SERVER_RULE, UITARS_1_0_RULE,
+                                               NO_RESIZE)
 """The rules no one family owns."""
 
 
