@@ -307,3 +307,15 @@ def test_the_qwen25vl_system_turn_is_what_osworlds_agent_sends():
     golden = json.loads((REPO / "tests" / "data" / "goldens" / "qwen25vl.json").read_text(encoding="utf-8"))
     sent = golden["requests"][0]["messages"][0]["content"][0]["text"]
     assert system_prompt(None, (1316, 728), Convention.ABSOLUTE) == sent
+
+
+def test_an_osworld_task_run_sends_the_prompt_the_osworld_agent_sends():
+    """OpenCUA on OSWorld's tasks: the rebound prompt its agent sends (the VM's facts); on the user's own desktop
+    (Conway's tasks, `start --task`) the training one; a prompt set explicitly is kept."""
+    config = load_config(None, ["policy=opencua-7b"])
+    assert config.policy.prompt == "auto"
+    assert config.for_task_formats({"osworld"}).policy.prompt == "l2-osworld"
+    assert config.for_task_formats({"conway"}).policy.prompt == "auto"
+    assert config.for_task_formats({"osworld", "conway"}).policy.prompt == "auto"
+    assert load_config(None, ["policy=opencua-7b", "policy.prompt=l1"]).for_task_formats({"osworld"}).policy.prompt == "l1"
+    assert load_config(None, ["policy=uitars-1.5-7b"]).for_task_formats({"osworld"}).policy.prompt == "uitars-1.5"
