@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -515,6 +516,16 @@ class ConwayConfig(_Section):
     observe: ObserveConfig = ObserveConfig()
     tools: ToolsConfig = ToolsConfig()
     skills: SkillsConfig = SkillsConfig()
+
+    def for_task_formats(self, formats: Collection[str]) -> "ConwayConfig":
+        """This configuration for a run of tasks of `formats` (`Task.format`): when every one is OSWorld's, a
+        family's prompt left at `auto` is the one its OSWorld agent sends (`Family.osworld_prompt`, with facts of
+        OSWorld's VM); on the user's own desktop (Conway's tasks, `start --task`) the training one is kept."""
+        family = FAMILIES.get(self.policy.kind)
+        if (family is None or family.osworld_prompt is None or self.policy.prompt != "auto" or not formats
+                or set(formats) != {"osworld"}):
+            return self
+        return self.model_copy(update={"policy": self.policy.model_copy(update={"prompt": family.osworld_prompt})})
 
     def digest(self) -> str:
         """Stable hash of the resolved config (reports and checkpoints carry it)."""

@@ -30,6 +30,7 @@ __all__ = [
     "ResizeRule",
     "QWEN2_VL_RULE",
     "QWEN25_VL_RULE",
+    "QWEN25_VL_SERVER_RULE",
     "UITARS_1_0_RULE",
     "NO_RESIZE",
     "SHARED_RESIZE_RULES",
@@ -150,6 +151,21 @@ class ResizeRule:
     min_pixels: int
     max_pixels: int | None
     name: str = field(kw_only=True, compare=False)
+    resample: str = field(default="lanczos", kw_only=True, compare=False)
+    """Pillow's filter when Conway resizes (`lanczos`; `bicubic`: Pillow's default, as an agent that calls
+    `Image.resize` without one resizes)."""
+    server_resizes: bool = field(default=False, kw_only=True, compare=False)
+    """The agent sends the screenshot as captured and the server's processor resizes it by this rule (the model
+    answers in the resized image's pixels): Conway sends it as captured too when the rule only rounds its sides
+    (`sends_captured`), the resized size still the frame of the answers."""
+
+    def sends_captured(self, captured_size: Size) -> bool:
+        """The screenshot goes as captured: the server's processor only rounds its sides to this rule's target (a
+        target scaled down, by a token cap, is sent resized: a server would not know that cap)."""
+        if not self.server_resizes:
+            return False
+        (w, h), (tw, th) = captured_size, self.target_size(captured_size)
+        return abs(tw - w) <= self.factor // 2 and abs(th - h) <= self.factor // 2
 
     def __post_init__(self) -> None:
         if self.factor < 1 or self.min_pixels < 1:
@@ -196,11 +212,14 @@ QWEN2_VL_RULE = replace(QWEN25_VL_RULE, name="qwen2-vl")
 """Qwen2-VL resizes as Qwen2.5-VL does."""
 # UI-TARS 1.0 in OSWorld (mm_agents/uitars_agent.py): the screenshot scaled down to at most 2116800 px (at least
 # 3136); its 0-1000 answers do not depend on the exact size, the server's processor rounds to 28 as this does
-UITARS_1_0_RULE = ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800, name="uitars-1.0")
+QWEN25_VL_SERVER_RULE = replace(QWEN25_VL_RULE, name="qwen2.5-vl-server", server_resizes=True)
+"""Qwen2.5-VL's rule applied by the server's processor: the screenshot sent as captured (EvoCUA S1's agent)."""
+UITARS_1_0_RULE = ResizeRule(factor=28, min_pixels=3136, max_pixels=2116800, name="uitars-1.0", server_resizes=True)
 """UI-TARS 1.0's (the `uitars` preset names it; the uitars family's own rule is UI-TARS-1.5's)."""
 NO_RESIZE = ResizeRule(factor=1, min_pixels=1, max_pixels=None, name="none")
 """The image as captured."""
-SHARED_RESIZE_RULES: tuple[ResizeRule, ...] = (QWEN2_VL_RULE, QWEN25_VL_RULE, UITARS_1_0_RULE, NO_RESIZE)
+SHARED_RESIZE_RULES: tuple[ResizeRule, ...] = (QWEN2_VL_RULE, QWEN25_VL_RULE, QWEN25_VL_SERVER_RULE, UITARS_1_0_RULE,
+                                               NO_RESIZE)
 """The rules no one family owns."""
 
 
@@ -216,7 +235,7 @@ def resize_for_model(image: Image.Image, rule: ResizeRule) -> tuple[Image.Image,
     target = rule.target_size(image.size)
     if target == image.size:
         return image, target
-    return image.resize(target, _Image.Resampling.LANCZOS), target
+    return image.resize(target, _Image.Resampling[rule.resample.upper()]), target
 
 
 # --------------------------------------------------------------------------

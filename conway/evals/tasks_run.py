@@ -444,6 +444,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     cases = plan_cases(suite, cache_dir, network)
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
+    config = config.for_task_formats({c.task.format for c in cases if c.task is not None})  # OSWorld's: its prompt
     out, _ = check_outputs(output, home, cases=len(cases))
     _check_outside(out, suite_source)
     folder = tasks_folder(out)

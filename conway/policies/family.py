@@ -101,10 +101,15 @@ class Family:
     """Times the agent asks again, with the same request, when an answer does not end with finish_reason "stop"
     (OpenCUA's `call_llm`); 0: never."""
     image_encoding: str = "png"
-    """How the agent encodes its screenshots (every OSWorld agent sends PNG); `jpeg` for Conway's own layout."""
+    """How the agent encodes its screenshots (every OSWorld agent sends PNG); `jpeg` (q85) for Conway's own layout;
+    `jpeg<QUALITY>` for an agent's own JPEG quality (`imaging.Encoding.parse`)."""
     thought_language: str | None = None
     """The language the agent's prompt asks its thoughts in (UI-TARS' `{language}`: OSWorld's runners fill in
     Chinese); None: the prompt has no such slot."""
+    osworld_prompt: str | None = None
+    """The prompt (one of `prompts`) an OSWorld task run sends at `policy.prompt=auto`: the one the family's
+    OSWorld agent sends, with facts of OSWorld's VM (OpenCUA's `l2-osworld`); elsewhere (the user's own desktop)
+    the first of `prompts`, the training one. None: the first everywhere."""
     by_prompt: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise)."""
     sampling: tuple[tuple[str, Any], ...] = ()

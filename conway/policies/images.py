@@ -65,7 +65,9 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
     except (UnidentifiedImageError, OSError) as exc:
         raise PolicyError(f"the observation image cannot be read: {exc}") from None
     try:
-        out, sent = resize_for_model(img, rule) if size is None else _resize_exact(img, size)
+        out, sent = resize_for_model(img, rule) if size is None else _resize_exact(img, size, rule.resample)
+        if rule.sends_captured(img.size):  # as the agent sends it: the server's processor rounds it to `sent`
+            out = img
     except ValueError as exc:
         raise PolicyError(f"cannot resize a {img.size[0]}x{img.size[1]} image for the model: {exc}") from None
     enc = Encoding.parse(encoding)
@@ -74,7 +76,7 @@ def prepare_image(obs: Observation, rule_name: str, rule: ResizeRule, encoding: 
                      time.perf_counter() - started)
 
 
-def _resize_exact(img: Any, size: Size) -> tuple[Any, Size]:
+def _resize_exact(img: Any, size: Size, resample: str = "lanczos") -> tuple[Any, Size]:
     from PIL import Image as _Image
 
     w, h = int(size[0]), int(size[1])
@@ -82,7 +84,7 @@ def _resize_exact(img: Any, size: Size) -> tuple[Any, Size]:
         raise ValueError(f"image size must be positive, got {w}x{h}")
     if img.size == (w, h):
         return img, (w, h)
-    return img.resize((w, h), _Image.Resampling.LANCZOS), (w, h)
+    return img.resize((w, h), _Image.Resampling[resample.upper()]), (w, h)
 
 
 def reread_history(history: TurnHistory | None, rule_name: str, rule: ResizeRule, encoding: str) -> None:

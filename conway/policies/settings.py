@@ -22,7 +22,8 @@ class PolicySettings:
     """None: no temperature is sent (the server's default, as OSWorld's Qwen3-VL agent asks)."""
     seed: int | None = None
     layout: Layout = "stable-first"
-    image_encoding: Literal["jpeg", "png"] = "jpeg"
+    image_encoding: str = "jpeg"
+    """`png`, `jpeg` (q85) or `jpeg<QUALITY>` (`imaging.Encoding.parse`)."""
     sampling: dict[str, float] = field(default_factory=dict)
     """Sampling parameters sent beside temperature (`top_p`, `frequency_penalty`), as the family's agent sends them."""
     retry_unfinished: int = 0

@@ -78,7 +78,8 @@ def split_parts(ctx: DecisionContext, action_space: str | None,
     by_name = _texts(ctx, action_space)
     if deviations is not None:
         by_name = {n: t for n, t in by_name.items() if DEVIATION_PARTS.get(n, "") in ("", *deviations)}
-        if not any(frame_of(n) == "data" and t.strip() for n, t in by_name.items() if n != PartName.DATA_RULE):
+        if not any(frame_of(n) == "data" and t.strip() for n, t in by_name.items()
+                   if n not in (PartName.DATA_RULE, PartName.RECENT_STEPS)):  # the replayed answers replace these
             by_name.pop(PartName.DATA_RULE, None)  # nothing untrusted is sent: the rule about it neither
     bare = deviations is not None and "goals" not in deviations
     task_names = (*STABLE_PARTS, PartName.GOALS, PartName.MEMORY)

@@ -7,12 +7,10 @@ episode through `ModelPolicy.decide`, built from the preset as `conway run polic
 RECORDING backend (a stand-in: no model is asked; the point is the request) that plays the same answers, and each
 request is compared whole with the golden's, field by field, the first difference named.
 
-Two things of the harness around the adapters are fixed here to what the official agents do, since they are not
-the families' to decide: the history window is held constant (`ConstantWindow`: the newest N-1 screenshots, every
-answer kept; `TurnHistory` slides by half today), and the instruction slot holds the task's instruction (Conway
-frames its goals; the frame is replaced by the instruction before comparing). What still differs is listed per
-preset in `KNOWN`, each with its reason, and asserted to be exactly that: a new difference fails, and so does a
-listed one that went away.
+The history is `TurnHistory` as a run keeps it (the agents' constant window: the newest N-1 screenshots, every
+answer kept), and the instruction slot holds the task's instruction (the goals part's frame is replaced by the
+instruction before comparing). What still differs is listed per preset in `KNOWN`, each with its reason, and
+asserted to be exactly that: a new difference fails, and so does a listed one that went away.
 """
 
 from __future__ import annotations
@@ -46,25 +44,8 @@ GOLDENS = Path(__file__).resolve().parents[1] / "data" / "goldens_new"
 TYPES = ["click", "double_click", "triple_click", "right_click", "move", "drag", "type", "key", "hotkey", "scroll",
          "wait", "finish"]
 
-KNOWN: dict[str, set[str]] = {
-    # the agent sends the screenshot as captured (1920x1080) and lets the server's processor resize it; Conway
-    # sends it at the size the model answers in (the processor's 1932x1092), so that its points map back exactly
-    "evocua-s1": {"size"},
-    "jedi-7b": {"size"},
-    # the agents resize with Pillow's default filter (bicubic), Conway with Lanczos: same size, other pixels
-    "evocua": {"pixels"},
-    "gui-owl-1.5": {"pixels"},
-    "holo2": {"pixels", "jpeg"},  # and Conway's JPEG is quality 85, the notebook's Pillow's default 75
-}
-"""Per preset, the kinds of difference that remain, each said above with its reason."""
-
-
-class ConstantWindow(TurnHistory):
-    """The official agents' window: the newest `max_images` past screenshots, one dropped a step, never half."""
-
-    def _slide_images(self) -> bool:
-        self._slide_images_to(self.image_cap)
-        return False
+KNOWN: dict[str, set[str]] = {}
+"""Per preset, the kinds of image difference that remain (`size`, `pixels`, `jpeg`), each with its reason."""
 
 
 class Recording(Backend):
@@ -103,7 +84,7 @@ def conway_requests(preset: str, tasks: list[str], steps: list[int] | None = Non
     backend = Recording(ANSWERS[preset])
     policy = ModelPolicy(adapter, backend, _settings(config, family, {}))
     images = config.policy.history_images or family.conversation.history_images
-    history = ConstantWindow(max_images=images - 1, max_turns=STEPS)
+    history = TurnHistory(max_images=images - 1, max_turns=None)  # as a run keeps it: the agents' constant window, every answer kept
     slots = []
     for step, task in zip(steps or range(1, len(tasks) + 1), tasks):
         ctx = DecisionContext(parts=[ContextPart("goals.md", task)], observation=_observation(step), step=step,

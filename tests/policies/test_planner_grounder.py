@@ -5,8 +5,8 @@ how it joins the answers, not the servers): the planner (`gpt-4o`) answers the J
 executor (`jedi-7b`) its grounding answers, over the 16-step episode the golden was recorded on from the unmodified
 agent (`scripts/build/goldens_new_families.py`, `tests/data/goldens_new/jedi-7b.json`). Every planner request
 equals the agent's whole (its screenshots the captured PNGs, `detail: high`); every executor request its
-messages, but for the image size the grounding preset resizes to (named in test_new_family_goldens.py); the
-pointer actions land where the agent puts them; each decision journals its two calls and the costs are counted
+messages whole (the captured screenshot, the resized size stated in its prompt); the pointer actions land where
+the agent puts them; each decision journals its two calls and the costs are counted
 per model.
 """
 
@@ -51,15 +51,6 @@ def _record(body: dict, slot: str, instruction: str) -> dict:
     return json.loads(json.dumps(request_record(body)).replace(json.dumps(slot)[1:-1], json.dumps(instruction)[1:-1]))
 
 
-def _step_images_only(messages: list) -> list:
-    out = json.loads(json.dumps(messages))
-    for m in out:
-        for part in m["content"] if isinstance(m["content"], list) else []:
-            if part.get("type") == "image_url":
-                part["image_url"]["url"] = {"step": part["image_url"]["url"]["step"]}
-    return out
-
-
 def _run_episode():
     with ScriptedFakeServer(models=["gpt-4o"], replies=[Reply.text(a) for a in JEDI_PLANNER]) as planner, \
             ScriptedFakeServer(models=["jedi-7b"], replies=[Reply.text(a) for a in JEDI_GROUNDER]) as executor:
@@ -92,16 +83,17 @@ def test_every_planner_request_is_the_jedi_agents(episode):
             {k: v for k, v in want["sampling"].items() if k != "top_p"}
 
 
-def test_every_executor_request_is_the_jedi_agents_but_the_image_size(episode):
+def test_every_executor_request_is_the_jedi_agents(episode):
     _, _, _, executor_requests = episode
     golden = [r for r in json.loads(GOLDEN.read_text(encoding="utf-8"))["requests"] if r["call"] == "grounder"]
     assert len(executor_requests) == len(golden) == 8  # the steps whose planned action points somewhere
     for n, (body, want) in enumerate(zip(executor_requests, golden), start=1):
         got = request_record(body)
-        assert first_difference(_step_images_only(got["messages"]), _step_images_only(want["messages"])) is None, n
+        assert first_difference(got["messages"], want["messages"]) is None, (n, first_difference(got["messages"],
+                                                                                                 want["messages"]))
         sizes = [p["image_url"]["url"]["size"] for m in got["messages"] if isinstance(m["content"], list)
                  for p in m["content"] if p.get("type") == "image_url"]
-        assert sizes == [[1932, 1092]]  # the agent sends 1920x1080 and states 1932x1092; Conway sends that size
+        assert sizes == [[1920, 1080]]  # as captured, as the agent sends it (its prompt states 1932x1092)
         assert got["sampling"]["max_tokens"] == 1500 and got["sampling"]["temperature"] == 0.5
 
 

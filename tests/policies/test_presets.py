@@ -55,6 +55,9 @@ class Case:
     extra: tuple[str, ...] = ()
     temperature: float | None = 0.0
     """What the runner samples at (None: the agent sends no temperature)."""
+    image: tuple[int, int] | None = None
+    """(w, h) of the screenshot sent when not `sent`: the agent sends it as captured and the server's processor
+    rounds it to `sent`, the size the answers are in."""
 
 
 def _uitars_head(action_space: str) -> str:
@@ -66,19 +69,19 @@ CASES: dict[str, Case] = {
     # smart_resize(1080, 1920, 28, 100*28*28, 16384*28*28) = (1092, 1932); the README answer through the ui-tars
     # package (model_type qwen25vl): start_box [200/1932, 300/1092] of the screen -> (198.76, 296.70)
     "uitars-1.5-7b": Case((1920, 1080), (1932, 1092), (_uitars_head("uitars/action_space_normal.txt"),),
-                          UITARS_README, (199, 297), 1000),
+                          UITARS_README, (199, 297), 1000, image=(1920, 1080)),
     # UI-TARS 1.0: OSWorld's uitars_agent.py keeps 1920x1080 (under its 2116800 px); 28-px rounding as the server's
     # processor does; parse_action_qwen2vl divides by 1000: (200, 300) -> (384, 324)
     "uitars": Case((1920, 1080), (1932, 1092), (_uitars_head("uitars/action_space_call_user.txt"),),
-                   UITARS_README, (384, 324), 1500, temperature=1.0),  # run_multienv_uitars.py
+                   UITARS_README, (384, 324), 1500, temperature=1.0, image=(1920, 1080)),  # run_multienv_uitars.py
     # OpenCUA qwen25 coordinates: OSWorld's own parse_response_to_cot_and_action (opencua_agent.py), run offline on
     # this answer at 1920x1080, gives pyautogui.click(1434, 339)
     "opencua-7b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                        "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
-                       "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048),
+                       "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048, image=(1920, 1080)),
     "opencua-32b": Case((1920, 1080), (1932, 1092), (prompt_text("opencua/system_l2.txt"),),
                         "## Thought:\nThe File menu opens the dialog.\n\n## Action:\nClick the File menu.\n\n"
-                        "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048),
+                        "## Code:\n```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 2048, image=(1920, 1080)),
     # Qwen2.5-VL: OSWorld's qwen25vl_agent.py resizes to at most 1,003,520 px (1316x728) and scales the answer's
     # pixels by captured / processed: int(658 * 1920 / 1316), int(364 * 1080 / 728) = (960, 540)
     "qwen2.5-vl": Case((1920, 1080), (1316, 728),
@@ -97,7 +100,7 @@ CASES: dict[str, Case] = {
     # GTA1: the agent's request_vllm: x / W * 1920 with W, H the smart-resized size it states -> round(1005.7, 497.5)
     "gta1": Case((1920, 1080), (1932, 1092),
                  ("The image resolution is height 1092 and width 1932. For elements with area, return the center "
-                  "point.\n\nOutput the coordinate pair exactly:\n(x,y)",), "(1012,503)", (1006, 497), 100),
+                  "point.\n\nOutput the coordinate pair exactly:\n(x,y)",), "(1012,503)", (1006, 497), 100, image=(1920, 1080)),
     # Holo1.5: the cookbook's own example: calendar_example.jpg (1710x852) resized to 1400x700 (the size of the
     # image its notebook shows), answered ClickAbsoluteAction(x=342, y=345): on the screen 342*1710/1400, 345*852/700
     "holo1.5": Case((1710, 852), (1400, 700), (prompt_text("holo/localization.txt"),),
@@ -113,7 +116,7 @@ CASES: dict[str, Case] = {
     "evocua-s1": Case((1920, 1080), (1932, 1092),
                       (prompt_text("evocua/s1_system.txt").replace("{password}", "osworld-public-evaluation"),),
                       "# Step: 1\n## Thought:\nThe File menu.\n## Action:\nClick the File menu.\n## Code:\n"
-                      "```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 32768),
+                      "```python\npyautogui.click(x=1443, y=343)\n```", (1434, 339), 32768, image=(1920, 1080)),
     # GUI-Owl 1.5: update_image_size_(max_tokens=2645, patch 16) -> 1920x1088; convert_point_format_qwen3vl:
     # int(500 / 1000 * 1920), int(300 / 1000 * 1080)
     "gui-owl-1.5": Case((1920, 1080), (1920, 1088), (prompt_text("guiowl/system.txt"),),
@@ -123,10 +126,10 @@ CASES: dict[str, Case] = {
     # 1012 * 1920 / 1932, 503 * 1080 / 1092 -> (1005.7, 497.5), rounded
     "jedi-7b": Case((1920, 1080), (1932, 1092), ("* The screen's resolution is 1932x1092.",),
                     '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": '
-                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5),
+                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5, image=(1920, 1080)),
     "jedi-3b": Case((1920, 1080), (1932, 1092), ("* The screen's resolution is 1932x1092.",),
                     '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": '
-                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5),
+                    '[1012, 503]}}\n</tool_call>', (1006, 497), 1500, temperature=0.5, image=(1920, 1080)),
     # Holo2: the hosted-API notebook's smart_resize(factor=32, 64*32*32 .. 16384*32*32) -> 1920x1088; its
     # visualisation scales x / 1000 * width
     "holo2": Case((1920, 1080), (1920, 1088), (prompt_text("holo2/localization.txt"),), '{"x": 500, "y": 300}',
@@ -187,7 +190,7 @@ def test_the_preset_sends_its_sources_prompt_and_maps_its_sample_answer(name):
             decision = policy.decide(_context(case.screen))
         request = fake.chat_requests[-1]
     assert request["max_tokens"] == case.max_tokens and request.get("temperature") == case.temperature
-    assert _image_sizes(request["messages"])[-1] == case.sent  # the current screenshot, as the source resizes it
+    assert _image_sizes(request["messages"])[-1] == (case.image or case.sent)  # the current screenshot, as sent
     text = _texts(request["messages"])
     for expected in case.prompt:
         assert expected in text, f"{name}: {expected[:80]!r} not sent"
@@ -304,3 +307,15 @@ def test_the_qwen25vl_system_turn_is_what_osworlds_agent_sends():
     golden = json.loads((REPO / "tests" / "data" / "goldens" / "qwen25vl.json").read_text(encoding="utf-8"))
     sent = golden["requests"][0]["messages"][0]["content"][0]["text"]
     assert system_prompt(None, (1316, 728), Convention.ABSOLUTE) == sent
+
+
+def test_an_osworld_task_run_sends_the_prompt_the_osworld_agent_sends():
+    """OpenCUA on OSWorld's tasks: the rebound prompt its agent sends (the VM's facts); on the user's own desktop
+    (Conway's tasks, `start --task`) the training one; a prompt set explicitly is kept."""
+    config = load_config(None, ["policy=opencua-7b"])
+    assert config.policy.prompt == "auto"
+    assert config.for_task_formats({"osworld"}).policy.prompt == "l2-osworld"
+    assert config.for_task_formats({"conway"}).policy.prompt == "auto"
+    assert config.for_task_formats({"osworld", "conway"}).policy.prompt == "auto"
+    assert load_config(None, ["policy=opencua-7b", "policy.prompt=l1"]).for_task_formats({"osworld"}).policy.prompt == "l1"
+    assert load_config(None, ["policy=uitars-1.5-7b"]).for_task_formats({"osworld"}).policy.prompt == "uitars-1.5"

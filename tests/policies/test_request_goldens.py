@@ -11,8 +11,9 @@ encoding, size, sha256 of the decoded pixels and the step they show; every sampl
 messages (roles, every text byte, image count, order, size, encoding, pixels) and sampling. A difference is
 reported as the first differing field of each step.
 
-Where Conway still differs from the official request at main, the test is `xfail(strict=True)` naming the first
-difference (what `faithful`, issue 33, removes): the lead flips it once it passes.
+Conway runs the episode as an OSWorld task run does (`tasks run`: no deviations, the task alone as the instruction,
+the prompt the OSWorld agent sends: `ConwayConfig.for_task_formats`). Where Conway still differs from the official
+request, the test is `xfail(strict=True)` naming what differs (`KNOWN`).
 """
 
 from __future__ import annotations
@@ -52,38 +53,11 @@ PRESETS = {"uitars-1.5-7b": "uitars-1.5", "uitars": "uitars-1.0", "opencua-7b": 
            "qwen3-vl": "qwen3vl", "qwen2.5-vl": "qwen25vl"}
 """Each conversation preset and the golden of the official agent it stands for."""
 
-MAIN = "at 5385a0e Conway "
-_HISTORY = ("the history slides by half (6 steps: 3 screenshots where the agent keeps 5) and keeps 12 answers (16 steps: "
-            "14 messages, the agent 22)")
-_OPENCUA = (MAIN + "sends the training-data L2 system prompt where OSWorld's agent sends the rebound Verified one "
-            "(policy.prompt=l2-osworld); 1932x1092 JPEG where the agent sends the captured 1920x1080 PNG; its own parts "
-            "(constitution, goals frames) as the task instruction; the latest result in the last turn; the window and "
-            "the folding slide by half (16 steps: steps 8-13 folded and 15-16 with screenshots, the agent folds 1-13 and "
-            "keeps 14-16); max_tokens 1500 (runner 2048), no top_p 0.9")
 KNOWN = {
-    "uitars-1.5-7b": MAIN + "asks for English thoughts where the runner asks Chinese; puts its own parts (constitution, "
-                     "goals frames) in the user instruction; 1932x1092 JPEG where the agent sends 1920x1080 PNG; the latest "
-                     "result after the current screenshot; " + _HISTORY + "; sends no frequency_penalty 1 nor top_p 0.9",
-    "uitars": MAIN + "asks for English thoughts where the runner asks Chinese; its own parts in the user instruction; "
-              "1932x1092 JPEG where the agent sends 1920x1080 PNG; past answers replayed as a text part with box tokens "
-              "added where the agent replays the raw answer as a string; the latest result after the screenshot; "
-              + _HISTORY + "; temperature 0 and max_tokens 1000 where the runner sends 1.0 and 1500, no "
-              "frequency_penalty 1 nor top_p 0.9",
-    "opencua-7b": _OPENCUA,
-    "opencua-32b": _OPENCUA,
-    "qwen3-vl": MAIN + "sends JPEG where the agent sends PNG (same 1920x1088 size); its own parts as the Instruction; the "
-                "latest result after the current screenshot; the history slides by half (16 steps: 8 messages, the agent "
-                "10); max_tokens 2048 and temperature 0 where the agent sends 32768 and no temperature",
-    "qwen2.5-vl": MAIN + "sends JPEG where the agent sends PNG (same 1316x728 size); its own parts as the Instruction; "
-                  "the latest result after the current screenshot; the history slides by half (16 steps: 8 messages, "
-                  "the agent 10); temperature 0 where the runner sends 1.0, no top_p 0.9",
-    "gta1": MAIN + "puts the grounding check's own text (its constitution frame) before the element's description; "
-            "sends the 1932x1092 resize as JPEG where the agent sends the captured 1920x1080 PNG",
-    "holo1.5": MAIN + "puts the grounding check's own text before the target; its JPEG's pixels differ (the notebook: "
-               "Pillow's default filter, quality 90); sends max_tokens 128 where the notebook sends none, and no "
-               "structured_outputs to a server that does not take json_schema (the notebook always sends it)",
+    "holo1.5": "sends max_tokens 128 where the notebook sends none, and no structured_outputs (vLLM's json schema "
+               "field, which the notebook always sends) to a server that does not take json_schema",
 }
-"""What each preset still sends differently at the base of this branch: the reason of its strict xfail."""
+"""What each preset still sends differently: the reason of its strict xfail."""
 
 
 class GuiToolbox:
@@ -127,6 +101,7 @@ def conway_episode(preset: str, tmp_path: Path) -> list[dict[str, Any]]:
     init_home(home)
     with ScriptedFakeServer(responder=recorder) as fake:
         config = load_config(home.config, [f"policy={preset}", f"policy.endpoint={fake.base_url}"])
+        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
         with build_model_policy(config, home) as policy:
             builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
                                      Memory(home.memory, home.memory_previous), say=lambda line: None)

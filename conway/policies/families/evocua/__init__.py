@@ -25,13 +25,13 @@ FAMILY = Family(
     convention=Convention.RELATIVE999,
     # mm_agents/evocua/utils.py process_image: smart_resize(factor=--resize_factor 32, min_pixels 56*56 (the
     # utils' default), max_pixels 16*16*4*12800); 1920x1080 -> 1920x1088. S1 sends the screenshot unresized.
-    resize=ResizeRule(factor=32, min_pixels=3136, max_pixels=13107200, name="evocua"),
+    resize=ResizeRule(factor=32, min_pixels=3136, max_pixels=13107200, name="evocua", resample="bicubic"),
     render=evocua_turn,
     presets=("evocua", "evocua-s1"),
     prompts=("s2", "s1"),
     # the S1 run of the same runner (configs/policy/evocua-s1.yaml): --coordinate_type qwen25 --resize_factor 28,
     # max_history_turns 2 (3 screenshots a request)
-    by_prompt={"s1": {"resize": "qwen2.5-vl", "convention": "absolute", "history_images": 3}},
+    by_prompt={"s1": {"resize": "qwen2.5-vl-server", "convention": "absolute", "history_images": 3}},
     # run_multienv_evocua.py: --max_tokens 32768, --temperature 0.0, --top_p 0.9 (call_llm sends all three, S1 too)
     max_tokens=32768,
     temperature=0.0,

@@ -21,7 +21,7 @@ FAMILY = Family(
     # its model card's processor (Yan98/GTA1 README, 81f0c4c2997cf6ad696d42f47c5480f4c856b73a: factor 28,
     # min_pixels 3136, max_pixels 4096*2160); OSWorld's agent (mm_agents/gta1/gta1_agent.py) computes the same size
     # for any screen up to 4096x2160 (its min 1000 and max 1e12 never bind there)
-    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360, name="gta1"),
+    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360, name="gta1", server_resizes=True),
     render=gta1_turn,
     presets=("gta1",),
     # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):

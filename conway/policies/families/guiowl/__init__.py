@@ -22,7 +22,7 @@ FAMILY = Family(
     convention=Convention.RELATIVE1000,
     # Owl15Agent.predict: update_image_size_(max_tokens=2645, patch_size=16): smart_resize factor 32, 1 .. 2645
     # tokens of 32x32 px (mm_agents/utils/qwen_vl_utils.py); 1920x1080 -> 1920x1088
-    resize=ResizeRule(factor=32, min_pixels=1024, max_pixels=2708480, name="guiowl"),
+    resize=ResizeRule(factor=32, min_pixels=1024, max_pixels=2708480, name="guiowl", resample="bicubic"),
     render=guiowl_turn,
     presets=("gui-owl-1.5",),
     # the agent's OpenAI path (engine openai; the runner's default engine "dash" is Alibaba's DashScope SDK, which

@@ -19,7 +19,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # pixels of the image as resized by the cookbook's smart_resize
     # hcompai/hai-cookbook utils/image.py smart_resize defaults: factor 28, 56*56 .. 14*14*4*1280 px (1280 tokens)
-    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520, name="holo1.5"),
+    resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520, name="holo1.5", resample="bicubic"),
     render=holo_turn,
     presets=("holo1.5",),
     # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):
@@ -27,4 +27,5 @@ FAMILY = Family(
     max_tokens=128,
     temperature=0.0,
     image_max_tokens=1280,  # 14*14*4*1280 px: the cookbook's max_pixels
+    image_encoding="jpeg90",  # the notebook sends its resized screenshot as JPEG, quality 90
 )

@@ -20,13 +20,13 @@ FAMILY = Family(
     convention=Convention.RELATIVE1000,  # ClickCoordinates: x, y "normalized between 0 and 1000"
     # hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb: smart_resize(factor=16*2,
     # min_pixels=64*32*32, max_pixels=16384*32*32); 1920x1080 -> 1920x1088
-    resize=ResizeRule(factor=32, min_pixels=65536, max_pixels=16777216, name="holo2"),
+    resize=ResizeRule(factor=32, min_pixels=65536, max_pixels=16777216, name="holo2", resample="bicubic"),
     render=holo2_turn,
     presets=("holo2",),
     # the same notebook (2ba89619bdcfe729d31649d976bdaa7b9551e216): temperature=0, no max_tokens (the server's
     # default; Holo2 thinks first by default, its reasoning parser takes the thought out); 4096 is Conway's bound
     max_tokens=4096,
     temperature=0.0,
-    image_encoding="jpeg",  # the notebook sends its screenshot as JPEG (Pillow's quality 75; Conway's is 85)
+    image_encoding="jpeg90",  # the notebook sends its screenshot as JPEG, quality 90 (utils/image.py's default)
     image_max_tokens=16384,
 )

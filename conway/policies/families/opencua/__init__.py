@@ -20,7 +20,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # OpenCUA-7B/32B; the other variants answer relative 0-1
     # the Qwen2.5-VL rule under its own name: scripts/python/run_multienv_opencua.py --coordinate_type qwen25
-    resize=replace(QWEN25_VL_RULE, name="opencua"),
+    resize=replace(QWEN25_VL_RULE, name="opencua", server_resizes=True),
     render=opencua_turn,
     # a Qwen2.5-VL vision tower on a Qwen2 LM in the repository's own code, unknown to llama.cpp's converter
     architecture=Architecture("opencua", remote_code=True, gguf=False),
@@ -29,6 +29,7 @@ FAMILY = Family(
     # prompts kept here), cot_level l2 by default
     presets=("opencua-7b", "opencua-32b"),
     prompts=("l2", "l1", "l3", "l2-osworld"),  # l2-osworld: the prompt OSWorld's agent sends (its VM's facts)
+    osworld_prompt="l2-osworld",  # an OSWorld task run sends it as the agent does; the user's desktop gets l2
     # OSWorld scripts/python/run_multienv_opencua.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # --max_tokens 2048, --temperature 0, --top_p 0.9 into mm_agents/opencua/opencua_agent.py, whose call_llm asks
     # again (up to 20 times) while an answer does not end with finish_reason "stop"; its smart_resize max_pixels

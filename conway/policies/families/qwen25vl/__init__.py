@@ -21,7 +21,7 @@ FAMILY = Family(
     convention=Convention.ABSOLUTE,  # pixels of the image sent (the agent scales them by captured / processed)
     # mm_agents/qwen25vl_agent.py process_image: mm_agents/utils/qwen_vl_utils.py smart_resize at its defaults
     # (factor 28, 56*56 to 14*14*4*1280 = 1,003,520 px): 1316x728 for 1920x1080
-    resize=replace(QWEN25_VL_RULE, max_pixels=1003520, name="qwen25vl-agent"),
+    resize=replace(QWEN25_VL_RULE, max_pixels=1003520, name="qwen25vl-agent", resample="bicubic"),
     render=qwen3vl_turn,  # the same <tool_call> answers (qwen3vl/parse.py reads both)
     presets=("qwen2.5-vl",),
     # OSWorld scripts/python/run_multienv_qwen25vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):

@@ -28,7 +28,7 @@ FAMILY = Family(
     # vision_process.py, commit 96588727e44c78b25ba03ea03b8e12f7e64fd0da). OSWorld's qwen3vl_agent.py caps at 12800
     # tokens (16*16*4*12800 px), which changes nothing below 4K. The released HF preprocessor_config uses
     # shortest_edge 65536 instead of 4096; the difference only matters for images below 256x256.
-    resize=ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216, name="qwen3-vl"),
+    resize=ResizeRule(factor=32, min_pixels=4096, max_pixels=16777216, name="qwen3-vl", resample="bicubic"),
     render=qwen3vl_turn,
     presets=("qwen3-vl",),
     # OSWorld scripts/python/run_multienv_qwen3vl.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)

@@ -19,7 +19,7 @@ FAMILY = Family(
     adapter=_adapter,
     convention=Convention.ABSOLUTE,  # UI-TARS-1.5; UI-TARS 1.0 answers 0-1000 (policy.convention=relative1000)
     # UI-TARS-1.5: 28 px as Qwen2.5-VL, but at least 100 tokens (78400 px)
-    resize=ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056, name="uitars"),
+    resize=ResizeRule(factor=28, min_pixels=78400, max_pixels=12845056, name="uitars", server_resizes=True),
     render=uitars_turn,
     architecture=Architecture("uitars"),  # Qwen2.5-VL's, in transformers
     # uitars-1.5-7b: absolute pixels of the smart-resized image; uitars (1.0): 0-1000, its call-user prompt, the
