@@ -77,6 +77,10 @@ _OFFICE_XCU = """<?xml version="1.0" encoding="UTF-8"?>
 xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="WarnAlienFormat" oor:op="fuse">\
 <value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse">\
+<value>false</value></prop></item>
+<item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse">\
+<value>7.4</value></prop></item>
 </oor:items>
 """
 
@@ -92,8 +96,9 @@ text/plain=org.xfce.mousepad.desktop
 def seed_home(home: Path) -> None:
     """The settings OSWorld's VM has that its task files rely on, written into a fresh home: LibreOffice saves
     in the document's own format without asking (OSWorld's postconfig presses Ctrl+S on .xlsx/.docx/.pptx
-    files and reads them back; a "Keep current format?" dialog would leave them unsaved); a text file opens
-    in the text editor."""
+    files and reads them back; a "Keep current format?" dialog would leave them unsaved); no "Did you know?"
+    tip nor first-run bar (a used VM's LibreOffice shows neither; the tip, popping up after the first keys,
+    swallowed them); a text file opens in the text editor."""
     office = home / OFFICE_SETTINGS
     office.parent.mkdir(parents=True, exist_ok=True)
     office.write_text(_OFFICE_XCU, encoding="utf-8")
