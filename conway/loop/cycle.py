@@ -52,7 +52,7 @@ class Loop:
                                          lambda summary, outcome, step: self.contexts.note_human(
                                              self.step if step is None else step, summary, outcome),
                                          self.say, parts.human_recorder, before=self.journal_goals,
-                                         next_step=self.human_step, record_at=self.record_at)
+                                         current_step=lambda: self.step)
         self.memory = MemoryUpkeep(parts, self.control, self.record)  # compacts between cycles, never mid-decision
         self.contexts = ContextBuilder(parts.home, cfg, parts.toolbox, parts.policy, self.memory.memory,
                                        parts.clock.monotonic, say=self.say, record=self.record)
@@ -61,8 +61,6 @@ class Loop:
         self.outcome = RunOutcome(reason="running", steps=0)  # filled in as the run goes
         self.revision = harness_revision()
         self.step = 0
-        self.human_high = 0
-        """The last step number a person's action took (`human_step`)."""
         self.decisions = 0  # the model's answers (what --max-steps counts); `step` also counts cycles without one
         self.idle_count = self.error_count = 0
         self.permanent = PermanentFailures(cfg.agent.max_permanent_failures)  # ends a run no retry can help
@@ -79,7 +77,7 @@ class Loop:
                 self.control.check()
                 self.memory.between_cycles()  # past memory.max_chars: a summary (a stop aborts it) or the truncation
                 self.control.check_budget(steps=True)
-                self.step = max(self.step, self.human_high) + 1  # past a person's steps during a takeover
+                self.step = max(self.step, self.control.takeover.high) + 1  # past a person's steps in a takeover
                 self.state.progress(self.step)
                 try:
                     self.cycle()
@@ -104,12 +102,6 @@ class Loop:
         return out
 
     # -- one cycle (control was read by `run`) -------------------------------
-
-    def human_step(self) -> int:
-        """A step number of its own for a person's action during a takeover (not a decision: --max-steps ignores
-        it); the held cycle keeps its number, the next cycle comes after."""
-        self.human_high = max(self.step, self.human_high) + 1
-        return self.human_high
 
     def journal_goals(self) -> str:
         """The goals (or the task) read again; journaled when they changed: exports carry the instruction the
@@ -265,8 +257,7 @@ class Loop:
         self.contexts.note(self.step, summary := summary or action.summary(), outcome)
         self.say(f"step {self.step}: {summary[:120]} → {outcome[:120]}")
 
-    def record(self, kind: str, payload: dict[str, Any]) -> None:
-        self.p.journal.append(make_event(self.p.session, self.step, kind, payload, now=self.p.clock.time()))
-
-    def record_at(self, kind: str, payload: dict[str, Any], step: int) -> None:
-        self.p.journal.append(make_event(self.p.session, step, kind, payload, now=self.p.clock.time()))
+    def record(self, kind: str, payload: dict[str, Any], step: int | None = None) -> None:
+        """Journal an event at this cycle's step (or at `step`: a person's action during a takeover)."""
+        self.p.journal.append(make_event(self.p.session, self.step if step is None else step, kind, payload,
+                                         now=self.p.clock.time()))

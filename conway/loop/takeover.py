@@ -27,25 +27,31 @@ def display_of(observer: Observer) -> str | None:
 class Takeover:
     """`begin` when the hold starts, `poll` while it lasts, `end` when the person hands back (or a stop comes)."""
 
-    def __init__(self, observer: Observer, record: Callable[[str, dict[str, Any]], None],
+    def __init__(self, observer: Observer, record: Callable[..., None],
                  note: Callable[[str, str, int | None], None], say: Callable[[str], None],
                  recorder_factory: Callable[[str | None], Any] | None = None, *,
-                 before: Callable[[], Any] | None = None, next_step: Callable[[], int] | None = None,
-                 record_at: Callable[[str, dict[str, Any], int], None] | None = None):
+                 before: Callable[[], Any] | None = None, current_step: Callable[[], int] | None = None):
         self.observer = observer
         self.record = record
+        """`record(kind, payload, step=None)`: the loop's journal writer (a step number given, or the cycle's)."""
         self.note = note
         self.say = say
         self.factory = recorder_factory
         self.before_hold = before
-        self.next_step = next_step
-        """A step number of its own for each of the person's actions (journal, export and viewer key steps by
-        number); the cycle that was held keeps its own number for what it records after the hold."""
-        self.record_at = record_at
         """Called as the hold begins (the loop journals the goals: a person's rows carry the instruction)."""
+        self.current_step = current_step
+        self.high = 0
+        """The last step number a person's action took: each action gets a number of its own (journal, export
+        and viewer key steps by number), after the held cycle's, which keeps its own; the next cycle comes after."""
         self.recorder: Any = None
         self.actions: list[str] = []
         self.before: dict[str, Any] | None = None
+
+    def next_step(self) -> int | None:
+        if self.current_step is None:
+            return None
+        self.high = max(self.current_step(), self.high) + 1
+        return self.high
 
     def begin(self) -> None:
         if self.before_hold is not None:
@@ -83,24 +89,18 @@ class Takeover:
         for raw in actions:
             raw = dict(raw)
             raw.pop("t", None)
-            step = self.next_step() if self.next_step is not None else None
+            step = self.next_step()
             parsed = parse_action(raw)
             if not isinstance(parsed, _Action):
-                self._record({"action": raw, "valid": False, "detail": getattr(parsed, "message", ""),
-                              "actor": "human", "observation": self.before}, step)
+                self.record("human", {"action": raw, "valid": False, "detail": getattr(parsed, "message", ""),
+                                      "actor": "human", "observation": self.before}, step)
                 continue
             summary = parsed.summary()
-            self._record({"action": parsed.model_dump(exclude_none=True), "summary": summary, "actor": "human",
-                          "observation": self.before}, step)
+            self.record("human", {"action": parsed.model_dump(exclude_none=True), "summary": summary,
+                                  "actor": "human", "observation": self.before}, step)
             self.actions.append(summary)
             self.note(summary, HUMAN_NOTE, step)
             self.before = self._look()
-
-    def _record(self, payload: dict[str, Any], step: int | None) -> None:
-        if step is not None and self.record_at is not None:
-            self.record_at("human", payload, step)
-        else:
-            self.record("human", payload)
 
     def _look(self) -> dict[str, Any] | None:
         try:
