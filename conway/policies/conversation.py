@@ -25,7 +25,7 @@ from typing import Any, Callable
 from conway.history import Turn
 from conway.prompt.fence import escape
 
-__all__ = ["Past", "Slots", "add_box_tokens", "image", "opencua_action", "qwen25_action_line", "qwen_action_line",
+__all__ = ["Past", "Slots", "add_box_tokens", "folded_layout", "image", "opencua_action", "qwen25_action_line", "qwen_action_line",
            "qwen_layout", "text"]
 
 
@@ -158,5 +158,24 @@ def qwen_layout(slots: Slots, past: list[Past], instruction: str, action_line: C
         last.append(text(filled))
     if slots.tail:
         last.append(text(slots.tail))
+    out.append({"role": "user", "content": last})
+    return out
+
+
+def folded_layout(slots: Slots, past: list[Past], step: Callable[[Past], str], template: str) -> list[dict[str, Any]]:
+    """The layout OpenCUA's agent sends (and EvoCUA's S1 and Kimi's agents after it): system, the steps without
+    a screenshot folded into one assistant text, the newest after their screenshot, then the current screenshot
+    and `template` with the task (and Conway's tail) as its `{instruction}`."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": slots.system}]
+    folded = [step(p) for p in past if p.image_url is None]
+    if folded:
+        out.append({"role": "assistant", "content": "\n".join(folded)})
+    for p in past:
+        if p.image_url is not None:
+            out.append({"role": "user", "content": [image(p.image_url)]})
+            out.append({"role": "assistant", "content": step(p)})
+    instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
+    last = [image(slots.image_url)] if slots.image_url else []
+    last.append(text(template.replace("{instruction}", instruction)))
     out.append({"role": "user", "content": last})
     return out

@@ -23,7 +23,7 @@ from conway.geometry import Convention, Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.computer_use import ComputerUseAdapter, openai_tool
-from conway.policies.conversation import Past, Slots, image, text
+from conway.policies.conversation import Past, Slots, folded_layout
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
@@ -93,19 +93,7 @@ class EvoCUAS1Adapter(Adapter):
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As `_predict_s1` lays it out: system (a string), the older steps folded into one assistant text, the newest
         after their screenshot, then the screenshot and the instruction template."""
-        out: list[dict[str, Any]] = [{"role": "system", "content": slots.system}]
-        folded = [_s1_step(p) for p in past if p.image_url is None]
-        if folded:
-            out.append({"role": "assistant", "content": "\n".join(folded)})
-        for p in past:
-            if p.image_url is not None:
-                out.append({"role": "user", "content": [image(p.image_url)]})
-                out.append({"role": "assistant", "content": _s1_step(p)})
-        instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
-        last = [image(slots.image_url)] if slots.image_url else []
-        last.append(text(FILES.text("s1_instruction.txt").replace("{instruction}", instruction)))
-        out.append({"role": "user", "content": last})
-        return out
+        return folded_layout(slots, past, _s1_step, FILES.text("s1_instruction.txt"))
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_evocua.parse_s1(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

@@ -14,7 +14,7 @@ import conway.policies.families.kimi.parse as parse_kimi
 from conway.geometry import Convention, Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import StructuredSpec
-from conway.policies.conversation import Past, Slots, image, text
+from conway.policies.conversation import Past, Slots, folded_layout
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
 from conway.protocols import DecisionContext
@@ -42,19 +42,7 @@ class KimiAdapter(Adapter):
         return FILES.text("instruction.txt").split("\n\n", 1)[1].strip()
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [{"role": "system", "content": slots.system}]
-        folded = [_step(p) for p in past if p.image_url is None]
-        if folded:
-            out.append({"role": "assistant", "content": "\n".join(folded)})
-        for p in past:
-            if p.image_url is not None:
-                out.append({"role": "user", "content": [image(p.image_url)]})
-                out.append({"role": "assistant", "content": _step(p)})
-        instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
-        last = [image(slots.image_url)] if slots.image_url else []
-        last.append(text(FILES.text("instruction.txt").replace("{instruction}", instruction)))
-        out.append({"role": "user", "content": last})
-        return out
+        return folded_layout(slots, past, _step, FILES.text("instruction.txt"))
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_kimi.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size)

@@ -19,7 +19,7 @@ import conway.policies.families.opencua.parse as parse_opencua
 from conway.geometry import Convention, Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import StructuredSpec
-from conway.policies.conversation import Past, Slots, image, opencua_action, text
+from conway.policies.conversation import Past, Slots, folded_layout, opencua_action
 from conway.policies.grammar import opencua_grammar
 from conway.policies.parsed import ParsedOutput
 from conway.policies.prompt_files import PromptFolder
@@ -71,19 +71,7 @@ class OpenCUAAdapter(Adapter):
         """As `OpenCUAAgent.predict` lays it out (action_history): system, older steps folded into one assistant
         text, the newest after their screenshot, then the current screenshot and the instruction template with
         Conway's parts as the task instruction."""
-        out: list[dict[str, Any]] = [{"role": "system", "content": slots.system}]
-        folded = [_step(p) for p in past if p.image_url is None]
-        if folded:
-            out.append({"role": "assistant", "content": "\n".join(folded)})
-        for p in past:
-            if p.image_url is not None:
-                out.append({"role": "user", "content": [image(p.image_url)]})
-                out.append({"role": "assistant", "content": _step(p)})
-        instruction = slots.task + (f"\n\n{slots.tail}" if slots.tail else "")
-        last = [image(slots.image_url)] if slots.image_url else []
-        last.append(text(FILES.text("instruction.txt").replace("{instruction}", instruction)))
-        out.append({"role": "user", "content": last})
-        return out
+        return folded_layout(slots, past, _step, FILES.text("instruction.txt"))
 
     def parse(self, text: str, *, convention: Convention, sent_size: Size, captured_size: Size) -> ParsedOutput:
         return parse_opencua.parse(text, convention=convention, sent_size=sent_size, captured_size=captured_size,
