@@ -9,6 +9,8 @@ only the requests and the refusals are checked, not what it writes).
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import time
@@ -17,6 +19,7 @@ import httpx
 import pytest
 from helpers.tiny_vlm import MMPROJ, MODEL, llama_server_argv, wait_context
 
+from conway.cli.main import main
 from conway.config import load_config
 from conway.policies.factory import build_model_policy
 from conway.policies.images import ServerTakesNoImages
@@ -36,9 +39,9 @@ def _free_port() -> int:
 class _Server:
     """A real llama-server on the tiny VLM, on a free port, stopped by pid."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, ctx: int = 4096):
         self.port = _free_port()
-        cmd = [*llama_server_argv(), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(self.port), "-c", "4096",
+        cmd = [*llama_server_argv(), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(ctx),
                "-t", "1", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -104,3 +107,30 @@ def test_a_server_without_the_projector_is_sent_no_screenshot():
         with pytest.raises(ServerTakesNoImages) as err:
             policy.decide(_context())
     assert isinstance(err.value, PolicyError) and "--mmproj" in err.value.advice
+
+
+def test_a_server_started_with_a_small_context_is_refused_up_front_with_the_numbers(tmp_path, initialized_home,
+                                                                                      capsys):
+    """UI-TARS-1.5's own window (5 screenshots at 1920x1080, ~16.7k tokens) against a real llama-server started
+    with -c 2048: preflight fails the context check with what is needed and what the server holds, and names both
+    ways out (the server's -c, or smaller parts set explicitly); run refuses with the same line before any
+    decision is made."""
+    with _Server("--mmproj", str(MMPROJ), ctx=2048) as server:
+        out = tmp_path / "pf.json"
+        code = main(["preflight", "--output", str(out), "--endpoint", server.base_url, "policy=uitars-1.5-7b"])
+        checks = {c["check"]: c for c in json.loads(out.read_text())["cases"]}
+        capsys.readouterr()
+        run_code = main(["run", "--endpoint", server.base_url, "--max-steps", "1", "policy=uitars-1.5-7b",
+                         "observe.source=synthetic"])
+    fit = checks["context fits"]
+    assert code == 2 and fit["status"] == "fail" and fit["data"]["n_ctx"] == 2048
+    needed = re.search(r"window needs (\d+) tokens \(5 screenshot\(s\) x (\d+) tokens \(1932x1092\)", fit["detail"])
+    assert needed and int(needed.group(1)) > 2048 and int(needed.group(2)) > 2000, fit["detail"]
+    assert "llama-server /props (per-slot n_ctx) allows 2048" in fit["detail"]
+    assert re.search(r"raise the server's context \(llama-server -c \d+", fit["detail"])
+    # not one screenshot and the reply fit in 2,048: the other way out is a smaller image or reply, set explicitly
+    assert "or lower policy.max_tokens or policy.image_max_tokens (deviations, listed in every report)" in fit["detail"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert run_code != 0 and len(err) == 1 and err[0] == f"conway: error: {fit['detail']}"
+    assert not list((initialized_home / "journal").rglob("*.jsonl")) or \
+        '"decision"' not in "".join(f.read_text() for f in (initialized_home / "journal").rglob("*.jsonl"))
