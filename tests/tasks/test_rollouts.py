@@ -143,3 +143,45 @@ def test_rollouts_on_a_real_ray_cluster_give_the_serial_rewards_per_task_and_see
     key = lambda m: sorted((r["task"], r["seed"], r["reward"]) for r in m["rollouts"])  # noqa: E731
     assert key(json.loads(manifest.read_text())) == key(json.loads((tmp_path / "serial" / "manifest.json").read_text()))
     assert json.loads((tmp_path / "ray" / "rollouts.json").read_text())["pool"]["ray"] == address
+
+
+@pytest.mark.desktop
+def test_ctrl_c_during_rollouts_leaves_no_manifest_and_nothing_to_train_on(tmp_path):
+    """Stopped while the second rollout runs (a long shell command): exit 130, the finished rollout kept in the
+    partial report, no manifest (the trainers read the manifest, so a partial set never trains anything)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    need_desktop()
+    suite = _suite(tmp_path, ["a"])
+    slow = {"thought": "", "action": {"type": "shell", "command": "sleep 60"}}
+
+    def reply(body: dict) -> Reply:
+        return Reply.text(json.dumps(WRITE_OK if body.get("seed", 0) == 0 else slow))
+
+    repo = Path(__file__).resolve().parents[2]
+    with ScriptedFakeServer(responder=reply) as fake:
+        proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "--home", str(tmp_path / "home"), "rollouts",
+                                 str(suite), "policy=generic", f"policy.endpoint={fake.base_url}",
+                                 "policy.structured_output=none", "--samples", "2", "--max-steps", "1", "--output",
+                                 str(tmp_path / "r")], cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 180
+        while not any(b.get("seed") == 1 for b in fake.chat_requests) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        time.sleep(3)  # the second rollout is in its sleep
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == 130, out
+    assert not (tmp_path / "r" / "manifest.json").exists()
+    assert "no manifest written" in out
+    report = json.loads((tmp_path / "r" / "rollouts.json").read_text())
+    assert report["status"] == "partial" and [(c["task"], c["reward"]) for c in report["cases"]] == [("a", 1.0)]
+    from conway.errors import UserError
+    from conway.evals.rollouts import load_rollouts
+    with pytest.raises(UserError):
+        load_rollouts(tmp_path / "r")
