@@ -204,6 +204,11 @@ class PolicyConfig(_Section):
         return self.max_tokens if self.max_tokens is not None else self._family_default("max_tokens")
 
     @property
+    def resolved_max_tokens_sent(self) -> bool:
+        """Whether requests carry max_tokens: when `max_tokens` is set, else as the family's agent sends it."""
+        return self.max_tokens is not None or bool(self._family_default("sends_max_tokens"))
+
+    @property
     def resolved_temperature(self) -> float | None:
         """`temperature` when set, else the family's default (None: none is sent)."""
         return self.temperature if self.temperature is not None else self._family_default("temperature")

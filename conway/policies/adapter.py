@@ -51,3 +51,8 @@ class Adapter(Protocol):
 
     def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
                    captured_size: Size) -> StructuredSpec: ...
+
+    def request_fields(self) -> dict[str, Any]:
+        """Fields the family's official request carries beside its sampling (Holo's vLLM `structured_outputs`),
+        sent to a server as they are; a model in process takes none of them. Default: none."""
+        return {}

@@ -150,11 +150,13 @@ class ModelPolicy(Policy):
         again with the same request, as the family's agent does (`retry_unfinished` times; OpenCUA's 20), until
         one does or the server gives the same answer again (asking once more would change nothing)."""
         s = self.settings
+        sampling = {**s.sampling, **self.adapter.request_fields()}
         result = None
         for _ in range(1 + s.retry_unfinished):
             previous = result
-            result = self.backend.complete(messages, mode=form.mode, spec=form.spec, max_tokens=s.max_tokens,
-                                           temperature=s.temperature, seed=s.seed, sampling=s.sampling)
+            result = self.backend.complete(messages, mode=form.mode, spec=form.spec,
+                                           max_tokens=s.max_tokens if s.max_tokens_sent else None,
+                                           temperature=s.temperature, seed=s.seed, sampling=sampling)
             if not s.retry_unfinished or result.finish_reason == "stop":
                 return result
             if previous is not None and previous.text == result.text:

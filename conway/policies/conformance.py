@@ -162,7 +162,8 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
 
 def _sampling(pol: Any) -> str:
     temperature = pol.resolved_temperature
-    said = [f"max_tokens {pol.resolved_max_tokens}",
+    said = [f"max_tokens {pol.resolved_max_tokens}" if pol.resolved_max_tokens_sent else
+            f"max_tokens not sent (the server's default; {pol.resolved_max_tokens} budgeted for the reply)",
             "temperature " + ("not sent" if temperature is None else f"{temperature:g}")]
     said += [f"{k} {v:g}" for k, v in pol.resolved_sampling.items()]
     family = FAMILIES.get(pol.kind)

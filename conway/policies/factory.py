@@ -67,6 +67,7 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
         meta = {**meta, "deviations": list(deviations)}
     return PolicySettings(convention=convention, resize_rule=resize, image_max_tokens=image_cap,
                           structured_output=pol.structured_output, max_tokens=pol.resolved_max_tokens,
+                          max_tokens_sent=pol.resolved_max_tokens_sent,
                           temperature=pol.resolved_temperature, seed=pol.seed,
                           image_encoding=pol.resolved_encoding,  # type: ignore[arg-type]
                           sampling=pol.resolved_sampling, retry_unfinished=family.default("retry_unfinished"),

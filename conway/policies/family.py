@@ -90,6 +90,9 @@ class Family:
     max_tokens: int = 512
     """Reply cap when `policy.max_tokens` is unset: what the family's own agent asks for (its source cited where
     declared), so that its reasoning sections are not cut off."""
+    sends_max_tokens: bool = True
+    """False: the agent's request carries no max_tokens (the server's default: until the model stops); `max_tokens`
+    is then only Conway's reply budget when fitting the context, and is sent only when `policy.max_tokens` is set."""
     temperature: float | None = 0.0
     """Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
     server's default, as OSWorld's Qwen3-VL agent leaves it)."""

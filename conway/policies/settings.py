@@ -18,6 +18,9 @@ class PolicySettings:
     image_max_tokens: int | None = None
     structured_output: str = "auto"
     max_tokens: int = 512
+    """The reply's budget in the context; sent as the request's max_tokens when `max_tokens_sent`."""
+    max_tokens_sent: bool = True
+    """False: no max_tokens in the request, as the family's agent sends none (`Family.sends_max_tokens`)."""
     temperature: float | None = 0.0
     """None: no temperature is sent (the server's default, as OSWorld's Qwen3-VL agent asks)."""
     seed: int | None = None

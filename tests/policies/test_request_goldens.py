@@ -53,10 +53,7 @@ PRESETS = {"uitars-1.5-7b": "uitars-1.5", "uitars": "uitars-1.0", "opencua-7b": 
            "qwen3-vl": "qwen3vl", "qwen2.5-vl": "qwen25vl"}
 """Each conversation preset and the golden of the official agent it stands for."""
 
-KNOWN = {
-    "holo1.5": "sends max_tokens 128 where the notebook sends none, and no structured_outputs (vLLM's json schema "
-               "field, which the notebook always sends) to a server that does not take json_schema",
-}
+KNOWN: dict[str, str] = {}
 """What each preset still sends differently: the reason of its strict xfail."""
 
 

@@ -134,3 +134,15 @@ def test_a_server_started_with_a_small_context_is_refused_up_front_with_the_numb
     assert run_code != 0 and len(err) == 1 and err[0] == f"conway: error: {fit['detail']}"
     assert not list((initialized_home / "journal").rglob("*.jsonl")) or \
         '"decision"' not in "".join(f.read_text() for f in (initialized_home / "journal").rglob("*.jsonl"))
+
+
+def test_holo_s_request_without_max_tokens_and_with_its_schema_field_is_answered_by_llama_server():
+    """Holo1.5's notebook sends no max_tokens and its schema in vLLM's `structured_outputs`: a real llama-server
+    takes the request as it is (the field unknown to it, ignored) and stops at its own default (`-n 8` here)."""
+    with _Server("--mmproj", str(MMPROJ), "-n", "8") as server:
+        config = load_config(None, ["policy=holo1.5", f"policy.endpoint={server.base_url}",
+                                    "policy.image_max_tokens=256"])
+        with build_model_policy(config, resolve_home(None)) as policy:
+            assert policy.settings.max_tokens_sent is False
+            decision = policy.decide(wait_context((640, 400)))
+    assert 0 < decision.usage["completion_tokens"] <= 8, decision.usage  # the server's default, not Conway's 128

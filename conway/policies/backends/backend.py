@@ -43,10 +43,11 @@ class Backend(Protocol):
         ...
 
     def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: StructuredSpec,
-                 max_tokens: int, temperature: float | None, seed: int | None,
-                 sampling: Mapping[str, float] | None = None) -> Any:
-        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures. `temperature`
-        None: none sent (the server's default); `sampling`: `top_p`, `frequency_penalty` as the family sends them."""
+                 max_tokens: int | None, temperature: float | None, seed: int | None,
+                 sampling: Mapping[str, Any] | None = None) -> Any:
+        """One chat completion → `http_client.ChatResult`; PolicyError for pre-dispatch failures. `max_tokens` and
+        `temperature` None: none sent (the server's default); `sampling`: `top_p`, `frequency_penalty` as the family
+        sends them, and the other fields of its request (`Adapter.request_fields`)."""
         ...
 
     def context_window(self) -> ContextWindow | None:

@@ -564,10 +564,11 @@ class HTTPBackend(Backend):
                 self.client, self.model_id, timeout_s=self.request_timeout_s)
         return list(self._support)
 
-    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int | None,
                  temperature: float | None, seed: int | None,
-                 sampling: Mapping[str, float] | None = None) -> ChatResult:
-        body: dict[str, Any] = {"model": self.model_id, "messages": messages, "max_tokens": max_tokens,
+                 sampling: Mapping[str, Any] | None = None) -> ChatResult:
+        body: dict[str, Any] = {"model": self.model_id, "messages": messages,
+                                **({"max_tokens": max_tokens} if max_tokens is not None else {}),
                                 **({"temperature": temperature} if temperature is not None else {}),
                                 **dict(sampling or {}), "stream": False}
         if seed is not None:

@@ -350,19 +350,20 @@ class LlamaInProcessBackend(Backend):
             out.append({**m, "content": content})
         return out
 
-    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+    def complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int | None,
                  temperature: float | None, seed: int | None,
-                 sampling: Mapping[str, float] | None = None) -> ChatResult:
-        """`temperature` None: llama.cpp's default; `sampling`: `top_p`, `frequency_penalty` (llama.cpp's
-        `frequency_penalty` and the OpenAI one are the same rule)."""
+                 sampling: Mapping[str, Any] | None = None) -> ChatResult:
+        """`temperature` None: llama.cpp's default; `max_tokens` None: until the model stops or the context ends;
+        `sampling`: `top_p`, `frequency_penalty` (llama.cpp's `frequency_penalty` and the OpenAI one are the same
+        rule); a server's request fields (vLLM's `structured_outputs`, not numbers) mean nothing here."""
         knobs = {**({"temperature": temperature} if temperature is not None else {}),
-                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items()}}
+                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items() if isinstance(v, (int, float))}}
         if "top_k" in knobs:
             knobs["top_k"] = int(knobs["top_k"])
         with self._lock:
             return self._complete(messages, mode=mode, spec=spec, max_tokens=max_tokens, knobs=knobs, seed=seed)
 
-    def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int,
+    def _complete(self, messages: list[dict[str, Any]], *, mode: str, spec: Any, max_tokens: int | None,
                   knobs: dict[str, float], seed: int | None) -> ChatResult:
         grammar, response_format = self._output_grammar(mode, spec)
         if self._timed is not None:
@@ -412,7 +413,7 @@ class LlamaInProcessBackend(Backend):
         return grammar, response_format
 
     def _generate(self, messages: list[dict[str, Any]], grammar: Any, response_format: dict[str, Any] | None,
-                  max_tokens: int, knobs: dict[str, float], seed: int | None,
+                  max_tokens: int | None, knobs: dict[str, float], seed: int | None,
                   first_token_clock: Any) -> tuple[dict[str, Any], str, Any]:
         """(llama.cpp's output, its text, the prompt cache's run or None): through the prompt cache when there is
         one (the first token timed), else through llama-cpp-python's chat completion."""

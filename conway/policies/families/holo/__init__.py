@@ -23,8 +23,10 @@ FAMILY = Family(
     render=holo_turn,
     presets=("holo1.5",),
     # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):
-    # temperature=0 and no max_tokens; the answer is one short JSON object, 128 tokens are Conway's bound
+    # temperature=0 and no max_tokens (sent none); the answer is one short JSON object, 128 tokens are the reply's
+    # budget when Conway fits the context
     max_tokens=128,
+    sends_max_tokens=False,
     temperature=0.0,
     image_max_tokens=1280,  # 14*14*4*1280 px: the cookbook's max_pixels
     image_encoding="jpeg90",  # the notebook sends its resized screenshot as JPEG, quality 90

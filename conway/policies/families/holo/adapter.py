@@ -34,15 +34,17 @@ class HoloAdapter(Adapter):
     name = "holo"
     constrain_by_default = False
     replays = False
+    files = FILES
+    """The prompt folder: localization.txt, request.txt and click_schema.json (Holo2 has its own)."""
 
     def instructions(self, action_types: list[str], sent_size: Size, convention: Convention) -> str:
-        return FILES.text("localization.txt")  # exactly; `messages` puts the target (Conway's task) after it
+        return self.files.text("localization.txt")  # exactly; `messages` puts the target (Conway's task) after it
 
     def action_space(self, ctx: DecisionContext) -> str | None:
         return ""
 
     def request_text(self) -> str:
-        return FILES.text("request.txt")  # Conway's own: the cookbook sends no request line
+        return self.files.text("request.txt")  # Conway's own: the cookbook sends no request line
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         """As the cookbook's `build_messages`: one user turn, the screenshot, then the prompt and the target."""
@@ -55,5 +57,13 @@ class HoloAdapter(Adapter):
 
     def structured(self, action_types: list[str], *, convention: Convention, sent_size: Size,
                    captured_size: Size) -> StructuredSpec:
-        # the cookbook constrains the answer with this schema (vLLM structured_outputs); offered, not forced
-        return StructuredSpec(schema=json.loads(FILES.text("click_schema.json")))
+        # offered to Conway's own constraint modes (`policy.structured_output`), not forced
+        return StructuredSpec(schema=self._schema())
+
+    def request_fields(self) -> dict[str, Any]:
+        """The cookbook sends its schema with every request, in vLLM's `structured_outputs` field (a server that
+        does not know the field ignores it, as llama-server does)."""
+        return {"structured_outputs": {"json": self._schema()}}
+
+    def _schema(self) -> dict[str, Any]:
+        return json.loads(self.files.text("click_schema.json"))

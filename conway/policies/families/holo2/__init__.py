@@ -24,8 +24,10 @@ FAMILY = Family(
     render=holo2_turn,
     presets=("holo2",),
     # the same notebook (2ba89619bdcfe729d31649d976bdaa7b9551e216): temperature=0, no max_tokens (the server's
-    # default; Holo2 thinks first by default, its reasoning parser takes the thought out); 4096 is Conway's bound
+    # default; Holo2 thinks first by default, its reasoning parser takes the thought out): none is sent; 4096 is
+    # the reply's budget when Conway fits the context
     max_tokens=4096,
+    sends_max_tokens=False,
     temperature=0.0,
     image_encoding="jpeg90",  # the notebook sends its screenshot as JPEG, quality 90 (utils/image.py's default)
     image_max_tokens=16384,
