@@ -57,8 +57,9 @@ class WindowNeed:
         return max(0, (n_ctx - rest) // max(1, self.image_tokens))
 
     def said(self) -> str:
+        answers = f"{REPLAYED_STEPS} replayed answers ~{self.answer_tokens} + " if self.answer_tokens else ""
         return (f"{self.images} screenshot(s) x {self.image_tokens} tokens ({self.sent_size[0]}x{self.sent_size[1]}) + "
-                f"instructions ~{self.instruction_tokens} + {REPLAYED_STEPS} replayed answers ~{self.answer_tokens} + "
+                f"instructions ~{self.instruction_tokens} + {answers}"
                 f"reply {self.reply_tokens} (policy.max_tokens) = {self.total} tokens")
 
 
@@ -136,11 +137,13 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
     if family is None:
         return [f"policy.kind={pol.kind}: no model, nothing is sent"]
     conv = family.conversation
-    out = [f"preset: {pol.kind} (prompt {pol.prompt}); reference: {conv.source}"]
+    out = [f"preset: {pol.kind} (prompt {pol.prompt}); reference: {family.reference or conv.source}"]
     need = window_need(config, screen)
     turns = "every earlier answer" if conv.max_turns is None else f"{conv.max_turns} answers"
     if "half_slide" in pol.resolved_deviations() or not conv.official:
         turns = f"{config.context.recent_steps} answers, slid by half when full"
+    if not family.make_adapter(pol.prompt).replays:
+        turns = "nothing (each request stands alone: one screenshot and the target)"
     out.append(f"window: {pol.resolved_history_images} screenshot(s) a request; replayed: {turns}"
                + (f" ({conv.replayed})" if conv.official else ""))
     if need is not None:
@@ -154,8 +157,10 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
         english = "english_thoughts" in pol.resolved_deviations()
         out.append(f"thought language: {'English' if english else family.thought_language}")
     lines = deviation_lines(config) if conv.official else []
-    out.append("deviations: " + ("none" if conv.official and not lines else
-                                 "not measured (Conway's own request)" if not conv.official else str(len(lines))))
+    out.append("deviations: " + ("none" if conv.official and not lines else str(len(lines)) if conv.official else
+                                 "not listed for a grounding preset (its one request is checked against the official "
+                                 "code's by the golden tests, tests/policies/test_*goldens.py)" if family.reference else
+                                 "not measured (Conway's own request)"))
     out += [f"  - {line}" for line in lines]
     return out
 

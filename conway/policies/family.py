@@ -119,6 +119,9 @@ class Family:
     """The other sampling parameters the family's agent sends at its runner's defaults (`top_p`, `top_k`,
     `repetition_penalty` …), as (name, value) pairs, its source cited where declared; empty: none."""
     conversation: Conversation = Conversation()
+    reference: str | None = None
+    """The official code a stateless family's one request a step follows (a grounding model asked once per target,
+    no past turn), where it has no `conversation` of an agent's; None: Conway's own or `conversation.source`."""
     """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes

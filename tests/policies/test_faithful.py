@@ -331,3 +331,28 @@ def test_every_shipped_preset_has_no_deviation_at_its_defaults():
     for preset in sorted(p.stem for p in presets.glob("*.yaml") if p.stem != "mock"):
         assert deviation_lines(cfg(f"policy={preset}")) == [], preset
         assert cfg(f"policy={preset}").policy.resolved_deviations() == [], preset
+
+
+@pytest.mark.parametrize("preset, source", [("holo1.5", "hai-cookbook holo1_5/"), ("holo2", "hai-cookbook holo2/"),
+                                            ("gta1", "mm_agents/gta1/gta1_agent.py"),
+                                            ("jedi-7b", "mm_agents/jedi_7b_agent.py")])
+def test_conformance_of_a_grounding_preset_names_its_source_and_a_request_that_stands_alone(preset, source):
+    lines = conformance_lines(cfg(f"policy={preset}"), screen=(1920, 1080))
+    assert source in lines[0]
+    assert lines[1].endswith("replayed: nothing (each request stands alone: one screenshot and the target)")
+    assert "replayed answers" not in lines[2]
+    holo = preset.startswith("holo")
+    assert ("max_tokens not sent (the server's default;" in lines[3]) is holo
+    assert cfg(f"policy={preset}", "policy.max_tokens=64").policy.resolved_max_tokens_sent
+
+
+def test_a_family_that_sends_no_max_tokens_leaves_it_out_of_the_http_body_and_sends_its_schema_field():
+    with ScriptedFakeServer(replies=[Reply.text('{"action": "click_absolute", "x": 1, "y": 2}')] * 2) as fake:
+        for extra, sent in (((), False), (("policy.max_tokens=64",), True)):
+            config = load_config(None, ["policy=holo1.5", f"policy.endpoint={fake.base_url}", *extra])
+            with build_model_policy(config, resolve_home(None)) as policy:
+                policy.decide(DecisionContext(parts=[ContextPart("goals.md", "the OK button")],
+                                              observation=observation(1), step=1, action_types=["click"]))
+            body = fake.chat_requests[-1]
+            assert ("max_tokens" in body) is sent and body.get("max_tokens", 64) == 64
+            assert body["structured_outputs"]["json"]["title"] == "ClickAbsoluteAction"

@@ -24,6 +24,7 @@ FAMILY = Family(
     resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=8847360, name="gta1", server_resizes=True),
     render=gta1_turn,
     presets=("gta1",),
+    reference="OSWorld mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)",
     # mm_agents/gta1/gta1_agent.py request_vllm (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6):
     # max_tokens=100, temperature=0 (the model card's example: 32 new tokens, greedy)
     max_tokens=100,

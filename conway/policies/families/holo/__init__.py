@@ -22,6 +22,7 @@ FAMILY = Family(
     resize=ResizeRule(factor=28, min_pixels=3136, max_pixels=1003520, name="holo1.5", resample="bicubic"),
     render=holo_turn,
     presets=("holo1.5",),
+    reference="hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216)",
     # hcompai/hai-cookbook holo1_5/openai_client/invoke_localization.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216):
     # temperature=0 and no max_tokens (sent none); the answer is one short JSON object, 128 tokens are the reply's
     # budget when Conway fits the context

@@ -23,6 +23,7 @@ FAMILY = Family(
     resize=ResizeRule(factor=32, min_pixels=65536, max_pixels=16777216, name="holo2", resample="bicubic"),
     render=holo2_turn,
     presets=("holo2",),
+    reference="hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb (2ba89619bdcfe729d31649d976bdaa7b9551e216)",
     # the same notebook (2ba89619bdcfe729d31649d976bdaa7b9551e216): temperature=0, no max_tokens (the server's
     # default; Holo2 thinks first by default, its reasoning parser takes the thought out): none is sent; 4096 is
     # the reply's budget when Conway fits the context

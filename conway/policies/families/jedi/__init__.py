@@ -25,6 +25,7 @@ FAMILY = Family(
     resize=replace(UITARS_1_0_RULE, name="jedi"),
     render=jedi_turn,
     presets=("jedi-7b", "jedi-3b"),
+    reference="OSWorld mm_agents/jedi_7b_agent.py, jedi_3b_agent.py (ljxpython/OSWorldUse b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6)",
     # JediAgent7B / JediAgent3B defaults (OSWorld has no runner script for them): max_tokens 1500, top_p 0.9,
     # temperature 0.5, the executor's request as the planner's
     max_tokens=1500,
