@@ -51,7 +51,8 @@ class Case:
     answer: str
     point: tuple[int, int]
     """The input point the source's own mapping gives for `answer` on `screen`."""
-    max_tokens: int
+    max_tokens: int | None
+    """What the runner sends as max_tokens (None: none, the server's default)."""
     extra: tuple[str, ...] = ()
     temperature: float | None = 0.0
     """What the runner samples at (None: the agent sends no temperature)."""
@@ -104,7 +105,7 @@ CASES: dict[str, Case] = {
     # Holo1.5: the cookbook's own example: calendar_example.jpg (1710x852) resized to 1400x700 (the size of the
     # image its notebook shows), answered ClickAbsoluteAction(x=342, y=345): on the screen 342*1710/1400, 345*852/700
     "holo1.5": Case((1710, 852), (1400, 700), (prompt_text("holo/localization.txt"),),
-                    '{"action": "click_absolute", "x": 342, "y": 345}', (418, 420), 128),
+                    '{"action": "click_absolute", "x": 342, "y": 345}', (418, 420), None),
     # EvoCUA S2: factor 32 (process_image) -> 1920x1088; _parse_response_s2 scales 500 * 1920 / 999, 500 * 1080 / 999
     # and truncates to (960, 540); Conway rounds to the nearest pixel
     "evocua": Case((1920, 1080), (1920, 1088), ("* The screen's resolution is 1000x1000.",
@@ -133,7 +134,7 @@ CASES: dict[str, Case] = {
     # Holo2: the hosted-API notebook's smart_resize(factor=32, 64*32*32 .. 16384*32*32) -> 1920x1088; its
     # visualisation scales x / 1000 * width
     "holo2": Case((1920, 1080), (1920, 1088), (prompt_text("holo2/localization.txt"),), '{"x": 500, "y": 300}',
-                  (960, 324), 4096),
+                  (960, 324), None),
     # Kimi K2.5: the screenshot as captured; project_coordinate_to_absolute_scale: round(0.5 * 1920), round(0.3 * 1080)
     "kimi-k2.5": Case((1920, 1080), (1920, 1080),
                       (prompt_text("kimi/system_non_thinking.txt").replace("{password}", "osworld-public-evaluation"),),
@@ -189,7 +190,7 @@ def test_the_preset_sends_its_sources_prompt_and_maps_its_sample_answer(name):
         with build_model_policy(config, resolve_home(None)) as policy:
             decision = policy.decide(_context(case.screen))
         request = fake.chat_requests[-1]
-    assert request["max_tokens"] == case.max_tokens and request.get("temperature") == case.temperature
+    assert request.get("max_tokens") == case.max_tokens and request.get("temperature") == case.temperature
     assert _image_sizes(request["messages"])[-1] == (case.image or case.sent)  # the current screenshot, as sent
     text = _texts(request["messages"])
     for expected in case.prompt:
@@ -258,7 +259,8 @@ def test_the_readme_presets_table_lists_every_preset_with_its_numbers():
     assert set(rows) == {f"`policy={name}`" for name in CASES}
     for name, case in CASES.items():
         cells = [c.strip() for c in rows[f"`policy={name}`"].split("|")]
-        assert cells[7].split(" ")[0] == str(case.max_tokens), (name, cells[7])  # the max_tokens column
+        said = "none" if case.max_tokens is None else str(case.max_tokens)
+        assert cells[7].split(" ")[0] == said, (name, cells[7])  # the max_tokens column
 
 
 
