@@ -190,9 +190,11 @@ def test_llama_server_s_http_400_for_length_is_context_exceeded(conway_home):
         policy.close()
 
 
-def test_the_faithful_uitars_window_at_1920x1080_goes_through_the_tiny_vlm_in_the_context_conway_chose():
-    """Five screenshots a request (the agent's window, constant) and every answer, in-process, with runtime.n_ctx
-    left to Conway: the preset's need at 1920x1080 (image tokens held to 256 for the tiny VLM's 4,096) fits."""
+@pytest.mark.parametrize("backend", ["llama_cpp", "http"])
+def test_the_faithful_uitars_window_at_1920x1080_goes_through_the_tiny_vlm_in_the_context_conway_chose(backend):
+    """Five screenshots a request (the agent's window, constant) and every answer, in-process and on a llama-server
+    Conway starts, with runtime.n_ctx left to Conway: the preset's need at 1920x1080 (image tokens held to 256
+    for the tiny VLM's 4,096) fits, and every request goes through."""
     import io
 
     from PIL import Image
@@ -203,11 +205,12 @@ def test_the_faithful_uitars_window_at_1920x1080_goes_through_the_tiny_vlm_in_th
     from conway.policies.images import prepare_image
     from conway.protocols import DecisionContext, Observation
 
-    require_inprocess()
-    cfg = load_config(None, ["policy=uitars-1.5-7b", "policy.backend=llama_cpp", f"policy.model_path={MODEL}",
+    require_inprocess() if backend == "llama_cpp" else require_llama_server()
+    server = ["runtime.server=llama-server", "runtime.startup_timeout_s=120"] if backend == "http" else []
+    cfg = load_config(None, ["policy=uitars-1.5-7b", f"policy.backend={backend}", f"policy.model_path={MODEL}",
                              f"policy.mmproj_path={MMPROJ}", "policy.max_tokens=8", "policy.image_max_tokens=256",
-                             "runtime.n_threads=1"])
-    need = window_need(cfg, (1920, 1080), in_process=True)
+                             "runtime.n_threads=1", *server])
+    need = window_need(cfg, (1920, 1080), in_process=backend == "llama_cpp")
     images, turns, slide = cfg.policy.history_window(12)
     history = TurnHistory(max_images=images, max_turns=turns, slide=slide)
     sent_images = []
