@@ -103,20 +103,31 @@ cannot replay every earlier answer (memory.md keeps what the window lets go)."""
 
 class PlannerConfig(_Section):
     """`policy.planner`: a planner model that proposes each step in words and code, the configured grounding preset
-    (`policy=jedi-7b`, `gta1` …) becoming its executor (`conway/policies/planned.py`, OSWorld's Jedi agents)."""
+    (`policy=jedi-7b`, `gta1` …) becoming its executor (`conway/policies/planned.py`, OSWorld's Jedi agents;
+    `conway/policies/planned_gta1.py`, OSWorld's GTA1 agent)."""
 
+    protocol: Literal["jedi", "gta1"] = "jedi"
+    """Whose planner turns are sent: `jedi` (OSWorld's Jedi agents: one answer a step, pyautogui code with a comment
+    grounded) or `gta1` (OSWorld's GTA1 agent: `proposals` answers of `agent.*` calls, a judge call picking one)."""
     endpoint: str | None = None
     """The planner's OpenAI-compatible server (or `model_path`: a GGUF Conway runs)."""
     model: str | None = None
     api_key_env: str | None = None
     model_path: str | None = None
     mmproj_path: str | None = None
-    max_tokens: int = Field(default=1500, ge=1, le=32768)
-    """The planner's reply cap (`JediAgent7B(max_tokens=1500)`, as its executor's)."""
-    temperature: float = Field(default=0.5, ge=0, le=2)
-    """The planner's temperature (`JediAgent7B(temperature=0.5)`)."""
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    """The planner's reply cap (None: the protocol's agent's: 1500 for jedi, `JediAgent7B(max_tokens=1500)`, sent as
+    `max_tokens`; 4096 for gta1, `GTA1Agent(max_tokens=4096)`, sent as `max_completion_tokens`, 4x on a retry)."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """The planner's temperature (None: jedi's 0.5, `JediAgent7B(temperature=0.5)`; gta1 sends none, as its agent)."""
     max_steps: int = Field(default=15, ge=1)
-    """`{max_steps}` of the planner's prompt (`JediAgent7B(max_steps=15)`)."""
+    """`{max_steps}` of the planner's prompt (`JediAgent7B(max_steps=15)`; GTA1's runner's `--max_steps` 15, whose
+    agent answers FAIL once the step count reaches it)."""
+    proposals: int = Field(default=8, ge=1, le=64)
+    """gta1: the answers asked per step (`GTA1Agent(N_SEQ=8)`, sent as `n` in requests of at most 8); above 1 a
+    judge call picks one."""
+    password: str = ""
+    """gta1: `{CLIENT_PASSWORD}` of the judge's prompt (the runner's `--client_password`, "" by default)."""
 
 
 class PolicyConfig(_Section):

@@ -145,6 +145,9 @@ def _planned_policy(config: ConwayConfig, home: Home) -> Any:
     pol = config.policy
     plan = pol.planner
     assert plan is not None
+    if plan.protocol == "gta1" and plan.temperature is not None:
+        raise UserError("policy.planner.temperature: the gta1 protocol sends no temperature (GTA1's agent asks its "
+                        "o3 planner with none); leave it unset or use protocol=jedi")
     family, adapter = _family_adapter(config)
     if adapter.replays:
         raise UserError(f"policy.planner: the executor must be a grounding preset (policy=jedi-7b, jedi-3b, gta1, "
@@ -159,8 +162,13 @@ def _planned_policy(config: ConwayConfig, home: Home) -> Any:
     except BaseException:
         executor.close()
         raise
-    return PlannedPolicy(planner, executor, max_tokens=plan.max_tokens, temperature=plan.temperature,
-                         max_steps=plan.max_steps)
+    if plan.protocol == "gta1":
+        from conway.policies.planned_gta1 import GTA1PlannedPolicy
+
+        return GTA1PlannedPolicy(planner, executor, max_tokens=plan.max_tokens or 4096, proposals=plan.proposals,
+                                 max_steps=plan.max_steps, password=plan.password)
+    return PlannedPolicy(planner, executor, max_tokens=plan.max_tokens or 1500,
+                         temperature=0.5 if plan.temperature is None else plan.temperature, max_steps=plan.max_steps)
 
 
 def _family_adapter(config: ConwayConfig) -> tuple[Family, Adapter]:

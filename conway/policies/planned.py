@@ -206,19 +206,26 @@ class PlannedPolicy:
         """The code with each described pointer call moved to the executor's point (left as planned when the
         executor's answer holds none, as the agent leaves it)."""
         out = code
-        ex = self.executor
         for comment, call, _ in grounded_calls(code):
-            image = prepare_image(context.observation, ex.settings.resize_rule, ex.rule, ex.settings.image_encoding)
-            sent, captured = image.sent_size, image.captured_size
-            system = ex.adapter.instructions(["click"], sent, ex.settings.convention)
-            messages = ex.adapter.messages(Slots(system=system, task=comment, tail="", image_url=image.data_url()), [])
-            answer = self._call(ex, "executor", messages, calls, ex.settings.max_tokens, ex.settings.temperature)
-            calls[-1]["description"] = comment
-            parsed = ex.adapter.parse(answer, convention=ex.settings.convention, sent_size=sent, captured_size=captured)
-            point = next((a for a in parsed.actions if hasattr(a, "x")), None)
+            point = self._locate(comment, context, calls)
             if point is not None:
-                out = out.replace(call, rewritten(call, int(point.x), int(point.y)))
+                out = out.replace(call, rewritten(call, *point))
         return out
+
+    def _locate(self, description: str, context: DecisionContext, calls: list[dict[str, Any]]
+                ) -> tuple[int, int] | None:
+        """The executor's point (screen pixels) for `description`, asked as the grounding preset asks; None when
+        its answer holds none."""
+        ex = self.executor
+        image = prepare_image(context.observation, ex.settings.resize_rule, ex.rule, ex.settings.image_encoding)
+        sent, captured = image.sent_size, image.captured_size
+        system = ex.adapter.instructions(["click"], sent, ex.settings.convention)
+        messages = ex.adapter.messages(Slots(system=system, task=description, tail="", image_url=image.data_url()), [])
+        answer = self._call(ex, "executor", messages, calls, ex.settings.max_tokens, ex.settings.temperature)
+        calls[-1]["description"] = description
+        parsed = ex.adapter.parse(answer, convention=ex.settings.convention, sent_size=sent, captured_size=captured)
+        point = next((a for a in parsed.actions if hasattr(a, "x")), None)
+        return None if point is None else (int(point.x), int(point.y))
 
 
 def _captured_png_url(context: DecisionContext) -> str:
