@@ -55,7 +55,7 @@ class Recorder:
         self.answer = answer
         self.requests: list[dict[str, Any]] = []
 
-    def take(self, body: dict[str, Any]) -> str:
+    def take(self, body: dict[str, Any]) -> Any:
         body = json.loads(json.dumps(body))
         self.requests.append(body)
         return self.answer(body)
@@ -71,6 +71,11 @@ def _json_response(texts: list[str]) -> Any:
     return types.SimpleNamespace(status_code=200, json=lambda: body, text=json.dumps(body))
 
 
+def _choices(answer: str | list[str], body: dict[str, Any]) -> list[str]:
+    """The choices of a reply: a scripted list as it is (one a choice), one answer repeated `n` times."""
+    return list(answer) if isinstance(answer, list) else [answer] * int(body.get("n") or 1)
+
+
 @contextlib.contextmanager
 def recording(recorder: Recorder):
     """openai's chat `create`, httpx.post and requests.post answered by `recorder` while inside."""
@@ -82,10 +87,10 @@ def recording(recorder: Recorder):
 
     def create(self: Any, **kwargs: Any) -> Any:
         kwargs.update(kwargs.pop("extra_body", None) or {})  # the client merges it into the request's JSON body
-        return _completion([recorder.take(kwargs)] * int(kwargs.get("n") or 1))
+        return _completion(_choices(recorder.take(kwargs), kwargs))
 
     def post(url: str, *a: Any, json: Any = None, **kw: Any) -> Any:
-        return _json_response([recorder.take(json)] * int(json.get("n") or 1))
+        return _json_response(_choices(recorder.take(json), json))
 
     chat.Completions.create, httpx.post, requests.post = create, post, post  # type: ignore[method-assign]
     try:
