@@ -108,7 +108,7 @@ def build(osworld: Path, commit: str) -> dict[str, Any]:
         with recording(recorder):
             for step in range(1, len(STEPS_GTA1) + 1):
                 obs = {"screenshot": screenshot(step), "accessibility_tree": None}
-                _, done = _quiet(lambda: agent.predict(INSTRUCTION, obs))  # noqa: B023 (called at once)
+                _, done = _quiet(lambda: agent.predict(INSTRUCTION, obs))
                 actions.append(done)
     requests = [{"call": call_of(body), **request_record(body)} for body in recorder.requests]
     return {"source": f"OSWorld mm_agents/gta1/gta1_agent.py (ljxpython/OSWorldUse {commit})",
