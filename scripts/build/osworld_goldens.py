@@ -337,7 +337,25 @@ def official_prompts(root: Path, goldens: dict[str, list[dict[str, Any]]]) -> di
         "qwen25vl/instruction.txt": q25_user.replace(INSTRUCTION, "{instruction}").replace(
             "\nNone", "\n{previous_actions_str}"),
         "gta1/system.txt": osworld.GTA1_GROUNDING_SYSTEM_PROMPT,
+        "gta1/planner_system.txt": osworld.GTA1_PLANNER_SYSTEM_PROMPT,
+        "gta1/judge_system.txt": osworld.GTA1_JUDGE_SYSTEM_PROMPT,
+        **_gta1_agent_texts(root / "mm_agents" / "gta1" / "gta1_agent.py"),
     }
+
+
+def _gta1_agent_texts(path: Path) -> dict[str, str]:
+    """GTA1Agent.predict's planner user text (its f-string, the `{instruction}` field kept as written) and the line
+    it appends when proposals are refused (policy.planner.protocol=gta1)."""
+    out = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "user_prompt":
+            out["gta1/planner_user.txt"] = "".join(
+                v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+                for v in node.value.values)  # type: ignore[attr-defined]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value.startswith("You didn't generate a valid"):
+            out["gta1/retry.txt"] = node.value
+    return out
 
 
 def _sha(text: str) -> str:

@@ -173,3 +173,26 @@ def test_the_gta1_protocol_sends_no_temperature():
                                 "policy.planner.temperature=0.5"])
     with pytest.raises(UserError, match="no temperature"):
         build_model_policy(config, resolve_home(None))
+
+
+@pytest.mark.parametrize("name", ["planner_system.txt", "planner_user.txt", "judge_system.txt", "retry.txt"])
+def test_an_edited_stored_gta1_prompt_no_longer_matches_the_official_requests(name, monkeypatch):
+    """The golden holds the official text as the agent sent it, so one changed letter of a stored file fails."""
+    from conway.policies.prompt_files import PromptFolder
+
+    real = PromptFolder.text
+
+    def edited(self, file):
+        text = real(self, file)
+        if self.path.parent.name == "gta1" and file == name:
+            i = text.index("e")  # one letter, placeholders intact
+            return text[:i] + "E" + text[i + 1:]
+        return text
+
+    monkeypatch.setattr(PromptFolder, "text", edited)
+    _, slots, planner_requests, _ = _run_episode()
+    want = [r for r in _golden()["requests"] if r["call"] in ("planner", "judge")]
+    step_of = [n for n, s in enumerate(STEPS_GTA1) for _ in range(len(s["planner"]) + 1)]
+    found = [first_difference(_record(body, slots[step_of[i]])["messages"], golden["messages"])
+             for i, (body, golden) in enumerate(zip(planner_requests, want))]
+    assert any(f and "texts differ" in f for f in found), found

@@ -55,7 +55,8 @@ def test_every_file_taken_from_an_official_source_is_checked_against_it():
         "opencua/system_l3.txt", "opencua/instruction.txt", "qwen3vl/system.txt", "qwen3vl/computer_use.json",
         "qwen3vl/instruction.txt", "qwen25vl/system.txt", "qwen25vl/fncall_template.txt",
         "qwen25vl/computer_use.json", "qwen25vl/instruction.txt", "gta1/system.txt", "holo/localization.txt",
-        "holo/click_schema.json"}
+        "holo/click_schema.json", "gta1/planner_system.txt", "gta1/judge_system.txt", "gta1/planner_user.txt",
+        "gta1/retry.txt"}
 
 
 def _copy(tmp_path: Path) -> Path:
