@@ -13,9 +13,9 @@ The rewritten code becomes Conway's actions (OpenCUA's parser, screen pixels; ne
 `FAIL` a wait or a finish.
 
 One Conway decision is then several model calls: the journal's decision holds each (`calls`: role, model, usage,
-time, answer), and costs are counted per model from them (`conway/experience/costs.py`). GTA1's planner (OSWorld
-`mm_agents/gta1/`, an o3 planner with several proposals and a judge) is not implemented: `policy.planner` takes the
-Jedi planner's protocol with either grounding preset as the executor.
+time, answer), and costs are counted per model from them (`conway/experience/costs.py`). GTA1's planner protocol
+(OSWorld `mm_agents/gta1/`: several proposals and a judge) is `planned_gta1.py` (`policy.planner.protocol=gta1`);
+either protocol takes any grounding preset as the executor.
 """
 
 from __future__ import annotations

@@ -195,9 +195,13 @@ class GTA1PlannedPolicy(PlannedPolicy):
 
     def _request(self, policy: Any, role: str, messages: list[dict[str, Any]], calls: list[dict[str, Any]],
                  sampling: dict[str, Any]) -> list[str]:
-        """One request with only the agent's fields (no temperature, no max_tokens); every choice's text."""
+        """One request with only the agent's fields (no temperature, no max_tokens); every choice's text. A
+        planner Conway runs in-process is asked one answer at a time, its cap as `max_tokens` (llama.cpp's)."""
         started = time.perf_counter()
-        result = policy.backend.complete(messages, mode="none", spec=StructuredSpec(), max_tokens=None,
+        tokens = None
+        if getattr(policy.backend, "kind", "") == "llama_cpp":
+            tokens, sampling = sampling["max_completion_tokens"], {}
+        result = policy.backend.complete(messages, mode="none", spec=StructuredSpec(), max_tokens=tokens,
                                          temperature=None, seed=policy.settings.seed, sampling=sampling)
         choices = (result.raw or {}).get("choices") if isinstance(result.raw, dict) else None
         texts = [result.text] + [str((c.get("message") or {}).get("content") or "") for c in (choices or [])[1:]
