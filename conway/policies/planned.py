@@ -225,7 +225,11 @@ class PlannedPolicy:
         calls[-1]["description"] = description
         parsed = ex.adapter.parse(answer, convention=ex.settings.convention, sent_size=sent, captured_size=captured)
         point = next((a for a in parsed.actions if hasattr(a, "x")), None)
-        return None if point is None else (int(point.x), int(point.y))
+        return None if point is None else self._point(answer, (int(point.x), int(point.y)), sent, captured)
+
+    def _point(self, answer: str, parsed: tuple[int, int], sent: Any, captured: Any) -> tuple[int, int]:
+        """The executor's point as the protocol's agent takes it (here: as the grounding preset parses it)."""
+        return parsed
 
 
 def _captured_png_url(context: DecisionContext) -> str:

@@ -22,7 +22,7 @@ OSWorldUse b5007a93…, run by `scripts/python/run_multienv_gta1.py`; the prompt
 Where Conway differs: the judge is asked of the planner's model (the agent names `o3`, the runner's planner); a
 planner that gives no valid proposal at all ends the step with a problem (the agent would ask the judge about an
 empty list and fail); grounded points are in the screenshot's pixels (the agent scales to 1920x1080 whatever the
-screen); calls the ACI runs in the VM (UNO, wmctrl, OCR) are refused (`gta1_aci`).
+screen; with the `gta1` executor they are rounded as the agent rounds them); calls the ACI runs in the VM (UNO, wmctrl, OCR) are refused (`gta1_aci`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ MAX_RETRIES = 5
 JUDGE_TRIES = 20
 """`MAX_RETRY_TIMES`: how often `select` asks again before taking the first proposal."""
 JUDGE_TOKENS = 4096 * 4
+_PAIR = re.compile(r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)")
 
 
 @dataclass
@@ -219,6 +220,16 @@ class GTA1PlannedPolicy(PlannedPolicy):
             if index is not None and 0 <= index < len(valid):
                 return valid[index]
         return valid[0]
+
+    def _point(self, answer: str, parsed: tuple[int, int], sent: Any, captured: Any) -> tuple[int, int]:
+        """GTA1's executor's point as `request_vllm` and `OSWorldACI.resize_coordinates` take it: the first
+        `(x,y)` of integers over the size its prompt states, times the screen's size, rounded (the agent's
+        screen is always 1920x1080; here the captured one)."""
+        found = _PAIR.search(answer) if self.executor.adapter.name == "gta1" else None
+        if found is None or "." in found.group(0):
+            return parsed
+        x, y = int(found.group(1)), int(found.group(2))
+        return round(x / sent[0] * captured[0]), round(y / sent[1] * captured[1])
 
     def _act(self, chosen: str, call: str, context: DecisionContext, calls: list[dict[str, Any]]) -> list[Any]:
         """The chosen call grounded (each description the agent grounds) and turned into actions."""

@@ -41,8 +41,6 @@ GOLDEN = Path(__file__).resolve().parents[1] / "data" / "goldens_new" / "gta1-pl
 KNOWN: dict[str, str] = {
     "grounding BGR": "the agent encodes the grounding screenshot with cv2 from an RGB array, so red and blue are "
                      "swapped; Conway sends RGB (compared with the channels put back, as test_request_goldens does)",
-    "point rounding": "the agent rounds the grounded point scaled to the screen (x/W*1920: 395.6 -> 396), the gta1 "
-                      "preset's parser (shared with grounding-check) truncates (395): at most one pixel",
 }
 
 
@@ -126,11 +124,11 @@ def test_the_chosen_proposals_act_where_the_agent_acts(episode):
     assert "pyautogui.click(120, 340, clicks=2" in agent_actions[0][0]  # the judge's index 7: a retried proposal
     assert got[0] == [("double_click", 120, 340)]
     assert "click(636, 396)" in agent_actions[1][0] and "write('final.txt')" in agent_actions[1][0]
-    assert "point rounding" in KNOWN  # 400/1092*1080 = 395.6
-    assert got[1] == [("click", 636, 395), ("hotkey", ["ctrl", "a"]), ("key", "backspace"), ("type", "final.txt"),
+    # 400/1092*1080 = 395.6: rounded as the agent rounds (the gta1 preset alone truncates)
+    assert got[1] == [("click", 636, 396), ("hotkey", ["ctrl", "a"]), ("key", "backspace"), ("type", "final.txt"),
                       ("key", "enter")]
     assert got[2] == [("hotkey", ["ctrl", "s"])]
-    assert "moveTo(696, 495)" in agent_actions[3][0] and got[3] == [("scroll", 695, 494, -5)]  # rounding, as above
+    assert "moveTo(696, 495)" in agent_actions[3][0] and got[3] == [("scroll", 696, 495, -5)]
     assert "moveTo(298, 415); pyautogui.dragTo(89, 603" in agent_actions[4][0]
     assert got[4] == [("drag", 298, 415, 89, 603)]
     assert got[5] == [("hotkey", ["shift", "down"]), ("hotkey", ["shift", "down"])]
