@@ -2,8 +2,8 @@
 → decide (a stop meanwhile: discard) → validate → write intent (fsync) → dispatch → record result.
 
 Everything comes in through `LoopParts`. Around it: `control` (stop/pause, signals, budgets, sliced waits), `ending`,
-`recovery` (start-up), `run_state` (state.json), `prompt.decision` (what the model sees), `repetition`,
-`observe.fallback` (no screen). An uncertain outcome is never replayed and ends the run.
+`recovery` (start-up), `run_state` (state.json), `step_errors` (a step without a dispatch), `prompt.decision`
+(what the model sees), `repetition`, `observe.fallback` (no screen). An uncertain outcome is never replayed and ends the run.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from conway.actions import ActionProblem, Finish, Wait, _Action
 from conway.cancel import DecisionAborted
 from conway.geometry import ScreenGeometry
 from conway.loop.control import Control
-from conway.loop.ending import PermanentFailures, PreDispatchError, RunEnd, StopRun
+from conway.loop.ending import PreDispatchError, RunEnd, StopRun
 from conway.loop.memory_upkeep import MemoryUpkeep
 from conway.loop.parts import LoopParts, RunOutcome
-from conway.loop.ratelimit import rate_limit_event, rate_limit_wait
 from conway.loop.recovery import start_up
 from conway.loop.repetition import Repetitions
 from conway.loop.run_state import RunState, best_effort, crash_report, disk_full
+from conway.loop.step_errors import StepErrors
 from conway.loop.takeover import Takeover
 from conway.observe.fallback import ScreenFallback
 from conway.prompt.decision import ContextBuilder, context_record
@@ -29,7 +29,6 @@ from conway.protocols import (
     DispatchUncertain,
     FailSafeTriggered,
     PolicyError,
-    RateLimited,
     ToolResult,
     decision_problem_cause,
 )
@@ -62,8 +61,9 @@ class Loop:
         self.revision = harness_revision()
         self.step = 0
         self.decisions = 0  # the model's answers (what --max-steps counts); `step` also counts cycles without one
-        self.idle_count = self.error_count = 0
-        self.permanent = PermanentFailures(cfg.agent.max_permanent_failures)  # ends a run no retry can help
+        self.idle_count = 0
+        self.errors = StepErrors(self.control, self.outcome, self.contexts, cfg.agent.max_permanent_failures,
+                                 cfg.agent.recovery_backoff_max_s, self.record, self.say)
         self.last_change_key: str | None = None
 
     # -- the run --------------------------------------------------------------
@@ -82,7 +82,7 @@ class Loop:
                 try:
                     self.cycle()
                 except PreDispatchError as exc:
-                    self.pre_dispatch_error(exc)
+                    self.errors.handle(exc, self.step)
         except StopRun as stop:
             end = stop
         except KeyboardInterrupt:
@@ -151,7 +151,7 @@ class Loop:
             msg = "; ".join(p.message for p in problems) or "the model proposed no action"
             cause = decision_problem_cause(decision)
             raise PreDispatchError(msg if cause == "cut off" else f"{cause}: {msg}", cause)
-        self.error_count = 0
+        self.errors.count = 0
         self.outcome.valid_decisions += 1
         for n, action in enumerate(actions):
             if self.control.check():  # held by a pause: the screen may have changed since the decision
@@ -228,30 +228,6 @@ class Loop:
         raise self.control.pending_stop() or StopRun(reason, end)  # a stop that cut it short is how it ended
 
     # -- what a step leaves for the next ones --------------------------------
-
-    def pre_dispatch_error(self, exc: PreDispatchError) -> None:
-        """Record it, show it to the model, and back off after repeated ones (5, 10, 20 … s)."""
-        self.error_count += 1
-        self.outcome.model_error(exc.cause)
-        delay = self.control.recovery_delay(self.error_count)
-        if isinstance(exc.error, RateLimited):
-            return self.rate_limited(exc.error, delay, exc.context)
-        spent = self.control.budget_spent_by(delay) if delay else None
-        self.record("error", {"stage": "pre-dispatch", "error": str(exc), "cause": exc.cause,
-                              "consecutive": self.error_count, "backoff_s": 0.0 if spent else delay,
-                              **({"context": exc.context} if exc.context else {})})
-        self.contexts.note_error(self.step, str(exc))
-        self.say(f"step {self.step}: {exc}" + (f" (retrying in {delay:g} s)" if delay and not spent else ""))
-        self.permanent.seen(exc.error, self.error_count)  # the same incurable failure, again: the run ends
-        if delay:
-            self.control.wait(delay)
-
-    def rate_limited(self, exc: RateLimited, backoff: float, context: dict[str, Any] | None) -> None:
-        """Counts toward recovery backoff; the wait is bounded (conway/loop/ratelimit.py)."""
-        delay, why = rate_limit_wait(exc.retry_after, backoff, self.cfg.agent.recovery_backoff_max_s, exc.source)
-        self.record("error", rate_limit_event(exc, self.error_count, delay, why, context))
-        self.say(f"rate limited by the model server: waiting {delay:g} s ({why})")
-        self.control.wait(delay)
 
     def note(self, action: _Action, outcome: str, summary: str | None = None) -> None:
         self.contexts.note(self.step, summary := summary or action.summary(), outcome)
