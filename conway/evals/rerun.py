@@ -210,7 +210,6 @@ def settled(screen: Any, limit_s: float = SETTLE_LIMIT_S) -> Any:
 
 
 def _parts(home: Home, desk: Any) -> tuple[Any, Any]:
-    import os
 
     from conway.config import ConwayConfig
     from conway.observe.screen import ScreenObserver
@@ -222,7 +221,7 @@ def _parts(home: Home, desk: Any) -> tuple[Any, Any]:
     tools = cfg.tools.model_copy(update={"enabled": [t for t in cfg.tools.enabled if t != "browser"]})
     toolbox = build_toolbox(tools, Path(GUEST_HOME), gui=True, shell_env=shell_env(home),
                             environment=desk.environment, display=desk.display)
-    return ScreenObserver(display=desk.display, accessibility_env={**os.environ, **desk.env()}), toolbox
+    return ScreenObserver(display=desk.display, accessibility_helper=desk.helper_argv("_atspi_snapshot.py")), toolbox
 
 
 def _compare(home: Home, st: ReplayStep, obs: Any, n: int, result: RerunResult, out: Path,

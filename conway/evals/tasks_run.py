@@ -37,7 +37,6 @@ session in `conway.session.task_run` and its wall-clock guard in
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import time
@@ -304,9 +303,9 @@ class TasksSuite:
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.observe.screen import ScreenObserver
 
-        # the desktop's display, and its AT-SPI tree on the desktop's bus
+        # the desktop's display; its AT-SPI tree read inside the desktop's box (the helper's answer is data)
         return ScreenObserver.from_config(cfg, home, display=desk.display,
-                                          accessibility_env={**os.environ, **desk.env()})
+                                          accessibility_helper=desk.helper_argv("_atspi_snapshot.py"))
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
         from conway.session.task_run import shell_env

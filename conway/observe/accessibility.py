@@ -118,21 +118,24 @@ def snapshot(
     app: str | None = None,
     env: dict[str, str] | None = None,
     helper_argv: list[str] | None = None,
+    helper_prefix: list[str] | None = None,
 ) -> AccessibilitySnapshot:
     """Snapshot the foreground application's accessible tree; never raises for runtime failures.
 
     ``app`` picks an application by name instead of the foreground rule;
     ``env`` replaces the subprocess environment (e.g. another session bus);
     ``helper_argv`` replaces the helper command (tests use it to simulate a
-    hang or a crash).
+    hang or a crash); ``helper_prefix`` replaces only how the helper is started
+    (a task desktop's: inside its box, `DisposableDesktop.helper_argv`), its
+    options kept.
     """
     t0 = time.perf_counter()
     if helper_argv is None and not sys.platform.startswith("linux"):
         return _fail(NOT_IMPLEMENTED, t0)
-    argv = helper_argv or [sys.executable, str(HELPER), "--max-nodes", str(max_nodes),
-                           "--max-depth", str(max_depth)] + (["--app", app] if app else [])
+    options = ["--max-nodes", str(max_nodes), "--max-depth", str(max_depth)] + (["--app", app] if app else [])
+    argv = helper_argv or [*(helper_prefix or [sys.executable, str(HELPER)]), *options]
     try:
-        run_env = _helper_env(env, needs_bus=helper_argv is None)
+        run_env = _helper_env(env, needs_bus=helper_argv is None and helper_prefix is None)
         proc, out, err = _run_helper(argv, run_env, timeout_s)
         result = _helper_answer(proc, out, err)
     except _Fallback as fallback:

@@ -138,7 +138,10 @@ class ScreenObserver:
             hash as the last one saved) reuses that file.
         relative_to: base for ``screenshot_path`` (the Conway home).
         accessibility_env: the accessibility helper's environment when it is
-            not Conway's own (a task desktop's display and session bus).
+            not Conway's own.
+        accessibility_helper: how the helper is started when the screen is a
+            task desktop's: inside its box (`DisposableDesktop.helper_argv`),
+            never on this side with the desktop's addresses.
     """
 
     source = "screen"
@@ -156,6 +159,7 @@ class ScreenObserver:
         archive: ScreenshotArchive | None = None,
         relative_to: str | os.PathLike[str] | None = None,
         accessibility_env: dict[str, str] | None = None,
+        accessibility_helper: list[str] | None = None,
     ):
         self.monitor = monitor
         self.archive = archive
@@ -168,21 +172,23 @@ class ScreenObserver:
         self.accessibility_max_chars = accessibility_max_chars
         self.display = display
         self.accessibility_env = accessibility_env
-        """The accessibility helper's environment when it is not Conway's own (a task desktop's display and bus)."""
+        """The accessibility helper's environment when it is not Conway's own."""
+        self.accessibility_helper = accessibility_helper
         self._mss: Any = None
 
     @classmethod
     def from_config(cls, config: Any, home: Any, *, display: str | None = None,
-                    accessibility_env: dict[str, str] | None = None) -> ScreenObserver:
+                    accessibility_env: dict[str, str] | None = None,
+                    accessibility_helper: list[str] | None = None) -> ScreenObserver:
         """From a `ConwayConfig` (its ``observe`` section) and a `Home` (screenshots/ lives there); `display` and
-        `accessibility_env` when the screen is not Conway's own (a task's disposable desktop)."""
+        `accessibility_helper` when the screen is not Conway's own (a task's disposable desktop)."""
         from conway.imaging import ScreenshotArchive
 
         oc = config.observe
         archive = ScreenshotArchive(home.screenshots, keep=oc.keep_screenshots) if oc.keep_screenshots else None
         return cls(accessibility=oc.accessibility, accessibility_timeout_s=oc.accessibility_timeout_s,
                    accessibility_max_chars=oc.accessibility_max_chars, archive=archive, relative_to=home.root,
-                   display=display, accessibility_env=accessibility_env)
+                   display=display, accessibility_env=accessibility_env, accessibility_helper=accessibility_helper)
 
     # --- connection ----------------------------------------------------------
 
@@ -265,7 +271,7 @@ class ScreenObserver:
             from conway.observe.accessibility import snapshot
 
             snap = snapshot(timeout_s=self.accessibility_timeout_s, max_chars=self.accessibility_max_chars,
-                            geometry=geometry, env=self.accessibility_env)
+                            geometry=geometry, env=self.accessibility_env, helper_prefix=self.accessibility_helper)
             text = snap.text
             meta["accessibility"] = snap.summary()
         obs = ScreenObservation(

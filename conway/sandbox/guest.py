@@ -68,6 +68,9 @@ def write_guest(folder: Path) -> Path:
         path.chmod(0o755)
     shutil.copyfile(_HERE / "_guest_pyautogui.py", lib_dir / "pyautogui.py")
     shutil.copyfile(_HERE / "_guest_vlc.py", lib_dir / "conway_vlc.py")
+    # Conway's own helpers that read the desktop run inside its box, never on this side (docs/desktop.md#the-box)
+    for helper in (_HERE / "_terminal_text.py", _HERE / "_atspi_xml.py", _HERE.parent / "observe" / "_atspi_snapshot.py"):
+        shutil.copyfile(helper, lib_dir / helper.name)
     return folder
 
 

@@ -33,9 +33,13 @@ class Resolved:
     """The path as the sandbox names it, links followed and `..` applied."""
     host: Path
     writable: bool
+    top: Path | None = None
+    """The bind's folder on this machine, where `rel` lies: open through `safe_files.open_beneath(top, rel)`
+    so that a link swapped in after this resolution is refused, never followed."""
+    rel: str = ""
 
 
-def _host_of(binds: list[Bind], inside: str) -> tuple[Path, bool] | None:
+def _host_of(binds: list[Bind], inside: str) -> tuple[Path, bool, Path, str] | None:
     best: Bind | None = None
     for b in binds:  # the deepest bind wins, as a later mount over an earlier one does
         if inside == b.inside or inside.startswith(b.inside.rstrip("/") + "/"):
@@ -44,7 +48,7 @@ def _host_of(binds: list[Bind], inside: str) -> tuple[Path, bool] | None:
     if best is None:
         return None
     rest = inside[len(best.inside):].lstrip("/")
-    return (best.host / rest if rest else best.host), best.writable
+    return (best.host / rest if rest else best.host), best.writable, best.host, rest
 
 
 def resolve(binds: list[Bind], path: str, *, cwd: str, home: str) -> Resolved:
@@ -82,4 +86,4 @@ def resolve(binds: list[Bind], path: str, *, cwd: str, home: str) -> Resolved:
     if mapped is None:
         shown = given if cur == given else f"{given} (that is {cur})"
         raise PathEscape(f"{shown} is outside what this sandbox shows")
-    return Resolved(inside=cur, host=mapped[0], writable=mapped[1])
+    return Resolved(inside=cur, host=mapped[0], writable=mapped[1], top=mapped[2], rel=mapped[3])

@@ -118,10 +118,12 @@ class NotRegularFile(OSError):
     """A FIFO, device or socket where a file was expected: never opened for a blocking read."""
 
 
-def open_regular(path: os.PathLike[str] | str) -> BinaryIO:
+def open_regular(path: os.PathLike[str] | str, *, follow: bool = True) -> BinaryIO:
     """Open a file for reading without ever blocking in open(): a FIFO, socket or device is refused
-    (`NotRegularFile`), a folder raises IsADirectoryError; reads of a regular file then never block."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    (`NotRegularFile`), a folder raises IsADirectoryError; reads of a regular file then never block.
+    `follow=False`: a symlink as the last component is refused (ELOOP), never followed."""
+    nofollow = 0 if follow else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | nofollow)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):

@@ -22,6 +22,7 @@ from conway.actions import AppendFile, ListDir, ReadFile, ReplaceText, _Action, 
 from conway.geometry import ScreenGeometry
 from conway.protocols import DispatchUncertain, Tool, ToolResult
 from conway.sandbox.environment import Environment, LocalEnvironment
+from conway.sandbox.safe_files import open_beneath
 from conway.store.durable import fsync_dir
 from conway.tasks.env import PathEscape
 from conway.text.bounded import HeadTail, NotRegularFile, open_regular, utf8_edges
@@ -59,6 +60,8 @@ class FileTools(Tool):
         self.read_max_bytes = read_max_bytes
         self.list_max_entries = list_max_entries
         self.environment: Environment = environment or LocalEnvironment()
+        self._pinned = False
+        """During one action in a sandbox: the path is under a folder descriptor; no link is followed."""
         """Which paths exist for the tool and where they live (the same view the shell's commands get)."""
 
     def availability(self) -> tuple[bool, str]:
@@ -90,21 +93,39 @@ class FileTools(Tool):
         writes = isinstance(action, (ReplaceText, AppendFile))
         if writes and not where.writable:
             return _fail(f"{where.inside} is read-only in this sandbox (file unchanged)")
-        if isinstance(action, ReadFile):
-            result = self.read(where.host)
-        elif isinstance(action, ReplaceText):
-            result = self.replace(where.host, action.old, action.new)
-        elif isinstance(action, AppendFile):
-            result = self.append(where.host, action.text)
-        else:
-            result = self.list_dir(where.host)
-        return _named_inside(result, where.host, where.inside)
+        pinned = None
+        host = where.host
+        if self.environment.name != "local" and where.top is not None:
+            # A sandbox may swap any part of the path for a link between this resolution and the open: the
+            # folder is held by a descriptor opened with no link followed, the last name opened with O_NOFOLLOW.
+            parent, _, name = where.rel.rpartition("/")
+            try:
+                pinned = open_beneath(where.top, parent or ".", os.O_PATH | os.O_DIRECTORY)
+            except OSError as exc:
+                return _fail(f"{where.inside}: {exc.strerror or exc} (a link on the way is never followed; "
+                             "nothing read or written)")
+            host = Path(f"/proc/self/fd/{pinned}") / (name or ".")
+        self._pinned = pinned is not None
+        try:
+            if isinstance(action, ReadFile):
+                result = self.read(host)
+            elif isinstance(action, ReplaceText):
+                result = self.replace(host, action.old, action.new)
+            elif isinstance(action, AppendFile):
+                result = self.append(host, action.text)
+            else:
+                result = self.list_dir(host)
+        finally:
+            self._pinned = False
+            if pinned is not None:
+                os.close(pinned)
+        return _named_inside(result, host, where.inside)
 
     # --- read ----------------------------------------------------------------
 
     def read(self, path: Path) -> ToolResult:
         try:
-            with open_regular(path) as f:  # a FIFO or device could block in open() or never end
+            with open_regular(path, follow=not self._pinned) as f:  # a FIFO or device could block in open()
                 st = os.fstat(f.fileno())
                 buf = HeadTail(self.read_max_bytes)
                 if st.st_size > self.read_max_bytes:
@@ -136,9 +157,10 @@ class FileTools(Tool):
     # --- replace -------------------------------------------------------------
 
     def replace(self, path: Path, old: str, new: str) -> ToolResult:
-        target = Path(os.path.realpath(path))  # edit through a symlink, not over it
+        # edit through a symlink, not over it (in a sandbox a link is never followed: `run` pinned the folder)
+        target = path if self._pinned else Path(os.path.realpath(path))
         try:
-            with open_regular(target) as f:
+            with open_regular(target, follow=not self._pinned) as f:
                 before = os.fstat(f.fileno())
                 raw = f.read()
         except OSError as exc:
@@ -185,8 +207,10 @@ class FileTools(Tool):
                     f.flush()
                     if hasattr(os, "fchmod"):  # mkstemp makes 0600; keep the original's mode
                         os.fchmod(f.fileno(), stat.S_IMODE(before.st_mode))
+                    if hasattr(os, "geteuid") and os.geteuid() == 0:  # and its owner (a task desktop's user)
+                        os.fchown(f.fileno(), before.st_uid, before.st_gid)
                     os.fsync(f.fileno())
-                now = os.stat(target)
+                now = os.stat(target, follow_symlinks=not self._pinned)
                 if (now.st_mtime_ns, now.st_size, now.st_ino) != (before.st_mtime_ns, before.st_size, before.st_ino):
                     raise _Certain(f"{target} changed while it was being edited; nothing written (retry)")
             except _Certain:
@@ -213,7 +237,7 @@ class FileTools(Tool):
     def append(self, path: Path, text: str) -> ToolResult:
         data = text.encode("utf-8")
         try:
-            st = os.stat(path)
+            st = os.stat(path, follow_symlinks=not self._pinned)
         except OSError:
             st = None  # missing (created below) or unreadable (open reports it)
         if st is not None and stat.S_ISDIR(st.st_mode):
@@ -223,7 +247,11 @@ class FileTools(Tool):
         created = st is None
         try:
             # O_APPEND: every write lands at the end even if someone else appends too.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+            nofollow = getattr(os, "O_NOFOLLOW", 0) if self._pinned else 0
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0) | nofollow, 0o666)
+            if created and self._pinned and os.geteuid() == 0:  # the sandbox's user owns what it finds there
+                folder = os.stat(path.parent)
+                os.fchown(fd, folder.st_uid, folder.st_gid)
         except OSError as exc:  # nothing opened → nothing written: certain
             if isinstance(exc, FileNotFoundError):
                 return _fail(f"parent directory does not exist: {path.parent} (append creates the file, "
@@ -254,13 +282,25 @@ class FileTools(Tool):
     # --- list ----------------------------------------------------------------
 
     def list_dir(self, path: Path) -> ToolResult:
+        held = None
         try:
-            with os.scandir(path) as it:
+            if self._pinned:  # the folder itself opened with no link followed, then listed through its descriptor
+                held = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            with os.scandir(f"/proc/self/fd/{held}" if held is not None else path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
+            if held is not None:
+                os.close(held)
             if isinstance(exc, NotADirectoryError):
                 return _fail(f"not a directory: {path} (use read_file)")
             return _fail(_describe(exc, path))
+        try:
+            return self._listing(path, entries)
+        finally:
+            if held is not None:
+                os.close(held)
+
+    def _listing(self, path: Path, entries: list[os.DirEntry]) -> ToolResult:
         shown = entries[: self.list_max_entries]
         lines = [f"{path}: {len(entries)} entries"]
         for e in shown:
