@@ -361,13 +361,13 @@ class Box:
         (box / "group").write_text(GROUP)
         x11 = Path(tempfile.mkdtemp(prefix="conway-x11-", dir="/tmp"))  # beside /tmp/.X11-unix: one file system
         self._x11 = x11
-        for p in (self.root, self.root / "home", x11):
+        os.chmod(self.root, 0o711)  # the box's uid passes through to its folders, lists nothing here
+        for p in (self.root / "home", x11):
             os.chmod(p, 0o700)
         if os.geteuid() == 0:
             self._mount_home()
             _chown_tree(self.root / "home", self.uid)
-            for p in (self.root, x11):
-                os.chown(p, self.uid, self.uid)
+            os.chown(x11, self.uid, self.uid)
         self._ctl_dir = Path(tempfile.mkdtemp(prefix="conway-ctl-"))
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(self._ctl_dir / "ctl"))
@@ -396,11 +396,17 @@ class Box:
         untouched). Elsewhere the home is a plain folder and `disk_mb` is watched (`breaches`)."""
         if not self.limits.disk_mb:
             return
+        home = self.root / "home"
+        seeded = self.root / "home-seed"
+        home.rename(seeded)  # what the caller put in the home goes into the tmpfs
+        home.mkdir(mode=0o700)
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.limits.disk_mb}m,mode=0700,nosuid,nodev",
-                               "conway-home", str(self.root / "home")], capture_output=True, text=True,
+                               "conway-home", str(home)], capture_output=True, text=True,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             self.unenforced.append("home size (mount refused)")
+        shutil.copytree(seeded, home, symlinks=True, dirs_exist_ok=True)
+        shutil.rmtree(seeded, ignore_errors=True)
 
     def _launch(self, listener: socket.socket, x11: Path, number: int) -> None:
         lim = self.limits
@@ -416,30 +422,43 @@ class Box:
                 argv += ["--symlink", target, link]
             elif os.path.isdir(link):
                 argv += ["--ro-bind", link, link]
-        argv += ["--ro-bind", str(self.root / "box" / "passwd"), "/etc/passwd",
-                 "--ro-bind", str(self.root / "box" / "group"), "/etc/group",
+        # (bubblewrap's --bind-fd resolves its descriptor through /proc/self/fd, which the box's uid may not read
+        # once setpriv changed it: the folders are named by path, made by this side under a folder the box's uid
+        # may pass through and cannot write)
+        fds: list[int] = [listener.fileno()]
+
+        def held(path: Path) -> str:
+            return str(path)
+
+        def data(text: str) -> str:
+            fd = os.memfd_create("conway-box-file", 0)
+            os.write(fd, text.encode())
+            os.lseek(fd, 0, os.SEEK_SET)
+            fds.append(fd)
+            return str(fd)
+
+        argv += ["--ro-bind-data", data(PASSWD), "/etc/passwd", "--ro-bind-data", data(GROUP), "/etc/group",
                  "--proc", "/proc", "--dev", "/dev"]
         disk = str(lim.disk_mb << 20) if lim.disk_mb else None
         for path in ("/tmp", "/dev/shm", "/var/tmp"):
             argv += (["--size", disk] if disk else []) + ["--perms", "1777", "--tmpfs", path]
         argv += ["--size", str(64 << 20), "--perms", "0700", "--tmpfs", "/run/user/1000",
-                 "--dir", "/home", "--bind", str(self.root / "home"), "/home/user",
-                 "--bind", str(x11), X_DIR,
-                 "--ro-bind", str(self.root / "box"), "/run/conway-box",
-                 "--ro-bind", str(self.guest), "/run/conway",
+                 "--dir", "/home", "--bind", held(self.root / "home"), "/home/user",
+                 "--bind", held(x11), X_DIR,
+                 "--ro-bind", held(self.root / "box"), "/run/conway-box",
+                 "--ro-bind", held(self.guest), "/run/conway",
                  "--remount-ro", "/", "--chdir", "/home/user"]
         for k, v in self.env.items():
             argv += ["--setenv", k, v]
         argv += ["--setenv", "DISPLAY", f":{number}", "--setenv", "CONWAY_BOX_FD", str(listener.fileno())]
         prog = seccomp.program()
-        fds = [listener.fileno()]
         memfd = None
         if prog is not None and hasattr(os, "memfd_create"):
             memfd = os.memfd_create("conway-box-seccomp", 0)
             os.write(memfd, prog)
             os.lseek(memfd, 0, os.SEEK_SET)
             fds.append(memfd)
-            argv += ["--seccomp", str(memfd)]
+            argv += ["--seccomp", str(memfd)]  # closed with the rest once bubblewrap has them
         argv += ["--", "/usr/bin/python3", "-I", "-S", "/run/conway-box/init.py", str(number),
                  f"{self.size[0]}x{self.size[1]}x24"]
         rlimits = self._rlimits()
@@ -458,8 +477,8 @@ class Box:
                                              pass_fds=tuple(fds), stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         finally:
-            if memfd is not None:
-                os.close(memfd)
+            for fd in fds[1:]:
+                os.close(fd)
 
     def _rlimits(self) -> list[str]:
         lim = self.limits
@@ -533,9 +552,10 @@ class Box:
             return "it could not join its cgroup"
         return (lines[-1][:300] if lines else f"exit code {code}")
 
-    def stop(self) -> None:
+    def stop(self, unmount_home: bool = True) -> None:
         """End every process of the box (its pid namespace goes with its first process), remove its links,
-        locks and cgroups. The home is left for the caller (`close` of the desktop)."""
+        locks and cgroups; the home's size-bounded mount too unless `unmount_home` is False (the desktop's `kill`
+        leaves the home readable until `close`)."""
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -565,7 +585,8 @@ class Box:
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
         self._ctl_dir = None
-        _umount_quietly(self.root / "home")
+        if unmount_home:
+            _umount_quietly(self.root / "home")
         if self._slot_fd is not None:
             os.close(self._slot_fd)
             self._slot_fd = None
@@ -591,9 +612,12 @@ class Box:
 
     def request(self, request: dict, timeout_s: float = 30.0) -> dict:
         """One request, one answer object (not `run`)."""
-        with self.connect(request, timeout_s) as s:
-            for frame in frames(s):
-                return frame
+        try:
+            with self.connect(request, timeout_s) as s:
+                for frame in frames(s):
+                    return frame
+        except OSError as exc:
+            raise BoxError(f"the desktop's box stopped answering: {exc}") from None
         raise BoxError("the desktop's box closed the connection without an answer")
 
     def run(self, argv: list[str], *, cwd: str, timeout_s: float | None, max_bytes: int = 16 << 20) -> BoxRun:

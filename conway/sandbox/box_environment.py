@@ -46,8 +46,12 @@ class BoxEnvironment:
             argv = ["/bin/sh", "-c", argv]
         return Prepared(self.relay(list(argv), cwd=cwd), "/", {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
 
+    def view(self, env: dict[str, str] | None = None) -> list[Bind]:
+        """The folders of this machine the box shows that this side reads: its home only."""
+        return [Bind(GUEST_HOME, self._home_dir, True)]
+
     def resolve(self, path: str, *, cwd: str) -> Resolved:
-        return resolve([Bind(GUEST_HOME, self._home_dir, True)], path, cwd=cwd, home=GUEST_HOME)
+        return resolve(self.view(), path, cwd=cwd, home=GUEST_HOME)
 
     def close(self) -> None:
         pass

@@ -12,6 +12,7 @@ connection (capture, input, the window list) and reads the home only through `sa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -53,6 +54,18 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
   </policy>
 </busconfig>
 """
+
+
+def _reachable(parent: Path | None) -> str | None:
+    """Where the root can be made so that the box's own uid (when Conway is root) can reach its home: `parent`
+    when every folder above it lets others through, else the system's temp folder, else /tmp."""
+    if os.geteuid() != 0:
+        return None if parent is None else str(parent)
+    for candidate in ([Path(parent)] if parent is not None else []) + [Path(tempfile.gettempdir()), Path("/tmp")]:
+        chain = [candidate.resolve(), *candidate.resolve().parents]
+        if all(os.stat(p).st_mode & 0o001 for p in chain if p.exists()):
+            return str(candidate)
+    return "/tmp"
 
 
 class DisposableDesktop:
@@ -102,7 +115,8 @@ class DisposableDesktop:
         try:
             if self._root_parent is not None:
                 Path(self._root_parent).mkdir(parents=True, exist_ok=True)
-            self.root = Path(tempfile.mkdtemp(prefix="conway-desktop-", dir=self._root_parent))
+            self.root = Path(tempfile.mkdtemp(prefix="conway-desktop-", dir=_reachable(self._root_parent)))
+            self.root.chmod(0o711)  # the box's user (root: a uid of its own) passes through to its home
         except OSError as exc:
             raise SandboxError(f"cannot make the desktop's folder in {self._root_parent or tempfile.gettempdir()}: "
                                f"{exc.strerror or exc}") from None
@@ -141,8 +155,6 @@ class DisposableDesktop:
 
     def _guest_env_for(self, box: Box) -> dict[str, str]:
         """The whole environment of every program in the box: this list, nothing of Conway's own."""
-        import os
-
         lang = os.environ.get("LANG") or "C.UTF-8"
         if not all(c.isalnum() or c in "._-@" for c in lang):
             lang = "C.UTF-8"
@@ -166,13 +178,21 @@ class DisposableDesktop:
 
     def close(self, keep: bool | None = None) -> None:
         """End the box and everything in it, delete the root unless kept."""
-        self.kill()
         keep = self.keep if keep is None else keep
+        self.kill()
+        if self.root is not None and os.path.ismount(self.home):
+            if keep:  # what the home holds is kept beside its size-bounded mount, which goes
+                shutil.copytree(self.home, self.root / "home.kept", symlinks=True)
+            if self.box is not None:
+                self.box.stop()
         if self._copies is not None:
             shutil.rmtree(self._copies, ignore_errors=True)
             self._copies = None
         if self.root is not None:
             if keep:
+                if (self.root / "home.kept").is_dir():
+                    shutil.rmtree(self.root / "home", ignore_errors=True)
+                    (self.root / "home.kept").rename(self.root / "home")
                 print(f"kept the task's desktop root: {self.root} (its home: {self.root / 'home'})", file=sys.stderr)
             else:
                 shutil.rmtree(self.root, ignore_errors=True)
@@ -182,7 +202,7 @@ class DisposableDesktop:
         """End everything running on this desktop (the box's pid namespace goes with it), its folders left as
         they are. What a task's watchdog does to a task whose loop does not stop; `close` does it too."""
         if self.box is not None:
-            self.box.stop()
+            self.box.stop(unmount_home=False)
 
     # --- TaskEnv -----------------------------------------------------------------
 

@@ -17,9 +17,11 @@ import re
 import shlex
 import shutil
 import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Callable
 
 from conway.sandbox import windows
@@ -302,9 +304,7 @@ def _download(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         source = download_path(env.cache_dir, env.task_id, url, path)
         if not source.is_file():
             raise SetupError(f"{url} is not in the local cache (expected {source})")
-        target = env.host_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        env.write_file(path, source.read_bytes())  # inside the home, no link followed (PathEscape otherwise)
 
 
 def _chrome_open_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -357,9 +357,15 @@ def _update_browse_history(env: TaskEnv, limits: SetupLimits, p: dict[str, Any])
     items = _need(p, "history", list)
     if env.cache_dir is None or not cloud_path(env.cache_dir, env.task_id, HISTORY_FILE).is_file():
         raise SetupError(f"the empty history database ({HISTORY_URL}) is not in the local cache: conway tasks fetch")
-    target = env.host_path("/home/user/.config/google-chrome/Default/History")  # OSWorld's Chrome profile
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(cloud_path(env.cache_dir, env.task_id, HISTORY_FILE), target)
+    # built on this side in a private folder, then written into the home (never opened there: the box owns it)
+    with tempfile.TemporaryDirectory(prefix="conway-history-") as scratch:
+        target = Path(scratch) / "History"
+        shutil.copyfile(cloud_path(env.cache_dir, env.task_id, HISTORY_FILE), target)
+        _add_visits(target, items)
+        env.write_file("/home/user/.config/google-chrome/Default/History", target.read_bytes())  # OSWorld's profile
+
+
+def _add_visits(target: Path, items: list[Any]) -> None:
     with contextlib.closing(sqlite3.connect(target)) as db, db:
         for item in items:
             when = datetime.now() - timedelta(seconds=item["visit_time_from_now_in_seconds"])

@@ -40,8 +40,14 @@ class TaskEnv(Protocol):
     """The X display the task's applications and the agent's GUI actions use (":12")."""
 
     def host_path(self, guest_path: str) -> Path:
-        """Where a path the task names (`/home/user/x.txt`, `~/x.txt`, a relative path: under the home) lives
-        on this machine. Raises PathEscape for a path outside what the task may see."""
+        """A file on this machine holding what the task sees at a path it names (`/home/user/x.txt`, `~/x.txt`,
+        a relative path: under the home) — on a sandboxed desktop a private copy, read with no link followed.
+        Raises PathEscape for a path outside what the task may see. Read it; write through `write_file`."""
+        ...
+
+    def write_file(self, guest_path: str, data: bytes) -> None:
+        """Put a file at a path the task names in its home (folders made as needed), following no link;
+        PathEscape for a path outside the home."""
         ...
 
     def run(self, command: str | list[str], *, shell: bool = False, timeout_s: float = 30.0,

@@ -14,7 +14,9 @@ hold; the model's own finish is reported beside it, never instead of it.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from conway.tasks.env import TaskEnv
@@ -160,9 +162,11 @@ def _criterion(c: Criterion, env: TaskEnv) -> MetricResult:
         ok = done.returncode == 0 and not done.timed_out
         seen = f"timed out after {timeout:g} s" if done.timed_out else f"exit status {done.returncode}"
         return MetricResult(c.kind, float(ok), detail=seen)
-    if c.kind in ("file_exists", "file_contains"):  # the task's path, seen through its home
-        c = Criterion(c.kind, str(env.host_path(c.target)), c.text, c.timeout_s)
-    ok, seen = verify_one(c, env.host_path("~"))
+    if c.kind in ("file_exists", "file_contains"):  # the task's path, read through its home (a copy: no link followed)
+        copy = env.host_path(c.target)
+        ok, seen = verify_one(Criterion(c.kind, str(copy), c.text, c.timeout_s), copy.parent)
+        return MetricResult(c.kind, float(ok), detail=seen.replace(str(copy), c.target))
+    ok, seen = verify_one(c, Path(tempfile.gettempdir()))  # a URL: no folder of the task is read
     return MetricResult(c.kind, float(ok), detail=seen)
 
 

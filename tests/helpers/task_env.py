@@ -48,6 +48,11 @@ class TestTaskEnv:
             raise PathEscape(f"{guest_path} leads outside the task's home {GUEST_HOME}")
         return path
 
+    def write_file(self, guest_path: str, data: bytes) -> None:
+        target = self.host_path(guest_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
     def run(self, command: str | list[str], *, shell: bool = False, timeout_s: float = 30.0,
             cwd: str | None = None) -> CommandResult:
         self.commands.append(command)
