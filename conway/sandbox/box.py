@@ -501,7 +501,8 @@ class Box:
         try:
             self._net = subprocess.Popen(
                 ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", f"--ready-fd={w}",
-                 *([] if os.geteuid() == 0 else [f"--userns-path=/proc/{child}/ns/user"]), str(child), "tap0"],
+                 *([] if os.geteuid() == 0 else [f"--userns-path=/proc/{child}/ns/user"]),
+                 "--netns-type=path", f"/proc/{child}/ns/net", "tap0"],
                 pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
             os.close(w)

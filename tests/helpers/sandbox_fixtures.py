@@ -34,9 +34,9 @@ def open_desk(tmp_path: Path) -> Iterator[Callable[..., DisposableDesktop]]:
     after the test. Skipped (failed where CONWAY_REQUIRE_DESKTOP=1) unless the desktop's programs, those of the
     (program, apt package) pairs `also`, and bubblewrap are here."""
     with ExitStack() as opened:
-        def open_(task_id: str, *also: tuple[str, str]) -> DisposableDesktop:
+        def open_(task_id: str, *also: tuple[str, str], **options: object) -> DisposableDesktop:
             for tool, apt in DESKTOP_TOOLS + also:
                 need(tool, apt)
             _need_bubblewrap()
-            return opened.enter_context(DisposableDesktop(task_id, cache_dir=tmp_path / "cache"))
+            return opened.enter_context(DisposableDesktop(task_id, cache_dir=tmp_path / "cache", **options))
         yield open_
