@@ -522,6 +522,22 @@ class ToolsConfig(_Section):
         return self
 
 
+class SandboxConfig(_Section):
+    """Limits of each task desktop's box (docs/desktop.md#the-box): a cgroup of its own where Conway may make one
+    (root), rlimits otherwise; each breach ends the task with a named error. 0: no limit of that kind."""
+
+    pids: int = Field(1024, ge=0)
+    """Processes and threads of the whole desktop (a fork bomb stops here)."""
+    memory_mb: int = Field(4096, ge=0)
+    """Memory of the whole desktop; past it the kernel's OOM killer ends a process in it (named in the report)."""
+    cpus: float = Field(0.0, ge=0)
+    """At most this many cores' worth of CPU time (0: no cap)."""
+    cpu_seconds: int = Field(0, ge=0)
+    """CPU seconds each program in the desktop may use (RLIMIT_CPU; 0: none)."""
+    disk_mb: int = Field(2048, ge=0)
+    """The home's size (a tmpfs of this size when root; watched otherwise) and each of /tmp and /dev/shm."""
+
+
 class ConwayConfig(_Section):
     agent: AgentConfig = AgentConfig()
     policy: PolicyConfig = PolicyConfig()
@@ -532,6 +548,7 @@ class ConwayConfig(_Section):
     observe: ObserveConfig = ObserveConfig()
     tools: ToolsConfig = ToolsConfig()
     skills: SkillsConfig = SkillsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
     def for_task_formats(self, formats: Collection[str]) -> "ConwayConfig":
         """This configuration for a run of tasks of `formats` (`Task.format`): when every one is OSWorld's, a

@@ -71,6 +71,13 @@ CONSTITUTION_FILE = INSTRUCTIONS / "tasks_run_constitution.md"
 GOALS_FILE = INSTRUCTIONS / "tasks_run_goals.md"
 
 
+def box_limits(config: ConwayConfig) -> Any:
+    """The desktop box's limits from `sandbox.*`."""
+    from conway.sandbox.box import BoxLimits
+
+    return BoxLimits(**config.sandbox.model_dump())
+
+
 @dataclass
 class TaskCase:
     """One entry of the suite, in the report's order: a task (with its reasons not to run), or a load problem."""
@@ -210,7 +217,7 @@ class TasksSuite:
         home = Home(root / "home")
         record["phase"] = "desktop"
         with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep, size=self.screen,
-                               network=self.network) as desk:
+                               network=self.network, limits=box_limits(self.config)) as desk:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
             finally:
@@ -273,6 +280,10 @@ class TasksSuite:
                                + (f"; the teardown failed: {dog.teardown_error}" if dog.teardown_error else ""))
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
+        breaches = desk.breaches() if hasattr(desk, "breaches") else []
+        if breaches:  # a step killed by a limit is a failed step, never a success: the task is not scored
+            record["limits"] = breaches
+            raise RuntimeError("the task's desktop hit its limits: " + "; ".join(breaches))
         record["phase"] = "evaluate"
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
         result = evaluate(task, desk, declared_fail=declared_fail,
