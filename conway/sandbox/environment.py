@@ -151,8 +151,10 @@ class BubblewrapEnvironment:
         view = self.view(env, tmp)
         for b in view:
             if b.inside == "/tmp":  # after /home and /root are emptied, before anything bound under /tmp
+                # /proc/sys read-only: uid 0 inside (Conway run by root) could otherwise write kernel settings
+                # such as kernel/core_pattern, whose helper the kernel runs on the host with every capability
                 argv += ["--tmpfs", "/home", "--tmpfs", "/root", "--dev", "/dev", "--tmpfs", "/dev/shm",
-                         "--proc", "/proc", "--symlink", "../tmp", "/var/tmp"]
+                         "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--symlink", "../tmp", "/var/tmp"]
             argv += ["--bind" if b.writable else "--ro-bind", str(b.host), b.inside]
         argv += masks.mask_args()  # root only: what only root may read in the system folders
         if not self.network and not self.netns:

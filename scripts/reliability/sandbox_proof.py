@@ -21,6 +21,14 @@ died, a connection accepted), never by what the command says about itself:
     keyring       keyctl on the session keyring bwrap leaves attached (the caller's keys: root's, as root)
     service-symlink (desktop) `~/.config/dconf` linked to a folder beside the home, then a setting written,
                   so that the bus's dconf service writes its database there
+    atspi-address (desktop) the X root's AT_SPI_BUS set to a `unixexec:` address that touches a host path, then
+                  the terminal, tree and snapshot helpers asked to read the desktop
+    bus-env       (desktop) the bus's activation environment given LD_PRELOAD of a library in the home (and a
+                  command in a variable), then dconf activated: the library must not load on the host
+    proc-sys      (desktop and workdir) kernel/core_pattern written through /proc/sys
+    files-race    (desktop) a file of the home swapped for a link to a host file between the files tool's check and
+                  its write (the race made certain)
+    leftovers     (desktop) a desktop in a process killed by SIGKILL: any process of it still running after 10 s
 
 Run as root, it runs every attempt again as nobody (`setpriv --reuid=65534 --regid=65534 --clear-groups`).
 Prints a table (attempt, sandbox, user, verdict); exit 0 when every attempt failed, 2 on any escape, 1 when the
@@ -52,7 +60,7 @@ from conway.sandbox.process import run_bounded
 from scripts.reliability.common import REPO
 
 ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "read-root-only", "signal", "loopback", "keyring",
-            "service-symlink")
+            "service-symlink", "atspi-address", "bus-env", "proc-sys", "files-race", "leftovers")
 SANDBOXES = ("workdir", "desktop")
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -66,6 +74,8 @@ class Box:
     """The bound folder as the sandbox names it."""
     outside: Path
     """A host folder on the bound folder's filesystem, not shown."""
+    desk: object = None
+    """The DisposableDesktop (desktop kind)."""
 
 
 @dataclass
@@ -216,10 +226,118 @@ def _service_symlink(box: Box) -> tuple[bool, str]:
     return (box.outside / "user").exists(), said
 
 
+def _atspi_address(box: Box) -> tuple[bool, str]:
+    if box.desk is None:
+        return False, "no desktop in this sandbox (not tried)"
+    marker = box.outside / f"pwned-{uuid.uuid4().hex[:8]}"
+    said = _sh(box, f"xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS 'unixexec:path=/bin/touch,argv0=touch,argv1={marker}'"
+                    " && echo SET")
+    box.desk.terminal_output()
+    box.desk.accessibility_tree()
+    from conway.observe.accessibility import snapshot
+    snapshot(helper_prefix=box.desk.helper_argv("_atspi_snapshot.py"), timeout_s=10)
+    time.sleep(0.3)
+    return marker.exists(), said
+
+
+def _bus_env(box: Box) -> tuple[bool, str]:
+    if box.desk is None:
+        return False, "no desktop in this sandbox (not tried)"
+    marker = box.outside / f"pwned-{uuid.uuid4().hex[:8]}"
+    src = box.outside / "evil.c"
+    src.write_text('#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void hit(void)'
+                   f' {{ int fd = open("{marker}", O_CREAT | O_WRONLY, 0644); if (fd >= 0) close(fd); }}\n')
+    lib = box.outside / "evil.so"
+    if shutil.which("gcc") is None or subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)],
+                                                     capture_output=True).returncode != 0:
+        return False, "gcc could not build the library (not tried)"
+    box.desk.write_file("evil.so", lib.read_bytes())
+    said = _sh(box, "dbus-update-activation-environment LD_PRELOAD=/home/user/evil.so && "
+                    f"dbus-update-activation-environment EVIL='touch {marker}'; "
+                    "gsettings set org.gnome.desktop.interface cursor-size 31; sleep 1; "
+                    "gsettings get org.gnome.desktop.interface cursor-size", timeout_s=30)
+    return marker.exists(), said
+
+
+def _proc_sys(box: Box) -> tuple[bool, str]:
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    said = _sh(box, "echo '|/bin/touch /tmp/conway-core' > /proc/sys/kernel/core_pattern; echo rc=$?")
+    changed = Path("/proc/sys/kernel/core_pattern").read_text() != before
+    if changed and os.geteuid() == 0:
+        Path("/proc/sys/kernel/core_pattern").write_text(before)
+    return changed, said
+
+
+def _files_race(box: Box) -> tuple[bool, str]:
+    if box.desk is None:
+        return False, "no desktop in this sandbox (not tried)"
+    from conway.actions import ReplaceText
+    from conway.sandbox.box_environment import BoxEnvironment
+    from conway.tools.files import FileTools
+    target = box.outside / "host.conf"
+    target.write_text("setting=old\n")
+
+    class Racing(BoxEnvironment):
+        def resolve(self, path, *, cwd):
+            found = super().resolve(path, cwd=cwd)
+            found.host.unlink()
+            found.host.symlink_to(target)  # what a process inside does in a loop until it wins
+            return found
+    box.desk.write_file("race.txt", b"setting=old\n")
+    result = FileTools(Path("/home/user"), environment=Racing(box.desk.box, box.desk.home)).run(
+        ReplaceText(path="race.txt", old="old", new="pwned"))
+    return target.read_text() != "setting=old\n", result.error or result.output
+
+
+_KILLED_CHILD = """
+import time
+from conway.sandbox.desktop import DisposableDesktop
+d = DisposableDesktop("killed")
+d.start()
+d.spawn(["sleep", "{tag}"])
+print(d.display, flush=True)
+time.sleep(600)
+"""
+
+
+def _leftovers(box: Box) -> tuple[bool, str]:
+    if box.desk is None:
+        return False, "no desktop in this sandbox (not tried)"
+    tag = f"{uuid.uuid4().int % 1000}.{uuid.uuid4().int % 1000:03d}"
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD.format(tag=tag)], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    display = child.stdout.readline().strip()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not _running(tag):
+        time.sleep(0.1)
+    os.kill(child.pid, 9)
+    child.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_running(tag) or _running(display)):
+        time.sleep(0.1)
+    left = _running(tag) + _running(display)
+    return bool(left), f"after kill -9: {len(left)} process(es) of the desktop {display} left"
+
+
+def _running(arg: str) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    with open(f"/proc/{pid}/stat", "rb") as f2:
+                        if f2.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                            out.append(int(pid))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 TRIES: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
     "read-root-only": _read_root_only, "signal": _signal, "loopback": _loopback, "keyring": _keyring,
-    "service-symlink": _service_symlink}
+    "service-symlink": _service_symlink, "atspi-address": _atspi_address, "bus-env": _bus_env,
+    "proc-sys": _proc_sys, "files-race": _files_race, "leftovers": _leftovers}
 
 
 @contextmanager
@@ -241,7 +359,7 @@ def sandbox(kind: str) -> Iterator[Box]:
         assert desk.environment is not None and desk.root is not None
         beside = desk.root / "outside"  # the home's filesystem, not shown
         beside.mkdir()
-        yield Box(kind, desk.environment, "/home/user", beside)
+        yield Box(kind, desk.environment, "/home/user", beside, desk)
 
 
 def run_attempts(attempts: list[str], kinds: list[str]) -> list[Row]:
