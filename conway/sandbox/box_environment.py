@@ -22,6 +22,17 @@ __all__ = ["BoxEnvironment"]
 _RELAY = Path(__file__).with_name("box_run.py")
 
 
+def relay_python() -> str:
+    """An interpreter this process may start for the relay (standard library only): its own, or, where its own
+    lies behind a folder this user may not pass (a root-made virtual environment run as another user), the
+    system's."""
+    import os
+
+    if os.access(sys.executable, os.X_OK):
+        return sys.executable
+    return "/usr/bin/python3"
+
+
 class BoxEnvironment:
     name = "sandbox"
 
@@ -38,7 +49,7 @@ class BoxEnvironment:
         return True, (f"the task desktop's box ({net}; HOME {GUEST_HOME}; an unprivileged user; no capabilities)")
 
     def relay(self, argv: list[str], *, cwd: str, timeout_s: float | None = None) -> list[str]:
-        return [sys.executable, "-I", "-S", str(_RELAY), self.box.ctl_path, cwd,
+        return [relay_python(), "-I", "-S", str(_RELAY), self.box.ctl_path, cwd,
                 "-" if timeout_s is None else str(timeout_s), "--", *argv]
 
     def prepare(self, argv: list[str] | str, *, cwd: str, env: dict[str, str] | None) -> Prepared:

@@ -304,7 +304,8 @@ def _leftovers(box: Box) -> tuple[bool, str]:
     if box.desk is None:
         return False, "no desktop in this sandbox (not tried)"
     tag = f"{uuid.uuid4().int % 1000}.{uuid.uuid4().int % 1000:03d}"
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD.format(tag=tag)], cwd=REPO, stdout=subprocess.PIPE,
+    from conway.sandbox.box_environment import relay_python
+    child = subprocess.Popen([relay_python(), "-c", _KILLED_CHILD.format(tag=tag)], cwd=REPO, stdout=subprocess.PIPE,
                              text=True, start_new_session=True)
     display = child.stdout.readline().strip()
     deadline = time.monotonic() + 20
