@@ -3,7 +3,9 @@
 Each sees the task's machine only through `TaskEnv`: a path through
 `env.host_path` (one that leaves the home raises PathEscape, and the evaluator
 records it as that metric's error), a command through `env.run`, bounded. A
-`cloud_file` comes from the local cache, never the network. Unlike OSWorld's,
+`cloud_file` comes from the local cache, never the network; a `cloud_file` or
+`cache_file` name that would leave the task's cache folder raises PathEscape
+too (`conway.tasks.cache.cloud_path`). Unlike OSWorld's,
 `vm_file` hands the metric the file where it lies (no copy into the cache):
 the cache is the user's, and a task's files are gone with its home anyway.
 """

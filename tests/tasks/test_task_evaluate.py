@@ -192,6 +192,9 @@ def test_a_metric_that_raises_is_its_one_line_error(env, tmp_path):
 def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     cases = {
         "vm_file": make("compare_text_file", {"type": "vm_file", "path": "/etc/passwd", "dest": "p"}, None),
+        "cache_file": make("compare_text_file", {"type": "cache_file", "path": "/etc/passwd"}, None),
+        "cloud_file": make("compare_text_file", {"type": "vm_file", "path": "~/a", "dest": "a"},
+                           {"type": "cloud_file", "path": "https://example.org/p", "dest": "../../../etc/passwd"}),
         "unknown getter": make("exact_match", {"type": "googledrive_file"}, rule("x")),
         "unknown metric": make("compare_audios", echo("x"), None),
         "expected getter": make("exact_match", echo("x"), {"type": "rule"}),
@@ -199,6 +202,8 @@ def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     }
     errors = {name: evaluate(t, env, declared_fail=False).metrics[0].error for name, t in cases.items()}
     assert "PathEscape" in errors["vm_file"]
+    assert errors["cache_file"].startswith("result getter cache_file: PathEscape: /etc/passwd is outside the task")
+    assert errors["cloud_file"].startswith("expected getter cloud_file: PathEscape: ../../../etc/passwd is outside")
     assert errors["unknown getter"] == ("result getter googledrive_file: NotImplementedError: "
                                        "getter googledrive_file is not implemented")
     assert errors["unknown metric"] == "metric compare_audios is not implemented"

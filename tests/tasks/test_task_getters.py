@@ -85,6 +85,29 @@ def test_cache_file(env):
         GETTERS["cache_file"](env, {"path": "apt.out"})
 
 
+def test_cache_and_cloud_file_names_never_leave_the_tasks_cache_folder(env, tmp_path):
+    """A task file naming an absolute path or climbing out with `..` must not read a host file (or another task's
+    cached one) into a comparison: each is refused, though the file is there and readable."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root-only, say")
+    other = cloud_path(env.cache_dir, "t-2", "gold.txt")
+    other.parent.mkdir(parents=True)
+    other.write_text("another task's")
+    own = cloud_path(env.cache_dir, env.task_id, "sub/ok.txt")
+    own.parent.mkdir(parents=True)
+    own.write_text("fine")
+    for name in (str(secret), "../t-2/gold.txt", "../../secret.txt", "sub/../../t-2/gold.txt", "/etc/passwd", ""):
+        with pytest.raises(PathEscape):
+            GETTERS["cache_file"](env, {"path": name})
+        with pytest.raises(PathEscape):
+            GETTERS["cloud_file"](env, {"path": "https://example.org/x", "dest": name})
+    multi = {"path": ["https://example.org/ok", "https://example.org/x"], "dest": ["sub/ok.txt", str(secret)],
+             "multi": True, "gives": [0]}
+    with pytest.raises(PathEscape):  # one bad name refuses the getter, though it would hand over only the first
+        GETTERS["cloud_file"](env, multi)
+    assert GETTERS["cache_file"](env, {"path": "sub/./ok.txt"}) == str(own)  # inside stays allowed
+
+
 def test_rule_hands_the_rules_over(env):
     assert GETTERS["rule"](env, {"type": "rule", "rules": {"expected": "x"}}) == {"expected": "x"}
 
