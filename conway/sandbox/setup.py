@@ -25,7 +25,7 @@ from typing import Any, Callable
 from conway.sandbox import windows
 from conway.sandbox.environment import SYSTEM_PATH
 from conway.sandbox.guest import GUEST_PROGRAMS
-from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path
+from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path, kept_output
 from conway.tasks.env import PathEscape, TaskEnv
 
 __all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup", "run_step"]
@@ -245,13 +245,32 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
         _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
-        name = p.get(key)
-        if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
-            if env.cache_dir is None:
-                raise SetupError(f"keeping the command's {key} in {name!r} needs a local cache (--cache DIR)")
-            target = env.cache_dir / env.task_id / str(name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        if p.get(key):  # OSWorld keeps it in the task's cache folder for a cache_file getter: here, in its home
+            _write_in_home(env, kept_output(str(p[key])), text)  # a name leaving that folder: PathEscape
+
+
+def _write_in_home(env: TaskEnv, guest: str, text: str) -> None:
+    """Write `text` to `guest`, a path in the task's home, following no link on the way: a process on the desktop
+    may swap any folder of the path for a symlink after `host_path` looked, so each one is opened O_NOFOLLOW
+    from the one before it, starting at the home."""
+    home = env.host_path("~")
+    parts = env.host_path(guest).relative_to(home).parts  # PathEscape for a path that leaves the home
+    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                      dir_fd=fd)
+    except OSError as exc:  # ELOOP: a link was swapped in
+        raise SetupError(f"cannot write {guest}: {exc.strerror or exc} (links in the home are not followed)") from None
+    finally:
+        os.close(fd)
+    with os.fdopen(out, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 _TERMINAL_SHORTCUT = re.compile(r"""hotkey\(\s*\[?\s*['"]ctrl['"]\s*,\s*['"]alt['"]\s*,\s*['"]t['"]""")

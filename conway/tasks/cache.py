@@ -18,7 +18,7 @@ import posixpath
 import uuid
 from pathlib import Path
 
-from conway.tasks.env import PathEscape
+from conway.tasks.env import GUEST_HOME, PathEscape
 
 
 def download_path(cache: Path, task_id: str, url: str, destination: str) -> Path:
@@ -41,6 +41,18 @@ def task_file_name(name: str) -> str:
     if name.startswith("/") or inside == "." or inside == ".." or inside.startswith("../"):
         raise PathEscape(f"{name} is outside the task's cache folder (a name there is relative to it)")
     return inside
+
+
+KEPT_OUTPUTS = f"{GUEST_HOME}/.task-cache"
+"""Where an `execute`/`command` step keeps its `stdout`/`stderr` for a `cache_file` getter: OSWorld's controller
+writes them into the task's cache folder on its own machine; here that folder lies inside the task's home, so a
+task file can name no host path for a step's output (and cannot overwrite the user's cache, which outlives it)."""
+
+
+def kept_output(name: str) -> str:
+    """The guest path of a step output named `name` (a `cache_file` getter's `path`); PathEscape for a name that
+    would leave the folder."""
+    return f"{KEPT_OUTPUTS}/{task_file_name(name)}"
 
 
 HISTORY_FILE = "history_new.sqlite"

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
-from conway.tasks.cache import cloud_path
+from conway.tasks.cache import cloud_path, kept_output
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
 COMMAND_TIMEOUT_S = 120.0
@@ -71,8 +71,11 @@ def cloud_file(env: TaskEnv, config: dict[str, Any]) -> Any:
 
 
 def cache_file(env: TaskEnv, config: dict[str, Any]) -> str:
-    """A file in the task's cache folder (a `command` step's saved `stdout`, say)."""
-    return str(_cached(env, str(config["path"]), "cache file"))
+    """A file in the task's cache folder: a `command` step's kept `stdout` (in the task's home, `kept_output`),
+    else the local cache's. The kept one comes first: a cache OSWorld also wrote to holds its old outputs."""
+    name = str(config["path"])
+    kept = env.host_path(kept_output(name))
+    return str(kept) if kept.is_file() else str(_cached(env, name, "cache file"))
 
 
 def rule(env: TaskEnv, config: dict[str, Any]) -> Any:

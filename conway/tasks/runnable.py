@@ -198,8 +198,8 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
 
 
 def _kept_outputs(task: Task) -> Iterator[tuple[str, str, str]]:
-    """(where, stdout/stderr, file name) for each command step that keeps its output in the task's cache folder,
-    where a `cache_file` getter reads it (`conway.sandbox.setup`: execute and command steps)."""
+    """(where, stdout/stderr, file name) for each command step that keeps its output in the task's cache folder
+    (in its home: `conway.tasks.cache.kept_output`), where a `cache_file` getter reads it."""
     for where, step in _steps(task):
         if step["type"] in ("execute", "command"):
             params = step.get("parameters") or {}
@@ -209,15 +209,14 @@ def _kept_outputs(task: Task) -> Iterator[tuple[str, str, str]]:
 
 
 def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
-    """What a `cache_file` getter and a command keeping its output need: the local cache, and the getter's file
-    in it unless a step of the task writes it there."""
+    """What a `cache_file` getter needs: its file kept by a step of the task, or else in the local cache; and a
+    name for each that stays in the task's cache folder."""
     reasons = []
     written = set()
     for where, key, name in _kept_outputs(task):
         written.add(name)
-        if cache_dir is None:
-            reasons.append(f"the {where} keeps its command's {key} in {name!r}, which needs the local cache: "
-                           "give --cache DIR")
+        if (escape := _escape(name)) is not None:
+            reasons.append(f"the {where} keeps its command's {key} in {name!r}: PathEscape: {escape}")
     for g in _getters(task):
         if g["type"] != "cache_file":
             continue
@@ -226,9 +225,11 @@ def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
             reasons.append("a cache_file getter is malformed: `path` must be a text")
         elif (escape := _escape(name)) is not None:
             reasons.append(f"cache file {name!r}: PathEscape: {escape}")
+        elif name in written:
+            continue
         elif cache_dir is None:
             reasons.append(f"cache file {name!r} needs the local cache: give --cache DIR (OSWorld's cache layout)")
-        elif name not in written and not cloud_path(cache_dir, task.id, name).is_file():
+        elif not cloud_path(cache_dir, task.id, name).is_file():
             reasons.append(f"cache file {name!r} is missing from the cache (looked for "
                            f"{cloud_path(cache_dir, task.id, name)})")
     return reasons

@@ -217,3 +217,13 @@ def test_a_cache_or_cloud_file_named_outside_the_tasks_cache_folder_is_a_reason(
                        "name there is relative to it)",
                        "cache file '/etc/hostname': PathEscape: /etc/hostname is outside the task's cache folder (a "
                        "name there is relative to it)"]
+
+
+def test_a_step_keeping_its_output_outside_the_tasks_cache_folder_is_a_reason_and_needs_no_cache():
+    t = make(config=[{"type": "execute", "parameters": {"command": "true", "stdout": "/etc/cron.d/x"}},
+                     {"type": "command", "parameters": {"command": ["true"], "stdout": "ok.out"}}],
+             evaluator={"func": "exact_match", "result": {"type": "cache_file", "path": "ok.out"},
+                        "expected": {"type": "rule", "rules": {"expected": ""}}})
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
+        "the setup step keeps its command's stdout in '/etc/cron.d/x': PathEscape: /etc/cron.d/x is outside the "
+        "task's cache folder (a name there is relative to it)"]
