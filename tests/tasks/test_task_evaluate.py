@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from helpers.task_env import TestTaskEnv
 
-from conway.tasks.cache import cloud_path
+from conway.tasks.cache import kept_output
 from conway.tasks.evaluate import evaluate
 from conway.tasks.task import parse_osworld, read_task_file
 
@@ -125,10 +125,10 @@ def test_a_real_task_with_postconfig_commands_and_cache_files(env):
     t = read_task_file(EXAMPLES / "multi_apps" / "e1fc0df3-c8b9-4ee7-864c-d0b590d3aa56.json")
     env.task_id = t.id
 
-    def runner(step, task_env):  # a test runner for `command` with `stdout`: saved into the task's cache folder
+    def runner(step, task_env):  # a test runner for `command` with `stdout`: kept where the setup step keeps it
         words = [w.replace("/home/user", str(task_env.home)) for w in step["parameters"]["command"]]
         done = task_env.run(words, timeout_s=60)
-        out = cloud_path(task_env.cache_dir, task_env.task_id, step["parameters"]["stdout"])
+        out = task_env.host_path(kept_output(step["parameters"]["stdout"]))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(done.stdout)
 
