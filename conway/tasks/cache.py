@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import uuid
 from pathlib import Path
+from typing import Any, Iterable
 
 from conway.tasks.env import GUEST_HOME, PathEscape
 
@@ -53,6 +54,16 @@ def kept_output(name: str) -> str:
     """The guest path of a step output named `name` (a `cache_file` getter's `path`); PathEscape for a name that
     would leave the folder."""
     return f"{KEPT_OUTPUTS}/{task_file_name(name)}"
+
+
+def kept_names(steps: Iterable[Any]) -> frozenset[str]:
+    """The names the `execute` / `command` steps among `steps` keep an output under (their `stdout`, `stderr`)."""
+    names = set()
+    for step in steps:
+        if isinstance(step, dict) and step.get("type") in ("execute", "command"):
+            params = step.get("parameters") if isinstance(step.get("parameters"), dict) else {}
+            names.update(str(params[k]) for k in ("stdout", "stderr") if params.get(k))
+    return frozenset(names)
 
 
 HISTORY_FILE = "history_new.sqlite"

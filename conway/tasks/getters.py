@@ -17,7 +17,7 @@ import shlex
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 from urllib.parse import unquote
 
 from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
@@ -70,12 +70,19 @@ def cloud_file(env: TaskEnv, config: dict[str, Any]) -> Any:
     return _given(files, gives)
 
 
-def cache_file(env: TaskEnv, config: dict[str, Any]) -> str:
-    """A file in the task's cache folder: a `command` step's kept `stdout` (in the task's home, `kept_output`),
-    else the local cache's. The kept one comes first: a cache OSWorld also wrote to holds its old outputs."""
+def cache_file(env: TaskEnv, config: dict[str, Any], kept: Collection[str] = ()) -> str:
+    """A file in the task's cache folder: for a name in `kept` (one a step of the task keeps its output under:
+    `evaluate` passes them), the output the step wrote in the task's home (`kept_output`), never the cache's (a
+    cache OSWorld also ran from holds its old outputs); for any other name, the local cache's, never the home's
+    (the desktop writes there: a gold file of the cache must not be one it can plant)."""
     name = str(config["path"])
-    kept = env.host_path(kept_output(name))
-    return str(kept) if kept.is_file() else str(_cached(env, name, "cache file"))
+    if name not in kept:
+        return str(_cached(env, name, "cache file"))
+    where = kept_output(name)
+    path = env.host_path(where)
+    if not path.is_file():
+        raise FileNotFoundError(f"cache file {name!r}: the step that keeps it wrote no {where}")
+    return str(path)
 
 
 def rule(env: TaskEnv, config: dict[str, Any]) -> Any:

@@ -71,7 +71,7 @@ def test_execute_and_command_run_in_the_sandbox_and_keep_their_output(desk: Disp
     # kept as OSWorld's controller keeps them, in the task's cache folder: here that folder is in the task's home
     assert (desk.home / ".task-cache" / "cmd.out").read_text() == "out\n"
     assert (desk.home / ".task-cache" / "cmd.err").read_text() == "err\n"
-    assert GETTERS["cache_file"](desk, {"path": "cmd.out"}) == str(desk.home / ".task-cache" / "cmd.out")
+    assert GETTERS["cache_file"](desk, {"path": "cmd.out"}, {"cmd.out"}) == str(desk.home / ".task-cache" / "cmd.out")
     assert desk.cache_dir is not None and not (desk.cache_dir / "task-1").exists()  # the user's cache untouched
     assert (desk.home / "n").read_text() == "3\n"  # retried until its output said 3
 

@@ -108,6 +108,26 @@ def test_cache_and_cloud_file_names_never_leave_the_tasks_cache_folder(env, tmp_
     assert GETTERS["cache_file"](env, {"path": "sub/./ok.txt"}) == str(own)  # inside stays allowed
 
 
+def test_cache_file_reads_a_kept_output_from_the_home_and_anything_else_from_the_cache_only(env):
+    """The desktop writes in the home: a name no step of the task keeps (a gold file) is never read there, or
+    the agent could plant it; a name a step keeps is never read from the cache (OSWorld's runs leave theirs)."""
+    planted = env.home / ".task-cache" / "gold.txt"
+    planted.parent.mkdir()
+    planted.write_text("what the agent wrote")
+    gold = cloud_path(env.cache_dir, env.task_id, "gold.txt")
+    gold.parent.mkdir(parents=True)
+    gold.write_text("the gold")
+    assert GETTERS["cache_file"](env, {"path": "gold.txt"}) == str(gold)
+    stale = cloud_path(env.cache_dir, env.task_id, "grep.out")
+    stale.write_text("an old OSWorld run's output")
+    with pytest.raises(FileNotFoundError, match="the step that keeps it wrote no /home/user/.task-cache/grep.out"):
+        GETTERS["cache_file"](env, {"path": "grep.out"}, {"grep.out"})
+    (env.home / ".task-cache" / "grep.out").write_text("this run's")
+    assert GETTERS["cache_file"](env, {"path": "grep.out"}, {"grep.out"}) == str(env.home / ".task-cache" / "grep.out")
+    with pytest.raises(PathEscape):
+        GETTERS["cache_file"](env, {"path": "../../x"}, {"../../x"})
+
+
 def test_rule_hands_the_rules_over(env):
     assert GETTERS["rule"](env, {"type": "rule", "rules": {"expected": "x"}}) == {"expected": "x"}
 
