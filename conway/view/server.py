@@ -249,6 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         return morsel is not None and self.view.token_matches(morsel.value)
 
     def do_GET(self) -> None:
+        self._set_cookie = False  # per request, should a connection ever carry several
         if not self._host_ok():
             return
         route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
