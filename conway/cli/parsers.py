@@ -160,7 +160,9 @@ def _view(sub: Subparsers) -> None:
     p.add_argument("--session", metavar="ID", help="only this session")
     p.add_argument("--last", action="store_true", help="only the latest session")
     p.add_argument("--output", metavar="DIR", help="folder for the site (new, empty or an earlier view; default HOME/view)")
-    p.add_argument("--serve", action="store_true", help="serve from 127.0.0.1 on a free port, with review buttons")
+    p.add_argument("--serve", action="store_true",
+                   help="serve from 127.0.0.1 on a free port, with review buttons; open the address it prints (its "
+                   "token lets only you in)")
     p.add_argument("--port", type=int, default=0, metavar="N", help="port for --serve (default: any free one)")
     p.add_argument("--page-size", type=int, default=100, metavar="N", help="steps per page (default 100)")
     p.add_argument("--live", action="append", metavar="DIR",

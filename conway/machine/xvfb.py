@@ -2,6 +2,10 @@
 
 Xvfb chooses the number itself and writes it to a pipe (`-displayfd`), so several can run side by side
 without racing for a fixed `:99`. Nothing in the agent needs it: a real run uses the user's display.
+
+Xvfb gets an environment built from an allowlist (`xvfb_env`), never Conway's own: that holds the owner's API
+keys under whatever names they chose, and an X server that a task desktop talks to has no use for them (its
+`/proc/PID/environ` is readable by anything running as the same user).
 """
 
 from __future__ import annotations
@@ -12,7 +16,20 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-__all__ = ["XServer", "XvfbError", "start_xvfb"]
+__all__ = ["XVFB_ENV_KEYS", "XServer", "XvfbError", "start_xvfb", "xvfb_env"]
+
+
+XVFB_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
+"""All Xvfb is given of the caller's environment: where programs are (it runs `xkbcomp` to compile keymaps),
+and the locale and time zone of its log lines. It needs no HOME, display, bus or credentials."""
+
+
+def xvfb_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment Xvfb runs with: the allowlisted names of `environ` (default: this process's), and a PATH."""
+    source = os.environ if environ is None else environ
+    env = {k: source[k] for k in XVFB_ENV_KEYS if k in source}
+    env.setdefault("PATH", os.defpath)
+    return env
 
 
 class XvfbError(RuntimeError):
@@ -41,7 +58,7 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24, timeout: f
     try:
         proc = subprocess.Popen(
             ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x{depth}", "-nolisten", "tcp"],
-            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pass_fds=(w,), env=xvfb_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except FileNotFoundError:
         os.close(r)
         os.close(w)

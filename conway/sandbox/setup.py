@@ -27,7 +27,7 @@ from typing import Any, Callable
 from conway.sandbox import windows
 from conway.sandbox.environment import SYSTEM_PATH
 from conway.sandbox.guest import GUEST_PROGRAMS
-from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path
+from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path, kept_output
 from conway.tasks.env import PathEscape, TaskEnv
 
 __all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup", "run_step"]
@@ -247,13 +247,17 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
         _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
-        name = p.get(key)
-        if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
-            if env.cache_dir is None:
-                raise SetupError(f"keeping the command's {key} in {name!r} needs a local cache (--cache DIR)")
-            target = env.cache_dir / env.task_id / str(name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        if p.get(key):  # OSWorld keeps it in the task's cache folder for a cache_file getter: here, in its home
+            _write_in_home(env, kept_output(str(p[key])), text)  # a name leaving that folder: PathEscape
+
+
+def _write_in_home(env: TaskEnv, guest: str, text: str) -> None:
+    """Write `text` to `guest`, a path in the task's home, following no link on the way (`TaskEnv.write_file`: a
+    process on the desktop may swap any folder of the path for a symlink at any moment)."""
+    try:
+        env.write_file(guest, text.encode("utf-8"))  # PathEscape for a path that leaves the home, or a link on it
+    except OSError as exc:
+        raise SetupError(f"cannot write {guest}: {exc.strerror or exc} (links in the home are not followed)") from None
 
 
 _TERMINAL_SHORTCUT = re.compile(r"""hotkey\(\s*\[?\s*['"]ctrl['"]\s*,\s*['"]alt['"]\s*,\s*['"]t['"]""")

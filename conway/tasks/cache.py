@@ -4,6 +4,12 @@ Per task a folder `<cache>/<task id>/`; a `download` step's file is kept as
 `<uuid5(NAMESPACE_URL, url)>_<basename of its destination>`, a `cloud_file`
 getter's as `<dest>`. Nothing here reaches the network: a file that is not in
 the cache makes its task not runnable, naming the URL.
+
+A name a task file gives (`dest`, a `cache_file`'s `path`) is a name inside its
+task's folder and nothing else: an absolute one, or one whose `..` would climb
+out, is refused (PathEscape) before any path is built, so a task can neither
+read a host file into a comparison (a score oracle for a secret) nor have
+`conway tasks fetch` write one.
 """
 
 from __future__ import annotations
@@ -11,6 +17,9 @@ from __future__ import annotations
 import posixpath
 import uuid
 from pathlib import Path
+from typing import Any, Iterable
+
+from conway.tasks.env import GUEST_HOME, PathEscape
 
 
 def download_path(cache: Path, task_id: str, url: str, destination: str) -> Path:
@@ -19,8 +28,42 @@ def download_path(cache: Path, task_id: str, url: str, destination: str) -> Path
 
 
 def cloud_path(cache: Path, task_id: str, dest: str) -> Path:
-    """Where the cache keeps the file a `cloud_file` getter names by its `dest`."""
-    return Path(cache) / task_id / dest
+    """Where the cache keeps the file a `cloud_file` getter names by its `dest` (or a `cache_file` getter by its
+    `path`); PathEscape for a name that would leave the task's folder."""
+    return Path(cache) / task_id / task_file_name(dest)
+
+
+def task_file_name(name: str) -> str:
+    """`name` as a path relative to a task's folder; PathEscape for an absolute one, one whose `..` climbs out
+    (`a/../../x`), the folder itself, or a name that is empty or not text."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise PathEscape(f"not a usable file name in the task's cache folder: {name!r}")
+    inside = posixpath.normpath(name)
+    if name.startswith("/") or inside == "." or inside == ".." or inside.startswith("../"):
+        raise PathEscape(f"{name} is outside the task's cache folder (a name there is relative to it)")
+    return inside
+
+
+KEPT_OUTPUTS = f"{GUEST_HOME}/.task-cache"
+"""Where an `execute`/`command` step keeps its `stdout`/`stderr` for a `cache_file` getter: OSWorld's controller
+writes them into the task's cache folder on its own machine; here that folder lies inside the task's home, so a
+task file can name no host path for a step's output (and cannot overwrite the user's cache, which outlives it)."""
+
+
+def kept_output(name: str) -> str:
+    """The guest path of a step output named `name` (a `cache_file` getter's `path`); PathEscape for a name that
+    would leave the folder."""
+    return f"{KEPT_OUTPUTS}/{task_file_name(name)}"
+
+
+def kept_names(steps: Iterable[Any]) -> frozenset[str]:
+    """The names the `execute` / `command` steps among `steps` keep an output under (their `stdout`, `stderr`)."""
+    names = set()
+    for step in steps:
+        if isinstance(step, dict) and step.get("type") in ("execute", "command"):
+            params = step.get("parameters") if isinstance(step.get("parameters"), dict) else {}
+            names.update(str(params[k]) for k in ("stdout", "stderr") if params.get(k))
+    return frozenset(names)
 
 
 HISTORY_FILE = "history_new.sqlite"

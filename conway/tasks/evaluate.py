@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from conway.tasks.cache import kept_names
 from conway.tasks.env import TaskEnv
-from conway.tasks.getters import GETTERS
+from conway.tasks.getters import GETTERS, cache_file
 from conway.tasks.metrics import METRICS
 from conway.tasks.task import Task
 from conway.tasks.task_file import DEFAULT_TIMEOUT_S, Criterion, verify_one
@@ -188,5 +189,8 @@ def evaluate(task: Task, env: TaskEnv, *, declared_fail: bool, run_step: StepRun
     """The task's score in [0, 1] with each metric's result; `declared_fail`: the agent's last action was FAIL."""
     if task.format == "conway":
         return _conway(task, env, declared_fail)
+    if getters.get("cache_file") is cache_file:  # it reads a name the task's steps keep from where they keep it
+        kept = kept_names((*task.config, *task.evaluator.postconfig))
+        getters = {**getters, "cache_file": lambda e, config: cache_file(e, config, kept)}
     post = _postconfig(task, env, run_step)
     return _osworld(task, env, declared_fail, getters, metrics, post)

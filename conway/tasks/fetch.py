@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conway.tasks.cache import cloud_path, download_path, step_files
+from conway.tasks.env import PathEscape
 from conway.tasks.task import Task
 
 MANIFEST = "conway-fetch.json"
@@ -41,6 +42,9 @@ class Wanted:
     url: str
     path: Path
     """Where the cache keeps it."""
+    refused: str | None = None
+    """Why it is not fetched at all: a name that would put it outside its task's folder (then `path` is that
+    folder, never the place the name points to)."""
 
 
 @dataclass
@@ -84,7 +88,12 @@ def wanted_files(tasks: list[Task], cache: Path) -> list[Wanted]:
             path = download_path(cache, task.id, url, dest)
             out.setdefault(path, Wanted(task.id, url, path))
         for url, dest in (*_cloud_files(task), *_step_files(task)):
-            path = cloud_path(cache, task.id, dest)
+            try:
+                path = cloud_path(cache, task.id, dest)
+            except PathEscape as exc:  # a task file naming /etc/… or ../… must not make this command write there
+                out.setdefault(Path(cache) / task.id / f"refused:{dest}",
+                               Wanted(task.id, url, Path(cache) / task.id, refused=f"PathEscape: {exc}"))
+                continue
             out.setdefault(path, Wanted(task.id, url, path))
     return list(out.values())
 
@@ -223,6 +232,10 @@ def fetch_all(wanted: list[Wanted], cache: Path, *, opener: Opener = urllib.requ
     resume (the outcome says `interrupted`)."""
     fetcher, out = Fetcher(cache, opener), Outcome()
     for i, w in enumerate(wanted, 1):
+        if w.refused:
+            out.failed.append((w, w.refused))
+            say(f"    refused: {w.refused}")
+            continue
         try:
             if fetcher.is_present(w):
                 out.present.append(w)

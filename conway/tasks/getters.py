@@ -3,7 +3,9 @@
 Each sees the task's machine only through `TaskEnv`: a path through
 `env.host_path` (one that leaves the home raises PathEscape, and the evaluator
 records it as that metric's error), a command through `env.run`, bounded. A
-`cloud_file` comes from the local cache, never the network. Unlike OSWorld's,
+`cloud_file` comes from the local cache, never the network; a `cloud_file` or
+`cache_file` name that would leave the task's cache folder raises PathEscape
+too (`conway.tasks.cache.cloud_path`). Unlike OSWorld's,
 `vm_file` hands the metric the file where it lies (no copy into the cache):
 the cache is the user's, and a task's files are gone with its home anyway.
 """
@@ -15,11 +17,11 @@ import shlex
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 from urllib.parse import unquote
 
 from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
-from conway.tasks.cache import cloud_path
+from conway.tasks.cache import cloud_path, kept_output
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
 COMMAND_TIMEOUT_S = 120.0
@@ -68,9 +70,19 @@ def cloud_file(env: TaskEnv, config: dict[str, Any]) -> Any:
     return _given(files, gives)
 
 
-def cache_file(env: TaskEnv, config: dict[str, Any]) -> str:
-    """A file in the task's cache folder (a `command` step's saved `stdout`, say)."""
-    return str(_cached(env, str(config["path"]), "cache file"))
+def cache_file(env: TaskEnv, config: dict[str, Any], kept: Collection[str] = ()) -> str:
+    """A file in the task's cache folder: for a name in `kept` (one a step of the task keeps its output under:
+    `evaluate` passes them), the output the step wrote in the task's home (`kept_output`), never the cache's (a
+    cache OSWorld also ran from holds its old outputs); for any other name, the local cache's, never the home's
+    (the desktop writes there: a gold file of the cache must not be one it can plant)."""
+    name = str(config["path"])
+    if name not in kept:
+        return str(_cached(env, name, "cache file"))
+    where = kept_output(name)
+    path = env.host_path(where)
+    if not path.is_file():
+        raise FileNotFoundError(f"cache file {name!r}: the step that keeps it wrote no {where}")
+    return str(path)
 
 
 def rule(env: TaskEnv, config: dict[str, Any]) -> Any:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from conway.tasks.cache import cloud_path, download_path, step_files
+from conway.tasks.cache import cloud_path, download_path, step_files, task_file_name
+from conway.tasks.env import PathEscape
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
 from conway.tasks.task import Task
@@ -184,7 +185,10 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
                            "with `multi`)")
             continue
         for url, dest in zip(urls, dests):
-            wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, dest) if cache_dir else None))
+            try:  # a name that leaves the task's cache folder is refused, never looked for
+                wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, dest) if cache_dir else None))
+            except PathEscape as exc:
+                reasons.append(f"cloud file {url}: PathEscape: {exc}")
     for what, path in wanted:
         if path is None:
             reasons.append(f"{what} needs the local cache: give --cache DIR (OSWorld's cache layout)")
@@ -194,8 +198,8 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
 
 
 def _kept_outputs(task: Task) -> Iterator[tuple[str, str, str]]:
-    """(where, stdout/stderr, file name) for each command step that keeps its output in the task's cache folder,
-    where a `cache_file` getter reads it (`conway.sandbox.setup`: execute and command steps)."""
+    """(where, stdout/stderr, file name) for each command step that keeps its output in the task's cache folder
+    (in its home: `conway.tasks.cache.kept_output`), where a `cache_file` getter reads it."""
     for where, step in _steps(task):
         if step["type"] in ("execute", "command"):
             params = step.get("parameters") or {}
@@ -205,27 +209,39 @@ def _kept_outputs(task: Task) -> Iterator[tuple[str, str, str]]:
 
 
 def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
-    """What a `cache_file` getter and a command keeping its output need: the local cache, and the getter's file
-    in it unless a step of the task writes it there."""
+    """What a `cache_file` getter needs: its file kept by a step of the task, or else in the local cache; and a
+    name for each that stays in the task's cache folder."""
     reasons = []
     written = set()
     for where, key, name in _kept_outputs(task):
         written.add(name)
-        if cache_dir is None:
-            reasons.append(f"the {where} keeps its command's {key} in {name!r}, which needs the local cache: "
-                           "give --cache DIR")
+        if (escape := _escape(name)) is not None:
+            reasons.append(f"the {where} keeps its command's {key} in {name!r}: PathEscape: {escape}")
     for g in _getters(task):
         if g["type"] != "cache_file":
             continue
         name = g.get("path")
         if not isinstance(name, str):
             reasons.append("a cache_file getter is malformed: `path` must be a text")
+        elif (escape := _escape(name)) is not None:
+            reasons.append(f"cache file {name!r}: PathEscape: {escape}")
+        elif name in written:
+            continue
         elif cache_dir is None:
             reasons.append(f"cache file {name!r} needs the local cache: give --cache DIR (OSWorld's cache layout)")
-        elif name not in written and not cloud_path(cache_dir, task.id, name).is_file():
+        elif not cloud_path(cache_dir, task.id, name).is_file():
             reasons.append(f"cache file {name!r} is missing from the cache (looked for "
                            f"{cloud_path(cache_dir, task.id, name)})")
     return reasons
+
+
+def _escape(name: str) -> str | None:
+    """Why `name` cannot name a file of the task's cache folder (it would leave it), or None."""
+    try:
+        task_file_name(name)
+    except PathEscape as exc:
+        return str(exc)
+    return None
 
 
 def _strings(value: Any) -> Iterator[str]:

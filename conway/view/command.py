@@ -58,7 +58,9 @@ def view(home: Home, *, report: str | None = None, session: str | None = None, l
             raise UserError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
         try:
             with _stop_on_signals():  # before the URL is shown: a stop sent on seeing it must not be lost
-                say(f"serving {server.url} (Ctrl+C to stop); running sessions live: {server.url}live")
+                # the token is in these addresses and nowhere else: whoever has the terminal is the owner
+                say(f"serving {server.owner_url()} (Ctrl+C to stop); running sessions live: "
+                    f"{server.owner_url('live')}")
                 if not report:
                     say(f"labels you give in the browser go to {home.root / 'labels.jsonl'} (source: review)")
                 server.serve_forever()

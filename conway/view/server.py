@@ -1,10 +1,20 @@
 """`conway view --serve`: the same pages from 127.0.0.1, and the one way the browser can write labels.
 
-A label is a POST to /api/label with the server's random token in an
-`X-Conway-Token` header (the token is in the served pages, which another
-origin cannot read) and a JSON body; the label is written with the same
-`Label` model and `append_labels` as `conway review` (source `review`), so
-export picks it up unchanged. Requests whose Host is not this server's
+Everything here needs the owner's secret: a random token that reaches the
+owner only, in the address printed to their terminal (`/?token=…`). Any
+process on this machine can connect to 127.0.0.1 (another user's, a task
+run with `--network`), so a page anyone may fetch must show nothing and
+carry nothing that controls a session. A page is answered to a request that
+carries the token in the address, in the cookie that address sets (HttpOnly,
+SameSite=Strict, per port: the pages link to each other without it), or in
+an `X-Conway-Token` header; without it, a 403 page that says where the
+address is, with no token and nothing of the sessions. The data under
+`/api/` and every POST need the header, which only the pages' own scripts
+send (another origin cannot set it without this server's consent).
+
+A label is a POST to /api/label with a JSON body; it is written with the
+same `Label` model and `append_labels` as `conway review` (source `review`),
+so export picks it up unchanged. Requests whose Host is not this server's
 address (DNS rebinding) and cross-origin POSTs are refused.
 """
 
@@ -14,6 +24,7 @@ import hmac
 import json
 import secrets
 import threading
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +39,13 @@ from conway.store.journal import journal_files
 from conway.view.site import Site
 
 BODY_MAX = 64 * 1024
+NEEDS_TOKEN_PAGE = (
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\"><title>conway view</title></head>\n"
+    "<body><h1>This viewer needs its token</h1><p>It shows its pages only to the person who started it: open the "
+    "address <code>conway view --serve</code> printed in that terminal (it ends in <code>?token=…</code>).</p>"
+    "</body></html>\n").encode()
+"""The answer to a page asked for without the token: nothing of the sessions, and no token."""
 POST_ROUTES = ("/api/label", "/api/control", "/api/input")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png",
          ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
@@ -95,6 +113,20 @@ class ViewServer:
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/"
         self._thread: threading.Thread | None = None
+
+    def owner_url(self, path: str = "") -> str:
+        """The address to give the owner (and no one else): `path` on this server with the token, which lets a
+        browser in (and sets its cookie)."""
+        return f"{self.url}{path}?token={self.token}"
+
+    @property
+    def cookie(self) -> str:
+        """The cookie's name: per port, as cookies are shared by every port of 127.0.0.1."""
+        return f"conway-view-{self.port}"
+
+    def token_matches(self, given: str | None) -> bool:
+        return bool(given) and hmac.compare_digest(str(given).encode("utf-8", "surrogateescape"),
+                                                   self.token.encode())
 
     @property
     def hosts(self) -> set[str]:
@@ -172,8 +204,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    _set_cookie = False
+
     def _send(self, status: int, content: bytes, ctype: str) -> None:
         self.send_response(status)
+        if self._set_cookie:  # the owner came in by the printed address: the pages it links to need no token
+            self.send_header("Set-Cookie", f"{self.view.cookie}={self.view.token}; Path=/; HttpOnly; "
+                                           "SameSite=Strict")
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(content)))
         self.send_header("Cache-Control", "no-store")
@@ -193,12 +230,39 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _header_token(self) -> bool:
+        return self.view.token_matches(self.headers.get("X-Conway-Token"))
+
+    def _page_token(self) -> bool:
+        """Whether a page may be shown: the token in the header, the address (then the cookie is set) or the
+        cookie."""
+        if self._header_token():
+            return True
+        if any(self.view.token_matches(t) for t in parse_qs(urlsplit(self.path).query).get("token", [])):
+            self._set_cookie = True
+            return True
+        try:
+            jar = SimpleCookie(self.headers.get("Cookie", ""))
+        except CookieError:
+            return False
+        morsel = jar.get(self.view.cookie)
+        return morsel is not None and self.view.token_matches(morsel.value)
+
     def do_GET(self) -> None:
+        self._set_cookie = False  # per request, should a connection ever carry several
         if not self._host_ok():
             return
         route = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
-        if route == "live" or route.startswith("api/"):
+        if route.startswith("api/"):
             self._live_get(route)
+            return
+        if not self._page_token():
+            self._send(403, NEEDS_TOKEN_PAGE, TYPES[".html"])
+            return
+        if route == "live":
+            from conway.view.live import live_page
+
+            self._send(200, live_page(self.view.token).encode(), TYPES[".html"])
             return
         if route.endswith("/"):
             route += "index.html"
@@ -219,13 +283,10 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def _live_get(self, route: str) -> None:
-        """The live page (anyone who may read the pages), and its data (only with the page's token)."""
-        from conway.view.live import LiveRefused, live_page
+        """The live page's data: only with the token in the header, which the page's script sends."""
+        from conway.view.live import LiveRefused
 
-        if route == "live":
-            self._send(200, live_page(self.view.token).encode(), TYPES[".html"])
-            return
-        if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), self.view.token):
+        if not self._header_token():
             self._json(403, {"error": "missing or wrong token (reload the page from this server)"})
             return
         query = parse_qs(urlsplit(self.path).query)
@@ -273,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
         origin = self.headers.get("Origin")
         if origin is not None and origin.rstrip("/") not in {f"http://{h}" for h in self.view.hosts}:
             return 403, "cross-origin request refused"
-        if not hmac.compare_digest(self.headers.get("X-Conway-Token", ""), self.view.token):
+        if not self._header_token():
             return 403, "missing or wrong token (reload the page from this server)"
         if "application/json" not in self.headers.get("Content-Type", ""):
             return 415, "send JSON (Content-Type: application/json)"

@@ -30,6 +30,14 @@ died, a connection accepted), never by what the command says about itself:
                   its write (the race made certain)
     leftovers     (desktop) a desktop in a process killed by SIGKILL: any process of it still running after 10 s
 
+And the plumbing around the box, where the host takes something from a task file or serves the inside:
+
+    step-output   (desktop) an execute step whose `stdout` names a host file (absolute, and `..` out)
+    cache-name    (desktop) `cache_file` / `cloud_file` getters naming a host file: a score oracle for a secret
+    viewer-token  `conway view --serve` on the host asked from a box sharing its network (`--network`) without
+                  the token: escaped when the inside learns the token or reads a session's data
+    xvfb-environ  (desktop) Conway's environment (a key under an unusual name) in the X server's environ
+
 Run as root, it runs every attempt again as nobody (`setpriv --reuid=65534 --regid=65534 --clear-groups`).
 Prints a table (attempt, sandbox, user, verdict); exit 0 when every attempt failed, 2 on any escape, 1 when the
 sandbox could not be built at all.
@@ -52,7 +60,7 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from conway.sandbox import masks
 from conway.sandbox.environment import BubblewrapEnvironment
@@ -60,7 +68,8 @@ from conway.sandbox.process import run_bounded
 from scripts.reliability.common import REPO
 
 ATTEMPTS = ("remount", "mknod-mount", "write-outside", "read-home", "read-root-only", "signal", "loopback", "keyring",
-            "service-symlink", "atspi-address", "bus-env", "proc-sys", "files-race", "leftovers")
+            "service-symlink", "atspi-address", "bus-env", "proc-sys", "files-race", "leftovers", "step-output",
+            "cache-name", "viewer-token", "xvfb-environ")
 SANDBOXES = ("workdir", "desktop")
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -76,6 +85,8 @@ class Box:
     """A host folder on the bound folder's filesystem, not shown."""
     desk: object = None
     """The DisposableDesktop (desktop kind)."""
+    task_env: Any = None
+    """The desktop as a task's steps and getters see it (`TaskEnv`); None for a sandbox without one."""
 
 
 @dataclass
@@ -332,13 +343,121 @@ def _running(arg: str) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
     return out
+# --- the plumbing around the box: what the host takes from a task file, what it serves, what it hands its helpers --
+
+
+@contextmanager
+def _task_cache(box: Box) -> Iterator[Any]:
+    """The desktop as a TaskEnv with a cache of its own (what `tasks run --cache` gives), its task's folder made."""
+    env = box.task_env
+    kept, env.cache_dir = env.cache_dir, box.outside.parent / "proof-cache"
+    (env.cache_dir / env.task_id).mkdir(parents=True, exist_ok=True)
+    try:
+        yield env
+    finally:
+        shutil.rmtree(env.cache_dir, ignore_errors=True)
+        env.cache_dir = kept
+
+
+def _step_output(box: Box) -> tuple[bool, str]:
+    if box.task_env is None:
+        return False, "no task steps in this sandbox (not tried)"
+    from conway.sandbox.setup import SetupError, run_setup
+
+    targets = [box.outside / "conway-escape-abs", box.outside / "conway-escape-up"]
+    said = []
+    with _task_cache(box) as env:
+        for name in (str(targets[0]), "../" * 24 + str(targets[1]).lstrip("/")):
+            try:
+                run_setup([{"type": "execute", "parameters": {"command": ["echo", "planted"], "stdout": name}}], env)
+                said.append(f"{name}: ran")
+            except SetupError as exc:
+                said.append(str(exc))
+    escaped = any(t.exists() for t in targets)
+    for t in targets:
+        t.unlink(missing_ok=True)
+    return escaped, "; ".join(said)
+
+
+def _cache_name(box: Box) -> tuple[bool, str]:
+    if box.task_env is None:
+        return False, "no task getters in this sandbox (not tried)"
+    from conway.tasks.getters import GETTERS
+
+    secret = box.outside / "secret"
+    secret.write_text(uuid.uuid4().hex)
+    said, escaped = [], False
+    with _task_cache(box) as env:
+        for getter, config in (("cache_file", {"path": str(secret)}),
+                               ("cache_file", {"path": "../" * 24 + str(secret).lstrip("/")}),
+                               ("cloud_file", {"path": "https://example.invalid/x", "dest": str(secret)})):
+            try:
+                got = GETTERS[getter](env, config)
+                escaped = escaped or Path(got).resolve() == secret.resolve()
+                said.append(f"{getter}: handed {got}")
+            except Exception as exc:  # refused (PathEscape) or not found: held
+                said.append(f"{getter}: {type(exc).__name__}: {exc}")
+    secret.unlink(missing_ok=True)
+    return escaped, "; ".join(said)
+
+
+_ASK_VIEWER = """python3 -c '
+import sys, urllib.request, urllib.error
+for path in ("live", "", "index.html", "api/live"):
+    try:
+        print(path, urllib.request.urlopen(sys.argv[1] + path, timeout=5).read().decode(errors="replace")[:4000])
+    except urllib.error.HTTPError as e:
+        print(path, e.code, e.read().decode(errors="replace")[:4000])
+    except OSError as e:
+        print(path, "no answer:", e)
+' """
+
+
+def _viewer_token(box: Box) -> tuple[bool, str]:
+    from conway.view.server import ViewServer
+    from conway.view.site import Site
+
+    work = box.outside / "viewer-work"
+    work.mkdir(exist_ok=True)
+    server = ViewServer(Site(box.outside))
+    server.start()
+    shared = BubblewrapEnvironment.for_workdir(work, network=True)  # what `tasks run --network` shares
+    try:
+        prep = shared.prepare(f"{_ASK_VIEWER} {server.url}", cwd=str(work), env=dict(os.environ))
+        done = run_bounded(list(prep.argv), env=prep.env, cwd=prep.cwd, timeout_s=30)
+        said = (done.stdout + done.stderr).strip()
+    finally:
+        server.close()
+        shared.close()
+    escaped = server.token in said or '"sessions"' in said
+    return escaped, said.replace(server.token, "<the token>")
+
+
+def _xvfb_environ(box: Box) -> tuple[bool, str]:
+    if box.kind != "desktop":
+        return False, "no X server for this sandbox (not tried)"
+    from conway.machine.xvfb import start_xvfb
+
+    canary, name = uuid.uuid4().hex, "ZQ_PROOF_UPSTREAM_CREDENTIAL"  # a name no filter by name would guess
+    os.environ[name] = canary
+    try:
+        x = start_xvfb(320, 200)  # as a desktop starts its display
+    finally:
+        del os.environ[name]
+    try:
+        raw = Path(f"/proc/{x.proc.pid}/environ").read_bytes()
+    finally:
+        x.stop()
+    names = sorted(item.split(b"=", 1)[0].decode(errors="replace") for item in raw.split(b"\0") if item)
+    return canary.encode() in raw, f"Xvfb's environment holds: {', '.join(names)}"
 
 
 TRIES: dict[str, Callable[[Box], tuple[bool, str]]] = {
     "remount": _remount, "mknod-mount": _mknod_mount, "write-outside": _write_outside, "read-home": _read_home,
     "read-root-only": _read_root_only, "signal": _signal, "loopback": _loopback, "keyring": _keyring,
     "service-symlink": _service_symlink, "atspi-address": _atspi_address, "bus-env": _bus_env,
-    "proc-sys": _proc_sys, "files-race": _files_race, "leftovers": _leftovers}
+    "proc-sys": _proc_sys, "files-race": _files_race, "leftovers": _leftovers, "step-output": _step_output,
+    "cache-name": _cache_name, "viewer-token": _viewer_token, "xvfb-environ": _xvfb_environ}
 
 
 @contextmanager
@@ -360,7 +479,7 @@ def sandbox(kind: str) -> Iterator[Box]:
         assert desk.environment is not None and desk.root is not None
         beside = desk.root / "outside"  # the home's filesystem, not shown
         beside.mkdir()
-        yield Box(kind, desk.environment, "/home/user", beside, desk)
+        yield Box(kind, desk.environment, "/home/user", beside, desk, task_env=desk)
 
 
 def run_attempts(attempts: list[str], kinds: list[str]) -> list[Row]:

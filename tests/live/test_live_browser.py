@@ -56,8 +56,8 @@ def test_live_page_watches_controls_and_takes_over(page, tmp_path: Path) -> None
         b = start_session(pool / "b", None, [{"action": {"type": "wait", "seconds": 0.3}}])
         site = build_site(Home(pool / "a"))
         view = ViewServer(site, live=[pool])
-        url = view.start()
-        page.goto(url + "live")
+        view.start()
+        page.goto(view.owner_url("live"))  # the address `conway view --serve` prints to its owner
         page.wait_for_selector("section.tile >> nth=1")
         sid_a = json.loads((pool / "a" / "live.json").read_text())["session"]
         tile = page.locator(f'section.tile[data-session="{sid_a}"]')
@@ -112,9 +112,11 @@ def test_live_api_refuses_without_token_and_input_when_not_taken_over(tmp_path: 
     view = ViewServer(build_site(Home(tmp_path / "b")), live=[tmp_path])
     url = view.start()
     try:
-        with pytest.raises(urllib.error.HTTPError) as no_token:
-            urllib.request.urlopen(url + "api/live")
-        assert no_token.value.code == 403
+        for path in ("api/live", "live", "live?token=guess", f"api/live?token={view.token}"):
+            with pytest.raises(urllib.error.HTTPError) as no_token:
+                urllib.request.urlopen(url + path)
+            body = no_token.value.read().decode()
+            assert no_token.value.code == 403 and view.token not in body and str(tmp_path) not in body, path
 
         def call(path: str, body: dict | None = None) -> tuple[int, dict]:
             req = urllib.request.Request(url + path, data=json.dumps(body).encode() if body is not None else None,

@@ -125,3 +125,11 @@ def test_the_files_tool_in_a_sandbox_reads_no_file_only_root_may_read(bwrap_ok) 
     with sandbox("workdir") as box:
         result = FileTools(Path(box.inside), environment=box.environment).run(ReadFile(path=secret))
     assert not result.ok and ("hides it" in result.error or "permission denied" in result.error), result
+
+
+def test_the_viewer_attempt_reaches_the_server_it_asks(bwrap_ok) -> None:
+    """`viewer-token` holds only because the server refuses, never because the box could not reach it: the box
+    shares the host's network (as `tasks run --network`) and gets the viewer's 403 page back."""
+    with sandbox("workdir") as box:
+        escaped, said = TRIES["viewer-token"](box)
+    assert not escaped and "live 403" in said and "This viewer needs its token" in said, said

@@ -16,6 +16,7 @@ from conway.sandbox.desktop import DisposableDesktop
 from conway.sandbox.environment import BubblewrapEnvironment
 from conway.sandbox.setup import STEP_TYPES, SetupError, SetupLimits, run_setup
 from conway.tasks.cache import download_path
+from conway.tasks.getters import GETTERS
 
 pytestmark = pytest.mark.desktop
 FAST = SetupLimits(window_wait_s=30, command_timeout_s=30)  # bounds a failure only: generous under load
@@ -67,10 +68,53 @@ def test_execute_and_command_run_in_the_sandbox_and_keep_their_output(desk: Disp
                                                               "echo $((n+1)) > ~/n; cat ~/n"],
                                                   "until": {"stdout": "3"}}}], desk, FAST)
     assert (desk.home / "size.txt").read_text() == "1280x800\n"
-    assert desk.cache_dir is not None
-    assert (desk.cache_dir / "task-1" / "cmd.out").read_text() == "out\n"
-    assert (desk.cache_dir / "task-1" / "cmd.err").read_text() == "err\n"
+    # kept as OSWorld's controller keeps them, in the task's cache folder: here that folder is in the task's home
+    assert (desk.home / ".task-cache" / "cmd.out").read_text() == "out\n"
+    assert (desk.home / ".task-cache" / "cmd.err").read_text() == "err\n"
+    assert GETTERS["cache_file"](desk, {"path": "cmd.out"}, {"cmd.out"}) == str(desk.home / ".task-cache" / "cmd.out")
+    assert desk.cache_dir is not None and not (desk.cache_dir / "task-1").exists()  # the user's cache untouched
     assert (desk.home / "n").read_text() == "3\n"  # retried until its output said 3
+
+
+def test_a_step_output_named_outside_the_tasks_folder_is_refused(desk: DisposableDesktop, tmp_path: Path) -> None:
+    """`stdout` / `stderr` come from the task file: an absolute path or `..` must not write a host file (OSWorld's
+    controller writes `os.path.join(cache, name)`, which is the name itself when it is absolute)."""
+    victim = tmp_path / "victim.txt"
+    assert desk.cache_dir is not None
+    for name in (str(victim), "../../victim.txt", "../" * 12 + str(victim).lstrip("/"),
+                 f"../{desk.cache_dir.name}/task-1/planted"):
+        with pytest.raises(SetupError, match=r"^setup step 1 \(execute\): .* is outside the task's cache folder"):
+            run_setup([{"type": "execute", "parameters": {"command": ["echo", "planted"], "stdout": name}}], desk,
+                      FAST)
+    assert not victim.exists() and not (desk.cache_dir / "task-1").exists()
+
+
+def test_a_step_output_never_follows_a_link_the_desktop_swaps_in(desk: DisposableDesktop, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process on the desktop may replace the output's folder by a symlink to a host folder at any moment: one
+    left there is refused by the look through the sandbox's view, and one swapped in just after that look (a
+    real desktop process would race for it; here the swap is made at that instant) is not followed either."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = desk.home / ".task-cache"
+    folder.symlink_to(outside)
+    step = [{"type": "command", "parameters": {"command": ["echo", "planted"], "stdout": "x.out"}}]
+    with pytest.raises(SetupError, match=r"is outside what this sandbox shows"):
+        run_setup(step, desk, FAST)
+    folder.unlink()
+    looked = desk.host_path
+
+    def swap_after_looking(guest: str) -> Path:
+        where = looked(guest)
+        if guest.endswith("x.out"):
+            folder.mkdir(exist_ok=True)
+            folder.rmdir()
+            folder.symlink_to(outside)
+        return where
+    monkeypatch.setattr(desk, "host_path", swap_after_looking)
+    with pytest.raises(SetupError, match=r"cannot write /home/user/.task-cache/x.out: .*links in the home are not"):
+        run_setup(step, desk, FAST)
+    assert list(outside.iterdir()) == []
 
 
 def test_sleep_waits_and_is_bounded(desk: DisposableDesktop) -> None:

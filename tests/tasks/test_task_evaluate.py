@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from helpers.task_env import TestTaskEnv
 
-from conway.tasks.cache import cloud_path
+from conway.tasks.cache import kept_output
 from conway.tasks.evaluate import evaluate
 from conway.tasks.task import parse_osworld, read_task_file
 
@@ -125,10 +125,10 @@ def test_a_real_task_with_postconfig_commands_and_cache_files(env):
     t = read_task_file(EXAMPLES / "multi_apps" / "e1fc0df3-c8b9-4ee7-864c-d0b590d3aa56.json")
     env.task_id = t.id
 
-    def runner(step, task_env):  # a test runner for `command` with `stdout`: saved into the task's cache folder
+    def runner(step, task_env):  # a test runner for `command` with `stdout`: kept where the setup step keeps it
         words = [w.replace("/home/user", str(task_env.home)) for w in step["parameters"]["command"]]
         done = task_env.run(words, timeout_s=60)
-        out = cloud_path(task_env.cache_dir, task_env.task_id, step["parameters"]["stdout"])
+        out = task_env.host_path(kept_output(step["parameters"]["stdout"]))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(done.stdout)
 
@@ -192,6 +192,9 @@ def test_a_metric_that_raises_is_its_one_line_error(env, tmp_path):
 def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     cases = {
         "vm_file": make("compare_text_file", {"type": "vm_file", "path": "/etc/passwd", "dest": "p"}, None),
+        "cache_file": make("compare_text_file", {"type": "cache_file", "path": "/etc/passwd"}, None),
+        "cloud_file": make("compare_text_file", {"type": "vm_file", "path": "~/a", "dest": "a"},
+                           {"type": "cloud_file", "path": "https://example.org/p", "dest": "../../../etc/passwd"}),
         "unknown getter": make("exact_match", {"type": "googledrive_file"}, rule("x")),
         "unknown metric": make("compare_audios", echo("x"), None),
         "expected getter": make("exact_match", echo("x"), {"type": "rule"}),
@@ -199,6 +202,8 @@ def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     }
     errors = {name: evaluate(t, env, declared_fail=False).metrics[0].error for name, t in cases.items()}
     assert "PathEscape" in errors["vm_file"]
+    assert errors["cache_file"].startswith("result getter cache_file: PathEscape: /etc/passwd is outside the task")
+    assert errors["cloud_file"].startswith("expected getter cloud_file: PathEscape: ../../../etc/passwd is outside")
     assert errors["unknown getter"] == ("result getter googledrive_file: NotImplementedError: "
                                        "getter googledrive_file is not implemented")
     assert errors["unknown metric"] == "metric compare_audios is not implemented"

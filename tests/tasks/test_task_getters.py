@@ -85,6 +85,49 @@ def test_cache_file(env):
         GETTERS["cache_file"](env, {"path": "apt.out"})
 
 
+def test_cache_and_cloud_file_names_never_leave_the_tasks_cache_folder(env, tmp_path):
+    """A task file naming an absolute path or climbing out with `..` must not read a host file (or another task's
+    cached one) into a comparison: each is refused, though the file is there and readable."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root-only, say")
+    other = cloud_path(env.cache_dir, "t-2", "gold.txt")
+    other.parent.mkdir(parents=True)
+    other.write_text("another task's")
+    own = cloud_path(env.cache_dir, env.task_id, "sub/ok.txt")
+    own.parent.mkdir(parents=True)
+    own.write_text("fine")
+    for name in (str(secret), "../t-2/gold.txt", "../../secret.txt", "sub/../../t-2/gold.txt", "/etc/passwd", ""):
+        with pytest.raises(PathEscape):
+            GETTERS["cache_file"](env, {"path": name})
+        with pytest.raises(PathEscape):
+            GETTERS["cloud_file"](env, {"path": "https://example.org/x", "dest": name})
+    multi = {"path": ["https://example.org/ok", "https://example.org/x"], "dest": ["sub/ok.txt", str(secret)],
+             "multi": True, "gives": [0]}
+    with pytest.raises(PathEscape):  # one bad name refuses the getter, though it would hand over only the first
+        GETTERS["cloud_file"](env, multi)
+    assert GETTERS["cache_file"](env, {"path": "sub/./ok.txt"}) == str(own)  # inside stays allowed
+
+
+def test_cache_file_reads_a_kept_output_from_the_home_and_anything_else_from_the_cache_only(env):
+    """The desktop writes in the home: a name no step of the task keeps (a gold file) is never read there, or
+    the agent could plant it; a name a step keeps is never read from the cache (OSWorld's runs leave theirs)."""
+    planted = env.home / ".task-cache" / "gold.txt"
+    planted.parent.mkdir()
+    planted.write_text("what the agent wrote")
+    gold = cloud_path(env.cache_dir, env.task_id, "gold.txt")
+    gold.parent.mkdir(parents=True)
+    gold.write_text("the gold")
+    assert GETTERS["cache_file"](env, {"path": "gold.txt"}) == str(gold)
+    stale = cloud_path(env.cache_dir, env.task_id, "grep.out")
+    stale.write_text("an old OSWorld run's output")
+    with pytest.raises(FileNotFoundError, match="the step that keeps it wrote no /home/user/.task-cache/grep.out"):
+        GETTERS["cache_file"](env, {"path": "grep.out"}, {"grep.out"})
+    (env.home / ".task-cache" / "grep.out").write_text("this run's")
+    assert GETTERS["cache_file"](env, {"path": "grep.out"}, {"grep.out"}) == str(env.home / ".task-cache" / "grep.out")
+    with pytest.raises(PathEscape):
+        GETTERS["cache_file"](env, {"path": "../../x"}, {"../../x"})
+
+
 def test_rule_hands_the_rules_over(env):
     assert GETTERS["rule"](env, {"type": "rule", "rules": {"expected": "x"}}) == {"expected": "x"}
 

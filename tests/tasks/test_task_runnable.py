@@ -201,3 +201,29 @@ def test_a_libreoffice_task_scored_on_the_accessibility_tree_needs_libreoffice_i
     calc = make(evaluator=tabs, apps=("libreoffice_calc",))
     assert why_not_runnable(calc, cache_dir=None, step_types=ALL_STEPS, installed=everything,
                             office_accessible=lambda: False) == [reason]
+
+
+def test_a_cache_or_cloud_file_named_outside_the_tasks_cache_folder_is_a_reason(tmp_path):
+    (tmp_path / "secret.txt").write_text("s")  # there and readable: the refusal is about the name, not the file
+    t = make(evaluator={"func": ["compare_text_file", "exact_match"], "conj": "or",
+                        "result": [{"type": "cache_file", "path": "../secret.txt"},
+                                   {"type": "cache_file", "path": "/etc/hostname"}],
+                        "expected": [{"type": "cloud_file", "path": GOLD, "dest": "../../secret.txt"},
+                                     {"type": "rule", "rules": {"expected": "x"}}]})
+    reasons = why_not_runnable(t, cache_dir=tmp_path / "cache", step_types=ALL_STEPS, installed=everything)
+    assert reasons == [f"cloud file {GOLD}: PathEscape: ../../secret.txt is outside the task's cache folder (a name "
+                       "there is relative to it)",
+                       "cache file '../secret.txt': PathEscape: ../secret.txt is outside the task's cache folder (a "
+                       "name there is relative to it)",
+                       "cache file '/etc/hostname': PathEscape: /etc/hostname is outside the task's cache folder (a "
+                       "name there is relative to it)"]
+
+
+def test_a_step_keeping_its_output_outside_the_tasks_cache_folder_is_a_reason_and_needs_no_cache():
+    t = make(config=[{"type": "execute", "parameters": {"command": "true", "stdout": "/etc/cron.d/x"}},
+                     {"type": "command", "parameters": {"command": ["true"], "stdout": "ok.out"}}],
+             evaluator={"func": "exact_match", "result": {"type": "cache_file", "path": "ok.out"},
+                        "expected": {"type": "rule", "rules": {"expected": ""}}})
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
+        "the setup step keeps its command's stdout in '/etc/cron.d/x': PathEscape: /etc/cron.d/x is outside the "
+        "task's cache folder (a name there is relative to it)"]

@@ -229,3 +229,21 @@ def test_a_real_ctrl_c_keeps_the_part_and_exits_130(server, tmp_path):
     Files.slow = False
     assert main(["tasks", "fetch", str(suite), "--cache", str(cache), "--quiet"]) == 0
     assert target.read_bytes() == BODY
+
+
+def test_a_cloud_file_named_outside_its_tasks_folder_is_refused_and_never_written(server, tmp_path, capsys):
+    """`dest` is a name inside the task's cache folder: an absolute one or one climbing out with `..` would make
+    this command write wherever the task file says."""
+    Files.files = {"/x.txt": b"planted", "/ok.txt": b"ok"}
+    target = tmp_path / "victim.txt"
+    suite = write_suite(tmp_path / "suite", {"abs": cloud(server + "/x.txt", str(target)),
+                                             "up": cloud(server + "/x.txt", "../../victim.txt"),
+                                             "ok": cloud(server + "/ok.txt", "ok.txt")})
+    cache = tmp_path / "cache"
+    assert main(["tasks", "fetch", str(suite), "--cache", str(cache)]) == 2
+    out = capsys.readouterr().out
+    assert f"FAILED abs: {server}/x.txt: PathEscape: {target} is outside the task's cache folder" in out
+    assert f"FAILED up: {server}/x.txt: PathEscape: ../../victim.txt is outside" in out
+    assert "3 file(s) named by 3 task(s): 1 fetched" in out and "2 failed" in out
+    assert not target.exists() and [p for p, _ in Files.seen] == ["/ok.txt"]
+    assert (cache / "ok" / "ok.txt").read_bytes() == b"ok"

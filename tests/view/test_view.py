@@ -361,21 +361,48 @@ def _post(srv: ViewServer, body, *, token: str | None = None, host: str | None =
     return resp.status, json.loads(resp.read())
 
 
-def test_served_pages_carry_the_token_and_review_buttons(server, session):
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("GET", f"/s/{session}/page-0001.html")
+def _get(srv: ViewServer, path: str, headers: dict | None = None, *, token: bool = True):
+    """GET `path` (with the token in the header, as the pages' scripts send it, unless `token=False`):
+    (status, body, response)."""
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    conn.request("GET", path, headers={**({"X-Conway-Token": srv.token} if token else {}), **(headers or {})})
     resp = conn.getresponse()
-    html = resp.read().decode()
-    assert resp.status == 200 and resp.getheader("X-Frame-Options") == "DENY"
+    return resp.status, resp.read().decode(errors="replace"), resp
+
+
+def test_served_pages_carry_the_token_and_review_buttons(server, session):
+    # the address printed to the owner lets a browser in and sets the cookie the pages' links then ride on
+    assert server.owner_url("live") == f"{server.url}live?token={server.token}"
+    status, html, resp = _get(server, f"/s/{session}/page-0001.html?token={server.token}", token=False)
+    assert status == 200 and resp.getheader("X-Frame-Options") == "DENY"
     assert f'<meta name="conway-token" content="{server.token}">' in html and '<div class="review">' in html
+    cookie = resp.getheader("Set-Cookie")
+    assert cookie == f"conway-view-{server.port}={server.token}; Path=/; HttpOnly; SameSite=Strict"
+    status, html, _ = _get(server, "/", {"Cookie": cookie.split(";")[0]}, token=False)
+    assert status == 200 and session in html
     for path in ("/etc/passwd", "/s/../../etc/passwd", f"/s/{session}/img/step-99.png", "/nothing"):
-        conn.request("GET", path)
-        r = conn.getresponse()
-        r.read()
-        assert r.status == 404, path
-    conn.request("GET", "/", headers={"Host": "evil.example:80"})
-    r = conn.getresponse()
-    assert r.status == 403 and server.token not in r.read().decode()
+        assert _get(server, path)[0] == 404, path
+    status, body, _ = _get(server, "/", {"Host": "evil.example:80"})
+    assert status == 403 and server.token not in body
+
+
+def test_without_the_token_nothing_of_the_sessions_is_shown(server, session):
+    """Any local process (another user's, a task run with --network) can reach 127.0.0.1: without the owner's
+    token no page, no live page and no data answers, and no answer carries the token."""
+    other_port = f"conway-view-{server.port + 1}={server.token}"  # a cookie of another viewer's port is not ours
+    asks = [({}, False), ({"X-Conway-Token": "wrong"}, False), ({"Cookie": f"conway-view-{server.port}=wrong"}, False),
+            ({"Cookie": other_port}, False), ({"X-Conway-Token": "ü"}, False)]
+    for path in ("/", "/index.html", f"/s/{session}/page-0001.html", f"/s/{session}/data.js", "/live",
+                 "/live?token=wrong", "/api/live", "/api/screen?id=x", f"/api/live?token={server.token}"):
+        for headers, _ in asks:
+            status, body, resp = _get(server, path, headers, token=False)
+            assert status == 403, (path, headers)
+            assert server.token not in body and session not in body and resp.getheader("Set-Cookie") is None
+            assert "conway-token" not in body
+    status, body, _ = _get(server, "/live", token=False)
+    assert "open the address <code>conway view --serve</code> printed" in body
+    status, body, _ = _get(server, "/live")
+    assert status == 200 and f'<meta name="conway-token" content="{server.token}">' in body
 
 
 @pytest.mark.parametrize("body, headers, status, message", [
@@ -418,15 +445,11 @@ def test_a_served_label_is_what_conway_review_writes_and_export_carries_it(serve
     rec = next(json.loads(line) for line in out.read_text().splitlines() if json.loads(line)["step"] == 8)
     assert rec["labels"] == {"success": "unknown", "source": "review", "hindsight": False, "verdict": "wrong",
                              "corrected_action": {"type": "right_click", "x": 500.0, "y": 100.0}, "note": "higher"}
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)  # the pages show it at once
-    conn.request("GET", f"/s/{session}/page-0001.html")
-    assert "wrong (review)" in _card(conn.getresponse().read().decode(), 8)
+    assert "wrong (review)" in _card(_get(server, f"/s/{session}/page-0001.html")[1], 8)  # the pages show it at once
 
 
 def test_escaping_is_the_same_when_served(server, session):
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("GET", f"/s/{session}/page-0001.html")
-    html = conn.getresponse().read().decode()
+    html = _get(server, f"/s/{session}/page-0001.html")[1]
     assert INJECTED not in html and "&lt;script&gt;window.__pwned" in html
 
 
@@ -435,10 +458,10 @@ def test_a_report_is_served_read_only(conway_home, tmp_path):
     srv = ViewServer(build_site(Home(conway_home), report=str(report)))
     srv.start()
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
         for path, ctype in (("/", "text/html; charset=utf-8"), ("/data.js", "text/javascript; charset=utf-8"),
                             ("/img/case-0.jpg", "image/jpeg")):
-            conn.request("GET", path)
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            conn.request("GET", path, headers={"X-Conway-Token": srv.token})
             r = conn.getresponse()
             r.read()
             assert r.status == 200 and r.getheader("Content-Type") == ctype, path
@@ -488,9 +511,7 @@ def test_the_server_follows_a_growing_journal(session, conway_home):
     srv.start()
     try:
         later = record_session(conway_home, [{"action": {"type": "wait"}}])  # the agent ran again
-        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
-        conn.request("GET", "/")
-        index = conn.getresponse().read().decode()
+        index = _get(srv, "/")[1]
         assert later in index and session in index
         code, reply = _post(srv, {"session": later, "step": 1, "verdict": "redundant"})
         assert code == 200 and reply["label"]["session"] == later
@@ -515,6 +536,7 @@ def test_the_server_stops_cleanly_on_a_signal_even_with_sigint_ignored(session, 
     try:
         first = proc.stdout.readline()
         assert first.startswith("serving http://127.0.0.1:"), first + proc.stderr.read()
+        assert "/?token=" in first and "/live?token=" in first  # the owner's addresses, token included
         proc.send_signal(getattr(signal, sig))
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     finally:

@@ -237,7 +237,11 @@ def test_review_round_trip_through_serve_then_export(session, conway_home, tmp_p
     try:
         first = proc.stdout.readline()
         assert first.startswith("serving http://127.0.0.1:"), first + errors.read_text()
-        base = first.split()[1]
+        owner = first.split()[1]  # the address printed to the owner: the only place the token is
+        base = owner.split("?")[0]
+        page.goto(f"{base}s/{sid}/page-0001.html")  # without it, nothing: not the session, not the token
+        assert "This viewer needs its token" in page.content() and "review" not in page.content()
+        page.goto(owner)  # its cookie lets the browser follow the pages' own links from here
         page.goto(f"{base}s/{sid}/page-0001.html")
         card = "#step-8"
         page.click(f"{card} button[data-verdict='wrong']")
