@@ -158,7 +158,8 @@ class TasksSuite:
     command_timeout_s: float = COMMAND_TIMEOUT_S
     """The bound on one execute/command setup step."""
     network: bool = False
-    """`--network`: each task's sandbox shares this machine's network (tasks that need the live web run)."""
+    """`--network`: each task's desktop reaches the internet from a network of its own (slirp4netns), never this
+    machine's loopback or its X servers (tasks that need the live web run)."""
     display_sizes: list[tuple[int, int]] = field(default_factory=list)
     screen: tuple[int, int] = (1280, 800)
     """The disposable desktop's screen size (OSWorld's 1280x800; `conway rollouts --screen` for small models)."""
@@ -476,7 +477,8 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
         say(f"tasks run: {len(cases)} task(s), {runnable} runnable here; homes in {folder}"
-            + ("; the sandbox shares this machine's network (--network)" if network else ""))
+            + ("; each desktop reaches the internet from a network of its own (--network: slirp4netns), never "
+               "this machine's loopback or X servers" if network else ""))
     with suite_policy(config, home, policy, pool) as pol:
         result = run_suite(runner, pol, cases, report, progress=False, pool=pool, resume=resume,
                            extra=lambda res: _extra(runner, cases, res.records))
