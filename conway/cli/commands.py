@@ -262,6 +262,7 @@ def do_promote(args) -> int:
 
 
 def do_rollouts(args) -> int:
+    from conway.args.costs import cost_args
     from conway.args.resolve import model_config_of, pool_of
     from conway.cli.tasks import split_overrides
     from conway.evals.rollouts import parse_screen, rollouts
@@ -272,7 +273,7 @@ def do_rollouts(args) -> int:
     return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
                     temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
                     max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
-                    screen=parse_screen(args.screen))
+                    screen=parse_screen(args.screen), **cost_args(args))
 
 
 def do_replay(args) -> int:

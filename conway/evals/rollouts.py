@@ -294,8 +294,13 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
              seed: int = 0, temperature: float = 1.0, cache: str | None = None, max_steps: int | None = None,
              max_seconds: float | None = None, quiet: bool = False, argv: list[str] | None = None,
              policy: Policy | None = None, say: Callable[[str], None] | None = None, pool: Pool | None = None,
+             prices: dict[str, float] | None = None, reference: dict[str, int] | None = None,
              **limits: Any) -> int:
-    """Run the rollouts and write DIR/rollouts.json, DIR/rollouts.tasks/ and DIR/manifest.json (last)."""
+    """Run the rollouts and write DIR/rollouts.json, DIR/rollouts.tasks/ and DIR/manifest.json (last).
+
+    `prices` (per million tokens in and out) and `reference` (steps per task) go into the figures
+    (`conway.evals.best_of_n`): pass@1, pass@k and what each rollout cost, in the report and the manifest."""
+    from conway.evals.best_of_n import figures
     from conway.evals.report import Report
     from conway.evals.runner import run_suite, suite_policy
     from conway.evals.tasks_run import _check_folder, _check_limits, _check_outside, _extra, tasks_folder
@@ -321,7 +326,12 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
                     parameters={"suite": suite_source, "rollouts": {"samples": samples, "seed": seed,
                                                                     "temperature": temperature},
                                 "cache": str(cache_dir) if cache_dir else None, "max_steps": max_steps,
-                                "max_seconds": max_seconds, "tasks_folder": folder.name})
+                                "max_seconds": max_seconds, "tasks_folder": folder.name, "prices": prices,
+                                "reference_steps": len(reference) if reference else None})
+
+    def figures_of(records: list[dict[str, Any]]) -> dict[str, Any]:
+        return figures(records, prices=prices, reference=reference, max_steps=max_steps)
+
     if not quiet:
         say(f"rollouts: {len(cases) // samples} task(s) x {samples} sample(s), temperature {temperature:g}, "
             f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
@@ -329,12 +339,14 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
         result = run_suite(runner, pol, cases, report, progress=False, pool=pool,
                            extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {
                                "samples": samples, "seed": seed, "temperature": temperature,
-                               "tasks": groups(res.records)}})
+                               "tasks": groups(res.records), "figures": figures_of(res.records)}})
     if result.summary.get("interrupted"):  # a partial set is no rollout set: no manifest, nothing trains on it
         say(f"rollouts: {result.summary['interrupted']}; no manifest written ({out_dir} is not a rollout set)")
         return int(result.code)
     manifest = build_manifest(result.records, suite=suite_source, samples=samples, seed=seed,
                               temperature=temperature, policy=identity, summary=result.summary)
+    manifest["figures"] = figures_of(result.records)
+    manifest["scoring"] = {"prices": prices, "reference": reference, "max_steps": max_steps}  # the judge's figures
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     say_rollouts(manifest, out_dir, say)
     return 0 if manifest["scored"] else 2
@@ -344,6 +356,11 @@ def say_rollouts(manifest: dict[str, Any], out_dir: Path, say: Callable[[str], N
     for task, g in manifest["tasks"].items():
         rewards = " ".join("-" if x is None else f"{x:g}" for x in g["rewards"])
         say(f"  {task}: rewards {rewards}" + ("" if g["signal"] else "  (all equal)"))
+    overall = (manifest.get("figures") or {}).get("overall") or {}
+    for key, what in (("pass1", "pass@1"), ("passk", "pass@k")):
+        r = overall.get(key)
+        if r and r.get("n"):
+            say(f"rollouts: {what} {r['hits']}/{r['n']} = {r['rate']:.1%} (95% CI {r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})")
     mean = manifest["mean_reward"]
     say(f"rollouts: {manifest['scored']} scored, mean reward {mean:.3f}" if mean is not None
         else "rollouts: no rollout was scored")

@@ -165,6 +165,11 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
                          for a in env.get("apps", []))
         out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}"
                    + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
+    figures = (data.get("rollouts") or {}).get("figures")
+    if figures:  # a rollout set (`conway rollouts`): pass@1, pass@k and each task's cost
+        from conway.evals.best_of_n import render_figures
+
+        out += ["", *render_figures(figures, max_rows)]
     out.append("")
     rows = []
     for c in cases[:max_rows]:
