@@ -56,15 +56,17 @@ def _suite(tmp_path: Path) -> Path:
     return tmp_path / "suite"
 
 
-def _run(tmp_path: Path, name: str, acting: str, judge: str, *pool: str) -> dict:
+def _run(tmp_path: Path, name: str, acting: str, judge: str, *pool: str, inline: bool = False) -> dict:
+    """The rollouts, then the judge: its own command, or (`inline`) `conway rollouts --judge-endpoint`."""
     home, out = tmp_path / "home", tmp_path / name
-    assert main(["--home", str(home), "rollouts", str(_suite(tmp_path) if not (tmp_path / "suite").exists()
-                                                      else tmp_path / "suite"), "policy=generic",
-                 f"policy.endpoint={acting}", "policy.structured_output=none", "--samples", "2", "--output",
-                 str(out), "--max-steps", "1", "--quiet", "--price-in", "1", "--price-out", "2", *pool]) == 0
-    code = main(["--home", str(home), "judge", str(out), "policy=generic", f"policy.endpoint={judge}",
-                 "policy.structured_output=none", "--quiet", *pool])
-    assert code == 0
+    suite = tmp_path / "suite" if (tmp_path / "suite").exists() else _suite(tmp_path)
+    assert main(["--home", str(home), "rollouts", str(suite), "policy=generic", f"policy.endpoint={acting}",
+                 "policy.structured_output=none", "--samples", "2", "--output", str(out), "--max-steps", "1",
+                 "--quiet", "--price-in", "1", "--price-out", "2", *pool,
+                 *(["--judge-endpoint", judge] if inline else [])]) == 0
+    if not inline:
+        assert main(["--home", str(home), "judge", str(out), "policy=generic", f"policy.endpoint={judge}",
+                     "policy.structured_output=none", "--quiet", *pool]) == 0
     return json.loads((out / "judged.json").read_text())
 
 
@@ -81,7 +83,7 @@ def test_best_of_n_figures_are_what_the_rollouts_and_picks_imply_on_one_and_two_
         assert len(judge.chat_requests) == len(asked) + 3
         again = json.loads((tmp_path / "again.json").read_text())
         assert again["figures"]["overall"]["best_of_n"] == serial["figures"]["overall"]["best_of_n"]
-        pooled = _run(tmp_path, "pooled", acting.base_url, judge.base_url, "--workers", "2")
+        pooled = _run(tmp_path, "pooled", acting.base_url, judge.base_url, "--workers", "2", inline=True)
     for report in (serial, pooled):
         o = report["figures"]["overall"]
         assert (o["pass1"]["hits"], o["pass1"]["n"]) == (3, 6)
