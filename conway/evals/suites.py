@@ -85,4 +85,7 @@ register(SuiteKind("acceptance-check", run=acceptance.acceptance_check, text=rep
                    command=acceptance.COMMAND))
 register(SuiteKind("session", text=report_text.render_session))
 register(SuiteKind("replay", run=replay, text=report_text.render_replay))
-register(SuiteKind(judge_run.KIND, run=judge_run.judge, text=judge_run.render_judged, command=judge_run.COMMAND))
+register(SuiteKind(
+    judge_run.KIND, run=judge_run.judge, text=judge_run.render_judged, command=judge_run.COMMAND,
+    view=ReportView("judged", judge_run.judged_outcome, judge_run.JUDGED_OUTCOMES, ("error", "missed"), "wrong pick",
+                    lambda c: str(c.get("task") or ""), "task", screenshots=True)))

@@ -122,3 +122,12 @@ def test_best_of_n_figures_are_what_the_rollouts_and_picks_imply_on_one_and_two_
     text = capsys.readouterr().out
     assert "best-of-N (the judged rollout passed): 1/3" in text and "pass@k (any rollout passed): 2/3" in text
     assert "a: sample 1" in text
+    # conway view draws each task's rollouts side by side, the pick marked, their last screens served
+    site = tmp_path / "site"
+    assert main(["--home", str(tmp_path / "home"), "view", str(tmp_path / "serial" / "judged.json"), "--output",
+                 str(site)]) == 0
+    page = (site / "index.html").read_text()
+    assert "best-of-N (the pick passed)" in page and "1/3 = 33.3%" in page
+    assert "sample 1 · pass · the judge&#x27;s pick" in page or "sample 1 · pass · the judge's pick" in page
+    assert page.count('class="picked"') == 3 and page.count('class="rollout"') == 3
+    assert len(list((site / "img").glob("case-*-*.jpg"))) == 6

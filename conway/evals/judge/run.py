@@ -84,6 +84,9 @@ class JudgeSuite:
         except Exception as exc:  # one task's failure is its own line; the others are judged
             record.setdefault("pick", None)
             record["error"] = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        record.update(rollouts=[self._side(r, record.get("pick")) for r in case["rollouts"]])
+        record["images"] = [x["image"] for x in record["rollouts"] if x.get("image")]
+        record["outcome"] = judged_outcome(record)
         record["judge_cost"] = {**spend.record(), "harness_s": round(max(0.0, time.monotonic() - started
                                                                            - spend.model_s), 3)}
         if not self.quiet:
@@ -91,6 +94,17 @@ class JudgeSuite:
                      + (f"picked sample {record['pick']}" if record.get("pick") is not None else "no pick")
                      + (f" — {record['error']}" if record.get("error") else ""))
         return record
+
+    def _side(self, rollout: dict[str, Any], pick: Any) -> dict[str, Any]:
+        """A rollout as the judge's card shows it beside the others: its outcome, its last screen, its session."""
+        image = rollout.get("image") if isinstance(rollout.get("image"), dict) else {}
+        path = image.get("path")
+        label = (f"sample {rollout.get('sample')} · {rollout.get('outcome')}"
+                 + (" · the judge's pick" if pick is not None and rollout.get("sample") == pick else ""))
+        return {"sample": rollout.get("sample"), "outcome": rollout.get("outcome"), "steps": rollout.get("steps"),
+                "picked": pick is not None and rollout.get("sample") == pick, "view": rollout.get("view"),
+                "image": {"path": str(self.report_dir / path), "size": image.get("size"), "label": label}
+                if path else None}
 
     def _narrative(self, backend: Any, rollout: dict[str, Any], spend: _Spend, log: _Requests) -> dict[str, Any]:
         """The rollout's facts (asked, or read back from an earlier run with the same model) and its first and
@@ -174,6 +188,20 @@ class _Requests:
                 fh.write(json.dumps({"index": i, **e, "messages": [externalise(m, self.folder / "images")
                                                                    for m in e["messages"]]}) + "\n")
         return path
+
+
+JUDGED_OUTCOMES = ("error", "missed", "none-passed", "best")
+"""A judged task, in the viewer's filter order: no pick, a failing pick where a passing rollout existed, no rollout
+passed (nothing to pick), the pick passed."""
+
+
+def judged_outcome(record: dict[str, Any]) -> str:
+    if record.get("pick") is None:
+        return "error"
+    sides = record.get("rollouts") or []
+    if any(s.get("picked") and s.get("outcome") == "pass" for s in sides):
+        return "best"
+    return "missed" if any(s.get("outcome") == "pass" for s in sides) else "none-passed"
 
 
 def _complete(backend: Any, messages: list[dict[str, Any]]) -> Any:
