@@ -88,4 +88,6 @@ register(SuiteKind("replay", run=replay, text=report_text.render_replay))
 register(SuiteKind(
     judge_run.KIND, run=judge_run.judge, text=judge_run.render_judged, command=judge_run.COMMAND,
     view=ReportView("judged", judge_run.judged_outcome, judge_run.JUDGED_OUTCOMES, ("error", "missed"), "wrong pick",
-                    lambda c: str(c.get("task") or ""), "task", screenshots=True)))
+                    lambda c: str(c.get("task") or ""), "task", screenshots=True),
+    sweep=SweepMetric("judge", "best_of_n.rate", "best_of_n.ci95", "best_of_n.hits", "best_of_n.n",
+                      not_taken=("seed",), suite_first="the rollout set's folder")))

@@ -193,6 +193,10 @@ def _cell_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: 
                                               f"(95% CI {_ci(c.get('ci95'))})"),
              ("model", str(c.get("model_id") or "—")), ("status", f"{c.get('status')} (exit {c.get('exit_code')})"),
              ("report", f"{c.get('report')} — conway view {c.get('report')}")]
+    more = [f"{name} {_pct(c[k])}" for k, name in (("pass1", "pass@1"), ("passk", "pass@k"), ("best_of_n", "best-of-N"))
+            if isinstance(c.get(k), (int, float))]
+    if more:  # a rollout set's or a judge's cell (`conway.evals.best_of_n`)
+        lines.insert(2, ("best of N", ", ".join(more)))
     return "", "".join(f'<div class="line"><span class="k">{esc(k)}</span>{esc(v)}</div>' for k, v in lines)
 
 

@@ -18,7 +18,7 @@ def test_every_viewed_kind_names_a_layout_the_viewer_draws():
 def test_the_lists_of_kinds_keep_their_order():
     assert [k.name for k in having("view")] == ["vision-check", "grounding-check", "candidate-eval", "tasks", "sweep", "best-of-n"]
     assert [k.name for k in having("records")] == ["vision-check", "grounding-check", "tasks"]
-    assert list(metrics()) == ["vision-check", "grounding-check", "tasks run"]
+    assert list(metrics()) == ["vision-check", "grounding-check", "tasks run", "judge"]
 
 
 def test_a_sweep_runs_commands_the_cli_has():

@@ -49,6 +49,9 @@ class JudgeSuite:
 
     report_dir: Path
     """The rollout set's folder (its rollouts' homes are named relative to it)."""
+    rollouts: list[dict[str, Any]] | None = None
+    """The set's rollout records and how they are scored (`judged_figures`): the summary's figures."""
+    scoring: dict[str, Any] | None = None
     requests_dir: Path | None = None
     """Where each task's requests are kept (`<report>.requests/<task>/`; default DIR/judge/)."""
     quiet: bool = False
@@ -143,8 +146,11 @@ class JudgeSuite:
     # -- the runner's CaseSuite ------------------------------------------------------------------------------
 
     def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
-        return {"tasks": len(records), "picked": sum(1 for r in records if r.get("pick") is not None),
-                "errors": sum(1 for r in records if r.get("error")), "wall_s": round(wall_s, 3)}
+        out = {"tasks": len(records), "picked": sum(1 for r in records if r.get("pick") is not None),
+               "errors": sum(1 for r in records if r.get("error")), "wall_s": round(wall_s, 3)}
+        if self.rollouts is not None:  # pass@1, pass@k, best_of_n, agreement, cost: where a sweep finds its rate
+            out.update(judged_figures(self.rollouts, records, self.scoring or {})["overall"])
+        return out
 
     def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[int, str]:
         if records and summary["picked"] == len(records):
@@ -279,8 +285,8 @@ def judge(home: Home, config: ConwayConfig, folder: str, *, output: str | None =
         scoring["reference"] = reference
     cases = judge_cases(rollouts)
     out, _ = check_outputs(output or str(root / REPORT), home, cases=len(cases))
-    suite = JudgeSuite(root, requests_dir=out.with_name(out.stem + ".requests"), quiet=quiet, say=say,
-                       total=len(cases))
+    suite = JudgeSuite(root, rollouts=rollouts, scoring=scoring, requests_dir=out.with_name(out.stem + ".requests"),
+                       quiet=quiet, say=say, total=len(cases))
     report = Report(KIND, out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "rollouts": str(root), "samples": manifest.get("samples"), "judge": "Agent S3 behaviour Best-of-N "
         "(narrator + comparative judge)", "prices": scoring.get("prices"),

@@ -1,0 +1,66 @@
+"""Judges compared over one rollout set: `conway sweep` with `command: judge` and a grid of judge endpoints; each
+cell's best-of-N is what its picks imply, and the sweep table shows pass@1, pass@k and best-of-N per cell.
+
+The rollout set is written as `conway rollouts` writes one (manifest, report), its rollouts without homes (no
+screenshots to narrate: the judge compares them by their empty narratives); the judges are FAKE OpenAI-compatible
+servers (tests/fixtures/scripted_server.py) that always name the same index, which is the point: the figures
+must follow the picks exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from fixtures.scripted_server import Reply, ScriptedFakeServer
+
+from conway.cli.main import main
+from conway.evals.report_render import render_report
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONWAY_HOME", str(tmp_path / "home"))
+
+
+def _rollout_set(out: Path, outcomes: dict[str, list[str]]) -> Path:
+    out.mkdir(parents=True)
+    cases = [{"index": i, "task": t, "instruction": f"do {t}", "sample": k, "seed": k, "outcome": o,
+              "score": 1.0 if o == "pass" else 0.0, "reward": 1.0 if o == "pass" else 0.0, "steps": 3,
+              "cost": {"prompt_tokens": 100, "generated_tokens": 10, "model_s": 1.0, "wall_s": 2.0}}
+             for i, (t, k, o) in enumerate((t, k, o) for t, os in outcomes.items() for k, o in enumerate(os))]
+    (out / "rollouts.json").write_text(json.dumps({"format": "conway-report/1", "kind": "tasks", "status": "fail",
+                                                   "cases": cases, "summary": {}}))
+    (out / "manifest.json").write_text(json.dumps({"format": "conway-rollouts/1", "report": "rollouts.json",
+                                                   "samples": 2, "scoring": {"prices": None}}))
+    return out
+
+
+def _judge(index: int):
+    return lambda body: Reply.text(f"<thoughts>the cleaner one</thoughts><answer>{index}</answer>")
+
+
+def test_a_sweep_of_judges_over_one_rollout_set(tmp_path, capsys):
+    rollouts = _rollout_set(tmp_path / "r0", {"a": ["pass", "fail"], "b": ["fail", "pass"], "c": ["fail", "fail"]})
+    with ScriptedFakeServer(responder=_judge(1)) as first, ScriptedFakeServer(responder=_judge(2)) as second:
+        sweep = tmp_path / "sweep.yaml"
+        sweep.write_text(yaml.safe_dump({"command": "judge", "args": [str(rollouts)],
+                                         "overrides": ["policy=generic", "policy.structured_output=none"],
+                                         "grid": {"endpoint": [first.base_url, second.base_url]}}))
+        code = main(["sweep", str(sweep), "--output", str(tmp_path / "out")])
+        assert len(first.chat_requests) == len(second.chat_requests) == 3  # one comparison per task, no narration
+    assert code == 0
+    table = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    by_endpoint = {c["settings"]["endpoint"]: c for c in table["cases"]}
+    one, two = by_endpoint[first.base_url], by_endpoint[second.base_url]
+    # picks: the first judge a:0 (pass) b:0 (fail) c:0; the second a:1 (fail) b:1 (pass) c:1
+    assert (one["successes"], one["cases"]) == (two["successes"], two["cases"]) == (1, 3)
+    assert one["pass1"] == two["pass1"] == round(2 / 6, 4) and one["passk"] == round(2 / 3, 4)
+    assert one["best_of_n"] == round(1 / 3, 4)
+    cell = json.loads((tmp_path / "out" / one["report"]).read_text())
+    assert cell["kind"] == "best-of-n" and [c["pick"] for c in cell["cases"]] == [0, 0, 0]
+    assert cell["summary"]["agreement"]["hits"] == 1 and cell["summary"]["agreement"]["n"] == 2
+    text = render_report(tmp_path / "out" / "sweep.json")
+    assert "pass@1" in text and "best-of-N" in text and "33.3%" in text
