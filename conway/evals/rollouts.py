@@ -29,6 +29,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -304,7 +305,7 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     from conway.evals.best_of_n import figures
     from conway.evals.report import Report
     from conway.evals.runner import run_suite, suite_policy
-    from conway.evals.tasks_run import _check_folder, _check_limits, _check_outside, _extra, tasks_folder
+    from conway.evals.tasks_run import _check_folder, _check_limits, _extra
     from conway.session.app import console_say
 
     say = say or console_say
@@ -312,14 +313,7 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     _check_limits(max_steps, max_seconds, limits.get("task_timeout_s"))
     cache_dir = _check_folder(cache, "--cache")
     cases = rollout_cases(runnable_cases(suite_source, cache_dir), samples, seed)
-    out_dir = Path(output).expanduser().resolve()
-    if out_dir.exists():
-        raise UserError(f"{out_dir} already exists; a rollout set goes into a new folder")
-    report_path = out_dir / REPORT
-    _check_outside(report_path, suite_source)
-    out_dir.mkdir(parents=True)
-    folder = tasks_folder(report_path)
-    folder.mkdir()
+    out_dir, report_path, folder = new_set(output, suite_source)
     runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, max_steps=max_steps,
                           max_seconds=max_seconds, quiet=quiet, say=say, temperature=temperature, **limits)
     identity = policy_identity(config)
@@ -329,10 +323,7 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
                                 "cache": str(cache_dir) if cache_dir else None, "max_steps": max_steps,
                                 "max_seconds": max_seconds, "tasks_folder": folder.name, "prices": prices,
                                 "reference_steps": len(reference) if reference else None})
-
-    def figures_of(records: list[dict[str, Any]]) -> dict[str, Any]:
-        return figures(records, prices=prices, reference=reference, max_steps=max_steps)
-
+    figures_of = partial(figures, prices=prices, reference=reference, max_steps=max_steps)
     if not quiet:
         say(f"rollouts: {len(cases) // samples} task(s) x {samples} sample(s), temperature {temperature:g}, "
             f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
@@ -351,11 +342,30 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     say_rollouts(manifest, out_dir, say)
     if judge_config is not None:  # Best of N: the set's narratives and a pick per task (DIR/judged.json)
-        from conway.evals.judge.run import judge
-
-        judge(home, judge_config, str(out_dir), quiet=quiet, say=say, argv=argv,
-              pool=judge_pool(pool, home, judge_config, same=judge_config is config))
+        judge_set(home, judge_config, out_dir, quiet=quiet, say=say, argv=argv,
+                  pool=judge_pool(pool, home, judge_config, same=judge_config is config))
     return 0 if manifest["scored"] else 2
+
+
+def new_set(output: str, suite_source: str | list[str]) -> tuple[Path, Path, Path]:
+    """(DIR, its report, its tasks folder), made; DIR must be new and lie outside the suite."""
+    from conway.evals.tasks_run import _check_outside, tasks_folder
+
+    out_dir = Path(output).expanduser().resolve()
+    if out_dir.exists():
+        raise UserError(f"{out_dir} already exists; a rollout set goes into a new folder")
+    report_path = out_dir / REPORT
+    _check_outside(report_path, suite_source)
+    out_dir.mkdir(parents=True)
+    folder = tasks_folder(report_path)
+    folder.mkdir()
+    return out_dir, report_path, folder
+
+
+def judge_set(home: Home, judge_config: ConwayConfig, out_dir: Path, **kw: Any) -> int:
+    from conway.evals.judge.run import judge
+
+    return judge(home, judge_config, str(out_dir), **kw)
 
 
 def judge_pool(pool: Pool | None, home: Home, judge_config: ConwayConfig, same: bool) -> Pool | None:

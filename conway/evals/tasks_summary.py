@@ -165,11 +165,7 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
                          for a in env.get("apps", []))
         out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}"
                    + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
-    figures = (data.get("rollouts") or {}).get("figures")
-    if figures:  # a rollout set (`conway rollouts`): pass@1, pass@k and each task's cost
-        from conway.evals.best_of_n import render_figures
-
-        out += ["", *render_figures(figures, max_rows)]
+    out += _rollout_lines(data, max_rows)
     out.append("")
     rows = []
     for c in cases[:max_rows]:
@@ -192,6 +188,16 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
     if diffs:
         out += ["", "how this environment differs from OSWorld's VM:"] + [f"  - {line}" for line in diffs]
     return out
+
+
+def _rollout_lines(data: dict[str, Any], max_rows: int) -> list[str]:
+    """A rollout set's figures (`conway rollouts`): pass@1, pass@k and each task's cost; none for a tasks run."""
+    figures = (data.get("rollouts") or {}).get("figures")
+    if not figures:
+        return []
+    from conway.evals.best_of_n import render_figures
+
+    return ["", *render_figures(figures, max_rows)]
 
 
 def _metric_line(case: dict[str, Any]) -> str:
