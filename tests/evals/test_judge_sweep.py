@@ -25,7 +25,7 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("CONWAY_HOME", str(tmp_path / "home"))
 
 
-def _rollout_set(out: Path, outcomes: dict[str, list[str]]) -> Path:
+def _rollout_set(out: Path, outcomes: dict[str, list[str]], policy: dict | None = None) -> Path:
     out.mkdir(parents=True)
     cases = [{"index": i, "task": t, "instruction": f"do {t}", "sample": k, "seed": k, "outcome": o,
               "score": 1.0 if o == "pass" else 0.0, "reward": 1.0 if o == "pass" else 0.0, "steps": 3,
@@ -34,7 +34,8 @@ def _rollout_set(out: Path, outcomes: dict[str, list[str]]) -> Path:
     (out / "rollouts.json").write_text(json.dumps({"format": "conway-report/1", "kind": "tasks", "status": "fail",
                                                    "cases": cases, "summary": {}}))
     (out / "manifest.json").write_text(json.dumps({"format": "conway-rollouts/1", "report": "rollouts.json",
-                                                   "samples": 2, "scoring": {"prices": None}}))
+                                                   "samples": 2, "scoring": {"prices": None},
+                                                   "policy": policy or {"kind": "generic"}}))
     return out
 
 
@@ -64,3 +65,32 @@ def test_a_sweep_of_judges_over_one_rollout_set(tmp_path, capsys):
     assert cell["summary"]["agreement"]["hits"] == 1 and cell["summary"]["agreement"]["n"] == 2
     text = render_report(tmp_path / "out" / "sweep.json")
     assert "pass@1" in text and "best-of-N" in text and "33.3%" in text
+
+
+def test_mixed_agents_are_judged_together(tmp_path, capsys):
+    """Two sets of the same tasks (two agents); the judge compares all four rollouts of a task and names the third:
+    the second set's first rollout."""
+    one = _rollout_set(tmp_path / "uitars", {"a": ["fail", "fail"], "b": ["pass", "fail"]},
+                       {"kind": "uitars", "model_id": "ui-tars"})
+    two = _rollout_set(tmp_path / "opencua", {"a": ["pass", "fail"], "b": ["fail", "fail"]},
+                       {"kind": "opencua", "model_id": "opencua"})
+    with ScriptedFakeServer(responder=_judge(3)) as judge:
+        code = main(["judge", str(one), str(two), "policy=generic", f"policy.endpoint={judge.base_url}",
+                     "policy.structured_output=none", "--output", str(tmp_path / "mixed.json"), "--quiet"])
+        system = judge.chat_requests[0]["messages"][0]["content"]
+    assert code == 0 and "judging 4 sequences" in system
+    report = json.loads((tmp_path / "mixed.json").read_text())
+    o = report["figures"]["overall"]
+    assert (o["pass1"]["hits"], o["pass1"]["n"]) == (2, 8) and (o["passk"]["hits"], o["passk"]["n"]) == (2, 2)
+    assert (o["best_of_n"]["hits"], o["best_of_n"]["n"]) == (1, 2)  # a's third is opencua's pass; b's is a fail
+    assert [c["pick"] for c in report["cases"]] == [2, 2]
+    sides = report["cases"][0]["rollouts"]
+    assert [(s["set"].split(": ")[1], s["outcome"]) for s in sides] == [
+        ("uitars", "fail"), ("uitars", "fail"), ("opencua", "pass"), ("opencua", "fail")]
+    by_set = report["by_set"]
+    assert [(g["picked"], g["picked_passed"], g["pass1"]["hits"]) for g in by_set.values()] == [(0, 0, 1), (2, 1, 1)]
+    text = render_report(tmp_path / "mixed.json")
+    assert "set 2: opencua (opencua): pass@1 1/4; picked 2 time(s), 1 of them passing" in text
+    capsys.readouterr()
+    assert main(["judge", str(one), str(two), "--mock"]) == 1
+    assert "give --output FILE" in capsys.readouterr().err

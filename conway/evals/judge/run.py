@@ -98,26 +98,33 @@ class JudgeSuite:
                      + (f" — {record['error']}" if record.get("error") else ""))
         return record
 
+    def _base(self, rollout: dict[str, Any]) -> Path:
+        """The folder the rollout's files are named from: its own set's, when several sets are judged together."""
+        return Path(rollout["base"]) if rollout.get("base") else self.report_dir
+
     def _side(self, rollout: dict[str, Any], pick: Any) -> dict[str, Any]:
         """A rollout as the judge's card shows it beside the others: its outcome, its last screen, its session."""
         image = rollout.get("image") if isinstance(rollout.get("image"), dict) else {}
         path = image.get("path")
-        label = (f"sample {rollout.get('sample')} · {rollout.get('outcome')}"
+        label = (f"sample {rollout.get('sample')}"
+                 + (f" ({rollout['set']}, its sample {rollout.get('set_sample')})" if rollout.get("set") else "")
+                 + f" · {rollout.get('outcome')}"
                  + (" · the judge's pick" if pick is not None and rollout.get("sample") == pick else ""))
         return {"sample": rollout.get("sample"), "outcome": rollout.get("outcome"), "steps": rollout.get("steps"),
                 "picked": pick is not None and rollout.get("sample") == pick, "view": rollout.get("view"),
-                "image": {"path": str(self.report_dir / path), "size": image.get("size"), "label": label}
+                "set": rollout.get("set"), "policy": rollout.get("policy"),
+                "image": {"path": str(self._base(rollout) / path), "size": image.get("size"), "label": label}
                 if path else None}
 
     def _narrative(self, backend: Any, rollout: dict[str, Any], spend: _Spend, log: _Requests) -> dict[str, Any]:
         """The rollout's facts (asked, or read back from an earlier run with the same model) and its first and
         last screenshots."""
-        traj = read_trajectory(self.report_dir, rollout)
+        traj = read_trajectory(self._base(rollout), rollout)
         out: dict[str, Any] = {"initial": _read(traj.initial), "final": _read(traj.final), "facts": [],
                                "problem": traj.problem, "deviations": set()}
         if traj.problem or not traj.codes:
             return out
-        kept = self.report_dir / Path(str(rollout["home"])).parent / NARRATIVE
+        kept = self._base(rollout) / Path(str(rollout["home"])).parent / NARRATIVE
         model = backend.model_id
         cached = _cached(kept, model, traj.codes)
         lines = []
@@ -264,20 +271,76 @@ def judged_figures(rollouts: list[dict[str, Any]], judged: list[dict[str, Any]],
                              judge_costs={t: {k: v for k, v in c.items() if k != "requests"} for t, c in costs.items()})
 
 
-def judge(home: Home, config: ConwayConfig, folder: str, *, output: str | None = None, quiet: bool = False,
+def load_sets(folders: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+    """(every rollout, the first set's manifest, each set's name, folder and policy) of one or more rollout sets.
+
+    Several sets (mixed agents: the same tasks rolled out by several presets, as Agent S3 mixes models) are
+    judged together: a task's rollouts are every set's, renumbered 0..N-1 in set order (`set`, `set_sample`,
+    `policy` and `base`, the set's folder, say where each came from)."""
+    from conway.evals.report import load_report
+    from conway.evals.rollouts import load_rollouts
+
+    out: list[dict[str, Any]] = []
+    sets, first = [], None
+    for n, folder in enumerate(folders):
+        root = Path(folder).expanduser().resolve()
+        manifest = load_rollouts(root)
+        first = first or manifest
+        _, records = load_report(root / manifest.get("report", "rollouts.json"))
+        name = f"set {n + 1}: {root.name}"
+        sets.append({"name": name, "folder": str(root), "policy": manifest.get("policy")})
+        for r in records:
+            out.append({**r, "base": str(root)} if len(folders) == 1 else
+                       {**r, "base": str(root), "set": name, "set_sample": r.get("sample"),
+                        "policy": manifest.get("policy")})
+    if len(folders) > 1:
+        count: dict[str, int] = {}
+        for r in sorted(out, key=lambda r: (folders.index(_folder_of(r, sets)), r.get("sample") or 0)):
+            r["sample"] = count.setdefault(str(r.get("task")), 0)
+            count[str(r.get("task"))] += 1
+    assert first is not None
+    return out, first, sets
+
+
+def _folder_of(record: dict[str, Any], sets: list[dict[str, Any]]) -> str:
+    return next(str(s["folder"]) for s in sets if s["folder"] == record["base"])
+
+
+def by_set(rollouts: list[dict[str, Any]], judged: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per set of mixed agents: its rollouts' pass@1 and how many of the judge's picks were its rollouts."""
+    from conway.evals.stats import rate_record
+
+    picked = {(str(r.get("task")), r.get("pick")) for r in judged if r.get("pick") is not None}
+    out: dict[str, dict[str, Any]] = {}
+    for r in rollouts:
+        s = out.setdefault(str(r.get("set")), {"policy": r.get("policy"), "scored": 0, "passed": 0, "picked": 0,
+                                               "picked_passed": 0})
+        scored = r.get("outcome") in best_of_n.SCORED
+        s["scored"] += scored
+        s["passed"] += r.get("outcome") == "pass"
+        if (str(r.get("task")), r.get("sample")) in picked:
+            s["picked"] += 1
+            s["picked_passed"] += r.get("outcome") == "pass"
+    for s in out.values():
+        s["pass1"] = rate_record(s["passed"], s["scored"])
+    return out
+
+
+def judge(home: Home, config: ConwayConfig, folder: str | list[str], *, output: str | None = None, quiet: bool = False,
           argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
           pool: Any = None, resume: str | None = None, prices: dict[str, float] | None = None,
           reference: dict[str, int] | None = None) -> int:
     """The command: judge every task of the rollout set in `folder`, write its `best-of-n` report."""
-    from conway.evals.report import Report, load_report
-    from conway.evals.rollouts import load_rollouts
+    from conway.evals.report import Report
     from conway.evals.runner import check_outputs, run_suite, suite_policy
     from conway.session.app import console_say
 
     say = say or console_say
-    root = Path(folder).expanduser().resolve()
-    manifest = load_rollouts(root)
-    _, rollouts = load_report(root / manifest.get("report", "rollouts.json"))
+    folders = [folder] if isinstance(folder, str) else list(folder)
+    if len(folders) > 1 and not output:
+        raise UserError("several rollout sets are judged together into a report of their own: give --output FILE")
+    rollouts, manifest, sets = load_sets(folders)
+    root = Path(folders[0]).expanduser().resolve()
     scoring = dict(manifest.get("scoring") or {})
     if prices is not None:
         scoring["prices"] = prices
@@ -288,14 +351,16 @@ def judge(home: Home, config: ConwayConfig, folder: str, *, output: str | None =
     suite = JudgeSuite(root, rollouts=rollouts, scoring=scoring, requests_dir=out.with_name(out.stem + ".requests"),
                        quiet=quiet, say=say, total=len(cases))
     report = Report(KIND, out, argv=argv, config=config, expected_cases=len(cases), parameters={
-        "rollouts": str(root), "samples": manifest.get("samples"), "judge": "Agent S3 behaviour Best-of-N "
+        "rollouts": str(root) if len(sets) == 1 else [s["folder"] for s in sets], "samples": manifest.get("samples"),
+        "judge": "Agent S3 behaviour Best-of-N "
         "(narrator + comparative judge)", "prices": scoring.get("prices"),
         "reference_steps": len(scoring["reference"]) if scoring.get("reference") else None})
     if not quiet:
-        say(f"judge: {len(cases)} task(s) x {manifest.get('samples')} rollout(s) from {root}")
+        say(f"judge: {len(cases)} task(s), {len(rollouts)} rollout(s) from " + ", ".join(s["folder"] for s in sets))
     with suite_policy(config, home, policy, pool) as pol:
         result = run_suite(suite, pol, cases, report, progress=False, pool=pool, resume=resume,
-                           extra=lambda res: {"figures": judged_figures(rollouts, res.records, scoring)})
+                           extra=lambda res: {"figures": judged_figures(rollouts, res.records, scoring), **(
+                               {"sets": sets, "by_set": by_set(rollouts, res.records)} if len(sets) > 1 else {})})
     fig = judged_figures(rollouts, result.records, scoring)
     for line in best_of_n.render_figures(fig)[:5]:
         say(f"judge: {line}")
@@ -313,6 +378,12 @@ def render_judged(data: dict[str, Any], cases: list[dict[str, Any]], max_rows: i
     out = [f"judged {s.get('tasks', 0)} task(s) of {(data.get('parameters') or {}).get('rollouts')}: "
            f"{s.get('picked', 0)} picked, {s.get('errors', 0)} error(s)"]
     out += best_of_n.render_figures(data.get("figures") or {}, max_rows)
+    for name, g in (data.get("by_set") or {}).items():  # mixed agents: how each set fared, and in the judge's eyes
+        p = g.get("pass1") or {}
+        policy = g.get("policy") or {}
+        who = policy.get("model_id") or (policy.get("model") or {}).get("path") or policy.get("kind") or "?"
+        out.append(f"{name} ({who}): pass@1 {p.get('hits', 0)}/{p.get('n', 0)}; picked {g['picked']} time(s), "
+                   f"{g['picked_passed']} of them passing")
     out.append("")
     out.append("the judge's picks:")
     for c in cases[:max_rows]:
@@ -329,7 +400,7 @@ def render_judged(data: dict[str, Any], cases: list[dict[str, Any]], max_rows: i
 
 
 def _add_parser(sub: Any) -> None:
-    from conway.args.command import add_model_args, add_overrides, cmd
+    from conway.args.command import add_model_args, cmd
     from conway.args.costs import add_cost_args
     from conway.args.pool import add_pool_args
 
@@ -340,21 +411,29 @@ def _add_parser(sub: Any) -> None:
             "any other: policy.endpoint=URL, a preset) at temperature 0. The report (DIR/judged.json) has per task\n"
             "the pick and its reason, and pass@1, pass@k, best-of-N and the judge's agreement with the checker,\n"
             "with Wilson intervals, and what a success cost.\n\n"
-            "  conway judge rollouts/r0 policy.endpoint=http://127.0.0.1:8080/v1\n\n"
+            "  conway judge rollouts/r0 policy.endpoint=http://127.0.0.1:8080/v1\n"
+            "  conway judge rollouts/uitars rollouts/opencua --output mixed.json policy.endpoint=URL   (mixed agents)\n\n"
             "Exit 0 every task got a pick, 2 some did not, 1 bad input, 130 Ctrl+C.")
-    p.add_argument("folder", metavar="DIR", help="a rollout set (conway rollouts --output DIR)")
+    p.add_argument("folder", nargs="+", metavar="DIR", help="a rollout set (conway rollouts --output DIR); several "
+                   "(the same tasks by several agents) are judged together, into --output; then any key=value "
+                   "overrides")
     p.add_argument("--output", metavar="FILE", help=f"the new report (default DIR/{REPORT})")
     p.add_argument("--quiet", action="store_true", help="no line per task")
     add_model_args(p)
     add_cost_args(p)
     add_pool_args(p)
-    add_overrides(p)
 
 
 def _run_command(args: Any) -> int:
     from conway.args.costs import cost_args
     from conway.args.resolve import home_of, model_config_of, pool_of
+    from conway.cli.tasks import OVERRIDE
 
+    words = list(args.folder)  # argparse cannot tell the folders from the overrides: a key=value is one
+    args.overrides = [w for w in words if OVERRIDE.match(w) and not Path(w).exists()]
+    args.folder = [w for w in words if w not in args.overrides]
+    if not args.folder:
+        raise UserError("name the rollout set to judge (conway rollouts --output DIR)")
     home = home_of(args)
     cfg = model_config_of(args, home)
     given = cost_args(args)
