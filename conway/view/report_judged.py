@@ -21,7 +21,8 @@ def card_body(c: dict[str, Any]) -> tuple[str, str]:
     for j, side in enumerate(s for s in c.get("rollouts") or [] if s.get("image")):
         image = side["image"]
         size = tuple(image.get("size") or (1280, 800))
-        figs.append(f'<div class="{"picked" if side.get("picked") else "rollout"}">'
+        mark = ' style="outline:3px solid #2a8a4a;outline-offset:2px"' if side.get("picked") else ""
+        figs.append(f'<div class="{"picked" if side.get("picked") else "rollout"}"{mark}>'
                     + frame(f"img/case-{index}-{j}.jpg", "", (int(size[0]), int(size[1])), "", image["label"])
                     + "</div>")
     for side in c.get("rollouts") or []:

@@ -94,3 +94,20 @@ def test_mixed_agents_are_judged_together(tmp_path, capsys):
     capsys.readouterr()
     assert main(["judge", str(one), str(two), "--mock"]) == 1
     assert "give --output FILE" in capsys.readouterr().err
+
+
+def test_a_small_judge_can_be_bounded_and_held_to_the_answer_s_format_each_a_named_deviation(tmp_path):
+    """--max-tokens and --grammar (for a model too small for S3's unbounded, free-form answer: the tiny test VLM):
+    the comparison goes with the grammar (which bounds it), and the report lists both deviations."""
+    from conway.evals.judge.run import choice_grammar
+
+    rollouts = _rollout_set(tmp_path / "r0", {"a": ["pass", "fail"]})
+    with ScriptedFakeServer(responder=_judge(2)) as judge:
+        assert main(["judge", str(rollouts), "policy=generic", f"policy.endpoint={judge.base_url}",
+                     "policy.structured_output=none", "--quiet", "--max-tokens", "16", "--grammar"]) == 0
+        body = judge.chat_requests[0]
+    assert body["grammar"] == choice_grammar(2) and "max_tokens" not in body and body["temperature"] == 0.0
+    assert '("1" | "2")' in choice_grammar(2) and "[1-9] [0-9]*" in choice_grammar(12)
+    case = json.loads((rollouts / "judged.json").read_text())["cases"][0]
+    assert case["pick"] == 1 and any("max_tokens 16" in d for d in case["deviations"])
+    assert any("grammar" in d for d in case["deviations"])

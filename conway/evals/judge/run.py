@@ -52,6 +52,11 @@ class JudgeSuite:
     rollouts: list[dict[str, Any]] | None = None
     """The set's rollout records and how they are scored (`judged_figures`): the summary's figures."""
     scoring: dict[str, Any] | None = None
+    grammar: bool = False
+    """`--grammar`: the judge's answer held to S3's tags and an index by a grammar (a named deviation: S3 asks in
+    words only; for a model too small to follow them, such as the tiny test VLM)."""
+    max_tokens: int | None = None
+    """`--max-tokens`: a reply bound S3 does not send (a named deviation, for a model whose context is small)."""
     requests_dir: Path | None = None
     """Where each task's requests are kept (`<report>.requests/<task>/`; default DIR/judge/)."""
     quiet: bool = False
@@ -60,7 +65,7 @@ class JudgeSuite:
     kind = KIND
 
     def run_case(self, policy: Policy, case: dict[str, Any]) -> dict[str, Any]:
-        record: dict[str, Any] = {"index": case["index"], "task": case["task"],
+        record: dict[str, Any] = {"index": case["index"], "task": case["task"], "instruction": case.get("instruction"),
                                   "samples": [r.get("sample") for r in case["rollouts"]]}
         started = time.monotonic()
         spend = _Spend()
@@ -72,7 +77,8 @@ class JudgeSuite:
             narratives = [self._narrative(backend, r, spend, log) for r in case["rollouts"]]
             messages = agent_s3.judge_request(case.get("instruction") or "", [
                 {"initial": n["initial"], "final": n["final"], "facts": n["facts"]} for n in narratives])
-            result = _complete(backend, messages)
+            result = _complete(backend, messages, None if self.grammar else self.max_tokens,  # the grammar bounds it
+                               choice_grammar(len(narratives)) if self.grammar else None)
             spend.add(result)
             log.add(messages, result.text)
             index, answer, thoughts = agent_s3.choice(result.text, len(narratives))
@@ -80,7 +86,9 @@ class JudgeSuite:
                           reason=thoughts, judge_model=result.model or backend.model_id,
                           narratives=[{"sample": r.get("sample"), "facts": len(n["facts"]), "problem": n["problem"]}
                                       for r, n in zip(case["rollouts"], narratives)],
-                          deviations=sorted({d for n in narratives for d in n["deviations"]}),
+                          deviations=sorted({d for n in narratives for d in n["deviations"]}
+                                            | ({max_tokens_deviation(self.max_tokens)} if self.max_tokens else set())
+                                            | ({GRAMMAR_DEVIATION} if self.grammar else set())),
                           requests=str(log.write()))
             if index is None:
                 record["error"] = f"the judge's answer names no rollout 1..{len(narratives)}: {answer[:120]!r}"
@@ -126,7 +134,7 @@ class JudgeSuite:
             return out
         kept = self._base(rollout) / Path(str(rollout["home"])).parent / NARRATIVE
         model = backend.model_id
-        cached = _cached(kept, model, traj.codes)
+        cached = _cached(kept, model, traj.codes, self.max_tokens)
         lines = []
         for i, code in enumerate(traj.codes):
             if cached is not None:
@@ -136,7 +144,7 @@ class JudgeSuite:
                                                                  traj.screenshots[i + 1].read_bytes(), code)
                 text = None
                 if messages is not None:
-                    result = _complete(backend, messages)
+                    result = _complete(backend, messages, self.max_tokens)
                     spend.add(result)
                     log.add(messages, result.text)
                     text = result.text
@@ -145,7 +153,7 @@ class JudgeSuite:
             if fact.get("deviation"):
                 out["deviations"].add(fact["deviation"])
             out["facts"].append(fact["fact_answer"])
-            lines.append(json.dumps({**fact, "model": model, "screenshot_num": i + 1}))
+            lines.append(json.dumps({**fact, "model": model, "max_tokens": self.max_tokens, "screenshot_num": i + 1}))
         if cached is None:
             kept.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return out
@@ -217,21 +225,41 @@ def judged_outcome(record: dict[str, Any]) -> str:
     return "missed" if any(s.get("outcome") == "pass" for s in sides) else "none-passed"
 
 
-def _complete(backend: Any, messages: list[dict[str, Any]]) -> Any:
-    """One request as S3 sends it: the messages, temperature 0, nothing else (no max_tokens, no seed)."""
+def max_tokens_deviation(n: int) -> str:
+    return f"max_tokens {n} sent with every request (--max-tokens; S3 sends none)"
+
+
+GRAMMAR_DEVIATION = "the judge's answer held to <thoughts>…</thoughts><answer>N</answer> by a grammar (--grammar)"
+
+
+def choice_grammar(n: int) -> str:
+    """GBNF for S3's judge answer: thoughts (printable ASCII but '<', at most 24 characters: a bounded reply
+    still closes its tags), then an index 1..n (n below 10, else any number)."""
+    index = " | ".join(f'"{i}"' for i in range(1, n + 1)) if n < 10 else "[1-9] [0-9]*"
+    return f'root ::= "<thoughts>" [ -;=-~]{{0,24}} "</thoughts>\\n<answer>" ({index}) "</answer>"'
+
+
+def _complete(backend: Any, messages: list[dict[str, Any]], max_tokens: int | None = None,
+              grammar: str | None = None) -> Any:
+    """One request as S3 sends it: the messages, temperature 0, nothing else (no max_tokens unless --max-tokens
+    asks for one, no grammar unless --grammar, no seed)."""
     from conway.policies.backends.backend import StructuredSpec
 
-    return backend.complete(messages, mode="none", spec=StructuredSpec(), max_tokens=None, temperature=0.0,
+    if grammar is not None:
+        return backend.complete(messages, mode="grammar", spec=StructuredSpec(grammar=grammar),
+                                max_tokens=max_tokens, temperature=0.0, seed=None)
+    return backend.complete(messages, mode="none", spec=StructuredSpec(), max_tokens=max_tokens, temperature=0.0,
                             seed=None)
 
 
-def _cached(path: Path, model: str | None, codes: list[str]) -> list[dict[str, Any]] | None:
-    """The facts of an earlier run, when it asked the same model about the same actions."""
+def _cached(path: Path, model: str | None, codes: list[str], max_tokens: int | None) -> list[dict[str, Any]] | None:
+    """The facts of an earlier run, when it asked the same model the same way about the same actions."""
     try:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (OSError, ValueError):
         return None
-    if [r.get("code") for r in rows] != codes or any(r.get("model") != model for r in rows):
+    if [r.get("code") for r in rows] != codes or any(r.get("model") != model or r.get("max_tokens") != max_tokens
+                                                     for r in rows):
         return None
     return rows
 
@@ -329,7 +357,7 @@ def by_set(rollouts: list[dict[str, Any]], judged: list[dict[str, Any]]) -> dict
 def judge(home: Home, config: ConwayConfig, folder: str | list[str], *, output: str | None = None, quiet: bool = False,
           argv: list[str] | None = None, policy: Policy | None = None, say: Callable[[str], None] | None = None,
           pool: Any = None, resume: str | None = None, prices: dict[str, float] | None = None,
-          reference: dict[str, int] | None = None) -> int:
+          reference: dict[str, int] | None = None, max_tokens: int | None = None, grammar: bool = False) -> int:
     """The command: judge every task of the rollout set in `folder`, write its `best-of-n` report."""
     from conway.evals.report import Report
     from conway.evals.runner import check_outputs, run_suite, suite_policy
@@ -348,13 +376,17 @@ def judge(home: Home, config: ConwayConfig, folder: str | list[str], *, output: 
         scoring["reference"] = reference
     cases = judge_cases(rollouts)
     out, _ = check_outputs(output or str(root / REPORT), home, cases=len(cases))
-    suite = JudgeSuite(root, rollouts=rollouts, scoring=scoring, requests_dir=out.with_name(out.stem + ".requests"),
+    if max_tokens is not None and max_tokens < 1:
+        raise UserError(f"--max-tokens must be at least 1 (got {max_tokens})")
+    suite = JudgeSuite(root, rollouts=rollouts, scoring=scoring, max_tokens=max_tokens, grammar=grammar,
+                       requests_dir=out.with_name(out.stem + ".requests"),
                        quiet=quiet, say=say, total=len(cases))
     report = Report(KIND, out, argv=argv, config=config, expected_cases=len(cases), parameters={
         "rollouts": str(root) if len(sets) == 1 else [s["folder"] for s in sets], "samples": manifest.get("samples"),
         "judge": "Agent S3 behaviour Best-of-N "
         "(narrator + comparative judge)", "prices": scoring.get("prices"),
-        "reference_steps": len(scoring["reference"]) if scoring.get("reference") else None})
+        "reference_steps": len(scoring["reference"]) if scoring.get("reference") else None,
+        "max_tokens": max_tokens, "grammar": grammar})
     if not quiet:
         say(f"judge: {len(cases)} task(s), {len(rollouts)} rollout(s) from " + ", ".join(s["folder"] for s in sets))
     with suite_policy(config, home, policy, pool) as pol:
@@ -419,6 +451,10 @@ def _add_parser(sub: Any) -> None:
                    "overrides")
     p.add_argument("--output", metavar="FILE", help=f"the new report (default DIR/{REPORT})")
     p.add_argument("--quiet", action="store_true", help="no line per task")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="bound every reply (S3 sends no bound: a named "
+                   "deviation, for a judge whose context cannot hold an unbounded reply)")
+    p.add_argument("--grammar", action="store_true", help="hold the judge's answer to S3's tags and an index by a "
+                   "grammar (a named deviation, for a model too small to follow the prompt's format)")
     add_model_args(p)
     add_cost_args(p)
     add_pool_args(p)
@@ -439,7 +475,7 @@ def _run_command(args: Any) -> int:
     given = cost_args(args)
     return judge(home, cfg, args.folder, output=args.output, quiet=args.quiet, argv=args._argv,
                  pool=pool_of(args, cfg, home), resume=args.resume, prices=given["prices"],
-                 reference=given["reference"])
+                 reference=given["reference"], max_tokens=args.max_tokens, grammar=args.grammar)
 
 
 def _command() -> Any:
