@@ -111,3 +111,23 @@ def test_a_small_judge_can_be_bounded_and_held_to_the_answer_s_format_each_a_nam
     case = json.loads((rollouts / "judged.json").read_text())["cases"][0]
     assert case["pick"] == 1 and any("max_tokens 16" in d for d in case["deviations"])
     assert any("grammar" in d for d in case["deviations"])
+
+
+def test_the_judge_on_a_real_ray_cluster_gives_the_serial_report(tmp_path, tmp_path_factory):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from helpers.ray_cluster import conway_process, ray_cluster
+
+    rollouts = _rollout_set(tmp_path / "r0", {"a": ["pass", "fail"], "b": ["fail", "pass"], "c": ["fail", "fail"]})
+    with ScriptedFakeServer(responder=_judge(2)) as judge:
+        common = ["policy=generic", f"policy.endpoint={judge.base_url}", "policy.structured_output=none", "--quiet"]
+        assert main(["judge", str(rollouts), *common, "--output", str(tmp_path / "serial.json")]) == 0
+        with ray_cluster(tmp_path_factory.mktemp("ray")) as address:  # the driver in a process of its own
+            done = conway_process("--home", str(tmp_path / "home"), "judge", str(rollouts), *common, "--output",
+                                  str(tmp_path / "ray.json"), "--workers", "2", "--ray", address)
+    assert (tmp_path / "ray.json").exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    serial, ray = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("serial", "ray"))
+    assert ray["pool"]["ray"] == address
+    rates = ("pass1", "passk", "best_of_n", "agreement")
+    assert [ray["summary"][k] for k in rates] == [serial["summary"][k] for k in rates]
+    assert [c["pick"] for c in ray["cases"]] == [c["pick"] for c in serial["cases"]] == [1, 1, 1]
+    assert (ray["summary"]["best_of_n"]["hits"], ray["summary"]["agreement"]["hits"]) == (1, 1)
