@@ -31,6 +31,11 @@ def card_body(c: dict[str, Any]) -> tuple[str, str]:
                                                                 f"{mark}") + (f" · <code>{esc(side['view'])}</code>"
                                                                               if side.get("view") else ""),
                            "" if side.get("outcome") == "pass" else "err"))
+    for n in c.get("narratives") or []:  # what the judge read: each rollout's facts, step by step
+        facts = n.get("facts") if isinstance(n.get("facts"), list) else []
+        body = "".join(f"<li>{esc(f)}</li>" for f in facts) or f"<li>{esc(n.get('problem') or 'no step to narrate')}</li>"
+        lines.append(_line(f"facts {n.get('sample')}", f"<details><summary>{len(facts)} fact(s)</summary><ol>{body}"
+                                                        "</ol></details>"))
     pick = c.get("pick")
     lines.insert(0, _line("task", esc(f"{c.get('task')} · picked {'none' if pick is None else f'sample {pick}'}")))
     if c.get("reason"):

@@ -131,3 +131,4 @@ def test_best_of_n_figures_are_what_the_rollouts_and_picks_imply_on_one_and_two_
     assert "sample 1 · pass · the judge&#x27;s pick" in page or "sample 1 · pass · the judge's pick" in page
     assert page.count('class="picked"') == 3 and page.count('class="rollout"') == 3
     assert len(list((site / "img").glob("case-*-*.jpg"))) == 6
+    assert page.count("Fact Caption from Screenshot 1: - the screen did not change") == 6  # what the judge read

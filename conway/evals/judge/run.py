@@ -84,7 +84,7 @@ class JudgeSuite:
             index, answer, thoughts = agent_s3.choice(result.text, len(narratives))
             record.update(pick=case["rollouts"][index - 1].get("sample") if index else None, answer=answer,
                           reason=thoughts, judge_model=result.model or backend.model_id,
-                          narratives=[{"sample": r.get("sample"), "facts": len(n["facts"]), "problem": n["problem"]}
+                          narratives=[{"sample": r.get("sample"), "facts": n["facts"], "problem": n["problem"]}
                                       for r, n in zip(case["rollouts"], narratives)],
                           deviations=sorted({d for n in narratives for d in n["deviations"]}
                                             | ({max_tokens_deviation(self.max_tokens)} if self.max_tokens else set())
