@@ -95,6 +95,9 @@ class JudgeSuite:
         except Exception as exc:  # one task's failure is its own line; the others are judged
             record.setdefault("pick", None)
             record["error"] = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            if "n_ctx" in str(exc) or "llama_decode" in str(exc):  # S3's unbounded requests outgrew the context
+                record["error"] += ("; the judge's context is too small for these requests: a model with a larger "
+                                    "one, or --max-tokens N (and --grammar), each a named deviation")
         record.update(rollouts=[self._side(r, record.get("pick")) for r in case["rollouts"]])
         record["images"] = [x["image"] for x in record["rollouts"] if x.get("image")]
         record["outcome"] = judged_outcome(record)
