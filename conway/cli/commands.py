@@ -262,6 +262,7 @@ def do_promote(args) -> int:
 
 
 def do_rollouts(args) -> int:
+    from conway.args.costs import cost_args
     from conway.args.resolve import model_config_of, pool_of
     from conway.cli.tasks import split_overrides
     from conway.evals.rollouts import parse_screen, rollouts
@@ -269,10 +270,19 @@ def do_rollouts(args) -> int:
     home = _home(args)
     args.mock = args.mock or bool(args.mock_script)
     cfg = model_config_of(args, home)
+    judge_cfg = None
+    if args.judge_endpoint:  # another model judges: Conway's generic client to that endpoint
+        extra = ["policy=generic", f"policy.endpoint={args.judge_endpoint}", "policy.structured_output=none"]
+        judge_cfg = model_config_of(args, home, extra + ([f"policy.model={args.judge_model}"] if args.judge_model
+                                                        else []))
+    elif args.judge_model:
+        raise UserError("--judge-model names the model of --judge-endpoint; give the endpoint too")
+    elif args.judge:
+        judge_cfg = cfg
     return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
                     temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
                     max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
-                    screen=parse_screen(args.screen))
+                    screen=parse_screen(args.screen), judge_config=judge_cfg, **cost_args(args))
 
 
 def do_replay(args) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from conway.args.command import AddParser, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.costs import add_cost_args
 from conway.args.pool import add_pool_args
 from conway.cli import tasks as tasks_cli
 from conway.errors import exit_codes_text
@@ -246,6 +247,11 @@ def _rollouts(sub: Subparsers) -> None:
     p.add_argument("--screen", metavar="WxH", default="1280x800",
                    help="each desktop's screen size (default OSWorld's 1280x800; e.g. 84x84 for the tiny demo VLM)")
     p.add_argument("--quiet", action="store_true", help="no line per rollout")
+    g = p.add_argument_group("Best of N (conway judge, run over the set once it is written)")
+    g.add_argument("--judge", action="store_true", help="then judge the set with the acting model (DIR/judged.json)")
+    g.add_argument("--judge-endpoint", metavar="URL", help="then judge the set with the model at URL (implies --judge)")
+    g.add_argument("--judge-model", metavar="ID", help="the judge endpoint's model id, when it serves several")
+    add_cost_args(p)
     add_pool_args(p, resume=False)  # each worker rolls out one task at a time, each on its own desktop
 
 

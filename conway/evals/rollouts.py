@@ -29,6 +29,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -294,11 +295,17 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
              seed: int = 0, temperature: float = 1.0, cache: str | None = None, max_steps: int | None = None,
              max_seconds: float | None = None, quiet: bool = False, argv: list[str] | None = None,
              policy: Policy | None = None, say: Callable[[str], None] | None = None, pool: Pool | None = None,
-             **limits: Any) -> int:
-    """Run the rollouts and write DIR/rollouts.json, DIR/rollouts.tasks/ and DIR/manifest.json (last)."""
+             prices: dict[str, float] | None = None, reference: dict[str, int] | None = None,
+             judge_config: ConwayConfig | None = None, **limits: Any) -> int:
+    """Run the rollouts and write DIR/rollouts.json, DIR/rollouts.tasks/ and DIR/manifest.json (last).
+
+    `prices` (per million tokens in and out) and `reference` (steps per task) go into the figures
+    (`conway.evals.best_of_n`): pass@1, pass@k and what each rollout cost, in the report and the manifest.
+    `judge_config`: once the set is written, `conway judge` over it with that model (`--judge`)."""
+    from conway.evals.best_of_n import figures
     from conway.evals.report import Report
     from conway.evals.runner import run_suite, suite_policy
-    from conway.evals.tasks_run import _check_folder, _check_limits, _check_outside, _extra, tasks_folder
+    from conway.evals.tasks_run import _check_folder, _check_limits, _extra
     from conway.session.app import console_say
 
     say = say or console_say
@@ -306,6 +313,44 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     _check_limits(max_steps, max_seconds, limits.get("task_timeout_s"))
     cache_dir = _check_folder(cache, "--cache")
     cases = rollout_cases(runnable_cases(suite_source, cache_dir), samples, seed)
+    out_dir, report_path, folder = new_set(output, suite_source)
+    runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, max_steps=max_steps,
+                          max_seconds=max_seconds, quiet=quiet, say=say, temperature=temperature, **limits)
+    identity = policy_identity(config)
+    report = Report("tasks", report_path, argv=argv, config=config, seed=seed, expected_cases=len(cases),
+                    parameters={"suite": suite_source, "rollouts": {"samples": samples, "seed": seed,
+                                                                    "temperature": temperature},
+                                "cache": str(cache_dir) if cache_dir else None, "max_steps": max_steps,
+                                "max_seconds": max_seconds, "tasks_folder": folder.name, "prices": prices,
+                                "reference_steps": len(reference) if reference else None})
+    figures_of = partial(figures, prices=prices, reference=reference, max_steps=max_steps)
+    if not quiet:
+        say(f"rollouts: {len(cases) // samples} task(s) x {samples} sample(s), temperature {temperature:g}, "
+            f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
+    with suite_policy(config, home, policy, pool) as pol:
+        result = run_suite(runner, pol, cases, report, progress=False, pool=pool,
+                           extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {
+                               "samples": samples, "seed": seed, "temperature": temperature,
+                               "tasks": groups(res.records), "figures": figures_of(res.records)}})
+    if result.summary.get("interrupted"):  # a partial set is no rollout set: no manifest, nothing trains on it
+        say(f"rollouts: {result.summary['interrupted']}; no manifest written ({out_dir} is not a rollout set)")
+        return int(result.code)
+    manifest = build_manifest(result.records, suite=suite_source, samples=samples, seed=seed,
+                              temperature=temperature, policy=identity, summary=result.summary)
+    manifest["figures"] = figures_of(result.records)
+    manifest["scoring"] = {"prices": prices, "reference": reference, "max_steps": max_steps}  # the judge's figures
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    say_rollouts(manifest, out_dir, say)
+    if judge_config is not None:  # Best of N: the set's narratives and a pick per task (DIR/judged.json)
+        judge_set(home, judge_config, out_dir, quiet=quiet, say=say, argv=argv,
+                  pool=judge_pool(pool, home, judge_config, same=judge_config is config))
+    return 0 if manifest["scored"] else 2
+
+
+def new_set(output: str, suite_source: str | list[str]) -> tuple[Path, Path, Path]:
+    """(DIR, its report, its tasks folder), made; DIR must be new and lie outside the suite."""
+    from conway.evals.tasks_run import _check_outside, tasks_folder
+
     out_dir = Path(output).expanduser().resolve()
     if out_dir.exists():
         raise UserError(f"{out_dir} already exists; a rollout set goes into a new folder")
@@ -314,36 +359,37 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     out_dir.mkdir(parents=True)
     folder = tasks_folder(report_path)
     folder.mkdir()
-    runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, max_steps=max_steps,
-                          max_seconds=max_seconds, quiet=quiet, say=say, temperature=temperature, **limits)
-    identity = policy_identity(config)
-    report = Report("tasks", report_path, argv=argv, config=config, seed=seed, expected_cases=len(cases),
-                    parameters={"suite": suite_source, "rollouts": {"samples": samples, "seed": seed,
-                                                                    "temperature": temperature},
-                                "cache": str(cache_dir) if cache_dir else None, "max_steps": max_steps,
-                                "max_seconds": max_seconds, "tasks_folder": folder.name})
-    if not quiet:
-        say(f"rollouts: {len(cases) // samples} task(s) x {samples} sample(s), temperature {temperature:g}, "
-            f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
-    with suite_policy(config, home, policy, pool) as pol:
-        result = run_suite(runner, pol, cases, report, progress=False, pool=pool,
-                           extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {
-                               "samples": samples, "seed": seed, "temperature": temperature,
-                               "tasks": groups(res.records)}})
-    if result.summary.get("interrupted"):  # a partial set is no rollout set: no manifest, nothing trains on it
-        say(f"rollouts: {result.summary['interrupted']}; no manifest written ({out_dir} is not a rollout set)")
-        return int(result.code)
-    manifest = build_manifest(result.records, suite=suite_source, samples=samples, seed=seed,
-                              temperature=temperature, policy=identity, summary=result.summary)
-    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    say_rollouts(manifest, out_dir, say)
-    return 0 if manifest["scored"] else 2
+    return out_dir, report_path, folder
+
+
+def judge_set(home: Home, judge_config: ConwayConfig, out_dir: Path, **kw: Any) -> int:
+    from conway.evals.judge.run import judge
+
+    return judge(home, judge_config, str(out_dir), **kw)
+
+
+def judge_pool(pool: Pool | None, home: Home, judge_config: ConwayConfig, same: bool) -> Pool | None:
+    """The rollouts' pool shape for the judge, its workers building the judge's model (another endpoint than the
+    acting model's leaves the acting model's endpoint slots behind)."""
+    if pool is None:
+        return None
+    from dataclasses import replace
+
+    from conway.evals.pool import PolicyRecipe
+
+    spec = pool.spec if same else replace(pool.spec, endpoints=())
+    return Pool(spec, PolicyRecipe(judge_config, str(home.root)))
 
 
 def say_rollouts(manifest: dict[str, Any], out_dir: Path, say: Callable[[str], None]) -> None:
     for task, g in manifest["tasks"].items():
         rewards = " ".join("-" if x is None else f"{x:g}" for x in g["rewards"])
         say(f"  {task}: rewards {rewards}" + ("" if g["signal"] else "  (all equal)"))
+    overall = (manifest.get("figures") or {}).get("overall") or {}
+    for key, what in (("pass1", "pass@1"), ("passk", "pass@k")):
+        r = overall.get(key)
+        if r and r.get("n"):
+            say(f"rollouts: {what} {r['hits']}/{r['n']} = {r['rate']:.1%} (95% CI {r['ci95'][0]:.0%}–{r['ci95'][1]:.0%})")
     mean = manifest["mean_reward"]
     say(f"rollouts: {manifest['scored']} scored, mean reward {mean:.3f}" if mean is not None
         else "rollouts: no rollout was scored")

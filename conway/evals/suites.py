@@ -19,6 +19,7 @@ from conway.evals.candidates import candidate_eval
 from conway.evals.grounding import check as grounding
 from conway.evals.grounding.records import records_from_grounding
 from conway.evals.grounding.render import render_grounding
+from conway.evals.judge import run as judge_run
 from conway.evals.kinds import ReportView, SuiteKind, SweepMetric
 from conway.evals.replay import replay
 from conway.evals.sweep_table import render_sweep
@@ -84,3 +85,9 @@ register(SuiteKind("acceptance-check", run=acceptance.acceptance_check, text=rep
                    command=acceptance.COMMAND))
 register(SuiteKind("session", text=report_text.render_session))
 register(SuiteKind("replay", run=replay, text=report_text.render_replay))
+register(SuiteKind(
+    judge_run.KIND, run=judge_run.judge, text=judge_run.render_judged, command=judge_run.COMMAND,
+    view=ReportView("judged", judge_run.judged_outcome, judge_run.JUDGED_OUTCOMES, ("error", "missed"), "wrong pick",
+                    lambda c: str(c.get("task") or ""), "task", screenshots=True),
+    sweep=SweepMetric("judge", "best_of_n.rate", "best_of_n.ci95", "best_of_n.hits", "best_of_n.n",
+                      not_taken=("seed",), suite_first="the rollout set's folder")))

@@ -172,7 +172,14 @@ def _row(sweep: dict[str, Any], cell: dict[str, str], path: Path, out_dir: Path)
     rate, ci95, successes, n = (_dig(data.get("summary") or {}, key)
                                 for key in (metric.rate, metric.ci95, metric.successes, metric.cases))
     return {**row, "status": data.get("status"), "exit_code": data.get("exit_code"), "model_id": data.get("model_id"),
-            "rate": rate, "ci95": ci95, "successes": successes, "cases": n}
+            "rate": rate, "ci95": ci95, "successes": successes, "cases": n, **best_of_n_rates(data)}
+
+
+def best_of_n_rates(data: dict[str, Any]) -> dict[str, Any]:
+    """pass@1, pass@k and best-of-N of a cell whose report has them (a rollout set's, a judge's), for the table."""
+    overall = ((data.get("rollouts") or {}).get("figures") or {}).get("overall") or data.get("summary") or {}
+    return {key: overall[key]["rate"] for key in ("pass1", "passk", "best_of_n")
+            if isinstance(overall.get(key), dict) and overall[key].get("n")}
 
 
 def _dig(summary: dict[str, Any], dotted: str) -> Any:

@@ -165,6 +165,7 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
                          for a in env.get("apps", []))
         out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}"
                    + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
+    out += _rollout_lines(data, max_rows)
     out.append("")
     rows = []
     for c in cases[:max_rows]:
@@ -173,11 +174,14 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         why = c.get("error") or "; ".join(c.get("reasons") or []) or _metric_line(c)
         if c.get("timed_out"):
             why = f"timed out after {c.get('elapsed_s') or 0:g} s; {why}"
+        cost = c.get("cost") or {}
         rows.append([c.get("task"), c.get("domain") or "-", c.get("outcome"),
                      f"{score:g}" if isinstance(score, (int, float)) else "-", said,
                      c.get("steps", "-"), f"{c['wall_s']:.1f}" if isinstance(c.get("wall_s"), (int, float)) else "-",
-                     _short(why, 120)])
-    out.append(table(["task", "domain", "outcome", "score", "declared", "steps", "time s", "metrics / why"], rows))
+                     f"{cost.get('prompt_tokens', 0):,}/{cost.get('generated_tokens', 0):,}" if cost else "-",
+                     f"{cost.get('model_s', 0):.1f}" if cost else "-", _short(why, 120)])
+    out.append(table(["task", "domain", "outcome", "score", "declared", "steps", "time s", "tokens in/out",
+                      "model s", "metrics / why"], rows))
     if len(cases) > max_rows:
         out.append(f"... {len(cases) - max_rows} more task(s) in the report")
     videos = [f"  {c.get('task')}: {c['video']}" for c in cases[:max_rows] if c.get("video")]
@@ -187,6 +191,16 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
     if diffs:
         out += ["", "how this environment differs from OSWorld's VM:"] + [f"  - {line}" for line in diffs]
     return out
+
+
+def _rollout_lines(data: dict[str, Any], max_rows: int) -> list[str]:
+    """A rollout set's figures (`conway rollouts`): pass@1, pass@k and each task's cost; none for a tasks run."""
+    figures = (data.get("rollouts") or {}).get("figures")
+    if not figures:
+        return []
+    from conway.evals.best_of_n import render_figures
+
+    return ["", *render_figures(figures, max_rows)]
 
 
 def _metric_line(case: dict[str, Any]) -> str:

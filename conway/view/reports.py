@@ -8,7 +8,7 @@ Grounding-check cases name their screenshot file.
 
 What differs between kinds (outcomes, filters) is the `ReportView` of each
 kind's record (`conway.evals.suites`); how a card and the summary rows are
-drawn is the `Layout` it names in `LAYOUTS` (click, pair, task, cell). A new
+drawn is the `Layout` it names in `LAYOUTS` (click, pair, task, cell, judged). A new
 report kind is one registration there, drawn by one of these layouts.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Callable
 from conway.errors import UserError
 from conway.evals.kinds import ReportView
 from conway.evals.suites import having, suite_kind
-from conway.view import report_tasks
+from conway.view import report_judged, report_tasks
 from conway.view.overlay import crosshair, target_box
 from conway.view.overlay import frame as _frame
 from conway.view.page import esc, facts_table, pager, shell
@@ -180,6 +180,11 @@ def _task_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: 
     return report_tasks.card_body(c, size, url, why, box)
 
 
+def _judged_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+                 box: str) -> tuple[str, str]:
+    return report_judged.card_body(c)
+
+
 def _cell_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
                box: str) -> tuple[str, str]:
     """A sweep's cell: its settings, its rate and interval, and its own report (open it with `conway view`)."""
@@ -188,6 +193,10 @@ def _cell_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: 
                                               f"(95% CI {_ci(c.get('ci95'))})"),
              ("model", str(c.get("model_id") or "—")), ("status", f"{c.get('status')} (exit {c.get('exit_code')})"),
              ("report", f"{c.get('report')} — conway view {c.get('report')}")]
+    more = [f"{name} {_pct(c[k])}" for k, name in (("pass1", "pass@1"), ("passk", "pass@k"), ("best_of_n", "best-of-N"))
+            if isinstance(c.get(k), (int, float))]
+    if more:  # a rollout set's or a judge's cell (`conway.evals.best_of_n`)
+        lines.insert(2, ("best of N", ", ".join(more)))
     return "", "".join(f'<div class="line"><span class="k">{esc(k)}</span>{esc(v)}</div>' for k, v in lines)
 
 
@@ -249,5 +258,6 @@ LAYOUTS: dict[str, Layout] = {
     "pair": Layout(_pair_card, _pair_rows),
     "task": Layout(_task_card, _task_rows),
     "cell": Layout(_cell_card, _cell_rows),
+    "judged": Layout(_judged_card, report_judged.summary_rows),
 }
 """Layout name -> how its cards and summary are drawn."""

@@ -37,7 +37,8 @@ MARKER = ".conway-view"
 MARKER_FORMAT = "conway-view/1"
 _PAGE = re.compile(r"^page-(\d{4,})\.html$")
 _STEP = re.compile(r"^step-(\d+)(\.[A-Za-z0-9]{1,5})$")
-_CASE = re.compile(r"^case-(\d+)\.jpg$")
+_CASE = re.compile(r"^case-(\d+)(?:-(\d+))?\.jpg$")
+"""A case's image, or (case-<index>-<j>) the j-th of the images a case lists (a judged task's rollouts)."""
 
 
 @dataclass
@@ -77,8 +78,10 @@ class Site:
             yield "data.js"
             for p in range(1, pages_of(len(self.report.cases), self.page_size) + 1):
                 yield page_file(p)
-            for idx in self._cases:
+            for idx, case in self._cases.items():
                 yield f"img/case-{idx}.jpg"
+                for j, _ in enumerate(case.get("images") or []):
+                    yield f"img/case-{idx}-{j}.jpg"
             return
         for sv in self.sessions:
             yield f"s/{sv.folder}/data.js"
@@ -118,6 +121,10 @@ class Site:
             return self._report_page(int(m.group(1)))
         if len(parts) == 2 and parts[0] == "img" and (m := _CASE.match(parts[1])):
             case = self._cases.get(int(m.group(1)))
+            if case is not None and m.group(2) is not None:
+                images = case.get("images") or []
+                j = int(m.group(2))
+                return self._screenshot_of({"image": images[j]})[0] if j < len(images) else None
             return self._case_file(case)[0] if case is not None else None
         return None
 

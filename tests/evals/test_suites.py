@@ -16,9 +16,9 @@ def test_every_viewed_kind_names_a_layout_the_viewer_draws():
 
 
 def test_the_lists_of_kinds_keep_their_order():
-    assert [k.name for k in having("view")] == ["vision-check", "grounding-check", "candidate-eval", "tasks", "sweep"]
+    assert [k.name for k in having("view")] == ["vision-check", "grounding-check", "candidate-eval", "tasks", "sweep", "best-of-n"]
     assert [k.name for k in having("records")] == ["vision-check", "grounding-check", "tasks"]
-    assert list(metrics()) == ["vision-check", "grounding-check", "tasks run"]
+    assert list(metrics()) == ["vision-check", "grounding-check", "tasks run", "judge"]
 
 
 def test_a_sweep_runs_commands_the_cli_has():
@@ -48,7 +48,7 @@ def test_a_suites_own_command_is_listed_after_its_anchor_and_runs_its_handler(mo
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     names = list(sub.choices)
     owned = [k.command for k in having("command") if k.command is not None]
-    assert [c.name for c in owned] == ["vision-check", "grounding-check", "preflight", "acceptance-check"]
+    assert [c.name for c in owned] == ["vision-check", "grounding-check", "preflight", "acceptance-check", "judge"]
     for piece in owned:
         assert names.index(piece.name) == names.index(piece.after) + 1, piece.name
         assert piece.name not in commands.COMMANDS  # one handler per command: the suite's

@@ -110,6 +110,7 @@ def test_conway_report_prints_the_numbers_each_task_and_the_differences(report) 
     assert "passed 2/4 scored task(s) = 50.0%" in text and "errors 1, not runnable 1, malformed 1" in text
     assert "DONE but not verified: 1" in text and "4,000 prompt tokens (2,400 cached)" in text
     assert "by domain: chrome 1/1; os 1/3" in text and "lxterminal 0.4.0-2" in text
+    assert "tokens in/out" in text and "1,000/30" in text  # each task's own cost, beside its outcome
     for line in DIFFERENCES_FROM_OSWORLD:
         assert line in text
     assert "application gimp is not installed" in text and "never opened its window" in text
