@@ -71,6 +71,14 @@ CONSTITUTION_FILE = INSTRUCTIONS / "tasks_run_constitution.md"
 GOALS_FILE = INSTRUCTIONS / "tasks_run_goals.md"
 
 
+def _refuse_breaches(desk: Any, record: dict[str, Any]) -> None:
+    """A step killed by a limit is a failed step, never a success: a task whose desktop hit one is not scored."""
+    breaches = desk.breaches() if hasattr(desk, "breaches") else []
+    if breaches:
+        record["limits"] = breaches
+        raise RuntimeError("the task's desktop hit its limits: " + "; ".join(breaches))
+
+
 def box_limits(config: ConwayConfig) -> Any:
     """The desktop box's limits from `sandbox.*`."""
     from conway.sandbox.box import BoxLimits
@@ -281,10 +289,7 @@ class TasksSuite:
                                + (f"; the teardown failed: {dog.teardown_error}" if dog.teardown_error else ""))
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
-        breaches = desk.breaches() if hasattr(desk, "breaches") else []
-        if breaches:  # a step killed by a limit is a failed step, never a success: the task is not scored
-            record["limits"] = breaches
-            raise RuntimeError("the task's desktop hit its limits: " + "; ".join(breaches))
+        _refuse_breaches(desk, record)
         record["phase"] = "evaluate"
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
         result = evaluate(task, desk, declared_fail=declared_fail,

@@ -409,6 +409,16 @@ class Box:
         shutil.rmtree(seeded, ignore_errors=True)
 
     def _launch(self, listener: socket.socket, x11: Path, number: int) -> None:
+        fds: list[int] = [listener.fileno()]
+        try:
+            argv = self._bwrap_argv(x11, number, fds)
+            self._spawn(argv, fds)
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
+
+    def _bwrap_argv(self, x11: Path, number: int, fds: list[int]) -> list[str]:
+        """bubblewrap's command line for the box; the descriptors it needs are appended to `fds`."""
         lim = self.limits
         argv = [self.bwrap, "--unshare-user", "--disable-userns", "--uid", str(GUEST_UID), "--gid", str(GUEST_UID),
                 "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -425,8 +435,6 @@ class Box:
         # (bubblewrap's --bind-fd resolves its descriptor through /proc/self/fd, which the box's uid may not read
         # once setpriv changed it: the folders are named by path, made by this side under a folder the box's uid
         # may pass through and cannot write)
-        fds: list[int] = [listener.fileno()]
-
         def held(path: Path) -> str:
             return str(path)
 
@@ -450,9 +458,8 @@ class Box:
                  "--remount-ro", "/", "--chdir", "/home/user"]
         for k, v in self.env.items():
             argv += ["--setenv", k, v]
-        argv += ["--setenv", "DISPLAY", f":{number}", "--setenv", "CONWAY_BOX_FD", str(listener.fileno())]
+        argv += ["--setenv", "DISPLAY", f":{number}", "--setenv", "CONWAY_BOX_FD", str(fds[0])]
         prog = seccomp.program()
-        memfd = None
         if prog is not None and hasattr(os, "memfd_create"):
             memfd = os.memfd_create("conway-box-seccomp", 0)
             os.write(memfd, prog)
@@ -461,6 +468,9 @@ class Box:
             argv += ["--seccomp", str(memfd)]  # closed with the rest once bubblewrap has them
         argv += ["--", "/usr/bin/python3", "-I", "-S", "/run/conway-box/init.py", str(number),
                  f"{self.size[0]}x{self.size[1]}x24"]
+        return argv
+
+    def _spawn(self, argv: list[str], fds: list[int]) -> None:
         rlimits = self._rlimits()
         # join the cgroups, set the rlimits, become the box's uid (root only), then bubblewrap: a shell line of
         # fixed text, its arguments passed apart
@@ -471,14 +481,10 @@ class Box:
                 if os.geteuid() == 0 else [])
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CG": " ".join(self._cgroup.procs_files()),
                "RL": " ".join(rlimits)}
-        try:
-            with open(self.root / "box.log", "wb") as log:
-                self.proc = subprocess.Popen(["/bin/sh", "-c", script, "sh", *lead, *argv], env=env,
-                                             pass_fds=tuple(fds), stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-        finally:
-            for fd in fds[1:]:
-                os.close(fd)
+        with open(self.root / "box.log", "wb") as log:
+            self.proc = subprocess.Popen(["/bin/sh", "-c", script, "sh", *lead, *argv], env=env,
+                                         pass_fds=tuple(fds), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
 
     def _rlimits(self) -> list[str]:
         lim = self.limits
