@@ -189,10 +189,10 @@ def do_run(args: argparse.Namespace) -> int:
 
 
 def do_doctor(args: argparse.Namespace) -> int:
-    from conway.tasks.facts import doctor, render_doctor
+    from conway.tasks.facts import doctor, doctor_passed, render_doctor
     record = doctor()
     print(json.dumps(record, indent=2) if args.json else render_doctor(record))
-    return int(ExitCode.PASSED if record["installed"] == record["total"] else ExitCode.NOT_PASSED)
+    return int(ExitCode.PASSED if doctor_passed(record) else ExitCode.NOT_PASSED)
 
 
 def do_fetch(args: argparse.Namespace) -> int:

@@ -24,6 +24,11 @@ def nothing(_program: str) -> bool:
     return False
 
 
+def readable() -> None:
+    """AT-SPI readable from this Python (whether or not PyGObject is installed where the test runs)."""
+    return None
+
+
 def make(config=(), evaluator=None, apps=("os",), instruction="x") -> object:
     ev = evaluator or {"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
                        "expected": {"type": "rule", "rules": {"expected": ""}}}
@@ -185,19 +190,54 @@ def test_a_libreoffice_task_scored_on_the_accessibility_tree_needs_libreoffice_i
     reason = ("getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes "
               "them to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)")
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: True) == []
+                            office_accessible=lambda: True, atspi=readable) == []
     # a launch of LibreOffice alone counts; a task on another application's tree does not ask
     launched = make(config=launch, evaluator=panel, apps=("os",))
     assert why_not_runnable(launched, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
     tabs = {"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
             "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}}
     for apps in (("thunderbird",), ("thunderbird", "libreoffice_calc")):  # multi_apps/f5c13cdd: Thunderbird's part
         mail = make(evaluator=tabs, apps=apps)
         assert why_not_runnable(mail, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                                office_accessible=lambda: False) == []
+                                office_accessible=lambda: False, atspi=readable) == []
     calc = make(evaluator=tabs, apps=("libreoffice_calc",))
     assert why_not_runnable(calc, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
+
+
+def test_a_getter_reading_over_atspi_without_pygobject_makes_the_task_not_runnable():
+    # evals/osworld_local's terminal-arith: without PyGObject the terminal's text came back None and the task
+    # scored 0 although the screen showed the answer
+    terminal = make(evaluator={"func": "check_include_exclude", "result": {"type": "vm_terminal_output"},
+                               "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": []}}},
+                    apps=("terminal",))
+    missing = "PyGObject is not installed in this Python (…)"
+    assert why_not_runnable(terminal, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: missing) == [
+        f"getter vm_terminal_output reads the terminal's text over AT-SPI, which this install cannot: {missing}"]
+    assert why_not_runnable(terminal, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=readable) == []
+    tree = make(evaluator={"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
+                           "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}},
+                apps=("thunderbird",))
+    assert why_not_runnable(tree, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: missing) == [
+        f"getter accessibility_tree reads the accessibility tree over AT-SPI, which this install cannot: {missing}"]
+    # a task that reads neither never asks
+    asked = []
+    assert why_not_runnable(make(), cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: asked.append(1)) == [] and asked == []
+
+
+def test_atspi_missing_names_pygobject_or_the_typelib_and_how_to_install_them(tmp_path, monkeypatch):
+    from conway.machine.atspi import atspi_missing
+    monkeypatch.delenv("GI_TYPELIB_PATH", raising=False)
+    no_gi = atspi_missing(importable=lambda m: m != "gi", typelib_dirs=(str(tmp_path),))
+    assert no_gi is not None and "PyGObject" in no_gi and "conway[atspi]" in no_gi and "libgirepository" in no_gi
+    assert "Atspi-2.0 typelib" in atspi_missing(importable=lambda m: True, typelib_dirs=(str(tmp_path),))
+    (tmp_path / "Atspi-2.0.typelib").write_bytes(b"")
+    assert atspi_missing(importable=lambda m: True, typelib_dirs=(str(tmp_path),)) is None
+

@@ -19,6 +19,7 @@ EXTRAS = {
     "tasks": ["openpyxl", "docx", "pptx", "pandas"],
     "mcp": ["mcp", "jsonschema"],
     "ray": ["ray"],
+    "atspi": ["gi"],
 }
 """The optional extras and the modules each brings (pyproject.toml's extras)."""
 
