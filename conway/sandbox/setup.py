@@ -25,7 +25,7 @@ from typing import Any, Callable
 from conway.sandbox import windows
 from conway.sandbox.environment import SYSTEM_PATH
 from conway.sandbox.guest import GUEST_PROGRAMS
-from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, cloud_path, download_path
+from conway.tasks.cache import HISTORY_FILE, HISTORY_URL, CacheEscape, cloud_path, download_path
 from conway.tasks.env import PathEscape, TaskEnv
 
 __all__ = ["STEP_TYPES", "SetupError", "SetupLimits", "run_setup", "run_step"]
@@ -249,7 +249,10 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         if name:  # OSWorld keeps the output in the task's cache folder, where a cache_file getter reads it
             if env.cache_dir is None:
                 raise SetupError(f"keeping the command's {key} in {name!r} needs a local cache (--cache DIR)")
-            target = env.cache_dir / env.task_id / str(name)
+            try:
+                target = cloud_path(env.cache_dir, env.task_id, str(name))
+            except CacheEscape as exc:
+                raise SetupError(f"keeping the command's {key}: {exc}") from None
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
 

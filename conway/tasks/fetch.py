@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from conway.tasks.cache import cloud_path, download_path, step_files
+from conway.tasks.cache import cloud_path, download_path, name_problem, step_files
 from conway.tasks.task import Task
 
 MANIFEST = "conway-fetch.json"
@@ -84,6 +84,8 @@ def wanted_files(tasks: list[Task], cache: Path) -> list[Wanted]:
             path = download_path(cache, task.id, url, dest)
             out.setdefault(path, Wanted(task.id, url, path))
         for url, dest in (*_cloud_files(task), *_step_files(task)):
+            if name_problem(dest) is not None:  # kept nowhere: `tasks list` names it, the task is not runnable
+                continue
             path = cloud_path(cache, task.id, dest)
             out.setdefault(path, Wanted(task.id, url, path))
     return list(out.values())

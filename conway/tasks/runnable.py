@@ -21,7 +21,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from conway.machine.atspi import atspi_missing
-from conway.tasks.cache import cloud_path, download_path, step_files
+from conway.tasks.cache import cloud_path, download_path, name_problem, step_files
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
 from conway.tasks.task import Task
@@ -198,6 +198,9 @@ def _cache(task: Task, cache_dir: Path | None) -> list[str]:
                            "with `multi`)")
             continue
         for url, dest in zip(urls, dests):
+            if (problem := name_problem(dest)) is not None:
+                reasons.append(f"cloud file {url}: {problem}")
+                continue
             wanted.append((f"cloud file {url}", cloud_path(cache_dir, task.id, dest) if cache_dir else None))
     for what, path in wanted:
         if path is None:
@@ -224,6 +227,9 @@ def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
     reasons = []
     written = set()
     for where, key, name in _kept_outputs(task):
+        if (problem := name_problem(name)) is not None:
+            reasons.append(f"the {where} keeps its command's {key} in {name!r}: {problem}")
+            continue
         written.add(name)
         if cache_dir is None:
             reasons.append(f"the {where} keeps its command's {key} in {name!r}, which needs the local cache: "
@@ -234,6 +240,8 @@ def _cache_files(task: Task, cache_dir: Path | None) -> list[str]:
         name = g.get("path")
         if not isinstance(name, str):
             reasons.append("a cache_file getter is malformed: `path` must be a text")
+        elif (problem := name_problem(name)) is not None:
+            reasons.append(f"cache file {name!r}: {problem}")
         elif cache_dir is None:
             reasons.append(f"cache file {name!r} needs the local cache: give --cache DIR (OSWorld's cache layout)")
         elif name not in written and not cloud_path(cache_dir, task.id, name).is_file():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from conway.tasks.cache import cloud_path, download_path
@@ -241,3 +242,22 @@ def test_atspi_missing_names_pygobject_or_the_typelib_and_how_to_install_them(tm
     (tmp_path / "Atspi-2.0.typelib").write_bytes(b"")
     assert atspi_missing(importable=lambda m: True, typelib_dirs=(str(tmp_path),)) is None
 
+
+def test_a_file_name_leading_out_of_the_tasks_cache_folder_is_a_reason_and_never_followed(tmp_path):
+    from conway.tasks.cache import CacheEscape, cloud_path, download_path
+    (tmp_path / "escape.txt").write_text("outside the cache")  # what `../escape.txt` would have read
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    t = make(evaluator={"func": "exact_match", "result": {"type": "vm_command_line", "command": "true"},
+                        "expected": {"type": "cloud_file", "path": GOLD, "dest": "../../escape.txt"}})
+    assert why_not_runnable(t, cache_dir=cache, step_types=ALL_STEPS, installed=everything) == [
+        f"cloud file {GOLD}: file name '../../escape.txt' leads out of the task's folder of the cache"]
+    kept = make(config=[{"type": "execute", "parameters": {"command": "true", "stdout": "../out.txt"}}])
+    assert why_not_runnable(kept, cache_dir=cache, step_types=ALL_STEPS, installed=everything) == [
+        "the setup step keeps its command's stdout in '../out.txt': file name '../out.txt' leads out of the "
+        "task's folder of the cache"]
+    for call in (lambda: cloud_path(cache, "t", "../../escape.txt"), lambda: cloud_path(cache, "t", "/etc/passwd"),
+                 lambda: cloud_path(cache, "../x", "a.txt"), lambda: download_path(cache, "..", DL, "/a.sh")):
+        with pytest.raises(CacheEscape):
+            call()
+    assert cloud_path(cache, "t", "sub/a.txt") == cache / "t" / "sub" / "a.txt"
