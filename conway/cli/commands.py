@@ -70,10 +70,11 @@ def do_run(args) -> int:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
         return ExitCode.SETUP_ERROR
+    if outcome.setup_failed:  # the model server kept failing in a way no retry cures: its setup is wrong, whether
+        # or not a valid decision came first (a server refusing every path also ends at discovery with exit 1)
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.no_valid_decision:
         return ExitCode.NO_VALID_DECISION
-    if outcome.setup_failed:  # valid decisions before, then the model server kept failing: its setup is wrong
-        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     return ExitCode.PASSED
 
 
