@@ -114,7 +114,7 @@ report of the tasks that finished, marked partial.
   conway view tasks.json     conway report tasks.json     conway export --from-report tasks.json --output data.jsonl
 
 Each task's Conway home (its journal and screenshots) is kept beside the report in REPORT's name + .tasks/.
-Configuration overrides (key=value) may follow the suite. Exit {ExitCode.PASSED:d} every runnable task passed, \
+Configuration overrides (key=value) may follow the suite or the options. Exit {ExitCode.PASSED:d} every runnable task passed, \
 {ExitCode.NOT_PASSED:d} a task failed or broke (or none could run), {ExitCode.SETUP_ERROR:d} bad input, \
 {ExitCode.INTERRUPTED:d} Ctrl+C (a partial report)."""
 

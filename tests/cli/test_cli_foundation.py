@@ -326,3 +326,22 @@ def test_invalid_yaml_is_one_line_with_where(initialized_home, tmp_path, capsys)
         with pytest.raises(UserError) as exc:
             read()
         assert "not valid YAML" in str(exc.value) and "\n" not in str(exc.value) and "(line " in str(exc.value)
+
+
+@pytest.mark.parametrize("command", [["tasks", "run", "evals/osworld_local", "--output", "r.json"],
+                                     ["rollouts", "evals/osworld_local", "--output", "r", "--samples", "1"],
+                                     ["run", "--max-steps", "1"]])
+def test_overrides_after_the_options_are_taken_by_every_command(command):
+    # `tasks run` and `rollouts` said "unrecognized arguments" where `conway run` took them
+    from conway.cli.main import build_parser, main
+    from conway.cli.tasks import split_overrides
+
+    argv = [*command, "agent.max_seconds=5", "--quiet", "policy=mock"]
+    args = build_parser().parse_args(argv)
+    if hasattr(args, "suite"):
+        split_overrides(args)
+        assert args.suite == ["evals/osworld_local"]
+    assert args.overrides == ["agent.max_seconds=5", "policy=mock"] and args.quiet
+    with pytest.raises(SystemExit) as exit_:  # an option the command does not take is still refused
+        main([*command, "--quiet", "--frob"])
+    assert exit_.value.code == 1
