@@ -212,7 +212,10 @@ def do_review(args) -> int:
 
 def do_view(args) -> int:
     from conway.view.command import view
-    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+    # a site written elsewhere only reads the home (as status and export do); the default site goes into the
+    # home, and --serve keeps the labels given in the browser there
+    home = _home(args, writable=bool(args.serve or not args.output))
+    return view(home, report=args.report, session=args.session, last=args.last, output=args.output,
                 serve=args.serve, port=args.port, page_size=args.page_size, live=args.live)
 
 

@@ -219,8 +219,12 @@ def test_read_only_commands_work_on_a_read_only_home(read_only_home, tmp_path):
     assert r.returncode == 0 and out.read_text().count("\n") == 4, r.stderr
     r = run_cli("report", str(tmp_path / "pf.json"), env=env)
     assert r.returncode == 0 and "preflight report" in r.stdout, r.stderr
+    site = tmp_path / "site"  # it refused the read-only home although it only reads it
+    r = run_cli("view", "--output", str(site), env=env)
+    assert r.returncode == 0 and (site / "index.html").is_file(), r.stderr
     # a command that must write still says so, in one line
     assert_one_line_error(run_cli("run", "--mock", "--max-steps", "1", env=env), "not writable")
+    assert_one_line_error(run_cli("view", env=env), "not writable")  # its default site goes into the home
 
 
 # --- no model configured -----------------------------------------------------------------------
