@@ -235,3 +235,15 @@ def test_record_ends_at_max_seconds_with_nobody_at_the_screen(display: str, tmp_
     assert "recorded session" in out
     state = Session(Home(home), proc).state()
     assert state["status"] == "stopped" and "max-seconds" in (state.get("stop_reason") or ""), state
+
+
+def test_takeover_of_a_session_with_no_screen_says_the_input_is_not_recorded(tmp_path: Path) -> None:
+    # it said only "acknowledged"; why nothing would be recorded went to the agent's terminal
+    s = start_session(tmp_path / "screenless", None, [{"action": {"type": "wait", "seconds": 0.3}}])
+    try:
+        out = conway(tmp_path / "screenless", "takeover")
+        assert out.returncode == 0, out.stderr
+        assert "takeover acknowledged" in out.stdout
+        assert "your input is not recorded: no X display to record (the session has no screen)" in out.stdout
+    finally:
+        s.stop()
