@@ -271,10 +271,13 @@ def do_rollouts(args) -> int:
     from conway.evals.rollouts import parse_screen, rollouts
     split_overrides(args)
     home = _home(args)
-    args.mock = args.mock or bool(args.mock_script)
+    if args.mock_script and args.mock_scripts:
+        raise UserError("give --mock-script (one script for every task) or --mock-scripts (one per task), not both")
+    args.mock = args.mock or bool(args.mock_script or args.mock_scripts)
     cfg = model_config_of(args, home)
     return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
-                    temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
+                    temperature=args.temperature, cache=args.cache, mock_scripts=args.mock_scripts,
+                    max_steps=args.max_steps,
                     max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
                     screen=parse_screen(args.screen))
 

@@ -239,6 +239,8 @@ def _rollouts(sub: Subparsers) -> None:
     p.add_argument("--output", required=True, metavar="DIR", help="a new folder for the rollout set")
     p.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
     add_model_args(p)
+    p.add_argument("--mock-scripts", metavar="DIR", help="drive each task with the mock script DIR/<task id>.yaml "
+                   "(as `tasks run --mock-scripts`; implies --mock)")
     p.add_argument("--max-steps", type=int, metavar="N", help="decisions per rollout (default: the task's, else 15)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="time per rollout (default: the task's, else 600)")
     p.add_argument("--screen", metavar="WxH", default="1280x800",
