@@ -462,6 +462,9 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
+    if resume:  # a report that cannot be resumed is refused before anything is made or said
+        from conway.evals.runner import resume_records
+        resume_records(resume, report, len(cases))
     folder.mkdir(exist_ok=True)  # the resumed report's own folder (a sweep resumes a cell under its name)
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)
