@@ -212,6 +212,16 @@ class RolloutSuite(TasksSuite):
                                   "count": log.write(folder)}
         return record
 
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[int, str]:
+        """What `conway rollouts` exits with, in the report too: a rollout set is made when rollouts were scored,
+        whatever their rewards (a failed task is a reward of 0, not a failed command)."""
+        from conway.errors import ExitCode
+
+        _, status = super().verdict(records, summary)  # it adds the outcome's wording to the summary
+        if any(r.get("reward") is not None for r in records):
+            return ExitCode.PASSED, "scored"
+        return ExitCode.NOT_PASSED, "nothing ran" if status == "nothing ran" else "none scored"
+
     def _policy_for(self, task_id: str, policy: Policy) -> Policy:
         """The task's policy (a mock is made afresh per task, from its own script with --mock-scripts), its
         requests logged from here on: the log wraps the policy that decides, not the one handed in."""

@@ -109,6 +109,13 @@ def test_all_equal_rewards_are_reported_as_no_signal_and_mock_scripts_keep_stand
         image = kept[0]["messages"][-1]["content"][-1]
         folder = (tmp_path / "r" / rollout["requests"]["path"]).parent
         assert (folder / image["image_url"]["url"]).is_file() and image["media_type"].startswith("image/")
+    # the report says what the command said: it showed "fail (exit 2)" while rollouts exited 0
+    report = json.loads((tmp_path / "r" / "rollouts.json").read_text())
+    assert (report["status"], report["exit_code"]) == ("scored", 0)
+    assert main(["--home", str(tmp_path / "home"), "report", str(tmp_path / "r" / "rollouts.json")]) == 0
+    text = capsys.readouterr().out
+    assert "status:   scored (exit 0)" in text
+    assert "apps: none (no task of this run names an application)" in text  # not "-" beside "(listed above)"
 
 
 def test_a_suite_with_no_runnable_task_is_one_line(tmp_path, capsys):
