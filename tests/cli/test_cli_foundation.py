@@ -98,6 +98,25 @@ def test_invalid_config_values_name_the_key_and_allowed_values(initialized_home)
     assert r.returncode == 1 and "not valid YAML" in r.stderr
 
 
+def test_a_preset_an_override_and_the_home_policy_say_what_is_wrong_in_one_line(initialized_home):
+    from conway.config import presets
+
+    # an unknown preset listed none; a YAML error did not name its override; a preset's name as the home's
+    # `policy:` gave pydantic's raw message
+    r = run_cli("config", "--check", "policy=opencua-8b")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and line.startswith("conway: error: override policy=opencua-8b: no policy preset")
+    assert "opencua-7b" in line and all(name in line for name in presets("policy"))
+    r = run_cli("config", "--check", "agent.max_steps=3", "tools.enabled=[shell,")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "override tools.enabled=[shell,: its value is not valid YAML" in line
+    (initialized_home / "config.yaml").write_text("policy: opencua-7b\n")
+    r = run_cli("config", "--check")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "`policy:` holds the policy's settings" in line
+    assert "a preset is chosen on the command line: policy=opencua-7b" in line
+
+
 def test_an_override_a_flag_also_sets_is_refused_not_silently_outvoted(initialized_home):
     r = run_cli("run", "--mock", "--max-steps", "1", "agent.max_steps=abc")
     assert r.returncode == 1 and r.stderr.count("\n") == 1
