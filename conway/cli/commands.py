@@ -13,7 +13,7 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from conway.args.resolve import config_of as _config
 from conway.args.resolve import home_of as _home
@@ -98,6 +98,7 @@ def do_start(args) -> int:
 def do_status(args) -> int:
     from conway.session.acceptance import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
+    from conway.store.journal import iter_journal
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
         raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
@@ -105,7 +106,17 @@ def do_status(args) -> int:
     # exit 1); other entries may be wrong (a crash's memory.md folder) and status still tells what happened
     home.check_layout(only=(home.journal_dir, home.state, home.state_previous))
     report = status_report(home)
-    counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
+    skipped: list[str] = []  # lines that do not parse, said as `export` says them: one pass reads both
+
+    def events() -> Iterator[dict[str, Any]]:
+        for event, where in iter_journal(home.journal_dir):
+            if event is None:
+                skipped.append(where)
+            else:
+                yield event
+
+    counts = report["task_acceptance"] = acceptance_counts(home, events())  # declared vs verified, counted apart
+    report["journal_skipped"] = skipped
     tasks = render_counts(counts) if counts["sessions"] else None
     print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
     return ExitCode.PASSED

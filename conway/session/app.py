@@ -351,6 +351,9 @@ def render_status(report: dict, tasks: str | None = None) -> str:
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
     lines += [f"journal:  {span}" for span in report.get("journal_unreadable", [])]
+    if skipped := report.get("journal_skipped"):  # as `export` says them
+        lines.append(f"journal:  skipped {len(skipped)} unreadable journal line(s): {', '.join(skipped[:5])}"
+                     + (", …" if len(skipped) > 5 else ""))
     if report.get("cost"):
         from conway.experience.costs import render_record
         lines.append(f"cost:     {render_record(report['cost'])}")
