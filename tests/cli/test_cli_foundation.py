@@ -364,3 +364,20 @@ def test_overrides_after_the_options_are_taken_by_every_command(command):
     with pytest.raises(SystemExit) as exit_:  # an option the command does not take is still refused
         main([*command, "--quiet", "--frob"])
     assert exit_.value.code == 1
+
+
+def test_the_wording_a_new_user_met(capsys):
+    from conway.cli.main import main
+
+    with pytest.raises(SystemExit):  # rerun asks no model: no exit 3 "the model never produced a valid decision"
+        main(["rerun", "--help"])
+    assert "valid decision" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # OSWorld's VM is 1920x1080; 1280x800 is what tasks run uses
+        main(["rollouts", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "OSWorld's 1280x800" not in flat and "OSWorld's VM is 1920x1080" in flat
+    r = run_cli("--home", "/proc/conway-nohome", "init")  # it said "(/proc: No such file or directory)"
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "No such file or directory" not in line
+    assert line == ("conway: error: Conway home /proc/conway-nohome is not writable: /proc takes no new files (a "
+                    "virtual file system); pass --home DIR or set CONWAY_HOME")

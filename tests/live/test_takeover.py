@@ -200,6 +200,10 @@ def test_record_is_a_session_with_no_model_a_person_acting(display: str, tmp_pat
             proc.kill()
     assert proc.returncode == 0, err
     assert "recorded session" in out
+    # the person handed back: it ended "recorded (the model's own report)", with no model there
+    assert "recorded (the person handed back)" in out and "model's own report" not in out
+    (finish,) = s.events("finish")
+    assert finish["payload"]["declared_by"] == "person"
     assert human_actions(s) == [{"type": "click", "x": 12.0, "y": 34.0, "button": "left"},
                                 {"type": "type", "text": "demo"}]
     assert not [e for e in s.events("decision") if e["payload"].get("model_id") != "person (conway record: no model)"]
