@@ -6,12 +6,16 @@ from typing import Any
 
 
 def table_lines(rows: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
-    out = [f"{'cell':<48} {'rate':>7} {'95% CI':>15} {'n':>5}  status"]
+    """One line per cell, its whole name (the column as wide as the longest: cut names told cells apart no more);
+    the cell's own report status apart from how it ranks, so the best cell never reads "fail (best)"."""
+    width = max([len("cell"), *(len(str(r["cell"])) for r in rows)])
+    out = [f"{'cell':<{width}} {'rate':>7} {'95% CI':>15} {'n':>5}  {'report':<12} rank"]
     for r in rows:
         rate = f"{r['rate']:.1%}" if isinstance(r.get("rate"), (int, float)) else "—"
         ci = f"{r['ci95'][0]:.0%}–{r['ci95'][1]:.0%}" if r.get("ci95") else "—"
-        mark = " (best)" if r["cell"] == summary.get("best") else (" (below best)" if r.get("below_best") else "")
-        out.append(f"{r['cell'][:48]:<48} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}  {r.get('status')}{mark}")
+        rank = "best" if r["cell"] == summary.get("best") else ("below best" if r.get("below_best") else "—")
+        out.append(f"{str(r['cell']):<{width}} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}  "
+                   f"{str(r.get('status')):<12} {rank}")
     return out
 
 

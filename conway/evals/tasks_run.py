@@ -267,7 +267,8 @@ class TasksSuite:
                       steps=outcome.steps, stop_reason=(f"task timeout ({limit:g} s): " if dog.fired else "")
                       + outcome.reason,
                       declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
-                      model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+                      model_errors=dict(outcome.model_errors), cost=_cost(home, run.session),
+                      model_id=getattr(policy, "model_id", None))  # a pool's report has no policy of its own
         if dog.torn_down:  # the loop ignored the stop: the state it left is not the agent's to be scored
             raise RuntimeError(f"timed out after {limit:g} s and did not stop within {self.stop_grace_s:g} s of "
                                "the stop request; the desktop was torn down (its processes killed)"
