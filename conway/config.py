@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from conway.actions import TOOL_NAMES
+from conway.actions import TOOL_NAMES, TOOLS_ON_BY_DEFAULT
 from conway.errors import UserError
 from conway.policies.families import FAMILIES, POLICY_KINDS
 from conway.redact import _secret_name, find_secrets, redact
@@ -478,7 +478,7 @@ class SkillsConfig(_Section):
 
 
 class ToolsConfig(_Section):
-    enabled: list[Literal[TOOL_NAMES]] = list(TOOL_NAMES)  # type: ignore[valid-type]  # the tool table's names
+    enabled: list[Literal[TOOL_NAMES]] = list(TOOLS_ON_BY_DEFAULT)  # type: ignore[valid-type]  # the table's names
     """Tool groups offered to the model (a routing preference; `environment` decides what they can reach)."""
     environment: Literal["local", "sandbox"] = "local"
     """Where the shell and files tools act: `local` (as the current user, everything the user can reach) or
