@@ -21,6 +21,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from conway.machine.atspi import atspi_missing
+from conway.machine.extras import EXTRAS
 from conway.tasks.cache import cloud_path, download_path, name_problem, step_files
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
@@ -63,8 +64,6 @@ def _importable(module: str) -> bool:
 def _extras(task: Task, importable: Callable[[str], bool]) -> list[str]:
     """The optional extras this task needs and this install lacks: every task acts on its desktop through the
     GUI tools (`gui`), a document metric reads its files with the `tasks` extra's libraries."""
-    from conway.readiness.checks.host import EXTRAS
-
     def lacking(extra: str, modules: Collection[str]) -> str | None:
         missing = [m for m in modules if not importable(m)]
         if not missing:
