@@ -89,15 +89,18 @@ class GroupTool(NamedTuple):
     """Its module under `conway/tools/`, which declares the tool's `ROW` (`conway.tools.row`)."""
     by_name: bool = True
     """`tools.enabled` turns it on by the module's name; False: its own configuration does (MCP servers, skills)."""
+    on_by_default: bool = False
+    """In `tools.enabled` by default. A new tool is off until an owner turns it on (or its entry says so): what
+    an agent may do in every run is never widened by adding a module."""
 
 
 ACTION_GROUPS: dict[str, GroupTool | None] = {
     "skill": GroupTool("skills", by_name=False),
     "mcp": GroupTool("mcp", by_name=False),
-    "file": GroupTool("files"),
-    "shell": GroupTool("shell"),
-    "browser": GroupTool("browser"),
-    "gui": GroupTool("gui"),
+    "file": GroupTool("files", on_by_default=True),
+    "shell": GroupTool("shell", on_by_default=True),
+    "browser": GroupTool("browser", on_by_default=True),
+    "gui": GroupTool("gui", on_by_default=True),
     "control": None,  # wait and finish: the loop runs them itself
 }
 """Every action belongs to one group: the tool that runs it and its repetition counter (gui counters reset on
@@ -106,6 +109,9 @@ findings follow it). A new tool is its module in `conway/tools/` plus, here, its
 its entry in this table."""
 TOOL_NAMES: tuple[str, ...] = tuple(t.module for t in ACTION_GROUPS.values() if t is not None and t.by_name)
 """The names `tools.enabled` takes (`conway.config`), in the table's order."""
+TOOLS_ON_BY_DEFAULT: tuple[str, ...] = tuple(t.module for t in ACTION_GROUPS.values()
+                                             if t is not None and t.by_name and t.on_by_default)
+"""`tools.enabled`'s default, in the table's order."""
 
 
 class _Action(BaseModel):

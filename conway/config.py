@@ -20,7 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from conway.actions import TOOL_NAMES
+from conway.actions import TOOL_NAMES, TOOLS_ON_BY_DEFAULT
 from conway.errors import UserError
 from conway.policies.families import FAMILIES, POLICY_KINDS
 from conway.redact import _secret_name, find_secrets, redact
@@ -478,7 +478,7 @@ class SkillsConfig(_Section):
 
 
 class ToolsConfig(_Section):
-    enabled: list[Literal[TOOL_NAMES]] = list(TOOL_NAMES)  # type: ignore[valid-type]  # the tool table's names
+    enabled: list[Literal[TOOL_NAMES]] = list(TOOLS_ON_BY_DEFAULT)  # type: ignore[valid-type]  # the table's names
     """Tool groups offered to the model (a routing preference; `environment` decides what they can reach)."""
     environment: Literal["local", "sandbox"] = "local"
     """Where the shell and files tools act: `local` (as the current user, everything the user can reach) or
@@ -660,19 +660,8 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
             raise UserError(f"{home_config} looks like it holds a secret at: {', '.join(secrets)}. "
                             "Remove it and pass keys through the environment (policy.api_key_env, or an MCP server's "
                             "inherit_env / headers_env, names the variable).")
-    hints: list[str] = []
-    for item in overrides:  # a typo is an unknown key (with the closest names), before any secret check
-        key = item.split("=", 1)[0].lstrip("+~")
-        problem = unknown_key(key) if "." in key else None
-        if problem and _secret_name(key.rsplit(".", 1)[-1]) and not _typo_of_a_setting(key):
-            hints.append(f"{key}: {problem}")  # policy.api_key is someone's key, not a slip of the finger
-        elif problem:
-            raise UserError(f"override {key}: {problem}")
-    secrets = find_secrets(_nested(overrides))
-    if secrets:
-        raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables"
-                        + (f" ({'; '.join(hints)})" if hints else ""))
-
+    _check_home_policy(home_config, home_data)
+    _check_override_keys(overrides)
     GlobalHydra.instance().clear()
     try:
         # Group choices (policy=opencua-7b) go through Hydra; plain values are applied after
@@ -680,6 +669,8 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
         groups = {d.name for d in configs_dir().iterdir() if d.is_dir()}
         choices = [o for o in overrides if o.lstrip("+").split("=", 1)[0] in groups]
         values = [o.lstrip("+") for o in overrides if o not in choices]
+        _check_choices(choices)
+        _check_values(values)
         with initialize_config_dir(config_dir=str(configs_dir()), version_base=None):
             base = compose(config_name="config", overrides=choices)
         OmegaConf.set_struct(base, False)  # unknown keys are pydantic's to reject, with a clear message
@@ -699,6 +690,63 @@ def load_config(home_config: Path | None = None, overrides: list[str] | None = N
         return ConwayConfig.model_validate(data)
     except ValidationError as exc:
         raise UserError("invalid configuration:\n" + explain_validation(exc)) from None
+
+
+def _check_override_keys(overrides: list[str]) -> None:
+    """A typo is an unknown key (with the closest names), before any secret check; a secret is refused."""
+    hints: list[str] = []
+    for item in overrides:
+        key = item.split("=", 1)[0].lstrip("+~")
+        problem = unknown_key(key) if "." in key else None
+        if problem and _secret_name(key.rsplit(".", 1)[-1]) and not _typo_of_a_setting(key):
+            hints.append(f"{key}: {problem}")  # policy.api_key is someone's key, not a slip of the finger
+        elif problem:
+            raise UserError(f"override {key}: {problem}")
+    secrets = find_secrets(_nested(overrides))
+    if secrets:
+        raise UserError(f"refusing secret-looking override(s): {', '.join(secrets)}; use environment variables"
+                        + (f" ({'; '.join(hints)})" if hints else ""))
+
+
+def presets(group: str) -> list[str]:
+    """The presets of a config group (`policy`: one per released model), by name."""
+    return sorted(p.stem for p in (configs_dir() / group).glob("*.yaml"))
+
+
+def _check_choices(choices: list[str]) -> None:
+    """A preset that does not exist is one line listing the group's presets (Hydra's own message names none)."""
+    for item in choices:
+        group, name = item.lstrip("+").split("=", 1)
+        if name not in presets(group):
+            raise UserError(f"override {item}: no {group} preset {name!r}; the {group} presets are "
+                            f"{', '.join(presets(group))}")
+
+
+def _check_values(values: list[str]) -> None:
+    """Each override's value read alone first: a YAML error names the override it is in."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    for item in values:
+        try:
+            OmegaConf.from_dotlist([item])
+        except (OmegaConfBaseException, ValueError, yaml.YAMLError) as exc:
+            cause = exc.__cause__ if isinstance(exc.__cause__, yaml.YAMLError) else exc
+            raise UserError(f"override {item}: its value is not valid YAML: {yaml_error_line(cause)}") from None
+
+
+def _check_home_policy(path: Path | None, home_data: dict[str, Any]) -> None:
+    """`policy: opencua-7b` in config.yaml: a preset's name where the policy's settings go (a raw pydantic message
+    said only that a dictionary was expected)."""
+    policy = home_data.get("policy")
+    if policy is None or isinstance(policy, dict):
+        return
+    where = path if path is not None else "config.yaml"
+    named = isinstance(policy, str) and policy in presets("policy")
+    raise UserError(f"{where}: `policy:` holds the policy's settings (a mapping, e.g. policy: {{kind: generic, "
+                    f"endpoint: http://127.0.0.1:8080/v1}}), not {policy!r}"
+                    + ("; a preset is chosen on the command line: policy=" + policy if named else
+                       f"; the presets (chosen on the command line, policy=NAME) are {', '.join(presets('policy'))}"))
 
 
 def explain_validation(exc: ValidationError) -> str:

@@ -20,11 +20,12 @@ class ExitCode(IntEnum):
     """Ctrl+C."""
 
 
-def exit_codes_text(passed: str, not_passed: str) -> str:
-    """A command's help sentence from the table: what 0 and 2 mean for it; 3 and 1 mean the same everywhere."""
+def exit_codes_text(passed: str, not_passed: str, *, model: bool = True) -> str:
+    """A command's help sentence from the table: what 0 and 2 mean for it; 3 and 1 mean the same everywhere
+    (3 only for a command that asks a model: `model`)."""
     return (f"Exit {ExitCode.PASSED:d} {passed}, {ExitCode.NOT_PASSED:d} {not_passed}, "
-            f"{ExitCode.NO_VALID_DECISION:d} the model never produced a valid decision, "
-            f"{ExitCode.SETUP_ERROR:d} setup errors.")
+            + (f"{ExitCode.NO_VALID_DECISION:d} the model never produced a valid decision, " if model else "")
+            + f"{ExitCode.SETUP_ERROR:d} setup errors.")
 
 
 class UserError(Exception):

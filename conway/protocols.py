@@ -229,6 +229,10 @@ class Policy(Protocol):
     for a stop, rather than handing each decision to a worker thread and back (two thread wake-ups, the largest
     share of a cheap cycle). False (the default): a worker thread, abandoned 1 s after a stop it ignores."""
 
+    finished_by: str = "model"
+    """Who a `finish` of this policy's comes from: the model (its own report), or `person` (`conway record`'s
+    stand-in, which finishes once the person handed back)."""
+
     def decide(self, context: DecisionContext) -> Decision: ...
 
     def feedback(self, record: dict[str, Any]) -> None:

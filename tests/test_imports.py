@@ -58,6 +58,17 @@ MAX_LOOSE_MODULES = 12
 LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 
 
+LAYERS: list[tuple[str, ...]] = [
+    ("cli",),
+    ("session", "evals", "readiness", "experience", "view", "args"),
+    ("loop",),
+    ("policies", "runtime", "tools", "observe", "prompt", "store"),
+    ("sandbox",),
+    ("tasks",),
+]
+"""docs/architecture.md#import-rules's diagram, top down (the leaves below them all): a module imports its own
+layer and those below, never one above. `NEVER` then forbids pairs inside a layer or across it."""
+
 DOCS = ROOT / "docs" / "architecture.md"
 TABLE_HEAD = "| a module under… | never imports… | because |"
 
@@ -125,6 +136,38 @@ def test_one_way_rule(src: str, dst: str, why: str) -> None:
     broken = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() if _under(m, src)
                     for t in targets if _under(t, dst))
     assert not broken, f"{why}: " + "; ".join(broken)
+
+
+def _layer(mod: str) -> int | None:
+    """The layer of a conway module, top down (the leaves: below the last); None outside `conway`."""
+    for n, names in enumerate(LAYERS):
+        if any(_under(mod, f"conway.{name}") for name in names):
+            return n
+    return len(LAYERS) if mod == "conway" or mod in _leaves() else None
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    lost = sorted(m for m in GRAPH if m.startswith("conway") and _layer(m) is None)
+    assert not lost, f"modules in no layer of LAYERS (add their package to the diagram and LAYERS): {lost}"
+
+
+def test_imports_point_down_the_layers() -> None:
+    # the rule list alone let conway.tasks.runnable import conway.readiness (two layers up) unnoticed
+    upward = sorted(f"{m} (layer {_layer(m)}) imports {t} (layer {_layer(t)})" for m, targets in GRAPH.items()
+                    for t in targets if m.startswith("conway.") and t.startswith("conway.")
+                    and (_layer(t) or 0) < (_layer(m) or 0) and (m, t.rpartition(".")[0]) not in LEAF_EXCEPTIONS
+                    and (m, t) not in LEAF_EXCEPTIONS)
+    assert not upward, "an import up the layers: " + "; ".join(upward)
+
+
+def test_the_docs_diagram_is_layers() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    block = text[text.index("```\ncli\n"):].split("```")[1]
+    drawn = []
+    for line in block.strip().splitlines()[:len(LAYERS)]:  # `└─ a · b (+ c) · d  what they are`
+        pieces = line.replace("└─", "").replace("(+ ", "· ").replace(")", "").split("·")
+        drawn.append(tuple(sorted(piece.split()[0] for piece in pieces if piece.split())))
+    assert drawn == [tuple(sorted(layer)) for layer in LAYERS]
 
 
 def test_the_docs_table_is_never() -> None:

@@ -13,7 +13,7 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from conway.args.resolve import config_of as _config
 from conway.args.resolve import home_of as _home
@@ -70,10 +70,11 @@ def do_run(args) -> int:
         raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.uncertain:
         return ExitCode.SETUP_ERROR
+    if outcome.setup_failed:  # the model server kept failing in a way no retry cures: its setup is wrong, whether
+        # or not a valid decision came first (a server refusing every path also ends at discovery with exit 1)
+        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     if outcome.no_valid_decision:
         return ExitCode.NO_VALID_DECISION
-    if outcome.setup_failed:  # valid decisions before, then the model server kept failing: its setup is wrong
-        raise UserError(f"the run ended: {outcome.reason} (journal: {outcome.journal})")
     return ExitCode.PASSED
 
 
@@ -97,6 +98,7 @@ def do_start(args) -> int:
 def do_status(args) -> int:
     from conway.session.acceptance import acceptance_counts, render_counts
     from conway.session.app import render_status, status_report
+    from conway.store.journal import iter_journal
     home = _home(args, writable=False)
     if not home.root.exists():  # a mistyped --home is not a home that was never run
         raise UserError(f"Conway home {home.root} does not exist (create it with `conway --home {home.root} init`)")
@@ -104,7 +106,17 @@ def do_status(args) -> int:
     # exit 1); other entries may be wrong (a crash's memory.md folder) and status still tells what happened
     home.check_layout(only=(home.journal_dir, home.state, home.state_previous))
     report = status_report(home)
-    counts = report["task_acceptance"] = acceptance_counts(home)  # declared vs verified, counted apart
+    skipped: list[str] = []  # lines that do not parse, said as `export` says them: one pass reads both
+
+    def events() -> Iterator[dict[str, Any]]:
+        for event, where in iter_journal(home.journal_dir):
+            if event is None:
+                skipped.append(where)
+            else:
+                yield event
+
+    counts = report["task_acceptance"] = acceptance_counts(home, events())  # declared vs verified, counted apart
+    report["journal_skipped"] = skipped
     tasks = render_counts(counts) if counts["sessions"] else None
     print(json.dumps(report, indent=2, default=str) if args.json else render_status(report, tasks))
     return ExitCode.PASSED
@@ -211,7 +223,10 @@ def do_review(args) -> int:
 
 def do_view(args) -> int:
     from conway.view.command import view
-    return view(_home(args), report=args.report, session=args.session, last=args.last, output=args.output,
+    # a site written elsewhere only reads the home (as status and export do); the default site goes into the
+    # home, and --serve keeps the labels given in the browser there
+    home = _home(args, writable=bool(args.serve or not args.output))
+    return view(home, report=args.report, session=args.session, last=args.last, output=args.output,
                 serve=args.serve, port=args.port, page_size=args.page_size, live=args.live)
 
 
@@ -268,7 +283,9 @@ def do_rollouts(args) -> int:
     from conway.evals.rollouts import parse_screen, rollouts
     split_overrides(args)
     home = _home(args)
-    args.mock = args.mock or bool(args.mock_script)
+    if args.mock_script and args.mock_scripts:
+        raise UserError("give --mock-script (one script for every task) or --mock-scripts (one per task), not both")
+    args.mock = args.mock or bool(args.mock_script or args.mock_scripts)
     cfg = model_config_of(args, home)
     judge_cfg = None
     if args.judge_endpoint:  # another model judges: Conway's generic client to that endpoint
@@ -280,7 +297,8 @@ def do_rollouts(args) -> int:
     elif args.judge:
         judge_cfg = cfg
     return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
-                    temperature=args.temperature, cache=args.cache, max_steps=args.max_steps,
+                    temperature=args.temperature, cache=args.cache, mock_scripts=args.mock_scripts,
+                    max_steps=args.max_steps,
                     max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
                     screen=parse_screen(args.screen), judge_config=judge_cfg, **cost_args(args))
 

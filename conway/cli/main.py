@@ -28,6 +28,7 @@ class _Parser(argparse.ArgumentParser):
         # argparse reports unknown words as the top parser's error (`see conway --help`); the command they
         # were given to is the one whose help lists what it takes
         parsed, extras = self.parse_known_args(args, namespace)
+        extras = _late_overrides(parsed, extras)
         if extras:
             self._chosen(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
@@ -40,6 +41,21 @@ class _Parser(argparse.ArgumentParser):
                 if isinstance(chosen, _Parser):
                     return chosen._chosen(parsed)
         return self
+
+
+def _late_overrides(parsed: argparse.Namespace, extras: list[str]) -> list[str]:
+    """key=value words after the options, which argparse leaves over once a command's list of positionals is
+    taken (`tasks run SUITE --output R agent.max_steps=3`): added to the command's overrides (or to its suite
+    words, which `split_overrides` divides), so every command takes them anywhere, as `conway run` does. What
+    remains is what the command does not take."""
+    from conway.cli.tasks import OVERRIDE
+
+    dest = next((d for d in ("overrides", "suite") if isinstance(getattr(parsed, d, None), list)), None)
+    if dest is None:
+        return extras
+    late = [w for w in extras if OVERRIDE.match(w)]
+    getattr(parsed, dest).extend(late)
+    return [w for w in extras if w not in late]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

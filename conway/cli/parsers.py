@@ -117,7 +117,7 @@ def _rerun(sub: Subparsers) -> None:
             "compared with the recorded one (the share of pixels that differ); the first divergence is written\n"
             "side by side. Screenshots rotated away are said; those steps are still replayed.\n"
             + exit_codes_text("the score was reproduced (a session without a task: no step diverged)",
-                              "it was not (or a step diverged)"))
+                              "it was not (or a step diverged)", model=False))
     p.add_argument("--session", required=True, metavar="ID", help="the session to replay (in this home's journal)")
     p.add_argument("--output", metavar="DIR", help="where rerun.json and the divergence picture go "
                                                    "(default HOME/reruns/<session>-<time>)")
@@ -242,10 +242,13 @@ def _rollouts(sub: Subparsers) -> None:
     p.add_argument("--output", required=True, metavar="DIR", help="a new folder for the rollout set")
     p.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
     add_model_args(p)
+    p.add_argument("--mock-scripts", metavar="DIR", help="drive each task with the mock script DIR/<task id>.yaml "
+                   "(as `tasks run --mock-scripts`; implies --mock)")
     p.add_argument("--max-steps", type=int, metavar="N", help="decisions per rollout (default: the task's, else 15)")
     p.add_argument("--max-seconds", type=float, metavar="S", help="time per rollout (default: the task's, else 600)")
     p.add_argument("--screen", metavar="WxH", default="1280x800",
-                   help="each desktop's screen size (default OSWorld's 1280x800; e.g. 84x84 for the tiny demo VLM)")
+                   help="each desktop's screen size (default 1280x800, as `tasks run`; OSWorld's VM is 1920x1080; "
+                        "e.g. 84x84 for the tiny demo VLM)")
     p.add_argument("--quiet", action="store_true", help="no line per rollout")
     g = p.add_argument_group("Best of N (conway judge, run over the set once it is written)")
     g.add_argument("--judge", action="store_true", help="then judge the set with the acting model (DIR/judged.json)")

@@ -114,7 +114,7 @@ report of the tasks that finished, marked partial.
   conway view tasks.json     conway report tasks.json     conway export --from-report tasks.json --output data.jsonl
 
 Each task's Conway home (its journal and screenshots) is kept beside the report in REPORT's name + .tasks/.
-Configuration overrides (key=value) may follow the suite. Exit {ExitCode.PASSED:d} every runnable task passed, \
+Configuration overrides (key=value) may follow the suite or the options. Exit {ExitCode.PASSED:d} every runnable task passed, \
 {ExitCode.NOT_PASSED:d} a task failed or broke (or none could run), {ExitCode.SETUP_ERROR:d} bad input, \
 {ExitCode.INTERRUPTED:d} Ctrl+C (a partial report)."""
 
@@ -189,10 +189,10 @@ def do_run(args: argparse.Namespace) -> int:
 
 
 def do_doctor(args: argparse.Namespace) -> int:
-    from conway.tasks.facts import doctor, render_doctor
+    from conway.tasks.facts import doctor, doctor_passed, render_doctor
     record = doctor()
     print(json.dumps(record, indent=2) if args.json else render_doctor(record))
-    return int(ExitCode.PASSED if record["installed"] == record["total"] else ExitCode.NOT_PASSED)
+    return int(ExitCode.PASSED if doctor_passed(record) else ExitCode.NOT_PASSED)
 
 
 def do_fetch(args: argparse.Namespace) -> int:

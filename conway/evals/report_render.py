@@ -6,17 +6,21 @@ import json
 import os
 from typing import Any
 
+from conway.errors import UserError
 from conway.evals.report import load_report
-from conway.evals.suites import suite_kind
+from conway.evals.suites import KINDS, suite_kind
 from conway.evals.text import _short
 
 
 def render_report(path: str | os.PathLike[str], max_rows: int = 200) -> str:
     data, cases = load_report(path)
     kind = suite_kind(data.get("kind"))
-    if kind is not None and kind.text is not None:
+    if kind is None:  # nothing to read it by: a header of "?" and exit 0 would pass for a report read
+        raise UserError(f"{path} is a report of kind {data.get('kind')!r}, which this Conway does not know (it "
+                        f"reads {', '.join(KINDS)}): it may come from another version of Conway")
+    if kind.text is not None:
         body = kind.text(data, cases, max_rows)
-    else:  # a kind this Conway does not know: its summary and cases as they are
+    else:  # a kind without a text of its own: its summary and cases as they are
         body = [f"  summary: {json.dumps(data.get('summary') or {}, default=str)}"] + \
                [f"  case: {_short(json.dumps(c), 120)}" for c in cases[:max_rows]]
     return "\n".join(header_lines(data) + [""] + body)

@@ -11,7 +11,8 @@ person's `human` steps), in order; waits and finishes are not actions on the scr
 screen it left is compared too, as `end` (for a task, the screen kept when its session ended, `final.png`; else
 the one the next decision saw). A recorded screenshot that
 was rotated away is said, and its step is replayed without comparing. This tells a flaky environment (the same
-actions, a different screen or score) from a flaky model.
+actions, a different screen or score) from a flaky model. A session that saw the mock's synthetic screen is
+refused in one line: no desktop reproduces it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def replay_steps(home: Home, session: str) -> list[ReplayStep]:
     events = [e for e in read_journal(home.journal_dir).events if e.get("session") == session]
     if not events:
         raise UserError(f"no session {session!r} in {home.journal_dir} (conway status names the latest)")
+    _refuse_synthetic(session, events)
     out: list[ReplayStep] = []
     shots: dict[int, str | None] = {}
     used: set[int] = set()
@@ -84,6 +86,16 @@ def replay_steps(home: Home, session: str) -> list[ReplayStep]:
     if out and after:  # the screen the last action left (seen by the next decision): compared, not acted on
         out.append(ReplayStep(after[0][0], {"type": "end"}, "end", after[0][1]))
     return out
+
+
+def _refuse_synthetic(session: str, events: list[dict[str, Any]]) -> None:
+    """A session that saw the mock's synthetic screen cannot be compared with a desktop: every step would
+    "diverge" (99.9% of the pixels), which says nothing about the environment or the model."""
+    sources = {(e.get("payload") or {}).get("source") for e in events if e.get("kind") == "observation"}
+    if "synthetic" in sources:
+        raise UserError(f"session {session} saw a synthetic screen (the mock's offline demo, observe.source "
+                        "synthetic), which no desktop reproduces: rerun compares recorded screens with a real "
+                        "one, so there is nothing to compare")
 
 
 def change_score(a: Any, b: Any) -> float:

@@ -7,7 +7,9 @@ A rollout set is the material the reward-driven training stages read (`training/
   disposable desktop, the task's setup, the real loop, the task's own checker);
 * the sampling seed (`seed + sample`) and temperature the policy decided with (sent with every request);
 * every request the policy sent, as it sent it (`requests.jsonl` beside the rollout's home: the messages with
-  each image written out as a file next to it and named by its sha256, and the model's raw answer);
+  each image written out as a file next to it and named by its sha256, and the model's raw answer; for the
+  mock, `--mock` or `--mock-scripts DIR`, each scripted decision as the request the generic family would have
+  been sent, marked `stand_in`);
 * the checker's score as the reward.
 
 DIR holds `rollouts.json` (a `tasks` report: `conway view`, `conway report` and `conway export --from-report`
@@ -59,16 +61,31 @@ class RolloutCase(TaskCase):
 # --- what the policy was asked -----------------------------------------------------------------
 
 
+MOCK_REQUEST = ("the mock policy: no model was asked; the messages are those Conway's own layout (the generic "
+                "family's) would have sent for this decision")
+"""What a mock rollout's request says it is (a stand-in, named as such)."""
+
+
 class RequestLog:
     """Wraps a model policy's backend for one rollout: every request's messages and answer, kept in memory.
 
-    A scripted (mock) policy has no backend and sends no request: nothing is recorded for it."""
+    A scripted (mock) policy has no backend and sends no request: each of its decisions is kept as the request
+    the generic family would have sent for it (Conway's own layout, the screenshot as sent), with the script's
+    answer, marked `stand_in`; so a mock rollout set has the shape the training stages read, offline."""
 
     def __init__(self, policy: Policy, seed: int, temperature: float) -> None:
+        from conway.policies.mock import MockPolicy
+
         self.entries: list[dict[str, Any]] = []
         self.backend = getattr(policy, "backend", None)
         settings = getattr(policy, "settings", None)
         self._saved = None
+        self._mock: MockPolicy | None = None
+        self.stand_in = isinstance(policy, MockPolicy)
+        """The mock decides: its decisions are kept as stand-in requests."""
+        if self.stand_in:
+            self._keep_mock(policy, seed, temperature)
+            return
         if self.backend is None or settings is None:
             return
         self._saved = (settings, settings.seed, settings.temperature)
@@ -84,7 +101,28 @@ class RequestLog:
 
         self.backend.complete = complete  # this worker's policy, one rollout at a time
 
+    @property
+    def recording(self) -> bool:
+        """Whether this rollout's requests are kept (a model's backend, or the mock's stand-ins)."""
+        return self.backend is not None or self.stand_in
+
+    def _keep_mock(self, policy: Any, seed: int, temperature: float) -> None:
+        inner = policy.decide
+
+        def decide(context: Any) -> Any:
+            decision = inner(context)
+            self.entries.append({**_stand_in_request(context), "answer": decision.raw_text, "seed": seed,
+                                 "temperature": temperature, "max_tokens": None, "mode": None, "t": time.time(),
+                                 "stand_in": MOCK_REQUEST})
+            return decision
+
+        policy.decide = decide  # this rollout's own policy (`_policy_for` made it for this task)
+        self._mock = policy
+
     def close(self) -> None:
+        if self._mock is not None:
+            del self._mock.decide  # the class's method again
+            self._mock = None
         if self._saved is not None:
             settings, seed, temperature = self._saved
             settings.seed, settings.temperature = seed, temperature
@@ -96,9 +134,33 @@ class RequestLog:
         images = folder / "images"
         with open(folder / REQUESTS, "w", encoding="utf-8") as fh:
             for i, entry in enumerate(self.entries):
-                fh.write(json.dumps({"index": i, **entry,
-                                     "messages": [externalise(m, images) for m in entry["messages"]]}) + "\n")
+                messages = entry["messages"]
+                fh.write(json.dumps({"index": i, **entry, "messages": None if messages is None else
+                                     [externalise(m, images) for m in messages]}) + "\n")
         return len(self.entries)
+
+
+def _stand_in_request(context: Any) -> dict[str, Any]:
+    """{"messages"}: what the generic family would have been sent for this decision, its screenshot inline (as a
+    request carries it; `externalise` writes it out); {"messages": None, "error"} when it cannot be laid out."""
+    from conway.experience.conversation import IMAGE_MARKER, policy_messages
+
+    try:
+        messages, image = policy_messages(context, "generic")
+    except Exception as exc:  # a stand-in's record never breaks the rollout
+        return {"messages": None, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
+    url = image.data_url()
+
+    def placed(message: dict[str, Any]) -> dict[str, Any]:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return message
+        return {**message, "content": [
+            {**part, "image_url": {**part["image_url"], "url": url}}
+            if isinstance(part, dict) and (part.get("image_url") or {}).get("url") == IMAGE_MARKER else part
+            for part in content]}
+
+    return {"messages": [placed(m) for m in messages]}
 
 
 def externalise(message: dict[str, Any], images: Path) -> dict[str, Any]:
@@ -135,20 +197,38 @@ class RolloutSuite(TasksSuite):
     temperature: float = 1.0
 
     def run_case(self, policy: Policy, case: RolloutCase) -> dict[str, Any]:  # type: ignore[override]
-        log = RequestLog(policy, case.seed, self.temperature) if policy is not None else None
+        self._case, self._log = case, None
         try:
             record = super().run_case(policy, case)
         finally:
+            log, self._log = self._log, None
             if log is not None:
                 log.close()
         record.update(sample=case.sample, seed=case.seed, temperature=self.temperature)
         score = record.get("score")
         record["reward"] = float(score) if record.get("outcome") in ("pass", "fail") else None
-        if log is not None and log.backend is not None and isinstance(record.get("home"), str):
+        if log is not None and log.recording and isinstance(record.get("home"), str):
             folder = (self.report_dir / record["home"]).parent
             record["requests"] = {"path": str(Path(record["home"]).parent / REQUESTS),
                                   "count": log.write(folder)}
         return record
+
+    def verdict(self, records: list[dict[str, Any]], summary: dict[str, Any]) -> tuple[int, str]:
+        """What `conway rollouts` exits with, in the report too: a rollout set is made when rollouts were scored,
+        whatever their rewards (a failed task is a reward of 0, not a failed command)."""
+        from conway.errors import ExitCode
+
+        _, status = super().verdict(records, summary)  # it adds the outcome's wording to the summary
+        if any(r.get("reward") is not None for r in records):
+            return ExitCode.PASSED, "scored"
+        return ExitCode.NOT_PASSED, "nothing ran" if status == "nothing ran" else "none scored"
+
+    def _policy_for(self, task_id: str, policy: Policy) -> Policy:
+        """The task's policy (a mock is made afresh per task, from its own script with --mock-scripts), its
+        requests logged from here on: the log wraps the policy that decides, not the one handed in."""
+        chosen = super()._policy_for(task_id, policy)
+        self._log = RequestLog(chosen, self._case.seed, self.temperature)
+        return chosen
 
 
 def rollout_cases(cases: list[TaskCase], samples: int, seed: int) -> list[RolloutCase]:
@@ -180,12 +260,15 @@ def file_identity(path: Path) -> dict[str, Any]:
     return {"path": str(path), "size": size, "sha256": h.hexdigest(), "hash": how}
 
 
-def policy_identity(config: ConwayConfig) -> dict[str, Any]:
-    """What names the policy that rolled out: its kind, and its model file's hash, or its endpoint and model id."""
+def policy_identity(config: ConwayConfig, mock_scripts: Path | None = None) -> dict[str, Any]:
+    """What names the policy that rolled out: its kind, and its model file's hash, or its endpoint and model id
+    (the mock: its script, or its folder of scripts per task)."""
     pol = config.policy
     out: dict[str, Any] = {"kind": pol.kind}
     if pol.kind == "mock":
         out["mock_script"] = pol.mock_script
+        if mock_scripts is not None:
+            out["mock_scripts"] = str(mock_scripts)
         return out
     if pol.model_path:
         path = Path(pol.model_path).expanduser()
@@ -202,7 +285,7 @@ def same_policy(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     ma, mb = a.get("model") or {}, b.get("model") or {}
     if ma.get("sha256") or mb.get("sha256"):
         return bool(ma.get("sha256")) and ma.get("sha256") == mb.get("sha256")
-    keys = ("mock_script", "endpoint", "model_id")
+    keys = ("mock_script", "mock_scripts", "endpoint", "model_id")
     return all(a.get(k) == b.get(k) for k in keys) and ma.get("path") == mb.get("path")
 
 
@@ -292,7 +375,8 @@ def runnable_cases(suite_source: str | list[str], cache: Path | None) -> list[Ta
 
 
 def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *, output: str, samples: int,
-             seed: int = 0, temperature: float = 1.0, cache: str | None = None, max_steps: int | None = None,
+             seed: int = 0, temperature: float = 1.0, cache: str | None = None, mock_scripts: str | None = None,
+             max_steps: int | None = None,
              max_seconds: float | None = None, quiet: bool = False, argv: list[str] | None = None,
              policy: Policy | None = None, say: Callable[[str], None] | None = None, pool: Pool | None = None,
              prices: dict[str, float] | None = None, reference: dict[str, int] | None = None,
@@ -312,15 +396,18 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     check_rollout_args(samples, temperature)
     _check_limits(max_steps, max_seconds, limits.get("task_timeout_s"))
     cache_dir = _check_folder(cache, "--cache")
+    scripts = _check_folder(mock_scripts, "--mock-scripts")
     cases = rollout_cases(runnable_cases(suite_source, cache_dir), samples, seed)
     out_dir, report_path, folder = new_set(output, suite_source)
-    runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, max_steps=max_steps,
-                          max_seconds=max_seconds, quiet=quiet, say=say, temperature=temperature, **limits)
-    identity = policy_identity(config)
+    runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, mock_scripts=scripts,
+                          max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say,
+                          temperature=temperature, **limits)
+    identity = policy_identity(config, scripts)
     report = Report("tasks", report_path, argv=argv, config=config, seed=seed, expected_cases=len(cases),
                     parameters={"suite": suite_source, "rollouts": {"samples": samples, "seed": seed,
                                                                     "temperature": temperature},
-                                "cache": str(cache_dir) if cache_dir else None, "max_steps": max_steps,
+                                "cache": str(cache_dir) if cache_dir else None,
+                                "mock_scripts": str(scripts) if scripts else None, "max_steps": max_steps,
                                 "max_seconds": max_seconds, "tasks_folder": folder.name, "prices": prices,
                                 "reference_steps": len(reference) if reference else None})
     figures_of = partial(figures, prices=prices, reference=reference, max_steps=max_steps)

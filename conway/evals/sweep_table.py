@@ -9,15 +9,17 @@ EXTRA = (("pass1", "pass@1"), ("passk", "pass@k"), ("best_of_n", "best-of-N"))
 
 
 def table_lines(rows: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]:
+    width = max([len("cell"), *(len(str(r["cell"])) for r in rows)])
     extra = [(k, name) for k, name in EXTRA if any(isinstance(r.get(k), (int, float)) for r in rows)]
-    out = [f"{'cell':<48} {'rate':>7} {'95% CI':>15} {'n':>5}" + "".join(f" {name:>9}" for _, name in extra)
-           + "  status"]
+    out = [f"{'cell':<{width}} {'rate':>7} {'95% CI':>15} {'n':>5}" + "".join(f" {name:>9}" for _, name in extra)
+           + f"  {'report':<12} rank"]
     for r in rows:
         rate = f"{r['rate']:.1%}" if isinstance(r.get("rate"), (int, float)) else "—"
         ci = f"{r['ci95'][0]:.0%}–{r['ci95'][1]:.0%}" if r.get("ci95") else "—"
-        mark = " (best)" if r["cell"] == summary.get("best") else (" (below best)" if r.get("below_best") else "")
+        rank = "best" if r["cell"] == summary.get("best") else ("below best" if r.get("below_best") else "—")
         more = "".join(f" {format(r[k], '.1%') if isinstance(r.get(k), (int, float)) else '—':>9}" for k, _ in extra)
-        out.append(f"{r['cell'][:48]:<48} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}{more}  {r.get('status')}{mark}")
+        out.append(f"{str(r['cell']):<{width}} {rate:>7} {ci:>15} {r.get('cases') or 0:>5}{more}  "
+                   f"{str(r.get('status')):<12} {rank}")
     return out
 
 

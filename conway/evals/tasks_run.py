@@ -273,16 +273,14 @@ class TasksSuite:
         outcome = run.outcome
         if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
             token.set(outcome.reason)  # the suite stops: this task did not finish
-        record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
-        video = home.root / "videos" / f"{run.session}.mp4"
-        if self.video and video.is_file():
-            record["video"] = _relative(video, self.report_dir)
+        self._final_screen(record, desk, home, root, run.session)
         record.update(session=run.session, home=_relative(home.root, self.report_dir),
                       view=f"conway --home {shlex.quote(str(home.root))} view --session {run.session}",
                       steps=outcome.steps, stop_reason=(f"task timeout ({limit:g} s): " if dog.fired else "")
                       + outcome.reason,
                       declared=declared_record(outcome.finish), valid_decisions=outcome.valid_decisions,
-                      model_errors=dict(outcome.model_errors), cost=_cost(home, run.session))
+                      model_errors=dict(outcome.model_errors), cost=_cost(home, run.session),
+                      model_id=getattr(policy, "model_id", None))  # a pool's report has no policy of its own
         if dog.torn_down:  # the loop ignored the stop: the state it left is not the agent's to be scored
             raise RuntimeError(f"timed out after {limit:g} s and did not stop within {self.stop_grace_s:g} s of "
                                "the stop request; the desktop was torn down (its processes killed)"
@@ -295,6 +293,13 @@ class TasksSuite:
         result = evaluate(task, desk, declared_fail=declared_fail,
                           run_step=lambda step, env: run_setup([step], env, limits))
         record.update(_scored(result))
+
+    def _final_screen(self, record: dict[str, Any], desk: Any, home: Home, root: Path, session: str) -> None:
+        """The desktop's last screen (and the run's video when asked) beside the report."""
+        record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+        video = home.root / "videos" / f"{session}.mp4"
+        if self.video and video.is_file():
+            record["video"] = _relative(video, self.report_dir)
 
     # -- the parts of one task ---------------------------------------------------------
 
@@ -478,6 +483,9 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
+    if resume:  # a report that cannot be resumed is refused before anything is made or said
+        from conway.evals.runner import resume_records
+        resume_records(resume, report, len(cases))
     folder.mkdir(exist_ok=True)  # the resumed report's own folder (a sweep resumes a cell under its name)
     if not quiet:
         runnable = sum(1 for c in cases if c.task is not None and not c.reasons)

@@ -51,6 +51,8 @@ DIFFERENCES_FROM_OSWORLD = (
 )
 """How a local run differs from OSWorld's VM, in every report (a fixed list: the same for every run but for the
 network's line under `--network`)."""
+NO_APPS = "none (no task of this run names an application)"
+"""The environment's apps when the tasks use none: a dash read as "not recorded" beside "(listed above)"."""
 NETWORK_SHARED = ("the sandbox shared this machine's network (--network): tasks reached live web sites as they "
                   "were at run time, through this machine's connection, not OSWorld's proxy")
 
@@ -163,7 +165,7 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}"
                          + (f" [OSWorld's VM: {a['osworld_vm']}]" if a.get("osworld_vm") else "")
                          for a in env.get("apps", []))
-        out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or '-'}"
+        out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or NO_APPS}"
                    + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
     out += _rollout_lines(data, max_rows)
     out.append("")

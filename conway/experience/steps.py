@@ -185,7 +185,8 @@ def _apply_event(rec: dict[str, Any], kind: Any, p: dict[str, Any]) -> None:
         rec["actions"].append({"kind": "uncertain", **p})
     elif kind == "finish":
         declared = Finish.from_payload(p)
-        rec["finish"] = {"status": declared.status, "message": declared.message, "declared_by": "model"}
+        rec["finish"] = {"status": declared.status, "message": declared.message,
+                         "declared_by": declared.declared_by or "model"}  # `conway record`'s: the person's
     elif kind == "intent":
         rec.setdefault("intents", []).append(Intent.from_payload(p).action)
 

@@ -182,6 +182,9 @@ class Control:
             while self.request() == "takeover":
                 if self.signal_stop:
                     raise StopRun(self.signal_stop, self._signal_end)
+                # --max-seconds bounds the hold too: `conway record` starts taken over, and with nobody at the
+                # screen no cycle would ever come round to check the budget
+                self.check_budget()
                 if hooks is not None:
                     hooks.poll()
                 self.clock.sleep(self.agent.control_poll_s)

@@ -175,10 +175,11 @@ class Loop:
 
     def finish(self, action: Finish) -> None:
         self.outcome.finish = action.model_dump()
-        self.record("finish", events.Finish(**self.outcome.finish, declared_by="model",
-                                            note=events.MODEL_OWN_REPORT).to_payload())
-        self.note(action, "recorded (the model's own report)")
-        self.say(f"model reports {action.status}: {action.message}")
+        by = getattr(self.p.policy, "finished_by", "model")
+        outcome, note = events.FINISH_NOTES.get(by, events.FINISH_NOTES["model"])
+        self.record("finish", events.Finish(**self.outcome.finish, declared_by=by, note=note).to_payload())
+        self.note(action, outcome)
+        self.say(f"{by} reports {action.status}: {action.message}")
         if self.p.single_session:
             raise StopRun(f"finish {action.status}", RunEnd.FINISHED)
 

@@ -73,7 +73,7 @@ class RunOutcome:
     @property
     def setup_failed(self) -> bool:
         """The run ended itself because the model server kept failing the same way, which retrying cannot cure
-        (the CLI exits 1, or 3 when the model never produced a valid decision)."""
+        (the CLI exits 1: the server's setup is wrong, whether or not a valid decision came first)."""
         return self.end is not None and self.end.setup_failed
 
     def model_error(self, cause: str) -> None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from conway.geometry import ScreenGeometry, input_to_captured
+from conway.machine.atspi import atspi_missing
 
 __all__ = ["AccessibilitySnapshot", "snapshot", "render", "accessibility_problem", "HELPER",
            "NOT_IMPLEMENTED"]
@@ -71,15 +72,8 @@ def accessibility_problem() -> str | None:
     """Cheap readiness check for `doctor` (does not start a subprocess): None or why not."""
     if not sys.platform.startswith("linux"):
         return NOT_IMPLEMENTED
-    import importlib.util
-
-    if importlib.util.find_spec("gi") is None:
-        return "PyGObject is not installed (pip install 'PyGObject<3.51'; apt gir1.2-atspi-2.0)"
-    typelib_dirs = ["/usr/lib/x86_64-linux-gnu/girepository-1.0", "/usr/lib/aarch64-linux-gnu/girepository-1.0",
-                    "/usr/lib/girepository-1.0", "/usr/lib64/girepository-1.0", "/usr/local/lib/girepository-1.0"]
-    typelib_dirs += [d for d in os.environ.get("GI_TYPELIB_PATH", "").split(":") if d]
-    if not any(Path(d, "Atspi-2.0.typelib").is_file() for d in typelib_dirs):
-        return "the Atspi-2.0 typelib was not found (apt install gir1.2-atspi-2.0)"
+    if (missing := atspi_missing()) is not None:
+        return missing
     bus = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}", "bus")
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS") and not bus.exists():
         return "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)"

@@ -147,8 +147,9 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
     out.append(f"window: {pol.resolved_history_images} screenshot(s) a request; replayed: {turns}"
                + (f" ({conv.replayed})" if conv.official else ""))
     if need is not None:
+        # not known: why, when a server was asked (its connection error, or that it does not say)
         room = (f"; the context: {n_ctx} ({source}), " + ("fits" if need.total <= n_ctx else "TOO SMALL")
-                if n_ctx else "; the context: not known (no server asked)")
+                if n_ctx else f"; the context: {source or 'not known (no server asked)'}")
         out.append(f"tokens needed: {need.said()}{room}")
     out.append("sampling: " + _sampling(pol))
     out.append(f"encoding: {pol.resolved_encoding.upper()}, resize rule "
@@ -215,7 +216,9 @@ def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | N
                 client.close()
         except Exception as exc:  # an unreachable server: the lines say the context is not known
             return None, f"not known: {str(exc).splitlines()[0][:200]}"
-        return (window.n_ctx, window.source) if window is not None else (None, None)
+        if window is None:
+            return None, f"not known ({pol.endpoint} does not say its context)"
+        return window.n_ctx, window.source
     if pol.model_path:
         sized = sized_runtime(config, screen)
         n = sized.runtime.n_ctx

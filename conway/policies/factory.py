@@ -200,7 +200,7 @@ def _check_tool_schema(config: ConwayConfig, family: Family, adapter: Adapter, c
 
 def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> ModelPolicy:
     """The policy on a server someone else runs (`policy.endpoint`)."""
-    from conway.policies.backends.discovery import discover
+    from conway.policies.backends.discovery import discover, server_said
     from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
     pol = config.policy
@@ -217,7 +217,7 @@ def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> 
                           model_meta=_served_meta(served))
     policy = ModelPolicy(adapter, backend, _settings(config, family, {
         "endpoint": served.base_url, "server": served.server}))
-    policy.description = [f"model {served.model_id} at {served.base_url} ({served.server} server)"]
+    policy.description = [f"model {served.model_id} at {served.base_url} ({server_said(served.server)})"]
     return policy
 
 

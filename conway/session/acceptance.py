@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from conway.errors import UserError
 from conway.store.home import Home
@@ -89,14 +89,17 @@ def record_in_journal(home: Home, session: str, steps: int, summary: dict[str, A
     return True
 
 
-def acceptance_counts(home: Home) -> dict[str, int]:
-    """Single sessions counted apart: what the model declared vs what Conway verified."""
+def acceptance_counts(home: Home, events: Iterable[dict[str, Any] | None] | None = None) -> dict[str, int]:
+    """Single sessions counted apart: what the model declared vs what Conway verified. `events`: the journal's,
+    when the caller reads it anyway (default: read here)."""
     from conway.store.events import Acceptance
     from conway.store.journal import iter_journal
 
     counts = {"sessions": 0, "declared_done": 0, "declared_fail": 0, "declared_nothing": 0,
               "verified_passed": 0, "verified_failed": 0, "not_verified": 0}
-    for event, _ in iter_journal(home.journal_dir):
+    if events is None:
+        events = (event for event, _ in iter_journal(home.journal_dir))
+    for event in events:
         acceptance = Acceptance.of(event)
         if acceptance is None:
             continue

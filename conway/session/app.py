@@ -205,9 +205,24 @@ def send_control(home: Home, request: str, wait_s: float = 10.0) -> str:
     while time.monotonic() < deadline:  # confirm the agent acted on it
         state, _ = store.load()
         if state.get("session") == session and state.get("status") == want:
-            return f"{request} acknowledged by session {session} (pid {pid})"
+            return f"{request} acknowledged by session {session} (pid {pid})" + _unrecorded(home, session, request)
         time.sleep(0.05)
     return f"{request} requested for session {session} (pid {pid}); the agent applies it between steps"
+
+
+def _unrecorded(home: Home, session: str, request: str) -> str:
+    """For a takeover whose input cannot be recorded (a session with no screen, a display without RECORD): why,
+    said to the person who asked, not only on the agent's terminal. The hold journals it before its status
+    says "taken over", so it is there once the takeover is acknowledged."""
+    if request != "takeover" or not home.journal_dir.exists():
+        return ""
+    for event in reversed(tail_events(home.journal_dir, 16)):
+        payload = event.get("payload") or {}
+        if event.get("session") == session and event.get("kind") == "control" and payload.get("request") == "takeover":
+            if payload.get("recording") is False:
+                return f"; your input is not recorded: {payload.get('detail') or 'the display cannot be recorded'}"
+            return ""
+    return ""
 
 
 def _check_request(home: Home, session: str, request: str) -> None:
@@ -336,6 +351,9 @@ def render_status(report: dict, tasks: str | None = None) -> str:
     if report["state_recovery"]:
         lines.append(f"recovery: {report['state_recovery']}")
     lines += [f"journal:  {span}" for span in report.get("journal_unreadable", [])]
+    if skipped := report.get("journal_skipped"):  # as `export` says them
+        lines.append(f"journal:  skipped {len(skipped)} unreadable journal line(s): {', '.join(skipped[:5])}"
+                     + (", …" if len(skipped) > 5 else ""))
     if report.get("cost"):
         from conway.experience.costs import render_record
         lines.append(f"cost:     {render_record(report['cost'])}")

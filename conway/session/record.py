@@ -26,6 +26,7 @@ class HandedBack(Policy):
 
     model_id = PERSON
     abortable = True
+    finished_by = "person"
 
     def decide(self, context: DecisionContext) -> Decision:
         return Decision(raw_text="", actions=[Finish(status="DONE", message="the person handed back: recording ended")],

@@ -112,7 +112,7 @@ def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec
     recorded = record_in_journal(home, run.session, outcome.steps, summary, str(out) if out else None,
                                  config.journal)
     _say_session(say, summary, results, executed=execute, recorded=recorded, report=out)
-    # a crash, a full disk, or a model server that kept failing after valid decisions: exit 1 and an error line
+    # a crash, a full disk, or a model server that kept failing in a way no retry cures: exit 1 and an error line
     if _broke(outcome):
         sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
@@ -156,8 +156,9 @@ def _session_summary(shome: Home, run: TaskRun, spec: TaskSpec | None, results: 
 
 
 def _broke(outcome: RunOutcome) -> bool:
-    """The session ended in a crash, a full disk, or a model server that kept failing after valid decisions."""
-    return bool(outcome.failed or (outcome.setup_failed and not outcome.no_valid_decision))
+    """The session ended in a crash, a full disk, or a model server that kept failing in a way no retry cures
+    (its setup is wrong, whether or not a valid decision came first)."""
+    return bool(outcome.failed or outcome.setup_failed)
 
 
 def session_exit_code(outcome: RunOutcome, verified: bool | None) -> ExitCode:

@@ -90,6 +90,9 @@ class Decision(Payload):
 
 
 MODEL_OWN_REPORT = "the model's own report; not a verified success"
+FINISH_NOTES = {"model": ("recorded (the model's own report)", MODEL_OWN_REPORT),
+                "person": ("recorded (the person handed back)", "a person handed back; not a verified success")}
+"""By who finished (`Policy.finished_by`): what the step's outcome says, and the finish event's note."""
 
 
 @dataclass

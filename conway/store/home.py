@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
@@ -130,8 +131,18 @@ def resolve_home(cli_home: str | None, writable: bool = True) -> Home:
     try:  # tried, not guessed: permission bits lie for root and read-only file systems
         tempfile.TemporaryFile(dir=probe).close()
     except OSError as exc:
-        raise UserError(f"Conway home {root} is not writable ({probe}: {exc.strerror})") from None
+        raise UserError(f"Conway home {root} is not writable: {probe} {_refuses(exc)}; pass --home DIR or set "
+                        "CONWAY_HOME") from None
     return Home(root.resolve() if root.exists() else root.absolute())
+
+
+def _refuses(exc: OSError) -> str:
+    """Why a folder that exists takes no new file, in words ("/proc: No such file or directory" read as if /proc
+    were missing)."""
+    return {errno.EROFS: "is on a read-only file system", errno.EACCES: "does not let this user create files",
+            errno.EPERM: "does not let this user create files",
+            errno.ENOENT: "takes no new files (a virtual file system)",
+            errno.ENOSPC: "is on a full disk"}.get(exc.errno or 0, f"refuses new files ({exc.strerror})")
 
 
 def validate_name(name: str, what: str = "name") -> str:

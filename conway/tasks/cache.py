@@ -10,6 +10,10 @@ task's folder and nothing else: an absolute one, or one whose `..` would climb
 out, is refused (PathEscape) before any path is built, so a task can neither
 read a host file into a comparison (a score oracle for a secret) nor have
 `conway tasks fetch` write one.
+
+A task id and a file name come from the task file: a path built from them
+never leaves the task's folder (`CacheEscape`), so `../escape` can neither
+read nor write beside the cache.
 """
 
 from __future__ import annotations
@@ -22,15 +26,42 @@ from typing import Any, Iterable
 from conway.tasks.env import GUEST_HOME, PathEscape
 
 
+class CacheEscape(PathEscape):
+    """A task id or file name that would lead out of the task's folder of the cache: refused, never followed."""
+
+
+def id_problem(task_id: str) -> str | None:
+    """Why `task_id` cannot name a task's folder (in the cache, in an index's `examples/`), or None. OSWorld's
+    ids are UUIDs; one with a `/` or a leading `.` would name another folder, or a hidden one."""
+    if not task_id or "/" in task_id or "\0" in task_id or task_id.startswith("."):
+        return f"task id {task_id!r} cannot name a folder (no /, no leading .)"
+    return None
+
+
+def task_folder(cache: Path, task_id: str) -> Path:
+    """The task's folder of the cache; CacheEscape for an id that would name another."""
+    if (problem := id_problem(task_id)) is not None:
+        raise CacheEscape(problem)
+    return Path(cache) / task_id
+
+
+def name_problem(name: str) -> str | None:
+    """Why a file name a task gives (a cloud file's `dest`, a command's kept output) cannot be kept in its task's
+    folder of the cache, or None."""
+    if not name or name.startswith("/") or ".." in Path(name).parts:
+        return f"file name {name!r} leads out of the task's folder of the cache"
+    return None
+
+
 def download_path(cache: Path, task_id: str, url: str, destination: str) -> Path:
     """Where the cache keeps the file a `download` step fetches from `url` to `destination` (a guest path)."""
-    return Path(cache) / task_id / f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{posixpath.basename(destination)}"
+    return task_folder(cache, task_id) / f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{posixpath.basename(destination)}"
 
 
 def cloud_path(cache: Path, task_id: str, dest: str) -> Path:
     """Where the cache keeps the file a `cloud_file` getter names by its `dest` (or a `cache_file` getter by its
     `path`); PathEscape for a name that would leave the task's folder."""
-    return Path(cache) / task_id / task_file_name(dest)
+    return task_folder(cache, task_id) / task_file_name(dest)
 
 
 def task_file_name(name: str) -> str:

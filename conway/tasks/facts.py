@@ -14,7 +14,9 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+from conway.machine.atspi import atspi_missing
 
 VERSION_TIMEOUT_S = 5.0
 
@@ -82,7 +84,7 @@ APPLICATIONS: tuple[App, ...] = (
     App("file manager", ("nautilus",), ("nautilus",), "GNOME Files (Ubuntu 22.04's)", "Debian's Nautilus, "
         "without the GNOME shell around it"),
     App("terminal", ("lxterminal",), ("lxterminal",), "GNOME Terminal",
-        "LXTerminal (its text is readable over AT-SPI); no Ctrl+Alt+T shortcut without GNOME"),
+        "LXTerminal (its text is read over AT-SPI: see the AT-SPI line); no Ctrl+Alt+T shortcut without GNOME"),
     App("socat", ("socat",), ("socat",), "socat", "Debian's socat (forwards Chrome's DevTools port 9222 → 1337 "
         "inside the desktop's private network)"),
     App("python with PyAutoGUI", ("python3",), ("python3",), "Python 3 with PyAutoGUI",
@@ -91,16 +93,24 @@ APPLICATIONS: tuple[App, ...] = (
 )
 
 
-def doctor() -> dict[str, Any]:
-    """Per application: installed or not, the program and version found here, and OSWorld's VM's."""
+def doctor(atspi: Callable[[], str | None] = atspi_missing) -> dict[str, Any]:
+    """Per application: installed or not, the program and version found here, and OSWorld's VM's; and whether
+    the terminal's text and the accessibility tree can be read here (`atspi`: why not, or None)."""
     rows = []
     for app in APPLICATIONS:
         found = next((app_version(p) for p in app.programs if shutil.which(p)), None)
         rows.append({"app": app.name, "installed": found is not None, "program": (found or {}).get("path"),
                      "package": (found or {}).get("package"), "version": (found or {}).get("version"),
                      "debian_packages": list(app.packages), "osworld_vm": app.osworld, "here": app.here})
+    problem = atspi()
     return {"schema": "conway-tasks-doctor/1", "osworld_vm": OSWORLD_VM, "apps": rows,
-            "installed": sum(r["installed"] for r in rows), "total": len(rows)}
+            "installed": sum(r["installed"] for r in rows), "total": len(rows),
+            "atspi": {"readable": problem is None, "problem": problem}}
+
+
+def doctor_passed(record: dict[str, Any]) -> bool:
+    """Every application installed and AT-SPI readable: nothing a task of OSWorld's could miss here."""
+    return record["installed"] == record["total"] and record["atspi"]["readable"]
 
 
 def render_doctor(record: dict[str, Any]) -> str:
@@ -109,6 +119,10 @@ def render_doctor(record: dict[str, Any]) -> str:
         state = f"{r['version'] or 'version unknown'}" if r["installed"] else "NOT INSTALLED"
         lines.append(f"{r['app']:<22} {state:<34} OSWorld VM: {r['osworld_vm']}")
         lines.append(f"{'':<22} {r['here']}")
+    atspi = record["atspi"]
+    lines += ["", "AT-SPI (the terminal's text, the accessibility tree): "
+              + ("readable" if atspi["readable"] else f"NOT READABLE: {atspi['problem']}; the tasks scored on them "
+                 "are not runnable")]
     lines += ["", f"{record['installed']}/{record['total']} installed. A score measured here is a local measurement, "
               "not comparable with OSWorld leaderboard numbers."]
     missing = [p for r in record["apps"] if not r["installed"] for p in r["debian_packages"]]

@@ -14,6 +14,7 @@ the cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -207,9 +208,19 @@ class Fetcher:
         return not (isinstance(known, dict) and known.get("sha256") and _sha256(w.path) != known["sha256"])
 
     def fetch(self, w: Wanted) -> None:
-        w.path.parent.mkdir(parents=True, exist_ok=True)
         if w.path.parent.is_file():
             raise FetchFailed(f"{w.path.parent} is a file where the task's folder belongs")
+        made = not w.path.parent.exists()
+        w.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fetch(w)
+        except BaseException:
+            if made:  # a folder this fetch made and nothing was left in (a partial download stays for a resume)
+                with contextlib.suppress(OSError):
+                    w.path.parent.rmdir()
+            raise
+
+    def _fetch(self, w: Wanted) -> None:
         copy = self.done.get(w.url)
         if copy is not None and copy.is_file():
             shutil.copyfile(copy, w.path)
@@ -243,12 +254,10 @@ def fetch_all(wanted: list[Wanted], cache: Path, *, opener: Opener = urllib.requ
             say(f"[{i}/{len(wanted)}] {w.url} -> {w.path}")
             fetcher.fetch(w)
             out.fetched.append(w)
-        except FetchFailed as exc:
+        except FetchFailed as exc:  # said once, in the summary (`fetch_suite`), never also here
             out.failed.append((w, str(exc)))
-            say(f"    failed: {exc}")
         except OSError as exc:
             out.failed.append((w, f"{exc.strerror or exc}: {exc.filename or w.path}"))
-            say(f"    failed: {out.failed[-1][1]}")
         except KeyboardInterrupt:
             out.interrupted = True
             break

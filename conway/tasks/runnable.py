@@ -5,7 +5,8 @@ getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
 cloud is in the local cache, it needs no live web site (no URL it opens,
 no `proxy: true`), and this install has the optional extras it needs (`gui` for
-the desktop's tools, `tasks` for a metric that reads documents).
+the desktop's tools, `tasks` for a metric that reads documents, `atspi` for a
+getter that reads the terminal's text or the accessibility tree).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
+from conway.machine.atspi import atspi_missing
+from conway.machine.extras import EXTRAS
 from conway.tasks.cache import cloud_path, download_path, step_files, task_file_name
 from conway.tasks.env import PathEscape
 from conway.tasks.getters import GETTERS
@@ -43,6 +46,8 @@ ACCOUNTS = {"googledrive": "a Google Drive account", "googledrive_file": "a Goog
 """The steps and getters OSWorld runs with a third party's account: named as such, never implemented."""
 URL = re.compile(r"https?://[^\s\"'<>\\]+")
 RULE_GETTERS = ("rule", "rule_relativeTime")  # their values are what a metric expects, not what the task opens
+ATSPI_GETTERS = {"vm_terminal_output": "the terminal's text", "accessibility_tree": "the accessibility tree"}
+"""The getters that read the desktop over AT-SPI, with what they read: a helper run by this Python does it."""
 
 
 def _which(program: str) -> bool:
@@ -60,8 +65,6 @@ def _importable(module: str) -> bool:
 def _extras(task: Task, importable: Callable[[str], bool]) -> list[str]:
     """The optional extras this task needs and this install lacks: every task acts on its desktop through the
     GUI tools (`gui`), a document metric reads its files with the `tasks` extra's libraries."""
-    from conway.readiness.checks.host import EXTRAS
-
     def lacking(extra: str, modules: Collection[str]) -> str | None:
         missing = [m for m in modules if not importable(m)]
         if not missing:
@@ -156,6 +159,16 @@ def _office_tree(task: Task, office_accessible: Callable[[], bool]) -> list[str]
         return []
     return ["getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes them "
             "to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)"]
+
+
+def _atspi(task: Task, missing: Callable[[], str | None]) -> list[str]:
+    """A getter that reads over AT-SPI without PyGObject reads nothing: the terminal getter hands the metric None,
+    which scores 0 whatever the agent did. Such a task is not runnable, with what to install."""
+    wanted = [g["type"] for g in _getters(task) if g["type"] in ATSPI_GETTERS]
+    if not wanted or (problem := missing()) is None:
+        return []
+    return [f"getter {name} reads {ATSPI_GETTERS[name]} over AT-SPI, which this install cannot: {problem}"
+            for name in dict.fromkeys(wanted)]
 
 
 def _cache(task: Task, cache_dir: Path | None) -> list[str]:
@@ -287,11 +300,12 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      metrics: Mapping[str, Any] = METRICS,
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
                      importable: Callable[[str], bool] | None = None, network: bool = False,
-                     office_accessible: Callable[[], bool] = _office_accessible) -> list[str]:
+                     office_accessible: Callable[[], bool] = _office_accessible,
+                     atspi: Callable[[], str | None] = atspi_missing) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
     (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
     this machine's network) a task that needs the live web is not held back for it. `office_accessible`: does
-    LibreOffice here show its windows to AT-SPI."""
+    LibreOffice here show its windows to AT-SPI. `atspi`: why this Python cannot read AT-SPI, or None."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -315,6 +329,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
         elif problems := unsupported(func, options):
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
+    reasons += _atspi(task, atspi)
     reasons += _office_tree(task, office_accessible)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)

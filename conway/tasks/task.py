@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from conway.errors import UserError
+from conway.tasks.cache import id_problem
 from conway.tasks.task_file import TaskSpec, parse_task
 
 FORMATS = ("osworld", "conway")
@@ -175,6 +176,8 @@ def parse_osworld(data: Any, source: Path, domain: str | None = None) -> Task:
     for key in ("id", "instruction"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise TaskFileError(f"`{key}` must be a non-empty string")
+    if (problem := id_problem(data["id"])) is not None:  # it names the task's folder of the cache
+        raise TaskFileError(problem)
     if "evaluator" not in data:
         raise TaskFileError("no `evaluator`")
     apps = data.get("related_apps") or []
@@ -261,7 +264,7 @@ def _index(path: Path, suite: Suite) -> Iterable[tuple[Path, str | None]]:
         return
     for domain, ids in data.items():
         for task_id in ids:
-            if not isinstance(task_id, str) or not task_id or "/" in task_id or task_id.startswith("."):
+            if not isinstance(task_id, str) or id_problem(task_id) is not None:
                 suite.problems.append(Problem(str(path), f"domain {domain}: {task_id!r} is not a task id"))
                 continue
             yield path.parent / "examples" / domain / f"{task_id}.json", domain

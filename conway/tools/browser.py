@@ -1,6 +1,7 @@
 """Open a URL in the user's browser (http, https and file URLs only).
 
-By default Python's `webbrowser` picks the browser; an explicit opener command
+By default Python's `webbrowser` picks the browser (without autolaunching a
+session bus: `conway.machine.session_bus`); an explicit opener command
 (`["xdg-open"]`, or a test's own script) can be injected and gets the URL as
 its last argument. On a machine without a usable browser the tool says so.
 """
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 from conway.actions import ActionProblem, OpenBrowser, _Action, types_of
 from conway.geometry import ScreenGeometry
+from conway.machine.session_bus import no_bus_autolaunch
 from conway.protocols import Tool, ToolResult
 from conway.tools.row import Setup, ToolRow
 
@@ -57,7 +59,8 @@ class BrowserTool(Tool):
             exe = shutil.which(self.command[0])
             return (True, f"opener {exe}") if exe else (False, f"opener not found: {self.command[0]}")
         try:
-            browser = webbrowser.get()
+            with no_bus_autolaunch():  # the lookup runs xdg-settings, which would start a bus that outlives Conway
+                browser = webbrowser.get()
         except webbrowser.Error as exc:
             return False, f"no browser registered with Python's webbrowser module ({exc})"
         if type(browser) is webbrowser.GenericBrowser:
@@ -83,7 +86,9 @@ class BrowserTool(Tool):
             return ToolResult(ok=False, error=f"cannot open a browser here: {reason}")
         if self.command:
             return self._run_command(action.url)
-        if not webbrowser.get().open(action.url, new=2):
+        with no_bus_autolaunch():
+            opened = webbrowser.get().open(action.url, new=2)
+        if not opened:
             return ToolResult(ok=False, error=f"the browser did not accept {action.url}")
         return ToolResult(ok=True, output=f"opened {action.url} ({reason})", data={"url": action.url})
 

@@ -3,16 +3,24 @@
 The cache lives under the home (`cache/view/`), keyed by what the image is
 made from (the source file's path, size and modification time; a generated
 case's generator, seed, profile, size and index), so a second `conway view`
-makes nothing again.
+makes nothing again. A home that cannot be written (a read-only one, which
+`view --output DIR` only reads) gets its images made in a folder of this
+process that goes with it: made again next time, never refused.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
+import shutil
+import tempfile
 from pathlib import Path
 
 from conway.store.state import atomic_write_bytes
+
+_spare: Path | None = None
+"""This process's own image folder, for a home whose cache cannot be written (made on first need)."""
 
 THUMB_WIDTH = 480
 CASE_WIDTH = 960
@@ -21,6 +29,22 @@ JPEG_QUALITY = 82
 
 def cache_dir(home_root: Path) -> Path:
     return home_root / "cache" / "view"
+
+
+def _keep(home_root: Path, out: Path, data: bytes) -> Path:
+    """`data` written at `out` in the home's cache, or, where the home cannot be written, at the same place in
+    this process's spare folder (removed when the process ends)."""
+    global _spare
+    try:
+        atomic_write_bytes(out, data, durable=False)
+        return out
+    except OSError:
+        if _spare is None:
+            _spare = Path(tempfile.mkdtemp(prefix="conway-view-"))
+            atexit.register(shutil.rmtree, _spare, True)
+        spare = _spare / out.relative_to(cache_dir(home_root))
+        atomic_write_bytes(spare, data, durable=False)
+        return spare
 
 
 def _jpeg(img, width: int) -> bytes:  # type: ignore[no-untyped-def]
@@ -51,8 +75,7 @@ def thumbnail(home_root: Path, source: Path, width: int = THUMB_WIDTH) -> Path |
             data = _jpeg(img, width)
     except (OSError, UnidentifiedImageError, ValueError):
         return None
-    atomic_write_bytes(out, data, durable=False)
-    return out
+    return _keep(home_root, out, data)
 
 
 def case_image(home_root: Path, generator: str, seed: int, index: int, size: tuple[int, int], profile: str,
@@ -74,8 +97,7 @@ def case_image(home_root: Path, generator: str, seed: int, index: int, size: tup
 
     case = generate_case(seed, index, size, profile)
     if want_sha256 and case.sha256 != want_sha256:
-        atomic_write_bytes(mismatch, want_sha256.encode(), durable=False)
+        _keep(home_root, mismatch, want_sha256.encode())
         return None, "the regenerated image differs from the recorded one (sha256)"
     with Image.open(io.BytesIO(case.png)) as img:
-        atomic_write_bytes(out, _jpeg(img, CASE_WIDTH), durable=False)
-    return out, ""
+        return _keep(home_root, out, _jpeg(img, CASE_WIDTH)), ""

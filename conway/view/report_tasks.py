@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conway.evals.tasks_summary import NO_APPS
 from conway.view.overlay import frame
 from conway.view.page import esc
 
@@ -112,7 +113,7 @@ def environment_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
     env = data.get("environment") or {}
     apps = "; ".join(f"{a.get('name')} {a.get('version') or '(version unknown)'}"
                      + ("" if a.get("path") else " (not installed)") for a in env.get("apps") or [])
-    rows = [("display", esc(env.get("display_size") or "—")), ("apps", esc(apps or "—"))]
+    rows = [("display", esc(env.get("display_size") or "—")), ("apps", esc(apps or NO_APPS))]
     diffs = data.get("differences_from_osworld") or []
     if diffs:
         rows.append(("differs from OSWorld's VM", "<ul>" + "".join(f"<li>{esc(d)}</li>" for d in diffs) + "</ul>"))

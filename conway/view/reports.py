@@ -40,7 +40,10 @@ def view_of(kind: str) -> ReportView:
 def check_kind(data: dict[str, Any], path: Any) -> str:
     kind = str(data.get("kind"))
     found = suite_kind(kind)
-    if found is None or found.view is None:
+    if found is None:
+        raise UserError(f"{path} is a report of kind {kind!r}, which this Conway does not know (it draws "
+                        f"{', '.join(k.name for k in having('view'))} reports)")
+    if found.view is None:
         raise UserError(f"{path} is a {kind!r} report; `conway view` draws "
                         f"{', '.join(k.name for k in having('view'))} reports "
                         f"(use `conway report {path}` for this one)")

@@ -98,6 +98,25 @@ def test_invalid_config_values_name_the_key_and_allowed_values(initialized_home)
     assert r.returncode == 1 and "not valid YAML" in r.stderr
 
 
+def test_a_preset_an_override_and_the_home_policy_say_what_is_wrong_in_one_line(initialized_home):
+    from conway.config import presets
+
+    # an unknown preset listed none; a YAML error did not name its override; a preset's name as the home's
+    # `policy:` gave pydantic's raw message
+    r = run_cli("config", "--check", "policy=opencua-8b")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and line.startswith("conway: error: override policy=opencua-8b: no policy preset")
+    assert "opencua-7b" in line and all(name in line for name in presets("policy"))
+    r = run_cli("config", "--check", "agent.max_steps=3", "tools.enabled=[shell,")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "override tools.enabled=[shell,: its value is not valid YAML" in line
+    (initialized_home / "config.yaml").write_text("policy: opencua-7b\n")
+    r = run_cli("config", "--check")
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "`policy:` holds the policy's settings" in line
+    assert "a preset is chosen on the command line: policy=opencua-7b" in line
+
+
 def test_an_override_a_flag_also_sets_is_refused_not_silently_outvoted(initialized_home):
     r = run_cli("run", "--mock", "--max-steps", "1", "agent.max_steps=abc")
     assert r.returncode == 1 and r.stderr.count("\n") == 1
@@ -326,3 +345,39 @@ def test_invalid_yaml_is_one_line_with_where(initialized_home, tmp_path, capsys)
         with pytest.raises(UserError) as exc:
             read()
         assert "not valid YAML" in str(exc.value) and "\n" not in str(exc.value) and "(line " in str(exc.value)
+
+
+@pytest.mark.parametrize("command", [["tasks", "run", "evals/osworld_local", "--output", "r.json"],
+                                     ["rollouts", "evals/osworld_local", "--output", "r", "--samples", "1"],
+                                     ["run", "--max-steps", "1"]])
+def test_overrides_after_the_options_are_taken_by_every_command(command):
+    # `tasks run` and `rollouts` said "unrecognized arguments" where `conway run` took them
+    from conway.cli.main import build_parser, main
+    from conway.cli.tasks import split_overrides
+
+    argv = [*command, "agent.max_seconds=5", "--quiet", "policy=mock"]
+    args = build_parser().parse_args(argv)
+    if hasattr(args, "suite"):
+        split_overrides(args)
+        assert args.suite == ["evals/osworld_local"]
+    assert args.overrides == ["agent.max_seconds=5", "policy=mock"] and args.quiet
+    with pytest.raises(SystemExit) as exit_:  # an option the command does not take is still refused
+        main([*command, "--quiet", "--frob"])
+    assert exit_.value.code == 1
+
+
+def test_the_wording_a_new_user_met(capsys):
+    from conway.cli.main import main
+
+    with pytest.raises(SystemExit):  # rerun asks no model: no exit 3 "the model never produced a valid decision"
+        main(["rerun", "--help"])
+    assert "valid decision" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # OSWorld's VM is 1920x1080; 1280x800 is what tasks run uses
+        main(["rollouts", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "OSWorld's 1280x800" not in flat and "OSWorld's VM is 1920x1080" in flat
+    r = run_cli("--home", "/proc/conway-nohome", "init")  # it said "(/proc: No such file or directory)"
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 1 and "No such file or directory" not in line
+    assert line == ("conway: error: Conway home /proc/conway-nohome is not writable: /proc takes no new files (a "
+                    "virtual file system); pass --home DIR or set CONWAY_HOME")

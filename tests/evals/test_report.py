@@ -132,6 +132,10 @@ def test_cli_report_renders_a_table(tmp_path, capsys):
     (None, "does not exist"),
     (b"\xff\xfe", "not a Conway report"),
     (b'{"format": "other/1"}', "not a Conway report"),
+    # a kind this Conway does not know: it printed "?" in every field and exited 0
+    (b'{"format": "conway-report/1", "kind": "telepathy-check"}', "report of kind 'telepathy-check', which this "
+     "Conway does not know (it reads vision-check, "),
+    (b'{"format": "conway-report/1"}', "report of kind None, which this Conway does not know"),
 ])
 def test_cli_report_bad_input(tmp_path, capsys, content, msg):
     p = tmp_path / "bad.json"

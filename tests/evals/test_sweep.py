@@ -52,8 +52,22 @@ def test_a_sweep_runs_every_cell_and_compares_them(tmp_path, capsys):
         assert cell["kind"] == "vision-check" and cell["pool"]["workers"] == 2
         assert cell["seed"] == int(c["settings"]["seed"])
     out = capsys.readouterr().out
-    assert "(best)" in out and "(below best)" in out
-    assert "(below best)" in render_report(tmp_path / "out" / "sweep.json")
+    assert " best\n" in out + "\n" and " below best" in out
+    assert " below best" in render_report(tmp_path / "out" / "sweep.json")
+
+
+def test_the_table_names_every_cell_whole_and_ranks_apart_from_the_status():
+    # it cut names at 48 characters and said "fail (best)"
+    from conway.evals.sweep_table import table_lines
+
+    long = "endpoint=http://127.0.0.1:8080/v1,policy=opencua-7b,seed=12,policy.history_images=5"
+    rows = [{"cell": long, "rate": 0.6, "ci95": [0.3, 0.85], "cases": 10, "status": "fail"},
+            {"cell": long.replace("seed=12", "seed=13"), "rate": 0.0, "ci95": [0.0, 0.3], "cases": 10,
+             "status": "fail", "below_best": True}]
+    head, best, below = table_lines(rows, {"best": long})
+    assert head.split() == ["cell", "rate", "95%", "CI", "n", "report", "rank"]
+    assert best.startswith(long + " ") and best.split()[-2:] == ["fail", "best"] and "(best)" not in best
+    assert below.split()[-3:] == ["fail", "below", "best"]
 
 
 def test_the_table_records_the_whole_sweep_s_duration(tmp_path):

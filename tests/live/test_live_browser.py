@@ -68,6 +68,15 @@ def test_live_page_watches_controls_and_takes_over(page, tmp_path: Path) -> None
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "live-view.png"))
 
+        sid_b = json.loads((pool / "b" / "live.json").read_text())["session"]
+        screenless = page.locator(f'section.tile[data-session="{sid_b}"]')  # the mock's synthetic screen
+        wait_until(lambda: screenless.locator(".noscreen").is_visible(), timeout=10, what="b's tile to say no screen")
+        # it showed a broken image and offered take over
+        assert not screenless.locator("img.screen").is_visible()
+        assert not screenless.locator("button[data-request=takeover]").is_visible()
+        assert screenless.locator("button[data-request=pause]").is_visible()
+        assert tile.locator("button[data-request=takeover]").is_visible() and not tile.locator(".noscreen").is_visible()
+
         tile.locator("button[data-request=pause]").click()
         wait_until(lambda: a.status() == "paused", timeout=15, what="session a paused")
         time.sleep(1.0)

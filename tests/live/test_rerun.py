@@ -85,3 +85,15 @@ def test_rerun_of_an_unknown_session_is_one_line(tmp_path: Path) -> None:
     (home / "journal").mkdir(exist_ok=True)
     out = conway(home, "rerun", "--session", "nope")
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0 and "no session 'nope'" in out.stderr
+
+
+def test_rerun_of_a_mock_session_says_it_cannot_be_compared(tmp_path: Path) -> None:
+    # it replayed on a desktop and said "99.92% differs", exit 2
+    home = tmp_path / "h"
+    assert conway(home, "init").returncode == 0
+    assert conway(home, "run", "--mock", "--max-steps", "3").returncode == 0
+    session = json.loads((home / "state.json").read_text())["session"]
+    out = conway(home, "rerun", "--session", session, "--output", str(tmp_path / "r"))
+    assert out.returncode == 1 and out.stderr.strip().count("\n") == 0, out.stderr
+    assert f"session {session} saw a synthetic screen" in out.stderr and "nothing to compare" in out.stderr
+    assert not (tmp_path / "r").exists()

@@ -200,6 +200,10 @@ def test_record_is_a_session_with_no_model_a_person_acting(display: str, tmp_pat
             proc.kill()
     assert proc.returncode == 0, err
     assert "recorded session" in out
+    # the person handed back: it ended "recorded (the model's own report)", with no model there
+    assert "recorded (the person handed back)" in out and "model's own report" not in out
+    (finish,) = s.events("finish")
+    assert finish["payload"]["declared_by"] == "person"
     assert human_actions(s) == [{"type": "click", "x": 12.0, "y": 34.0, "button": "left"},
                                 {"type": "type", "text": "demo"}]
     assert not [e for e in s.events("decision") if e["payload"].get("model_id") != "person (conway record: no model)"]
@@ -210,3 +214,40 @@ def test_record_is_a_session_with_no_model_a_person_acting(display: str, tmp_pat
     assert [r["labels"]["corrected_action"]["type"] for r in human_rows] == ["click", "type"]
     assert all(r["instruction"].endswith("click the corner, then type") or "click the corner" in r["instruction"]
                for r in human_rows)
+
+
+def test_record_ends_at_max_seconds_with_nobody_at_the_screen(display: str, tmp_path: Path) -> None:
+    # it held "taken over", step 0, until `conway stop`: no cycle came round to check the budget
+    import subprocess
+    import sys
+
+    from helpers.live_sessions import REPO, Session, conway_env
+
+    from conway.store.home import Home
+
+    home = tmp_path / "idle-demo"
+    assert conway(home, "init").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "conway.cli", "--home", str(home), "record", "--max-seconds", "3"],
+                            cwd=REPO, env=conway_env(display), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "recorded session" in out
+    state = Session(Home(home), proc).state()
+    assert state["status"] == "stopped" and "max-seconds" in (state.get("stop_reason") or ""), state
+
+
+def test_takeover_of_a_session_with_no_screen_says_the_input_is_not_recorded(tmp_path: Path) -> None:
+    # it said only "acknowledged"; why nothing would be recorded went to the agent's terminal
+    s = start_session(tmp_path / "screenless", None, [{"action": {"type": "wait", "seconds": 0.3}}])
+    try:
+        out = conway(tmp_path / "screenless", "takeover")
+        assert out.returncode == 0, out.stderr
+        assert "takeover acknowledged" in out.stdout
+        assert "your input is not recorded: no X display to record (the session has no screen)" in out.stdout
+    finally:
+        s.stop()

@@ -311,6 +311,22 @@ def test_models_conformance_prints_one_line_each_and_fails_a_context_too_small()
     assert run_cli("models", "--conformance", "--screen", "wide", "policy=uitars-1.5-7b").returncode == 1
 
 
+def test_models_conformance_against_an_unreachable_endpoint_says_why_the_context_is_not_known():
+    # it said "not known (no server asked)" and dropped the connection error
+    import socket
+
+    from conftest import run_cli
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = run_cli("models", "--conformance", "policy=uitars-1.5-7b", f"policy.endpoint=http://127.0.0.1:{port}/v1")
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("tokens needed:")]
+    assert "no server asked" not in line
+    assert f"the context: not known: cannot reach the model server at http://127.0.0.1:{port}/v1: connection " \
+           "refused" in line, line
+
+
 def test_every_report_lists_the_deviations_and_its_text_says_them(tmp_path):
     from conway.evals.report import Report
     from conway.evals.report_render import header_lines

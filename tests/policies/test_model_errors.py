@@ -243,16 +243,33 @@ def test_a_run_the_model_server_stopped_after_valid_decisions_exits_1_with_the_r
     assert "model 'nope' not found" in line and NOT_FOUND_ADVICE in line and "(journal: " in line
 
 
-def test_a_run_the_model_server_stopped_before_any_valid_decision_still_exits_3(initialized_home, capsys):
+def test_a_run_the_model_server_stopped_before_any_valid_decision_exits_1_too(initialized_home, capsys):
+    # it exited 3, where the README says 1 and a server refusing every path (discovery included) gave 1
     with ScriptedFakeServer(replies=[NOT_FOUND]) as fake:
         code = main(["run", "--endpoint", fake.base_url, "--max-steps", "10", *FAST])
-    out = capsys.readouterr().out
-    assert code == 3
-    assert "failed 3 times in a row (HTTP 404)" in out and "no valid decision in 3 step(s): 3 × HTTP 404" in out
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "no valid decision in 3 step(s): 3 × HTTP 404" in captured.out
+    (line,) = captured.err.splitlines()
+    assert line.startswith("conway: error: the run ended: the model request failed 3 times in a row (HTTP 404)")
+    assert NOT_FOUND_ADVICE in line
 
 
-@pytest.mark.parametrize("answers, expected", [(1, 1), (0, 3)])
-def test_a_task_session_the_model_server_stopped_exits_1_after_valid_decisions_else_3(tmp_path, initialized_home,
+def test_an_html_error_page_is_its_words_in_the_one_line(initialized_home, capsys):
+    # a plain web server's 501 page: its markup filled the one line
+    page = ("<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error response</title>\n"
+            "<style>body { color: red }</style></head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 501</p>\n"
+            "<p>Message: Unsupported method (&#x27;POST&#x27;).</p>\n</body>\n</html>\n")
+    with ScriptedFakeServer(replies=[Reply(status=501, body=page, content_type="text/html")]) as fake:
+        code = main(["run", "--endpoint", fake.base_url, "--max-steps", "10", *FAST])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert "answered HTTP 501: Error response Error code: 501 Message: Unsupported method ('POST')." in line
+    assert "<" not in line and "color: red" not in line
+
+
+@pytest.mark.parametrize("answers, expected", [(1, 1), (0, 1)])
+def test_a_task_session_the_model_server_stopped_exits_1_with_or_without_valid_decisions(tmp_path, initialized_home,
                                                                                      capsys, answers, expected):
     out = tmp_path / "session.json"
     with ScriptedFakeServer(replies=[Reply.text(WAIT)] * answers + [NOT_FOUND]) as fake:
@@ -262,9 +279,8 @@ def test_a_task_session_the_model_server_stopped_exits_1_after_valid_decisions_e
     data = json.loads(out.read_text())
     assert code == expected and data["exit_code"] == expected
     assert data["summary"]["valid_decisions"] == answers and data["summary"]["model_errors"] == {"HTTP 404": 3}
-    if expected == 1:
-        (line,) = err.splitlines()
-        assert line.startswith("conway: error: the session ended: the model request failed 3 times in a row "
-                               "(HTTP 404)") and NOT_FOUND_ADVICE in line and "(journal: " in line
-    else:
-        assert data["status"] == "no valid decision" and "conway: error" not in err
+    (line,) = err.splitlines()
+    assert line.startswith("conway: error: the session ended: the model request failed 3 times in a row "
+                           "(HTTP 404)") and NOT_FOUND_ADVICE in line and "(journal: " in line
+    if not answers:
+        assert data["status"] == "no valid decision"

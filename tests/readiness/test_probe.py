@@ -82,7 +82,7 @@ def test_conway_models_lists_served_models_and_local_files(tmp_path):
         proc = run_cli("models", "--endpoint", fake.base_url, f"policy.model_path={model}",
                        f"policy.mmproj_path={mmproj}")
     assert proc.returncode == 0, proc.stderr
-    assert f"endpoint {fake.base_url} (llama-server server) serves:" in proc.stdout
+    assert f"endpoint {fake.base_url} (llama-server) serves:" in proc.stdout  # not "(llama-server server)"
     assert "  a-model" in proc.stdout and "  b-model" in proc.stdout
     assert "policy.model_path" in proc.stdout and "qwen2vl" in proc.stdout and "policy.mmproj_path" in proc.stdout
     assert "memory: estimated" in proc.stdout

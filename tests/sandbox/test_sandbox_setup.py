@@ -229,6 +229,9 @@ def test_update_browse_history_adds_visits_to_the_profile(desk: DisposableDeskto
      "setup step 1 (launch): no-such-program is not installed (not on the desktop's PATH)"),
     ([{"type": "download", "parameters": {"files": ["x"]}}],
      "setup step 1 (download): each file is an object with \"url\" and \"path\" (got 'x')"),
+    ([{"type": "command", "parameters": {"command": ["true"], "stdout": "../../out.txt"}}],  # never beside the cache
+     "setup step 1 (command): keeping the command's stdout: file name '../../out.txt' leads out of the task's "
+     "folder of the cache"),
 ])
 def test_bad_steps_are_one_line_each(desk: DisposableDesktop, steps: object, message: str) -> None:
     with pytest.raises(SetupError) as err:

@@ -102,6 +102,20 @@ def test_status_of_a_home_that_does_not_exist_says_so(tmp_path):
     assert not missing.exists()
 
 
+def test_status_reports_the_garbage_journal_lines_export_reports(initialized_home, tmp_path):
+    # export said "skipped 3 unreadable journal lines"; status said nothing of them
+    assert run_cli("run", "--mock", "--max-steps", "2").returncode == 0
+    journal = sorted((initialized_home / "journal").glob("*.jsonl"))[-1]
+    with journal.open("a") as f:
+        f.write('garbage one\n{"not": json\nthird bad\n')
+    r = run_cli("export", "--output", str(tmp_path / "t.jsonl"))
+    said = next(line for line in r.stdout.splitlines() + r.stderr.splitlines() if "unreadable journal" in line)
+    status = run_cli("status")
+    assert status.returncode == 0 and said in status.stdout, status.stdout
+    assert said.startswith("skipped 3 unreadable journal line(s): ")
+    assert len(json.loads(run_cli("status", "--json").stdout)["journal_skipped"]) == 3
+
+
 def test_config_yaml_that_is_a_folder_is_one_line(initialized_home):
     _folder(initialized_home / "config.yaml")
     assert_one_line_error(run_cli("config", "--check"), "config.yaml")
@@ -219,8 +233,12 @@ def test_read_only_commands_work_on_a_read_only_home(read_only_home, tmp_path):
     assert r.returncode == 0 and out.read_text().count("\n") == 4, r.stderr
     r = run_cli("report", str(tmp_path / "pf.json"), env=env)
     assert r.returncode == 0 and "preflight report" in r.stdout, r.stderr
+    site = tmp_path / "site"  # it refused the read-only home although it only reads it
+    r = run_cli("view", "--output", str(site), env=env)
+    assert r.returncode == 0 and (site / "index.html").is_file(), r.stderr
     # a command that must write still says so, in one line
     assert_one_line_error(run_cli("run", "--mock", "--max-steps", "1", env=env), "not writable")
+    assert_one_line_error(run_cli("view", env=env), "not writable")  # its default site goes into the home
 
 
 # --- no model configured -----------------------------------------------------------------------

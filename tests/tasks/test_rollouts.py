@@ -86,19 +86,36 @@ def test_rollouts_keep_requests_seeds_and_rewards_and_a_pool_agrees(tmp_path, ca
 
 
 @pytest.mark.desktop
-def test_all_equal_rewards_are_reported_as_no_signal(tmp_path, capsys):
+def test_all_equal_rewards_are_reported_as_no_signal_and_mock_scripts_keep_stand_in_requests(tmp_path, capsys):
+    # rollouts had no --mock-scripts (per-task scripts, as tasks run has), and a mock wrote no requests.jsonl
     need_desktop()
-    suite, _ = mock_suite(tmp_path, {"t": []})
-    script = tmp_path / "ok.yaml"
-    script.write_text(json.dumps([{"action": {"type": "shell", "command": "echo ok > ~/out.txt"}},
-                                  {"action": {"type": "finish", "status": "DONE", "message": "done"}}]))
+    steps = [{"action": {"type": "shell", "command": "echo ok > ~/out.txt"}},
+             {"action": {"type": "finish", "status": "DONE", "message": "done"}}]
+    suite, scripts = mock_suite(tmp_path, {"t": steps})
     code = main(["--home", str(tmp_path / "home"), "rollouts", str(suite), "--samples", "2", "--output",
-                 str(tmp_path / "r"), "--quiet", "--mock-script", str(script)])
+                 str(tmp_path / "r"), "--quiet", "--mock-scripts", str(scripts)])
     assert code == 0
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["tasks"]["t"]["rewards"] == [1.0, 1.0] and not manifest["signal"]
     assert manifest["no_signal"].startswith("no signal") and "no signal" in capsys.readouterr().out
-    assert all(r["requests"] is None for r in manifest["rollouts"])  # a script sends no request
+    assert manifest["policy"] == {"kind": "mock", "mock_script": None, "mock_scripts": str(scripts.resolve())}
+    for rollout in manifest["rollouts"]:  # each decision the script made, as the request a model would have had
+        kept = [json.loads(line) for line in
+                (tmp_path / "r" / rollout["requests"]["path"]).read_text().splitlines()]
+        assert len(kept) == rollout["requests"]["count"] == 2
+        assert [k["answer"] for k in kept] == [json.dumps(s["action"]) for s in steps]
+        assert all(k["stand_in"].startswith("the mock policy: no model was asked") for k in kept)
+        assert kept[0]["seed"] == rollout["seed"] and kept[0]["messages"][0]["role"] == "system"
+        image = kept[0]["messages"][-1]["content"][-1]
+        folder = (tmp_path / "r" / rollout["requests"]["path"]).parent
+        assert (folder / image["image_url"]["url"]).is_file() and image["media_type"].startswith("image/")
+    # the report says what the command said: it showed "fail (exit 2)" while rollouts exited 0
+    report = json.loads((tmp_path / "r" / "rollouts.json").read_text())
+    assert (report["status"], report["exit_code"]) == ("scored", 0)
+    assert main(["--home", str(tmp_path / "home"), "report", str(tmp_path / "r" / "rollouts.json")]) == 0
+    text = capsys.readouterr().out
+    assert "status:   scored (exit 0)" in text
+    assert "apps: none (no task of this run names an application)" in text  # not "-" beside "(listed above)"
 
 
 def test_a_suite_with_no_runnable_task_is_one_line(tmp_path, capsys):
@@ -116,7 +133,9 @@ def test_a_suite_with_no_runnable_task_is_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, says", [(["--samples", "0"], "--samples must be at least 1"),
                                         (["--temperature", "0"], "--temperature 0 samples the same answer"),
-                                        (["--screen", "big"], "--screen must look like")])
+                                        (["--screen", "big"], "--screen must look like"),
+                                        (["--mock-script", "a.yaml", "--mock-scripts", "."], "not both"),
+                                        (["--mock-scripts", "nowhere"], "--mock-scripts")])
 def test_bad_arguments_are_refused_before_anything_runs(tmp_path, capsys, args, says):
     suite, _ = mock_suite(tmp_path, {"t": []})
     code = main(["--home", str(tmp_path / "home"), "rollouts", str(suite), "--output", str(tmp_path / "r"), "--mock",

@@ -94,6 +94,9 @@ def test_a_malformed_evaluator_is_one_reason(evaluator, reason):
     (json.dumps({"id": "x", "instruction": "y"}), "no `evaluator`"),
     (json.dumps({**task(), "config": {"type": "execute"}}), "config must be a list"),
     (json.dumps({**task(), "related_apps": "os"}), "related_apps"),
+    # the id names the task's folder of the cache: `../escape` read its expected file from beside the cache
+    (json.dumps({**task(), "id": "../escape"}), r"task id '../escape' cannot name a folder"),
+    (json.dumps({**task(), "id": ".hidden"}), r"task id '.hidden' cannot name a folder"),
 ])
 def test_a_malformed_task_file_is_one_reason(tmp_path, content, reason):
     with pytest.raises(TaskFileError, match=reason):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from conway.tasks.cache import cloud_path, download_path
@@ -22,6 +23,11 @@ def everything(_program: str) -> bool:
 
 def nothing(_program: str) -> bool:
     return False
+
+
+def readable() -> None:
+    """AT-SPI readable from this Python (whether or not PyGObject is installed where the test runs)."""
+    return None
 
 
 def make(config=(), evaluator=None, apps=("os",), instruction="x") -> object:
@@ -185,22 +191,22 @@ def test_a_libreoffice_task_scored_on_the_accessibility_tree_needs_libreoffice_i
     reason = ("getter accessibility_tree reads LibreOffice's windows only through a toolkit plugin that exposes "
               "them to AT-SPI, and this LibreOffice has none (apt-get install libreoffice-gtk3)")
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: True) == []
+                            office_accessible=lambda: True, atspi=readable) == []
     # a launch of LibreOffice alone counts; a task on another application's tree does not ask
     launched = make(config=launch, evaluator=panel, apps=("os",))
     assert why_not_runnable(launched, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
     tabs = {"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
             "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}}
     for apps in (("thunderbird",), ("thunderbird", "libreoffice_calc")):  # multi_apps/f5c13cdd: Thunderbird's part
         mail = make(evaluator=tabs, apps=apps)
         assert why_not_runnable(mail, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                                office_accessible=lambda: False) == []
+                                office_accessible=lambda: False, atspi=readable) == []
     calc = make(evaluator=tabs, apps=("libreoffice_calc",))
     assert why_not_runnable(calc, cache_dir=None, step_types=ALL_STEPS, installed=everything,
-                            office_accessible=lambda: False) == [reason]
+                            office_accessible=lambda: False, atspi=readable) == [reason]
 
 
 def test_a_cache_or_cloud_file_named_outside_the_tasks_cache_folder_is_a_reason(tmp_path):
@@ -227,3 +233,51 @@ def test_a_step_keeping_its_output_outside_the_tasks_cache_folder_is_a_reason_an
     assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything) == [
         "the setup step keeps its command's stdout in '/etc/cron.d/x': PathEscape: /etc/cron.d/x is outside the "
         "task's cache folder (a name there is relative to it)"]
+
+
+def test_a_getter_reading_over_atspi_without_pygobject_makes_the_task_not_runnable():
+    # evals/osworld_local's terminal-arith: without PyGObject the terminal's text came back None and the task
+    # scored 0 although the screen showed the answer
+    terminal = make(evaluator={"func": "check_include_exclude", "result": {"type": "vm_terminal_output"},
+                               "expected": {"type": "rule", "rules": {"include": ["42"], "exclude": []}}},
+                    apps=("terminal",))
+    missing = "PyGObject is not installed in this Python (…)"
+    assert why_not_runnable(terminal, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: missing) == [
+        f"getter vm_terminal_output reads the terminal's text over AT-SPI, which this install cannot: {missing}"]
+    assert why_not_runnable(terminal, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=readable) == []
+    tree = make(evaluator={"func": "check_accessibility_tree", "result": {"type": "accessibility_tree"},
+                           "expected": {"type": "rule", "rules": [{"selectors": ["page-tab"]}]}},
+                apps=("thunderbird",))
+    assert why_not_runnable(tree, cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: missing) == [
+        f"getter accessibility_tree reads the accessibility tree over AT-SPI, which this install cannot: {missing}"]
+    # a task that reads neither never asks
+    asked = []
+    assert why_not_runnable(make(), cache_dir=None, step_types=ALL_STEPS, installed=everything,
+                            atspi=lambda: asked.append(1)) == [] and asked == []
+
+
+def test_atspi_missing_names_pygobject_or_the_typelib_and_how_to_install_them(tmp_path, monkeypatch):
+    from conway.machine.atspi import atspi_missing
+    monkeypatch.delenv("GI_TYPELIB_PATH", raising=False)
+    no_gi = atspi_missing(importable=lambda m: m != "gi", typelib_dirs=(str(tmp_path),))
+    assert no_gi is not None and "PyGObject" in no_gi and "conway[atspi]" in no_gi and "libgirepository" in no_gi
+    assert "Atspi-2.0 typelib" in atspi_missing(importable=lambda m: True, typelib_dirs=(str(tmp_path),))
+    (tmp_path / "Atspi-2.0.typelib").write_bytes(b"")
+    assert atspi_missing(importable=lambda m: True, typelib_dirs=(str(tmp_path),)) is None
+
+
+def test_a_task_id_or_file_name_leading_out_of_the_cache_is_never_followed(tmp_path):
+    from conway.tasks.cache import CacheEscape, cloud_path, download_path
+    from conway.tasks.env import PathEscape
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for call in (lambda: cloud_path(cache, "t", "../../escape.txt"), lambda: cloud_path(cache, "t", "/etc/passwd"),
+                 lambda: cloud_path(cache, "../x", "a.txt"), lambda: download_path(cache, "..", DL, "/a.sh")):
+        with pytest.raises(PathEscape):  # CacheEscape (an id) is a PathEscape too
+            call()
+    with pytest.raises(CacheEscape):
+        cloud_path(cache, "../x", "a.txt")
+    assert cloud_path(cache, "t", "sub/a.txt") == cache / "t" / "sub" / "a.txt"

@@ -247,3 +247,20 @@ def test_a_cloud_file_named_outside_its_tasks_folder_is_refused_and_never_writte
     assert "3 file(s) named by 3 task(s): 1 fetched" in out and "2 failed" in out
     assert not target.exists() and [p for p, _ in Files.seen] == ["/ok.txt"]
     assert (cache / "ok" / "ok.txt").read_bytes() == b"ok"
+
+
+def test_offline_each_failure_is_said_once_and_no_empty_task_folder_is_left(tmp_path, capsys):
+    # it printed every failure twice and left an empty folder per task in the cache
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: offline, as far as this fetch can tell
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    suite = write_suite(tmp_path / "suite", {"a": cloud(dead + "/a.txt", "a.txt"),
+                                             "b": downloading(dead + "/b.bin")})
+    cache = tmp_path / "cache"
+    assert main(["tasks", "fetch", str(suite), "--cache", str(cache)]) == 2
+    out = capsys.readouterr().out
+    assert out.count(f"{dead}/a.txt: cannot reach it") == 1 and out.count(f"{dead}/b.bin: cannot reach it") == 1
+    assert "2 failed" in out
+    assert sorted(p.name for p in cache.iterdir()) == []  # nothing fetched, nothing left behind

@@ -53,6 +53,7 @@ def test_two_workers_score_the_suite_as_the_serial_run(tmp_path):
            [(c["task"], c["outcome"], c.get("score")) for c in serial["cases"]]
     assert pooled["summary"]["passed"] == serial["summary"]["passed"] == 4
     assert pooled["pool"]["workers"] == 2
+    assert pooled["model_id"] == serial["model_id"] == "conway-mock"  # it said "model: -" (the workers decided)
     assert pooled["environment"]["display_size"] == serial["environment"]["display_size"] == "1280x800"  # the workers' desktops said it
 
 

@@ -224,3 +224,13 @@ def test_a_run_with_network_says_the_sandbox_shared_it():
     shared = differences(network=True)
     assert NETWORK_SHARED in shared and not any(line.startswith("the network is off") for line in shared)
     assert len(shared) == len(DIFFERENCES_FROM_OSWORLD)
+
+
+def test_a_run_of_tasks_naming_no_application_says_so_beside_the_differences() -> None:
+    # the viewer showed "apps —" beside a difference saying the applications are "listed above"
+    from conway.evals.tasks_summary import NO_APPS, differences
+    from conway.view.report_tasks import environment_rows
+
+    rows = dict(environment_rows({"environment": {"apps": [], "display_size": "1280x800"},
+                                  "differences_from_osworld": differences()}))
+    assert rows["apps"] == NO_APPS and "listed above" in rows["differs from OSWorld's VM"]

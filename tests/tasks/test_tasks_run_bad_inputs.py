@@ -147,6 +147,25 @@ def test_bad_arguments_are_one_line_errors(tmp_path) -> None:
         assert words in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_resume_that_cannot_be_resumed_makes_nothing(tmp_path) -> None:
+    # a bad or complete report left an empty x.tasks folder (and the run's first line) before the refusal
+    from conway.evals.report import Report
+
+    home = Home(tmp_path / "home")
+    cfg = load_config(home.config, ["policy=mock"])
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "t.json").write_text(json.dumps(task("t")))
+    (tmp_path / "bad.json").write_text("garbage")
+    done = Report("tasks", tmp_path / "done.json", argv=[], config=cfg)
+    done.finish(status="complete", exit_code=0, summary={})
+    said: list[str] = []
+    for resume, words in ((tmp_path / "bad.json", "not a Conway report"), (tmp_path / "done.json", "is complete")):
+        with pytest.raises(UserError, match=words):
+            tasks_run(home, cfg, str(tmp_path / "suite"), output=str(tmp_path / "x.json"), resume=str(resume),
+                      say=said.append)
+        assert not (tmp_path / "x.tasks").exists() and not (tmp_path / "x.json").exists() and said == []
+
+
 def test_ctrl_c_writes_the_report_of_the_tasks_that_finished_marked_partial(tmp_path) -> None:
     need_desktop()
     suite, mock = write_suite(tmp_path, {"a-first": task("a-first"), "b-slow": task("b-slow")},

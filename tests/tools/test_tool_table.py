@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, get_args
 
 import pytest
 
-from conway.actions import ACTION_GROUPS, ACTION_TYPES, TOOL_NAMES, Action, _Action, types_of
+from conway.actions import ACTION_GROUPS, ACTION_TYPES, TOOL_NAMES, TOOLS_ON_BY_DEFAULT, Action, _Action, types_of
 from conway.config import ToolsConfig, load_config
 from conway.tools.registry import build_toolbox, tool_rows
 
@@ -64,14 +64,23 @@ def test_the_config_tool_names_are_the_tables():
     literal = get_args(ToolsConfig.model_fields["enabled"].annotation)[0]
     named = [row.enabled_as for row in tool_rows() if row.enabled_as is not None]
     assert list(get_args(literal)) == named == list(TOOL_NAMES)  # in the table's order
-    assert ToolsConfig().enabled == named  # all on by default
+    assert ToolsConfig().enabled == list(TOOLS_ON_BY_DEFAULT) == [  # those the table turns on, in its order
+        n for n in named if next(t for t in ACTION_GROUPS.values() if t and t.module == n).on_by_default]
+
+
+def test_a_new_tool_is_off_until_its_entry_or_an_owner_turns_it_on():
+    # every tool in the table was on in every run by default, a new one too (config.py's default)
+    from conway.actions import GroupTool
+
+    assert GroupTool("newtool").on_by_default is False
+    assert set(TOOLS_ON_BY_DEFAULT) == {"files", "shell", "browser", "gui"}  # the shipped defaults, unchanged
 
 
 def test_the_built_tools_run_the_types_of_their_rows_group(tmp_path):
     cfg = load_config(None)
     box = build_toolbox(cfg.tools, tmp_path, gui=False)
     by_name = {t.name: t for t in box.tools}
-    assert set(by_name) == {"files", "shell", "browser", "gui"}  # no MCP servers, no home: no MCP or skills
+    assert set(by_name) == set(TOOLS_ON_BY_DEFAULT)  # no MCP servers, no home: no MCP or skills
     for row in tool_rows():
         if row.enabled_as is not None:
             assert by_name[row.enabled_as].action_types == types_of(row.group)

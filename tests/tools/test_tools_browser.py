@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +106,47 @@ def test_headless_default_says_unavailable(tmp_path):
     first, second = out.stdout.splitlines()[:2]
     assert first.startswith("(False,") and "no browser" in first
     assert second.startswith("cannot open a browser here")
+
+
+def _autolaunched(home: Path) -> list[Any]:
+    """dbus-launch and dbus-daemon processes started for `home` (their environment names it)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.info["name"] in ("dbus-launch", "dbus-daemon") and p.environ().get("HOME") == str(home):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.desktop
+def test_commands_with_a_display_start_no_session_bus(tmp_path):
+    # Python's webbrowser lookup (xdg-settings) autolaunched a dbus-daemon that outlived Conway and wrote
+    # ~/.dbus/session-bus/ into the real home, for every command run with DISPLAY set
+    from helpers.desktop_fixtures import need
+
+    from conway.machine.xvfb import start_xvfb
+
+    need("Xvfb", "xvfb")
+    home, runtime = tmp_path / "user", tmp_path / "run"
+    home.mkdir()
+    runtime.mkdir(mode=0o700)
+    server = start_xvfb(640, 480)
+    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env.update(HOME=str(home), XDG_RUNTIME_DIR=str(runtime), DISPLAY=server.display,
+               PYTHONPATH=str(Path(__file__).parents[2]))
+    conway = [sys.executable, "-m", "conway.cli", "--home", str(tmp_path / "conway")]
+    try:
+        for args in (["init"], ["doctor"], ["run", "--mock", "--max-steps", "1"]):
+            done = subprocess.run([*conway, *args], env=env, capture_output=True, text=True, timeout=120)
+            assert done.returncode in (0, 2), done.stderr  # doctor exits 2 for an extra missing
+        time.sleep(0.5)  # an autolaunched daemon forks away from its launcher
+        assert not (home / ".dbus").exists(), sorted(str(p) for p in (home / ".dbus").rglob("*"))
+        assert _autolaunched(home) == []
+    finally:
+        for p in _autolaunched(home):  # a failing run's leftovers go with the test
+            p.kill()
+        server.stop()

@@ -28,6 +28,13 @@ class Served:
     entries: list[dict[str, Any]] = field(default_factory=list)
 
 
+def server_said(kind: str | None) -> str:
+    """The server program as a phrase: `llama-server`, `a llama-cpp-python server`, `an unknown server`."""
+    if not kind or kind == "unknown":
+        return "an unknown server"
+    return kind if kind.endswith("server") else f"a {kind} server"
+
+
 def server_kind(entries: list[dict[str, Any]]) -> str:
     """Guess the server program from /v1/models (llama-server says owned_by=llamacpp)."""
     owners = {str(e.get("owned_by", "")) for e in entries}
@@ -136,7 +143,7 @@ def models_report(config: Any) -> dict[str, Any]:
 def render_models(report: dict[str, Any]) -> str:
     lines = []
     if report["endpoint"]:
-        lines.append(f"endpoint {report['endpoint']} ({report['server']} server) serves:")
+        lines.append(f"endpoint {report['endpoint']} ({server_said(report['server'])}) serves:")
         lines += [f"  {m['id']}" + (f"  (owned by {m['owned_by']})" if m.get("owned_by") else "")
                   for m in report["served"]] or ["  (nothing)"]
     else:

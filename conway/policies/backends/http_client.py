@@ -32,6 +32,7 @@ from conway.cancel import http as abortable_http
 from conway.policies.backends.backend import Backend
 from conway.policies.parsed import split_reasoning
 from conway.protocols import ContextExceeded, ContextWindow, PolicyError, RateLimited
+from conway.text.html_page import looks_like_html, page_text
 
 __all__ = [
     "ChatResult",
@@ -228,7 +229,8 @@ class OpenAIClient:
         try:
             data = resp.json()
         except ValueError:
-            return _short(resp.text, 200)
+            # an HTML error page (a proxy's, a plain web server's): its words, never its markup, in the one line
+            return _short(page_text(resp.text) if looks_like_html(resp.text) else resp.text, 200)
         if isinstance(data, dict):
             err = data.get("error", data)
             if isinstance(err, dict):

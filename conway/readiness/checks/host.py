@@ -9,18 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from conway.machine.extras import EXTRAS as EXTRAS  # doctor lists them; tasks read them from below
 from conway.machine.facts import host_facts as host_facts  # doctor's and reports' name for it
 from conway.readiness.checks import Check
-
-EXTRAS = {
-    "gui": ["mss", "pyautogui"],
-    "llama": ["llama_cpp"],
-    "train": ["torch", "transformers", "peft", "datasets"],
-    "tasks": ["openpyxl", "docx", "pptx", "pandas"],
-    "mcp": ["mcp", "jsonschema"],
-    "ray": ["ray"],
-}
-"""The optional extras and the modules each brings (pyproject.toml's extras)."""
 
 DESKTOP_TIMEOUT_S = 20.0
 

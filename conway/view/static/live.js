@@ -25,6 +25,8 @@
     t.appendChild(el("h2", null, s.session + " · " + s.home));
     const st = el("p"); st.appendChild(el("span", "status")); t.appendChild(st);
     const img = el("img", "screen"); img.alt = "the session's screen"; img.tabIndex = 0; t.appendChild(img);
+    const none = el("p", "noscreen", "this session has no screen: nothing to show, nothing to take over");
+    none.hidden = true; t.appendChild(none);
     const ctl = el("div", "controls");
     for (const r of REQUESTS) {
       const b = el("button", null, r); b.dataset.request = r;
@@ -70,6 +72,9 @@
     t.classList.toggle("taken", s.status === "taken over");
     state.img.hidden = !s.display;
     state.img.alt = s.display ? "the session's screen" : "this session has no screen";
+    // a session with no screen (the mock's synthetic one) has no image to show and no display a person could act on
+    t.querySelector(".noscreen").hidden = !!s.display;
+    for (const r of ["takeover", "handback"]) t.querySelector("button[data-request=" + r + "]").hidden = !s.display;
     t.querySelector(".status").textContent = s.status + (s.step != null ? " · step " + s.step : "") +
       (s.phase ? " (" + s.phase + ")" : "") + (s.model ? " · " + s.model : "") + (s.video ? " · video: " + s.video : "");
     const d = s.decision;

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
 from conway.tasks.metrics import METRICS
 from conway.tasks.metrics.archives import compare_archive
@@ -71,7 +72,7 @@ def test_missing_empty_and_malformed_score_zero(tmp_path):
 
 
 def test_pdfs_inside_an_archive(tmp_path):
-    pymupdf = pytest.importorskip("pymupdf")
+    pymupdf = need_extra("tasks", "pymupdf")
 
     def pdf_bytes(text: str) -> bytes:
         document = pymupdf.open()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from helpers.extras import need_extra
 
-openpyxl = pytest.importorskip("openpyxl")
+openpyxl = need_extra("tasks", "openpyxl")
 
 from conway.tasks.metrics import METRICS  # noqa: E402
 from conway.tasks.metrics.city_order import compare_conference_city_in_order as in_order  # noqa: E402

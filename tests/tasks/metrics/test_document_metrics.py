@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-docx = pytest.importorskip("docx")
-pptx = pytest.importorskip("pptx")
+docx = need_extra("tasks", "docx")
+pptx = need_extra("tasks", "pptx")
 pytest.importorskip("rapidfuzz")
 
 from PIL import Image  # noqa: E402

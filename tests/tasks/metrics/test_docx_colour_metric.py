@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-docx = pytest.importorskip("docx")
+docx = need_extra("tasks", "docx")
 
 from docx.shared import RGBColor  # noqa: E402
 

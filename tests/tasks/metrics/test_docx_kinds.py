@@ -7,8 +7,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-docx = pytest.importorskip("docx")
+docx = need_extra("tasks", "docx")
 pytest.importorskip("rapidfuzz")
 
 from conway.tasks.metrics.documents import compare_docx_files  # noqa: E402

@@ -6,8 +6,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-pptx = pytest.importorskip("pptx")
+pptx = need_extra("tasks", "pptx")
 
 from pptx.util import Inches  # noqa: E402
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 from helpers.task_env import TestTaskEnv
 
-openpyxl = pytest.importorskip("openpyxl")
-docx = pytest.importorskip("docx")
+openpyxl = need_extra("tasks", "openpyxl")
+docx = need_extra("tasks", "docx")
 
 from conway.tasks.cache import cloud_path  # noqa: E402
 from conway.tasks.evaluate import evaluate  # noqa: E402

@@ -6,10 +6,12 @@ from __future__ import annotations
 import io
 
 import numpy as np
-import pymupdf
+from helpers.extras import need_extra
 from PIL import Image
 
 from conway.tasks.metrics import METRICS
+
+pymupdf = need_extra("tasks", "pymupdf")
 
 
 def png(seed: int, shade: int = 0) -> bytes:

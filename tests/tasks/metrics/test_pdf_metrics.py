@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-pymupdf = pytest.importorskip("pymupdf")
+pymupdf = need_extra("tasks", "pymupdf")
 
 from rapidfuzz import fuzz  # noqa: E402
 

@@ -7,8 +7,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-pptx = pytest.importorskip("pptx")
+pptx = need_extra("tasks", "pptx")
 
 from pptx.dml.color import RGBColor  # noqa: E402
 from pptx.enum.dml import MSO_THEME_COLOR  # noqa: E402

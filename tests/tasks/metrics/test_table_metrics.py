@@ -6,9 +6,10 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 
-openpyxl = pytest.importorskip("openpyxl")
-pytest.importorskip("pandas")
+openpyxl = need_extra("tasks", "openpyxl")
+need_extra("tasks", "pandas")
 pytest.importorskip("rapidfuzz")
 
 from openpyxl.chart import BarChart, LineChart, PieChart, Reference  # noqa: E402
