@@ -137,6 +137,8 @@ class ModelPolicy(Policy):
             return Sent(fitted.messages, fitted.estimate, ask(fitted.messages))
         except PolicyError as exc:
             tools_refused = self.output.refused_tools(form, exc, types, sent_size)
+            if not tools_refused and isinstance(exc, ContextExceeded) and not self.budget.shrinks_history():
+                raise self.budget.window_refused(prompt, exc) from None  # never shrunk unasked: refused, in one line
             if not tools_refused and not shrink_for(exc, history, count_images(fitted.messages)):
                 raise
             again = self.budget.refit(prompt)

@@ -355,15 +355,23 @@ def tool_call_text(call: Any) -> str:
 
 
 _EXCEEDS = re.compile(r"\((\d+) tokens\).*?context size \((\d+) tokens\)", re.I | re.S)
+_VLLM_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
+_VLLM_ASKED = (  # the forms vLLM's OpenAI server has used, each giving prompt and reply together
+    re.compile(r"you requested (\d+) tokens", re.I),  # "… (N in the messages, M in the completion)"
+    re.compile(r"too large: (\d+)\..*?request has (\d+) input tokens", re.I | re.S),  # max_tokens, input
+    re.compile(r"request has (\d+) input tokens", re.I),
+)
 
 
 def context_exceeded_from(resp: httpx.Response) -> ContextExceeded | None:
-    """llama-server's "request (N tokens) exceeds the available context size (M tokens)" as ContextExceeded."""
+    """A refusal for length as ContextExceeded with the numbers: llama-server's "request (N tokens) exceeds the
+    available context size (M tokens)", or vLLM's "This model's maximum context length is M tokens. However, …"
+    (vLLM states its context nowhere else a client can read, so its refusal is where the numbers come from)."""
     try:
         data = resp.json()
     except ValueError:
         return None
-    err = data.get("error") if isinstance(data, dict) else None
+    err = data.get("error", data) if isinstance(data, dict) else None  # vLLM before 0.9: the error at top level
     if not isinstance(err, dict):
         return None
     message = str(err.get("message") or "")
@@ -371,12 +379,26 @@ def context_exceeded_from(resp: httpx.Response) -> ContextExceeded | None:
     if err.get("type") != "exceed_context_size_error":
         match = _EXCEEDS.search(message)
         if not match:
-            return None
+            return _vllm_exceeded(message)
         n, m = int(match.group(1)), int(match.group(2))
     elif not (isinstance(n, int) and isinstance(m, int)):
         match = _EXCEEDS.search(message)
         n, m = (int(match.group(1)), int(match.group(2))) if match else (None, None)
     return ContextExceeded(n, m, "the server refused the request for length (HTTP 400)")
+
+
+def _vllm_exceeded(message: str) -> ContextExceeded | None:
+    """vLLM's length refusal: its maximum context length and what the request asked (prompt and reply)."""
+    most = _VLLM_MAX.search(message)
+    if not most:
+        return None
+    asked = None
+    for pattern in _VLLM_ASKED:
+        found = pattern.search(message)
+        if found:
+            asked = sum(int(g) for g in found.groups())
+            break
+    return ContextExceeded(asked, int(most.group(1)), "the server refused the request for length (HTTP 400)")
 
 
 def _usage(usage: Any, timings: Any) -> dict[str, Any]:
