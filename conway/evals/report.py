@@ -156,7 +156,8 @@ def _deviations(config: ConwayConfig | None) -> list[str] | None:
     from conway.policies.families import FAMILIES
 
     family = FAMILIES.get(config.policy.kind)
-    return deviation_lines(config) if family is not None and family.conversation.official else None
+    checked = family is not None and (family.conversation.official or family.reference is not None)
+    return deviation_lines(config) if checked else None
 
 
 def machine_facts() -> dict[str, Any]:

@@ -156,10 +156,9 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
     if family.thought_language:
         english = "english_thoughts" in pol.resolved_deviations()
         out.append(f"thought language: {'English' if english else family.thought_language}")
-    lines = deviation_lines(config) if conv.official else []
-    out.append("deviations: " + ("none" if conv.official and not lines else str(len(lines)) if conv.official else
-                                 "not listed for a grounding preset (its one request is checked against the official "
-                                 "code's by the golden tests, tests/policies/test_*goldens.py)" if family.reference else
+    checked = conv.official or family.reference is not None  # an agent's request, or a grounder's one request
+    lines = deviation_lines(config)
+    out.append("deviations: " + (("none" if not lines else str(len(lines))) if checked else
                                  "not measured (Conway's own request)"))
     out += [f"  - {line}" for line in lines]
     return out

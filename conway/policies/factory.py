@@ -86,9 +86,10 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     sized = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
     policy = _built(sized, home, family, adapter, choice, sized.runtime.n_ctx != config.runtime.n_ctx)
     config = sized
-    if family.conversation.official:
+    if family.conversation.official or family.reference is not None:
         from conway.policies.deviations import deviation_lines
         policy.deviations = deviation_lines(config)
+    if family.conversation.official:
         _refuse_short_window(config, policy, choice)
     return policy
 
