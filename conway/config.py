@@ -225,15 +225,16 @@ class PolicyConfig(_Section):
         return self.temperature if self.temperature is not None else self._family_default("temperature")
 
     @property
-    def resolved_sampling(self) -> dict[str, float]:
+    def resolved_sampling(self) -> dict[str, float | int]:
         """The sampling parameters sent beside temperature: the family's agent's (`Family.sampling`, `top_p`,
-        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent)."""
-        out = {str(k): float(v) for k, v in self._family_default("sampling")}
+        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent). The family's
+        values keep the type its agent sends (`top_k` 1, not 1.0: the wire's bytes, and a server's integer field)."""
+        out = {str(k): v for k, v in self._family_default("sampling")}
         for name in ("top_p", "frequency_penalty"):
             value = getattr(self, name)
             value = value if value is not None else self._family_default(name)
             if value is not None:
-                out[name] = float(value)
+                out[name] = value
         return out
 
     @property

@@ -94,7 +94,8 @@ class Family:
     """False: the agent's request carries no max_tokens (the server's default: until the model stops); `max_tokens`
     is then only Conway's reply budget when fitting the context, and is sent only when `policy.max_tokens` is set."""
     temperature: float | None = 0.0
-    """Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
+    """(Every sampling value here keeps the Python type the agent sends, `0` or `0.0`: JSON keeps it, and the golden
+    tests compare it.) Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
     server's default, as OSWorld's Qwen3-VL agent leaves it)."""
     top_p: float | None = None
     """`top_p` the agent's runner sends (None: not sent)."""

@@ -219,39 +219,6 @@ def request_record(body: dict[str, Any]) -> dict[str, Any]:
     return {"messages": normalized(body["messages"]), "sampling": dict(sorted(sampling.items()))}
 
 
-def first_difference(got: Any, want: Any, path: str = "") -> str | None:
-    """The first field where `got` (Conway) and `want` (the golden) differ, as one readable line; None if equal."""
-    if type(got) is not type(want) and not (isinstance(got, (int, float)) and isinstance(want, (int, float))):
-        return f"{path or '(whole)'}: Conway {_short(got)}, official {_short(want)}"
-    if isinstance(want, dict):
-        for key in list(want) + [k for k in got if k not in want]:
-            if key not in got or key not in want:
-                side = "Conway has none" if key not in got else f"Conway {_short(got[key])}"
-                return f"{path}.{key}: {side}, official {_short(want[key]) if key in want else 'has none'}"
-            found = first_difference(got[key], want[key], f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(want, list):
-        for i, (a, b) in enumerate(zip(got, want)):
-            found = first_difference(a, b, f"{path}[{i}]")
-            if found:
-                return found
-        return f"{path}: Conway {len(got)} items, official {len(want)}" if len(got) != len(want) else None
-    if got == want:
-        return None
-    if isinstance(want, str) and isinstance(got, str):
-        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        return (f"{path}: texts differ at char {at}: Conway …{got[max(0, at - 30):at + 50]!r}…, "
-                f"official …{want[max(0, at - 30):at + 50]!r}…")
-    return f"{path}: Conway {_short(got)}, official {_short(want)}"
-
-
-def _short(value: Any, n: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= n else text[:n] + "…"
-
-
 # --- the recorders: each agent's network client, and nothing else ------------------------------------------
 
 

@@ -28,6 +28,7 @@ from conway.policies.base import ModelPolicy
 from conway.policies.factory import _family_adapter, _settings
 from conway.prompt.layout import split_parts
 from conway.protocols import ContextPart, DecisionContext, Observation
+from scripts.build.golden_episode import first_difference  # the one comparator: number types kept
 from scripts.build.goldens_new_families import (
     ANSWERS,
     HOLO2_TARGETS,
@@ -35,7 +36,6 @@ from scripts.build.goldens_new_families import (
     JEDI_PLANNER,
     SCREEN,
     STEPS,
-    first_difference,
     request_record,
     screenshot,
 )
