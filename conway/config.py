@@ -151,7 +151,8 @@ class PolicyConfig(_Section):
     none …); auto: family default."""
     prompt: str = "auto"
     """Which of the family's trained prompts is sent (`Family.prompts`: uitars-1.5 / uitars-1.0, OpenCUA's l2 / l1 /
-    l3); auto: the family's default."""
+    l3; for GUI-Owl 1.5 its agent's engine, dash / openai, whose requests differ in sampling and image encoding);
+    auto: the family's default."""
     model_path: str | None = None
     """Local GGUF model for in-process inference or a server Conway starts."""
     mmproj_path: str | None = None
@@ -235,6 +236,8 @@ class PolicyConfig(_Section):
             value = value if value is not None else self._family_default(name)
             if value is not None:
                 out[name] = value
+        if self.seed is not None:
+            out.pop("seed", None)  # the config's seed wins over a family's own (GUI-Owl's DashScope path sends 3407)
         return out
 
     @property

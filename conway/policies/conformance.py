@@ -169,7 +169,8 @@ def _sampling(pol: Any) -> str:
     said = [f"max_tokens {pol.resolved_max_tokens}" if pol.resolved_max_tokens_sent else
             f"max_tokens not sent (the server's default; {pol.resolved_max_tokens} budgeted for the reply)",
             "temperature " + ("not sent" if temperature is None else f"{temperature:g}")]
-    said += [f"{k} {v:g}" for k, v in pol.resolved_sampling.items()]
+    said += [f"{k} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else f"{k} {v}"
+             for k, v in pol.resolved_sampling.items()]
     family = FAMILIES.get(pol.kind)
     if family is not None and family.default("retry_unfinished", pol.prompt):
         said.append(f"asked again up to {family.default('retry_unfinished', pol.prompt)} times while an answer does "

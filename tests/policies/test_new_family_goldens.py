@@ -106,8 +106,20 @@ def _with_instruction(record: dict, slot: str, instruction: str) -> dict:
 
 
 def _images(messages: list) -> list[dict]:
-    return [p["image_url"]["url"] for m in messages if isinstance(m["content"], list) for p in m["content"]
-            if isinstance(p, dict) and p.get("type") == "image_url"]
+    return [p["image_url"]["url"] if "image_url" in p else p["image"] for m in messages
+            if isinstance(m["content"], list) for p in m["content"]
+            if isinstance(p, dict) and (p.get("type") == "image_url" or "image" in p)]
+
+
+def as_dashscope(body: dict) -> dict:
+    """Conway's OpenAI-form request in DashScope's message form, the parts renamed as a DashScope client renames them
+    (`{"text": …}`, `{"image": url}`), so it compares with a golden of GUI-Owl's default engine (`"api":
+    "dashscope"`): what an OpenAI-compatible server is sent and what DashScope is sent are the same parts."""
+    def part(p: dict) -> dict:
+        return {"text": p["text"]} if p.get("type") == "text" else {"image": p["image_url"]["url"]}
+    messages = [{"role": m["role"], "content": [{"text": m["content"]}] if isinstance(m["content"], str) else
+                 [part(p) for p in m["content"]]} for m in body["messages"]]
+    return {**body, "messages": messages}
 
 
 def _without_known(record: dict, known: set[str]) -> tuple[dict, set[str]]:
@@ -144,7 +156,8 @@ def _golden(preset: str) -> dict:
     return golden
 
 
-@pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "kimi-k2.5", "jedi-7b", "holo2"])
+@pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5",
+                                    "jedi-7b", "holo2"])
 def test_every_request_of_the_episode_is_the_official_agents(preset):
     golden = _golden(preset)
     wanted = [r for r in golden["requests"] if r["call"] != "planner"]  # Jedi's executor; the planner is below
@@ -159,6 +172,8 @@ def test_every_request_of_the_episode_is_the_official_agents(preset):
         tasks = [INSTRUCTION] * STEPS
     assert len(wanted) == len(tasks)
     bodies, slots, _ = conway_requests(preset, tasks, steps)
+    if golden.get("api") == "dashscope":
+        bodies = [as_dashscope(b) for b in bodies]
     seen: set[str] = set()
     for step, (body, slot, task, want) in enumerate(zip(bodies, slots, tasks, wanted), start=1):
         got = _with_instruction(request_record(body), slot, task)
@@ -208,9 +223,12 @@ def test_an_edited_stored_prompt_no_longer_matches_the_official_request(preset, 
                 del image[key]
         return out
 
+    form = as_dashscope if golden.get("api") == "dashscope" else (lambda b: b)
     body, slot = (x[0] for x in conway_requests(preset, [task], steps)[:2])
+    body = form(body)
     assert first_difference(texts(_with_instruction(request_record(body), slot, task)), texts(want)) is None
     monkeypatch.setattr(PromptFolder, "text", edited)
     body, slot = (x[0] for x in conway_requests(preset, [task], steps)[:2])
+    body = form(body)
     found = first_difference(texts(_with_instruction(request_record(body), slot, task)), texts(want))
     assert found is not None and "texts differ" in found, found

@@ -170,6 +170,9 @@ def _failure(exc: Exception, cancel: Cancel | None) -> Exception:
 
 _LLAMA_NAMES = {"repetition_penalty": "repeat_penalty"}
 """Sampling parameters llama-cpp-python names otherwise than an OpenAI-compatible request."""
+_LLAMA_KNOBS = {"top_p", "top_k", "min_p", "typical_p", "frequency_penalty", "presence_penalty", "repeat_penalty"}
+"""The sampling parameters llama-cpp-python takes; a server's own fields (DashScope's `vl_high_resolution_images`)
+mean nothing in process."""
 
 
 class LlamaInProcessBackend(Backend):
@@ -356,8 +359,12 @@ class LlamaInProcessBackend(Backend):
         """`temperature` None: llama.cpp's default; `max_tokens` None: until the model stops or the context ends;
         `sampling`: `top_p`, `frequency_penalty` (llama.cpp's `frequency_penalty` and the OpenAI one are the same
         rule); a server's request fields (vLLM's `structured_outputs`, not numbers) mean nothing here."""
+        named = {_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items()}
         knobs = {**({"temperature": temperature} if temperature is not None else {}),
-                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items() if isinstance(v, (int, float))}}
+                 **{k: v for k, v in named.items() if k in _LLAMA_KNOBS and isinstance(v, (int, float))
+                    and not isinstance(v, bool)}}
+        if seed is None and isinstance(named.get("seed"), int):  # a family's own seed (GUI-Owl's DashScope path)
+            seed = named["seed"]
         if "top_k" in knobs:
             knobs["top_k"] = int(knobs["top_k"])
         with self._lock:
