@@ -488,7 +488,8 @@ class HTTPBackend(Backend):
 
     def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
                  request_timeout_s: float | None = None, known_window: Any = None,
-                 model_meta: dict[str, Any] | None = None):
+                 model_meta: dict[str, Any] | None = None, model_entry: dict[str, Any] | None = None,
+                 local_files: dict[str, str | None] | None = None):
         self.client = client
         self.model_id = model_id
         self.server = server
@@ -503,8 +504,13 @@ class HTTPBackend(Backend):
         """A stop shuts the request's socket down once it is connected, and a connect to this machine is tried
         in short slices (`abortable_http.send`), whereas a remote host may hold a connect up to its timeout: that
         request stays on the worker thread, abandoned after a grace (`Policy.abortable`)."""
-        self._model_meta = model_meta or {}
+        self.model_entry = model_entry or {}
+        """The served model's /v1/models entry (owned_by; llama-server's `meta`, vLLM's `root`, `max_model_len`)."""
+        self._model_meta = model_meta or self.model_entry.get("meta") or {}
         """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
+        self._local_files = local_files or {}
+        """The model and projector files of a server Conway started itself (their digests go into reports)."""
+        self._served_by: dict[str, Any] | None = None
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
         self._props_body: Any = ...
@@ -515,6 +521,13 @@ class HTTPBackend(Backend):
             body = self.client.get_json("/props") if self.server == "llama-server" else None
             self._props_body = body if isinstance(body, dict) else {}
         return self._props_body
+
+    def served_by(self) -> dict[str, Any]:
+        """What the server says served the model (asked once): `served_by.http_served_by`."""
+        if self._served_by is None:
+            from conway.policies.backends.served_by import http_served_by
+            self._served_by = http_served_by(self, self._local_files)
+        return self._served_by
 
     def renders_tools(self) -> bool | None:
         """llama-server's /props `chat_template_caps.supports_tools` (None: not said). The template's capabilities

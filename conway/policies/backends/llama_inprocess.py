@@ -305,6 +305,22 @@ class LlamaInProcessBackend(Backend):
 
     # -- context ------------------------------------------------------------------------
 
+    def served_by(self) -> dict[str, Any]:
+        """llama-cpp-python in this process: its version, the model and projector files (digest, quantisation)
+        and the context one request gets (`served_by.py`)."""
+        from conway.policies.backends.served_by import file_facts
+
+        out: dict[str, Any] = {"server": "llama-cpp-python (in process)",
+                               "version": str(getattr(self._llama_cpp, "__version__", "?")), "model_id": self.model_id}
+        for key, path in (("model_file", self.model_path), ("projector_file", self.mmproj_path)):
+            facts = file_facts(path)
+            if facts is not None:
+                out[key] = facts
+        window = self.context_window()
+        out["context"] = {"n_ctx": window.n_ctx, "source": window.source}
+        out["vision"] = self.mmproj_path is not None
+        return out
+
     def context_window(self) -> Any:
         """This process's n_ctx, held to the model's trained context (llama.cpp would run past it, badly)."""
         n_ctx = int(self.llm.n_ctx())
