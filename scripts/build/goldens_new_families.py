@@ -432,34 +432,55 @@ def _jedi() -> tuple[dict[str, Any], Recorder]:
             "runner": "JediAgent7B's own defaults (OSWorld has no runner script for it)", "agent_args": args}, recorder
 
 
+HOLO2_NOTEBOOK = "holo2/holo_2_localization_hosted_api.ipynb"
+
+
 def _holo2(cookbook: Path) -> tuple[dict[str, Any], Recorder]:
-    nb = json.loads((cookbook / "holo2" / "holo_2_localization_hosted_api.ipynb").read_text(encoding="utf-8"))
+    """The hosted-API notebook's code cells run as written, in a copy of the cookbook whose example image (a data
+    file, `data/calendar_example.jpg`) is the step's screenshot: its preparation cell opens and resizes it, its
+    request cell builds the messages and calls the client. Left out: the pip cell and the API-key cells (the key
+    is set); `IPython.display` is a no-op; `openai.OpenAI` is the recorder (the network). For the targets after
+    the first, `task` is set after the preparation cell (whose own target is the first)."""
+    import openai
+
+    nb = json.loads((cookbook / HOLO2_NOTEBOOK).read_text(encoding="utf-8"))
     cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    # the imports of its first cell that the definitions use (that cell also imports IPython's display, for
-    # showing pictures only)
-    namespace: dict[str, Any] = {}
-    exec("from typing import Any, TypeAlias\nfrom PIL import Image\nfrom pydantic import BaseModel, Field", namespace)
-    sys.path.insert(0, str(cookbook))
-    try:
-        for cell in cells:  # the notebook's definitions, run as written (the schema, build_messages)
-            if "class ClickCoordinates" in cell:
-                exec(compile(cell, "holo_2_localization_hosted_api.ipynb", "exec"), namespace)
-        smart_resize = importlib.import_module("utils.image").smart_resize
-    finally:
-        sys.path.remove(str(cookbook))
     recorder = Recorder({"llm": ANSWERS["holo2"]})
-    for step, task in enumerate(HOLO2_TARGETS, start=1):
-        image = Image.open(io.BytesIO(screenshot(step)))
-        # the notebook's request cell: its resize, then chat.completions.create(..., temperature=0)
-        h, w = smart_resize(height=image.height, width=image.width, factor=16 * 2, min_pixels=64 * 32 * 32,
-                            max_pixels=16384 * 32 * 32)
-        image = image.resize(size=(w, h), resample=None)
-        messages = namespace["build_messages"](task=task, image=image, image_format="JPEG")
-        schema = namespace["ClickCoordinates"].model_json_schema()
-        recorder.answer("llm", {"model": "holo2", "messages": messages, "structured_outputs": {"json": schema},
-                                "temperature": 0})
-    return {"source": f"hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb ({COOKBOOK_COMMIT})",
-            "runner": "the notebook's request cell", "agent_args": {"targets": HOLO2_TARGETS}}, recorder
+    copy_root = Path(tempfile.mkdtemp(prefix="hai-cookbook-")) / "hai-cookbook"
+    import shutil
+
+    shutil.copytree(cookbook, copy_root)
+    display = types.ModuleType("IPython.display")
+    display.display = lambda *a, **k: None  # type: ignore[attr-defined]
+    sys.modules.update({"IPython": types.ModuleType("IPython"), "IPython.display": display})
+    module = types.ModuleType("holo_2_localization_hosted_api")  # pydantic resolves annotations through it
+    sys.modules[module.__name__] = module
+    space = module.__dict__
+    saved_openai = openai.OpenAI
+    openai.OpenAI = recorder.openai_class("llm")  # type: ignore[misc]  # the request cell imports it from here
+    prepare = next(c for c in cells if "image_path" in c)
+    request = next(c for c in cells if "chat.completions.create" in c)
+    try:
+        with contextlib.chdir(copy_root / "holo2"):  # the notebook finds the cookbook's root from its own folder
+            for cell in cells:
+                if cell is prepare or cell is request or cell.lstrip().startswith("!") or "API_KEY" in cell:
+                    continue
+                exec(compile(cell, HOLO2_NOTEBOOK, "exec"), space)
+            space["API_KEY"] = "recorder"
+            for step, target in enumerate(HOLO2_TARGETS, start=1):
+                (copy_root / "data" / "calendar_example.jpg").write_bytes(screenshot(step))
+                exec(compile(prepare, HOLO2_NOTEBOOK, "exec"), space)
+                if step > 1:
+                    space["task"] = target
+                with contextlib.redirect_stdout(io.StringIO()):  # rich.print of the click
+                    exec(compile(request, HOLO2_NOTEBOOK, "exec"), space)
+    finally:
+        openai.OpenAI = saved_openai  # type: ignore[misc]
+        shutil.rmtree(copy_root.parent, ignore_errors=True)
+    assert [b["messages"][0]["content"][1]["text"].rsplit("\n", 1)[1] for _, b in recorder.bodies] == HOLO2_TARGETS
+    return {"source": f"hcompai/hai-cookbook {HOLO2_NOTEBOOK} ({COOKBOOK_COMMIT})",
+            "runner": "the notebook's code cells as written (its example image file the episode's screenshot)",
+            "agent_args": {"targets": HOLO2_TARGETS}}, recorder
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:

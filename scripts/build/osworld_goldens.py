@@ -240,10 +240,9 @@ HOLO_NOTEBOOK = "holo1_5/openai_client/invoke_localization.ipynb"
 
 def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
     """hcompai/hai-cookbook's Holo1.5 localization notebook: its code cells run as written (the pip and API-key
-    cells left out), its request cell once per target on the episode's screenshot, resized as its preparation
-    cell resizes its example image (`smart_resize` defaults, `resample=None`); `IPython.display` is a no-op."""
-    from PIL import Image
-
+    cells left out, the key set), with its example image file (`data/calendar_example.jpg`, data) replaced by the
+    step's screenshot, so its preparation cell opens and resizes that as written; its request cell once per
+    target (`task` set after the preparation cell); `IPython.display` is a no-op."""
     _extract(cookbook, commit, into, ".")
     os.chdir(into / "holo1_5" / "openai_client")  # the notebook finds the cookbook's root from its own folder
     display = types.ModuleType("IPython.display")
@@ -255,18 +254,18 @@ def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
     sys.modules[module.__name__] = module
     space = module.__dict__
     request_cell = next(c for c in cells if "chat.completions.create" in c)
+    prepare_cell = next(c for c in cells if "image_path" in c)
     for cell in cells:
-        if cell is request_cell or cell.lstrip().startswith("!") or "API_KEY" in cell or "image_path" in cell:
+        if cell in (request_cell, prepare_cell) or cell.lstrip().startswith("!") or "API_KEY" in cell:
             continue
         exec(compile(cell, HOLO_NOTEBOOK, "exec"), space)
     space.update(API_KEY="recorder", MODEL_NAME="Hcompany/Holo1.5-7B", BASE_URL="http://127.0.0.1:9/v1")
     recorder = Recorder(lambda body: '{"action": "click_absolute", "x": 120, "y": 340}')
     with recording(recorder):
         for n, target in enumerate(GTA1_TARGETS, start=1):
-            image = Image.open(io.BytesIO(screenshot(n)))
-            resized_height, resized_width = sys.modules["utils.image"].smart_resize(height=image.height,
-                                                                                    width=image.width)
-            space.update(task=target, image=image.resize(size=(resized_width, resized_height), resample=None))
+            (into / "data" / "calendar_example.jpg").write_bytes(screenshot(n))
+            exec(compile(prepare_cell, HOLO_NOTEBOOK, "exec"), space)
+            space["task"] = target
             _quiet(lambda: exec(compile(request_cell, HOLO_NOTEBOOK, "exec"), space))
     PROMPTS.update({"holo/localization.txt": space["LOCALIZATION_TASK_PROMPT"],
                     "holo/click_schema.json": json.dumps(space["ClickAbsoluteAction"].model_json_schema(), indent=2)
