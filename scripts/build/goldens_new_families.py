@@ -148,6 +148,7 @@ HOLO2 = ['{"x": 62, "y": 315}', '{"x": 156, "y": 389}', '{"x": 781, "y": 833}', 
 
 ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL,
                                  "gui-owl-1.5-openai": GUIOWL, "kimi-k2.5": KIMI, "jedi-7b": JEDI_GROUNDER,
+                                 "jedi-3b": JEDI_GROUNDER,
                                  "holo2": HOLO2}
 """Each golden's scripted model answers (Jedi's: the grounder's), one a request."""
 
@@ -417,19 +418,22 @@ def _kimi() -> tuple[dict[str, Any], Recorder]:
             "runner": "scripts/python/run_multienv_kimi_k25.py", "agent_args": _jsonable(args)}, recorder
 
 
-def _jedi() -> tuple[dict[str, Any], Recorder]:
-    module = importlib.import_module("mm_agents.jedi_7b_agent")
+def _jedi(size: str = "7B") -> tuple[dict[str, Any], Recorder]:
+    """`JediAgent7B` or `JediAgent3B` (`size`) at its own defaults, its planner and executor requests recorded."""
+    name = size.lower()
+    module = importlib.import_module(f"mm_agents.jedi_{name}_agent")
     recorder = Recorder({"planner": JEDI_PLANNER, "grounder": JEDI_GROUNDER})
     module.requests.post = recorder.post(  # type: ignore[attr-defined]
         lambda body: "grounder" if body["model"].startswith("jedi") else "planner")
-    args = dict(platform="ubuntu", planner_model="gpt-4o", executor_model="jedi-7b", max_tokens=1500, top_p=0.9,
+    args = dict(platform="ubuntu", planner_model="gpt-4o", executor_model=f"jedi-{name}", max_tokens=1500, top_p=0.9,
                 temperature=0.5, action_space="pyautogui", observation_type="screenshot", max_steps=15)
-    agent = module.JediAgent7B(**args)
+    agent = getattr(module, f"JediAgent{size}")(**args)
     agent.reset(logging.getLogger("goldens"))
     for step in range(1, STEPS + 1):
         agent.predict(INSTRUCTION, _obs(step))
-    return {"source": f"OSWorld mm_agents/jedi_7b_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
-            "runner": "JediAgent7B's own defaults (OSWorld has no runner script for it)", "agent_args": args}, recorder
+    return {"source": f"OSWorld mm_agents/jedi_{name}_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": f"JediAgent{size}'s own defaults (OSWorld has no runner script for it)", "agent_args": args}, \
+        recorder
 
 
 HOLO2_NOTEBOOK = "holo2/holo_2_localization_hosted_api.ipynb"
@@ -496,14 +500,15 @@ def build(preset: str, osworld: Path, cookbook: Path | None) -> dict[str, Any]:
             meta, recorder = _holo2(cookbook)
         else:
             run = {"evocua": lambda: _evocua("S2"), "evocua-s1": lambda: _evocua("S1"), "gui-owl-1.5": _guiowl_dash,
-                   "gui-owl-1.5-openai": _guiowl, "kimi-k2.5": _kimi, "jedi-7b": _jedi}[preset]
+                   "gui-owl-1.5-openai": _guiowl, "kimi-k2.5": _kimi, "jedi-7b": _jedi,
+                   "jedi-3b": lambda: _jedi("3B")}[preset]
             meta, recorder = run()
         requests = [{"call": queue, **request_record(body)} for queue, body in recorder.bodies]
     return {**meta, "preset": preset, "instruction": INSTRUCTION, "screen": list(SCREEN),
             "answers": ANSWERS[preset], "requests": requests}
 
 
-PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "holo2")
+PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "jedi-3b", "holo2")
 
 
 def main(argv: list[str] | None = None) -> int:

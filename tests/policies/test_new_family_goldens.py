@@ -157,12 +157,12 @@ def _golden(preset: str) -> dict:
 
 
 @pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5",
-                                    "jedi-7b", "holo2"])
+                                    "jedi-7b", "jedi-3b", "holo2"])
 def test_every_request_of_the_episode_is_the_official_agents(preset):
     golden = _golden(preset)
     wanted = [r for r in golden["requests"] if r["call"] != "planner"]  # Jedi's executor; the planner is below
     steps = None
-    if preset == "jedi-7b":  # the executor is asked on the steps whose planned action points somewhere
+    if preset.startswith("jedi"):  # the executor is asked on the steps whose planned action points somewhere
         grounded = [(n, c) for n, c in enumerate(JEDI_PLANNER, start=1) if "pyautogui.click" in c or
                     "pyautogui.doubleClick" in c]
         steps, tasks = [n for n, _ in grounded], [c.split("# ", 1)[1].split("\n", 1)[0] for _, c in grounded]
