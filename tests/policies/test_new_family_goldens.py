@@ -11,6 +11,11 @@ The history is `TurnHistory` as a run keeps it (the agents' constant window: the
 answer kept), and the instruction slot holds the task's instruction (the goals part's frame is replaced by the
 instruction before comparing). What still differs is listed per preset in `KNOWN`, each with its reason, and
 asserted to be exactly that: a new difference fails, and so does a listed one that went away.
+
+The agents' presets are also run the whole way a task run sends them
+(`test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents`): the preset's config alone, its own
+structured output, the loop's `ContextBuilder` with the task as the session's task, over HTTP to a recording fake
+server; nothing is rewritten before the comparison.
 """
 
 from __future__ import annotations
@@ -232,3 +237,44 @@ def test_an_edited_stored_prompt_no_longer_matches_the_official_request(preset, 
     body = form(body)
     found = first_difference(texts(_with_instruction(request_record(body), slot, task)), texts(want))
     assert found is not None and "texts differ" in found, found
+
+
+AGENT_PRESETS = ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", AGENT_PRESETS)
+def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(preset, tmp_path):
+    """The whole way a task run sends it, nothing set or rewritten for the comparison: the preset's config alone
+    (its own structured output, probed against a server that constrains nothing), the loop's `ContextBuilder`
+    with the task as the session's task (the instruction as sent), and the requests as they reach an
+    OpenAI-compatible server (the RECORDING fake server of `test_request_goldens.py`)."""
+    from fixtures.scripted_server import ScriptedFakeServer
+    from test_request_goldens import GuiToolbox, Recorder
+
+    from conway.policies.factory import build_model_policy
+    from conway.prompt.decision import ContextBuilder
+    from conway.prompt.memory import Memory
+    from conway.store.home import Home, init_home
+
+    golden = _golden(preset)
+    recorder = Recorder(ANSWERS[preset])
+    home = Home(tmp_path / "home")
+    init_home(home)
+    with ScriptedFakeServer(responder=recorder) as fake:
+        config = load_config(home.config, [f"policy={preset}", f"policy.endpoint={fake.base_url}"])
+        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
+        with build_model_policy(config, home) as policy:
+            builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
+                                     Memory(home.memory, home.memory_previous), say=lambda line: None)
+            goals, _ = builder.goals(INSTRUCTION)
+            for step in range(1, STEPS + 1):
+                decision = policy.decide(builder.build(goals, _observation(step), step))
+                assert decision.actions and not hasattr(decision.actions[0], "message"), (preset, step)
+                builder.note(step, decision.actions[0].summary(), "ok")
+    form = as_dashscope if golden.get("api") == "dashscope" else (lambda b: b)
+    assert len(recorder.requests) == len(golden["requests"]) == STEPS
+    for step, (body, want) in enumerate(zip(recorder.requests, golden["requests"]), start=1):
+        got = request_record(form(body))
+        want = {"messages": want["messages"], "sampling": want["sampling"]}
+        assert first_difference(got, want) is None, f"{preset} request {step}: {first_difference(got, want)}"
