@@ -151,7 +151,8 @@ class PolicyConfig(_Section):
     none …); auto: family default."""
     prompt: str = "auto"
     """Which of the family's trained prompts is sent (`Family.prompts`: uitars-1.5 / uitars-1.0, OpenCUA's l2 / l1 /
-    l3); auto: the family's default."""
+    l3; for GUI-Owl 1.5 its agent's engine, dash / openai, whose requests differ in sampling and image encoding);
+    auto: the family's default."""
     model_path: str | None = None
     """Local GGUF model for in-process inference or a server Conway starts."""
     mmproj_path: str | None = None
@@ -225,15 +226,18 @@ class PolicyConfig(_Section):
         return self.temperature if self.temperature is not None else self._family_default("temperature")
 
     @property
-    def resolved_sampling(self) -> dict[str, float]:
+    def resolved_sampling(self) -> dict[str, float | int]:
         """The sampling parameters sent beside temperature: the family's agent's (`Family.sampling`, `top_p`,
-        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent)."""
-        out = {str(k): float(v) for k, v in self._family_default("sampling")}
+        `frequency_penalty`), `top_p` and `frequency_penalty` as the config sets them (absent: none sent). The family's
+        values keep the type its agent sends (`top_k` 1, not 1.0: the wire's bytes, and a server's integer field)."""
+        out = {str(k): v for k, v in self._family_default("sampling")}
         for name in ("top_p", "frequency_penalty"):
             value = getattr(self, name)
             value = value if value is not None else self._family_default(name)
             if value is not None:
-                out[name] = float(value)
+                out[name] = value
+        if self.seed is not None:
+            out.pop("seed", None)  # the config's seed wins over a family's own (GUI-Owl's DashScope path sends 3407)
         return out
 
     @property

@@ -209,3 +209,43 @@ def test_the_no_model_refusal_quoted_in_the_readme_is_the_one_printed():
     families = one_of(FAMILIES)
     assert f"(policy.kind {families})" in NO_MODEL
     assert f"conway: error: {NO_MODEL.replace(families, '…')}" in readme()
+
+
+def test_the_readme_preset_table_says_what_models_conformance_says():
+    """One source: each row's "deviations at the defaults" is `models --conformance`'s list at the preset's
+    defaults (`deviation_lines`), "none" when it is empty, else the family's `known_differences` word for word."""
+    from conway.config import load_config
+    from conway.policies.deviations import deviation_lines
+    from conway.policies.families import FAMILIES
+
+    section = readme().split("## Presets send what their authors' agents send", 1)[1]
+    table = section[section.index("\n|"):].split("\n\n", 1)[0]  # the first table of the section
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) >= 12, "the README's preset table was not found"
+    wrong = []
+    for row in rows:
+        for preset in re.findall(r"`([\w.-]+)`", row[0]):
+            config = load_config(None, [f"policy={preset}"])
+            family = FAMILIES[config.policy.kind]
+            lines = deviation_lines(config)
+            said = ("not measured (Conway's own request)" if not (family.conversation.official or family.reference)
+                    else "none" if not lines else "; ".join(family.known_differences))
+            assert lines == [f"known: {k}" for k in family.known_differences]  # at the defaults: only the known ones
+            if row[-1] != said:
+                wrong.append(f"{preset}: README says {row[-1]!r}, models --conformance {said!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_window_refusal_quoted_in_running_models_is_the_one_printed():
+    """The quote may elide (`…`) a stretch; every piece around the elisions is printed, in that order."""
+    from conway.config import load_config
+    from conway.policies.conformance import window_refusal
+
+    doc = (REPO / "docs" / "running-models.md").read_text(encoding="utf-8")
+    quote = " ".join(re.search(r"`(the uitars window needs [^`]*)`", doc).group(1).split())
+    printed = window_refusal(load_config(None, ["policy=uitars-1.5-7b"]), 8192, "llama-server /props (per-slot n_ctx)")
+    at = 0
+    for piece in quote.split("…"):
+        found = printed.find(piece, at)
+        assert found >= 0, f"running-models.md quotes {piece!r}, the line printed is {printed!r}"
+        at = found + len(piece)

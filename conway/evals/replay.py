@@ -74,7 +74,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
            policy: Any = None, argv: list[str] | None = None, say: Callable[[str], None] = print) -> int:
     """Replay a trajectory through a policy; write a report; exit 0 (all agree) / 2 (disagreements)."""
     began = time.time()  # the report is built at the end: its times start here
-    from conway.evals.report import Report, check_new_output
+    from conway.evals.report import Report, check_new_output, served_by_of
     from conway.evals.stats import wilson
     from conway.experience.steps import check_screenshots
 
@@ -105,7 +105,7 @@ def replay(home: Any, config: Any, trajectory: str, *, output: str, against: str
     report = Report("replay", out, argv=argv, config=config, started=began, parameters={
         "trajectory": str(Path(trajectory).expanduser().resolve()), "against": against,
         "tolerance_px": tolerance_px, "executed": "nothing (decisions only)"})
-    report.set_model(policy.model_id)
+    report.set_model(policy.model_id, served_by=served_by_of(policy))
     code = ExitCode.PASSED if agreed == n else ExitCode.NOT_PASSED
     report.finish(status="pass" if code == ExitCode.PASSED else "disagreements", exit_code=code, summary=summary,
                   cases_order=cases)

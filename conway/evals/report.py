@@ -156,7 +156,14 @@ def _deviations(config: ConwayConfig | None) -> list[str] | None:
     from conway.policies.families import FAMILIES
 
     family = FAMILIES.get(config.policy.kind)
-    return deviation_lines(config) if family is not None and family.conversation.official else None
+    checked = family is not None and (family.conversation.official or family.reference is not None)
+    return deviation_lines(config) if checked else None
+
+
+def served_by_of(policy: Any) -> dict[str, Any] | None:
+    """What served a policy's model (`ModelPolicy.served_by`); None for one without a model (the mock)."""
+    asked = getattr(policy, "served_by", None)
+    return (asked() or None) if callable(asked) else None
 
 
 def machine_facts() -> dict[str, Any]:
@@ -193,6 +200,7 @@ class Report:
             "config": config_record(config) if config is not None else None,
             "config_digest": config.digest() if config is not None else None,
             "model_id": None,
+            "served_by": None,
             "endpoint": safe_endpoint(config.policy.endpoint) if config is not None else None,
             "seed": seed,
             "parameters": parameters or {},
@@ -207,10 +215,15 @@ class Report:
                                 "choose a new report name")
             self._stream = open(self.cases_path, "x", encoding="utf-8")
 
-    def set_model(self, model_id: str | None, endpoint: str | None = None) -> None:
+    def set_model(self, model_id: str | None, endpoint: str | None = None,
+                  served_by: dict[str, Any] | None = None) -> None:
+        """The model that answered, and what served it (`served_by`: server, version or build, model file and
+        digest, quantisation, context, projector, as the server says them; None: not known here)."""
         self.data["model_id"] = model_id
         if endpoint is not None:
             self.data["endpoint"] = safe_endpoint(endpoint)
+        if served_by:
+            self.data["served_by"] = served_by
 
     def set_model_from_cases(self, records: list[dict[str, Any]]) -> None:
         """The model id(s) the cases were actually answered by (a server may serve another than configured)."""

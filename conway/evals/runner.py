@@ -38,7 +38,14 @@ from conway.cancel import ABORT_GRACE_S, Cancel, cancel_scope
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
 from conway.evals.pool import Pool, pool_record
-from conway.evals.report import INLINE_CASES_MAX, Report, cases_file_for, check_new_output, load_report
+from conway.evals.report import (
+    INLINE_CASES_MAX,
+    Report,
+    cases_file_for,
+    check_new_output,
+    load_report,
+    served_by_of,
+)
 from conway.protocols import Policy, describe_causes
 from conway.store.home import Home
 
@@ -212,7 +219,7 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
     if kept and rebase is not None:
         kept = {pos: rebase(rec, Path(str(resume)).expanduser().resolve().parent) for pos, rec in kept.items()}
     if policy is not None:
-        report.set_model(policy.model_id)
+        report.set_model(policy.model_id, served_by=served_by_of(policy))
     streaming = report.cases_path is not None
     interrupted: SuiteInterrupted | None = None
     if streaming:

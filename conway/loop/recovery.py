@@ -26,10 +26,13 @@ def start_up(parts: LoopParts, state: RunState, record: Record, revision: str) -
     latest = recover(parts.home, parts.journal, state.store, record, parts.say)
     model_id, digest = parts.policy.model_id, parts.config.digest()
     mode = "session" if parts.single_session else "continuous"
-    state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run)
+    asked = getattr(parts.policy, "served_by", None)  # a model policy's: what served it (reports name it)
+    served_by = asked() if callable(asked) else None
+    state.begin(parts.session, model_id=model_id, config_digest=digest, mode=mode, dry_run=parts.dry_run,
+                served_by=served_by)
     deviations = getattr(parts.policy, "deviations", None)  # a model policy's, from its family's official request
     record("session", SessionStart(model_id, revision, digest, mode, parts.dry_run, parts.toolbox.available_types(),
-                                   list(deviations) if deviations is not None else None).to_payload())
+                                   list(deviations) if deviations is not None else None, served_by).to_payload())
     if deviations:
         parts.say("deviations from the official request: " + "; ".join(d.split(":")[0] for d in deviations))
     for found in parts.toolbox.findings():  # MCP servers and skills: what started, what was left out

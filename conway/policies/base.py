@@ -88,6 +88,15 @@ class ModelPolicy(Policy):
         """Tokens one request may hold, learned once from the backend (None: it does not say)."""
         return self.budget.context_window()
 
+    def served_by(self) -> dict[str, Any]:
+        """What served the model (server, version or build, model file and digest, quantisation, context,
+        projector), as its server or file says it; {} when nothing says. Never fails a run or a report: a server
+        that cannot be asked leaves the facts it would have given out."""
+        try:
+            return self.backend.served_by()
+        except Exception:  # the facts are provenance, not the run's work: a failure to ask them is not an error
+            return {}
+
     def image_tokens_for(self, captured_size: Size | None) -> int:
         """Image tokens an observation of `captured_size` costs (the family's resize rule decides)."""
         return self.budget.image_tokens_for(captured_size)
@@ -137,6 +146,8 @@ class ModelPolicy(Policy):
             return Sent(fitted.messages, fitted.estimate, ask(fitted.messages))
         except PolicyError as exc:
             tools_refused = self.output.refused_tools(form, exc, types, sent_size)
+            if not tools_refused and isinstance(exc, ContextExceeded) and not self.budget.shrinks_history():
+                raise self.budget.window_refused(prompt, exc) from None  # never shrunk unasked: refused, in one line
             if not tools_refused and not shrink_for(exc, history, count_images(fitted.messages)):
                 raise
             again = self.budget.refit(prompt)

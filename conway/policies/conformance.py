@@ -157,10 +157,9 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
     if family.thought_language:
         english = "english_thoughts" in pol.resolved_deviations()
         out.append(f"thought language: {'English' if english else family.thought_language}")
-    lines = deviation_lines(config) if conv.official else []
-    out.append("deviations: " + ("none" if conv.official and not lines else str(len(lines)) if conv.official else
-                                 "not listed for a grounding preset (its one request is checked against the official "
-                                 "code's by the golden tests, tests/policies/test_*goldens.py)" if family.reference else
+    checked = conv.official or family.reference is not None  # an agent's request, or a grounder's one request
+    lines = deviation_lines(config)
+    out.append("deviations: " + (("none" if not lines else str(len(lines))) if checked else
                                  "not measured (Conway's own request)"))
     out += [f"  - {line}" for line in lines]
     return out
@@ -171,7 +170,8 @@ def _sampling(pol: Any) -> str:
     said = [f"max_tokens {pol.resolved_max_tokens}" if pol.resolved_max_tokens_sent else
             f"max_tokens not sent (the server's default; {pol.resolved_max_tokens} budgeted for the reply)",
             "temperature " + ("not sent" if temperature is None else f"{temperature:g}")]
-    said += [f"{k} {v:g}" for k, v in pol.resolved_sampling.items()]
+    said += [f"{k} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else f"{k} {v}"
+             for k, v in pol.resolved_sampling.items()]
     family = FAMILIES.get(pol.kind)
     if family is not None and family.default("retry_unfinished", pol.prompt):
         said.append(f"asked again up to {family.default('retry_unfinished', pol.prompt)} times while an answer does "

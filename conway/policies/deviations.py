@@ -9,6 +9,8 @@ comparable exactly when their deviation lists are equal:
   (`tasks run`, the checks, sweeps, `start --task`); `conway run` turns on the seed's (`RUN_DEVIATIONS`);
 - **set explicitly**: a value unlike the agent's (fewer screenshots, other sampling, another resize or image cap,
   the tool schema in the request's `tools`);
+- **known**: what a preset still does otherwise than its agent in every run, and why (`Family.known_differences`:
+  Kimi's retry of an unfinished answer, GTA1's red-blue swap), said in the same words by the README's preset table;
 - **met at run time**: a server that takes fewer images than the window (`TurnHistory.limit_images`), said once,
   journaled with the decision and listed in the task report.
 
@@ -59,13 +61,16 @@ def deviation_keys(pol: PolicyConfig) -> list[str]:
 
 def deviation_lines(config: ConwayConfig) -> list[str]:
     """Every deviation of this configuration from its family's official request, one line each (empty: none, or a
-    family with no official request: generic, the mock)."""
+    family with no official request: generic, the mock; a grounder's: its known differences only)."""
     pol = config.policy
     family = FAMILIES.get(pol.kind)
-    if family is None or not family.conversation.official:
+    if family is None:
         return []
+    known = [f"known: {said}" for said in family.known_differences]  # every run has them, the README says them too
+    if not family.conversation.official:
+        return known  # a grounder's one request (its `reference`), or Conway's own (none)
     lines = [f"{key}: {DESCRIPTIONS[key]}" for key in deviation_keys(pol)]
-    return lines + _explicit(pol, family)
+    return lines + _explicit(pol, family) + known
 
 
 def _explicit(pol: PolicyConfig, family: Any) -> list[str]:

@@ -86,9 +86,10 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     sized = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
     policy = _built(sized, home, family, adapter, choice, sized.runtime.n_ctx != config.runtime.n_ctx)
     config = sized
-    if family.conversation.official:
+    if family.conversation.official or family.reference is not None:
         from conway.policies.deviations import deviation_lines
         policy.deviations = deviation_lines(config)
+    if family.conversation.official:
         _refuse_short_window(config, policy, choice)
     return policy
 
@@ -214,7 +215,7 @@ def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> 
         client.close()
         raise
     backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
-                          model_meta=_served_meta(served))
+                          model_meta=_served_meta(served), model_entry=_served_entry(served))
     policy = ModelPolicy(adapter, backend, _settings(config, family, {
         "endpoint": served.base_url, "server": served.server}))
     policy.description = [f"model {served.model_id} at {served.base_url} ({server_said(served.server)})"]
@@ -243,7 +244,9 @@ def _server_policy(config: ConwayConfig, home: Home, family: Family, adapter: Ad
                                              else ""), trained)
     backend = HTTPBackend(client, served.model_id, server=server.program.kind,
                           request_timeout_s=pol.request_timeout_s, known_window=known,
-                          model_meta=_served_meta(served))
+                          model_meta=_served_meta(served), model_entry=_served_entry(served),
+                          local_files={"model": local.model.path,
+                                       "projector": local.projector.path if local.projector else None})
     # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
     policy = ModelPolicy(adapter, backend, _settings(config, family, {
         "endpoint": url, "server": server.program.kind, "started_by_conway": True},
@@ -284,6 +287,11 @@ def n_ctx_warning(n_ctx: int, trained: int | None, name: str) -> str | None:
         return None
     return (f"runtime.n_ctx={n_ctx} exceeds the {trained} tokens {name} was trained for (GGUF context_length): "
             f"each request and its KV cache are held to {trained} tokens; set runtime.n_ctx={trained} to say so")
+
+
+def _served_entry(served: Any) -> dict[str, Any]:
+    """The served model's whole /v1/models entry (what `served_by` reads: owned_by, vLLM's root and max_model_len)."""
+    return next((e for e in served.entries if e.get("id") == served.model_id), {})
 
 
 def _served_meta(served: Any) -> dict[str, Any]:

@@ -94,7 +94,8 @@ class Family:
     """False: the agent's request carries no max_tokens (the server's default: until the model stops); `max_tokens`
     is then only Conway's reply budget when fitting the context, and is sent only when `policy.max_tokens` is set."""
     temperature: float | None = 0.0
-    """Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
+    """(Every sampling value here keeps the Python type the agent sends, `0` or `0.0`: JSON keeps it, and the golden
+    tests compare it.) Sampling temperature when `policy.temperature` is unset (the family's agent's runner's; None: not sent, the
     server's default, as OSWorld's Qwen3-VL agent leaves it)."""
     top_p: float | None = None
     """`top_p` the agent's runner sends (None: not sent)."""
@@ -123,6 +124,10 @@ class Family:
     """The official code a stateless family's one request a step follows (a grounding model asked once per target,
     no past turn), where it has no `conversation` of an agent's; None: Conway's own or `conversation.source`."""
     """Roles, where the prompt goes, the screenshot history and what of the model's own answers is replayed."""
+    known_differences: tuple[str, ...] = ()
+    """What a preset of this family still does otherwise than its agent at its runner's defaults, each with why it
+    is not copied: not a deviation one opts into, but one every run has. `conway models --conformance` lists them
+    as deviations and the README's preset table says the same words (`tests/test_readme.py` holds them equal)."""
     image_max_tokens: int = 16384
     """Image-token cap when `policy.image_max_tokens` is unset: the largest image the family's processor takes
     (qwen-vl-utils' max_pixels, 16384 tokens, for the Qwen-VL families)."""

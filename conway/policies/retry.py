@@ -1,7 +1,9 @@
 """A refusal the history can answer: a server that takes fewer images, or refuses a prompt for length.
 
 A server naming how many images one request may hold is asked again with as many (learned once); one refusing
-the prompt for length while past screenshots went with it is asked again without the older half of them.
+the prompt for length while past screenshots went with it is asked again without the older half of them, where
+the window may shrink (Conway's own layout, or the opt-in `half_slide`: `Budgeter.shrinks_history`; a trained
+family's window is otherwise refused in one line, `Budgeter.window_refused`).
 """
 
 from __future__ import annotations

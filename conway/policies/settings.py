@@ -27,7 +27,7 @@ class PolicySettings:
     layout: Layout = "stable-first"
     image_encoding: str = "jpeg"
     """`png`, `jpeg` (q85) or `jpeg<QUALITY>` (`imaging.Encoding.parse`)."""
-    sampling: dict[str, float] = field(default_factory=dict)
+    sampling: dict[str, float | int] = field(default_factory=dict)
     """Sampling parameters sent beside temperature (`top_p`, `frequency_penalty`), as the family's agent sends them."""
     retry_unfinished: int = 0
     """Times an answer that does not end with finish_reason "stop" is asked again (OpenCUA's agent: 20)."""

@@ -177,35 +177,45 @@ class Budgeter:
         screenshots and answers) is never shrunk to fit: only Conway's own parts are cut, and a window that still
         does not fit is refused, before anything is sent, naming both ways out. Under `half_slide` and in Conway's
         own layout past screenshots go first, then past answers, then the parts. Raises ContextExceeded."""
-        if not self._shrinks_history(prompt):
+        if not self.shrinks_history():
             try:
                 return self.refit(prompt)
             except ContextExceeded as exc:
-                raise self._window_refused(prompt, exc) from None
+                raise self.window_refused(prompt, exc) from None
         dropped = self._fit_history(prompt)
         fitted = self.refit(prompt)
         return Fitted(fitted.messages, fitted.estimate, dropped + fitted.dropped)
 
-    def _shrinks_history(self, prompt: Prompt) -> bool:
-        """Whether the fit may let past screenshots and answers go: Conway's own layout, or the opt-in half slide."""
+    def shrinks_history(self) -> bool:
+        """Whether past screenshots and answers may go to fit (before sending, or after a server's refusal for
+        length): Conway's own layout, or the opt-in half slide. A trained family's window is otherwise the user's
+        choice alone (`policy.history_images`), never shrunk behind it."""
         return self.adapter.messages is None or "half_slide" in self.settings.deviations
 
-    def _window_refused(self, prompt: Prompt, exc: ContextExceeded) -> ContextExceeded:
-        """The refusal of a faithful window that does not fit, with the numbers and both ways out."""
+    def window_refused(self, prompt: Prompt, exc: ContextExceeded) -> ContextExceeded:
+        """The refusal of a faithful window that does not fit, in one line with the numbers and the ways out:
+        before sending (the window is known), or after a server refused it for length (a server that states no
+        context, such as vLLM: its refusal gives the numbers)."""
         history = prompt.history
         past = len(history.with_images()) if history is not None else 0
         window = self.context_window()
-        if not past or window is None or exc.n_tokens is None:
+        n_ctx = window.n_ctx if window is not None else exc.n_ctx
+        if not past:
             return exc
-        per = max(1, self._past_tokens() // past)
-        over = exc.n_tokens - window.n_ctx
-        keep = max(0, past - -(-over // per)) + 1
-        return ContextExceeded(exc.n_tokens, window.n_ctx,
+        source = window.source if window is not None else "the server (it states no context; its refusal says)"
+        needs = f"~{exc.n_tokens}" if exc.n_tokens is not None else "more"
+        if exc.n_tokens is not None and n_ctx is not None:
+            per = max(1, self._past_tokens() // past)
+            keep = max(0, past - -(-(exc.n_tokens - n_ctx) // per)) + 1
+            raise_to, smaller = f" to at least {exc.n_tokens}", f"policy.history_images={keep}"
+        else:
+            raise_to, smaller = "", f"policy.history_images below {past + 1}"
+        return ContextExceeded(exc.n_tokens, n_ctx,
                                f"the window ({past + 1} screenshots and {len(history.turns)} replayed answers: "  # type: ignore[union-attr]
-                               f"the agent's) needs ~{exc.n_tokens} tokens with the reply, but {window.source} allows "
-                               f"{window.n_ctx}: raise the server's context (-c, or runtime.n_ctx) to at least "
-                               f"{exc.n_tokens}, or set a smaller window, policy.history_images={keep} (a deviation, "
-                               "listed in every report)")
+                               f"the agent's) needs {needs} tokens with the reply, but {source} allows "
+                               f"{n_ctx if n_ctx is not None else 'less'}: raise the server's context (-c, "
+                               f"--max-model-len, or runtime.n_ctx){raise_to}, or set a smaller window, {smaller} (a "
+                               "deviation, listed in every report)")
 
     def refit(self, prompt: Prompt) -> Fitted:
         """The parts alone fitted again (a refusal changed the prompt or let past turns go)."""

@@ -215,6 +215,11 @@ def _scan(path: Path) -> tuple[dict[str, Any], int]:
     return meta, total
 
 
+def gguf_metadata(path: str | Path) -> dict[str, Any]:
+    """A GGUF file's metadata keys (large arrays skipped); errors as raised (the caller says what it means)."""
+    return _scan(Path(path))[0]
+
+
 def read_gguf(path: str | Path, what: str = "model") -> GGUFInfo:
     """Metadata of a GGUF file (UserError for a missing, non-GGUF or corrupt file)."""
     p = check_gguf_path(path, what)

@@ -172,7 +172,7 @@ def session_exit_code(outcome: RunOutcome, verified: bool | None) -> ExitCode:
 
 def _finish_report(report: Any, home: Home, run: TaskRun, results: list[dict[str, Any]] | None,
                    summary: dict[str, Any], code: ExitCode, prompt: str | None) -> None:
-    report.set_model(_model_id_of(home, run.session))
+    report.set_model(*_model_of(home, run.session))
     for r in results or []:
         report.add_case(r)
     never = run.outcome.no_valid_decision and not run.outcome.uncertain
@@ -181,10 +181,15 @@ def _finish_report(report: Any, home: Home, run: TaskRun, results: list[dict[str
     report.finish(status=status, exit_code=code, summary=summary, task=prompt)
 
 
-def _model_id_of(home: Home, session: str) -> str | None:
+def _model_of(home: Home, session: str) -> tuple[str | None, None, dict[str, Any] | None]:
+    """(model id, no endpoint change, what served it) as the session's state recorded them."""
     from conway.store.state import StateStore
     state, _ = StateStore(home.state, home.state_previous).load()
-    return str(state["model_id"]) if state.get("session") == session and state.get("model_id") else None
+    if state.get("session") != session:
+        return None, None, None
+    served = state.get("served_by")
+    return (str(state["model_id"]) if state.get("model_id") else None), None, \
+        (served if isinstance(served, dict) else None)
 
 
 def _say_session(say: Callable[[str], None], summary: dict[str, Any], results: list[dict[str, Any]] | None, *,

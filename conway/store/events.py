@@ -175,6 +175,9 @@ class SessionStart(Payload):
     deviations: list[str] | None = None
     """Each way the requests of this session differ from the family's official agent's, one line each (`policy.
     deviations` and explicit settings: `conway/policies/deviations.py`); [] none; None: not a trained family."""
+    served_by: dict[str, Any] | None = None
+    """What served the model, as its server or file says it (`conway/policies/backends/served_by.py`); None: no
+    model (the mock)."""
 
     @property
     def revision(self) -> str | None:

@@ -114,21 +114,39 @@ def _jedi(osworld: Path) -> dict[str, str]:
 
 
 def _holo2(cookbook: Path) -> dict[str, str]:
-    from pydantic import BaseModel, Field  # the notebook's own schema library
+    """The notebook's own cells run as written (its imports, then the cell declaring `ClickCoordinates` and
+    `build_messages`; `IPython.display` a no-op, for showing pictures only), and `build_messages` called with an
+    empty target: its text is the prompt, a newline and the target."""
+    import sys
+    import types
 
-    class ClickCoordinates(BaseModel):  # as holo2/holo_2_localization_hosted_api.ipynb declares it
-        x: int = Field(ge=0, le=1000, description="The x coordinate, normalized between 0 and 1000.")
-        y: int = Field(ge=0, le=1000, description="The y coordinate, normalized between 0 and 1000.")
+    from PIL import Image
 
     nb = json.loads((cookbook / "holo2" / "holo_2_localization_hosted_api.ipynb").read_text(encoding="utf-8"))
-    source = next("".join(c["source"]) for c in nb["cells"] if "def build_messages" in "".join(c["source"]))
-    tree = ast.parse(source)
-    node = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                and n.targets[0].id == "prompt")
-    ns = {"ClickCoordinates": ClickCoordinates}
-    prompt = eval(compile(ast.Expression(node.value), "notebook", "eval"), ns)  # the notebook's f-string
-    schema = json.dumps(ClickCoordinates.model_json_schema(), indent=2) + "\n"
-    return {"localization.txt": prompt, "click_schema.json": schema}
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    display = types.ModuleType("IPython.display")
+    display.display = lambda *a, **k: None  # type: ignore[attr-defined]
+    saved = {k: sys.modules.get(k) for k in ("IPython", "IPython.display")}
+    sys.modules.update({"IPython": types.ModuleType("IPython"), "IPython.display": display})
+    module = types.ModuleType("holo_2_localization_hosted_api")  # pydantic resolves annotations through it
+    sys.modules[module.__name__] = module
+    sys.path.insert(0, str(cookbook))
+    try:
+        for cell in cells:
+            if cell.lstrip().startswith("from typing") or "class ClickCoordinates" in cell:
+                exec(compile(cell, "holo_2_localization_hosted_api.ipynb", "exec"), module.__dict__)
+    finally:
+        sys.path.remove(str(cookbook))
+        for key, value in saved.items():
+            if value is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = value
+    space = module.__dict__
+    messages = space["build_messages"](task="", image=Image.new("RGB", (64, 64)), image_format="JPEG")
+    text = next(p["text"] for p in messages[0]["content"] if p["type"] == "text")
+    schema = json.dumps(space["ClickCoordinates"].model_json_schema(), indent=2) + "\n"
+    return {"localization.txt": text.removesuffix("\n"), "click_schema.json": schema}
 
 
 def _kimi(osworld: Path) -> dict[str, str]:
@@ -137,6 +155,25 @@ def _kimi(osworld: Path) -> dict[str, str]:
             "system_non_thinking.txt": consts["SYSTEM_PROMPT_NON_THINKING"],
             "instruction.txt": consts["INSTRUCTION_TEMPLATE"]}
 
+
+LOCATIONS: dict[str, str] = {
+    "evocua/s2_system.txt": "mm_agents/evocua/prompts.py S2_SYSTEM_PROMPT",
+    "evocua/computer_use.json": "mm_agents/evocua/prompts.py build_s2_tools_def(S2_DESCRIPTION_PROMPT_TEMPLATE)",
+    "evocua/s2_instruction.txt": "mm_agents/evocua/evocua_agent.py EvoCUAAgent._build_s2_messages instruction_prompt",
+    "evocua/s1_system.txt": "mm_agents/evocua/prompts.py S1_SYSTEM_PROMPT",
+    "evocua/s1_instruction.txt": "mm_agents/evocua/prompts.py S1_INSTRUTION_TEMPLATE",
+    "guiowl/system.txt": "mm_agents/owl15_agent.py OWL15_PROMPT",
+    "guiowl/instruction.txt": "mm_agents/owl15_agent.py Owl15Agent.get_qwen3vlprompt user_prompt (use_history 1)",
+    "jedi/grounder_system.txt": "mm_agents/prompts.py JEDI_GROUNDER_SYS_PROMPT",
+    "jedi/planner_system.txt": "mm_agents/prompts.py JEDI_PLANNER_SYS_PROMPT",
+    "jedi/planner_user.txt": "mm_agents/jedi_7b_agent.py JediAgent7B.predict user_prompt",
+    "holo2/localization.txt": "holo2/holo_2_localization_hosted_api.ipynb build_messages prompt",
+    "holo2/click_schema.json": "holo2/holo_2_localization_hosted_api.ipynb ClickCoordinates.model_json_schema()",
+    "kimi/system_thinking.txt": "mm_agents/kimi/kimi_agent.py SYSTEM_PROMPT_THINKING",
+    "kimi/system_non_thinking.txt": "mm_agents/kimi/kimi_agent.py SYSTEM_PROMPT_NON_THINKING",
+    "kimi/instruction.txt": "mm_agents/kimi/kimi_agent.py INSTRUCTION_TEMPLATE",
+}
+"""`family/file` -> where in its source tree (`SOURCES`' tree) the official text is: file and symbol."""
 
 SOURCES: dict[str, tuple[str, Callable[[Path], dict[str, str]]]] = {
     "evocua": ("osworld", _evocua), "guiowl": ("osworld", _owl15), "jedi": ("osworld", _jedi),

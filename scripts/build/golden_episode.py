@@ -229,9 +229,12 @@ def request_record(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def first_difference(got: Any, want: Any, path: str = "") -> str | None:
-    """The first field where `got` (Conway) and `want` (the golden) differ, as one readable line; None if equal."""
-    if type(got) is not type(want) and not (isinstance(got, (int, float)) and isinstance(want, (int, float))):
-        return f"{path or '(whole)'}: Conway {_short(got)}, official {_short(want)}"
+    """The first field where `got` (Conway) and `want` (the golden) differ, as one readable line; None if equal.
+    Number types count: `1` and `1.0` are different bytes on the wire, and a server may read them differently
+    (an integer field such as `top_k` refused or cast), so a request is held to the agent's own literal."""
+    if type(got) is not type(want):
+        return (f"{path or '(whole)'}: Conway {_short(got)} ({type(got).__name__}), official {_short(want)} "
+                f"({type(want).__name__})")
     if isinstance(want, dict):
         for key in list(want) + [k for k in got if k not in want]:
             if key not in got:

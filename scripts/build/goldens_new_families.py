@@ -11,9 +11,9 @@ httpx, loguru, requests, numpy, google-api-core, oss2, Pillow): a build environm
 Each agent is imported as written and constructed as its runner constructs it (`scripts/python/run_multienv_*.py`
 defaults, screen 1920x1080); only its network client is replaced by a RECORDER that keeps the whole request body
 (over the wire: the OpenAI client's `extra_body` merged in) and answers the episode's scripted answer:
-`openai.OpenAI` (EvoCUA, GUI-Owl 1.5), `requests.post` (Jedi), `httpx.post` (Kimi), and GUI-Owl's `push_oss`, the
-upload of each screenshot to Alibaba's object store whose URL the agent sends (the recorder keeps the uploaded
-PNG; the golden holds it as the data URL of those bytes). Holo2's request is the hosted-API notebook's
+`openai.OpenAI` (EvoCUA, GUI-Owl 1.5), `requests.post` (Jedi), `httpx.post` (Kimi), and the object store's
+bucket GUI-Owl's own `push_oss` uploads each screenshot to, whose URL the agent sends (the stand-in keeps the bytes
+uploaded, JPEG q75 as `push_oss` converts them; the golden holds them as the data URL of those bytes). Holo2's request is the hosted-API notebook's
 `build_messages` cell, run as written. The episode is 16 steps (Holo2's stateless request: 4), one distinct
 screenshot a step (`screenshot`), every answer valid for both the agent's parser and Conway's and none ending the
 task. The golden keeps every request: its messages (images described by `describe_image`: declared type,
@@ -146,8 +146,10 @@ HOLO2_TARGETS = ["Select July 14th as the check-out date", "The Files icon in th
                  "The Close button of the dialog"]
 HOLO2 = ['{"x": 62, "y": 315}', '{"x": 156, "y": 389}', '{"x": 781, "y": 833}', '{"x": 937, "y": 55}']
 
-ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL, "kimi-k2.5": KIMI,
-                                 "jedi-7b": JEDI_GROUNDER, "holo2": HOLO2}
+ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL,
+                                 "gui-owl-1.5-openai": GUIOWL, "kimi-k2.5": KIMI, "jedi-7b": JEDI_GROUNDER,
+                                 "jedi-3b": JEDI_GROUNDER,
+                                 "holo2": HOLO2}
 """Each golden's scripted model answers (Jedi's: the grounder's), one a request."""
 
 
@@ -204,52 +206,21 @@ def normalized(value: Any) -> Any:
             inner = dict(value["image_url"])
             inner["url"] = describe_image(inner["url"])
             return {**{k: normalized(v) for k, v in value.items() if k != "image_url"}, "image_url": inner}
+        if set(value) == {"image"} and str(value["image"]).startswith("data:"):  # DashScope's image part
+            return {"image": describe_image(value["image"])}
         return {k: normalized(v) for k, v in value.items()}
     return value
 
 
-TRANSPORT_KEYS = ("model", "messages", "stream", "cache_prompt")
+TRANSPORT_KEYS = ("model", "messages", "stream", "cache_prompt", "timeout")
 """Request fields that do not change what the model computes (the model's name, the messages, compared on their
-own, `stream: false`, llama-server's `cache_prompt`)."""
+own, `stream: false`, llama-server's `cache_prompt`, the DashScope SDK's request `timeout`)."""
 
 
 def request_record(body: dict[str, Any]) -> dict[str, Any]:
     """One chat request as the goldens keep it: its messages (images described) and its sampling fields."""
     sampling = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
     return {"messages": normalized(body["messages"]), "sampling": dict(sorted(sampling.items()))}
-
-
-def first_difference(got: Any, want: Any, path: str = "") -> str | None:
-    """The first field where `got` (Conway) and `want` (the golden) differ, as one readable line; None if equal."""
-    if type(got) is not type(want) and not (isinstance(got, (int, float)) and isinstance(want, (int, float))):
-        return f"{path or '(whole)'}: Conway {_short(got)}, official {_short(want)}"
-    if isinstance(want, dict):
-        for key in list(want) + [k for k in got if k not in want]:
-            if key not in got or key not in want:
-                side = "Conway has none" if key not in got else f"Conway {_short(got[key])}"
-                return f"{path}.{key}: {side}, official {_short(want[key]) if key in want else 'has none'}"
-            found = first_difference(got[key], want[key], f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(want, list):
-        for i, (a, b) in enumerate(zip(got, want)):
-            found = first_difference(a, b, f"{path}[{i}]")
-            if found:
-                return found
-        return f"{path}: Conway {len(got)} items, official {len(want)}" if len(got) != len(want) else None
-    if got == want:
-        return None
-    if isinstance(want, str) and isinstance(got, str):
-        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        return (f"{path}: texts differ at char {at}: Conway …{got[max(0, at - 30):at + 50]!r}…, "
-                f"official …{want[max(0, at - 30):at + 50]!r}…")
-    return f"{path}: Conway {_short(got)}, official {_short(want)}"
-
-
-def _short(value: Any, n: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= n else text[:n] + "…"
 
 
 # --- the recorders: each agent's network client, and nothing else ------------------------------------------
@@ -325,11 +296,30 @@ def _evocua(style: str) -> tuple[dict[str, Any], Recorder]:
             "runner": "scripts/python/run_multienv_evocua.py", "agent_args": _jsonable(args)}, recorder
 
 
+class _Bucket:
+    """The UPLOAD stand-in for `oss2.Bucket` (Alibaba's object store): keeps each object's bytes, as uploaded."""
+
+    objects: dict[str, bytes] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        pass
+
+    def put_object(self, key: str, data: bytes) -> None:
+        _Bucket.objects[key] = bytes(data)
+
+
 def _guiowl() -> tuple[dict[str, Any], Recorder]:
+    """Owl15Agent on its OpenAI path (`--engine openai`): only the network is replaced, the OpenAI client by the
+    recorder and the object store's bucket by `_Bucket`; the agent's own `push_oss` runs, so each screenshot is
+    what it uploads (its PNG converted to JPEG at Pillow's default quality, 75) and the golden holds those bytes as
+    the server would fetch them from the URL the agent sends."""
     module = importlib.import_module("mm_agents.owl15_agent")
     recorder = Recorder({"llm": ANSWERS["gui-owl-1.5"]})
     module.OpenAI = recorder.openai_class("llm")  # type: ignore[attr-defined]
-    module.push_oss = lambda path: None  # the upload to Alibaba's object store: the file stays here, recorded
+    module.oss2 = types.SimpleNamespace(Auth=lambda *a, **k: None, Bucket=_Bucket)  # type: ignore[attr-defined]
+    _Bucket.objects.clear()
+    for key in ("access_key_id", "access_key_secret", "endpoint", "bucket_name"):
+        os.environ[key] = "recorder"
     os.environ["url_prefix"] = "uploaded://"
     # scripts/python/run_multienv_gui_owl15.py's defaults, engine openai (an OpenAI-compatible server)
     args = dict(model="gui-owl-1.5", api_url="http://recorder/v1", api_key="none", history_n=5,
@@ -339,15 +329,76 @@ def _guiowl() -> tuple[dict[str, Any], Recorder]:
     agent.reset(logging.getLogger("goldens"))
     for step in range(1, STEPS + 1):
         agent.predict(INSTRUCTION, _obs(step))
-    for _, body in recorder.bodies:  # each uploaded screenshot as the data URL of the bytes uploaded
+    for _, body in recorder.bodies:  # each URL as the data URL of the bytes uploaded under its name
         for message in body["messages"]:
             for part in message["content"]:
                 url = part.get("image_url", {}).get("url", "") if isinstance(part, dict) else ""
                 if url.startswith("uploaded://"):
-                    data = (Path("images") / url.removeprefix("uploaded://")).read_bytes()
-                    part["image_url"]["url"] = "data:image/png;base64," + base64.b64encode(data).decode()
+                    data = _Bucket.objects["images/" + url.removeprefix("uploaded://")]
+                    part["image_url"]["url"] = f"data:image/{_encoding(data)};base64," + base64.b64encode(data).decode()
     return {"source": f"OSWorld mm_agents/owl15_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
-            "runner": "scripts/python/run_multienv_gui_owl15.py (engine openai)", "agent_args": args}, recorder
+            "runner": "scripts/python/run_multienv_gui_owl15.py --engine openai (the object store's upload "
+                      "recorded)", "agent_args": args}, recorder
+
+
+class _DashSession:
+    """The NETWORK stand-in for the DashScope SDK's HTTP session: keeps each JSON body it posts and answers the next
+    scripted answer in DashScope's response form."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+
+    def post(self, url: str, data: bytes = b"", **kwargs: Any) -> Any:
+        body = json.loads(data)
+        text = self.recorder.answer("llm", body)
+        payload = {"request_id": "recorded", "usage": {}, "output": {"choices": [
+            {"finish_reason": "stop", "message": {"role": "assistant", "content": [{"text": text}]}}]}}
+        return types.SimpleNamespace(status_code=200, headers={"content-type": "application/json"},
+                                     json=lambda: payload)
+
+
+def _guiowl_dash() -> tuple[dict[str, Any], Recorder]:
+    """Owl15Agent on its runner's default engine (`--engine dash`: Alibaba's DashScope SDK) with only the network
+    replaced: the SDK's HTTP session by `_DashSession`, and its upload of each local screenshot file (the SDK
+    uploads a message's local file path to its object store and sends the `oss://` URL) by a stand-in that keeps
+    the file's bytes, which the golden then holds as a data URL. The SDK's own message handling runs."""
+    import dashscope  # the agent imports it inside predict; the same module object
+    from dashscope.api_entities import http_request
+    from dashscope.utils import oss_utils
+
+    module = importlib.import_module("mm_agents.owl15_agent")
+    recorder = Recorder({"llm": ANSWERS["gui-owl-1.5"]})
+    uploaded: dict[str, bytes] = {}
+
+    def upload(model: str, file_path: str, api_key: str | None = None, upload_certificate: Any = None,
+               **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        key = "oss://recorded/" + os.path.basename(file_path)
+        uploaded[key] = Path(file_path).read_bytes()
+        return key, {}
+
+    oss_utils.OssUtils.upload = upload  # type: ignore[method-assign,assignment]
+    session = _DashSession(recorder)
+    http_request._get_shared_sync_session = lambda: session  # type: ignore[attr-defined]
+    # scripts/python/run_multienv_gui_owl15.py's defaults: --engine dash, --api_key "" (the SDK's key is unused here)
+    args = dict(model="gui-owl-1.5", api_url="", api_key="recorder", history_n=5, action_space="pyautogui",
+                observation_type="screenshot", max_trajectory_length=50, top_p=0.9, top_k=1, temperature=0.0,
+                engine="dash", keep_full_response=0)
+    agent = module.Owl15Agent(**args)
+    agent.reset(logging.getLogger("goldens"))
+    for step in range(1, STEPS + 1):
+        agent.predict(INSTRUCTION, _obs(step))
+    assert dashscope.api_key == "recorder"
+    for n, (queue, body) in enumerate(recorder.bodies):  # the DashScope body as the server gets it, images as data
+        messages = body["input"]["messages"]
+        for message in messages:
+            for part in message["content"]:
+                if isinstance(part, dict) and str(part.get("image", "")).startswith("oss://recorded/"):
+                    data = uploaded[part["image"]]
+                    part["image"] = f"data:image/{_encoding(data)};base64," + base64.b64encode(data).decode()
+        recorder.bodies[n] = (queue, {"model": body.get("model"), "messages": messages, **body.get("parameters", {})})
+    return {"source": f"OSWorld mm_agents/owl15_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": "scripts/python/run_multienv_gui_owl15.py (its default engine, dash: the DashScope SDK; "
+                      "the SDK's HTTP session and upload recorded)", "api": "dashscope", "agent_args": args}, recorder
 
 
 def _kimi() -> tuple[dict[str, Any], Recorder]:
@@ -367,49 +418,73 @@ def _kimi() -> tuple[dict[str, Any], Recorder]:
             "runner": "scripts/python/run_multienv_kimi_k25.py", "agent_args": _jsonable(args)}, recorder
 
 
-def _jedi() -> tuple[dict[str, Any], Recorder]:
-    module = importlib.import_module("mm_agents.jedi_7b_agent")
+def _jedi(size: str = "7B") -> tuple[dict[str, Any], Recorder]:
+    """`JediAgent7B` or `JediAgent3B` (`size`) at its own defaults, its planner and executor requests recorded."""
+    name = size.lower()
+    module = importlib.import_module(f"mm_agents.jedi_{name}_agent")
     recorder = Recorder({"planner": JEDI_PLANNER, "grounder": JEDI_GROUNDER})
     module.requests.post = recorder.post(  # type: ignore[attr-defined]
         lambda body: "grounder" if body["model"].startswith("jedi") else "planner")
-    args = dict(platform="ubuntu", planner_model="gpt-4o", executor_model="jedi-7b", max_tokens=1500, top_p=0.9,
+    args = dict(platform="ubuntu", planner_model="gpt-4o", executor_model=f"jedi-{name}", max_tokens=1500, top_p=0.9,
                 temperature=0.5, action_space="pyautogui", observation_type="screenshot", max_steps=15)
-    agent = module.JediAgent7B(**args)
+    agent = getattr(module, f"JediAgent{size}")(**args)
     agent.reset(logging.getLogger("goldens"))
     for step in range(1, STEPS + 1):
         agent.predict(INSTRUCTION, _obs(step))
-    return {"source": f"OSWorld mm_agents/jedi_7b_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
-            "runner": "JediAgent7B's own defaults (OSWorld has no runner script for it)", "agent_args": args}, recorder
+    return {"source": f"OSWorld mm_agents/jedi_{name}_agent.py (ljxpython/OSWorldUse {OSWORLD_COMMIT})",
+            "runner": f"JediAgent{size}'s own defaults (OSWorld has no runner script for it)", "agent_args": args}, \
+        recorder
+
+
+HOLO2_NOTEBOOK = "holo2/holo_2_localization_hosted_api.ipynb"
 
 
 def _holo2(cookbook: Path) -> tuple[dict[str, Any], Recorder]:
-    nb = json.loads((cookbook / "holo2" / "holo_2_localization_hosted_api.ipynb").read_text(encoding="utf-8"))
+    """The hosted-API notebook's code cells run as written, in a copy of the cookbook whose example image (a data
+    file, `data/calendar_example.jpg`) is the step's screenshot: its preparation cell opens and resizes it, its
+    request cell builds the messages and calls the client. Left out: the pip cell and the API-key cells (the key
+    is set); `IPython.display` is a no-op; `openai.OpenAI` is the recorder (the network). For the targets after
+    the first, `task` is set after the preparation cell (whose own target is the first)."""
+    import openai
+
+    nb = json.loads((cookbook / HOLO2_NOTEBOOK).read_text(encoding="utf-8"))
     cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    # the imports of its first cell that the definitions use (that cell also imports IPython's display, for
-    # showing pictures only)
-    namespace: dict[str, Any] = {}
-    exec("from typing import Any, TypeAlias\nfrom PIL import Image\nfrom pydantic import BaseModel, Field", namespace)
-    sys.path.insert(0, str(cookbook))
-    try:
-        for cell in cells:  # the notebook's definitions, run as written (the schema, build_messages)
-            if "class ClickCoordinates" in cell:
-                exec(compile(cell, "holo_2_localization_hosted_api.ipynb", "exec"), namespace)
-        smart_resize = importlib.import_module("utils.image").smart_resize
-    finally:
-        sys.path.remove(str(cookbook))
     recorder = Recorder({"llm": ANSWERS["holo2"]})
-    for step, task in enumerate(HOLO2_TARGETS, start=1):
-        image = Image.open(io.BytesIO(screenshot(step)))
-        # the notebook's request cell: its resize, then chat.completions.create(..., temperature=0)
-        h, w = smart_resize(height=image.height, width=image.width, factor=16 * 2, min_pixels=64 * 32 * 32,
-                            max_pixels=16384 * 32 * 32)
-        image = image.resize(size=(w, h), resample=None)
-        messages = namespace["build_messages"](task=task, image=image, image_format="JPEG")
-        schema = namespace["ClickCoordinates"].model_json_schema()
-        recorder.answer("llm", {"model": "holo2", "messages": messages, "structured_outputs": {"json": schema},
-                                "temperature": 0})
-    return {"source": f"hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb ({COOKBOOK_COMMIT})",
-            "runner": "the notebook's request cell", "agent_args": {"targets": HOLO2_TARGETS}}, recorder
+    copy_root = Path(tempfile.mkdtemp(prefix="hai-cookbook-")) / "hai-cookbook"
+    import shutil
+
+    shutil.copytree(cookbook, copy_root)
+    display = types.ModuleType("IPython.display")
+    display.display = lambda *a, **k: None  # type: ignore[attr-defined]
+    sys.modules.update({"IPython": types.ModuleType("IPython"), "IPython.display": display})
+    module = types.ModuleType("holo_2_localization_hosted_api")  # pydantic resolves annotations through it
+    sys.modules[module.__name__] = module
+    space = module.__dict__
+    saved_openai = openai.OpenAI
+    openai.OpenAI = recorder.openai_class("llm")  # type: ignore[misc]  # the request cell imports it from here
+    prepare = next(c for c in cells if "image_path" in c)
+    request = next(c for c in cells if "chat.completions.create" in c)
+    try:
+        with contextlib.chdir(copy_root / "holo2"):  # the notebook finds the cookbook's root from its own folder
+            for cell in cells:
+                if cell is prepare or cell is request or cell.lstrip().startswith("!") or "API_KEY" in cell:
+                    continue
+                exec(compile(cell, HOLO2_NOTEBOOK, "exec"), space)
+            space["API_KEY"] = "recorder"
+            for step, target in enumerate(HOLO2_TARGETS, start=1):
+                (copy_root / "data" / "calendar_example.jpg").write_bytes(screenshot(step))
+                exec(compile(prepare, HOLO2_NOTEBOOK, "exec"), space)
+                if step > 1:
+                    space["task"] = target
+                with contextlib.redirect_stdout(io.StringIO()):  # rich.print of the click
+                    exec(compile(request, HOLO2_NOTEBOOK, "exec"), space)
+    finally:
+        openai.OpenAI = saved_openai  # type: ignore[misc]
+        shutil.rmtree(copy_root.parent, ignore_errors=True)
+    assert [b["messages"][0]["content"][1]["text"].rsplit("\n", 1)[1] for _, b in recorder.bodies] == HOLO2_TARGETS
+    return {"source": f"hcompai/hai-cookbook {HOLO2_NOTEBOOK} ({COOKBOOK_COMMIT})",
+            "runner": "the notebook's code cells as written (its example image file the episode's screenshot)",
+            "agent_args": {"targets": HOLO2_TARGETS}}, recorder
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
@@ -424,15 +499,16 @@ def build(preset: str, osworld: Path, cookbook: Path | None) -> dict[str, Any]:
                 raise SystemExit("holo2 needs --cookbook")
             meta, recorder = _holo2(cookbook)
         else:
-            run = {"evocua": lambda: _evocua("S2"), "evocua-s1": lambda: _evocua("S1"), "gui-owl-1.5": _guiowl,
-                   "kimi-k2.5": _kimi, "jedi-7b": _jedi}[preset]
+            run = {"evocua": lambda: _evocua("S2"), "evocua-s1": lambda: _evocua("S1"), "gui-owl-1.5": _guiowl_dash,
+                   "gui-owl-1.5-openai": _guiowl, "kimi-k2.5": _kimi, "jedi-7b": _jedi,
+                   "jedi-3b": lambda: _jedi("3B")}[preset]
             meta, recorder = run()
         requests = [{"call": queue, **request_record(body)} for queue, body in recorder.bodies]
     return {**meta, "preset": preset, "instruction": INSTRUCTION, "screen": list(SCREEN),
             "answers": ANSWERS[preset], "requests": requests}
 
 
-PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "kimi-k2.5", "jedi-7b", "holo2")
+PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "jedi-3b", "holo2")
 
 
 def main(argv: list[str] | None = None) -> int:

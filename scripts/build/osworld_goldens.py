@@ -39,6 +39,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+from scripts.build import family_prompts
 from scripts.build.golden_episode import ANSWERS, GTA1_TARGETS, INSTRUCTION, STEPS, request_record, screenshot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -239,10 +240,9 @@ HOLO_NOTEBOOK = "holo1_5/openai_client/invoke_localization.ipynb"
 
 def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
     """hcompai/hai-cookbook's Holo1.5 localization notebook: its code cells run as written (the pip and API-key
-    cells left out), its request cell once per target on the episode's screenshot, resized as its preparation
-    cell resizes its example image (`smart_resize` defaults, `resample=None`); `IPython.display` is a no-op."""
-    from PIL import Image
-
+    cells left out, the key set), with its example image file (`data/calendar_example.jpg`, data) replaced by the
+    step's screenshot, so its preparation cell opens and resizes that as written; its request cell once per
+    target (`task` set after the preparation cell); `IPython.display` is a no-op."""
     _extract(cookbook, commit, into, ".")
     os.chdir(into / "holo1_5" / "openai_client")  # the notebook finds the cookbook's root from its own folder
     display = types.ModuleType("IPython.display")
@@ -254,18 +254,18 @@ def holo(cookbook: Path, commit: str, into: Path) -> list[dict[str, Any]]:
     sys.modules[module.__name__] = module
     space = module.__dict__
     request_cell = next(c for c in cells if "chat.completions.create" in c)
+    prepare_cell = next(c for c in cells if "image_path" in c)
     for cell in cells:
-        if cell is request_cell or cell.lstrip().startswith("!") or "API_KEY" in cell or "image_path" in cell:
+        if cell in (request_cell, prepare_cell) or cell.lstrip().startswith("!") or "API_KEY" in cell:
             continue
         exec(compile(cell, HOLO_NOTEBOOK, "exec"), space)
     space.update(API_KEY="recorder", MODEL_NAME="Hcompany/Holo1.5-7B", BASE_URL="http://127.0.0.1:9/v1")
     recorder = Recorder(lambda body: '{"action": "click_absolute", "x": 120, "y": 340}')
     with recording(recorder):
         for n, target in enumerate(GTA1_TARGETS, start=1):
-            image = Image.open(io.BytesIO(screenshot(n)))
-            resized_height, resized_width = sys.modules["utils.image"].smart_resize(height=image.height,
-                                                                                    width=image.width)
-            space.update(task=target, image=image.resize(size=(resized_width, resized_height), resample=None))
+            (into / "data" / "calendar_example.jpg").write_bytes(screenshot(n))
+            exec(compile(prepare_cell, HOLO_NOTEBOOK, "exec"), space)
+            space["task"] = target
             _quiet(lambda: exec(compile(request_cell, HOLO_NOTEBOOK, "exec"), space))
     PROMPTS.update({"holo/localization.txt": space["LOCALIZATION_TASK_PROMPT"],
                     "holo/click_schema.json": json.dumps(space["ClickAbsoluteAction"].model_json_schema(), indent=2)
@@ -341,6 +341,35 @@ def official_prompts(root: Path, goldens: dict[str, list[dict[str, Any]]]) -> di
         "gta1/judge_system.txt": osworld.GTA1_JUDGE_SYSTEM_PROMPT,
         **_gta1_agent_texts(root / "mm_agents" / "gta1" / "gta1_agent.py"),
     }
+
+
+LOCATIONS: dict[str, str] = {
+    "uitars/user_thought.txt": "mm_agents/uitars15_v1.py UITARS_USR_PROMPT_THOUGHT",
+    "uitars/action_space_normal.txt": "mm_agents/uitars15_v1.py UITARS_NORMAL_ACTION_SPACE",
+    "uitars/action_space_call_user.txt": "mm_agents/prompts.py UITARS_CALL_USR_ACTION_SPACE",
+    "uitars/system.txt": "mm_agents/uitars15_v1.py UITARS15Agent.predict's system message, as sent",
+    "opencua/system_l1.txt": "mm_agents/opencua/prompts.py SYSTEM_PROMPT_V1_L1",
+    "opencua/system_l2.txt": "mm_agents/opencua/prompts.py SYSTEM_PROMPT_V1_L2, its first binding",
+    "opencua/system_l2_osworld.txt": "mm_agents/opencua/prompts.py SYSTEM_PROMPT_V1_L2, as the module rebinds it",
+    "opencua/system_l3.txt": "mm_agents/opencua/prompts.py SYSTEM_PROMPT_V1_L3",
+    "opencua/instruction.txt": "mm_agents/opencua/prompts.py INSTRUTION_TEMPLATE",
+    "qwen3vl/system.txt": "mm_agents/qwen3vl_agent.py Qwen3VLAgent.predict's system text, as sent, its tool as {tools}",
+    "qwen3vl/computer_use.json": "mm_agents/qwen3vl_agent.py Qwen3VLAgent.predict tools_def, as sent",
+    "qwen3vl/instruction.txt": "mm_agents/qwen3vl_agent.py Qwen3VLAgent.predict instruction_prompt, as sent",
+    "qwen25vl/system.txt": "mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict's system line, as sent",
+    "qwen25vl/fncall_template.txt": "mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict's tool template, as sent",
+    "qwen25vl/computer_use.json": "mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict tools_def, as sent",
+    "qwen25vl/instruction.txt": "mm_agents/qwen25vl_agent.py Qwen25VLAgent.predict instruction_prompt, as sent",
+    "gta1/system.txt": "mm_agents/prompts.py GTA1_GROUNDING_SYSTEM_PROMPT",
+    "gta1/planner_system.txt": "mm_agents/prompts.py GTA1_PLANNER_SYSTEM_PROMPT",
+    "gta1/judge_system.txt": "mm_agents/prompts.py GTA1_JUDGE_SYSTEM_PROMPT",
+    "gta1/planner_user.txt": "mm_agents/gta1/gta1_agent.py GTA1Agent.predict user_prompt",
+    "gta1/retry.txt": "mm_agents/gta1/gta1_agent.py GTA1Agent.predict, the line for refused proposals",
+    "holo/localization.txt": f"{HOLO_NOTEBOOK} LOCALIZATION_TASK_PROMPT",
+    "holo/click_schema.json": f"{HOLO_NOTEBOOK} ClickAbsoluteAction.model_json_schema()",
+}
+"""`family/file` -> where in its source tree the official text is (file and symbol); with `family_prompts.LOCATIONS`
+every stored file that is not Conway's own."""
 
 
 def _gta1_agent_texts(path: Path) -> dict[str, str]:
@@ -420,13 +449,27 @@ def main(argv: list[str] | None = None) -> int:
             (OUT / "holo1.5.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"tests/data/goldens/holo1.5.json: {len(requests)} requests")
             official.update(PROMPTS)
+        located = {name: (f"hcompai/hai-cookbook @ {HOLO_COMMIT}" if name.startswith("holo/") else
+                          f"{SOURCE} @ {args.commit}") + f": {LOCATIONS[name]}" for name in official}
+        for family, (tree, _) in family_prompts.SOURCES.items():  # the newer families, from the same trees
+            if tree == "cookbook" and args.hai_cookbook is None:
+                continue
+            texts = family_prompts.extract(family, Path(tmp), Path(tmp) / "hai-cookbook")
+            for file, text in texts.items():
+                name = f"{family}/{file}"
+                official[name] = text
+                repo = f"{SOURCE} @ {args.commit}" if tree == "osworld" else f"hcompai/hai-cookbook @ {HOLO_COMMIT}"
+                located[name] = f"{repo}: {family_prompts.LOCATIONS[name]}"
     if args.write_prompts:
         for name, text in official.items():
             (FAMILIES / name.split("/")[0] / "prompts" / name.split("/")[1]).write_text(text, encoding="utf-8")
     sources = [f"{SOURCE} mm_agents/ @ {args.commit}"] + (
-        [f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT} (holo/)"] if args.hai_cookbook else [])
+        [f"hcompai/hai-cookbook {HOLO_NOTEBOOK} @ {HOLO_COMMIT} (holo/)",
+         f"hcompai/hai-cookbook holo2/holo_2_localization_hosted_api.ipynb @ {HOLO_COMMIT} (holo2/)"]
+        if args.hai_cookbook else [])
     sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
-            "sha256": {name: _sha(text) for name, text in sorted(official.items())}}
+            "sha256": {name: _sha(text) for name, text in sorted(official.items())},
+            "locations": dict(sorted(located.items()))}
     (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
     problems = check_stored(official)
     for line in problems:

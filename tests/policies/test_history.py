@@ -260,29 +260,48 @@ def test_a_past_screenshot_that_cannot_be_read_again_is_let_go_said_once_and_jou
     assert all(d["actions"] and "problem" not in d["actions"][0] for d in second)
 
 
-def test_a_length_refusal_with_past_screenshots_lets_the_older_half_go_and_asks_again():
-    def respond(body):
-        images = sum(1 for m in body["messages"] if isinstance(m["content"], list)
-                     for p in m["content"] if p["type"] == "image_url")
-        if images > 2:  # as llama-server refuses a prompt over its slot
-            return Reply(status=400, body={"error": {"code": 400, "type": "exceed_context_size_error",
-                                                     "message": "request (5000 tokens) exceeds the available context "
-                                                                "size (4096 tokens)", "n_prompt_tokens": 5000,
-                                                     "n_ctx": 4096}})
-        return Reply(body=completion("Thought: idle.\nAction: wait()"))
+def _refuses_over_two_images(body):
+    images = sum(1 for m in body["messages"] if isinstance(m["content"], list)
+                 for p in m["content"] if p["type"] == "image_url")
+    if images > 2:  # as a server without /props (vLLM) refuses a prompt over its context
+        return Reply(status=400, body={"object": "error", "type": "BadRequestError", "code": 400,
+                                       "message": "This model's maximum context length is 4096 tokens. However, you "
+                                                  "requested 5000 tokens (4000 in the messages, 1000 in the "
+                                                  "completion). Please reduce the length of the messages or "
+                                                  "completion."})
+    return Reply(body=completion("Thought: idle.\nAction: wait()"))
 
+
+def _uitars_over_length_refusals(deviations: tuple[str, ...], history: TurnHistory, steps: int = 5):
     from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
 
-    with ScriptedFakeServer(models=["uitars-fake"], responder=respond) as fake:
+    with ScriptedFakeServer(models=["uitars-fake"], responder=_refuses_over_two_images) as fake:
         policy = ModelPolicy(get_family("uitars").adapter(), HTTPBackend(OpenAIClient(fake.base_url), "uitars-fake"),
                              PolicySettings(convention=Convention.ABSOLUTE, resize_rule="uitars",
-                                            structured_output="none"))
-        history = TurnHistory(max_images=4, max_turns=12)
+                                            structured_output="none", deviations=deviations))
         ds = []
-        for step in range(1, 6):
+        for step in range(1, steps + 1):
             ds.append(policy.decide(DecisionContext(parts=parts()[:3], observation=observation(step), step=step,
                                                     action_types=TYPES, history=history)))
             history.commit()
+    return ds
+
+
+def test_a_length_refusal_without_props_is_one_line_with_the_numbers_and_the_window_stays():
+    from conway.protocols import ContextExceeded
+
+    history = TurnHistory(max_images=4, max_turns=12)
+    with pytest.raises(ContextExceeded) as refused:
+        _uitars_over_length_refusals((), history)
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith("context exceeded (5000 > 4096 tokens): the window (3 screenshots")
+    assert "allows 4096" in said and "to at least 5000" in said and "policy.history_images=" in said
+    # nothing was let go behind the user's back: both past screenshots still there, no shrink noted, none learned
+    assert len(history.with_images()) == 2 and not history.notes and history.server_images is None
+
+
+def test_a_length_refusal_under_the_opt_in_half_slide_lets_the_older_half_go_and_asks_again():
+    ds = _uitars_over_length_refusals(("half_slide",), TurnHistory(max_images=4, max_turns=12))
     assert all(d.actions and not hasattr(d.actions[0], "message") for d in ds)
     assert [d.meta["history"]["past_images"] for d in ds] == [0, 1, 1, 1, 1]  # held to 2 screenshots a request
     assert [d.meta["history"]["past_answers"] for d in ds] == [0, 1, 2, 3, 4]  # the answers all stay

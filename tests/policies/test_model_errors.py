@@ -48,6 +48,28 @@ def test_a_plain_message_form_of_the_length_refusal_is_recognised_too():
     assert "context exceeded (9000 > 8192 tokens)" in of(events, "error")[0]["error"]
 
 
+@pytest.mark.parametrize("body, numbers", [
+    ({"object": "error", "type": "BadRequestError", "code": 400,  # vLLM before 0.9: the error at top level
+      "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in "
+                 "the messages, 1000 in the completion). Please reduce the length of the messages or completion."},
+     (5000, 4096)),
+    ({"error": {"type": "BadRequestError", "code": 400,
+                "message": "'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context "
+                           "length is 4096 tokens and your request has 3500 input tokens (1000 > 4096 - 3500)."}},
+     (4500, 4096)),
+    ({"error": {"message": "This model's maximum context length is 4096 tokens. However, your request has 4200 input "
+                           "tokens. Please reduce the length of the input messages."}}, (4200, 4096)),
+    ({"error": {"message": "Input should be a valid string"}}, None),
+])
+def test_vllm_s_length_refusals_give_their_numbers(body, numbers):
+    import httpx
+
+    from conway.policies.backends.http_client import context_exceeded_from
+
+    exceeded = context_exceeded_from(httpx.Response(400, json=body))
+    assert (exceeded and (exceeded.n_tokens, exceeded.n_ctx)) == numbers
+
+
 # --- 2. an answer that stopped at max_tokens says so --------------------------------------------
 
 

@@ -11,6 +11,11 @@ The history is `TurnHistory` as a run keeps it (the agents' constant window: the
 answer kept), and the instruction slot holds the task's instruction (the goals part's frame is replaced by the
 instruction before comparing). What still differs is listed per preset in `KNOWN`, each with its reason, and
 asserted to be exactly that: a new difference fails, and so does a listed one that went away.
+
+The agents' presets are also run the whole way a task run sends them
+(`test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents`): the preset's config alone, its own
+structured output, the loop's `ContextBuilder` with the task as the session's task, over HTTP to a recording fake
+server; nothing is rewritten before the comparison.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from conway.policies.base import ModelPolicy
 from conway.policies.factory import _family_adapter, _settings
 from conway.prompt.layout import split_parts
 from conway.protocols import ContextPart, DecisionContext, Observation
+from scripts.build.golden_episode import first_difference  # the one comparator: number types kept
 from scripts.build.goldens_new_families import (
     ANSWERS,
     HOLO2_TARGETS,
@@ -35,7 +41,6 @@ from scripts.build.goldens_new_families import (
     JEDI_PLANNER,
     SCREEN,
     STEPS,
-    first_difference,
     request_record,
     screenshot,
 )
@@ -106,8 +111,20 @@ def _with_instruction(record: dict, slot: str, instruction: str) -> dict:
 
 
 def _images(messages: list) -> list[dict]:
-    return [p["image_url"]["url"] for m in messages if isinstance(m["content"], list) for p in m["content"]
-            if isinstance(p, dict) and p.get("type") == "image_url"]
+    return [p["image_url"]["url"] if "image_url" in p else p["image"] for m in messages
+            if isinstance(m["content"], list) for p in m["content"]
+            if isinstance(p, dict) and (p.get("type") == "image_url" or "image" in p)]
+
+
+def as_dashscope(body: dict) -> dict:
+    """Conway's OpenAI-form request in DashScope's message form, the parts renamed as a DashScope client renames them
+    (`{"text": …}`, `{"image": url}`), so it compares with a golden of GUI-Owl's default engine (`"api":
+    "dashscope"`): what an OpenAI-compatible server is sent and what DashScope is sent are the same parts."""
+    def part(p: dict) -> dict:
+        return {"text": p["text"]} if p.get("type") == "text" else {"image": p["image_url"]["url"]}
+    messages = [{"role": m["role"], "content": [{"text": m["content"]}] if isinstance(m["content"], str) else
+                 [part(p) for p in m["content"]]} for m in body["messages"]]
+    return {**body, "messages": messages}
 
 
 def _without_known(record: dict, known: set[str]) -> tuple[dict, set[str]]:
@@ -144,12 +161,13 @@ def _golden(preset: str) -> dict:
     return golden
 
 
-@pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "kimi-k2.5", "jedi-7b", "holo2"])
+@pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5",
+                                    "jedi-7b", "jedi-3b", "holo2"])
 def test_every_request_of_the_episode_is_the_official_agents(preset):
     golden = _golden(preset)
     wanted = [r for r in golden["requests"] if r["call"] != "planner"]  # Jedi's executor; the planner is below
     steps = None
-    if preset == "jedi-7b":  # the executor is asked on the steps whose planned action points somewhere
+    if preset.startswith("jedi"):  # the executor is asked on the steps whose planned action points somewhere
         grounded = [(n, c) for n, c in enumerate(JEDI_PLANNER, start=1) if "pyautogui.click" in c or
                     "pyautogui.doubleClick" in c]
         steps, tasks = [n for n, _ in grounded], [c.split("# ", 1)[1].split("\n", 1)[0] for _, c in grounded]
@@ -159,6 +177,8 @@ def test_every_request_of_the_episode_is_the_official_agents(preset):
         tasks = [INSTRUCTION] * STEPS
     assert len(wanted) == len(tasks)
     bodies, slots, _ = conway_requests(preset, tasks, steps)
+    if golden.get("api") == "dashscope":
+        bodies = [as_dashscope(b) for b in bodies]
     seen: set[str] = set()
     for step, (body, slot, task, want) in enumerate(zip(bodies, slots, tasks, wanted), start=1):
         got = _with_instruction(request_record(body), slot, task)
@@ -208,9 +228,53 @@ def test_an_edited_stored_prompt_no_longer_matches_the_official_request(preset, 
                 del image[key]
         return out
 
+    form = as_dashscope if golden.get("api") == "dashscope" else (lambda b: b)
     body, slot = (x[0] for x in conway_requests(preset, [task], steps)[:2])
+    body = form(body)
     assert first_difference(texts(_with_instruction(request_record(body), slot, task)), texts(want)) is None
     monkeypatch.setattr(PromptFolder, "text", edited)
     body, slot = (x[0] for x in conway_requests(preset, [task], steps)[:2])
+    body = form(body)
     found = first_difference(texts(_with_instruction(request_record(body), slot, task)), texts(want))
     assert found is not None and "texts differ" in found, found
+
+
+AGENT_PRESETS = ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", AGENT_PRESETS)
+def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(preset, tmp_path):
+    """The whole way a task run sends it, nothing set or rewritten for the comparison: the preset's config alone
+    (its own structured output, probed against a server that constrains nothing), the loop's `ContextBuilder`
+    with the task as the session's task (the instruction as sent), and the requests as they reach an
+    OpenAI-compatible server (the RECORDING fake server of `test_request_goldens.py`)."""
+    from fixtures.scripted_server import ScriptedFakeServer
+    from test_request_goldens import GuiToolbox, Recorder
+
+    from conway.policies.factory import build_model_policy
+    from conway.prompt.decision import ContextBuilder
+    from conway.prompt.memory import Memory
+    from conway.store.home import Home, init_home
+
+    golden = _golden(preset)
+    recorder = Recorder(ANSWERS[preset])
+    home = Home(tmp_path / "home")
+    init_home(home)
+    with ScriptedFakeServer(responder=recorder) as fake:
+        config = load_config(home.config, [f"policy={preset}", f"policy.endpoint={fake.base_url}"])
+        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
+        with build_model_policy(config, home) as policy:
+            builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
+                                     Memory(home.memory, home.memory_previous), say=lambda line: None)
+            goals, _ = builder.goals(INSTRUCTION)
+            for step in range(1, STEPS + 1):
+                decision = policy.decide(builder.build(goals, _observation(step), step))
+                assert decision.actions and not hasattr(decision.actions[0], "message"), (preset, step)
+                builder.note(step, decision.actions[0].summary(), "ok")
+    form = as_dashscope if golden.get("api") == "dashscope" else (lambda b: b)
+    assert len(recorder.requests) == len(golden["requests"]) == STEPS
+    for step, (body, want) in enumerate(zip(recorder.requests, golden["requests"]), start=1):
+        got = request_record(form(body))
+        want = {"messages": want["messages"], "sampling": want["sampling"]}
+        assert first_difference(got, want) is None, f"{preset} request {step}: {first_difference(got, want)}"

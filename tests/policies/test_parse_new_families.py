@@ -185,7 +185,12 @@ def test_kimi_reads_its_non_thinking_format_at_fractions_of_the_screen():
 
 def test_every_new_family_declares_its_runners_sampling():
     assert dict(get_family("evocua").sampling) == {"top_p": 0.9}
-    assert dict(get_family("guiowl").sampling) == {"top_p": 0.9, "repetition_penalty": 1.05, "top_k": 1}
+    owl = get_family("guiowl")  # the runner's default engine (DashScope's SDK), and its OpenAI engine
+    assert dict(owl.sampling) == {"top_p": 0.9, "top_k": 1, "presence_penalty": 0.0, "repetition_penalty": 1.0,
+                                  "seed": 3407, "vl_high_resolution_images": True}
+    assert dict(owl.default("sampling", "openai")) == {"top_p": 0.9, "repetition_penalty": 1.05, "top_k": 1}
+    assert (owl.default("max_tokens"), owl.default("max_tokens", "openai")) == (2048, 4096)
+    assert (owl.default("image_encoding"), owl.default("image_encoding", "openai")) == ("png", "jpeg75")
     assert dict(get_family("jedi").sampling) == {"top_p": 0.9}
     assert dict(get_family("kimi").sampling) == {"top_p": 0.95}
     assert get_family("holo2").sampling == ()

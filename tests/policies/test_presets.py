@@ -122,7 +122,11 @@ CASES: dict[str, Case] = {
     # int(500 / 1000 * 1920), int(300 / 1000 * 1080)
     "gui-owl-1.5": Case((1920, 1080), (1920, 1088), (prompt_text("guiowl/system.txt"),),
                         'Action: Open Files.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
-                        '"left_click", "coordinate": [500, 300]}}\n</tool_call>', (960, 324), 4096),
+                        '"left_click", "coordinate": [500, 300]}}\n</tool_call>', (960, 324), 2048),
+    # the same agent on its OpenAI engine: max_tokens 4096 (its DashScope default engine's is 2048)
+    "gui-owl-1.5-openai": Case((1920, 1080), (1920, 1088), (prompt_text("guiowl/system.txt"),),
+                               'Action: Open Files.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": '
+                               '"left_click", "coordinate": [500, 300]}}\n</tool_call>', (960, 324), 4096),
     # Jedi: smart_resize(max_pixels=2700*28*28) -> 1932x1092 stated in its prompt; parse_jedi_response:
     # 1012 * 1920 / 1932, 503 * 1080 / 1092 -> (1005.7, 497.5), rounded
     "jedi-7b": Case((1920, 1080), (1932, 1092), ("* The screen's resolution is 1932x1092.",),

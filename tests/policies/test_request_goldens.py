@@ -216,5 +216,8 @@ def test_a_difference_is_reported_as_its_first_field_with_both_values():
         "messages.a[1]: texts differ at char 4: Conway …'Use English here'…, official …'Use Chinese here'…")
     assert first_difference({"top_p": 0.9}, {"top_p": 0.9, "frequency_penalty": 1}, "sampling") == (
         "sampling.frequency_penalty: Conway has none, official 1")
-    assert first_difference({"t": 0.0}, {"t": 0}, "sampling") is None  # 0 and 0.0 are the same number on the wire
+    assert first_difference({"t": 0.0}, {"t": 0}, "sampling") == (  # other bytes on the wire: a planted change
+        "sampling.t: Conway 0.0 (float), official 0 (int)")
+    assert first_difference({"top_k": 1.0}, {"top_k": 1}, "sampling") == "sampling.top_k: Conway 1.0 (float), official 1 (int)"
+    assert first_difference({"x": True}, {"x": 1}, "") == ".x: Conway True (bool), official 1 (int)"
     assert first_difference([1, 2, 3], [1, 2], "messages") == "messages: Conway 3 items, official 2"

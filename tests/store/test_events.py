@@ -57,7 +57,8 @@ def test_writers_records_give_the_payloads_the_loop_wrote():
     assert list(end) == ["event", "reason", "steps", "valid_decisions", "model_errors"] and end["event"] == "end"
     start = SessionStart("m", "rev", "digest", "session", False, ["wait"]).to_payload()
     assert list(start) == ["event", "model_id", "harness_revision", "config_digest", "mode", "dry_run", "tools",
-                           "deviations"]
+                           "deviations", "served_by"]
+    assert start["served_by"] is None  # no model asked (what served one: test_served_by.py)
     assert start["deviations"] is None  # not a trained family's session: nothing to differ from
     finish = Finish(type="finish", status="DONE", message="ok", declared_by="model", note="n").to_payload()
     assert list(finish) == ["type", "status", "message", "declared_by", "note"]

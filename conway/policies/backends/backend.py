@@ -68,6 +68,11 @@ class Backend(Protocol):
         say, the default)."""
         return None
 
+    def served_by(self) -> dict[str, Any]:
+        """What served the model, as the server or the model file says it (`served_by.py`); {} when nothing says
+        (the default)."""
+        return {}
+
     def close(self) -> None:
         """Release what the backend holds (a connection, a loaded model); nothing by default."""
         return None

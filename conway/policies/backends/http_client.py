@@ -357,15 +357,23 @@ def tool_call_text(call: Any) -> str:
 
 
 _EXCEEDS = re.compile(r"\((\d+) tokens\).*?context size \((\d+) tokens\)", re.I | re.S)
+_VLLM_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
+_VLLM_ASKED = (  # the forms vLLM's OpenAI server has used, each giving prompt and reply together
+    re.compile(r"you requested (\d+) tokens", re.I),  # "… (N in the messages, M in the completion)"
+    re.compile(r"too large: (\d+)\..*?request has (\d+) input tokens", re.I | re.S),  # max_tokens, input
+    re.compile(r"request has (\d+) input tokens", re.I),
+)
 
 
 def context_exceeded_from(resp: httpx.Response) -> ContextExceeded | None:
-    """llama-server's "request (N tokens) exceeds the available context size (M tokens)" as ContextExceeded."""
+    """A refusal for length as ContextExceeded with the numbers: llama-server's "request (N tokens) exceeds the
+    available context size (M tokens)", or vLLM's "This model's maximum context length is M tokens. However, …"
+    (vLLM states its context nowhere else a client can read, so its refusal is where the numbers come from)."""
     try:
         data = resp.json()
     except ValueError:
         return None
-    err = data.get("error") if isinstance(data, dict) else None
+    err = data.get("error", data) if isinstance(data, dict) else None  # vLLM before 0.9: the error at top level
     if not isinstance(err, dict):
         return None
     message = str(err.get("message") or "")
@@ -373,12 +381,26 @@ def context_exceeded_from(resp: httpx.Response) -> ContextExceeded | None:
     if err.get("type") != "exceed_context_size_error":
         match = _EXCEEDS.search(message)
         if not match:
-            return None
+            return _vllm_exceeded(message)
         n, m = int(match.group(1)), int(match.group(2))
     elif not (isinstance(n, int) and isinstance(m, int)):
         match = _EXCEEDS.search(message)
         n, m = (int(match.group(1)), int(match.group(2))) if match else (None, None)
     return ContextExceeded(n, m, "the server refused the request for length (HTTP 400)")
+
+
+def _vllm_exceeded(message: str) -> ContextExceeded | None:
+    """vLLM's length refusal: its maximum context length and what the request asked (prompt and reply)."""
+    most = _VLLM_MAX.search(message)
+    if not most:
+        return None
+    asked = None
+    for pattern in _VLLM_ASKED:
+        found = pattern.search(message)
+        if found:
+            asked = sum(int(g) for g in found.groups())
+            break
+    return ContextExceeded(asked, int(most.group(1)), "the server refused the request for length (HTTP 400)")
 
 
 def _usage(usage: Any, timings: Any) -> dict[str, Any]:
@@ -468,7 +490,8 @@ class HTTPBackend(Backend):
 
     def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
                  request_timeout_s: float | None = None, known_window: Any = None,
-                 model_meta: dict[str, Any] | None = None):
+                 model_meta: dict[str, Any] | None = None, model_entry: dict[str, Any] | None = None,
+                 local_files: dict[str, str | None] | None = None):
         self.client = client
         self.model_id = model_id
         self.server = server
@@ -483,8 +506,13 @@ class HTTPBackend(Backend):
         """A stop shuts the request's socket down once it is connected, and a connect to this machine is tried
         in short slices (`abortable_http.send`), whereas a remote host may hold a connect up to its timeout: that
         request stays on the worker thread, abandoned after a grace (`Policy.abortable`)."""
-        self._model_meta = model_meta or {}
+        self.model_entry = model_entry or {}
+        """The served model's /v1/models entry (owned_by; llama-server's `meta`, vLLM's `root`, `max_model_len`)."""
+        self._model_meta = model_meta or self.model_entry.get("meta") or {}
         """The /v1/models entry's `meta` (llama-server: n_ctx_train …)."""
+        self._local_files = local_files or {}
+        """The model and projector files of a server Conway started itself (their digests go into reports)."""
+        self._served_by: dict[str, Any] | None = None
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
         self._props_body: Any = ...
@@ -495,6 +523,13 @@ class HTTPBackend(Backend):
             body = self.client.get_json("/props") if self.server == "llama-server" else None
             self._props_body = body if isinstance(body, dict) else {}
         return self._props_body
+
+    def served_by(self) -> dict[str, Any]:
+        """What the server says served the model (asked once): `served_by.http_served_by`."""
+        if self._served_by is None:
+            from conway.policies.backends.served_by import http_served_by
+            self._served_by = http_served_by(self, self._local_files)
+        return self._served_by
 
     def renders_tools(self) -> bool | None:
         """llama-server's /props `chat_template_caps.supports_tools` (None: not said). The template's capabilities

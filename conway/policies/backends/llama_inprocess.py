@@ -170,6 +170,9 @@ def _failure(exc: Exception, cancel: Cancel | None) -> Exception:
 
 _LLAMA_NAMES = {"repetition_penalty": "repeat_penalty"}
 """Sampling parameters llama-cpp-python names otherwise than an OpenAI-compatible request."""
+_LLAMA_KNOBS = {"top_p", "top_k", "min_p", "typical_p", "frequency_penalty", "presence_penalty", "repeat_penalty"}
+"""The sampling parameters llama-cpp-python takes; a server's own fields (DashScope's `vl_high_resolution_images`)
+mean nothing in process."""
 
 
 class LlamaInProcessBackend(Backend):
@@ -302,6 +305,22 @@ class LlamaInProcessBackend(Backend):
 
     # -- context ------------------------------------------------------------------------
 
+    def served_by(self) -> dict[str, Any]:
+        """llama-cpp-python in this process: its version, the model and projector files (digest, quantisation)
+        and the context one request gets (`served_by.py`)."""
+        from conway.policies.backends.served_by import file_facts
+
+        out: dict[str, Any] = {"server": "llama-cpp-python (in process)",
+                               "version": str(getattr(self._llama_cpp, "__version__", "?")), "model_id": self.model_id}
+        for key, path in (("model_file", self.model_path), ("projector_file", self.mmproj_path)):
+            facts = file_facts(path)
+            if facts is not None:
+                out[key] = facts
+        window = self.context_window()
+        out["context"] = {"n_ctx": window.n_ctx, "source": window.source}
+        out["vision"] = self.mmproj_path is not None
+        return out
+
     def context_window(self) -> Any:
         """This process's n_ctx, held to the model's trained context (llama.cpp would run past it, badly)."""
         n_ctx = int(self.llm.n_ctx())
@@ -356,8 +375,12 @@ class LlamaInProcessBackend(Backend):
         """`temperature` None: llama.cpp's default; `max_tokens` None: until the model stops or the context ends;
         `sampling`: `top_p`, `frequency_penalty` (llama.cpp's `frequency_penalty` and the OpenAI one are the same
         rule); a server's request fields (vLLM's `structured_outputs`, not numbers) mean nothing here."""
+        named = {_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items()}
         knobs = {**({"temperature": temperature} if temperature is not None else {}),
-                 **{_LLAMA_NAMES.get(k, k): v for k, v in (sampling or {}).items() if isinstance(v, (int, float))}}
+                 **{k: v for k, v in named.items() if k in _LLAMA_KNOBS and isinstance(v, (int, float))
+                    and not isinstance(v, bool)}}
+        if seed is None and isinstance(named.get("seed"), int):  # a family's own seed (GUI-Owl's DashScope path)
+            seed = named["seed"]
         if "top_k" in knobs:
             knobs["top_k"] = int(knobs["top_k"])
         with self._lock:

@@ -28,7 +28,7 @@ FAMILY = Family(
     # budget when Conway fits the context
     max_tokens=128,
     sends_max_tokens=False,
-    temperature=0.0,
+    temperature=0,  # an int, as the notebook sends it
     image_max_tokens=1280,  # 14*14*4*1280 px: the cookbook's max_pixels
     image_encoding="jpeg90",  # the notebook sends its resized screenshot as JPEG, quality 90
 )

@@ -29,7 +29,7 @@ FAMILY = Family(
     # the reply's budget when Conway fits the context
     max_tokens=4096,
     sends_max_tokens=False,
-    temperature=0.0,
+    temperature=0,  # an int, as the notebook sends it
     image_encoding="jpeg90",  # the notebook sends its screenshot as JPEG, quality 90 (utils/image.py's default)
     image_max_tokens=16384,
 )

@@ -30,6 +30,8 @@ FAMILY = Family(
     sampling=(("top_p", 0.95),),
     # KimiAgent.predict at --max_image_history_length 3: `# Step N:` + `## Thought:` / `## Action:` turns, the newest
     # 2 after their screenshot, older ones folded into one assistant text
+    known_differences=("no retry of an unfinished answer: KimiAgent asks again while an answer does not end with "
+                       "finish_reason \"stop\"; Conway does not ask again",),
     conversation=Conversation(
         history_images=3,
         replayed="each answer's `## Thought:` and `## Action:` sections as `# Step N:` turns; the newest 2 after their "

@@ -35,7 +35,7 @@ FAMILY = Family(
     # again (up to 20 times) while an answer does not end with finish_reason "stop"; its smart_resize max_pixels
     # 12845056 = 16384 x 28 x 28; PNG images
     max_tokens=2048,
-    temperature=0.0,
+    temperature=0,  # an int: the runner's argparse default is 0 (type=float only converts a given value)
     top_p=0.9,
     retry_unfinished=20,
     image_max_tokens=16384,

@@ -35,7 +35,7 @@ FAMILY = Family(
     max_tokens=1000,
     temperature=0.0,
     top_p=0.9,
-    frequency_penalty=1.0,
+    frequency_penalty=1,  # an int, as predict writes it
     thought_language="Chinese",
     # UI-TARS 1.0's preset (configs/policy/uitars.yaml) answers 0-1000 of its agent's own resize
     by_prompt={"uitars-1.0": {"temperature": 1.0, "max_tokens": 1500, "resize": "uitars-1.0",
