@@ -26,13 +26,13 @@ from conway.policies.planned import grounded_calls, planner_codes, rewritten
 from conway.prompt.layout import split_parts
 from conway.protocols import ContextPart, DecisionContext, Observation
 from conway.store.home import resolve_home
+from scripts.build.golden_episode import first_difference
 from scripts.build.goldens_new_families import (
     INSTRUCTION,
     JEDI_GROUNDER,
     JEDI_PLANNER,
     SCREEN,
     STEPS,
-    first_difference,
     request_record,
     screenshot,
 )
