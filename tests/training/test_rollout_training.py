@@ -58,6 +58,21 @@ def test_group_relative_advantages_leave_out_tasks_without_signal(rollout_set):
     assert t2[0] == pytest.approx(3 ** 0.5) and sum(t2) == pytest.approx(0)
 
 
+def test_partial_rewards_give_graded_advantages_and_only_full_ones_are_imitated(tmp_path):
+    """A checker that scores parts (conway.tasks.evaluate's partial credit) gives rewards between 0 and 1: the
+    policy-gradient stage ranks them within their group; rejection sampling keeps only the fully successful."""
+    from training.grpo import scored_rows
+    from training.recipe import load_recipe
+    from training.rollout_data import rollout_examples
+    folder = write_rollout_set(tmp_path / "partial", {"t": [(LEFT, 1.0), (RIGHT, 0.5), (RIGHT, 0.0), (LEFT, 0.5)]})
+    rows, counts = scored_rows(str(folder), load_recipe("grpo_tiny_cpu", ["model.path=/m"]), lambda _: None)
+    adv = {r.example.meta["sample"]: r.advantage for r in rows}
+    assert counts["tasks_with_signal"] == 1 and adv[0] > adv[1] == adv[3] > adv[2]
+    assert adv[1] == pytest.approx(0.0)  # the group's mean reward: neither pushed up nor down
+    examples, _ = rollout_examples(folder)
+    assert [e.meta["reward"] for e in examples] == [1.0]
+
+
 def _recipe(base: Path, data: Path, out: Path, *extra: str):
     from training.recipe import load_recipe
     return load_recipe("grpo_tiny_cpu", [f"model.path={base}", f"data.path={data}", f"output.dir={out}",
