@@ -3,7 +3,8 @@
 
 Rounds of rollouts → train → eval, on-policy: round r rolls out with the latest candidate (round 0: the base),
 trains a candidate from those rollouts' rewards (the policy-gradient stage, or rejection-sampling SFT), and
-measures it. Per round, one learning-curve point (WORK/curve.jsonl, WORK/learning_curve.png):
+measures it. Per round, one learning-curve point (WORK/curve.jsonl, WORK/learning_curve.png with the chance
+line, and WORK/learning_curve.json, a report `conway view` and `conway report` show):
 
     train_success      the candidate's success on the train tasks (greedy, each task once, its checker)
     held_out_success   the same on the held-out tasks, with its Wilson 95% interval, the suite's chance level
@@ -196,7 +197,11 @@ class Rounds:
         with open(self.work / "curve.jsonl", "w", encoding="utf-8") as fh:
             for p in points:
                 fh.write(json.dumps(p) + "\n")
-        plot_curve(points, self.work / "learning_curve.png", f"{self.args.stage}: {self.args.prefix}")
+        title = f"{self.args.stage}: {self.args.prefix}"
+        plot_curve(points, self.work / "learning_curve.png", title)
+        from conway.evals.learning_curve import write_curve_report  # `conway view WORK/learning_curve.json`
+        write_curve_report(points, self.work / "learning_curve.json", title=title,
+                           command=["python", "-m", "training.iterate", *sys.argv[1:]])
         return points
 
 

@@ -14,7 +14,7 @@ tiny base cannot; here the word is in the instruction and the screen shows only 
 Each task's setup launches a GTK 3 drawing (python3-gi, given inline to `python3 -c`) at the screen's top-left
 corner: N targets (2-4) in N of the 2x2 cells, cells and offsets seeded at random per task, so a target's place
 says nothing about which one is named. The first press that lands inside a target's box writes the target's name
-to ~/pressed.txt (presses on the background write nothing); the checker compares that file with the named
+to ~/pressed.txt (presses on the background, and other buttons than the left, write nothing); the checker compares that file with the named
 target: reward 1 for the named one, 0 otherwise. The answer is nowhere the policy sees but in the instruction's
 words, and nothing labels an action. Each task declares its chance level, 1/N (conway.evals.chance). Train and
 held-out tasks come from different seeds (held-out: seed + 1_000_000).
@@ -62,6 +62,8 @@ def draw(_area, cr):
             cr.rectangle(x0, y0, w, h)
         cr.fill()
 def press(_area, event):
+    if event.button != 1:  # a click is the left button, as a GTK button's "clicked" is
+        return True
     for t in spec["targets"]:
         x0, y0, x1, y1 = t["box"]
         if x0 <= event.x <= x1 + 1 and y0 <= event.y <= y1 + 1:

@@ -16,7 +16,8 @@ def test_every_viewed_kind_names_a_layout_the_viewer_draws():
 
 
 def test_the_lists_of_kinds_keep_their_order():
-    assert [k.name for k in having("view")] == ["vision-check", "grounding-check", "candidate-eval", "tasks", "sweep"]
+    assert [k.name for k in having("view")] == ["vision-check", "grounding-check", "candidate-eval", "tasks", "sweep",
+                                                 "learning-curve"]
     assert [k.name for k in having("records")] == ["vision-check", "grounding-check", "tasks"]
     assert list(metrics()) == ["vision-check", "grounding-check", "tasks run"]
 
