@@ -15,7 +15,8 @@ Each task's setup launches a GTK 3 drawing (python3-gi, given inline to `python3
 corner: N targets (2-4) in N of the 2x2 cells, cells and offsets seeded at random per task, so a target's place
 says nothing about which one is named. The first press that lands inside a target's box writes the target's name
 to ~/pressed.txt (presses on the background, and other buttons than the left, write nothing); the checker compares that file with the named
-target: reward 1 for the named one, 0 otherwise. The answer is nowhere the policy sees but in the instruction's
+target: reward 1 for the named one, 0 otherwise (with --partial, the train tasks' checker scores two parts, a
+press on any target and a press on the named one, so another target earns 0.25: a denser reward). The answer is nowhere the policy sees but in the instruction's
 words, and nothing labels an action. Each task declares its chance level, 1/N (conway.evals.chance). Train and
 held-out tasks come from different seeds (held-out: seed + 1_000_000).
 """
@@ -112,7 +113,24 @@ def instruction(named: str, by: str) -> str:
     return f"Click the {named} square." if by == "colour" else f"Click the {named}."
 
 
-def task(seed: int, index: int, count: int, screen: int, by: str, prefix: str) -> dict:
+PRESSED = {"type": "vm_command_line", "command": "cat ~/pressed.txt 2>/dev/null; true", "shell": True}
+ANY = {"type": "vm_command_line", "command": "test -s ~/pressed.txt && echo pressed; true", "shell": True}
+PARTIAL_WEIGHTS = [1, 3]
+"""--partial: pressing a target at all is one part in four, pressing the named one the other three."""
+
+
+def evaluator(named: str, partial: bool) -> dict:
+    """Reward 1 for the named target; with `partial`, 0.25 for another target (conway.tasks.evaluate's
+    partial credit: a dense reward that separates a press on a target from a press on nothing), else 0."""
+    if not partial:
+        return {"func": "exact_match", "result": PRESSED, "expected": {"type": "rule", "rules": {"expected": f"{named}\n"}}}
+    return {"func": ["exact_match", "exact_match"], "result": [ANY, PRESSED],
+            "expected": [{"type": "rule", "rules": {"expected": "pressed\n"}},
+                         {"type": "rule", "rules": {"expected": f"{named}\n"}}],
+            "partial_credit": PARTIAL_WEIGHTS}
+
+
+def task(seed: int, index: int, count: int, screen: int, by: str, prefix: str, partial: bool = False) -> dict:
     named, targets = layout(seed, index, count, screen, by)
     spec = json.dumps({"screen": [screen, screen], "background": list(BACKGROUND), "targets": targets},
                       separators=(",", ":"))
@@ -122,23 +140,21 @@ def task(seed: int, index: int, count: int, screen: int, by: str, prefix: str) -
         "config": [{"type": "launch", "parameters": {"command": ["python3", "-c", APP, spec]}}],
         "related_apps": ["os"],
         "chance": round(1 / count, 4),  # a press on one of the targets at random (conway.evals.chance)
-        "evaluator": {"func": "exact_match",
-                      "result": {"type": "vm_command_line", "command": "cat ~/pressed.txt 2>/dev/null; true",
-                                 "shell": True},
-                      "expected": {"type": "rule", "rules": {"expected": f"{named}\n"}}},
+        "evaluator": evaluator(named, partial),
     }
 
 
 def write_suite(out: Path, *, train: int, held_out: int, targets: int = 3, by: str = "colour", seed: int = 0,
-                screen: int = 84) -> tuple[Path, Path]:
-    """(train folder, held-out folder)."""
+                screen: int = 84, partial: bool = False) -> tuple[Path, Path]:
+    """(train folder, held-out folder); `partial` gives the train tasks partial credit (held-out tasks are always
+    scored 1 or 0: success is what is measured)."""
     folders = []
     for name, n, s in (("train", train, seed), ("held-out", held_out, seed + 1_000_000)):
         folder = out / name
         tasks = folder / "examples" / "targets"
         tasks.mkdir(parents=True, exist_ok=True)
         for i in range(n):
-            t = task(s, i, targets, screen, by, name)
+            t = task(s, i, targets, screen, by, name, partial=partial and name == "train")
             (tasks / f"{t['id']}.json").write_text(json.dumps(t, indent=1) + "\n", encoding="utf-8")
         folders.append(folder)
     return folders[0], folders[1]
@@ -153,9 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by", default="colour", choices=BY)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--screen", type=int, default=84)
+    ap.add_argument("--partial", action="store_true", help="train tasks give 0.25 for a press on another target")
     a = ap.parse_args(argv)
     tr, ho = write_suite(Path(a.out), train=a.train, held_out=a.held_out, targets=a.targets, by=a.by, seed=a.seed,
-                         screen=a.screen)
+                         screen=a.screen, partial=a.partial)
     print(f"train: {tr}\nheld-out: {ho}")
     return 0
 

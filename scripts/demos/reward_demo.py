@@ -49,6 +49,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--work", help="the run's folder (default: a new temporary one); a stopped run resumes in it")
     ap.add_argument("--base", help="reuse a base built by scripts/build/build_tiny_vlm.py --keep-hf --out DIR")
+    ap.add_argument("--partial", action="store_true",
+                    help="partial rewards on the train tasks: 0.25 for pressing another target, 1 for the named one "
+                         "(perceivable suites only; held-out tasks are scored 1 or 0)")
     ap.add_argument("--train", type=int, default=8, help="train tasks (default 8)")
     ap.add_argument("--held-out", type=int, default=24, help="held-out tasks (default 24)")
     ap.add_argument("--suite", default="colour", choices=("colour", "shape", "label"),
@@ -65,7 +68,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
     ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.partial and args.suite == "label":
+        ap.error("--partial goes with the perceivable suites (--suite colour or shape)")
+    return args
 
 
 def build_base(work: Path, base_arg: str | None) -> Path:
@@ -84,7 +90,7 @@ def write_suite(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
                                          seed=args.seed, screen=SCREEN)
     from scripts.demos import perceivable_targets
     return perceivable_targets.write_suite(out, train=args.train, held_out=args.held_out, targets=args.targets,
-                                           by=args.suite, seed=args.seed, screen=SCREEN)
+                                           by=args.suite, seed=args.seed, screen=SCREEN, partial=args.partial)
 
 
 def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path) -> dict[str, Any]:

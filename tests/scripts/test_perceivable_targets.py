@@ -54,3 +54,35 @@ def test_the_named_target_scores_one_and_another_zero(tmp_path):
         report = json.loads(out.read_text())
         assert report["cases"][0]["score"] == expect, report["cases"][0]
         assert report["summary"]["chance"]["chance"] == round(1 / 3, 4)
+
+
+@pytest.mark.desktop
+def test_with_partial_credit_another_target_earns_a_quarter_and_the_background_nothing(tmp_path):
+    need_desktop()
+    train, _ = write_suite(tmp_path / "suite", train=1, held_out=0, targets=3, by="shape", partial=True)
+    task = json.loads(next((train / "examples" / "targets").glob("*.json")).read_text())
+    named, targets = layout(0, 0, 3, 84, "shape")
+    other = next(t for t in targets if t["name"] != named)
+    mine = next(t for t in targets if t["name"] == named)
+    for name, (x, y), expect in (("named", _centre(mine), 1.0), ("other", _centre(other), 0.25),
+                                 ("background", _background(targets), 0.0)):
+        mock = tmp_path / f"mock-{name}"
+        mock.mkdir()
+        (mock / f"{task['id']}.yaml").write_text(json.dumps([{"action": {"type": "click", "x": x, "y": y}}]))
+        out = tmp_path / f"{name}.json"
+        main(["--home", str(tmp_path / "home"), "tasks", "run", str(train), "tools.gui_failsafe=false", "--output",
+              str(out), "--mock-scripts", str(mock), "--max-steps", "1", "--quiet"])
+        case = json.loads(out.read_text())["cases"][0]
+        assert case["score"] == expect and case["outcome"] == ("pass" if expect == 1.0 else "fail"), (name, case)
+
+
+def _centre(t: dict) -> tuple[int, int]:
+    x0, y0, x1, y1 = t["box"]
+    return (x0 + x1) // 2, (y0 + y1) // 2
+
+
+def _background(targets: list[dict]) -> tuple[int, int]:
+    """A point of the board inside no target's box."""
+    return next((x, y) for y in range(2, 82, 4) for x in range(2, 82, 4)
+                if not any(t["box"][0] - 1 <= x <= t["box"][2] + 1 and t["box"][1] - 1 <= y <= t["box"][3] + 1
+                           for t in targets))
