@@ -73,6 +73,40 @@ def test_partial_rewards_give_graded_advantages_and_only_full_ones_are_imitated(
     assert [e.meta["reward"] for e in examples] == [1.0]
 
 
+def test_batch_std_scope_weighs_a_task_by_its_spread(tmp_path):
+    """rl.std_scope=batch divides by every rollout's deviation, so a task whose rewards barely differ (0.25 vs 0)
+    moves less than one whose differ fully (1 vs 0); per group (GRPO) both weigh alike."""
+    from training.grpo import scored_rows
+    from training.recipe import load_recipe
+    folder = write_rollout_set(tmp_path / "r", {"full": [(LEFT, 1.0), (RIGHT, 0.0)],
+                                                "small": [(LEFT, 0.25), (RIGHT, 0.0)]})
+
+    def top(scope: str) -> dict[str, float]:
+        rows, _ = scored_rows(str(folder), load_recipe("grpo_tiny_cpu", ["model.path=/m", f"rl.std_scope={scope}"]),
+                              lambda _: None)
+        return {r.example.meta["task"]: r.advantage for r in rows if r.advantage > 0}
+
+    assert top("group") == pytest.approx({"full": 1.0, "small": 1.0})
+    batch = top("batch")
+    assert batch["full"] == pytest.approx(4 * batch["small"]) and batch["full"] > 1.0
+
+
+def test_a_higher_upper_clip_lets_a_rewarded_answer_keep_rising():
+    """With the ratio already at 1.3, a rewarded token's gradient is cut at clip 0.2; rl.clip_eps_high=0.5 keeps it."""
+    from training.grpo import objective
+    from training.recipe import load_recipe
+
+    def grad(*extra: str) -> float:
+        logp = torch.tensor([[0.3 + torch.log(torch.tensor(0.1)).item()]], requires_grad=True)
+        old = torch.log(torch.tensor([[0.1]]))
+        loss, parts = objective(logp, old, old.clone(), torch.ones(1, 1), torch.tensor([1.0]),
+                                load_recipe("grpo_tiny_cpu", ["model.path=/m", "rl.kl_coef=0", *extra]))
+        loss.backward()
+        return float(logp.grad.abs().sum())
+
+    assert grad() == 0.0 and grad("rl.clip_eps_high=0.5") > 0.0
+
+
 def _recipe(base: Path, data: Path, out: Path, *extra: str):
     from training.recipe import load_recipe
     return load_recipe("grpo_tiny_cpu", [f"model.path={base}", f"data.path={data}", f"output.dir={out}",
