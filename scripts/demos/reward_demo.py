@@ -227,5 +227,16 @@ def report(args: argparse.Namespace, work: Path, points: list[dict[str, Any]], s
     return 0
 
 
+def run(argv: list[str] | None = None) -> int:
+    """main() with a UserError as one line (exit 1), never a traceback."""
+    from conway.errors import UserError
+
+    try:
+        return main(argv)
+    except UserError as exc:
+        sys.stderr.write(f"reward_demo: error: {' '.join(str(exc).split())}\n")
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

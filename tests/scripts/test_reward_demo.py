@@ -56,3 +56,17 @@ def test_a_candidate_apart_from_the_base_but_at_chance_is_said_to_have_learned_n
     assert "GRPO round 1: its 95% interval lies above chance: it picks the target by the label" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["held_out"]["rejection-sampling SFT"]["verdict"] == "at chance"
+
+
+def test_a_refused_run_is_one_line_not_a_traceback(tmp_path, capsys):
+    from scripts.demos import reward_demo
+
+    work = tmp_path / "w" / "iterate"
+    work.mkdir(parents=True)
+    (work / "state.json").write_text(json.dumps({"rounds": [], "args": {"other": 1}}))  # started otherwise
+    (tmp_path / "w" / "base").mkdir()
+    for name in ("tiny-vlm.gguf", "tiny-vlm-mmproj.gguf"):
+        (tmp_path / "w" / "base" / name).write_bytes(b"")
+    assert reward_demo.run(["--work", str(tmp_path / "w"), "--base", str(tmp_path / "w" / "base"), "--no-copy"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("reward_demo: error: ") and err.count("\n") == 1 and "Traceback" not in err
