@@ -208,7 +208,7 @@ def optimise(model: Any, batches: list[dict[str, Any]], recipe: Recipe, temperat
                     torch.nn.utils.clip_grad_norm_(params, recipe.train.max_grad_norm)
                 opt.step()
                 step += 1
-                entry = {"step": step, "epoch": epoch, "loss": round(float(loss), 6), **parts,
+                entry = {"step": step, "epoch": epoch, "loss": round(float(loss.detach()), 6), **parts,
                          "t": round(time.time() - t0, 2)}
                 metrics.append(entry)
                 fh.write(json.dumps(entry) + "\n")

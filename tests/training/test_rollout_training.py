@@ -104,7 +104,7 @@ def test_a_higher_upper_clip_lets_a_rewarded_answer_keep_rising():
         loss.backward()
         return float(logp.grad.abs().sum())
 
-    assert grad() == 0.0 and grad("rl.clip_eps_high=0.5") > 0.0
+    assert grad("rl.clip_eps_high=0.2") == 0.0 and grad("rl.clip_eps_high=0.5") > 0.0
 
 
 def _recipe(base: Path, data: Path, out: Path, *extra: str):
@@ -131,6 +131,31 @@ def _answer_logprob(model, encoder, rows) -> float:
     with torch.no_grad():
         lp = token_logprobs(model, batch, 1.0)
     return float(lp.sum() / len(rows))
+
+
+def test_as_shipped_a_stage_raises_a_rare_rewarded_answer_itself_not_only_its_lead(tiny_base, tmp_path):
+    """One rewarded answer in eight per task: the shipped recipe must make it MORE probable, not merely less
+    unlikely than the others (a gradient-norm clip once made every answer fall, the rewarded one 26x)."""
+    from peft import PeftModel
+
+    from scripts.bench.bench_grpo_settings import answer_logprobs
+    from training.data import Encoder
+    from training.grpo import scored_rows, train_grpo
+    from training.model_load import load_model
+    from training.recipe import load_recipe
+    folder = write_rollout_set(tmp_path / "rare", {f"t{i}": [(LEFT, 1.0)] + [(RIGHT, 0.0)] * 7 for i in range(2)})
+    recipe = load_recipe("grpo_tiny_cpu", [f"model.path={tiny_base}", f"data.path={folder}",
+                                           f"output.dir={tmp_path / 'c'}", "convert.merge=false",
+                                           "convert.gguf=false"])
+    train_grpo(recipe, say=lambda _: None)
+    rows, _ = scored_rows(str(folder), recipe, lambda _: None)
+    model = PeftModel.from_pretrained(load_model(recipe, tiny_base), str(tmp_path / "c" / "adapter"))
+    encoder = Encoder.from_pretrained(tiny_base)
+    change = [a - b for a, b in zip(answer_logprobs(model, encoder, rows, base=False),
+                                    answer_logprobs(model, encoder, rows, base=True))]
+    rewarded = [c for c, r in zip(change, rows) if r.advantage > 0]
+    others = [c for c, r in zip(change, rows) if r.advantage < 0]
+    assert min(rewarded) > 1.0 and min(rewarded) > max(others) + 1.0, (rewarded, others)  # > e times more likely
 
 
 def test_grpo_raises_rewarded_answers_against_unrewarded_ones_near_the_base(tiny_base, rollout_set, tmp_path):
