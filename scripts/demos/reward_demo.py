@@ -107,7 +107,8 @@ def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path) 
     return success_of(out)
 
 
-def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float) -> dict[str, Any] | None:
+def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float,
+                  overrides: list[str] | None = None) -> dict[str, Any] | None:
     from conway.errors import UserError
     from training.recipe import load_recipe
     from training.train_lora import train
@@ -121,7 +122,7 @@ def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float) -> dict[
                                           f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
                                           f"train.max_seconds={seconds:g}", "train.eval_generate=0",
                                           "train.early_stop_hits=null", "train.short_prompt_steps=0",
-                                          "data.eval_fraction=0", "eval.size=null"])
+                                          "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
         try:
             train(recipe, home=str(home.root), progress=False)
         except UserError as exc:  # no successful rollout: nothing to imitate

@@ -1,7 +1,7 @@
 """The supervised upper bound on the perceivable suite: can the base learn the skill at all from LABELLED clicks?
 
     .venv/bin/python -m scripts.demos.upper_bound [--work DIR] [--base DIR] [--suite colour|shape] [--targets 3]
-        [--train 64] [--held-out 24] [--seconds 240]
+        [--train 64] [--held-out 24] [--seconds 240] [key=value ...]
 
 If supervised fine-tuning with the right answer on every screen cannot lift a base above chance, no reward can
 (the issue's first bar). So, before any reward stage:
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=240)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("overrides", nargs="*", metavar="key=value",
+                    help="tiny_cpu overrides (e.g. train.short_prompt_steps=300 train.short_prompt_keep_goals=true)")
     args = ap.parse_args(argv)
     os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                       TRANSFORMERS_OFFLINE="1")
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = label_rollouts(raw, train_suite, work / "labelled")
         print(f"upper bound in {work}: {rows} labelled row(s) from {args.train} train tasks ({args.suite}, "
               f"{args.targets} targets)", flush=True)
-        cand = reward_demo.sft_candidate(home, base, str(work / "labelled"), args.seconds)
+        cand = reward_demo.sft_candidate(home, base, str(work / "labelled"), args.seconds, args.overrides)
         base_s = reward_demo.held_out_success(home, str(base / "tiny-vlm.gguf"), str(base / "tiny-vlm-mmproj.gguf"),
                                               held_suite, work / "held-out-base.json")
         cand_s = reward_demo.held_out_success(home, cand["gguf"], cand["mmproj"], held_suite,
