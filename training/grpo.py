@@ -5,10 +5,13 @@ A GRPO-style policy-gradient stage on the LoRA, offline, from a rollout set's re
     data       a rollout set (`conway rollouts`): per task its K rollouts, each with its reward (the task
                checker's score) and the requests its policy sent (training/rollout_data.py)
     advantage  group-relative: a rollout's reward minus its task's mean reward, divided by their standard
-               deviation (rl.normalize_std); a task whose K rewards are all equal has no signal and is left
+               deviation (rl.normalize_std; rl.std_scope=batch: the deviation of every rollout's reward, so a
+               task's weight follows its spread); rewards may be partial (a checker that scores parts, e.g.
+               0.25 for another target: conway.tasks.evaluate); a task whose K rewards are all equal has no signal and is left
                out; when no task has any, nothing is trained and no candidate is written (said, exit 2)
     actions    the tokens of the model's own answers (each request's raw answer, as sampled)
-    objective  per answer token: min(ratio * A, clip(ratio, 1 ± rl.clip_eps) * A) - rl.kl_coef * KL, where
+    objective  per answer token: min(ratio * A, clip(ratio, 1 - rl.clip_eps, 1 + rl.clip_eps_high) * A)
+               - rl.kl_coef * KL (clip_eps_high defaults to clip_eps), where
                ratio = pi / pi_rollout (the model as loaded, before any update: the rollout policy) and KL
                the k3 estimate against the reference, the base with the adapter disabled
     model      the base + a fresh LoRA (the rollout policy was the base), or the rollout policy's own adapter
@@ -54,13 +57,14 @@ class Scored:
     advantage: float
 
 
-def advantages(rewards: list[float], normalize_std: bool) -> list[float] | None:
-    """Group-relative advantages of one task's K rewards; None when they are all equal (no signal)."""
+def advantages(rewards: list[float], normalize_std: bool, std: float | None = None) -> list[float] | None:
+    """Group-relative advantages of one task's K rewards; None when they are all equal (no signal). `std`: the
+    divisor when it is not the group's own (rl.std_scope=batch)."""
     if len(rewards) < 2 or len(set(rewards)) == 1:
         return None
     mean = statistics.fmean(rewards)
-    std = statistics.pstdev(rewards) if normalize_std else 1.0
-    return [(r - mean) / (std or 1.0) for r in rewards]
+    scale = (std if std is not None else statistics.pstdev(rewards)) if normalize_std else 1.0
+    return [(r - mean) / (scale or 1.0) for r in rewards]
 
 
 def scored_rows(path: str, recipe: Recipe, say: Any) -> tuple[list[Scored], dict[str, Any]]:
@@ -70,8 +74,10 @@ def scored_rows(path: str, recipe: Recipe, say: Any) -> tuple[list[Scored], dict
     by_task, skipped = rollout_groups(path)
     rows: list[Scored] = []
     with_signal = 0
+    every = [r.reward for rollouts in by_task.values() for r in rollouts]
+    batch_std = statistics.pstdev(every) if recipe.rl.std_scope == "batch" and len(every) > 1 else None
     for rollouts in by_task.values():
-        adv = advantages([r.reward for r in rollouts], recipe.rl.normalize_std)
+        adv = advantages([r.reward for r in rollouts], recipe.rl.normalize_std, batch_std)
         if adv is None:
             continue
         with_signal += 1
@@ -122,13 +128,14 @@ def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe
     ratio = torch.exp(logp - old)
     a = adv.unsqueeze(-1)
     eps = recipe.rl.clip_eps
-    surrogate = torch.min(ratio * a, torch.clamp(ratio, 1 - eps, 1 + eps) * a)
+    high = recipe.rl.clip_eps_high if recipe.rl.clip_eps_high is not None else eps
+    surrogate = torch.min(ratio * a, torch.clamp(ratio, 1 - eps, 1 + high) * a)
     log_ref_ratio = ref - logp
     kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3: unbiased, >= 0
     per_token = -(surrogate - recipe.rl.kl_coef * kl) * mask
     n = mask.sum(-1).clamp(min=1)
     loss = (per_token.sum(-1) / n).mean()
-    clipped = ((ratio - 1).abs() > eps) & mask.bool()
+    clipped = ((ratio < 1 - eps) | (ratio > 1 + high)) & mask.bool()
     with torch.no_grad():
         parts = {"kl": float(((kl * mask).sum(-1) / n).mean()),
                  "clipped": float(clipped.sum() / mask.sum().clamp(min=1)),
@@ -201,7 +208,7 @@ def optimise(model: Any, batches: list[dict[str, Any]], recipe: Recipe, temperat
                     torch.nn.utils.clip_grad_norm_(params, recipe.train.max_grad_norm)
                 opt.step()
                 step += 1
-                entry = {"step": step, "epoch": epoch, "loss": round(float(loss), 6), **parts,
+                entry = {"step": step, "epoch": epoch, "loss": round(float(loss.detach()), 6), **parts,
                          "t": round(time.time() - t0, 2)}
                 metrics.append(entry)
                 fh.write(json.dumps(entry) + "\n")

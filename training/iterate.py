@@ -3,10 +3,12 @@
 
 Rounds of rollouts → train → eval, on-policy: round r rolls out with the latest candidate (round 0: the base),
 trains a candidate from those rollouts' rewards (the policy-gradient stage, or rejection-sampling SFT), and
-measures it. Per round, one learning-curve point (WORK/curve.jsonl, WORK/learning_curve.png):
+measures it. Per round, one learning-curve point (WORK/curve.jsonl, WORK/learning_curve.png with the chance
+line, and WORK/learning_curve.json, a report `conway view` and `conway report` show):
 
     train_success      the candidate's success on the train tasks (greedy, each task once, its checker)
-    held_out_success   the same on the held-out tasks, with its Wilson 95% interval
+    held_out_success   the same on the held-out tasks, with its Wilson 95% interval, the suite's chance level
+                       (tasks declare it: conway.evals.chance) and whether the interval lies above, at or below it
     mean_reward        the mean reward of the rollouts it was trained on (the rollout policy's, sampled)
     kl                 the policy-gradient stage's KL to the base at its last step (None for SFT)
 
@@ -117,8 +119,7 @@ class Rounds:
             cfg = load_config(self.home.config, [*self.overrides(policy), "policy.temperature=0"])
             tasks_run(self.home, cfg, suite, output=str(out), max_steps=self.args.max_steps, quiet=True,
                       say=lambda _: None, screen=self.args.screen_size)
-        s = json.loads(out.read_text(encoding="utf-8"))["summary"]["success"]
-        return {"hits": s["hits"], "n": s["n"], "rate": s["hit_rate"], "ci95": s["hit_rate_ci95"]}
+        return success_of(out)
 
     def train(self, r: int, rollouts_dir: str, policy: dict[str, Any]) -> dict[str, Any] | None:
         """The round's candidate (None: no signal, nothing trained)."""
@@ -196,8 +197,23 @@ class Rounds:
         with open(self.work / "curve.jsonl", "w", encoding="utf-8") as fh:
             for p in points:
                 fh.write(json.dumps(p) + "\n")
-        plot_curve(points, self.work / "learning_curve.png", f"{self.args.stage}: {self.args.prefix}")
+        title = f"{self.args.stage}: {self.args.prefix}"
+        plot_curve(points, self.work / "learning_curve.png", title)
+        from conway.evals.learning_curve import write_curve_report  # `conway view WORK/learning_curve.json`
+        write_curve_report(points, self.work / "learning_curve.json", title=title,
+                           command=["python", "-m", "training.iterate", *sys.argv[1:]])
         return points
+
+
+def success_of(report: Path) -> dict[str, Any]:
+    """A tasks report's success with the suite's chance level and the verdict against it (conway.evals.chance)."""
+    from conway.evals import chance
+
+    summary = json.loads(report.read_text(encoding="utf-8"))["summary"]
+    s = summary["success"]
+    rate = {"hits": s["hits"], "n": s["n"], "rate": s["hit_rate"], "ci95": s["hit_rate_ci95"]}
+    level = (summary.get("chance") or {}).get("chance")
+    return {**rate, **{k: v for k, v in chance.against(rate, level).items() if k != "separated"}}
 
 
 def _aside(path: Path) -> None:
@@ -223,6 +239,10 @@ def plot_curve(points: list[dict[str, Any]], path: Path, title: str) -> None:
         lo = [p[key]["rate"] - p[key]["ci95"][0] for p in points]
         hi = [p[key]["ci95"][1] - p[key]["rate"] for p in points]
         ax.errorbar(rounds, rates, yerr=[lo, hi], fmt="o-", capsize=3, color=colour, label=f"success, {name}")
+    level = next((p["held_out_success"].get("chance") for p in points
+                  if p["held_out_success"].get("chance") is not None), None)
+    if level is not None:  # what a policy acting validly at random scores: the line a result must clear
+        ax.axhline(level, color="grey", linestyle="--", linewidth=1, label=f"chance ({level:.0%})")
     means = [(p["round"], p["mean_reward"]) for p in points if p.get("mean_reward") is not None]
     if means:
         ax.plot(*zip(*means), "s--", color="tab:orange", label="mean reward of its rollouts")
@@ -280,6 +300,13 @@ def iterate(args: argparse.Namespace, say: Callable[[str], None] = print) -> lis
     return run.curve()
 
 
+def chance_phrase(s: dict[str, Any]) -> str:
+    """"above chance 50%" / "at chance 33%" / "chance unknown" for one success record."""
+    if s.get("chance") is None:
+        return "chance unknown"
+    return f"{s['verdict']} {s['chance']:.0%}"
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         points = iterate(parse_args(argv))
@@ -289,8 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in points:
         h = p["held_out_success"]
         print(f"round {p['round']}: {p['policy']:<12} held-out {h['hits']}/{h['n']} ({h['rate']:.0%}, 95% CI "
-              f"{h['ci95'][0]:.0%}-{h['ci95'][1]:.0%}); train {p['train_success']['rate']:.0%}; mean reward "
-              f"{p.get('mean_reward')}; KL {p.get('kl')}" + (f"  [{p['note']}]" if p.get("note") else ""))
+              f"{h['ci95'][0]:.0%}-{h['ci95'][1]:.0%}; {chance_phrase(h)}); train {p['train_success']['rate']:.0%}; "
+              f"mean reward {p.get('mean_reward')}; KL {p.get('kl')}" + (f"  [{p['note']}]" if p.get("note") else ""))
     return 0
 
 

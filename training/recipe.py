@@ -147,8 +147,14 @@ class RLSettings(_Section):
     """Weight of the KL penalty to the reference (the base with the adapter disabled), per answer token."""
     temperature: float | None = Field(default=None, gt=0)
     """Temperature the answers' log-probabilities are taken at (None: the rollout set's sampling temperature)."""
+    clip_eps_high: float | None = Field(default=None, gt=0)
+    """The ratio's upper clip, 1 + clip_eps_high (None: clip_eps). Higher than clip_eps lets a rarely sampled
+    rewarded answer rise further in one round ("clip higher"); the lower clip still bounds how far any falls."""
     normalize_std: bool = True
-    """Divide each task's advantages by its rewards' standard deviation (GRPO); False: subtract the mean only."""
+    """Divide the advantages by a standard deviation of the rewards (GRPO); False: subtract the task's mean only."""
+    std_scope: Literal["group", "batch"] = "group"
+    """Whose rewards' standard deviation divides them: each task's own (GRPO: a task with a small spread weighs as
+    much as one with a large), or every rollout's together (a task's weight follows its spread)."""
     init_adapter: str | None = None
     """The rollout policy's own adapter (a candidate's adapter/ folder) to continue from; None: a fresh LoRA on the
     base (the rollout policy was the base)."""

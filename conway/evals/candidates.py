@@ -524,7 +524,20 @@ def _compare(runs: dict[str, Any], held: _HeldOut, suite: str, name: str,
                    "only_candidate_hit": sum(1 for b, c in zip(b_rec, c_rec) if c.get("hit") and not b.get("hit"))},
         **({"references": b_sum["references"]} if b_sum.get("references") else {}),
         "intervals_separated": c_sum["hit_rate_ci95"][0] > b_sum["hit_rate_ci95"][1],
+        **_against_chance(b_sum, c_sum),
     }
+
+
+def _against_chance(b_sum: dict[str, Any], c_sum: dict[str, Any]) -> dict[str, Any]:
+    """For a suite whose tasks declare their chance level (conway.evals.chance): that level and where each model's
+    interval lies against it. Nothing for suites without one (click suites have their own references)."""
+    from conway.evals import chance
+
+    level = (b_sum.get("chance") or {}).get("chance")
+    if level is None:
+        return {}
+    return {"chance": level, "against_chance": {"base": chance.verdict(b_sum["hit_rate_ci95"], level),
+                                                "candidate": chance.verdict(c_sum["hit_rate_ci95"], level)}}
 
 
 def _paired_cases(runs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -546,6 +559,10 @@ def _say_comparison(summary: dict[str, Any], out: Path, say: Any) -> None:
     say(f"difference {summary['difference']:+.1%} (95% CI {diff_lo:+.1%} to {diff_hi:+.1%}); "
         f"intervals {'do not overlap' if summary['intervals_separated'] else 'overlap'}; same {n} cases (sha256 of "
         f"hashes {summary['cases_sha256'][:12]})")
+    if summary.get("chance") is not None:  # what was learned is said against chance, not only against the base
+        v = summary["against_chance"]
+        say(f"chance {summary['chance']:.1%} (a policy acting validly at random): base {v['base']}, candidate "
+            f"{v['candidate']}")
     say(f"report: {out}")
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from conway.evals import acceptance_check as acceptance
 from conway.evals import case_outcomes as co
+from conway.evals import learning_curve, report_text
 from conway.evals import preflight as preflight_suite
-from conway.evals import report_text
 from conway.evals import vision_check as vision
 from conway.evals.candidates import candidate_eval
 from conway.evals.grounding import check as grounding
@@ -79,6 +79,10 @@ register(SuiteKind(
     "sweep", text=render_sweep,
     view=ReportView("cell", co.cell_outcome, co.CELL_OUTCOMES, ("unfinished", "below"), "cell below the best",
                     co.cell_preset, "preset")))
+register(SuiteKind(
+    learning_curve.KIND, text=learning_curve.render_curve,
+    view=ReportView("curve", learning_curve.round_outcome, learning_curve.OUTCOMES, ("below chance", "at chance"),
+                    "round not above chance", learning_curve.round_policy, "policy", screenshots=True)))
 register(SuiteKind("preflight", run=preflight_suite.preflight, text=report_text.render_checks,
                    command=preflight_suite.COMMAND))
 register(SuiteKind("acceptance-check", run=acceptance.acceptance_check, text=report_text.render_acceptance,

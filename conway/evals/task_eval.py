@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from conway.errors import UserError
+from conway.evals import chance
 from conway.evals.rollouts import file_identity, policy_identity, runnable_cases, same_policy
 from conway.evals.stats import rate_record
 from conway.evals.tasks_run import TasksSuite, tasks_folder
@@ -34,8 +35,10 @@ class TaskEvalSuite(TasksSuite):
     def summarize(self, records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         summary = super().summarize(records, wall_s)
         hits = sum(1 for r in records if r.get("outcome") == "pass")
-        return {**summary, "hits": hits, **rate_record(hits, len(records)), "distance_px": None,
-                "latency_s": None}
+        rate = rate_record(hits, len(records))
+        # the chance level over every task run, as the hit rate is (a broken task is a miss for chance too)
+        return {**summary, "hits": hits, **rate, "distance_px": None, "latency_s": None,
+                "chance": chance.against(rate, chance.suite_chance(records))}
 
 
 def task_held_out(out: Path, suite_source: str, cache: str | None, max_steps: int | None,

@@ -12,7 +12,9 @@ A task's case record has an `outcome`:
 Only pass and fail are scored. The success rate (with its 95% Wilson
 interval) is over the scored tasks; errors, not-runnable and malformed tasks
 are counted apart and never enter a rate, so a broken environment does not
-read as a weak model.
+read as a weak model. `chance` is the suite's chance level when its tasks
+declare one (conway.evals.chance) and whether the success interval lies above,
+at or below it.
 
 A task whose loop outlasted `--task-timeout-s` has `timed_out: true` and its
 `elapsed_s`: stopped, then scored as the agent left it (OSWorld's rule at
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from conway.evals import chance as chance_level
 from conway.evals.stats import rate_record
 
 SCORED = ("pass", "fail")
@@ -81,6 +84,14 @@ def _rate(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**rate_record(passed, len(recs)), "mean_score": round(sum(scores) / len(scores), 4) if scores else None}
 
 
+def _chance(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """The suite's chance level (the scored tasks' declared chances) and where the success rate stands against it
+    (conway.evals.chance); {"chance": None, ...} when a task declares none."""
+    level = chance_level.suite_chance(scored)
+    passed = sum(1 for r in scored if r.get("outcome") == "pass")
+    return chance_level.against(rate_record(passed, len(scored)), level)
+
+
 def cost_totals(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The suite's cost: each task's cost (from its journal) summed."""
     keys = ("decisions", "summaries", "prompt_tokens", "cached_tokens", "generated_tokens", "model_s", "wall_s")
@@ -108,6 +119,7 @@ def summarize(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         "errors": count["error"], "not_runnable": count["not-runnable"], "malformed": count["malformed"],
         "timed_out": sum(1 for r in records if r.get("timed_out")),
         "success": _rate(scored),
+        "chance": _chance(scored),
         "by_domain": group_rates(records, "domain"), "by_app": group_rates(records, "related_apps"),
         "declared": declared,
         "declared_done_but_failed": sum(1 for r in scored if r.get("outcome") == "fail"

@@ -5,7 +5,8 @@ runner the caller passes in: the sandbox owns the steps); an `infeasible` task
 scores 1 only when the agent's last action was FAIL, and any other task scores
 0 on FAIL; otherwise each metric is computed from its getters and the scores
 combine by `conj`: `and` ends at the first 0 (else the mean), `or` at the first
-1 (else the largest). A result getter that raises FileNotFoundError scores 0
+1 (else the largest). A task with Conway's `partial_credit` runs every metric as
+a checkpoint and scores their weighted mean (a partial reward; see `_partial`). A result getter that raises FileNotFoundError scores 0
 (under `and` that ends it; under `or` it is that metric's 0). Any other error of a getter or a metric becomes
 that metric's one-line error with score 0, so one broken checker never stops a
 suite. A Conway task is scored by its acceptance criteria, all of which must
@@ -141,6 +142,8 @@ def _osworld(task: Task, env: TaskEnv, declared_fail: bool, getters, metrics, po
         return Evaluation(1.0 if declared_fail else 0.0, (), declared_fail, tuple(post), note)
     if declared_fail:
         return Evaluation(0.0, (), True, tuple(post), "the agent declared FAIL on a feasible task")
+    if ev.weights is not None:
+        return _partial(task, env, declared_fail, getters, metrics, post)
     done: list[MetricResult] = []
     for i in range(len(ev.funcs)):
         res, missing = _metric(task, i, env, getters, metrics)
@@ -154,6 +157,17 @@ def _osworld(task: Task, env: TaskEnv, declared_fail: bool, getters, metrics, po
     scores = [m.score for m in done]
     score = sum(scores) / len(scores) if ev.conj == "and" else max(scores)
     return Evaluation(score, tuple(done), False, tuple(post), "")
+
+
+def _partial(task: Task, env: TaskEnv, declared_fail: bool, getters, metrics, post: list[str]) -> Evaluation:
+    """Partial credit (Conway's `partial_credit`): every metric runs as one checkpoint (a missing result file is
+    that checkpoint's 0, nothing ends early) and the score is their weighted mean, each score held to [0, 1]."""
+    weights = task.evaluator.weights or ()
+    done = [_metric(task, i, env, getters, metrics)[0] for i in range(len(task.evaluator.funcs))]
+    score = sum(w * min(1.0, max(0.0, m.score)) for w, m in zip(weights, done)) / sum(weights)
+    reached = sum(1 for m in done if m.score >= 1.0)
+    return Evaluation(round(score, 6), tuple(done), declared_fail, tuple(post),
+                      f"partial credit: {reached} of {len(done)} checkpoint(s) fully met")
 
 
 def _criterion(c: Criterion, env: TaskEnv) -> MetricResult:

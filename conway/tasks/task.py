@@ -27,7 +27,7 @@ from conway.tasks.task_file import TaskSpec, parse_task
 FORMATS = ("osworld", "conway")
 CONJ = ("and", "or")
 TASK_FIELDS = ("id", "instruction", "config", "evaluator", "related_apps", "max_steps", "max_seconds")
-EVALUATOR_FIELDS = ("func", "result", "expected", "options", "conj", "postconfig")
+EVALUATOR_FIELDS = ("func", "result", "expected", "options", "conj", "postconfig", "partial_credit")
 
 
 class TaskFileError(ValueError):
@@ -47,6 +47,10 @@ class Evaluator:
     postconfig: tuple[dict[str, Any], ...] = ()
     criteria: tuple[Any, ...] = ()
     """A Conway task's acceptance criteria (`conway.tasks.task_file.Criterion`); empty for OSWorld tasks."""
+    weights: tuple[float, ...] | None = None
+    """Conway's extension `partial_credit` (true, or one weight per func): every metric is a checkpoint that
+    runs, and the score is their weighted mean, so a task done in part earns part of the reward (a dense reward
+    for the policy-gradient stage). None: OSWorld's `conj` rules."""
 
     @property
     def infeasible(self) -> bool:
@@ -153,7 +157,23 @@ def parse_evaluator(ev: Any) -> Evaluator:
         raise TaskFileError("evaluator.options must be a mapping (a list of them for several funcs)")
     return Evaluator(funcs=tuple(funcs), results=tuple(results), expected=expected,
                      options=tuple(o or {} for o in options), conj=conj,
-                     postconfig=_steps(ev.get("postconfig"), "evaluator.postconfig"))
+                     postconfig=_steps(ev.get("postconfig"), "evaluator.postconfig"),
+                     weights=_weights(ev.get("partial_credit"), n, conj))
+
+
+def _weights(value: Any, n: int, conj: str) -> tuple[float, ...] | None:
+    """`partial_credit`: absent/false → None; true → equal weights; a list → one non-negative weight per func."""
+    if value is None or value is False:
+        return None
+    if conj != "and":
+        raise TaskFileError("evaluator.partial_credit scores every metric as a part: it goes with conj `and` only")
+    if value is True:
+        return (1.0,) * n
+    if (not isinstance(value, list) or len(value) != n or not all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in value) or not sum(value)):
+        raise TaskFileError(f"evaluator.partial_credit must be true or a list of {n} non-negative weights, one per "
+                            "func, not all 0")
+    return tuple(float(w) for w in value)
 
 
 def _budget(data: dict[str, Any], key: str) -> Any:

@@ -71,11 +71,20 @@ def _rate(g: dict[str, Any]) -> str:
     return f"{g.get('hits')}/{g.get('n')} = {_pct(g.get('hit_rate'))} (95% CI {_pct(ci[0])}–{_pct(ci[1])})"
 
 
+def _chance_rows(c: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The suite's chance level and the success rate's verdict against it (reports written before it had none)."""
+    if not c or c.get("chance") is None:
+        return []
+    return [("chance", esc(f"{_pct(c['chance'])} for a policy that acts validly at random; the success interval is "
+                           f"{c.get('verdict')}"))]
+
+
 def summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     cost = s.get("cost") or {}
     d = s.get("declared") or {}
     rows = [("passed", esc(f"{_rate(s.get('success') or {})} of the scored tasks; mean score "
                            f"{_num((s.get('success') or {}).get('mean_score'))}")),
+            *_chance_rows(s.get("chance")),
             ("counted apart", esc(f"errors {s.get('errors', 0)}, not runnable {s.get('not_runnable', 0)}, "
                                   f"malformed {s.get('malformed', 0)}")),
             ("declared", esc(f"DONE {d.get('DONE', 0)}, FAIL {d.get('FAIL', 0)}, nothing {d.get('nothing', 0)}; "

@@ -8,7 +8,7 @@ Grounding-check cases name their screenshot file.
 
 What differs between kinds (outcomes, filters) is the `ReportView` of each
 kind's record (`conway.evals.suites`); how a card and the summary rows are
-drawn is the `Layout` it names in `LAYOUTS` (click, pair, task, cell, judged). A new
+drawn is the `Layout` it names in `LAYOUTS` (click, pair, task, cell, judged, curve). A new
 report kind is one registration there, drawn by one of these layouts.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Callable
 from conway.errors import UserError
 from conway.evals.kinds import ReportView
 from conway.evals.suites import having, suite_kind
-from conway.view import report_judged, report_tasks
+from conway.view import report_curve, report_judged, report_tasks
 from conway.view.overlay import crosshair, target_box
 from conway.view.overlay import frame as _frame
 from conway.view.page import esc, facts_table, pager, shell
@@ -246,6 +246,16 @@ def _cell_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
             ("clearly below the best", esc(", ".join(s.get("clearly_below_best") or []) or "none"))]
 
 
+def _curve_card(view: ReportView, c: dict[str, Any], size: tuple[int, int], url: str | None, why: str,
+                box: str) -> tuple[str, str]:
+    """A learning curve's round: its held-out and train success, where it stands against chance, reward, KL."""
+    return "", report_curve.card_lines(c)
+
+
+def _curve_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return report_curve.summary_rows(data, data.get("cases") or [])
+
+
 @dataclass(frozen=True)
 class Layout:
     """How the viewer draws a kind's cases and summary; a kind names its layout in its `ReportView`."""
@@ -262,5 +272,6 @@ LAYOUTS: dict[str, Layout] = {
     "task": Layout(_task_card, _task_rows),
     "cell": Layout(_cell_card, _cell_rows),
     "judged": Layout(_judged_card, report_judged.summary_rows),
+    "curve": Layout(_curve_card, _curve_rows),
 }
 """Layout name -> how its cards and summary are drawn."""

@@ -9,7 +9,8 @@ corner: N red buttons with white labels in N of the 2x2 cells, in seeded random 
 one. Pressing a button writes its label to ~/pressed.txt once (the FIRST press only), and the task's checker
 compares that file with the named label: reward 1 for the named button, 0 otherwise (no press, another one).
 No task carries its answer anywhere the policy sees, and nothing labels an action: the checker is the only
-judge. Train and held-out tasks come from different seeds (held-out: seed + 1_000_000).
+judge. Train and held-out tasks come from different seeds (held-out: seed + 1_000_000). Each task declares its
+chance level, 1/N: what pressing one of its N buttons at random scores (conway.evals.chance).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def task(seed: int, index: int, count: int, screen: int, prefix: str) -> dict:
         "instruction": f'Click the button labelled "{named}".',
         "config": [{"type": "launch", "parameters": {"command": ["python3", "-c", APP, spec]}}],
         "related_apps": ["os"],
+        "chance": round(1 / count, 4),  # a press on one of the buttons at random (conway.evals.chance)
         "evaluator": {"func": "exact_match",
                       "result": {"type": "vm_command_line", "command": "cat ~/pressed.txt 2>/dev/null; true",
                                  "shell": True},

@@ -1,20 +1,24 @@
-"""Learning from verified outcomes on this CPU: the tiny VLM, a named-button suite, rewards from its checkers only.
+"""Learning from verified outcomes on this CPU: the tiny VLM, a generated suite, rewards from its checkers only.
 
-    .venv/bin/python -m scripts.demos.reward_demo [--work DIR] [--base DIR] [--train 8] [--held-out 24]
-        [--buttons 2] [--samples 8] [--rounds 2] [--sft-seconds 120]
+    .venv/bin/python -m scripts.demos.reward_demo [--work DIR] [--base DIR] [--suite colour|shape|label]
+        [--targets 3] [--train 8] [--held-out 24] [--samples 8] [--rounds 2] [--sft-seconds 120]
 
 1. builds the tiny base (configs/tiny_vlm_demo.yaml; --base DIR reuses one) and a fresh home;
-2. writes the suite (scripts/demos/named_buttons.py): train and held-out tasks from different seeds, each
-   "Click the button labelled X" among --buttons red buttons on an 84x84 screen; the checker reads which
-   button was pressed first. No action is labelled anywhere;
+2. writes the suite: train and held-out tasks from different seeds, --targets targets on an 84x84 screen in
+   shuffled places, the instruction naming one by its colour or its shape (scripts/demos/perceivable_targets.py)
+   or, with --suite label, "Click the button labelled X" (scripts/demos/named_buttons.py, the harder suite: the
+   word must be read on the screen). The checker reads which target was pressed first. No action is labelled
+   anywhere. Every task declares its chance level, 1/N (conway.evals.chance);
 3. runs `training.iterate` (GRPO stage, --rounds rounds): round r rolls out the latest policy on the train
    tasks (--samples per task, temperature 1, seeds recorded), trains a candidate from the rewards, and measures
    it greedily on the train and held-out tasks (round 0's point: the base);
 4. trains the rejection-sampling SFT candidate from round 0's rollouts (the same rollouts the first GRPO
    candidate learned from; recipe tiny_cpu, --sft-seconds) and measures it on the held-out tasks;
-5. prints base, SFT and GRPO side by side on the held-out tasks (success, Wilson 95% interval, Newcombe's
-   interval of the difference to the base) and writes WORK/results.json and the learning curve
-   (WORK/iterate/learning_curve.png; copied to training/results/reward_demo_learning_curve.png).
+5. prints base, SFT and GRPO side by side on the held-out tasks (success, Wilson 95% interval, where it lies
+   against chance, Newcombe's interval of the difference to the base), then what each stage learned, said only
+   by its comparison with chance: a candidate that merely learned to press a target scores chance, however far
+   it lies above a base that presses nothing. Writes WORK/results.json and the learning curve with its chance
+   line (WORK/iterate/learning_curve.png; copied to training/results/reward_demo_learning_curve.png).
 
 It needs xvfb, bubblewrap and python3-tk (the disposable desktop and the board), llama-cpp-python (the policy)
 and the train extra. Nothing is downloaded.
@@ -45,9 +49,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--work", help="the run's folder (default: a new temporary one); a stopped run resumes in it")
     ap.add_argument("--base", help="reuse a base built by scripts/build/build_tiny_vlm.py --keep-hf --out DIR")
+    ap.add_argument("--partial", action="store_true",
+                    help="partial rewards on the train tasks: 0.25 for pressing another target, 1 for the named one "
+                         "(perceivable suites only; held-out tasks are scored 1 or 0)")
     ap.add_argument("--train", type=int, default=8, help="train tasks (default 8)")
     ap.add_argument("--held-out", type=int, default=24, help="held-out tasks (default 24)")
-    ap.add_argument("--buttons", type=int, default=2, choices=(2, 3, 4), help="buttons per board (default 2)")
+    ap.add_argument("--suite", default="colour", choices=("colour", "shape", "label"),
+                    help="what the instruction names: the target's colour (default), its shape "
+                         "(scripts/demos/perceivable_targets.py), or a button's label, the harder suite "
+                         "(scripts/demos/named_buttons.py)")
+    ap.add_argument("--targets", "--buttons", dest="targets", type=int, default=3, choices=(2, 3, 4),
+                    help="targets per screen (default 3)")
     ap.add_argument("--samples", type=int, default=8, help="rollouts per train task per round (default 8)")
     ap.add_argument("--rounds", type=int, default=2, help="GRPO rounds (default 2)")
     ap.add_argument("--sft-seconds", type=float, default=120, help="rejection-sampling SFT's time (default 120)")
@@ -56,7 +68,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
     ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.partial and args.suite == "label":
+        ap.error("--partial goes with the perceivable suites (--suite colour or shape)")
+    return args
 
 
 def build_base(work: Path, base_arg: str | None) -> Path:
@@ -67,21 +82,33 @@ def build_base(work: Path, base_arg: str | None) -> Path:
     return base
 
 
+def write_suite(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
+    """The suite's train and held-out folders: perceivable targets, or the named-label buttons."""
+    if args.suite == "label":
+        from scripts.demos import named_buttons
+        return named_buttons.write_suite(out, train=args.train, held_out=args.held_out, buttons=args.targets,
+                                         seed=args.seed, screen=SCREEN)
+    from scripts.demos import perceivable_targets
+    return perceivable_targets.write_suite(out, train=args.train, held_out=args.held_out, targets=args.targets,
+                                           by=args.suite, seed=args.seed, screen=SCREEN, partial=args.partial)
+
+
 def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path) -> dict[str, Any]:
     """Greedy success on `suite`, each task once (a tasks report at `out`, kept)."""
     from conway.config import load_config
     from conway.evals.tasks_run import tasks_run
+    from training.iterate import success_of
 
     if not out.is_file():
         cfg = load_config(home.config, [*POLICY, f"policy.model_path={gguf}", f"policy.mmproj_path={mmproj}",
                                         "policy.temperature=0"])
         tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=lambda _: None,
                   screen=(SCREEN, SCREEN))
-    s = json.loads(out.read_text(encoding="utf-8"))["summary"]["success"]
-    return {"hits": s["hits"], "n": s["n"], "rate": s["hit_rate"], "ci95": s["hit_rate_ci95"]}
+    return success_of(out)
 
 
-def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float) -> dict[str, Any] | None:
+def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float,
+                  overrides: list[str] | None = None) -> dict[str, Any] | None:
     from conway.errors import UserError
     from training.recipe import load_recipe
     from training.train_lora import train
@@ -95,7 +122,7 @@ def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float) -> dict[
                                           f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
                                           f"train.max_seconds={seconds:g}", "train.eval_generate=0",
                                           "train.early_stop_hits=null", "train.short_prompt_steps=0",
-                                          "data.eval_fraction=0", "eval.size=null"])
+                                          "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
         try:
             train(recipe, home=str(home.root), progress=False)
         except UserError as exc:  # no successful rollout: nothing to imitate
@@ -114,12 +141,29 @@ def compare(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
 
 
 def line(label: str, s: dict[str, Any] | None, base: dict[str, Any]) -> str:
+    from training.iterate import chance_phrase
+
     if s is None:
         return f"{label:<28} not trained (see above)"
     c = compare(base, s)
     return (f"{label:<28} {s['hits']:>3}/{s['n']:<3} = {s['rate']:6.1%}  95% CI {s['ci95'][0]:5.1%}-{s['ci95'][1]:5.1%}"
-            f"  vs base {c['difference']:+.1%} ({c['difference_ci95'][0]:+.1%} to {c['difference_ci95'][1]:+.1%})"
-            + ("  SEPARATED" if c["intervals_separated"] else ""))
+            f"  {chance_phrase(s).upper():<18}  vs base {c['difference']:+.1%} ({c['difference_ci95'][0]:+.1%} to "
+            f"{c['difference_ci95'][1]:+.1%})" + ("  apart from the base" if c["intervals_separated"] else ""))
+
+
+def learned(label: str, s: dict[str, Any] | None, args: argparse.Namespace) -> str:
+    """What a stage learned, said only by its comparison with chance: a candidate that merely presses a target
+    scores chance, whatever the base scores."""
+    if s is None or s.get("verdict") is None:
+        return f"{label}: not measured against chance"
+    what = {"colour": "the colour", "shape": "the shape", "label": "the label"}[args.suite]
+    if s["verdict"] == "above chance":
+        return (f"{label}: its 95% interval lies above chance: it picks the target by {what} the instruction "
+                "names, on tasks it never trained on")
+    if s["verdict"] == "at chance":
+        return (f"{label}: at chance: no evidence it follows the instruction (pressing a target at random "
+                "scores as much)")
+    return f"{label}: below chance: it does not even press a target as often as a random valid press would hit"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,16 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="conway-reward-demo-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     from conway.store.home import init_home, resolve_home
-    from scripts.demos.named_buttons import write_suite
     from training import iterate
 
     home = resolve_home(str(work / "home"))
     init_home(home)
     base = build_base(work, args.base)
-    train_suite, held_suite = write_suite(work / "suite", train=args.train, held_out=args.held_out,
-                                          buttons=args.buttons, seed=args.seed, screen=SCREEN)
-    print(f"reward demo in {work}: {args.train} train / {args.held_out} held-out tasks, {args.buttons} buttons, "
-          f"{args.samples} rollouts per task, {args.rounds} GRPO round(s)", flush=True)
+    train_suite, held_suite = write_suite(work / "suite", args)
+    print(f"reward demo in {work}: {args.train} train / {args.held_out} held-out tasks named by {args.suite}, "
+          f"{args.targets} targets, {args.samples} rollouts per task, {args.rounds} GRPO round(s)", flush=True)
     it_args = iterate.parse_args([
         "--work", str(work / "iterate"), "--home", str(home.root), "--train-tasks", str(train_suite),
         "--held-out", str(held_suite), "--base-hf", str(base / "hf"), "--base-gguf", str(base / "tiny-vlm.gguf"),
@@ -161,9 +203,15 @@ def report(args: argparse.Namespace, work: Path, points: list[dict[str, Any]], s
     grpo = [p for p in points[1:] if not p.get("note")]
     rows = [("base", base), ("rejection-sampling SFT", sft)] + [
         (f"GRPO round {p['round']}", p["held_out_success"]) for p in grpo]
-    print("\nheld-out tasks (greedy, each once; success by the task's checker):")
+    level = base.get("chance")
+    print("\nheld-out tasks (greedy, each once; success by the task's checker; chance "
+          + (f"{level:.1%}: a policy that presses one of the {args.targets} targets at random)" if level is not None
+             else "unknown)") + ":")
     for label, s in rows:
         print(line(label, s, base))
+    print("\nwhat was learned (judged against chance, not against the base):")
+    for label, s in rows[1:]:
+        print("  " + learned(label, s, args))
     for p in points:
         print(f"round {p['round']}: {p['policy']:<14} train {p['train_success']['rate']:.0%}  held-out "
               f"{p['held_out_success']['rate']:.0%}  mean reward {p.get('mean_reward')}  KL {p.get('kl')}"
@@ -180,5 +228,16 @@ def report(args: argparse.Namespace, work: Path, points: list[dict[str, Any]], s
     return 0
 
 
+def run(argv: list[str] | None = None) -> int:
+    """main() with a UserError as one line (exit 1), never a traceback."""
+    from conway.errors import UserError
+
+    try:
+        return main(argv)
+    except UserError as exc:
+        sys.stderr.write(f"reward_demo: error: {' '.join(str(exc).split())}\n")
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -239,3 +239,32 @@ def test_a_conway_criterion_path_out_of_the_home_is_an_error(env, tmp_path):
     path.write_text("---\nacceptance:\n  - file_exists: /etc/hostname\n---\nLook.\n")
     res = evaluate(read_task_file(path), env, declared_fail=False)
     assert res.score == 0.0 and "PathEscape" in res.metrics[0].error
+
+
+# --- partial credit (Conway's extension) --------------------------------------------------------------------------
+
+
+def _partial(credit, results):
+    n = len(results)
+    return parse_osworld({"id": "t", "instruction": "x", "evaluator": {
+        "func": ["exact_match"] * n, "result": results, "expected": [rule("yes")] * n, "partial_credit": credit}},
+        Path("t.json"))
+
+
+def test_partial_credit_runs_every_checkpoint_and_scores_their_weighted_mean(env):
+    res = evaluate(_partial(True, [echo("no"), echo("yes"), echo("yes")]), env, declared_fail=False)
+    assert res.score == pytest.approx(2 / 3) and len(res.metrics) == 3 and len(env.commands) == 3
+    assert "2 of 3 checkpoint(s)" in res.note
+    weighted = evaluate(_partial([1, 3], [echo("yes"), echo("no")]), env, declared_fail=False)
+    assert weighted.score == pytest.approx(0.25)
+    missing = {"type": "vm_file", "path": "/nonexistent/file", "dest": "f"}
+    assert evaluate(_partial(True, [missing, echo("yes")]), env, declared_fail=False).score == pytest.approx(0.5)
+    assert evaluate(_partial(True, [echo("yes"), echo("yes")]), env, declared_fail=True).score == 0.0  # FAIL rule
+
+
+@pytest.mark.parametrize("credit", [[1], [0, 0], ["a", 1], [-1, 2]])
+def test_partial_credit_weights_must_be_one_non_negative_number_per_func(credit):
+    from conway.tasks.task import TaskFileError
+
+    with pytest.raises(TaskFileError, match="partial_credit"):
+        _partial(credit, [echo("a"), echo("b")])

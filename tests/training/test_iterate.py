@@ -103,3 +103,17 @@ def test_an_unfinished_piece_is_moved_aside(tmp_path):
     (piece / "half").write_text("x")
     iterate._aside(piece)
     assert not piece.exists() and (tmp_path / "rollouts.stopped-1" / "half").exists()
+
+
+def test_the_curve_is_a_report_the_viewer_reads_and_a_png_with_the_chance_line(tmp_path, monkeypatch):
+    from conway.evals.report import load_report
+    Recorder(monkeypatch)
+    points = iterate.iterate(_args(tmp_path, rounds=2), say=lambda _: None)
+    data, cases = load_report(tmp_path / "work" / "learning_curve.json")
+    assert data["kind"] == "learning-curve" and [c["round"] for c in cases] == [p["round"] for p in points]
+    for p in points:
+        p["held_out_success"].update(chance=0.5, verdict="at chance")
+    png = tmp_path / "curve.png"
+    monkeypatch.undo()  # the real plot
+    iterate.plot_curve(points, png, "t")
+    assert png.read_bytes()[:4] == b"\x89PNG"

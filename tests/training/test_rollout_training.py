@@ -58,6 +58,55 @@ def test_group_relative_advantages_leave_out_tasks_without_signal(rollout_set):
     assert t2[0] == pytest.approx(3 ** 0.5) and sum(t2) == pytest.approx(0)
 
 
+def test_partial_rewards_give_graded_advantages_and_only_full_ones_are_imitated(tmp_path):
+    """A checker that scores parts (conway.tasks.evaluate's partial credit) gives rewards between 0 and 1: the
+    policy-gradient stage ranks them within their group; rejection sampling keeps only the fully successful."""
+    from training.grpo import scored_rows
+    from training.recipe import load_recipe
+    from training.rollout_data import rollout_examples
+    folder = write_rollout_set(tmp_path / "partial", {"t": [(LEFT, 1.0), (RIGHT, 0.5), (RIGHT, 0.0), (LEFT, 0.5)]})
+    rows, counts = scored_rows(str(folder), load_recipe("grpo_tiny_cpu", ["model.path=/m"]), lambda _: None)
+    adv = {r.example.meta["sample"]: r.advantage for r in rows}
+    assert counts["tasks_with_signal"] == 1 and adv[0] > adv[1] == adv[3] > adv[2]
+    assert adv[1] == pytest.approx(0.0)  # the group's mean reward: neither pushed up nor down
+    examples, _ = rollout_examples(folder)
+    assert [e.meta["reward"] for e in examples] == [1.0]
+
+
+def test_batch_std_scope_weighs_a_task_by_its_spread(tmp_path):
+    """rl.std_scope=batch divides by every rollout's deviation, so a task whose rewards barely differ (0.25 vs 0)
+    moves less than one whose differ fully (1 vs 0); per group (GRPO) both weigh alike."""
+    from training.grpo import scored_rows
+    from training.recipe import load_recipe
+    folder = write_rollout_set(tmp_path / "r", {"full": [(LEFT, 1.0), (RIGHT, 0.0)],
+                                                "small": [(LEFT, 0.25), (RIGHT, 0.0)]})
+
+    def top(scope: str) -> dict[str, float]:
+        rows, _ = scored_rows(str(folder), load_recipe("grpo_tiny_cpu", ["model.path=/m", f"rl.std_scope={scope}"]),
+                              lambda _: None)
+        return {r.example.meta["task"]: r.advantage for r in rows if r.advantage > 0}
+
+    assert top("group") == pytest.approx({"full": 1.0, "small": 1.0})
+    batch = top("batch")
+    assert batch["full"] == pytest.approx(4 * batch["small"]) and batch["full"] > 1.0
+
+
+def test_a_higher_upper_clip_lets_a_rewarded_answer_keep_rising():
+    """With the ratio already at 1.3, a rewarded token's gradient is cut at clip 0.2; rl.clip_eps_high=0.5 keeps it."""
+    from training.grpo import objective
+    from training.recipe import load_recipe
+
+    def grad(*extra: str) -> float:
+        logp = torch.tensor([[0.3 + torch.log(torch.tensor(0.1)).item()]], requires_grad=True)
+        old = torch.log(torch.tensor([[0.1]]))
+        loss, parts = objective(logp, old, old.clone(), torch.ones(1, 1), torch.tensor([1.0]),
+                                load_recipe("grpo_tiny_cpu", ["model.path=/m", "rl.kl_coef=0", *extra]))
+        loss.backward()
+        return float(logp.grad.abs().sum())
+
+    assert grad("rl.clip_eps_high=0.2") == 0.0 and grad("rl.clip_eps_high=0.5") > 0.0
+
+
 def _recipe(base: Path, data: Path, out: Path, *extra: str):
     from training.recipe import load_recipe
     return load_recipe("grpo_tiny_cpu", [f"model.path={base}", f"data.path={data}", f"output.dir={out}",
@@ -82,6 +131,31 @@ def _answer_logprob(model, encoder, rows) -> float:
     with torch.no_grad():
         lp = token_logprobs(model, batch, 1.0)
     return float(lp.sum() / len(rows))
+
+
+def test_as_shipped_a_stage_raises_a_rare_rewarded_answer_itself_not_only_its_lead(tiny_base, tmp_path):
+    """One rewarded answer in eight per task: the shipped recipe must make it MORE probable, not merely less
+    unlikely than the others (a gradient-norm clip once made every answer fall, the rewarded one 26x)."""
+    from peft import PeftModel
+
+    from scripts.bench.bench_grpo_settings import answer_logprobs
+    from training.data import Encoder
+    from training.grpo import scored_rows, train_grpo
+    from training.model_load import load_model
+    from training.recipe import load_recipe
+    folder = write_rollout_set(tmp_path / "rare", {f"t{i}": [(LEFT, 1.0)] + [(RIGHT, 0.0)] * 7 for i in range(2)})
+    recipe = load_recipe("grpo_tiny_cpu", [f"model.path={tiny_base}", f"data.path={folder}",
+                                           f"output.dir={tmp_path / 'c'}", "convert.merge=false",
+                                           "convert.gguf=false"])
+    train_grpo(recipe, say=lambda _: None)
+    rows, _ = scored_rows(str(folder), recipe, lambda _: None)
+    model = PeftModel.from_pretrained(load_model(recipe, tiny_base), str(tmp_path / "c" / "adapter"))
+    encoder = Encoder.from_pretrained(tiny_base)
+    change = [a - b for a, b in zip(answer_logprobs(model, encoder, rows, base=False),
+                                    answer_logprobs(model, encoder, rows, base=True))]
+    rewarded = [c for c, r in zip(change, rows) if r.advantage > 0]
+    others = [c for c, r in zip(change, rows) if r.advantage < 0]
+    assert min(rewarded) > 1.0 and min(rewarded) > max(others) + 1.0, (rewarded, others)  # > e times more likely
 
 
 def test_grpo_raises_rewarded_answers_against_unrewarded_ones_near_the_base(tiny_base, rollout_set, tmp_path):

@@ -1,0 +1,30 @@
+"""The supervised upper bound's labels (scripts/demos/upper_bound.py): each recorded request keeps its prompt and
+screenshot and gets the right answer, a click at the named target's centre from the task's own layout; the copy
+says it is labelled, and every row trains."""
+
+from __future__ import annotations
+
+import json
+
+from helpers.rollout_sets import click, write_rollout_set
+
+from scripts.demos.perceivable_targets import layout, write_suite
+from scripts.demos.upper_bound import label_rollouts
+
+
+def test_every_request_is_labelled_with_a_click_on_the_named_target(tmp_path):
+    train, _ = write_suite(tmp_path / "suite", train=3, held_out=0, targets=3, by="shape", partial=True)
+    raw = write_rollout_set(tmp_path / "raw", {f"train-{i:03d}": [(click(1, 1), 0.0), (click(2, 2), 0.25)]
+                                               for i in range(3)})
+    assert label_rollouts(raw, train, tmp_path / "labelled") == 6
+    from training.rollout_data import rollout_examples
+    examples, _ = rollout_examples(tmp_path / "labelled")
+    assert len(examples) == 6
+    for ex in examples:
+        named, targets = layout(0, int(ex.meta["task"].split("-")[1]), 3, 84, "shape")
+        x0, y0, x1, y1 = next(t["box"] for t in targets if t["name"] == named)
+        action = json.loads(ex.completion)["action"]
+        assert action == {"type": "click", "x": (x0 + x1) // 2, "y": (y0 + y1) // 2}
+    manifest = json.loads((tmp_path / "labelled" / "manifest.json").read_text())
+    assert "labelled" in manifest and "not checker scores" in manifest["labelled"]
+    assert json.loads((raw / "manifest.json").read_text())["rollouts"][1]["reward"] == 0.25  # the original is kept
