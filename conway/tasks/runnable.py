@@ -27,13 +27,19 @@ from conway.tasks.task_file import LOCAL_HOSTS
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 OFFICE = ("soffice", "libreoffice")
-TERMINALS = ("gnome-terminal", "xfce4-terminal", "xterm", "x-terminal-emulator")
+TERMINALS = ("lxterminal", "gnome-terminal", "xfce4-terminal", "xterm", "x-terminal-emulator")
+"""lxterminal first: the disposable desktop's terminal (`conway.sandbox.desktop.TERMINAL`, what Ctrl+Alt+T opens)."""
+FILE_KINDS = ("pdf", "image")
+"""`related_apps` tags OSWorld gives a task about such files: kinds of file, not programs (the task's other apps,
+and its launch steps, name the programs that open them)."""
 # a related app (lower case, spaces as _) → the programs any one of which runs it; () is always there
 APP_PROGRAMS: dict[str, tuple[str, ...]] = {
     "os": (), "chrome": CHROMIUM, "browser": CHROMIUM, "gimp": ("gimp",), "vlc": ("vlc",),
     "thunderbird": ("thunderbird",), "vs_code": ("code",), "vscode": ("code",), "terminal": TERMINALS,
     "libreoffice": OFFICE, "libreoffice_calc": OFFICE, "libreoffice_writer": OFFICE,
     "libreoffice_impress": OFFICE, "calc": OFFICE, "writer": OFFICE, "impress": OFFICE,
+    "ubuntu_media_player": ("totem",),  # Ubuntu's "Videos" is GNOME's Totem
+    **{kind: () for kind in FILE_KINDS},
 }
 # a program a launch step names → what may stand in for it here (Debian ships Chromium, not Chrome)
 PROGRAM_ALIASES: dict[str, tuple[str, ...]] = {"google-chrome": CHROMIUM, "chromium": CHROMIUM, "libreoffice": OFFICE}

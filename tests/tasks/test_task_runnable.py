@@ -82,6 +82,20 @@ def test_an_application_is_spelled_one_way_in_every_reason():
         assert why_not_runnable(make(apps=apps), cache_dir=None, step_types=ALL_STEPS, installed=nothing) == [said]
 
 
+def test_file_kind_tags_are_not_programs_and_the_tags_that_are_name_theirs():
+    """OSWorld tags some tasks `pdf` or `image` (a kind of file, opened by the task's other apps): no "application
+    pdf is not installed". `ubuntu_media_player` is Ubuntu's Videos (Totem); `terminal` is the desktop's own."""
+    t = make(apps=("libreoffice_calc", "os", "image", "pdf"))
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p == "soffice") == []
+    t = make(apps=("os", "vlc", "ubuntu_media_player", "terminal"))
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=lambda p: p == "vlc") == [
+        "application ubuntu_media_player is not installed (totem is not on PATH)",
+        "application terminal is not installed (none of lxterminal, gnome-terminal, xfce4-terminal, xterm, "
+        "x-terminal-emulator is on PATH)"]
+    assert why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS,
+                            installed=lambda p: p in ("vlc", "totem", "lxterminal")) == []
+
+
 def test_the_program_a_launch_step_starts_must_be_installed():
     t = make(config=[{"type": "launch", "parameters": {"command": "VLC_VERBOSE=-1 vlc --start-time=5 a.mp4",
                                                        "shell": True}},
