@@ -50,8 +50,35 @@ def _flat(keys: tuple) -> list[str]:
     return out
 
 
+TERMINAL_REQUESTS = "conway-terminal"
+"""The folder in $XDG_RUNTIME_DIR where a setup step that presses Ctrl+Alt+T waits for terminal requests
+(`conway.sandbox.setup`); present only while such a step runs."""
+TERMINAL_WAIT_S = 120.0
+
+
+def _terminal_requested(keys: list[str]) -> bool:
+    """Ctrl+Alt+T, GNOME's shortcut for a terminal, while a setup step is there to open one: the desktop has no
+    GNOME to catch the keys, so the step opens the terminal, and this call returns once its window is shown
+    (what follows, `write('stty size')`, goes into it, as on OSWorld's VM)."""
+    if sorted(k.lower() for k in keys) != ["alt", "ctrl", "t"]:
+        return False
+    folder = os.path.join(os.environ.get("XDG_RUNTIME_DIR", ""), TERMINAL_REQUESTS)
+    if not os.path.isdir(folder):
+        return False
+    request = os.path.join(folder, f"request-{os.getpid()}-{time.monotonic_ns()}")
+    with open(request, "w") as f:
+        f.write("terminal\n")
+    deadline = time.monotonic() + TERMINAL_WAIT_S
+    while os.path.exists(request) and time.monotonic() < deadline:  # the step removes it once the window shows
+        time.sleep(0.05)
+    return True
+
+
 def hotkey(*keys, **_ignored) -> None:
-    _xdotool("key", "--clearmodifiers", "+".join(_key(k) for k in _flat(keys)))
+    flat = _flat(keys)
+    if _terminal_requested(flat):
+        return
+    _xdotool("key", "--clearmodifiers", "+".join(_key(k) for k in flat))
 
 
 def press(keys, presses: int = 1, interval: float = 0.0, **_ignored) -> None:

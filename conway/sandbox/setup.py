@@ -20,6 +20,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Callable
 
 from conway.sandbox import windows
@@ -228,9 +229,14 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     if not isinstance(until, dict):
         raise SetupError("parameter 'until' must be an object (returncode, stdout or stderr)")
     deadline = time.monotonic() + limits.command_timeout_s
+    presses_terminal = bool(_TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)))
+    opened = False
     while True:
         left = deadline - time.monotonic()
-        result = env.run(argv, shell=shell, timeout_s=max(left, 0.1))
+        if presses_terminal:
+            result, opened = _run_opening_terminals(env, limits, argv, shell, max(left, 0.1))
+        else:
+            result = env.run(argv, shell=shell, timeout_s=max(left, 0.1))
         if result.timed_out:
             raise SetupError(f"{command!r:.80} did not finish within {limits.command_timeout_s:g} s "
                              "(killed with its process group)")
@@ -242,7 +248,7 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         if time.monotonic() + 0.3 >= deadline:
             raise SetupError(f"{command!r:.80} never met its 'until' {until} within {limits.command_timeout_s:g} s")
         time.sleep(0.3)
-    if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
+    if presses_terminal and not opened:  # the keys were not pressed through the desktop's PyAutoGUI: after it
         _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         name = p.get(key)
@@ -254,8 +260,52 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
             target.write_text(text, encoding="utf-8")
 
 
+TERMINAL_REQUESTS = "conway-terminal"
+"""The folder in the desktop's runtime folder ($XDG_RUNTIME_DIR) where the desktop's PyAutoGUI asks for a terminal
+on Ctrl+Alt+T (`_guest_pyautogui.TERMINAL_REQUESTS`, the same name: that module is the sandbox's, not imported
+here); present only while a step that presses the shortcut runs."""
 _TERMINAL_SHORTCUT = re.compile(r"""hotkey\(\s*\[?\s*['"]ctrl['"]\s*,\s*['"]alt['"]\s*,\s*['"]t['"]""")
 """A step pressing Ctrl+Alt+T (`pyautogui.hotkey('ctrl', 'alt', 't')`): GNOME's shortcut for a terminal."""
+
+
+def _run_opening_terminals(env: TaskEnv, limits: SetupLimits, argv: str | list[str], shell: bool,
+                           timeout_s: float) -> tuple[Any, bool]:
+    """Run a command that presses Ctrl+Alt+T, opening the terminal at the moment it does: the desktop's PyAutoGUI
+    (`_guest_pyautogui.hotkey`) leaves a request in the runtime folder's TERMINAL_REQUESTS and waits until the
+    window is shown, so the keys typed after the shortcut reach the terminal, as on OSWorld's VM. Returns the
+    command's result and whether a terminal was opened; an environment without a runtime folder runs it plainly."""
+    import threading
+
+    runtime = (getattr(env, "env", lambda: {})() or {}).get("XDG_RUNTIME_DIR")
+    if not runtime:
+        return env.run(argv, shell=shell, timeout_s=timeout_s), False
+    folder = Path(runtime) / TERMINAL_REQUESTS
+    folder.mkdir(exist_ok=True)
+    done: list[Any] = []
+
+    def command() -> None:
+        try:
+            done.append(env.run(argv, shell=shell, timeout_s=timeout_s))
+        except BaseException as exc:  # re-raised below, in the step's thread
+            done.append(exc)
+    worker = threading.Thread(target=command, daemon=True)
+    opened = False
+    try:
+        worker.start()
+        while worker.is_alive():
+            for request in sorted(folder.iterdir()):
+                try:
+                    _open_terminal(env, limits)
+                    opened = True
+                finally:  # answered, also when the window never showed (the step's error says so)
+                    request.unlink(missing_ok=True)
+            worker.join(0.05)
+    finally:
+        worker.join()  # bounded: env.run kills the command at its time limit
+        shutil.rmtree(folder, ignore_errors=True)
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0], opened
 
 
 def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
@@ -265,7 +315,13 @@ def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
 
     if shutil.which(TERMINAL, path=SYSTEM_PATH) is None:
         raise SetupError(f"the step presses Ctrl+Alt+T for a terminal, and {TERMINAL} is not installed")
-    _started_window(env, limits, f"{TERMINAL} for Ctrl+Alt+T", lambda: env.spawn([TERMINAL]))
+    before = windows.visible_windows(env.display)
+    env.spawn([TERMINAL])
+    wait, waited = limits.window_wait()
+    window = windows.wait_for_new_window(env.display, before, wait)
+    if window is None:
+        raise SetupError(f"the application never opened its window ({TERMINAL} for Ctrl+Alt+T; {waited})")
+    windows.activate(env.display, window)  # GNOME focuses the terminal it opens: the keys that follow go there
 
 
 def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -277,12 +333,37 @@ def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     time.sleep(seconds)
 
 
+VM_WINDOW_NAMES = {"google chrome": "Chromium", "google-chrome": "chromium"}
+"""What OSWorld's VM calls a window (lower case) → what the same application's window is called here: the VM's
+Google Chrome is Chromium on this desktop (its `google-chrome`), whose titles end in "- Chromium" and whose
+WM_CLASS is `chromium`, where the VM's end in "- Google Chrome" (class `google-chrome`)."""
+
+
+def window_names(name: str) -> list[str]:
+    """`name` as a step gives it, then as the same window is called on this desktop (`VM_WINDOW_NAMES`)."""
+    names = [name]
+    for theirs, ours in VM_WINDOW_NAMES.items():
+        if theirs in name.lower():
+            names.append(re.sub(re.escape(theirs), ours, name, flags=re.IGNORECASE))
+    return list(dict.fromkeys(names))
+
+
+def _find(display: str, name: str, *, strict: bool, by_class: bool) -> list[int]:
+    """OSWorld's `wmctrl -a NAME` (`-x`: by class, `-F`: the whole name): the title (or class) containing the
+    name in any case, tried under each name the window has here."""
+    for candidate in window_names(name):
+        found = windows.find_windows(display, candidate, strict=strict, by_class=by_class)
+        if found:
+            return found
+    return []
+
+
 def _activate_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     name = _need(p, "window_name", str)
     strict, by_class = bool(p.get("strict", False)), bool(p.get("by_class", False))
     wait, waited = limits.window_wait()
     deadline = time.monotonic() + wait
-    while not (found := windows.find_windows(env.display, name, strict=strict, by_class=by_class)):
+    while not (found := _find(env.display, name, strict=strict, by_class=by_class)):
         if time.monotonic() >= deadline:
             what = "class" if by_class else "title"
             raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})")
@@ -322,8 +403,7 @@ def _chrome_open_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> N
 def _close_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     """OSWorld's `close_window`: the first window by title (or class) closed as its close button would."""
     name = _need(p, "window_name", str)
-    found = windows.find_windows(env.display, name, strict=bool(p.get("strict", False)),
-                                 by_class=bool(p.get("by_class", False)))
+    found = _find(env.display, name, strict=bool(p.get("strict", False)), by_class=bool(p.get("by_class", False)))
     if not found:
         raise SetupError(f"no window {name!r} to close")
     if not windows.close(env.display, found[0]):

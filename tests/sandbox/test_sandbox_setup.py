@@ -94,6 +94,27 @@ def test_launch_then_activate_window(desk: DisposableDesktop) -> None:
                   SetupLimits(window_wait_s=0.5))
 
 
+def _focused(d: DisposableDesktop) -> str:
+    import subprocess
+    done = subprocess.run(["xdotool", "getwindowfocus", "getwindowname"], env={**os.environ, "DISPLAY": d.display},
+                          capture_output=True, text=True, timeout=10)
+    return done.stdout.strip()
+
+
+def test_activate_window_finds_what_osworlds_vm_calls_google_chrome(desk: DisposableDesktop) -> None:
+    """OSWorld's step is `wmctrl -a NAME`: any case, part of the title. Its VM's Chrome is Chromium here, so
+    "Google Chrome" (27 chrome tasks' setup) finds the window titled "… - Chromium"."""
+    run_setup([{"type": "launch", "parameters": {"command": ["xmessage", "-title", "New Tab - Chromium", "a"]}},
+               {"type": "launch", "parameters": {"command": ["xmessage", "-title", "conway-other", "b"]}},
+               {"type": "activate_window", "parameters": {"window_name": "conway-other"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "conway-other", timeout=20, interval=0.2, what="conway-other focused")
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "Google Chrome"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "New Tab - Chromium", timeout=20, interval=0.2,
+               what="the Chromium window focused")
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "CONWAY-OTHER"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "conway-other", timeout=20, interval=0.2, what="found in another case")
+
+
 def test_open_uses_the_homes_default_application(desk: DisposableDesktop) -> None:
     # xdg-open in the sandbox picks the handler the disposable home declares for text files
     apps = desk.home / ".local" / "share" / "applications"
@@ -198,3 +219,11 @@ def test_download_without_a_cache_names_the_url(tmp_path: Path) -> None:
         with pytest.raises(SetupError, match=r"^setup step 1 \(download\): https://x.invalid/a needs a local cache"):
             run_setup([{"type": "download", "parameters": {"files": [{"url": "https://x.invalid/a",
                                                                       "path": "a"}]}}], d)
+
+
+def test_the_stand_in_and_the_step_name_one_folder_for_terminal_requests() -> None:
+    """The sandbox's PyAutoGUI is not importable here (it needs the desktop's DISPLAY): its constant is read."""
+    from conway.sandbox.setup import TERMINAL_REQUESTS
+
+    source = (Path(__file__).resolve().parents[2] / "conway" / "sandbox" / "_guest_pyautogui.py").read_text()
+    assert f'TERMINAL_REQUESTS = "{TERMINAL_REQUESTS}"' in source
