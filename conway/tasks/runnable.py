@@ -4,8 +4,9 @@ A task is runnable when every setup step type has an implementation, every
 getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
 cloud is in the local cache, it needs no live web site (no URL it opens,
-no `proxy: true`), and this install has the optional extras it needs (`gui` for
-the desktop's tools, `tasks` for a metric that reads documents).
+no `proxy: true`), this install has the optional extras it needs (`gui` for
+the desktop's tools, `tasks` for a metric that reads documents), and its commands
+need nothing of the system the desktop cannot give (`conway.tasks.system_needs`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from conway.tasks.cache import cloud_path, download_path, step_files
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
+from conway.tasks.system_needs import system_reasons
 from conway.tasks.task import Task
 from conway.tasks.task_file import LOCAL_HOSTS
 
@@ -277,11 +279,13 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      metrics: Mapping[str, Any] = METRICS,
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
                      importable: Callable[[str], bool] | None = None, network: bool = False,
-                     office_accessible: Callable[[], bool] = _office_accessible) -> list[str]:
+                     office_accessible: Callable[[], bool] = _office_accessible,
+                     system: Callable[[Task], list[str]] = system_reasons) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
     (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
     this machine's network) a task that needs the live web is not held back for it. `office_accessible`: does
-    LibreOffice here show its windows to AT-SPI."""
+    LibreOffice here show its windows to AT-SPI. `system`: what the task's commands need of the system that the
+    desktop cannot give (`conway.tasks.system_needs`)."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -306,6 +310,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
     reasons += _office_tree(task, office_accessible)
+    reasons += system(task)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)
     if network:

@@ -227,3 +227,14 @@ def test_the_stand_in_and_the_step_name_one_folder_for_terminal_requests() -> No
 
     source = (Path(__file__).resolve().parents[2] / "conway" / "sandbox" / "_guest_pyautogui.py").read_text()
     assert f'TERMINAL_REQUESTS = "{TERMINAL_REQUESTS}"' in source
+
+
+def test_apt_get_in_a_setup_succeeds_for_packages_already_here_and_installs_nothing(desk: DisposableDesktop) -> None:
+    """OSWorld's chrome 6766f2b8: `sudo apt-get update -y && sudo apt-get install unzip -y && unzip …`. The
+    sandbox has no network: the desktop's apt-get (a stand-in) lets the chain go on when the package is here."""
+    run_setup([{"type": "execute", "parameters": {
+        "command": "echo pw | sudo -S apt-get update -y && echo pw | sudo -S apt-get install bubblewrap -y && "
+                   "echo went-on > ~/chain.txt", "shell": True}}], desk, FAST)
+    assert (desk.home / "chain.txt").read_text() == "went-on\n"
+    done = desk.run("apt-get install -y conway-no-such-package", timeout_s=30)
+    assert done.returncode == 100 and "conway-no-such-package not installed here" in done.stderr
