@@ -80,9 +80,16 @@ def _cpu_seconds(procs: list[psutil.Process]) -> tuple[float, set[str]]:
     return total, names
 
 
+IGNORED = (".cache",)
+"""Top-level folders of the home left out of the files' signature: caches (a browser's disk cache) are not what
+a checker reads, and would keep a browser's desktop from ever looking quiet."""
+
+
 def files_signature(root: Path) -> int:
-    """A hash of every file under `root` with its size and modification time (links not followed)."""
+    """A hash of every file under `root` (but `IGNORED`) with its size and modification time (links not
+    followed)."""
     entries: list[tuple[str, int, int]] = []
+    skipped = {str(root / name) for name in IGNORED}
     stack = [str(root)]
     while stack:
         folder = stack.pop()
@@ -91,7 +98,8 @@ def files_signature(root: Path) -> int:
                 for e in it:
                     try:
                         if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
+                            if e.path not in skipped:
+                                stack.append(e.path)
                         else:
                             st = e.stat(follow_symlinks=False)
                             entries.append((e.path, st.st_size, st.st_mtime_ns))
