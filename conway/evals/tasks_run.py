@@ -228,7 +228,6 @@ class TasksSuite:
                     steps: int, seconds: float) -> None:
         from conway.cancel import current_cancel
         from conway.loop.ending import RunEnd
-        from conway.sandbox.setup import SetupLimits, run_setup
         from conway.session.task_run import run_task
 
         task = case.task
@@ -237,9 +236,7 @@ class TasksSuite:
         self.display_sizes.append(tuple(desk.size))
         record["display_size"] = list(desk.size)
         record["phase"] = "setup"
-        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size), scale_with_load=True)
-        run_setup(list(task.config), desk, limits)
+        limits = self._setup(task, desk, record)
         protocol = RunnerProtocol(self.config.tasks, applies=task.format == "osworld")
         record["phase"] = "wait after setup"
         protocol.after_setup(desk)
@@ -283,6 +280,20 @@ class TasksSuite:
             raise RuntimeError(outcome.reason)
         self._settle_and_score(task, desk, outcome, protocol, limits, record)
 
+    def _setup(self, task: Any, desk: Any, record: dict[str, Any]) -> Any:
+        """The task's setup steps on its desktop; the limits they ran under (postconfig runs under them too)."""
+        from conway.sandbox.setup import SetupLimits, run_setup
+
+        notes: list[str] = []  # what OSWorld's setup would only have logged
+        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
+                             screen=tuple(desk.size), scale_with_load=True, notes=notes)
+        try:
+            run_setup(list(task.config), desk, limits)
+        finally:
+            if notes:
+                record["setup_notes"] = list(notes)
+        return limits
+
     def _settle_and_score(self, task: Any, desk: Any, outcome: Any, protocol: RunnerProtocol, limits: Any,
                           record: dict[str, Any]) -> None:
         """OSWorld's settle, then the task's evaluator (its postconfig through the setup steps)."""
@@ -297,6 +308,8 @@ class TasksSuite:
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
         result = evaluate(task, desk, declared_fail=declared_fail,
                           run_step=lambda step, env: run_setup([step], env, limits))
+        if limits.notes:  # the postconfig's too
+            record["setup_notes"] = list(limits.notes)
         record.update(_scored(result))
 
     # -- the parts of one task ---------------------------------------------------------

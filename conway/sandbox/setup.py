@@ -49,6 +49,9 @@ class SetupLimits:
     scale_with_load: bool = False
     """Wait for windows longer on a loaded machine (`load_factor`): an application that starts in 5 s alone
     took over 30 s while training ran, which is the machine's doing, not the task's nor the model's."""
+    notes: list[str] | None = None
+    """Where a step OSWorld lets fail quietly says so (activate_window finding no window): one line each; None:
+    such a step fails as any other (a SetupError)."""
 
     def window_wait(self) -> tuple[float, str]:
         """(seconds to wait for a window, how the message says it was reached)."""
@@ -366,7 +369,13 @@ def _activate_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> No
     while not (found := _find(env.display, name, strict=strict, by_class=by_class)):
         if time.monotonic() >= deadline:
             what = "class" if by_class else "title"
-            raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})")
+            missing = f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})"
+            if limits.notes is None:
+                raise SetupError(missing)
+            # OSWorld's VM server runs `wmctrl -a` and answers 200 whatever it found, and its setup only logs a
+            # failure: the task goes on (os 4783cc41 activates a Terminal no step opened)
+            limits.notes.append(f"activate_window: {missing}; the setup went on, as OSWorld's does")
+            return
         time.sleep(0.1)
     if not windows.activate(env.display, found[0]):
         raise SetupError(f"the window {name!r} could not be raised and focused")

@@ -92,6 +92,14 @@ def test_launch_then_activate_window(desk: DisposableDesktop) -> None:
                                          r"'no-such-window' \(waited 0.5 s\)$"):
         run_setup([{"type": "activate_window", "parameters": {"window_name": "no-such-window"}}], desk,
                   SetupLimits(window_wait_s=0.5))
+    # as a task run calls it: OSWorld's setup goes on when wmctrl finds no window, and the note says so
+    notes: list[str] = []
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "no-such-window"}},
+               {"type": "execute", "parameters": {"command": "echo went-on > ~/after.txt", "shell": True}}], desk,
+              SetupLimits(window_wait_s=0.5, notes=notes))
+    assert notes == ["activate_window: no window whose title contains 'no-such-window' (waited 0.5 s); the setup "
+                     "went on, as OSWorld's does"]
+    assert (desk.home / "after.txt").read_text() == "went-on\n"
 
 
 def _focused(d: DisposableDesktop) -> str:
