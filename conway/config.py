@@ -542,6 +542,33 @@ class SandboxConfig(_Section):
     """The home's size (a tmpfs of this size when root; watched otherwise) and each of /tmp and /dev/shm."""
 
 
+WAIT_MODES = ("fixed", "measured")
+"""How `tasks run` waits on an OSWorld-format task's desktop (`tasks.waits`)."""
+
+
+class TasksConfig(_Section):
+    """OSWorld's runner protocol (`lib_run_single.run_single_example` with `run.py`'s defaults) for the
+    OSWorld-format tasks `conway tasks run` runs: the same waits and step limit, so a score means what
+    OSWorld's would. Any other value is a deviation, listed in the report (`conway/tasks/protocol.py`)."""
+
+    wait_after_setup_s: float = Field(default=60.0, ge=0, le=600)
+    """After the setup steps, before the first observation (OSWorld: `time.sleep(60)` after `env.reset`)."""
+    sleep_after_action_s: float = Field(default=0.0, ge=0, le=60)
+    """After each dispatched action, before the next observation (OSWorld: `env.step(action,
+    args.sleep_after_execution)`, run.py's default 0)."""
+    settle_before_eval_s: float = Field(default=20.0, ge=0, le=600)
+    """After the loop ends, before the evaluator (OSWorld: `time.sleep(20)` before `env.evaluate()`)."""
+    max_steps: int = Field(default=15, ge=1)
+    """Decisions per task unless `--max-steps` or the task file says otherwise (OSWorld: run.py's 15)."""
+    waits: Literal[WAIT_MODES] = "fixed"  # type: ignore[valid-type]
+    """`fixed`: the waits above as OSWorld sleeps them. `measured` (a named deviation): each wait ends as soon
+    as the desktop is ready (its windows unchanged, its processes idle, no file in the task's home written for
+    `readiness_quiet_s`), never later than the fixed wait."""
+    readiness_quiet_s: float = Field(default=2.0, gt=0, le=60)
+    """With `waits: measured`, how long the windows and the home's files must stay unchanged to count as
+    ready."""
+
+
 class ConwayConfig(_Section):
     agent: AgentConfig = AgentConfig()
     policy: PolicyConfig = PolicyConfig()
@@ -553,6 +580,7 @@ class ConwayConfig(_Section):
     tools: ToolsConfig = ToolsConfig()
     skills: SkillsConfig = SkillsConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    tasks: TasksConfig = TasksConfig()
 
     def for_task_formats(self, formats: Collection[str]) -> "ConwayConfig":
         """This configuration for a run of tasks of `formats` (`Task.format`): when every one is OSWorld's, a

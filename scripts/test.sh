@@ -2,7 +2,9 @@
 # Set up everything the tests need on a fresh machine, then run them all:
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
 # System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video,
-# and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat;
+# and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat,
+# the GNOME settings schemas they read and write (gnome-shell-common, gnome-settings-daemon-common: ≈1.4 MB),
+# the packages their setups install from the network on OSWorld's VM (sysstat, xsel, expect: ≈2 MB) and bc (a checker calls it);
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
 # (≈15 min on 2 cores) into .cache/llama-server/: llama-server and the shared
@@ -22,7 +24,8 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
     bubblewrap slirp4netns lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
-    libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat >/dev/null
+    libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
+    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"

@@ -52,6 +52,28 @@ def private_user_home(tmp_path_factory) -> Iterator[Path]:
                          "another process on this machine did meanwhile)")
 
 
+PROJECT_TASK_WAITS = "\n# the project's own test suites (tests/conftest.py): OSWorld's fixed 60 s + 20 s per task would add\n" \
+    "# minutes to every run of them; the measured-readiness deviation ends each wait once the desktop is quiet\ntasks:\n" \
+    "  waits: measured\n"
+"""What the project's suites choose for OSWorld-format tasks (`conway/evals/task_protocol.py`); the protocol's own
+tests set `tasks.*` themselves."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def project_task_waits(tmp_path_factory) -> Iterator[Path]:
+    """The config tree every test (and every `conway` it starts) composes: the repository's, plus
+    `tasks.waits: measured` (PROJECT_TASK_WAITS). `ConwayConfig()` built directly keeps OSWorld's fixed waits."""
+    import shutil
+
+    tree = tmp_path_factory.mktemp("configs") / "configs"
+    shutil.copytree(REPO / "configs", tree, symlinks=True)
+    with (tree / "config.yaml").open("a", encoding="utf-8") as f:
+        f.write(PROJECT_TASK_WAITS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CONWAY_CONFIGS", str(tree))
+        yield tree
+
+
 @pytest.fixture(autouse=True)
 def conway_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"

@@ -1,5 +1,5 @@
 """The `conway tasks` command group, whole: its parsers (`add_parser`) and one function per subcommand (`list`,
-`run`); the home, configuration and pool come from `conway.args.resolve` like every command's."""
+`run`, `check`, `fetch`, `doctor`); the home, configuration and pool come from `conway.args.resolve` like every command's."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ Exit {ExitCode.PASSED:d} every task can run here, {ExitCode.NOT_PASSED:d} some c
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `tasks` group under the main parser's subcommands; each subcommand adds its own parser here."""
     p = sub.add_parser("tasks", help="task suites in OSWorld's format or Conway's: which can run here (list), fetch their "
-                       "files (fetch), run and score them (run), the applications they use (doctor)",
+                       "files (fetch), run and score them (run), prove them passable (check), the applications "
+                       "they use (doctor)",
                        description="Task suites: OSWorld's task JSON read as is, and Conway's Markdown task files.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     group = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", parser_class=type(p))
@@ -44,7 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…): the "
                     "files download steps and cloud_file getters use; never fetched from the network")
     lp.add_argument("--json", action="store_true", help="print the listing as JSON (conway-task-list/1)")
+    lp.add_argument("--verified", metavar="FILE", help="a record of `conway tasks check` (its --output): the tasks "
+                    "it proved passable here are listed as verified passable")
     _add_run(group)
+    _add_check(group)
     dp = group.add_parser("doctor", help="the applications OSWorld's tasks use: installed here or not, their versions, "
                           "and how OSWorld's VM differs", description=DOCTOR_DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,6 +153,37 @@ def _add_run(group: argparse._SubParsersAction) -> None:
     add_pool_args(rp)  # each worker runs its tasks one at a time, each on its own disposable desktop
 
 
+CHECK_DESCRIPTION = f"""\
+Prove which runnable tasks of a suite can be passed here: each task's oracle pair, scripts for the scripted
+policy kept apart from the task (DIR/solve/<id>.yaml acts as an agent would and must score 1, or declare FAIL
+for an infeasible task; DIR/idle/<id>.yaml must score 0; pass/ and fail/ are read as the same), run through
+`conway tasks run` on the task's disposable desktop. A task is "passable here" when both score as they must;
+every other outcome is said, with the run's reason. The two runs' reports (and the tasks' homes) are kept
+beside FILE: FILE's name + .solve.json and .idle.json. `conway tasks list --verified FILE` marks the tasks
+proved passable.
+
+  conway tasks check tests/data/osworld_real/examples --oracles tests/data/osworld_real/mock --output check.json
+  conway tasks list tests/data/osworld_real/examples --verified check.json
+
+Configuration overrides (key=value, e.g. tasks.waits=measured) may follow the suite. Exit {ExitCode.PASSED:d} every \
+runnable task with an oracle pair is passable here, {ExitCode.NOT_PASSED:d} some are not (or none has a pair), \
+{ExitCode.SETUP_ERROR:d} bad input."""
+
+
+def _add_check(group: argparse._SubParsersAction) -> None:
+    cp = group.add_parser("check", help="prove each runnable task passable here with its oracle pair (solve scores "
+                          "1, idle scores 0)", description=CHECK_DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    cp.add_argument("suite", nargs="+", metavar="SUITE", help=SUITE_HELP + "; then any key=value overrides")
+    cp.add_argument("--oracles", required=True, metavar="DIR", help="the oracle scripts: DIR/solve/<id>.yaml and "
+                    "DIR/idle/<id>.yaml")
+    cp.add_argument("--output", required=True, metavar="FILE", help="new check record (conway-task-check/1); the "
+                    "two runs' reports go beside it")
+    cp.add_argument("--cache", metavar="DIR", help="the local cache in OSWorld's layout (<DIR>/<task id>/…)")
+    cp.add_argument("--network", action="store_true", help="let each task's sandbox share this machine's network")
+    cp.add_argument("--quiet", action="store_true", help="no line per task of the runs")
+
+
 OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][A-Za-z0-9_.]*=")
 
 
@@ -168,8 +203,10 @@ def step_types() -> frozenset[str]:
 
 
 def do_list(args: argparse.Namespace) -> int:
+    from conway.evals.task_oracles import verified_tasks
     from conway.tasks.listing import exit_code, list_suite, render_listing
-    record = list_suite(args.suite, cache=args.cache, step_types=step_types())
+    verified = verified_tasks(args.verified) if args.verified else set()
+    record = list_suite(args.suite, cache=args.cache, step_types=step_types(), verified=verified)
     print(json.dumps(record, indent=2) if args.json else render_listing(record))
     return exit_code(record)
 
@@ -188,6 +225,25 @@ def do_run(args: argparse.Namespace) -> int:
                      pool=pool_of(args, cfg, home), resume=args.resume, network=args.network)
 
 
+def do_check(args: argparse.Namespace) -> int:
+    from conway.args.resolve import home_of, model_config_of
+    from conway.evals.task_oracles import check
+    from conway.evals.tasks_run import _check_folder, plan_cases, tasks_run
+    from conway.tasks.task import load_suite
+    split_overrides(args)
+    home = home_of(args)
+    args.mock, args.mock_script, args.endpoint, args.model = True, None, None, None  # the oracles are scripts
+    cfg = model_config_of(args, home)
+    cache = _check_folder(args.cache, "--cache")
+    out = Path(args.output).expanduser().resolve()
+
+    def run(files: list[str], scripts: Path, report: Path) -> int:
+        return tasks_run(home, cfg, files, output=str(report), cache=args.cache, mock_scripts=str(scripts),
+                         quiet=args.quiet, argv=args._argv, network=args.network)
+    return check(args.suite, Path(args.oracles).expanduser().resolve(), out, run,
+                 lambda sources: plan_cases(load_suite(sources), cache, args.network))
+
+
 def do_doctor(args: argparse.Namespace) -> int:
     from conway.tasks.facts import doctor, doctor_passed, render_doctor
     record = doctor()
@@ -201,7 +257,7 @@ def do_fetch(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"list": do_list, "run": do_run, "fetch": do_fetch,
-                                                            "doctor": do_doctor}
+                                                            "doctor": do_doctor, "check": do_check}
 
 
 def do_tasks(args: argparse.Namespace) -> int:

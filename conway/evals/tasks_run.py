@@ -6,10 +6,12 @@ For each task of the suite (`conway.tasks.task.load_suite`):
    a `not-runnable` case with its reasons, never started and never scored;
 2. a disposable desktop (`conway.sandbox.desktop.DisposableDesktop`: private
    Xvfb, session bus, bubblewrap, a user home seen at /home/user);
-3. the task's setup steps (`conway.sandbox.setup.run_setup`), each bounded;
+3. the task's setup steps (`conway.sandbox.setup.run_setup`), each bounded, then, for an OSWorld-format
+   task, OSWorld's wait before the first observation (`conway.evals.task_protocol`: `tasks.*`);
 4. a fresh Conway home and one single session of the real loop
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
-   command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
+   command line's, else the task's, else `tasks.max_steps` / `DEFAULT_MAX_SECONDS`; OSWorld's pause after
+   each action),
    observing and acting on the desktop's display, its shell and files in the
    desktop's sandbox, under a wall-clock limit (`conway.session.task_watchdog`:
    `--task-timeout-s`, default the time budget + 120 s): when it passes the
@@ -17,7 +19,7 @@ For each task of the suite (`conway.tasks.task.load_suite`):
    (OSWorld scores whatever state the agent left), marked `timed_out`; a loop
    that does not end within a grace of the stop has its desktop torn down
    and is an `error`;
-5. the task's own evaluator (`conway.tasks.evaluate`: postconfig first).
+5. OSWorld's settle, then the task's own evaluator (`conway.tasks.evaluate`: postconfig first).
 
 A task that fails anywhere (setup hangs, the application never opens its
 window, the loop crashes, a checker raises) is one `error` case with one line
@@ -50,6 +52,7 @@ from conway.evals import tasks_summary
 from conway.evals.pool import LOST, Pool
 from conway.evals.report import Report
 from conway.evals.runner import check_outputs, run_suite, suite_policy
+from conway.evals.task_protocol import RunnerProtocol, deviations
 from conway.protocols import Policy
 from conway.session.acceptance import declared_record
 from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
@@ -114,9 +117,10 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "task"
 
 
-def budget(task: Any, max_steps: int | None, max_seconds: float | None) -> tuple[int, float]:
-    """The command line's budget, else the task's, else the defaults."""
-    steps = max_steps or getattr(task, "max_steps", None) or DEFAULT_MAX_STEPS
+def budget(task: Any, max_steps: int | None, max_seconds: float | None,
+           default_steps: int = DEFAULT_MAX_STEPS) -> tuple[int, float]:
+    """The command line's budget, else the task's, else the defaults (`tasks.max_steps` for the steps)."""
+    steps = max_steps or getattr(task, "max_steps", None) or default_steps
     seconds = max_seconds or getattr(task, "max_seconds", None) or DEFAULT_MAX_SECONDS
     return int(steps), float(seconds)
 
@@ -217,7 +221,7 @@ class TasksSuite:
         from conway.sandbox.desktop import DisposableDesktop
 
         task = case.task
-        steps, seconds = budget(task, self.max_steps, self.max_seconds)
+        steps, seconds = budget(task, self.max_steps, self.max_seconds, self.config.tasks.max_steps)
         record["budget"] = {"max_steps": steps, "max_seconds": seconds,
                             "task_timeout_s": task_timeout(self.task_timeout_s, seconds)}
         record["phase"] = "policy"
@@ -239,9 +243,7 @@ class TasksSuite:
                     steps: int, seconds: float) -> None:
         from conway.cancel import current_cancel
         from conway.loop.ending import RunEnd
-        from conway.sandbox.setup import SetupLimits, run_setup
         from conway.session.task_run import run_task
-        from conway.tasks.evaluate import evaluate
 
         task = case.task
         if self.keep:
@@ -249,9 +251,10 @@ class TasksSuite:
         self.display_sizes.append(tuple(desk.size))
         record["display_size"] = list(desk.size)
         record["phase"] = "setup"
-        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size), scale_with_load=True)
-        run_setup(list(task.config), desk, limits)
+        limits = self._setup(task, desk, record)
+        protocol = RunnerProtocol(self.config.tasks, applies=task.format == "osworld")
+        record["phase"] = "wait after setup"
+        protocol.after_setup(desk)
         record["phase"] = "run"
         _task_home(home)
         cfg = self._task_config(desk)
@@ -263,7 +266,8 @@ class TasksSuite:
         try:
             with dog:
                 run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
-                               observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
+                               observer=self._observer(cfg, home, desk),
+                               toolbox=protocol.paced(self._toolbox(cfg, home, desk), desk),
                                say=self.say, quiet=True, video=self.video)
         finally:  # also when the loop raised: a torn-down desktop is the watchdog's doing, not a lost one
             if dog.fired:
@@ -288,10 +292,38 @@ class TasksSuite:
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
         _refuse_breaches(desk, record)
+        self._settle_and_score(task, desk, outcome, protocol, limits, record)
+
+    def _setup(self, task: Any, desk: Any, record: dict[str, Any]) -> Any:
+        """The task's setup steps on its desktop; the limits they ran under (postconfig runs under them too)."""
+        from conway.sandbox.setup import SetupLimits, run_setup
+
+        notes: list[str] = []  # what OSWorld's setup would only have logged
+        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
+                             screen=tuple(desk.size), scale_with_load=True, notes=notes)
+        try:
+            run_setup(list(task.config), desk, limits)
+        finally:
+            if notes:
+                record["setup_notes"] = list(notes)
+        return limits
+
+    def _settle_and_score(self, task: Any, desk: Any, outcome: Any, protocol: RunnerProtocol, limits: Any,
+                          record: dict[str, Any]) -> None:
+        """OSWorld's settle, then the task's evaluator (its postconfig through the setup steps)."""
+        from conway.sandbox.setup import run_setup
+        from conway.tasks.evaluate import evaluate
+
+        record["phase"] = "settle before evaluation"
+        protocol.before_evaluation(desk)
+        if protocol.timings:
+            record["protocol"] = dict(protocol.timings)
         record["phase"] = "evaluate"
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
         result = evaluate(task, desk, declared_fail=declared_fail,
                           run_step=lambda step, env: run_setup([step], env, limits))
+        if limits.notes:  # the postconfig's too
+            record["setup_notes"] = list(limits.notes)
         record.update(_scored(result))
 
     def _final_screen(self, record: dict[str, Any], desk: Any, home: Home, root: Path, session: str) -> None:
@@ -481,7 +513,8 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
         "tasks_folder": folder.name, "network": network,
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
-        "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
+        "protocol": {**config.tasks.model_dump(), "deviations": deviations(config.tasks)},
+        "defaults": {"max_steps": config.tasks.max_steps, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
     if resume:  # a report that cannot be resumed is refused before anything is made or said
         from conway.evals.runner import resume_records
@@ -543,7 +576,8 @@ def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, An
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]
     size = sizes[0] if sizes else None  # a pool's workers report theirs in the records
     return {"environment": environment_facts(programs, size),
-            "differences_from_osworld": tasks_summary.differences(network=runner.network)}
+            "differences_from_osworld": tasks_summary.differences(network=runner.network)
+            + deviations(runner.config.tasks)}
 
 
 def _say_result(summary: dict[str, Any], out: Path, say: Callable[[str], None]) -> None:

@@ -50,8 +50,46 @@ def _flat(keys: tuple) -> list[str]:
     return out
 
 
+TERMINAL = "lxterminal"
+"""The desktop's terminal (conway/sandbox/desktop.py's TERMINAL)."""
+TERMINAL_WAIT_S = 120.0
+
+
+def _windows() -> set[str]:
+    done = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", ""], capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL, check=False)
+    return set(done.stdout.split())
+
+
+def _terminal_requested(keys: list[str]) -> bool:
+    """Ctrl+Alt+T, GNOME's shortcut for a terminal: the desktop has no GNOME to catch the keys, so this opens the
+    terminal as GNOME would (here, inside the desktop's box, where this runs) and returns once its window is
+    shown and focused, so what follows (`write('stty size')`) goes into it, as on OSWorld's VM."""
+    if sorted(k.lower() for k in keys) != ["alt", "ctrl", "t"]:
+        return False
+    before = _windows()
+    try:
+        subprocess.Popen([TERMINAL], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return False
+    deadline = time.monotonic() + TERMINAL_WAIT_S
+    while time.monotonic() < deadline:
+        new = _windows() - before
+        if new:
+            window = min(new, key=int)
+            _xdotool("windowactivate", "--sync", window)
+            _xdotool("windowfocus", "--sync", window)
+            return True
+        time.sleep(0.1)
+    return True
+
+
 def hotkey(*keys, **_ignored) -> None:
-    _xdotool("key", "--clearmodifiers", "+".join(_key(k) for k in _flat(keys)))
+    flat = _flat(keys)
+    if _terminal_requested(flat):
+        return
+    _xdotool("key", "--clearmodifiers", "+".join(_key(k) for k in flat))
 
 
 def press(keys, presses: int = 1, interval: float = 0.0, **_ignored) -> None:

@@ -5,7 +5,8 @@ OSWorld's steps name programs its Ubuntu VM has and Debian names differently or 
 as the sandbox's uid 0 holding no capability), and `vlc` (Debian's refuses uid 0). The desktop writes a
 small folder with those names (`write_guest`) and binds it read-only at `/run/conway`; its `bin/` comes
 first on the sandbox's PATH and its `lib/` is PYTHONPATH. Every entry runs the real application or the
-system's program; the one stand-in, PyAutoGUI, says so (`conway/sandbox/_guest_pyautogui.py`).
+system's program; the two stand-ins say so: PyAutoGUI (`conway/sandbox/_guest_pyautogui.py`) and `apt-get`
+(`_APT`: installs nothing, succeeds for packages already here).
 """
 
 from __future__ import annotations
@@ -52,8 +53,30 @@ _VLC = f"""#!/bin/sh
 # VLC started as uid 0 with OSWorld's HTTP interface (conway/sandbox/_guest_vlc.py says why)
 exec /usr/bin/python3 {GUEST_LIB}/conway_vlc.py "$@"
 """
+_APT = f"""#!/bin/sh
+# A stand-in for apt-get/apt, named as one: OSWorld's setups run `sudo apt-get update && sudo apt-get install X`
+# on a VM with the network; the sandbox has neither network nor privilege, so `update` keeps the lists as they
+# are, and `install` succeeds when every package named is already installed here (the project's setup
+# installs those OSWorld's tasks name) and fails, naming the missing ones, otherwise; nothing else is done
+verb=""; missing=""
+for arg in "$@"; do
+  case "$arg" in
+    -*) ;;
+    *) if [ -z "$verb" ]; then verb="$arg"
+       elif [ "$verb" = install ] && ! grep -qxF "${{arg%%:*}}" {GUEST_LIB}/installed-packages; then
+         missing="$missing $arg"
+       fi ;;
+  esac
+done
+case "$verb" in
+  update|"") exit 0 ;;
+  install) [ -z "$missing" ] && exit 0
+           echo "E: the disposable desktop installs nothing (no network):$missing not installed here" >&2; exit 100 ;;
+  *) echo "E: the disposable desktop's apt-get does only update and install (got $verb)" >&2; exit 100 ;;
+esac
+"""
 GUEST_PROGRAMS: dict[str, str] = {"google-chrome": _CHROME, "google-chrome-stable": _CHROME, "sudo": _SUDO,
-                                  "python": _PYTHON, "vlc": _VLC}
+                                  "python": _PYTHON, "vlc": _VLC, "apt-get": _APT, "apt": _APT}
 """The programs `/run/conway/bin` holds, by name → their script."""
 
 
@@ -71,7 +94,27 @@ def write_guest(folder: Path) -> Path:
     # Conway's own helpers that read the desktop run inside its box, never on this side (docs/desktop.md#the-box)
     for helper in (_HERE / "_terminal_text.py", _HERE / "_atspi_xml.py", _HERE.parent / "observe" / "_atspi_snapshot.py"):
         shutil.copyfile(helper, lib_dir / helper.name)
+    (lib_dir / "installed-packages").write_text("".join(f"{name}\n" for name in installed_packages()),
+                                                encoding="utf-8")
     return folder
+
+
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+
+
+def installed_packages(status: Path = DPKG_STATUS) -> list[str]:
+    """The Debian packages installed on this machine (dpkg's status file; none where there is none): what the
+    desktop's apt-get stand-in may say is installed, the sandbox seeing no dpkg database of its own."""
+    try:
+        text = status.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    names = []
+    for stanza in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[0].isspace())
+        if fields.get("Status", "").endswith(" installed") and fields.get("Package"):
+            names.append(fields["Package"])
+    return sorted(set(names))
 
 
 OFFICE_SETTINGS = ".config/libreoffice/4/user/registrymodifications.xcu"

@@ -50,6 +50,9 @@ class SetupLimits:
     scale_with_load: bool = False
     """Wait for windows longer on a loaded machine (`load_factor`): an application that starts in 5 s alone
     took over 30 s while training ran, which is the machine's doing, not the task's nor the model's."""
+    notes: list[str] | None = None
+    """Where a step OSWorld lets fail quietly says so (activate_window finding no window): one line each; None:
+    such a step fails as any other (a SetupError)."""
 
     def window_wait(self) -> tuple[float, str]:
         """(seconds to wait for a window, how the message says it was reached)."""
@@ -230,6 +233,8 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     if not isinstance(until, dict):
         raise SetupError("parameter 'until' must be an object (returncode, stdout or stderr)")
     deadline = time.monotonic() + limits.command_timeout_s
+    presses_terminal = bool(_TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)))
+    shown = windows.visible_windows(env.display) if presses_terminal else set()
     while True:
         left = deadline - time.monotonic()
         result = env.run(argv, shell=shell, timeout_s=max(left, 0.1))
@@ -244,7 +249,9 @@ def _execute(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
         if time.monotonic() + 0.3 >= deadline:
             raise SetupError(f"{command!r:.80} never met its 'until' {until} within {limits.command_timeout_s:g} s")
         time.sleep(0.3)
-    if _TERMINAL_SHORTCUT.search(command if isinstance(command, str) else " ".join(command)):
+    # the desktop's PyAutoGUI opens the terminal on Ctrl+Alt+T as GNOME would (inside the box); keys pressed some
+    # other way opened nothing: the terminal is opened after the step
+    if presses_terminal and not (windows.visible_windows(env.display) - shown):
         _open_terminal(env, limits)
     for key, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         if p.get(key):  # OSWorld keeps it in the task's cache folder for a cache_file getter: here, in its home
@@ -271,7 +278,13 @@ def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
 
     if shutil.which(TERMINAL, path=SYSTEM_PATH) is None:
         raise SetupError(f"the step presses Ctrl+Alt+T for a terminal, and {TERMINAL} is not installed")
-    _started_window(env, limits, f"{TERMINAL} for Ctrl+Alt+T", lambda: env.spawn([TERMINAL]))
+    before = windows.visible_windows(env.display)
+    env.spawn([TERMINAL])
+    wait, waited = limits.window_wait()
+    window = windows.wait_for_new_window(env.display, before, wait)
+    if window is None:
+        raise SetupError(f"the application never opened its window ({TERMINAL} for Ctrl+Alt+T; {waited})")
+    windows.activate(env.display, window)  # GNOME focuses the terminal it opens: the keys that follow go there
 
 
 def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
@@ -283,15 +296,46 @@ def _sleep(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     time.sleep(seconds)
 
 
+VM_WINDOW_NAMES = {"google chrome": "Chromium", "google-chrome": "chromium"}
+"""What OSWorld's VM calls a window (lower case) → what the same application's window is called here: the VM's
+Google Chrome is Chromium on this desktop (its `google-chrome`), whose titles end in "- Chromium" and whose
+WM_CLASS is `chromium`, where the VM's end in "- Google Chrome" (class `google-chrome`)."""
+
+
+def window_names(name: str) -> list[str]:
+    """`name` as a step gives it, then as the same window is called on this desktop (`VM_WINDOW_NAMES`)."""
+    names = [name]
+    for theirs, ours in VM_WINDOW_NAMES.items():
+        if theirs in name.lower():
+            names.append(re.sub(re.escape(theirs), ours, name, flags=re.IGNORECASE))
+    return list(dict.fromkeys(names))
+
+
+def _find(display: str, name: str, *, strict: bool, by_class: bool) -> list[int]:
+    """OSWorld's `wmctrl -a NAME` (`-x`: by class, `-F`: the whole name): the title (or class) containing the
+    name in any case, tried under each name the window has here."""
+    for candidate in window_names(name):
+        found = windows.find_windows(display, candidate, strict=strict, by_class=by_class)
+        if found:
+            return found
+    return []
+
+
 def _activate_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     name = _need(p, "window_name", str)
     strict, by_class = bool(p.get("strict", False)), bool(p.get("by_class", False))
     wait, waited = limits.window_wait()
     deadline = time.monotonic() + wait
-    while not (found := windows.find_windows(env.display, name, strict=strict, by_class=by_class)):
+    while not (found := _find(env.display, name, strict=strict, by_class=by_class)):
         if time.monotonic() >= deadline:
             what = "class" if by_class else "title"
-            raise SetupError(f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})")
+            missing = f"no window whose {what} {'is' if strict else 'contains'} {name!r} ({waited})"
+            if limits.notes is None:
+                raise SetupError(missing)
+            # OSWorld's VM server runs `wmctrl -a` and answers 200 whatever it found, and its setup only logs a
+            # failure: the task goes on (os 4783cc41 activates a Terminal no step opened)
+            limits.notes.append(f"activate_window: {missing}; the setup went on, as OSWorld's does")
+            return
         time.sleep(0.1)
     if not windows.activate(env.display, found[0]):
         raise SetupError(f"the window {name!r} could not be raised and focused")
@@ -326,8 +370,7 @@ def _chrome_open_tabs(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> N
 def _close_window(env: TaskEnv, limits: SetupLimits, p: dict[str, Any]) -> None:
     """OSWorld's `close_window`: the first window by title (or class) closed as its close button would."""
     name = _need(p, "window_name", str)
-    found = windows.find_windows(env.display, name, strict=bool(p.get("strict", False)),
-                                 by_class=bool(p.get("by_class", False)))
+    found = _find(env.display, name, strict=bool(p.get("strict", False)), by_class=bool(p.get("by_class", False)))
     if not found:
         raise SetupError(f"no window {name!r} to close")
     if not windows.close(env.display, found[0]):

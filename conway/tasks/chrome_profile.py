@@ -178,10 +178,22 @@ SCHEMES = {0: "system", 1: "light", 2: "dark", "system": "system", "default": "s
 
 
 def chrome_appearance_mode_ui(env: TaskEnv, config: dict[str, Any]) -> str:
-    """The browser's colour mode, "light", "dark" or "system", from the profile's Preferences: what OSWorld's
-    getter falls back to when its reading of the settings page finds nothing (`get_chrome_color_scheme`): an
-    explicit `extensions.theme.system_theme` of 0 is light; else `browser.theme.color_scheme2` (or
-    `color_scheme`) 0/1/2; "system" when unset or unreadable."""
+    """The browser's colour mode, "light", "dark" or "system", as OSWorld's getter reads it: first the running
+    browser's settings page (chrome://settings/appearance over DevTools: a Preferences file still waiting for
+    the browser's commit would say the old mode), then, when no browser answers or the page shows none, the
+    profile's Preferences (`appearance_from_preferences`, OSWorld's `get_chrome_color_scheme`)."""
+    from conway.tasks import devtools
+
+    try:
+        mode = devtools.ask(env, {"op": "appearance"})
+    except devtools.DevToolsError:
+        mode = None
+    return mode if mode in ("light", "dark", "system") else appearance_from_preferences(env)
+
+
+def appearance_from_preferences(env: TaskEnv) -> str:
+    """The colour mode the profile's Preferences say: an explicit `extensions.theme.system_theme` of 0 is
+    light; else `browser.theme.color_scheme2` (or `color_scheme`) 0/1/2; "system" when unset or unreadable."""
     try:
         data = _preferences(env)
         theme = data.get("browser", {}).get("theme", {})

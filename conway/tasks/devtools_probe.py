@@ -5,7 +5,8 @@ It is run by `conway.tasks.devtools` and imports nothing of Conway (the sandbox 
 Requests: {"op": "list"} the page targets, most recently active first, as the endpoint lists them;
 {"op": "close", "ids": [...]}; {"op": "open", "url": U, "pdf": bool} a new tab at U, waited for until loaded,
 its title, final URL and HTML (and a PDF print, base64), then closed; {"op": "eval", "id": ID, "expression": E};
-{"op": "infos", "url": U, "infos": [...]} OSWorld's `info_from_website` reading in a new tab, then closed.
+{"op": "infos", "url": U, "infos": [...]} OSWorld's `info_from_website` reading in a new tab, then closed;
+{"op": "appearance"} the colour mode chrome://settings/appearance shows (`chrome_appearance_mode_ui`).
 """
 
 import base64
@@ -160,6 +161,62 @@ def read_infos(port, url, infos, timeout):
         http(port, f"/json/close/{target['id']}", as_json=False)
 
 
+APPEARANCE_PAGE = "chrome://settings/appearance"
+APPEARANCE = """(() => {
+  const modes = [];
+  const word = (text) => {
+    const t = String(text == null ? '' : text).toLowerCase();
+    if (t.includes('light')) return 'light';
+    if (t.includes('dark')) return 'dark';
+    return t.includes('device') || t.includes('system') || t.includes('default') ? 'system' : null;
+  };
+  const ui = document.querySelector('settings-ui');
+  const prefs = ui && ui.prefs;
+  const pref = (path) => path.split('.').reduce((o, k) => (o && typeof o === 'object' ? o[k] : undefined), prefs);
+  for (const path of ['browser.theme.color_scheme', 'browser.theme.color_scheme2']) {
+    const p = pref(path);
+    if (p && typeof p === 'object' && 'value' in p) {
+      const v = p.value;
+      const m = ({0: 'system', 1: 'light', 2: 'dark'})[String(v)] || (typeof v === 'string' ? word(v) : null);
+      if (m) modes.push(m);
+    }
+  }
+  const own = pref('extensions.theme.system_theme');
+  if (own && typeof own === 'object' && 'value' in own) {
+    if ([0, '0', false].includes(own.value)) modes.push('light');
+    if ([1, '1', true].includes(own.value)) modes.push('dark');
+  }
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++) {
+    for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+  }
+  for (const root of roots) {
+    for (const el of root.querySelectorAll('[selected],[checked],[aria-checked="true"],option:checked')) {
+      const m = word((el.innerText || el.textContent || '').trim());
+      if (m) modes.push(m);
+    }
+  }
+  return ['light', 'dark', 'system'].find((m) => modes.includes(m)) || null;
+})()"""
+
+
+def appearance(port, timeout):
+    """The colour mode the settings page shows (as OSWorld's getter reads it: the page's own prefs, then the
+    selected controls; light before dark before system), read in a new tab 2.5 s after it loaded, then closed;
+    None when the page shows none."""
+    try:
+        target = http(port, "/json/new?" + APPEARANCE_PAGE, method="PUT")
+    except OSError:  # an older browser opens with GET
+        target = http(port, "/json/new?" + APPEARANCE_PAGE)
+    try:
+        ws = Socket(target["webSocketDebuggerUrl"], timeout)
+        wait_loaded(ws, timeout)
+        time.sleep(2.5)  # OSWorld's wait_for_timeout(2500): the page's prefs arrive after the load
+        return evaluate(ws, APPEARANCE)
+    finally:
+        http(port, f"/json/close/{target['id']}", as_json=False)
+
+
 def main(request):
     port, timeout = int(request.get("port", 9222)), float(request.get("timeout", 60))
     op = request["op"]
@@ -169,6 +226,8 @@ def main(request):
         return [http(port, f"/json/close/{i}", as_json=False) for i in request["ids"]]
     if op == "open":
         return open_page(port, request["url"], bool(request.get("pdf")), timeout)
+    if op == "appearance":
+        return appearance(port, timeout)
     if op == "infos":
         return read_infos(port, request["url"], request["infos"], timeout)
     if op == "eval":

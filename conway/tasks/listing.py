@@ -25,8 +25,10 @@ def check_cache(cache: str | Path | None) -> Path | None:
 
 
 def list_suite(sources: str | Path | Sequence[str | Path], *, cache: str | Path | None,
-               step_types: Collection[str], installed: Callable[[str], bool] | None = None) -> dict[str, Any]:
-    """The listing as a record (`--json` prints it as is). UserError when nothing at all could be loaded."""
+               step_types: Collection[str], installed: Callable[[str], bool] | None = None,
+               verified: Collection[str] = ()) -> dict[str, Any]:
+    """The listing as a record (`--json` prints it as is). UserError when nothing at all could be loaded.
+    `verified`: the ids an oracle pair proved passable here (`conway tasks check`)."""
     cache_dir = check_cache(cache)
     suite = load_suite(sources)
     if not suite.tasks and suite.problems:
@@ -42,12 +44,14 @@ def list_suite(sources: str | Path | Sequence[str | Path], *, cache: str | Path 
         kw = {"installed": installed} if installed is not None else {}
         reasons = why_not_runnable(task, cache_dir=cache_dir, step_types=step_types, **kw)
         rows.append({"id": task.id, "source": str(task.source), "format": task.format, "domain": task.domain,
-                     "related_apps": list(task.related_apps), "runnable": not reasons, "reasons": reasons})
+                     "related_apps": list(task.related_apps), "runnable": not reasons, "reasons": reasons,
+                     "verified_passable": not reasons and task.id in verified})
     runnable = sum(1 for r in rows if r["runnable"])
     names = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
     return {"schema": SCHEMA, "suite": names, "cache": str(cache_dir) if cache_dir else None, "tasks": rows,
             "problems": [p.line() for p in suite.problems],
             "counts": {"tasks": len(rows), "runnable": runnable, "not_runnable": len(rows) - runnable,
+                       "verified_passable": sum(1 for r in rows if r["verified_passable"]),
                        "problems": len(suite.problems)}}
 
 
@@ -61,7 +65,8 @@ def render_listing(record: dict[str, Any]) -> str:
     for row in record["tasks"]:
         where = f"{row['domain']}/" if row["domain"] else ""
         state = "runnable" if row["runnable"] else "not runnable"
-        lines.append(f"{state:<13} {where}{row['id']}  ({row['format']}: {row['source']})")
+        proved = "  (verified passable)" if row.get("verified_passable") else ""
+        lines.append(f"{state:<13} {where}{row['id']}  ({row['format']}: {row['source']}){proved}")
         lines += [f"    - {reason}" for reason in row["reasons"]]
     if record["problems"]:
         lines.append("")
@@ -69,7 +74,9 @@ def render_listing(record: dict[str, Any]) -> str:
         lines += [f"    - {p}" for p in record["problems"]]
     c = record["counts"]
     lines.append("")
-    lines.append(f"{c['tasks']} task(s): {c['runnable']} runnable, {c['not_runnable']} not runnable"
+    lines.append(f"{c['tasks']} task(s): {c['runnable']} runnable"
+                 + (f" ({c['verified_passable']} verified passable)" if c.get("verified_passable") else "")
+                 + f", {c['not_runnable']} not runnable"
                  + (f"; {c['problems']} file(s) not loaded" if c["problems"] else "")
                  + ("" if record["cache"] else " (no --cache given)"))
     return "\n".join(lines)

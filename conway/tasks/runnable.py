@@ -4,9 +4,10 @@ A task is runnable when every setup step type has an implementation, every
 getter and metric exists, the applications it names (and the programs its
 `launch` steps start) are installed, every file it downloads or takes from the
 cloud is in the local cache, it needs no live web site (no URL it opens,
-no `proxy: true`), and this install has the optional extras it needs (`gui` for
+no `proxy: true`), this install has the optional extras it needs (`gui` for
 the desktop's tools, `tasks` for a metric that reads documents, `atspi` for a
-getter that reads the terminal's text or the accessibility tree).
+getter that reads the terminal's text or the accessibility tree), and its commands
+need nothing of the system the desktop cannot give (`conway.tasks.system_needs`).
 """
 
 from __future__ import annotations
@@ -26,18 +27,25 @@ from conway.tasks.cache import cloud_path, download_path, step_files, task_file_
 from conway.tasks.env import PathEscape
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
+from conway.tasks.system_needs import system_reasons
 from conway.tasks.task import Task
 from conway.tasks.task_file import LOCAL_HOSTS
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 OFFICE = ("soffice", "libreoffice")
-TERMINALS = ("gnome-terminal", "xfce4-terminal", "xterm", "x-terminal-emulator")
+TERMINALS = ("lxterminal", "gnome-terminal", "xfce4-terminal", "xterm", "x-terminal-emulator")
+"""lxterminal first: the disposable desktop's terminal (`conway.sandbox.desktop.TERMINAL`, what Ctrl+Alt+T opens)."""
+FILE_KINDS = ("pdf", "image")
+"""`related_apps` tags OSWorld gives a task about such files: kinds of file, not programs (the task's other apps,
+and its launch steps, name the programs that open them)."""
 # a related app (lower case, spaces as _) → the programs any one of which runs it; () is always there
 APP_PROGRAMS: dict[str, tuple[str, ...]] = {
     "os": (), "chrome": CHROMIUM, "browser": CHROMIUM, "gimp": ("gimp",), "vlc": ("vlc",),
     "thunderbird": ("thunderbird",), "vs_code": ("code",), "vscode": ("code",), "terminal": TERMINALS,
     "libreoffice": OFFICE, "libreoffice_calc": OFFICE, "libreoffice_writer": OFFICE,
     "libreoffice_impress": OFFICE, "calc": OFFICE, "writer": OFFICE, "impress": OFFICE,
+    "ubuntu_media_player": ("totem",),  # Ubuntu's "Videos" is GNOME's Totem
+    **{kind: () for kind in FILE_KINDS},
 }
 # a program a launch step names → what may stand in for it here (Debian ships Chromium, not Chrome)
 PROGRAM_ALIASES: dict[str, tuple[str, ...]] = {"google-chrome": CHROMIUM, "chromium": CHROMIUM, "libreoffice": OFFICE}
@@ -301,11 +309,14 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
                      importable: Callable[[str], bool] | None = None, network: bool = False,
                      office_accessible: Callable[[], bool] = _office_accessible,
-                     atspi: Callable[[], str | None] = atspi_missing) -> list[str]:
+                     atspi: Callable[[], str | None] = atspi_missing,
+                     system: Callable[[Task], list[str]] = system_reasons) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
-    (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the sandbox shares
-    this machine's network) a task that needs the live web is not held back for it. `office_accessible`: does
-    LibreOffice here show its windows to AT-SPI. `atspi`: why this Python cannot read AT-SPI, or None."""
+    (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the desktop reaches
+    the internet from a network of its own) a task that needs the live web is not held back for it.
+    `office_accessible`: does LibreOffice here show its windows to AT-SPI. `atspi`: why this Python cannot read
+    AT-SPI, or None. `system`: what the task's commands need of the system that the desktop cannot give
+    (`conway.tasks.system_needs`)."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -331,6 +342,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _apps(task, installed)
     reasons += _atspi(task, atspi)
     reasons += _office_tree(task, office_accessible)
+    reasons += system(task)
     reasons += _cache(task, cache_dir)
     reasons += _cache_files(task, cache_dir)
     if network:

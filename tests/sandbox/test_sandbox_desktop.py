@@ -189,6 +189,20 @@ def test_terminal_output_reads_what_a_command_typed_into_the_terminal_printed(de
     assert "echo conway-$((6*7))" in text  # the typed line, then what it printed
 
 
+def test_keys_typed_after_ctrl_alt_t_in_one_step_reach_the_terminal_it_opens(desk: DisposableDesktop) -> None:
+    """OSWorld's os 13584542: one `execute` presses Ctrl+Alt+T, then types `stty size` and Enter. The terminal
+    opens when the shortcut is pressed (GNOME's doing on the VM), so what follows is typed into it."""
+    _atspi_ready()
+    require(shutil.which(TERMINAL) is not None, f"{TERMINAL} not installed (apt-get install {TERMINAL})")
+    code = ("import pyautogui; import time; time.sleep(0.5); pyautogui.hotkey('ctrl', 'alt', 't'); time.sleep(0.5); "
+            "pyautogui.write('echo conway-$((6*7))'); time.sleep(0.5); pyautogui.press('enter')")
+    run_setup([{"type": "execute", "parameters": {"command": ["python", "-c", code]}}], desk,
+              SetupLimits(window_wait_s=30, command_timeout_s=120))
+    text = wait_until(lambda: (t := desk.terminal_output()) and "conway-42\n" in t + "\n" and t, timeout=20,
+                      interval=0.3, what="the command typed after the shortcut, run in the terminal")
+    assert "echo conway-$((6*7))" in text
+
+
 def test_a_desktop_that_cannot_sandbox_says_why_and_leaves_nothing(tmp_path: Path) -> None:
     from conway.sandbox.environment import SandboxError
     desk = DisposableDesktop("t5", root_parent=tmp_path / "roots", bwrap=str(tmp_path / "no-bwrap"))

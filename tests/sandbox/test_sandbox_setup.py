@@ -71,7 +71,8 @@ def test_execute_and_command_run_in_the_sandbox_and_keep_their_output(desk: Disp
     # kept as OSWorld's controller keeps them, in the task's cache folder: here that folder is in the task's home
     assert (desk.home / ".task-cache" / "cmd.out").read_text() == "out\n"
     assert (desk.home / ".task-cache" / "cmd.err").read_text() == "err\n"
-    assert GETTERS["cache_file"](desk, {"path": "cmd.out"}, {"cmd.out"}) == str(desk.home / ".task-cache" / "cmd.out")
+    kept = GETTERS["cache_file"](desk, {"path": "cmd.out"}, {"cmd.out"})  # a copy read with no link followed
+    assert Path(kept).read_text() == "out\n" and Path(kept) != desk.home / ".task-cache" / "cmd.out"
     assert desk.cache_dir is not None and not (desk.cache_dir / "task-1").exists()  # the user's cache untouched
     assert (desk.home / "n").read_text() == "3\n"  # retried until its output said 3
 
@@ -102,17 +103,18 @@ def test_a_step_output_never_follows_a_link_the_desktop_swaps_in(desk: Disposabl
     with pytest.raises(SetupError, match=r"is outside what this sandbox shows"):
         run_setup(step, desk, FAST)
     folder.unlink()
-    looked = desk.host_path
+    import conway.sandbox.desktop as desktop_module
+    looked = desktop_module.resolve
 
-    def swap_after_looking(guest: str) -> Path:
-        where = looked(guest)
+    def swap_after_looking(binds, guest, **kw):  # the look through the view, then the desktop's swap
+        where = looked(binds, guest, **kw)
         if guest.endswith("x.out"):
             folder.mkdir(exist_ok=True)
             folder.rmdir()
             folder.symlink_to(outside)
         return where
-    monkeypatch.setattr(desk, "host_path", swap_after_looking)
-    with pytest.raises(SetupError, match=r"cannot write /home/user/.task-cache/x.out: .*links in the home are not"):
+    monkeypatch.setattr(desktop_module, "resolve", swap_after_looking)
+    with pytest.raises(SetupError, match=r"x.out: a link on the way \(links in the task's home are not followed"):
         run_setup(step, desk, FAST)
     assert list(outside.iterdir()) == []
 
@@ -136,6 +138,35 @@ def test_launch_then_activate_window(desk: DisposableDesktop) -> None:
                                          r"'no-such-window' \(waited 0.5 s\)$"):
         run_setup([{"type": "activate_window", "parameters": {"window_name": "no-such-window"}}], desk,
                   SetupLimits(window_wait_s=0.5))
+    # as a task run calls it: OSWorld's setup goes on when wmctrl finds no window, and the note says so
+    notes: list[str] = []
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "no-such-window"}},
+               {"type": "execute", "parameters": {"command": "echo went-on > ~/after.txt", "shell": True}}], desk,
+              SetupLimits(window_wait_s=0.5, notes=notes))
+    assert notes == ["activate_window: no window whose title contains 'no-such-window' (waited 0.5 s); the setup "
+                     "went on, as OSWorld's does"]
+    assert (desk.home / "after.txt").read_text() == "went-on\n"
+
+
+def _focused(d: DisposableDesktop) -> str:
+    import subprocess
+    done = subprocess.run(["xdotool", "getwindowfocus", "getwindowname"], env={**os.environ, "DISPLAY": d.display},
+                          capture_output=True, text=True, timeout=10)
+    return done.stdout.strip()
+
+
+def test_activate_window_finds_what_osworlds_vm_calls_google_chrome(desk: DisposableDesktop) -> None:
+    """OSWorld's step is `wmctrl -a NAME`: any case, part of the title. Its VM's Chrome is Chromium here, so
+    "Google Chrome" (27 chrome tasks' setup) finds the window titled "… - Chromium"."""
+    run_setup([{"type": "launch", "parameters": {"command": ["xmessage", "-title", "New Tab - Chromium", "a"]}},
+               {"type": "launch", "parameters": {"command": ["xmessage", "-title", "conway-other", "b"]}},
+               {"type": "activate_window", "parameters": {"window_name": "conway-other"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "conway-other", timeout=20, interval=0.2, what="conway-other focused")
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "Google Chrome"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "New Tab - Chromium", timeout=20, interval=0.2,
+               what="the Chromium window focused")
+    run_setup([{"type": "activate_window", "parameters": {"window_name": "CONWAY-OTHER"}}], desk, FAST)
+    wait_until(lambda: _focused(desk) == "conway-other", timeout=20, interval=0.2, what="found in another case")
 
 
 def test_open_uses_the_homes_default_application(desk: DisposableDesktop) -> None:
@@ -230,8 +261,7 @@ def test_update_browse_history_adds_visits_to_the_profile(desk: DisposableDeskto
     ([{"type": "download", "parameters": {"files": ["x"]}}],
      "setup step 1 (download): each file is an object with \"url\" and \"path\" (got 'x')"),
     ([{"type": "command", "parameters": {"command": ["true"], "stdout": "../../out.txt"}}],  # never beside the cache
-     "setup step 1 (command): keeping the command's stdout: file name '../../out.txt' leads out of the task's "
-     "folder of the cache"),
+     "setup step 1 (command): ../../out.txt is outside the task's cache folder (a name there is relative to it)"),
 ])
 def test_bad_steps_are_one_line_each(desk: DisposableDesktop, steps: object, message: str) -> None:
     with pytest.raises(SetupError) as err:
@@ -245,3 +275,22 @@ def test_download_without_a_cache_names_the_url(tmp_path: Path) -> None:
         with pytest.raises(SetupError, match=r"^setup step 1 \(download\): https://x.invalid/a needs a local cache"):
             run_setup([{"type": "download", "parameters": {"files": [{"url": "https://x.invalid/a",
                                                                       "path": "a"}]}}], d)
+
+
+def test_the_stand_in_opens_the_desktops_own_terminal_on_ctrl_alt_t() -> None:
+    """The sandbox's PyAutoGUI is not importable here (it needs the desktop's DISPLAY): its constant is read."""
+    from conway.sandbox.desktop import TERMINAL
+
+    source = (Path(__file__).resolve().parents[2] / "conway" / "sandbox" / "_guest_pyautogui.py").read_text()
+    assert f'TERMINAL = "{TERMINAL}"' in source
+
+
+def test_apt_get_in_a_setup_succeeds_for_packages_already_here_and_installs_nothing(desk: DisposableDesktop) -> None:
+    """OSWorld's chrome 6766f2b8: `sudo apt-get update -y && sudo apt-get install unzip -y && unzip …`. The
+    sandbox has no network: the desktop's apt-get (a stand-in) lets the chain go on when the package is here."""
+    run_setup([{"type": "execute", "parameters": {
+        "command": "echo pw | sudo -S apt-get update -y && echo pw | sudo -S apt-get install bubblewrap -y && "
+                   "echo went-on > ~/chain.txt", "shell": True}}], desk, FAST)
+    assert (desk.home / "chain.txt").read_text() == "went-on\n"
+    done = desk.run("apt-get install -y conway-no-such-package", timeout_s=30)
+    assert done.returncode == 100 and "conway-no-such-package not installed here" in done.stderr

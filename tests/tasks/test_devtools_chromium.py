@@ -123,3 +123,18 @@ def test_info_from_website_reads_clicks_and_falls_back(browser):
     missing = [{"action": "inner_text", "selector": "#nowhere"}]
     assert GETTERS["info_from_website"](env, {"url": page, "infos": missing, "backups": ["b"]}) == ["b"]
     assert len(GETTERS["open_tabs_info"](env, {})) == 1
+
+
+def test_the_appearance_mode_is_read_from_the_running_browser_first(browser):
+    """OSWorld's `chrome_appearance_mode_ui` reads chrome://settings/appearance before the Preferences file: the
+    file says dark (a change the browser has not committed yet looks like this), the running browser does not."""
+    import json
+
+    env, _ = browser
+    prefs = env.host_path("~/.config/google-chrome/Default/Preferences")
+    prefs.parent.mkdir(parents=True)
+    prefs.write_text(json.dumps({"browser": {"theme": {"color_scheme2": 2}}}))
+    live = devtools.ask(env, {"op": "appearance"})
+    assert live in ("light", "system")
+    assert GETTERS["chrome_appearance_mode_ui"](env, {}) == live
+    assert len(GETTERS["open_tabs_info"](env, {})) == 1  # the settings tab is closed again

@@ -33,7 +33,7 @@ def run_suite(tmp: Path, way: str) -> tuple[subprocess.CompletedProcess[str], di
     done = subprocess.run([sys.executable, "-m", "conway.cli", "--home", str(tmp / "home"), "tasks", "run",
                            str(SUITE / "examples"), "--mock-scripts", str(SUITE / "mock" / way), "--output", str(out)],
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=1800)
     assert out.is_file(), done.stdout + done.stderr
     return done, json.loads(out.read_text())
 

@@ -62,10 +62,11 @@ def test_json_for_scripts(suite, capsys):
     code = main(["tasks", "list", str(suite), "--json"])
     record = json.loads(capsys.readouterr().out)
     assert code == 2 and record["schema"] == "conway-task-list/1"
-    assert record["counts"] == {"tasks": 3, "runnable": 1, "not_runnable": 2, "problems": 1}
+    assert record["counts"] == {"tasks": 3, "runnable": 1, "not_runnable": 2, "verified_passable": 0, "problems": 1}
     rows = {r["id"]: r for r in record["tasks"]}
     assert rows["fine"] == {"id": "fine", "source": str(suite / "examples/os/fine.json"), "format": "osworld",
-                            "domain": "os", "related_apps": ["os"], "runnable": True, "reasons": []}
+                            "domain": "os", "related_apps": ["os"], "runnable": True, "reasons": [],
+                            "verified_passable": False}
     assert rows["drive"]["reasons"] == [
         "setup step type googledrive needs a Google Drive account (a third party's, which Conway never holds)"]
     assert record["problems"][0].endswith("broken.json: malformed JSON: Expecting property name enclosed in double "
