@@ -64,7 +64,9 @@ class RunnerProtocol:
         if self.settings.waits == "measured":
             from conway.sandbox.readiness import wait_until_ready
 
-            waited = wait_until_ready(desk.display, desk.host_path(GUEST_HOME), cap_s, self.settings.readiness_quiet_s,
+            # the live home (its files' sizes and times, read with no link followed), not a copy of it
+            home = getattr(desk, "home", None) or desk.host_path(GUEST_HOME)
+            waited = wait_until_ready(desk.display, home, cap_s, self.settings.readiness_quiet_s,
                                       before_evaluation=before_evaluation, stopped=self.stopped)
             self.timings[name] = waited.record()
             return waited.seconds
