@@ -522,6 +522,30 @@ class ToolsConfig(_Section):
         return self
 
 
+_PROVIDER_NAME = r"^[a-z][a-z0-9_-]{0,31}$"
+
+
+class TasksConfig(_Section):
+    """How `conway tasks run` (and rollouts, rerun, the pool's workers) give each task its desktop, and OSWorld's
+    runner protocol on it (`lib_run_single`). The four timing settings are shared with local OSWorld-format runs
+    (issue 44 names them the same); None means the provider's default (`conway.desktops`: OSWorld's numbers on its
+    own machine, nothing added on the local desktop), and any other value is a named deviation in the report."""
+
+    desktop: str = Field(default="local", pattern=_PROVIDER_NAME)
+    """The desktop provider by its short name: local (a disposable Xvfb + bubblewrap desktop on this machine),
+    osworld (a machine running OSWorld's guest server, at desktop_url), qemu (OSWorld's VM image here)."""
+    desktop_url: str | None = Field(default=None, pattern=r"^https?://")
+    """osworld: the guest server's address, e.g. http://192.168.122.10:5000 (`tasks run --desktop-url`)."""
+    wait_after_setup_s: float | None = Field(default=None, ge=0, le=3600)
+    """The wait after the task's setup before the first observation (OSWorld: 60 s)."""
+    sleep_after_action_s: float | None = Field(default=None, ge=0, le=600)
+    """The pause after each action (OSWorld's sleep_after_execution: 0 s)."""
+    settle_before_eval_s: float | None = Field(default=None, ge=0, le=3600)
+    """The wait after the run before the task is scored (OSWorld: 20 s)."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """The step limit of each task when the command line gives none (OSWorld: 15)."""
+
+
 class ConwayConfig(_Section):
     agent: AgentConfig = AgentConfig()
     policy: PolicyConfig = PolicyConfig()
@@ -532,6 +556,7 @@ class ConwayConfig(_Section):
     observe: ObserveConfig = ObserveConfig()
     tools: ToolsConfig = ToolsConfig()
     skills: SkillsConfig = SkillsConfig()
+    tasks: TasksConfig = TasksConfig()
 
     def for_task_formats(self, formats: Collection[str]) -> "ConwayConfig":
         """This configuration for a run of tasks of `formats` (`Task.format`): when every one is OSWorld's, a

@@ -4,9 +4,13 @@ For each task of the suite (`conway.tasks.task.load_suite`):
 
 1. the runnable check (`conway.tasks.runnable`): a task that cannot run here is
    a `not-runnable` case with its reasons, never started and never scored;
-2. a disposable desktop (`conway.sandbox.desktop.DisposableDesktop`: private
-   Xvfb, session bus, bubblewrap, a user home seen at /home/user);
-3. the task's setup steps (`conway.sandbox.setup.run_setup`), each bounded;
+2. a disposable desktop from the provider `tasks.desktop` names
+   (`conway.desktops.open_desktop`; `local`, the default, is
+   `conway.sandbox.desktop.DisposableDesktop`: private Xvfb, session bus,
+   bubblewrap, a user home seen at /home/user; `osworld` is a machine running
+   OSWorld's guest server);
+3. the task's setup steps (the provider's `run_steps`), each bounded, then the
+   runner protocol's wait after setup (`tasks.wait_after_setup_s`);
 4. a fresh Conway home and one single session of the real loop
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
    command line's, else the task's, else `DEFAULT_MAX_STEPS` / `DEFAULT_MAX_SECONDS`),
@@ -17,7 +21,13 @@ For each task of the suite (`conway.tasks.task.load_suite`):
    (OSWorld scores whatever state the agent left), marked `timed_out`; a loop
    that does not end within a grace of the stop has its desktop torn down
    and is an `error`;
-5. the task's own evaluator (`conway.tasks.evaluate`: postconfig first).
+5. the settle before evaluation (`tasks.settle_before_eval_s`), then the
+   task's own evaluator (`conway.tasks.evaluate`: postconfig first).
+
+The runner protocol (those two waits, the pause after each action, the step
+limit) takes the provider's defaults: none on `local`, OSWorld's
+`lib_run_single` numbers on its own machine; any other value is named in the
+report's parameters as a deviation.
 
 A task that fails anywhere (setup hangs, the application never opens its
 window, the loop crashes, a checker raises) is one `error` case with one line
@@ -37,7 +47,6 @@ session in `conway.session.task_run` and its wall-clock guard in
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import time
@@ -55,7 +64,6 @@ from conway.protocols import Policy
 from conway.session.acceptance import declared_record
 from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.store.home import Home
-from conway.tasks.env import GUEST_HOME
 
 DEFAULT_MAX_STEPS = 15
 """OSWorld's own default step budget per task."""
@@ -100,9 +108,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "task"
 
 
-def budget(task: Any, max_steps: int | None, max_seconds: float | None) -> tuple[int, float]:
-    """The command line's budget, else the task's, else the defaults."""
-    steps = max_steps or getattr(task, "max_steps", None) or DEFAULT_MAX_STEPS
+def budget(task: Any, max_steps: int | None, max_seconds: float | None,
+           protocol_steps: int | None = None) -> tuple[int, float]:
+    """The command line's budget, else the runner protocol's step limit (`tasks.max_steps`, or the provider's),
+    else the task's, else the defaults."""
+    steps = max_steps or protocol_steps or getattr(task, "max_steps", None) or DEFAULT_MAX_STEPS
     seconds = max_seconds or getattr(task, "max_seconds", None) or DEFAULT_MAX_SECONDS
     return int(steps), float(seconds)
 
@@ -198,11 +208,19 @@ class TasksSuite:
                 "domain": task.domain, "related_apps": list(task.related_apps), "instruction": task.instruction,
                 "raw": task.raw}
 
+    def protocol(self) -> tuple[Any, list[str]]:
+        """The runner protocol on this suite's desktops (the provider's defaults, `tasks.*` over them) and its
+        deviations from those defaults."""
+        from conway.desktops import provider
+
+        return provider(self.config.tasks.desktop).protocol.resolved(self.config.tasks)
+
     def _run(self, policy: Policy, case: TaskCase, record: dict[str, Any]) -> None:
-        from conway.sandbox.desktop import DisposableDesktop
+        from conway.desktops import DesktopRequest, open_desktop
 
         task = case.task
-        steps, seconds = budget(task, self.max_steps, self.max_seconds)
+        protocol, _ = self.protocol()
+        steps, seconds = budget(task, self.max_steps, self.max_seconds, protocol.max_steps)
         record["budget"] = {"max_steps": steps, "max_seconds": seconds,
                             "task_timeout_s": task_timeout(self.task_timeout_s, seconds)}
         record["phase"] = "policy"
@@ -210,10 +228,11 @@ class TasksSuite:
         root = _case_folder(self.folder / f"{case.index + 1:02d}-{_safe(task.id)}")
         home = Home(root / "home")
         record["phase"] = "desktop"
-        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep, size=self.screen,
-                               network=self.network) as desk:
+        request = DesktopRequest(task.id, cache_dir=self.cache, size=self.screen, network=self.network,
+                                 keep=self.keep)
+        with open_desktop(self.config.tasks, request) as desk:
             try:
-                self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
+                self._on_desktop(policy, case, record, desk, home, root, steps, seconds, protocol)
             finally:
                 lost = None if record.get("torn_down") else desk.lost()  # the watchdog's teardown: not a loss
                 if lost:  # not the task's doing: in a worker pool the case runs once more on a fresh desktop
@@ -221,22 +240,15 @@ class TasksSuite:
         record.pop("phase", None)
 
     def _on_desktop(self, policy: Policy, case: TaskCase, record: dict[str, Any], desk: Any, home: Home, root: Path,
-                    steps: int, seconds: float) -> None:
+                    steps: int, seconds: float, protocol: Any) -> None:
         from conway.cancel import current_cancel
+        from conway.desktops import StepLimits
         from conway.loop.ending import RunEnd
-        from conway.sandbox.setup import SetupLimits, run_setup
         from conway.session.task_run import run_task
-        from conway.tasks.evaluate import evaluate
 
         task = case.task
-        if self.keep:
-            record["kept"] = str(desk.root)
-        self.display_sizes.append(tuple(desk.size))
-        record["display_size"] = list(desk.size)
-        record["phase"] = "setup"
-        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size), scale_with_load=True)
-        run_setup(list(task.config), desk, limits)
+        limits = StepLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s)
+        waits = self._set_up(desk, task, record, protocol, limits)
         record["phase"] = "run"
         _task_home(home)
         cfg = self._task_config(desk)
@@ -245,10 +257,11 @@ class TasksSuite:
             raise RuntimeError(f"not started: {token.reason}")  # the runner drops this unfinished case)
         limit = task_timeout(self.task_timeout_s, seconds)
         dog = TaskWatchdog(home, limit, self.stop_grace_s, teardown=desk.kill)
+        toolbox = self._paced(self._toolbox(cfg, home, desk), protocol)
         try:
             with dog:
                 run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
-                               observer=self._observer(cfg, home, desk), toolbox=self._toolbox(cfg, home, desk),
+                               observer=self._observer(cfg, home, desk), toolbox=toolbox,
                                say=self.say, quiet=True, video=self.video)
         finally:  # also when the loop raised: a torn-down desktop is the watchdog's doing, not a lost one
             if dog.fired:
@@ -258,7 +271,7 @@ class TasksSuite:
         outcome = run.outcome
         if outcome.end in (RunEnd.INTERRUPTED, RunEnd.TERMINATED) and token is not None:
             token.set(outcome.reason)  # the suite stops: this task did not finish
-        record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+        record["image"] = final_screen(desk, root / "final.png", self.report_dir)
         video = home.root / "videos" / f"{run.session}.mp4"
         if self.video and video.is_file():
             record["video"] = _relative(video, self.report_dir)
@@ -274,10 +287,47 @@ class TasksSuite:
                                + (f"; the teardown failed: {dog.teardown_error}" if dog.teardown_error else ""))
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
+        self._evaluate(desk, task, outcome, record, protocol, waits, limits)
+
+    def _set_up(self, desk: Any, task: Any, record: dict[str, Any], protocol: Any, limits: Any) -> dict[str, float]:
+        """The desktop's facts into the case, the task's setup steps, then the protocol's wait after setup."""
+        from conway.desktops import pause
+
+        kept = desk.kept()
+        if kept:
+            record["kept"] = kept
+        self.display_sizes.append(tuple(desk.size))
+        record["display_size"] = list(desk.size)
+        if desk.provider != "local":  # the local desktop's facts are the report's environment already
+            record["desktop"] = desk.facts()
+        record["phase"] = "setup"
+        desk.run_steps(list(task.config), limits)
+        waits: dict[str, float] = {}
+        if protocol.wait_after_setup_s:  # OSWorld: "wait for the environment to be ready" before the first look
+            waits["after_setup_s"] = pause(protocol.wait_after_setup_s)
+        return waits
+
+    @staticmethod
+    def _paced(toolbox: Any, protocol: Any) -> Any:
+        """The toolbox with the protocol's pause after each action (OSWorld's sleep_after_execution), if any."""
+        from conway.desktops import PausedActuator
+
+        return PausedActuator(toolbox, protocol.sleep_after_action_s) if protocol.sleep_after_action_s else toolbox
+
+    def _evaluate(self, desk: Any, task: Any, outcome: Any, record: dict[str, Any], protocol: Any,
+                  waits: dict[str, float], limits: Any) -> None:
+        """The protocol's settle before evaluation, then the task's evaluator on the desktop's TaskEnv."""
+        from conway.desktops import pause
+        from conway.tasks.evaluate import evaluate
+
+        if protocol.settle_before_eval_s:  # OSWorld: "wait for the environment to settle" before scoring
+            waits["before_eval_s"] = pause(protocol.settle_before_eval_s)
+        if waits:
+            record["protocol_waits"] = waits
         record["phase"] = "evaluate"
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
-        result = evaluate(task, desk, declared_fail=declared_fail,
-                          run_step=lambda step, env: run_setup([step], env, limits))
+        result = evaluate(task, desk.task_env(), declared_fail=declared_fail,
+                          run_step=lambda step, env: desk.run_steps([step], limits))
         record.update(_scored(result))
 
     # -- the parts of one task ---------------------------------------------------------
@@ -295,25 +345,13 @@ class TasksSuite:
         return MockPolicy(load_script(path))
 
     def _task_config(self, desk: Any) -> ConwayConfig:
-        data = self.config.model_dump()
-        data["observe"]["source"] = "screen"  # the desktop's display, also for a scripted policy
-        enabled = [t for t in data["tools"]["enabled"] if t != "browser"]  # the browser tool opens the host's
-        data["tools"].update(enabled=enabled, mcp_servers=[], workdir=GUEST_HOME, environment="sandbox")
-        return ConwayConfig.model_validate(data)
+        return desk.task_config(self.config)  # which tools act where is the desktop's to say
 
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
-        from conway.observe.screen import ScreenObserver
-
-        # the desktop's display, and its AT-SPI tree on the desktop's bus
-        return ScreenObserver.from_config(cfg, home, display=desk.display,
-                                          accessibility_env={**os.environ, **desk.env()})
+        return desk.observer(cfg, home)
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
-        from conway.session.task_run import shell_env
-        from conway.tools.registry import build_toolbox
-
-        return build_toolbox(cfg.tools, Path(GUEST_HOME), gui=True, api_key_env=cfg.policy.api_key_env,
-                             shell_env=shell_env(home), environment=desk.environment, display=desk.display)
+        return desk.toolbox(cfg, home)
 
     def _outcome_line(self, case: TaskCase, record: dict[str, Any]) -> None:
         if self.quiet:
@@ -346,21 +384,22 @@ class TasksSuite:
         return tasks_summary.verdict(records, summary)
 
 
-def final_screen(display: str, path: Path, report_dir: Path) -> dict[str, Any] | None:
+def final_screen(desk: Any, path: Path, report_dir: Path) -> dict[str, Any] | None:
     """The desktop's screen when the session ended (what the checker is about to look at), kept beside the home."""
-    from conway.observe.screen import ScreenObserver
+    import io
 
-    observer = ScreenObserver(display=display)
-    try:
-        obs = observer.observe()
-        if not obs.png:
-            return None
-        path.write_bytes(obs.png)
-    except Exception:  # a lost display leaves the card without a picture; the score does not depend on it
+    from PIL import Image
+
+    png = desk.screenshot()
+    if not png:  # a lost display leaves the card without a picture; the score does not depend on it
         return None
-    finally:
-        observer.close()
-    return {"path": _relative(path, report_dir), "size": list(obs.captured_size)}
+    try:
+        with Image.open(io.BytesIO(png)) as img:
+            size = list(img.size)
+        path.write_bytes(png)
+    except Exception:
+        return None
+    return {"path": _relative(path, report_dir), "size": size}
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -397,13 +436,14 @@ def _scored(result: Any) -> dict[str, Any]:
 # --- the command -------------------------------------------------------------------------
 
 
-def plan_cases(suite: Any, cache: Path | None, network: bool = False) -> list[TaskCase]:
-    """The suite's tasks with their reasons not to run, then its load problems, in one list."""
-    from conway.sandbox.setup import STEP_TYPES
+def plan_cases(suite: Any, cache: Path | None, network: bool = False, desktop: str = "local") -> list[TaskCase]:
+    """The suite's tasks with their reasons not to run on the `desktop` provider's desktops, then its load
+    problems, in one list."""
+    from conway.desktops import provider
     from conway.tasks.runnable import why_not_runnable
 
-    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, step_types=STEP_TYPES,
-                                                                 network=network)))
+    here = provider(desktop).runnable(network)  # which setup steps it runs, what is looked for on this machine
+    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, **here)))
              for i, t in enumerate(suite.tasks)]
     cases += [TaskCase(len(cases) + i, problem=p) for i, p in enumerate(suite.problems)]
     return cases
@@ -441,7 +481,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
-    cases = plan_cases(suite, cache_dir, network)
+    cases = plan_cases(suite, cache_dir, network, config.tasks.desktop)
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     config = config.for_task_formats({c.task.format for c in cases if c.task is not None})  # OSWorld's: its prompt
@@ -458,7 +498,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "video": video, "max_steps": max_steps,
         "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
-        "tasks_folder": folder.name, "network": network,
+        "tasks_folder": folder.name, "network": network, **_desktop_parameters(runner),
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "defaults": {"max_steps": DEFAULT_MAX_STEPS, "max_seconds": DEFAULT_MAX_SECONDS,
                      "task_timeout_s": f"max_seconds + {TIMEOUT_MARGIN_S:g}"}})
@@ -511,9 +551,28 @@ def _check_outside(out: Path, suite_source: str | list[str]) -> None:
                             "be read as task files next time; write it somewhere else")
 
 
+def _desktop_parameters(runner: TasksSuite) -> dict[str, Any]:
+    """The report's record of the desktop provider and its runner protocol: absent for the local desktop run as
+    always (its reports stay as they were), else the provider, its address and the protocol with its deviations."""
+    from dataclasses import asdict
+
+    settings = runner.config.tasks
+    protocol, deviations = runner.protocol()
+    if settings.desktop == "local" and not deviations:
+        return {}
+    return {"desktop": {"provider": settings.desktop, "url": settings.desktop_url, "protocol": asdict(protocol),
+                        "deviations": deviations}}
+
+
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
     from conway.tasks.facts import environment_facts, programs_of
 
+    guest = next((r["desktop"] for r in records if isinstance(r.get("desktop"), dict)), None)
+    if guest is not None or runner.config.tasks.desktop != "local":  # OSWorld's own machine: its facts, not ours
+        _, deviations = runner.protocol()
+        return {"environment": {"desktop": (guest or {}).get("line") or runner.config.tasks.desktop,
+                                "display_size": "x".join(map(str, guest["screen"])) if guest else None},
+                "differences_from_osworld": [f"runner protocol: {d}" for d in deviations]}
     programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]
     size = sizes[0] if sizes else None  # a pool's workers report theirs in the records
