@@ -33,11 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from conway.config import TasksConfig
 
 __all__ = ["Desktop", "DesktopError", "DesktopRequest", "LOCAL_PROTOCOL", "OSWORLD_PROTOCOL", "PROVIDERS",
-           "PausedActuator", "Provider", "RunnerProtocol", "StepLimits", "open_desktop", "pause", "provider"]
+           "PausedActuator", "Provider", "RunnerProtocol", "StepLimits", "check_settings", "open_desktop", "pause", "provider"]
 
 
 PROVIDERS: dict[str, str] = {
     "local": "conway.desktops.local",
+    "osworld": "conway.desktops.osworld",
 }
 """Name → the module declaring its `PROVIDER` (imported on first use)."""
 
@@ -51,6 +52,13 @@ def provider(name: str) -> Provider:
     if record.name != name:  # a registration typo would otherwise build the wrong desktop silently
         raise RuntimeError(f"{module} declares provider {record.name!r}, registered as {name!r}")
     return record
+
+
+def check_settings(settings: "TasksConfig") -> None:
+    """A UserError (one line) when `settings` name no provider or one that cannot work as configured."""
+    problem = provider(settings.desktop).check(settings)
+    if problem:
+        raise UserError(problem)
 
 
 def open_desktop(settings: "TasksConfig", request: DesktopRequest) -> Desktop:

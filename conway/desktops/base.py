@@ -145,6 +145,8 @@ class Provider:
     whether programs are looked for on this machine)."""
     describe: str
     """One line for `conway tasks list`/the docs."""
+    check: Callable[["TasksConfig"], str | None] = lambda settings: None
+    """What is wrong with the settings for this provider (a missing address), said before any task starts."""
 
 
 @dataclass

@@ -473,11 +473,13 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
 
     With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
     report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
+    from conway.desktops import check_settings
     from conway.session.app import console_say
     from conway.tasks.task import load_suite
 
     say = say or console_say  # flushed: a line per task reaches a pipe as it happens
     _check_limits(max_steps, max_seconds, task_timeout_s)
+    check_settings(config.tasks)  # a provider that cannot work as configured is said before any task starts
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)

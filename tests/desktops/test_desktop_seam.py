@@ -4,6 +4,7 @@ deviations, the pause after each action, and the `local` provider on a real disp
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from helpers.task_desktop import need_desktop
 from conway.config import ConwayConfig, TasksConfig
 from conway.desktops import (
     LOCAL_PROTOCOL,
+    OSWORLD_PROTOCOL,
     PROVIDERS,
     Desktop,
     DesktopRequest,
@@ -33,7 +35,7 @@ def test_an_unknown_provider_is_one_line_naming_the_known_ones() -> None:
     with pytest.raises(UserError) as caught:
         provider("vmware")
     said = str(caught.value)
-    assert "\n" not in said and "'vmware'" in said and "local" in said
+    assert "\n" not in said and "'vmware'" in said and "local" in said and "osworld" in said
 
 
 def test_the_config_takes_a_provider_name_and_refuses_a_malformed_one() -> None:
@@ -51,6 +53,18 @@ def test_local_is_the_default_and_adds_nothing_to_the_runner_protocol() -> None:
     assert protocol == LOCAL_PROTOCOL and deviations == []
     assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
             protocol.max_steps) == (0, 0, 0, None)
+
+
+def test_osworld_defaults_are_lib_run_single_and_any_other_value_is_a_named_deviation() -> None:
+    protocol, deviations = provider("osworld").protocol.resolved(TasksConfig(desktop="osworld"))
+    assert protocol == OSWORLD_PROTOCOL and deviations == []
+    assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
+            protocol.max_steps) == (60, 0, 20, 15)
+    quick = TasksConfig(desktop="osworld", wait_after_setup_s=0, settle_before_eval_s=1.5)
+    protocol, deviations = provider("osworld").protocol.resolved(quick)
+    assert protocol.wait_after_setup_s == 0 and protocol.settle_before_eval_s == 1.5 and protocol.max_steps == 15
+    assert deviations == ["tasks.wait_after_setup_s=0 (the provider's default: 60)",
+                          "tasks.settle_before_eval_s=1.5 (the provider's default: 20)"]
 
 
 class _Recorder:
@@ -86,6 +100,23 @@ def test_the_pause_after_each_action_follows_the_action_and_is_cut_by_a_stop() -
     assert slow.paused[0] < 5  # a stop does not wait out the pause
     paced.close()
     assert inner.ran[-1] == "closed"
+
+
+def test_osworld_tasks_are_planned_against_the_guests_steps_not_this_machines_programs(tmp_path) -> None:
+    from conway.evals.tasks_run import plan_cases
+    from conway.tasks.task import load_suite
+
+    task = {"id": "t1", "instruction": "open the app", "config": [
+        {"type": "launch", "parameters": {"command": ["some-app-only-the-guest-has"]}},
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.org"]}}],
+        "related_apps": ["some-app-only-the-guest-has"],
+        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "echo hi"},
+                      "expected": {"type": "rule", "rules": {"expected": "hi"}}}}
+    (tmp_path / "t1.json").write_text(json.dumps(task))
+    suite = load_suite(str(tmp_path))
+    guest = plan_cases(suite, None, desktop="osworld")[0].reasons
+    assert guest == ["setup step 2 type chrome_open_tabs is not implemented"] or (
+        len(guest) == 1 and "chrome_open_tabs" in guest[0])
 
 
 @pytest.mark.desktop
