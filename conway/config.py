@@ -536,6 +536,9 @@ class TasksConfig(_Section):
     osworld (a machine running OSWorld's guest server, at desktop_url), qemu (OSWorld's VM image here)."""
     desktop_url: str | None = Field(default=None, pattern=r"^https?://")
     """osworld: the guest server's address, e.g. http://192.168.122.10:5000 (`tasks run --desktop-url`)."""
+    desktop_options: dict[str, str | int | float | bool] = {}
+    """The provider's own settings, checked by it before any task starts (qemu: image, memory_mb, cpus,
+    guest_port, boot_timeout_s)."""
     wait_after_setup_s: float | None = Field(default=None, ge=0, le=3600)
     """The wait after the task's setup before the first observation (OSWorld: 60 s)."""
     sleep_after_action_s: float | None = Field(default=None, ge=0, le=600)

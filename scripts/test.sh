@@ -3,6 +3,7 @@
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
 # System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video,
 # and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat;
+# QEMU for the qemu desktop provider's tests;
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
 # (≈15 min on 2 cores) into .cache/llama-server/: llama-server and the shared
@@ -22,7 +23,8 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
     bubblewrap lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
-    libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat >/dev/null
+    libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
+    qemu-system-x86 qemu-utils >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"

@@ -39,6 +39,7 @@ __all__ = ["Desktop", "DesktopError", "DesktopRequest", "LOCAL_PROTOCOL", "OSWOR
 PROVIDERS: dict[str, str] = {
     "local": "conway.desktops.local",
     "osworld": "conway.desktops.osworld",
+    "qemu": "conway.desktops.qemu",
 }
 """Name → the module declaring its `PROVIDER` (imported on first use)."""
 

@@ -1,0 +1,118 @@
+"""The `qemu` provider's plumbing with a real QEMU: its options checked before any task, its command line
+(-snapshot, the guest server's port forwarded on 127.0.0.1 only, KVM when /dev/kvm opens), a VM whose guest
+server never answers ends as one line and leaves nothing behind, several at once on distinct ports, and a
+Conway killed with kill -9 takes its VM along. (A VM that boots OSWorld's image needs the image: not here.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers.desktop_fixtures import need, wait_until
+from helpers.task_desktop import REPO
+
+from conway.config import TasksConfig
+from conway.desktops import DesktopError, DesktopRequest, check_settings, open_desktop
+from conway.desktops.qemu import FOLDER_PREFIX, kvm_problem, options, qemu_argv, sweep_orphans
+from conway.errors import UserError
+
+
+@pytest.fixture
+def image(tmp_path) -> Path:
+    need("qemu-img", "qemu-utils")
+    need("qemu-system-x86_64", "qemu-system-x86")
+    path = tmp_path / "empty.qcow2"  # a disk with nothing on it: the VM boots no guest server
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(path), "16M"], check=True, timeout=30)
+    return path
+
+
+def settings(image: Path, **more) -> TasksConfig:
+    # qemu64: this machine's nested KVM refuses the host CPU model (QEMU aborts on an MSR write)
+    return TasksConfig(desktop="qemu", desktop_options={"image": str(image), "memory_mb": 256, "cpu": "qemu64",
+                                                        "boot_timeout_s": 3, **more})
+
+
+def qemu_pids(image: Path) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["name", "cmdline"])
+            if p.info["name"] == "qemu-system-x86_64" and any(str(image) in a for a in p.info["cmdline"] or [])]
+
+
+def test_the_options_are_checked_before_any_task_in_one_line(tmp_path) -> None:
+    with pytest.raises(UserError, match="needs the VM image: tasks.desktop_options.image=PATH"):
+        check_settings(TasksConfig(desktop="qemu"))
+    with pytest.raises(UserError, match="is not a file"):
+        check_settings(TasksConfig(desktop="qemu", desktop_options={"image": str(tmp_path / "nope.qcow2")}))
+    (tmp_path / "x.qcow2").write_bytes(b"")
+    with pytest.raises(UserError, match="memroy_mb is not a qemu option"):
+        check_settings(TasksConfig(desktop="qemu", desktop_options={"image": str(tmp_path / "x.qcow2"),
+                                                                    "memroy_mb": 1}))
+
+
+def test_the_command_line_never_writes_the_image_and_listens_on_loopback_only(tmp_path) -> None:
+    (tmp_path / "x.qcow2").write_bytes(b"")
+    opts = options(TasksConfig(desktop="qemu", desktop_options={"image": str(tmp_path / "x.qcow2")}))
+    argv = qemu_argv(opts, 40123, tmp_path, kvm=True)
+    assert "-snapshot" in argv and argv[argv.index("-accel") + 1] == "kvm"
+    assert "user,id=net0,hostfwd=tcp:127.0.0.1:40123-:5000" in argv
+    assert qemu_argv(opts, 40123, tmp_path, kvm=False)[1:3] == ["-accel", "tcg"]
+
+
+def test_a_vm_whose_guest_server_never_answers_is_one_line_and_leaves_nothing(image) -> None:
+    desk = open_desktop(settings(image), DesktopRequest("t"))
+    with pytest.raises(DesktopError) as caught:
+        with desk:
+            pass
+    said = str(caught.value)
+    assert "\n" not in said and "did not answer within 3 s" in said and "guest port 5000" in said
+    assert desk.proc is not None and desk.proc.poll() is not None
+    assert not desk.folder.exists() and qemu_pids(image) == []
+    assert (desk.kvm_problem is None) == (kvm_problem() is None)
+
+
+def test_several_at_once_get_distinct_ports_and_are_all_removed(image) -> None:
+    desks = [open_desktop(settings(image), DesktopRequest(f"t{i}")) for i in range(3)]
+    seen: list[int] = []
+
+    def boot(desk) -> None:
+        try:
+            with desk:
+                pass
+        except DesktopError:
+            seen.append(desk.port)
+
+    threads = [threading.Thread(target=boot, args=(d,)) for d in desks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(set(seen)) == 3 and qemu_pids(image) == []
+    assert not any(d.folder.exists() for d in desks)
+
+
+def test_kill_9_of_conway_takes_its_vm_along(image) -> None:
+    code = ("import sys; from conway.config import TasksConfig; from conway.desktops import open_desktop, DesktopRequest\n"
+            f"s = TasksConfig(desktop='qemu', desktop_options={{'image': {str(image)!r}, 'memory_mb': 256, "
+            "'cpu': 'qemu64', 'boot_timeout_s': 120})\n"
+            "with open_desktop(s, DesktopRequest('t')): pass\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: qemu_pids(image), timeout=30, what="the VM to start")
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        wait_until(lambda: not qemu_pids(image), timeout=15, what="the VM to die with its parent")
+        left = [f for f in Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*")
+                if (f / "owner").is_file() and (f / "owner").read_text() == str(parent.pid)]
+        assert left and sweep_orphans() and not any(f.exists() for f in left)  # the next start removes its folder
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in qemu_pids(image):
+            os.kill(pid, signal.SIGKILL)
