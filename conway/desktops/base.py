@@ -36,6 +36,8 @@ class DesktopRequest:
     """The screen a local desktop gets; a guest machine has its own (read from it)."""
     network: bool = False
     keep: bool = False
+    lease_dir: Path | None = None
+    """Where tasks that share a list of guests take turns (the report's tasks folder: every worker sees it)."""
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,11 @@ class GuestDesktop:
     protocol: RunnerProtocol = OSWORLD_PROTOCOL
 
     def __init__(self, url: str, request: DesktopRequest, *, client: GuestClient | None = None,
-                 setup_options: dict[str, Any] | None = None):
+                 setup_options: dict[str, Any] | None = None, lease: Any = None):
         self.request = request
         self.task_id = request.task_id
+        self.lease = lease
+        """A `GuestLease` over several addresses: the guest is the one it gives this task (`url` unused)."""
         self.client = client or GuestClient(url)
         self.size: tuple[int, int] = request.size
         self.platform = "?"
@@ -51,10 +53,14 @@ class GuestDesktop:
         from conway.desktops.guest_env import GuestTaskEnv
         from conway.desktops.guest_setup import GuestSetup
 
+        if self.lease is not None:  # several guests: the one no other task holds now
+            self.client.close()
+            self.client = GuestClient(self.lease.acquire())
         try:
             self.size = self.client.screen_size()
             self.platform = self.client.platform()
         except GuestError as exc:
+            self._release()
             raise DesktopError(f"the OSWorld guest server at {self.client.url} does not answer as one: {exc}") from None
         self._scratch = Path(tempfile.mkdtemp(prefix="conway-guest-"))
         self._env = GuestTaskEnv(self.client, self.task_id, self.request.cache_dir, self._scratch)
@@ -66,6 +72,11 @@ class GuestDesktop:
         if self._scratch is not None and not self.request.keep:
             shutil.rmtree(self._scratch, ignore_errors=True)
         self.client.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
 
     def kill(self) -> None:
         """Nothing here to kill: the guest is the user's machine (a watchdog's stop still ends the loop)."""
@@ -128,17 +139,31 @@ def _runnable(network: bool) -> dict[str, Any]:
 
 
 def _check(settings: "TasksConfig") -> str | None:
-    if not settings.desktop_url:
+    from conway.desktops.guest_client import check_url
+    from conway.desktops.lease import guest_urls
+
+    urls = guest_urls(settings.desktop_url)
+    if not urls:
         return ("tasks.desktop=osworld needs the guest server's address: --desktop-url http://HOST:PORT "
-                "(or tasks.desktop_url=…)")
+                "(or tasks.desktop_url=…; several, comma-separated, for a pool)")
+    try:
+        for url in urls:
+            check_url(url)
+    except GuestError as exc:
+        return str(exc)
     return None
 
 
 def _make(settings: "TasksConfig", request: DesktopRequest) -> GuestDesktop:
+    from conway.desktops.lease import GuestLease, guest_urls
+
     problem = _check(settings)
     if problem:
         raise DesktopError(problem)
-    return GuestDesktop(str(settings.desktop_url), request)
+    urls = guest_urls(settings.desktop_url)
+    if len(urls) == 1:
+        return GuestDesktop(urls[0], request)
+    return GuestDesktop(urls[0], request, lease=GuestLease(urls, request.lease_dir))
 
 
 PROVIDER = Provider("osworld", _make, OSWORLD_PROTOCOL, _runnable,

@@ -229,7 +229,7 @@ class TasksSuite:
         home = Home(root / "home")
         record["phase"] = "desktop"
         request = DesktopRequest(task.id, cache_dir=self.cache, size=self.screen, network=self.network,
-                                 keep=self.keep)
+                                 keep=self.keep, lease_dir=self.folder / ".guests")
         with open_desktop(self.config.tasks, request) as desk:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds, protocol)
