@@ -206,9 +206,12 @@ def with_desktop_url(cfg: Any, url: str | None) -> Any:
 
 
 def do_doctor(args: argparse.Namespace) -> int:
+    from conway.desktops.qemu import machine_record, render_machine
     from conway.tasks.facts import doctor, render_doctor
     record = doctor()
-    print(json.dumps(record, indent=2) if args.json else render_doctor(record))
+    record["qemu"] = machine_record()  # what the machine has for OSWorld's own VM (tasks.desktop=qemu)
+    print(json.dumps(record, indent=2) if args.json else "\n".join([render_doctor(record),
+                                                                    *render_machine(record["qemu"])]))
     return int(ExitCode.PASSED if record["installed"] == record["total"] else ExitCode.NOT_PASSED)
 
 

@@ -229,6 +229,34 @@ class QemuDesktop(GuestDesktop):
         return out
 
 
+def machine_record(memory_mb: int = int(DEFAULTS["memory_mb"])) -> dict[str, Any]:
+    """What this machine has for the qemu provider (`conway tasks doctor`): QEMU and its version, KVM, and how
+    many VMs of `memory_mb` its memory holds now."""
+    import psutil
+
+    exe = shutil.which(QEMU)
+    version = None
+    if exe:
+        try:
+            first = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
+            version = (first.strip().splitlines() or [""])[0].removeprefix("QEMU emulator version ").strip() or None
+        except (OSError, subprocess.TimeoutExpired):
+            version = None
+    available = psutil.virtual_memory().available // (1 << 20)
+    return {"qemu": exe, "version": version, "kvm": kvm_problem() is None, "kvm_problem": kvm_problem(),
+            "memory_available_mb": int(available), "memory_per_vm_mb": memory_mb,
+            "vms_that_fit": int(available // memory_mb)}
+
+
+def render_machine(record: dict[str, Any]) -> list[str]:
+    qemu = (f"{record['qemu']} ({record['version'] or 'version unknown'})" if record["qemu"]
+            else "NOT INSTALLED (apt-get install qemu-system-x86)")
+    kvm = "usable" if record["kvm"] else f"not usable ({record['kvm_problem']}): VMs run under TCG, slowly"
+    return ["", "for tasks.desktop=qemu (OSWorld's VM image here):", f"  QEMU: {qemu}", f"  KVM: {kvm}",
+            f"  memory: {record['memory_available_mb']} MB available now: {record['vms_that_fit']} VM(s) of "
+            f"{record['memory_per_vm_mb']} MB (tasks.desktop_options.memory_mb)"]
+
+
 def _check(settings: "TasksConfig") -> str | None:
     try:
         options(settings)

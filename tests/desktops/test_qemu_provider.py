@@ -5,7 +5,9 @@ Conway killed with kill -9 takes its VM along. (A VM that boots OSWorld's image 
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -116,3 +118,16 @@ def test_kill_9_of_conway_takes_its_vm_along(image) -> None:
             parent.kill()
         for pid in qemu_pids(image):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_tasks_doctor_says_what_the_machine_has_for_the_qemu_provider() -> None:
+    done = subprocess.run([sys.executable, "-m", "conway.cli", "tasks", "doctor", "--json"], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    record = json.loads(done.stdout)["qemu"]
+    assert record["kvm"] == (kvm_problem() is None) and record["memory_per_vm_mb"] == 4096
+    assert record["vms_that_fit"] == record["memory_available_mb"] // 4096
+    assert (record["qemu"] is not None) == (shutil.which("qemu-system-x86_64") is not None)
+    text = subprocess.run([sys.executable, "-m", "conway.cli", "tasks", "doctor"], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=120).stdout
+    assert "for tasks.desktop=qemu" in text and "KVM: " in text and "VM(s) of 4096 MB" in text
