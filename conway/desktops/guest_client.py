@@ -147,10 +147,13 @@ class GuestClient:
         answer = self._tries("GET", "/accessibility", timeout=UNBOUNDED_TIMEOUT_S, cap=MAX_TEXT_BYTES)
         return _field(answer, "AT", str, "/accessibility")
 
-    def terminal_output(self) -> str:
-        """GET /terminal → its `output`."""
+    def terminal_output(self) -> str | None:
+        """GET /terminal → its `output` (null when no terminal is open: the server answers `{"output": null}`)."""
         answer = self._tries("GET", "/terminal", timeout=UNBOUNDED_TIMEOUT_S, cap=MAX_TEXT_BYTES)
-        return _field(answer, "output", str, "/terminal")
+        output = _object(answer, "/terminal").get("output")
+        if output is not None and not isinstance(output, str):
+            raise GuestError("/terminal: `output` is not a string or null")
+        return output
 
     def file(self, guest_path: str) -> bytes | None:
         """POST /file (form `file_path`): the file's bytes; None when the server says it is not there."""

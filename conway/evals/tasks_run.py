@@ -302,6 +302,8 @@ class TasksSuite:
             record["desktop"] = desk.facts()
         record["phase"] = "setup"
         desk.run_steps(list(task.config), limits)
+        if desk.provider != "local":  # again: what setup met on the guest (a step it refused that OSWorld lets pass)
+            record["desktop"] = desk.facts()
         waits: dict[str, float] = {}
         if protocol.wait_after_setup_s:  # OSWorld: "wait for the environment to be ready" before the first look
             waits["after_setup_s"] = pause(protocol.wait_after_setup_s)
