@@ -3,7 +3,7 @@
 #   bash scripts/test.sh            (extra args go to pytest, e.g. -k journal; ruff checks the tree first)
 # System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video,
 # and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat;
-# QEMU for the qemu desktop provider's tests;
+# QEMU, a Debian cloud kernel and busybox for the qemu desktop provider's tests (its small VM is built from them);
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
 # (≈15 min on 2 cores) into .cache/llama-server/: llama-server and the shared
@@ -24,7 +24,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     bubblewrap lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
-    qemu-system-x86 qemu-utils >/dev/null
+    qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"

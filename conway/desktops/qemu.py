@@ -12,7 +12,8 @@ is also started with the parent-death signal, so a Conway killed with `kill -9` 
 once (a worker pool) each get their own port and VM.
 
 Options (`tasks.desktop_options.*`): image (required), format (qcow2), memory_mb (4096), cpus (2), guest_port
-(5000), boot_timeout_s (600), cpu (host: the host's CPU under KVM; where a nested KVM refuses it, QEMU aborts
+(5000), boot_timeout_s (600), accel (auto: KVM when /dev/kvm opens; kvm; tcg), kernel/initrd/append (a direct kernel boot, for the small test VM that
+scripts/build/build_qemu_test_image.py builds), cpu (host: the host's CPU under KVM; where a nested KVM refuses it, QEMU aborts
 on its first MSR write: qemu64, its default model, runs there).
 """
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 QEMU = "qemu-system-x86_64"
 DEFAULTS: dict[str, Any] = {"format": "qcow2", "memory_mb": 4096, "cpus": 2, "guest_port": 5000,
-                            "boot_timeout_s": 600.0, "cpu": "host"}
+                            "boot_timeout_s": 600.0, "cpu": "host", "accel": "auto"}
 READY_POLL_S = 1.0
 STOP_WAIT_S = 5.0
 
@@ -63,7 +64,7 @@ def free_port() -> int:
 def options(settings: "TasksConfig") -> dict[str, Any]:
     """The provider's options with their defaults; DesktopError (one line) for a missing image or a bad value."""
     given = dict(settings.desktop_options)
-    unknown = sorted(set(given) - set(DEFAULTS) - {"image"})
+    unknown = sorted(set(given) - set(DEFAULTS) - {"image", "kernel", "initrd", "append"})
     if unknown:
         raise DesktopError(f"tasks.desktop_options: {', '.join(unknown)} is not a qemu option "
                            f"(image, {', '.join(DEFAULTS)})")
@@ -76,12 +77,21 @@ def options(settings: "TasksConfig") -> dict[str, Any]:
     if not path.is_file():
         raise DesktopError(f"the VM image {path} is not a file")
     out["image"] = str(path.resolve())
+    for key in ("kernel", "initrd"):  # a direct kernel boot (the test VM); OSWorld's image boots from its disk
+        if key in out:
+            if not isinstance(out[key], str) or not Path(out[key]).expanduser().is_file():
+                raise DesktopError(f"tasks.desktop_options.{key} is not a file: {out[key]!r}")
+            out[key] = str(Path(out[key]).expanduser().resolve())
+    if ("initrd" in out or "append" in out) and "kernel" not in out:
+        raise DesktopError("tasks.desktop_options.initrd and append go with kernel")
     for key, low in (("memory_mb", 256), ("cpus", 1), ("guest_port", 1), ("boot_timeout_s", 1)):
         value = out[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low:
             raise DesktopError(f"tasks.desktop_options.{key} must be a number of at least {low} (got {value!r})")
     if not isinstance(out["cpu"], str) or not out["cpu"].replace("-", "").replace(",", "").replace("_", "").isalnum():
         raise DesktopError(f"tasks.desktop_options.cpu must be a QEMU CPU model name (got {out['cpu']!r})")
+    if out["accel"] not in ("auto", "kvm", "tcg"):
+        raise DesktopError(f"tasks.desktop_options.accel must be auto, kvm or tcg (got {out['accel']!r})")
     if out["format"] not in ("qcow2", "raw"):
         raise DesktopError(f"tasks.desktop_options.format must be qcow2 or raw (got {out['format']!r})")
     return out
@@ -97,7 +107,16 @@ def qemu_argv(opts: dict[str, Any], port: int, folder: Path, kvm: bool) -> list[
             "-drive", f"file={opts['image']},format={opts['format']},if=virtio",
             "-netdev", f"user,id=net0,hostfwd=tcp:127.0.0.1:{port}-:{int(opts['guest_port'])}",
             "-device", "virtio-net-pci,netdev=net0", "-display", "none", "-monitor", "none",
-            "-serial", f"file:{folder / 'serial.log'}", "-name", f"conway-{folder.name}"]
+            "-serial", f"file:{folder / 'serial.log'}", "-name", f"conway-{folder.name}", *_direct_boot(opts)]
+
+
+def _direct_boot(opts: dict[str, Any]) -> list[str]:
+    if "kernel" not in opts:
+        return []
+    out = ["-kernel", opts["kernel"], "-no-reboot"]
+    if "initrd" in opts:
+        out += ["-initrd", opts["initrd"]]
+    return out + ["-append", str(opts.get("append", "console=ttyS0 panic=-1"))]
 
 
 FOLDER_PREFIX = "conway-qemu-"
@@ -165,7 +184,9 @@ class QemuDesktop(GuestDesktop):
     def _boot(self) -> None:
         if shutil.which(QEMU) is None:
             raise DesktopError(f"{QEMU} is not installed (Debian: apt-get install qemu-system-x86)")
-        self.kvm_problem = kvm_problem()
+        self.kvm_problem = kvm_problem() if self.opts["accel"] != "tcg" else "tasks.desktop_options.accel=tcg"
+        if self.opts["accel"] == "kvm" and self.kvm_problem:
+            raise DesktopError(f"tasks.desktop_options.accel=kvm, but KVM is not usable: {self.kvm_problem}")
         sweep_orphans()
         self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         (self.folder / "owner").write_text(str(os.getpid()), encoding="utf-8")
