@@ -172,7 +172,7 @@ def _settings(settings: Any, found: tuple[dict[str, Any], dict[str, Any]] | None
         return settings
     ran = ((found[0].get("parameters") or {}).get("desktop") or {}) if found else {}
     if ran.get("provider"):
-        return TasksConfig(desktop=ran["provider"], desktop_url=ran.get("url"))
+        return TasksConfig(desktop=ran["provider"], desktop_url=ran.get("url"), desktop_options=ran.get("options") or {})
     return TasksConfig()
 
 

@@ -564,7 +564,8 @@ def _desktop_parameters(runner: TasksSuite) -> dict[str, Any]:
     protocol, deviations = runner.protocol()
     if settings.desktop == "local" and not deviations:
         return {}
-    return {"desktop": {"provider": settings.desktop, "url": settings.desktop_url, "protocol": asdict(protocol),
+    return {"desktop": {"provider": settings.desktop, "url": settings.desktop_url,
+                        "options": dict(settings.desktop_options), "protocol": asdict(protocol),
                         "deviations": deviations}}
 
 

@@ -55,9 +55,19 @@ def test_a_task_runs_and_scores_through_the_guest_protocol(xvfb_session, tmp_pat
     guest = StandinGuest(xvfb_session.display, tmp_path / "guest-home", size=tuple(xvfb_session.size))
     try:
         done, report = tasks_run(tmp_path, guest.url, script)
+        case = report["cases"][0]
+        if score:  # `conway rerun` replays the session on the provider its report names: the same guest
+            before = len(guest.recording)
+            again = subprocess.run([sys.executable, "-m", "conway.cli", "--home",
+                                    str(tmp_path / "report.json").replace("report.json", case["home"]), "rerun",
+                                    "--session", case["session"], "--output", str(tmp_path / "rerun")], cwd=REPO,
+                                   env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                                   timeout=300)
+            assert again.returncode == 0 and "reproduced" in again.stdout, again.stdout + again.stderr
+            replayed = [r for r in guest.recording[before:] if r["path"] == "/execute"]
+            assert any("typewrite" in json.dumps(r["request"]) for r in replayed)
     finally:
         guest.close()
-    case = report["cases"][0]
     assert case["outcome"] == ("pass" if score else "fail") and case["score"] == score, done.stdout + done.stderr
     assert case["desktop"]["line"] == f"OSWorld guest server at {guest.url}, Linux, screen 1280x800"
     assert case["protocol_waits"]["after_setup_s"] >= 1 and case["budget"]["max_steps"] == 15
