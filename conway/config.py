@@ -546,10 +546,24 @@ WAIT_MODES = ("fixed", "measured")
 """How `tasks run` waits on an OSWorld-format task's desktop (`tasks.waits`)."""
 
 
+_PROVIDER_NAME = r"^[a-z][a-z0-9_-]{0,31}$"
+
+
 class TasksConfig(_Section):
-    """OSWorld's runner protocol (`lib_run_single.run_single_example` with `run.py`'s defaults) for the
-    OSWorld-format tasks `conway tasks run` runs: the same waits and step limit, so a score means what
-    OSWorld's would. Any other value is a deviation, listed in the report (`conway/tasks/protocol.py`)."""
+    """Which desktop a task of `conway tasks run` (and rollouts, rerun, the pool's workers) runs on, and OSWorld's
+    runner protocol (`lib_run_single.run_single_example` with `run.py`'s defaults) for the OSWorld-format tasks
+    it runs, on every provider: the same waits and step limit, so a score means what OSWorld's would. Any other
+    value is a deviation, listed in the report (`conway/evals/task_protocol.py`)."""
+
+    desktop: str = Field(default="local", pattern=_PROVIDER_NAME)
+    """The desktop provider by its short name: local (a disposable desktop's box on this machine), osworld (a
+    machine running OSWorld's guest server, at desktop_url), qemu (OSWorld's VM image here)."""
+    desktop_url: str | None = Field(default=None, pattern=r"^https?://")
+    """osworld: the guest server's address, e.g. http://192.168.122.10:5000 (`tasks run --desktop-url`); several,
+    comma-separated, are leased one per task."""
+    desktop_options: dict[str, str | int | float | bool] = {}
+    """The provider's own settings, checked by it before any task starts (qemu: image, memory_mb, cpus,
+    guest_port, boot_timeout_s)."""
 
     wait_after_setup_s: float = Field(default=60.0, ge=0, le=600)
     """After the setup steps, before the first observation (OSWorld: `time.sleep(60)` after `env.reset`)."""

@@ -5,6 +5,7 @@
 # and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat,
 # the GNOME settings schemas they read and write (gnome-shell-common, gnome-settings-daemon-common: ≈1.4 MB),
 # the packages their setups install from the network on OSWorld's VM (sysstat, xsel, expect: ≈2 MB) and bc (a checker calls it);
+# QEMU, a Debian cloud kernel and busybox for the qemu desktop provider's tests (its small VM is built from them);
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
 # (≈15 min on 2 cores) into .cache/llama-server/: llama-server and the shared
@@ -25,7 +26,8 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     bubblewrap slirp4netns lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
-    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc >/dev/null
+    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc \
+    qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else
   echo "== skipping apt (not root and no passwordless sudo): desktop tests will skip if Xvfb is missing"

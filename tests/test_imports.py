@@ -45,6 +45,10 @@ NEVER = [
     ("training", "scripts", "training never imports a demo, benchmark or builder"),
     ("conway.experience", "conway.evals", "experience turns journals into data; the suites and reports that use it sit above"),
     ("conway.readiness", "conway.evals", "readiness checks and commands sit below the suites and reports that run them"),
+    ("conway.desktops", "conway.evals", "a desktop provider knows no suite or report that runs tasks on it"),
+    ("conway.desktops", "conway.cli", "desktop providers know no command line"),
+    ("conway.sandbox", "conway.desktops", "the local desktop is wrapped by its provider; it does not know the seam"),
+    ("conway.tasks", "conway.desktops", "a task sees its machine only through TaskEnv, whichever provider gives it"),
 ]
 
 # modules at the top of the package import only each other: they are what everything else stands on

@@ -7,7 +7,7 @@ import argparse
 import json
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from conway.args.pool import add_pool_args
 from conway.errors import ExitCode, UserError
@@ -146,6 +146,9 @@ def _add_run(group: argparse._SubParsersAction) -> None:
     rp.add_argument("--network", action="store_true", help="let each task's sandbox share this machine's network, "
                     "so tasks that need the live web run (without it they are not runnable); the report says so. "
                     "Files still come only from --cache (conway tasks fetch fills it)")
+    rp.add_argument("--desktop-url", metavar="URL", help="run each task on the machine whose OSWorld guest server "
+                    "answers at URL (http://HOST:PORT; OSWorld's own VM) instead of a local disposable desktop: "
+                    "tasks.desktop=osworld with tasks.desktop_url=URL")
     rp.add_argument("--quiet", action="store_true", help="no line per task")
     rp.add_argument("--video", action="store_true",
                     help="record each task's screen to a video in its home (videos/<session>.mp4, ffmpeg x11grab, "
@@ -218,7 +221,7 @@ def do_run(args: argparse.Namespace) -> int:
     home = home_of(args)
     args.mock = args.mock or bool(args.mock_scripts)  # scripts are the mock's
     args.mock_script = None  # one script per task (--mock-scripts), never one for all
-    cfg = model_config_of(args, home)
+    cfg = with_desktop_url(model_config_of(args, home), args.desktop_url)
     return tasks_run(home, cfg, args.suite, output=args.output, cache=args.cache, mock_scripts=args.mock_scripts,
                      keep=args.keep, video=args.video, max_steps=args.max_steps, max_seconds=args.max_seconds,
                      task_timeout_s=args.task_timeout_s, quiet=args.quiet, argv=args._argv,
@@ -244,10 +247,27 @@ def do_check(args: argparse.Namespace) -> int:
                  lambda sources: plan_cases(load_suite(sources), cache, args.network))
 
 
+def with_desktop_url(cfg: Any, url: str | None) -> Any:
+    """`--desktop-url URL`: the osworld provider at URL (a provider other than local that was named stays)."""
+    if not url:
+        return cfg
+    from conway.config import TasksConfig
+
+    desktop = "osworld" if cfg.tasks.desktop == "local" else cfg.tasks.desktop
+    try:
+        tasks = TasksConfig.model_validate({**cfg.tasks.model_dump(), "desktop": desktop, "desktop_url": url})
+    except ValueError:
+        raise UserError(f"--desktop-url must be http(s)://HOST:PORT (got {url!r})") from None
+    return cfg.model_copy(update={"tasks": tasks})
+
+
 def do_doctor(args: argparse.Namespace) -> int:
+    from conway.desktops.qemu import machine_record, render_machine
     from conway.tasks.facts import doctor, doctor_passed, render_doctor
     record = doctor()
-    print(json.dumps(record, indent=2) if args.json else render_doctor(record))
+    record["qemu"] = machine_record()  # what the machine has for OSWorld's own VM (tasks.desktop=qemu)
+    print(json.dumps(record, indent=2) if args.json else "\n".join([render_doctor(record),
+                                                                    *render_machine(record["qemu"])]))
     return int(ExitCode.PASSED if doctor_passed(record) else ExitCode.NOT_PASSED)
 
 

@@ -140,7 +140,9 @@ def find_task_case(home: Home, session: str) -> tuple[dict[str, Any], dict[str, 
 
 
 def rerun(home: Home, session: str, *, output: str | None = None, threshold: float = THRESHOLD,
-          say: Callable[[str], None] = print) -> int:
+          say: Callable[[str], None] = print, settings: Any = None) -> int:
+    """`settings`: the `tasks` section naming the desktop provider (None: the one the task's report ran on, else
+    the local desktop)."""
     if not 0 < threshold < 1:
         raise UserError(f"--threshold must be between 0 and 1 (got {threshold})")
     steps = replay_steps(home, session)
@@ -157,7 +159,7 @@ def rerun(home: Home, session: str, *, output: str | None = None, threshold: flo
                          recorded_score=found[1].get("score") if found else None)
     say(f"rerun of {session}: {len(steps)} action(s)" + (f", task {task.id} after its setup" if task else
                                                          " on a bare desktop (not a task's session: unscored)"))
-    _replay_on_desktop(home, steps, task, cache, result, out, threshold, say)
+    _replay_on_desktop(home, steps, task, cache, result, out, threshold, say, _settings(settings, found))
     (out / "rerun.json").write_text(json.dumps(result.__dict__, indent=2, default=str), encoding="utf-8")
     return _verdict(result, out, say)
 
@@ -174,15 +176,26 @@ def _task_of(found: tuple[dict[str, Any], dict[str, Any]]) -> tuple[Any, Path | 
     return task, Path(params["cache"]) if params.get("cache") else None
 
 
-def _replay_on_desktop(home: Home, steps: list[ReplayStep], task: Any, cache: Path | None, result: RerunResult,
-                       out: Path, threshold: float, say: Callable[[str], None]) -> None:
-    from conway.sandbox.desktop import DisposableDesktop
-    from conway.sandbox.setup import SetupLimits, run_setup
+def _settings(settings: Any, found: tuple[dict[str, Any], dict[str, Any]] | None) -> Any:
+    """The desktop provider's settings: the ones given, else the provider the task's report ran on, else local."""
+    from conway.config import TasksConfig
 
-    with DisposableDesktop(task.id if task else "rerun", cache_dir=cache) as desk:
-        limits = SetupLimits(screen=tuple(desk.size), scale_with_load=True)
+    if settings is not None:
+        return settings
+    ran = ((found[0].get("parameters") or {}).get("desktop") or {}) if found else {}
+    if ran.get("provider"):
+        return TasksConfig(desktop=ran["provider"], desktop_url=ran.get("url"), desktop_options=ran.get("options") or {})
+    return TasksConfig()
+
+
+def _replay_on_desktop(home: Home, steps: list[ReplayStep], task: Any, cache: Path | None, result: RerunResult,
+                       out: Path, threshold: float, say: Callable[[str], None], settings: Any) -> None:
+    from conway.desktops import DesktopRequest, StepLimits, open_desktop
+
+    with open_desktop(settings, DesktopRequest(task.id if task else "rerun", cache_dir=cache)) as desk:
+        limits = StepLimits(window_wait_s=10.0)  # the setup's own default window wait, as before the seam
         if task is not None:
-            run_setup(list(task.config), desk, limits)
+            desk.run_steps(list(task.config), limits)
         screen, toolbox = _parts(home, desk)
         try:
             for n, st in enumerate(steps, 1):
@@ -197,8 +210,8 @@ def _replay_on_desktop(home: Home, steps: list[ReplayStep], task: Any, cache: Pa
             if task is not None:
                 from conway.tasks.evaluate import evaluate
 
-                evaluated = evaluate(task, desk, declared_fail=False,
-                                     run_step=lambda step, env: run_setup([step], env, limits))
+                evaluated = evaluate(task, desk.task_env(), declared_fail=False,
+                                     run_step=lambda step, env: desk.run_steps([step], limits))
                 result.score = float(evaluated.score)
         finally:
             screen.close()
@@ -222,18 +235,11 @@ def settled(screen: Any, limit_s: float = SETTLE_LIMIT_S) -> Any:
 
 
 def _parts(home: Home, desk: Any) -> tuple[Any, Any]:
-
+    """The desktop's observer (no screenshots kept: the replay compares, it does not archive) and its toolbox."""
     from conway.config import ConwayConfig
-    from conway.observe.screen import ScreenObserver
-    from conway.session.task_run import shell_env
-    from conway.tasks.env import GUEST_HOME
-    from conway.tools.registry import build_toolbox
 
-    cfg = ConwayConfig.model_validate({"tools": {"environment": "sandbox", "workdir": GUEST_HOME}})
-    tools = cfg.tools.model_copy(update={"enabled": [t for t in cfg.tools.enabled if t != "browser"]})
-    toolbox = build_toolbox(tools, Path(GUEST_HOME), gui=True, shell_env=shell_env(home),
-                            environment=desk.environment, display=desk.display)
-    return ScreenObserver(display=desk.display, accessibility_helper=desk.helper_argv("_atspi_snapshot.py")), toolbox
+    cfg = desk.task_config(ConwayConfig.model_validate({"observe": {"keep_screenshots": 0}}))
+    return desk.observer(cfg, home), desk.toolbox(cfg, home)
 
 
 def _compare(home: Home, st: ReplayStep, obs: Any, n: int, result: RerunResult, out: Path,

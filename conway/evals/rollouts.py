@@ -361,11 +361,11 @@ def parse_screen(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def runnable_cases(suite_source: str | list[str], cache: Path | None) -> list[TaskCase]:
-    """The suite's cases; a UserError, one line, when none of its tasks can run here."""
+def runnable_cases(suite_source: str | list[str], cache: Path | None, desktop: str = "local") -> list[TaskCase]:
+    """The suite's cases on the `desktop` provider's desktops; a UserError, one line, when none can run there."""
     from conway.tasks.task import load_suite
 
-    cases = plan_cases(load_suite(suite_source), cache)
+    cases = plan_cases(load_suite(suite_source), cache, desktop=desktop)
     runnable = [c for c in cases if c.task is not None and not c.reasons]
     if not runnable:
         reasons = sorted({r for c in cases for r in c.reasons} | {c.problem.reason for c in cases if c.problem})
@@ -397,7 +397,10 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     _check_limits(max_steps, max_seconds, limits.get("task_timeout_s"))
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
-    cases = rollout_cases(runnable_cases(suite_source, cache_dir), samples, seed)
+    from conway.desktops import check_settings
+
+    check_settings(config.tasks)  # a provider that cannot work as configured is said before any rollout
+    cases = rollout_cases(runnable_cases(suite_source, cache_dir, config.tasks.desktop), samples, seed)
     out_dir, report_path, folder = new_set(output, suite_source)
     runner = RolloutSuite(config, folder, out_dir, len(cases), cache=cache_dir, mock_scripts=scripts,
                           max_steps=max_steps, max_seconds=max_seconds, quiet=quiet, say=say,

@@ -4,10 +4,13 @@ For each task of the suite (`conway.tasks.task.load_suite`):
 
 1. the runnable check (`conway.tasks.runnable`): a task that cannot run here is
    a `not-runnable` case with its reasons, never started and never scored;
-2. a disposable desktop (`conway.sandbox.desktop.DisposableDesktop`: private
-   Xvfb, session bus, bubblewrap, a user home seen at /home/user);
-3. the task's setup steps (`conway.sandbox.setup.run_setup`), each bounded, then, for an OSWorld-format
-   task, OSWorld's wait before the first observation (`conway.evals.task_protocol`: `tasks.*`);
+2. a disposable desktop from the provider `tasks.desktop` names
+   (`conway.desktops.open_desktop`; `local`, the default, is
+   `conway.sandbox.desktop.DisposableDesktop`: private Xvfb, session bus,
+   bubblewrap, a user home seen at /home/user; `osworld` is a machine running
+   OSWorld's guest server);
+3. the task's setup steps (the provider's `run_steps`), each bounded, then the
+   runner protocol's wait after setup (`tasks.wait_after_setup_s`);
 4. a fresh Conway home and one single session of the real loop
    (`conway.session.task_run.run_task`: a `finish` ends it; the budget is the
    command line's, else the task's, else `tasks.max_steps` / `DEFAULT_MAX_SECONDS`; OSWorld's pause after
@@ -57,7 +60,6 @@ from conway.protocols import Policy
 from conway.session.acceptance import declared_record
 from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.store.home import Home
-from conway.tasks.env import GUEST_HOME
 
 DEFAULT_MAX_STEPS = 15
 """OSWorld's own default step budget per task."""
@@ -217,8 +219,13 @@ class TasksSuite:
                 "domain": task.domain, "related_apps": list(task.related_apps), "instruction": task.instruction,
                 "raw": task.raw}
 
+    def protocol(self) -> tuple[Any, list[str]]:
+        """The runner protocol's settings (`tasks.*`, OSWorld's by default on every provider) and their
+        deviations from OSWorld's runner."""
+        return self.config.tasks, deviations(self.config.tasks)
+
     def _run(self, policy: Policy, case: TaskCase, record: dict[str, Any]) -> None:
-        from conway.sandbox.desktop import DisposableDesktop
+        from conway.desktops import DesktopRequest, open_desktop
 
         task = case.task
         steps, seconds = budget(task, self.max_steps, self.max_seconds, self.config.tasks.max_steps)
@@ -229,8 +236,9 @@ class TasksSuite:
         root = _case_folder(self.folder / f"{case.index + 1:02d}-{_safe(task.id)}")
         home = Home(root / "home")
         record["phase"] = "desktop"
-        with DisposableDesktop(task.id, cache_dir=self.cache, keep=self.keep, size=self.screen,
-                               network=self.network, limits=box_limits(self.config)) as desk:
+        request = DesktopRequest(task.id, cache_dir=self.cache, size=self.screen, network=self.network,
+                                 keep=self.keep, lease_dir=self.folder / ".guests", limits=box_limits(self.config))
+        with open_desktop(self.config.tasks, request) as desk:
             try:
                 self._on_desktop(policy, case, record, desk, home, root, steps, seconds)
             finally:
@@ -246,15 +254,10 @@ class TasksSuite:
         from conway.session.task_run import run_task
 
         task = case.task
-        if self.keep:
-            record["kept"] = str(desk.root)
-        self.display_sizes.append(tuple(desk.size))
-        record["display_size"] = list(desk.size)
-        record["phase"] = "setup"
-        limits = self._setup(task, desk, record)
+        limits = self._set_up(desk, task, record)
         protocol = RunnerProtocol(self.config.tasks, applies=task.format == "osworld")
         record["phase"] = "wait after setup"
-        protocol.after_setup(desk)
+        protocol.after_setup(desk.task_env())
         record["phase"] = "run"
         _task_home(home)
         cfg = self._task_config(desk)
@@ -267,7 +270,7 @@ class TasksSuite:
             with dog:
                 run = run_task(home, cfg, task.instruction, max_steps=steps, max_seconds=seconds, policy=policy,
                                observer=self._observer(cfg, home, desk),
-                               toolbox=protocol.paced(self._toolbox(cfg, home, desk), desk),
+                               toolbox=protocol.paced(self._toolbox(cfg, home, desk), desk.task_env()),
                                say=self.say, quiet=True, video=self.video)
         finally:  # also when the loop raised: a torn-down desktop is the watchdog's doing, not a lost one
             if dog.fired:
@@ -291,44 +294,53 @@ class TasksSuite:
                                + (f"; the teardown failed: {dog.teardown_error}" if dog.teardown_error else ""))
         if outcome.failed:  # the loop crashed (or the disk filled): no score means anything
             raise RuntimeError(outcome.reason)
-        _refuse_breaches(desk, record)
+        _refuse_breaches(desk.task_env(), record)
         self._settle_and_score(task, desk, outcome, protocol, limits, record)
 
-    def _setup(self, task: Any, desk: Any, record: dict[str, Any]) -> Any:
-        """The task's setup steps on its desktop; the limits they ran under (postconfig runs under them too)."""
-        from conway.sandbox.setup import SetupLimits, run_setup
+    def _set_up(self, desk: Any, task: Any, record: dict[str, Any]) -> Any:
+        """The desktop's facts into the case, then the task's setup steps; the limits they ran under (the
+        postconfig runs under them too)."""
+        from conway.desktops import StepLimits
 
-        notes: list[str] = []  # what OSWorld's setup would only have logged
-        limits = SetupLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s,
-                             screen=tuple(desk.size), scale_with_load=True, notes=notes)
+        kept = desk.kept()
+        if kept:
+            record["kept"] = kept
+        self.display_sizes.append(tuple(desk.size))
+        record["display_size"] = list(desk.size)
+        if desk.provider != "local":  # the local desktop's facts are the report's environment already
+            record["desktop"] = desk.facts()
+        record["phase"] = "setup"
+        limits = StepLimits(window_wait_s=self.window_wait_s, command_timeout_s=self.command_timeout_s, notes=[])
         try:
-            run_setup(list(task.config), desk, limits)
+            desk.run_steps(list(task.config), limits)
         finally:
-            if notes:
-                record["setup_notes"] = list(notes)
+            if limits.notes:  # what OSWorld's setup would only have logged
+                record["setup_notes"] = list(limits.notes)
+        if desk.provider != "local":  # again: what setup met on the guest (a step it refused that OSWorld lets pass)
+            record["desktop"] = desk.facts()
         return limits
 
     def _settle_and_score(self, task: Any, desk: Any, outcome: Any, protocol: RunnerProtocol, limits: Any,
                           record: dict[str, Any]) -> None:
-        """OSWorld's settle, then the task's evaluator (its postconfig through the setup steps)."""
-        from conway.sandbox.setup import run_setup
+        """OSWorld's settle, then the task's evaluator on the desktop's TaskEnv (its postconfig through the
+        desktop's steps)."""
         from conway.tasks.evaluate import evaluate
 
         record["phase"] = "settle before evaluation"
-        protocol.before_evaluation(desk)
+        protocol.before_evaluation(desk.task_env())
         if protocol.timings:
             record["protocol"] = dict(protocol.timings)
         record["phase"] = "evaluate"
         declared_fail = (outcome.finish or {}).get("status") == "FAIL"
-        result = evaluate(task, desk, declared_fail=declared_fail,
-                          run_step=lambda step, env: run_setup([step], env, limits))
+        result = evaluate(task, desk.task_env(), declared_fail=declared_fail,
+                          run_step=lambda step, env: desk.run_steps([step], limits))
         if limits.notes:  # the postconfig's too
             record["setup_notes"] = list(limits.notes)
         record.update(_scored(result))
 
     def _final_screen(self, record: dict[str, Any], desk: Any, home: Home, root: Path, session: str) -> None:
         """The desktop's last screen (and the run's video when asked) beside the report."""
-        record["image"] = final_screen(desk.display, root / "final.png", self.report_dir)
+        record["image"] = final_screen(desk, root / "final.png", self.report_dir)
         video = home.root / "videos" / f"{session}.mp4"
         if self.video and video.is_file():
             record["video"] = _relative(video, self.report_dir)
@@ -348,25 +360,13 @@ class TasksSuite:
         return MockPolicy(load_script(path))
 
     def _task_config(self, desk: Any) -> ConwayConfig:
-        data = self.config.model_dump()
-        data["observe"]["source"] = "screen"  # the desktop's display, also for a scripted policy
-        enabled = [t for t in data["tools"]["enabled"] if t != "browser"]  # the browser tool opens the host's
-        data["tools"].update(enabled=enabled, mcp_servers=[], workdir=GUEST_HOME, environment="sandbox")
-        return ConwayConfig.model_validate(data)
+        return desk.task_config(self.config)  # which tools act where is the desktop's to say
 
     def _observer(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
-        from conway.observe.screen import ScreenObserver
-
-        # the desktop's display; its AT-SPI tree read inside the desktop's box (the helper's answer is data)
-        return ScreenObserver.from_config(cfg, home, display=desk.display,
-                                          accessibility_helper=desk.helper_argv("_atspi_snapshot.py"))
+        return desk.observer(cfg, home)
 
     def _toolbox(self, cfg: ConwayConfig, home: Home, desk: Any) -> Any:
-        from conway.session.task_run import shell_env
-        from conway.tools.registry import build_toolbox
-
-        return build_toolbox(cfg.tools, Path(GUEST_HOME), gui=True, api_key_env=cfg.policy.api_key_env,
-                             shell_env=shell_env(home), environment=desk.environment, display=desk.display)
+        return desk.toolbox(cfg, home)
 
     def _outcome_line(self, case: TaskCase, record: dict[str, Any]) -> None:
         if self.quiet:
@@ -399,21 +399,22 @@ class TasksSuite:
         return tasks_summary.verdict(records, summary)
 
 
-def final_screen(display: str, path: Path, report_dir: Path) -> dict[str, Any] | None:
+def final_screen(desk: Any, path: Path, report_dir: Path) -> dict[str, Any] | None:
     """The desktop's screen when the session ended (what the checker is about to look at), kept beside the home."""
-    from conway.observe.screen import ScreenObserver
+    import io
 
-    observer = ScreenObserver(display=display)
-    try:
-        obs = observer.observe()
-        if not obs.png:
-            return None
-        path.write_bytes(obs.png)
-    except Exception:  # a lost display leaves the card without a picture; the score does not depend on it
+    from PIL import Image
+
+    png = desk.screenshot()
+    if not png:  # a lost display leaves the card without a picture; the score does not depend on it
         return None
-    finally:
-        observer.close()
-    return {"path": _relative(path, report_dir), "size": list(obs.captured_size)}
+    try:
+        with Image.open(io.BytesIO(png)) as img:
+            size = list(img.size)
+        path.write_bytes(png)
+    except Exception:
+        return None
+    return {"path": _relative(path, report_dir), "size": size}
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -450,13 +451,14 @@ def _scored(result: Any) -> dict[str, Any]:
 # --- the command -------------------------------------------------------------------------
 
 
-def plan_cases(suite: Any, cache: Path | None, network: bool = False) -> list[TaskCase]:
-    """The suite's tasks with their reasons not to run, then its load problems, in one list."""
-    from conway.sandbox.setup import STEP_TYPES
+def plan_cases(suite: Any, cache: Path | None, network: bool = False, desktop: str = "local") -> list[TaskCase]:
+    """The suite's tasks with their reasons not to run on the `desktop` provider's desktops, then its load
+    problems, in one list."""
+    from conway.desktops import provider
     from conway.tasks.runnable import why_not_runnable
 
-    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, step_types=STEP_TYPES,
-                                                                 network=network)))
+    here = provider(desktop).runnable(network)  # which setup steps it runs, what is looked for on this machine
+    cases = [TaskCase(i, task=t, reasons=list(why_not_runnable(t, cache_dir=cache, **here)))
              for i, t in enumerate(suite.tasks)]
     cases += [TaskCase(len(cases) + i, problem=p) for i, p in enumerate(suite.problems)]
     return cases
@@ -486,15 +488,17 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
 
     With `pool` each worker runs one task at a time (each on its own disposable desktop, its home under the
     report's tasks folder: on a Ray cluster that folder must be at the same path on every node)."""
+    from conway.desktops import check_settings
     from conway.session.app import console_say
     from conway.tasks.task import load_suite
 
     say = say or console_say  # flushed: a line per task reaches a pipe as it happens
     _check_limits(max_steps, max_seconds, task_timeout_s)
+    check_settings(config.tasks)  # a provider that cannot work as configured is said before any task starts
     cache_dir = _check_folder(cache, "--cache")
     scripts = _check_folder(mock_scripts, "--mock-scripts")
     suite = load_suite(suite_source)
-    cases = plan_cases(suite, cache_dir, network)
+    cases = plan_cases(suite, cache_dir, network, config.tasks.desktop)
     if not cases:
         raise UserError(f"suite {suite_source} holds no task files")
     config = config.for_task_formats({c.task.format for c in cases if c.task is not None})  # OSWorld's: its prompt
@@ -511,7 +515,7 @@ def tasks_run(home: Home, config: ConwayConfig, suite_source: str | list[str], *
         "suite": suite_source, "cache": str(cache_dir) if cache_dir else None,
         "mock_scripts": str(scripts) if scripts else None, "keep": keep, "video": video, "max_steps": max_steps,
         "max_seconds": max_seconds, "task_timeout_s": task_timeout_s, "stop_grace_s": stop_grace_s,
-        "tasks_folder": folder.name, "network": network,
+        "tasks_folder": folder.name, "network": network, **_desktop_parameters(runner),
         "setup_limits": {"window_wait_s": window_wait_s, "command_timeout_s": command_timeout_s},
         "protocol": {**config.tasks.model_dump(), "deviations": deviations(config.tasks)},
         "defaults": {"max_steps": config.tasks.max_steps, "max_seconds": DEFAULT_MAX_SECONDS,
@@ -569,9 +573,24 @@ def _check_outside(out: Path, suite_source: str | list[str]) -> None:
                             "be read as task files next time; write it somewhere else")
 
 
+def _desktop_parameters(runner: TasksSuite) -> dict[str, Any]:
+    """The report's record of the desktop provider: absent for the local desktop (its reports stay as they
+    were), else the provider, its address and its options."""
+    settings = runner.config.tasks
+    if settings.desktop == "local":  # the protocol is in the report's parameters for every provider
+        return {}
+    return {"desktop": {"provider": settings.desktop, "url": settings.desktop_url,
+                        "options": dict(settings.desktop_options)}}
+
+
 def _extra(runner: TasksSuite, cases: list[TaskCase], records: list[dict[str, Any]]) -> dict[str, Any]:
     from conway.tasks.facts import environment_facts, programs_of
 
+    guest = next((r["desktop"] for r in records if isinstance(r.get("desktop"), dict)), None)
+    if guest is not None or runner.config.tasks.desktop != "local":  # OSWorld's own machine: its facts, not ours
+        return {"environment": {"desktop": (guest or {}).get("line") or runner.config.tasks.desktop,
+                                "display_size": "x".join(map(str, guest["screen"])) if guest else None},
+                "differences_from_osworld": [f"runner protocol: {d}" for d in deviations(runner.config.tasks)]}
     programs = {exe for c in cases if c.task is not None and not c.reasons for exe in programs_of(c.task)}
     sizes = runner.display_sizes or [tuple(r["display_size"]) for r in records if r.get("display_size")]
     size = sizes[0] if sizes else None  # a pool's workers report theirs in the records

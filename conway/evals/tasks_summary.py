@@ -177,8 +177,11 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
         apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}"
                          + (f" [OSWorld's VM: {a['osworld_vm']}]" if a.get("osworld_vm") else "")
                          for a in env.get("apps", []))
-        out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or NO_APPS}"
-                   + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
+        if env.get("desktop"):  # a desktop provider's machine (OSWorld's guest server): what it said of itself
+            out.append(f"environment: {env['desktop']}")
+        else:
+            out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or NO_APPS}"
+                       + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
     out += _rollout_lines(data, max_rows)
     out.append("")
     rows = []

@@ -1,0 +1,148 @@
+"""The desktop provider seam: providers by short name, built in one place, the runner protocol's defaults and
+deviations, the pause after each action, and the `local` provider on a real disposable desktop."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from helpers.task_desktop import need_desktop
+
+from conway.config import ConwayConfig, TasksConfig
+from conway.desktops import (
+    LOCAL_PROTOCOL,
+    OSWORLD_PROTOCOL,
+    PROVIDERS,
+    Desktop,
+    DesktopRequest,
+    PausedActuator,
+    StepLimits,
+    open_desktop,
+    provider,
+)
+from conway.errors import UserError
+from conway.protocols import ToolResult
+
+
+def test_every_registered_provider_declares_its_own_name() -> None:
+    for name in PROVIDERS:
+        assert provider(name).name == name
+
+
+def test_an_unknown_provider_is_one_line_naming_the_known_ones() -> None:
+    with pytest.raises(UserError) as caught:
+        provider("vmware")
+    said = str(caught.value)
+    assert "\n" not in said and "'vmware'" in said and "local" in said and "osworld" in said
+
+
+def test_the_config_takes_a_provider_name_and_refuses_a_malformed_one() -> None:
+    assert ConwayConfig.model_validate({"tasks": {"desktop": "osworld"}}).tasks.desktop == "osworld"
+    with pytest.raises(ValueError):
+        TasksConfig(desktop="Local Desktop")
+    with pytest.raises(ValueError):
+        TasksConfig(desktop_url="file:///etc/passwd")
+
+
+def test_local_is_the_default_and_adds_nothing_to_the_runner_protocol() -> None:
+    settings = TasksConfig()
+    assert settings.desktop == "local"
+    protocol, deviations = provider("local").protocol.resolved(settings)
+    assert protocol == LOCAL_PROTOCOL and deviations == []
+    assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
+            protocol.max_steps) == (0, 0, 0, None)
+
+
+def test_osworld_defaults_are_lib_run_single_and_any_other_value_is_a_named_deviation() -> None:
+    protocol, deviations = provider("osworld").protocol.resolved(TasksConfig(desktop="osworld"))
+    assert protocol == OSWORLD_PROTOCOL and deviations == []
+    assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
+            protocol.max_steps) == (60, 0, 20, 15)
+    quick = TasksConfig(desktop="osworld", wait_after_setup_s=0, settle_before_eval_s=1.5)
+    protocol, deviations = provider("osworld").protocol.resolved(quick)
+    assert protocol.wait_after_setup_s == 0 and protocol.settle_before_eval_s == 1.5 and protocol.max_steps == 15
+    assert deviations == ["tasks.wait_after_setup_s=0 (the provider's default: 60)",
+                          "tasks.settle_before_eval_s=1.5 (the provider's default: 20)"]
+
+
+class _Recorder:
+    """A stand-in actuator (the point: only the pause around it is under test)."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    def run(self, action, screen=None):
+        self.ran.append(action)
+        return ToolResult(ok=True, output="did it")
+
+    def available_types(self):
+        return ["click"]
+
+    def close(self):
+        self.ran.append("closed")
+
+
+def test_the_pause_after_each_action_follows_the_action_and_is_cut_by_a_stop() -> None:
+    from conway.cancel import Cancel, cancel_scope
+
+    inner = _Recorder()
+    paced = PausedActuator(inner, 0.05)
+    assert paced.run("a").ok and inner.ran == ["a"]
+    assert paced.paused[0] >= 0.05
+    assert paced.available_types() == ["click"]
+    token = Cancel()
+    token.set("stop requested")
+    with cancel_scope(token):
+        slow = PausedActuator(inner, 30.0)
+        slow.run("b")
+    assert slow.paused[0] < 5  # a stop does not wait out the pause
+    paced.close()
+    assert inner.ran[-1] == "closed"
+
+
+def test_osworld_tasks_are_planned_against_the_guests_steps_not_this_machines_programs(tmp_path) -> None:
+    from conway.evals.tasks_run import plan_cases
+    from conway.tasks.task import load_suite
+
+    task = {"id": "t1", "instruction": "open the app", "config": [
+        {"type": "launch", "parameters": {"command": ["some-app-only-the-guest-has"]}},
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.org"]}}],
+        "related_apps": ["some-app-only-the-guest-has"],
+        "evaluator": {"func": "exact_match", "result": {"type": "vm_command_line", "command": "echo hi"},
+                      "expected": {"type": "rule", "rules": {"expected": "hi"}}}}
+    (tmp_path / "t1.json").write_text(json.dumps(task))
+    suite = load_suite(str(tmp_path))
+    guest = plan_cases(suite, None, desktop="osworld")[0].reasons
+    assert guest == ["setup step 2 type chrome_open_tabs is not implemented"] or (
+        len(guest) == 1 and "chrome_open_tabs" in guest[0])
+
+
+@pytest.mark.desktop
+def test_the_local_provider_is_the_disposable_desktop_behind_the_seam(tmp_path) -> None:
+    from PIL import Image
+
+    need_desktop()
+    home_cfg = ConwayConfig()
+    with open_desktop(TasksConfig(), DesktopRequest("seam", size=(640, 400))) as desk:
+        assert isinstance(desk, Desktop) and desk.provider == "local" and desk.size == (640, 400)
+        desk.run_steps([{"type": "execute", "parameters": {"command": ["sh", "-c", "echo hello > ~/seam.txt"]}}],
+                       StepLimits(window_wait_s=10, command_timeout_s=20))
+        assert desk.task_env().host_path("~/seam.txt").read_text() == "hello\n"
+        png = desk.screenshot()
+        assert Image.open(io.BytesIO(png)).size == (640, 400)
+        cfg = desk.task_config(home_cfg)
+        assert cfg.tools.environment == "sandbox" and "browser" not in cfg.tools.enabled
+        from conway.store.home import Home
+
+        home = Home(tmp_path / "home")
+        home.ensure_dirs()
+        observer = desk.observer(cfg, home)
+        try:
+            assert observer.observe().captured_size == (640, 400)
+        finally:
+            observer.close()
+        assert desk.lost() is None and desk.kept() is None
+        root = Path(desk.desk.root)
+    assert not root.exists()  # gone after the task
