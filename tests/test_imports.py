@@ -64,7 +64,7 @@ LEAF_EXCEPTIONS = {("conway.config", "conway.policies.families")}
 
 LAYERS: list[tuple[str, ...]] = [
     ("cli",),
-    ("session", "evals", "readiness", "experience", "view", "args"),
+    ("session", "evals", "readiness", "experience", "view", "args", "desktops"),
     ("loop",),
     ("policies", "runtime", "tools", "observe", "prompt", "store"),
     ("sandbox",),

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from typing import Callable
+
+OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][A-Za-z0-9_.]*=")
+"""A `key=value` override among a command's words (Hydra's, with its `+` and `~`)."""
 
 Subparsers = argparse._SubParsersAction
 AddParser = Callable[[Subparsers], None]

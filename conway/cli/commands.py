@@ -296,11 +296,18 @@ def do_rollouts(args) -> int:
         raise UserError("--judge-model names the model of --judge-endpoint; give the endpoint too")
     elif args.judge:
         judge_cfg = cfg
+    pool = pool_of(args, cfg, home)
+    then = None
+    if judge_cfg is not None:
+        from conway.evals.judge.run import judge_pool, judge_set
+
+        def then(out_dir):  # the set's narratives and a pick per task, on the rollouts' pool shape
+            return judge_set(home, judge_cfg, out_dir, quiet=args.quiet, argv=args._argv,
+                             pool=judge_pool(pool, home, judge_cfg, same=judge_cfg is cfg))
     return rollouts(home, cfg, args.suite, output=args.output, samples=args.samples, seed=args.seed,
                     temperature=args.temperature, cache=args.cache, mock_scripts=args.mock_scripts,
-                    max_steps=args.max_steps,
-                    max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv, pool=pool_of(args, cfg, home),
-                    screen=parse_screen(args.screen), judge_config=judge_cfg, **cost_args(args))
+                    max_steps=args.max_steps, max_seconds=args.max_seconds, quiet=args.quiet, argv=args._argv,
+                    pool=pool, screen=parse_screen(args.screen), then=then, **cost_args(args))
 
 
 def do_replay(args) -> int:

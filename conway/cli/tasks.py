@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -187,7 +186,7 @@ def _add_check(group: argparse._SubParsersAction) -> None:
     cp.add_argument("--quiet", action="store_true", help="no line per task of the runs")
 
 
-OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][A-Za-z0-9_.]*=")
+from conway.args.command import OVERRIDE  # noqa: E402  (the commands' one pattern)
 
 
 def split_overrides(args: argparse.Namespace) -> None:

@@ -380,12 +380,12 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
              max_seconds: float | None = None, quiet: bool = False, argv: list[str] | None = None,
              policy: Policy | None = None, say: Callable[[str], None] | None = None, pool: Pool | None = None,
              prices: dict[str, float] | None = None, reference: dict[str, int] | None = None,
-             judge_config: ConwayConfig | None = None, **limits: Any) -> int:
+             then: Callable[[Path], Any] | None = None, **limits: Any) -> int:
     """Run the rollouts and write DIR/rollouts.json, DIR/rollouts.tasks/ and DIR/manifest.json (last).
 
     `prices` (per million tokens in and out) and `reference` (steps per task) go into the figures
     (`conway.evals.best_of_n`): pass@1, pass@k and what each rollout cost, in the report and the manifest.
-    `judge_config`: once the set is written, `conway judge` over it with that model (`--judge`)."""
+    `then`: called with DIR once the set is written (the command line's `--judge`: `conway judge` over it)."""
     from conway.evals.best_of_n import figures
     from conway.evals.report import Report
     from conway.evals.runner import run_suite, suite_policy
@@ -431,9 +431,8 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     manifest["scoring"] = {"prices": prices, "reference": reference, "max_steps": max_steps}  # the judge's figures
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     say_rollouts(manifest, out_dir, say)
-    if judge_config is not None:  # Best of N: the set's narratives and a pick per task (DIR/judged.json)
-        judge_set(home, judge_config, out_dir, quiet=quiet, say=say, argv=argv,
-                  pool=judge_pool(pool, home, judge_config, same=judge_config is config))
+    if then is not None:  # Best of N: the set's narratives and a pick per task (DIR/judged.json)
+        then(out_dir)
     return 0 if manifest["scored"] else 2
 
 
@@ -450,25 +449,6 @@ def new_set(output: str, suite_source: str | list[str]) -> tuple[Path, Path, Pat
     folder = tasks_folder(report_path)
     folder.mkdir()
     return out_dir, report_path, folder
-
-
-def judge_set(home: Home, judge_config: ConwayConfig, out_dir: Path, **kw: Any) -> int:
-    from conway.evals.judge.run import judge
-
-    return judge(home, judge_config, str(out_dir), **kw)
-
-
-def judge_pool(pool: Pool | None, home: Home, judge_config: ConwayConfig, same: bool) -> Pool | None:
-    """The rollouts' pool shape for the judge, its workers building the judge's model (another endpoint than the
-    acting model's leaves the acting model's endpoint slots behind)."""
-    if pool is None:
-        return None
-    from dataclasses import replace
-
-    from conway.evals.pool import PolicyRecipe
-
-    spec = pool.spec if same else replace(pool.spec, endpoints=())
-    return Pool(spec, PolicyRecipe(judge_config, str(home.root)))
 
 
 def say_rollouts(manifest: dict[str, Any], out_dir: Path, say: Callable[[str], None]) -> None:

@@ -172,16 +172,7 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
                    "one that ignored the stop is an error)")
     if summary.get("interrupted"):
         out.append(f"interrupted: {summary['interrupted']}")
-    env = data.get("environment") or {}
-    if env:
-        apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}"
-                         + (f" [OSWorld's VM: {a['osworld_vm']}]" if a.get("osworld_vm") else "")
-                         for a in env.get("apps", []))
-        if env.get("desktop"):  # a desktop provider's machine (OSWorld's guest server): what it said of itself
-            out.append(f"environment: {env['desktop']}")
-        else:
-            out.append(f"environment: display {env.get('display_size') or '?'}; apps: {apps or NO_APPS}"
-                       + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else ""))
+    out += _environment_lines(data.get("environment") or {})
     out += _rollout_lines(data, max_rows)
     out.append("")
     rows = []
@@ -208,6 +199,20 @@ def render_tasks(summary: dict[str, Any], cases: list[dict[str, Any]], data: dic
     if diffs:
         out += ["", "how this environment differs from OSWorld's VM:"] + [f"  - {line}" for line in diffs]
     return out
+
+
+def _environment_lines(env: dict[str, Any]) -> list[str]:
+    """The report's environment line: the local desktop's display and applications, or what a provider's machine
+    (OSWorld's guest server) said of itself."""
+    if not env:
+        return []
+    if env.get("desktop"):
+        return [f"environment: {env['desktop']}"]
+    apps = ", ".join(f"{a['name']} {a.get('version') or '(version unknown)'}"
+                     + (f" [OSWorld's VM: {a['osworld_vm']}]" if a.get("osworld_vm") else "")
+                     for a in env.get("apps", []))
+    return [f"environment: display {env.get('display_size') or '?'}; apps: {apps or NO_APPS}"
+            + (f"; OSWorld's VM: {env['osworld_vm']}" if env.get("osworld_vm") else "")]
 
 
 def _rollout_lines(data: dict[str, Any], max_rows: int) -> list[str]:

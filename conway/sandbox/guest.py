@@ -14,6 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from conway.tasks.system_needs import installed_packages
+
 __all__ = ["CHROME_FLAGS", "GUEST_BIN", "GUEST_DIR", "GUEST_LIB", "GUEST_PROGRAMS", "OFFICE_SETTINGS", "seed_home",
            "write_guest"]
 
@@ -99,22 +101,8 @@ def write_guest(folder: Path) -> Path:
     return folder
 
 
-DPKG_STATUS = Path("/var/lib/dpkg/status")
 
 
-def installed_packages(status: Path = DPKG_STATUS) -> list[str]:
-    """The Debian packages installed on this machine (dpkg's status file; none where there is none): what the
-    desktop's apt-get stand-in may say is installed, the sandbox seeing no dpkg database of its own."""
-    try:
-        text = status.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    names = []
-    for stanza in text.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[0].isspace())
-        if fields.get("Status", "").endswith(" installed") and fields.get("Package"):
-            names.append(fields["Package"])
-    return sorted(set(names))
 
 
 OFFICE_SETTINGS = ".config/libreoffice/4/user/registrymodifications.xcu"

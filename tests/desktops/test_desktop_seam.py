@@ -12,8 +12,6 @@ from helpers.task_desktop import need_desktop
 
 from conway.config import ConwayConfig, TasksConfig
 from conway.desktops import (
-    LOCAL_PROTOCOL,
-    OSWORLD_PROTOCOL,
     PROVIDERS,
     Desktop,
     DesktopRequest,
@@ -46,25 +44,19 @@ def test_the_config_takes_a_provider_name_and_refuses_a_malformed_one() -> None:
         TasksConfig(desktop_url="file:///etc/passwd")
 
 
-def test_local_is_the_default_and_adds_nothing_to_the_runner_protocol() -> None:
-    settings = TasksConfig()
-    assert settings.desktop == "local"
-    protocol, deviations = provider("local").protocol.resolved(settings)
-    assert protocol == LOCAL_PROTOCOL and deviations == []
-    assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
-            protocol.max_steps) == (0, 0, 0, None)
+def test_osworlds_runner_protocol_is_the_default_on_every_provider() -> None:
+    """One protocol for OSWorld-format tasks (conway/evals/task_protocol.py, issue 44's settings), whichever
+    provider gives the desktop: OSWorld's lib_run_single numbers by default, any other value a named deviation."""
+    from conway.evals.task_protocol import deviations
 
-
-def test_osworld_defaults_are_lib_run_single_and_any_other_value_is_a_named_deviation() -> None:
-    protocol, deviations = provider("osworld").protocol.resolved(TasksConfig(desktop="osworld"))
-    assert protocol == OSWORLD_PROTOCOL and deviations == []
-    assert (protocol.wait_after_setup_s, protocol.sleep_after_action_s, protocol.settle_before_eval_s,
-            protocol.max_steps) == (60, 0, 20, 15)
+    for name in ("local", "osworld"):
+        settings = TasksConfig(desktop=name)
+        assert deviations(settings) == []
+        assert (settings.wait_after_setup_s, settings.sleep_after_action_s, settings.settle_before_eval_s,
+                settings.max_steps) == (60, 0, 20, 15)
     quick = TasksConfig(desktop="osworld", wait_after_setup_s=0, settle_before_eval_s=1.5)
-    protocol, deviations = provider("osworld").protocol.resolved(quick)
-    assert protocol.wait_after_setup_s == 0 and protocol.settle_before_eval_s == 1.5 and protocol.max_steps == 15
-    assert deviations == ["tasks.wait_after_setup_s=0 (the provider's default: 60)",
-                          "tasks.settle_before_eval_s=1.5 (the provider's default: 20)"]
+    assert deviations(quick) == ["tasks.wait_after_setup_s=0 (the wait after setup; OSWorld's runner: 60)",
+                                 "tasks.settle_before_eval_s=1.5 (the settle before evaluation; OSWorld's runner: 20)"]
 
 
 class _Recorder:

@@ -464,9 +464,9 @@ def _add_parser(sub: Any) -> None:
 
 
 def _run_command(args: Any) -> int:
+    from conway.args.command import OVERRIDE
     from conway.args.costs import cost_args
     from conway.args.resolve import home_of, model_config_of, pool_of
-    from conway.cli.tasks import OVERRIDE
 
     words = list(args.folder)  # argparse cannot tell the folders from the overrides: a key=value is one
     args.overrides = [w for w in words if OVERRIDE.match(w) and not Path(w).exists()]
@@ -488,3 +488,22 @@ def _command() -> Any:
 
 
 COMMAND = _command()
+
+
+def judge_set(home: Home, judge_config: ConwayConfig, out_dir: Path, **kw: Any) -> int:
+    from conway.evals.judge.run import judge
+
+    return judge(home, judge_config, str(out_dir), **kw)
+
+
+def judge_pool(pool: Any, home: Home, judge_config: ConwayConfig, same: bool) -> Any:
+    """The rollouts' pool shape for the judge, its workers building the judge's model (another endpoint than the
+    acting model's leaves the acting model's endpoint slots behind)."""
+    if pool is None:
+        return None
+    from dataclasses import replace
+
+    from conway.evals.pool import PolicyRecipe, Pool
+
+    spec = pool.spec if same else replace(pool.spec, endpoints=())
+    return Pool(spec, PolicyRecipe(judge_config, str(home.root)))
