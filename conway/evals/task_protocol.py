@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from conway.config import TasksConfig
-from conway.tasks.env import GUEST_HOME
 
 OSWORLD = TasksConfig()
 """OSWorld's own values (the settings' defaults)."""
@@ -61,11 +61,10 @@ class RunnerProtocol:
     def _wait(self, name: str, cap_s: float, desk: Any, *, before_evaluation: bool = False) -> float:
         if not self.applies or cap_s <= 0:
             return 0.0
-        if self.settings.waits == "measured":
+        home = getattr(desk, "home", None)  # the local desktop's live home (a guest machine's is not here)
+        if self.settings.waits == "measured" and isinstance(home, Path):
             from conway.sandbox.readiness import wait_until_ready
 
-            # the live home (its files' sizes and times, read with no link followed), not a copy of it
-            home = getattr(desk, "home", None) or desk.host_path(GUEST_HOME)
             waited = wait_until_ready(desk.display, home, cap_s, self.settings.readiness_quiet_s,
                                       before_evaluation=before_evaluation, stopped=self.stopped)
             self.timings[name] = waited.record()
