@@ -94,3 +94,24 @@ def test_a_session_journals_what_served_its_model_at_its_start_and_keeps_it_in_i
     home = resolve_home(None)
     state, _ = StateStore(home.state, home.state_previous).load()
     assert state["served_by"] == start["served_by"]  # what `start --task`'s report reads (task_run._model_of)
+
+
+def test_a_model_files_digest_is_hashed_once_and_kept_for_the_next_run(tmp_path):
+    """A multi-GiB model is not read again at every run's start: the digest is kept in the home's
+    `model-digests.json`, keyed by the file's path, size and mtime; a changed file is hashed again."""
+    import subprocess
+    import sys
+
+    from conway.policies.backends.served_by import file_digest
+
+    model, cache = tmp_path / "m.gguf", tmp_path / "model-digests.json"
+    model.write_bytes(b"GGUF" + bytes(1000))
+    assert file_digest(model, cache) == _sha(model)
+    kept = json.loads(cache.read_text(encoding="utf-8"))
+    assert list(kept.values()) == [_sha(model)]
+    cache.write_text(json.dumps({k: "read-from-the-cache" for k in kept}), encoding="utf-8")
+    ask = [sys.executable, "-c", "import sys; from pathlib import Path; from conway.policies.backends.served_by "
+           "import file_digest; print(file_digest(sys.argv[1], Path(sys.argv[2])))", str(model), str(cache)]
+    assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "read-from-the-cache"
+    model.write_bytes(b"GGUF" + bytes(1001))  # another file now: hashed anew
+    assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == _sha(model)

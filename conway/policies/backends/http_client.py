@@ -23,6 +23,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import httpx
@@ -489,7 +490,7 @@ class HTTPBackend(Backend):
     def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
                  request_timeout_s: float | None = None, known_window: Any = None,
                  model_meta: dict[str, Any] | None = None, model_entry: dict[str, Any] | None = None,
-                 local_files: dict[str, str | None] | None = None):
+                 local_files: dict[str, str | None] | None = None, digest_cache: Path | None = None):
         self.client = client
         self.model_id = model_id
         self.server = server
@@ -511,6 +512,8 @@ class HTTPBackend(Backend):
         self._local_files = local_files or {}
         """The model and projector files of a server Conway started itself (their digests go into reports)."""
         self._served_by: dict[str, Any] | None = None
+        self.digest_cache = digest_cache
+        """Where model files' digests are kept between runs (`served_by.file_digest`); None: this process only."""
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
         self._props_body: Any = ...
@@ -526,7 +529,7 @@ class HTTPBackend(Backend):
         """What the server says served the model (asked once): `served_by.http_served_by`."""
         if self._served_by is None:
             from conway.policies.backends.served_by import http_served_by
-            self._served_by = http_served_by(self, self._local_files)
+            self._served_by = http_served_by(self, self._local_files, self.digest_cache)
         return self._served_by
 
     def renders_tools(self) -> bool | None:
