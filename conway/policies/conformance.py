@@ -190,16 +190,21 @@ def conformance_report(config: ConwayConfig, screen: str = "1920x1080") -> tuple
     except ValueError:
         raise UserError(f"--screen {screen!r}: give WIDTHxHEIGHT, e.g. 1920x1080") from None
     size = (w, h)
-    n_ctx, source = _context_of(config, size)
+    n_ctx, source, served = _context_of(config, size)
     lines = conformance_lines(config, n_ctx, source, size)
+    if served:
+        from conway.policies.backends.served_by import one_line
+
+        lines.insert(1, "served by: " + one_line(served))
     refusal = window_refusal(config, n_ctx, source or "", size) if n_ctx else None
     if refusal:
         lines.append("refused: " + refusal)
     return lines, refusal is None
 
 
-def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | None]:
-    """The context a request gets: the endpoint's (llama-server /props), or what Conway gives a local model."""
+def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | None, dict[str, Any] | None]:
+    """The context a request gets: the endpoint's (llama-server /props), or what Conway gives a local model; and
+    what the endpoint says serves the model (`served_by`; None without an endpoint)."""
     pol = config.policy
     if pol.endpoint:
         try:
@@ -210,14 +215,17 @@ def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | N
             client = OpenAIClient(pol.endpoint, api_key=api_key(config), timeout_s=min(pol.request_timeout_s, 10))
             try:
                 served = discover(client, pol.model)
-                window = HTTPBackend(client, served.model_id, server=served.server).context_window()
+                entry = next((e for e in served.entries if e.get("id") == served.model_id), {})
+                backend = HTTPBackend(client, served.model_id, server=served.server, model_entry=entry)
+                window = backend.context_window()
+                said = backend.served_by()
             finally:
                 client.close()
         except Exception as exc:  # an unreachable server: the lines say the context is not known
-            return None, f"not known: {str(exc).splitlines()[0][:200]}"
-        return (window.n_ctx, window.source) if window is not None else (None, None)
+            return None, f"not known: {str(exc).splitlines()[0][:200]}", None
+        return (window.n_ctx, window.source, said) if window is not None else (None, None, said)
     if pol.model_path:
         sized = sized_runtime(config, screen)
         n = sized.runtime.n_ctx
-        return n, "runtime.n_ctx" + (" (sized by Conway for this window)" if n != config.runtime.n_ctx else "")
-    return None, None
+        return n, "runtime.n_ctx" + (" (sized by Conway for this window)" if n != config.runtime.n_ctx else ""), None
+    return None, None, None

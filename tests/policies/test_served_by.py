@@ -115,3 +115,30 @@ def test_a_model_files_digest_is_hashed_once_and_kept_for_the_next_run(tmp_path)
     assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "read-from-the-cache"
     model.write_bytes(b"GGUF" + bytes(1001))  # another file now: hashed anew
     assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == _sha(model)
+
+
+def test_models_conformance_names_what_serves_the_model():
+    from conftest import run_cli
+
+    entry = {"root": "/models/qwen3-vl-8b", "max_model_len": 65536}
+    with ScriptedFakeServer(models=["q"], owned_by="vllm", model_fields=entry,
+                            gets={"/version": {"version": "0.13.0"}}) as fake:
+        proc = run_cli("models", "--conformance", "policy=qwen3-vl", f"policy.endpoint={fake.base_url}")
+    lines = proc.stdout.splitlines()
+    assert lines[1] == ("served by: vllm version 0.13.0; model file /models/qwen3-vl-8b; context 65536 (vLLM "
+                        "/v1/models max_model_len)"), proc.stdout + proc.stderr
+
+
+def test_a_vllm_context_too_small_for_the_agents_window_is_refused_before_anything_is_sent(conway_home):
+    """vLLM states its context in its /v1/models entry (`max_model_len`): the window is checked against it before
+    the first request, as against llama-server's /props, instead of learning it from a refusal."""
+    from conway.errors import UserError
+
+    with ScriptedFakeServer(models=["u"], owned_by="vllm", model_fields={"max_model_len": 8192},
+                            replies=[Reply.text("Thought: x\nAction: wait()")]) as fake:
+        config = load_config(None, ["policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}"])
+        with pytest.raises(UserError) as refused:
+            build_model_policy(config, resolve_home(None))
+        assert fake.chat_requests == []
+    said = str(refused.value)
+    assert "\n" not in said and "vLLM /v1/models max_model_len allows 8192" in said and "policy.history_images=" in said

@@ -548,7 +548,8 @@ class HTTPBackend(Backend):
         return vision if isinstance(vision, bool) else None
 
     def context_window(self) -> Any:
-        """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), else what Conway knows.
+        """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), vLLM's `max_model_len` (its
+        /v1/models entry), else what Conway knows.
 
         llama-server caps each slot at the model's trained context (a log line is its only word on it),
         so /props is the real limit; a server that says nothing leaves the window unknown (None).
@@ -570,6 +571,9 @@ class HTTPBackend(Backend):
                     else None
                 if isinstance(n, int) and n > 0:
                     window = ContextWindow(n, "llama-server /slots (per-slot n_ctx)", train)
+        longest = self.model_entry.get("max_model_len")  # vLLM states its context here (prompt and reply together)
+        if window is None and isinstance(longest, int) and not isinstance(longest, bool) and longest > 0:
+            window = ContextWindow(longest, "vLLM /v1/models max_model_len", train)
         if window is None and self._known_window is not None:
             window = self._known_window
         self._window = window

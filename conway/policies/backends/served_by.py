@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_facts", "http_served_by", "file_digest"]
+__all__ = ["file_facts", "http_served_by", "file_digest", "one_line"]
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 _LOCK = threading.Lock()
@@ -148,3 +148,20 @@ def http_served_by(backend: Any, local: dict[str, str | None] | None = None,
     if vision is not None:
         out["vision"] = vision
     return out
+
+
+def one_line(said: dict[str, Any]) -> str:
+    """`served_by` as one line for the console (`conway models --conformance`)."""
+    parts = [str(said.get("server", "unknown")) + "".join(f" {k} {said[k]}" for k in ("version", "build") if k in said)]
+    model = said.get("model_file") or {}
+    if model:
+        extra = [model[k] if k == "quantisation" else f"sha256 {model[k][:12]}…"
+                 for k in ("quantisation", "sha256") if k in model]
+        parts.append(f"model file {model['path']}" + (f" ({', '.join(extra)})" if extra else ""))
+    if "projector_file" in said:
+        parts.append(f"projector {said['projector_file']['path']}")
+    if "context" in said:
+        parts.append(f"context {said['context']['n_ctx']} ({said['context']['source']})")
+    if "vision" in said:
+        parts.append("takes images" if said["vision"] else "takes NO images")
+    return "; ".join(parts)
