@@ -18,7 +18,7 @@ from conway.config import ConwayConfig
 from conway.geometry import Size, image_tokens
 from conway.policies.families import FAMILIES, get_resize_rule
 
-__all__ = ["ASSUMED_SCREEN", "REPLAYED_STEPS", "ANSWER_TOKENS", "WindowNeed", "window_need", "sized_runtime",
+__all__ = ["ASSUMED_SCREEN", "REPLAYED_STEPS", "ANSWER_TOKENS", "WindowNeed", "window_need", "rule_for", "sized_runtime",
            "window_refusal", "conformance_lines"]
 
 ASSUMED_SCREEN: Size = (1920, 1080)
@@ -69,13 +69,8 @@ def window_need(config: ConwayConfig, screen: Size | None = None, in_process: bo
     family = FAMILIES.get(pol.kind)
     if family is None:
         return None
-    rule = family.resize if pol.resize == "auto" else get_resize_rule(pol.resize)
+    rule = rule_for(config, in_process)
     cap = pol.image_token_cap(in_process=in_process)
-    if not rule.passthrough:
-        try:
-            rule = rule.with_token_cap(cap)
-        except ValueError:
-            pass  # the cap is below the family's minimum: the family's rule stays (as ModelPolicy does)
     sent = rule.target_size(screen or ASSUMED_SCREEN)
     per_image = cap if rule.passthrough else image_tokens(sent, rule.factor)
     adapter = family.make_adapter(pol.prompt)
@@ -89,6 +84,20 @@ def window_need(config: ConwayConfig, screen: Size | None = None, in_process: bo
                       instruction_tokens=len(text) // 3 + 1,
                       answer_tokens=REPLAYED_STEPS * ANSWER_TOKENS if replays else 0,
                       reply_tokens=pol.resolved_max_tokens)
+
+
+def rule_for(config: ConwayConfig, in_process: bool = False) -> Any:
+    """The resize rule the configured preset sends its screenshots by, held to its image-token cap."""
+    pol = config.policy
+    family = FAMILIES.get(pol.kind) or FAMILIES["generic"]
+    rule = family.default("resize", pol.prompt) if pol.resize == "auto" else get_resize_rule(pol.resize)
+    rule = get_resize_rule(rule) if isinstance(rule, str) else rule
+    if not rule.passthrough:
+        try:
+            rule = rule.with_token_cap(pol.image_token_cap(in_process=in_process))
+        except ValueError:
+            pass  # the cap is below the family's minimum: the family's rule stays (as ModelPolicy does)
+    return rule
 
 
 def sized_runtime(config: ConwayConfig, screen: Size | None = None) -> ConwayConfig:
