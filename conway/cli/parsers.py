@@ -339,8 +339,8 @@ def _models(sub: Subparsers) -> None:
                         "line each (exit 1 when the context is too small)")
     p.add_argument("--check-server", action="store_true",
                    help="with --conformance: also ask the endpoint how many tokens it makes of a screenshot of "
-                        "several shapes, against the family's processor (4 one-token completions; exit 1 when "
-                        "they differ)")
+                        "several shapes, against the family's processor (4 one-token completions), and whether it "
+                        "renders the model's own chat template (exit 1 when either differs)")
     p.add_argument("--screen", metavar="WxH", default="1920x1080",
                    help="with --conformance: the screen the window is sized for (default 1920x1080, OSWorld's)")
     add_overrides(p)
