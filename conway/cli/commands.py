@@ -362,7 +362,15 @@ def do_models(args) -> int:
     home = _home(args)
     if args.conformance:
         from conway.policies.conformance import conformance_report
-        lines, ok = conformance_report(_config(args, home), args.screen)
+        config = _config(args, home)
+        lines, ok = conformance_report(config, args.screen)
+        if args.check_server:
+            if not config.policy.endpoint:
+                raise UserError("--check-server asks a running server: give it --endpoint URL (or policy.endpoint)")
+            from conway.policies.server_check import image_token_lines, template_line
+            checked, same = image_token_lines(config)
+            said, template_same = template_line(config)
+            lines, ok = lines + checked + [said], ok and same and template_same
         print(json.dumps({"lines": lines, "fits": ok}, indent=2) if args.json else "\n".join(lines))
         return ExitCode.PASSED if ok else ExitCode.SETUP_ERROR
     report = models_report(_config(args, home))

@@ -348,6 +348,10 @@ def _models(sub: Subparsers) -> None:
                    help="instead: what the configured preset sends (window, tokens needed against the server's "
                         "context, sampling, encoding) and every deviation from its official agent's request, one "
                         "line each (exit 1 when the context is too small)")
+    p.add_argument("--check-server", action="store_true",
+                   help="with --conformance: also ask the endpoint how many tokens it makes of a screenshot of "
+                        "several shapes, against the family's processor (4 one-token completions), and whether it "
+                        "renders the model's own chat template (exit 1 when either differs)")
     p.add_argument("--screen", metavar="WxH", default="1920x1080",
                    help="with --conformance: the screen the window is sized for (default 1920x1080, OSWorld's)")
     add_overrides(p)

@@ -18,7 +18,7 @@ from conway.config import ConwayConfig
 from conway.geometry import Size, image_tokens
 from conway.policies.families import FAMILIES, get_resize_rule
 
-__all__ = ["ASSUMED_SCREEN", "REPLAYED_STEPS", "ANSWER_TOKENS", "WindowNeed", "window_need", "sized_runtime",
+__all__ = ["ASSUMED_SCREEN", "REPLAYED_STEPS", "ANSWER_TOKENS", "WindowNeed", "window_need", "rule_for", "sized_runtime",
            "window_refusal", "conformance_lines"]
 
 ASSUMED_SCREEN: Size = (1920, 1080)
@@ -69,13 +69,8 @@ def window_need(config: ConwayConfig, screen: Size | None = None, in_process: bo
     family = FAMILIES.get(pol.kind)
     if family is None:
         return None
-    rule = family.resize if pol.resize == "auto" else get_resize_rule(pol.resize)
+    rule = rule_for(config, in_process)
     cap = pol.image_token_cap(in_process=in_process)
-    if not rule.passthrough:
-        try:
-            rule = rule.with_token_cap(cap)
-        except ValueError:
-            pass  # the cap is below the family's minimum: the family's rule stays (as ModelPolicy does)
     sent = rule.target_size(screen or ASSUMED_SCREEN)
     per_image = cap if rule.passthrough else image_tokens(sent, rule.factor)
     adapter = family.make_adapter(pol.prompt)
@@ -89,6 +84,20 @@ def window_need(config: ConwayConfig, screen: Size | None = None, in_process: bo
                       instruction_tokens=len(text) // 3 + 1,
                       answer_tokens=REPLAYED_STEPS * ANSWER_TOKENS if replays else 0,
                       reply_tokens=pol.resolved_max_tokens)
+
+
+def rule_for(config: ConwayConfig, in_process: bool = False) -> Any:
+    """The resize rule the configured preset sends its screenshots by, held to its image-token cap."""
+    pol = config.policy
+    family = FAMILIES.get(pol.kind) or FAMILIES["generic"]
+    rule = family.default("resize", pol.prompt) if pol.resize == "auto" else get_resize_rule(pol.resize)
+    rule = get_resize_rule(rule) if isinstance(rule, str) else rule
+    if not rule.passthrough:
+        try:
+            rule = rule.with_token_cap(pol.image_token_cap(in_process=in_process))
+        except ValueError:
+            pass  # the cap is below the family's minimum: the family's rule stays (as ModelPolicy does)
+    return rule
 
 
 def sized_runtime(config: ConwayConfig, screen: Size | None = None) -> ConwayConfig:
@@ -191,16 +200,21 @@ def conformance_report(config: ConwayConfig, screen: str = "1920x1080") -> tuple
     except ValueError:
         raise UserError(f"--screen {screen!r}: give WIDTHxHEIGHT, e.g. 1920x1080") from None
     size = (w, h)
-    n_ctx, source = _context_of(config, size)
+    n_ctx, source, served = _context_of(config, size)
     lines = conformance_lines(config, n_ctx, source, size)
+    if served:
+        from conway.policies.backends.served_by import one_line
+
+        lines.insert(1, "served by: " + one_line(served))
     refusal = window_refusal(config, n_ctx, source or "", size) if n_ctx else None
     if refusal:
         lines.append("refused: " + refusal)
     return lines, refusal is None
 
 
-def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | None]:
-    """The context a request gets: the endpoint's (llama-server /props), or what Conway gives a local model."""
+def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | None, dict[str, Any] | None]:
+    """The context a request gets: the endpoint's (llama-server /props), or what Conway gives a local model; and
+    what the endpoint says serves the model (`served_by`; None without an endpoint)."""
     pol = config.policy
     if pol.endpoint:
         try:
@@ -211,16 +225,19 @@ def _context_of(config: ConwayConfig, screen: Size) -> tuple[int | None, str | N
             client = OpenAIClient(pol.endpoint, api_key=api_key(config), timeout_s=min(pol.request_timeout_s, 10))
             try:
                 served = discover(client, pol.model)
-                window = HTTPBackend(client, served.model_id, server=served.server).context_window()
+                entry = next((e for e in served.entries if e.get("id") == served.model_id), {})
+                backend = HTTPBackend(client, served.model_id, server=served.server, model_entry=entry)
+                window = backend.context_window()
+                said = backend.served_by()
             finally:
                 client.close()
         except Exception as exc:  # an unreachable server: the lines say the context is not known
-            return None, f"not known: {str(exc).splitlines()[0][:200]}"
+            return None, f"not known: {str(exc).splitlines()[0][:200]}", None
         if window is None:
-            return None, f"not known ({pol.endpoint} does not say its context)"
-        return window.n_ctx, window.source
+            return None, f"not known ({pol.endpoint} does not say its context)", said
+        return window.n_ctx, window.source, said
     if pol.model_path:
         sized = sized_runtime(config, screen)
         n = sized.runtime.n_ctx
-        return n, "runtime.n_ctx" + (" (sized by Conway for this window)" if n != config.runtime.n_ctx else "")
-    return None, None
+        return n, "runtime.n_ctx" + (" (sized by Conway for this window)" if n != config.runtime.n_ctx else ""), None
+    return None, None, None

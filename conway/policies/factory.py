@@ -115,7 +115,7 @@ def _built(config: ConwayConfig, home: Home, family: Family, adapter: Adapter, c
            sized: bool = False) -> ModelPolicy:
     """The policy on the backend `choice` names (`sized`: runtime.n_ctx was sized to the preset's window)."""
     if choice == "endpoint":
-        return _endpoint_policy(config, family, adapter)
+        return _endpoint_policy(config, family, adapter, home)
     from conway.runtime.resolver import resolve_local_model
 
     pol, rt = config.policy, config.runtime
@@ -199,7 +199,12 @@ def _check_tool_schema(config: ConwayConfig, family: Family, adapter: Adapter, c
                         "--jinja); in-process llama-cpp-python does not: leave it auto")
 
 
-def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> ModelPolicy:
+def digest_cache(home: Home) -> Path:
+    """Where the digests of model files are kept between runs (reports name the file that served: `served_by`)."""
+    return home.root / "model-digests.json"
+
+
+def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter, home: Home) -> ModelPolicy:
     """The policy on a server someone else runs (`policy.endpoint`)."""
     from conway.policies.backends.discovery import discover, server_said
     from conway.policies.backends.http_client import HTTPBackend, OpenAIClient
@@ -215,7 +220,8 @@ def _endpoint_policy(config: ConwayConfig, family: Family, adapter: Adapter) -> 
         client.close()
         raise
     backend = HTTPBackend(client, served.model_id, server=served.server, request_timeout_s=pol.request_timeout_s,
-                          model_meta=_served_meta(served), model_entry=_served_entry(served))
+                          model_meta=_served_meta(served), model_entry=_served_entry(served),
+                          digest_cache=digest_cache(home))
     policy = ModelPolicy(adapter, backend, _settings(config, family, {
         "endpoint": served.base_url, "server": served.server}))
     policy.description = [f"model {served.model_id} at {served.base_url} ({server_said(served.server)})"]
@@ -246,7 +252,8 @@ def _server_policy(config: ConwayConfig, home: Home, family: Family, adapter: Ad
                           request_timeout_s=pol.request_timeout_s, known_window=known,
                           model_meta=_served_meta(served), model_entry=_served_entry(served),
                           local_files={"model": local.model.path,
-                                       "projector": local.projector.path if local.projector else None})
+                                       "projector": local.projector.path if local.projector else None},
+                          digest_cache=digest_cache(home))
     # llama-cpp-python's server opens libmtmd as in-process inference does, with its image-token limit
     policy = ModelPolicy(adapter, backend, _settings(config, family, {
         "endpoint": url, "server": server.program.kind, "started_by_conway": True},
@@ -272,6 +279,7 @@ def _inprocess_policy(config: ConwayConfig, home: Home, family: Family, adapter:
         n_threads=threads, n_threads_batch=rt.n_threads_batch or threads, n_gpu_layers=rt.n_gpu_layers,
         chat_handler=rt.chat_handler, chat_format=rt.chat_format, omp_wait_policy=rt.omp_wait_policy,
         seed=pol.seed, log_path=home.runtime_log, prompt_cache=rt.prompt_cache)
+    backend.digest_cache = digest_cache(home)
     meta: dict[str, Any] = {"model_path": local.model.path, "threads": threads}
     if backend.note:
         meta["note"] = backend.note

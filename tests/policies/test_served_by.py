@@ -94,3 +94,51 @@ def test_a_session_journals_what_served_its_model_at_its_start_and_keeps_it_in_i
     home = resolve_home(None)
     state, _ = StateStore(home.state, home.state_previous).load()
     assert state["served_by"] == start["served_by"]  # what `start --task`'s report reads (task_run._model_of)
+
+
+def test_a_model_files_digest_is_hashed_once_and_kept_for_the_next_run(tmp_path):
+    """A multi-GiB model is not read again at every run's start: the digest is kept in the home's
+    `model-digests.json`, keyed by the file's path, size and mtime; a changed file is hashed again."""
+    import subprocess
+    import sys
+
+    from conway.policies.backends.served_by import file_digest
+
+    model, cache = tmp_path / "m.gguf", tmp_path / "model-digests.json"
+    model.write_bytes(b"GGUF" + bytes(1000))
+    assert file_digest(model, cache) == _sha(model)
+    kept = json.loads(cache.read_text(encoding="utf-8"))
+    assert list(kept.values()) == [_sha(model)]
+    cache.write_text(json.dumps({k: "read-from-the-cache" for k in kept}), encoding="utf-8")
+    ask = [sys.executable, "-c", "import sys; from pathlib import Path; from conway.policies.backends.served_by "
+           "import file_digest; print(file_digest(sys.argv[1], Path(sys.argv[2])))", str(model), str(cache)]
+    assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "read-from-the-cache"
+    model.write_bytes(b"GGUF" + bytes(1001))  # another file now: hashed anew
+    assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == _sha(model)
+
+
+def test_models_conformance_names_what_serves_the_model():
+    from conftest import run_cli
+
+    entry = {"root": "/models/qwen3-vl-8b", "max_model_len": 65536}
+    with ScriptedFakeServer(models=["q"], owned_by="vllm", model_fields=entry,
+                            gets={"/version": {"version": "0.13.0"}}) as fake:
+        proc = run_cli("models", "--conformance", "policy=qwen3-vl", f"policy.endpoint={fake.base_url}")
+    lines = proc.stdout.splitlines()
+    assert lines[1] == ("served by: vllm version 0.13.0; model file /models/qwen3-vl-8b; context 65536 (vLLM "
+                        "/v1/models max_model_len)"), proc.stdout + proc.stderr
+
+
+def test_a_vllm_context_too_small_for_the_agents_window_is_refused_before_anything_is_sent(conway_home):
+    """vLLM states its context in its /v1/models entry (`max_model_len`): the window is checked against it before
+    the first request, as against llama-server's /props, instead of learning it from a refusal."""
+    from conway.errors import UserError
+
+    with ScriptedFakeServer(models=["u"], owned_by="vllm", model_fields={"max_model_len": 8192},
+                            replies=[Reply.text("Thought: x\nAction: wait()")]) as fake:
+        config = load_config(None, ["policy=uitars-1.5-7b", f"policy.endpoint={fake.base_url}"])
+        with pytest.raises(UserError) as refused:
+            build_model_policy(config, resolve_home(None))
+        assert fake.chat_requests == []
+    said = str(refused.value)
+    assert "\n" not in said and "vLLM /v1/models max_model_len allows 8192" in said and "policy.history_images=" in said

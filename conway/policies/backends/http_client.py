@@ -23,6 +23,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import httpx
@@ -491,7 +492,7 @@ class HTTPBackend(Backend):
     def __init__(self, client: OpenAIClient, model_id: str, *, server: str = "unknown",
                  request_timeout_s: float | None = None, known_window: Any = None,
                  model_meta: dict[str, Any] | None = None, model_entry: dict[str, Any] | None = None,
-                 local_files: dict[str, str | None] | None = None):
+                 local_files: dict[str, str | None] | None = None, digest_cache: Path | None = None):
         self.client = client
         self.model_id = model_id
         self.server = server
@@ -513,6 +514,8 @@ class HTTPBackend(Backend):
         self._local_files = local_files or {}
         """The model and projector files of a server Conway started itself (their digests go into reports)."""
         self._served_by: dict[str, Any] | None = None
+        self.digest_cache = digest_cache
+        """Where model files' digests are kept between runs (`served_by.file_digest`); None: this process only."""
         self._window: Any = None
         self._token_counts: dict[int, int] = {}
         self._props_body: Any = ...
@@ -528,7 +531,7 @@ class HTTPBackend(Backend):
         """What the server says served the model (asked once): `served_by.http_served_by`."""
         if self._served_by is None:
             from conway.policies.backends.served_by import http_served_by
-            self._served_by = http_served_by(self, self._local_files)
+            self._served_by = http_served_by(self, self._local_files, self.digest_cache)
         return self._served_by
 
     def renders_tools(self) -> bool | None:
@@ -547,7 +550,8 @@ class HTTPBackend(Backend):
         return vision if isinstance(vision, bool) else None
 
     def context_window(self) -> Any:
-        """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), else what Conway knows.
+        """Tokens one request may hold: llama-server's per-slot n_ctx (/props, /slots), vLLM's `max_model_len` (its
+        /v1/models entry), else what Conway knows.
 
         llama-server caps each slot at the model's trained context (a log line is its only word on it),
         so /props is the real limit; a server that says nothing leaves the window unknown (None).
@@ -569,6 +573,9 @@ class HTTPBackend(Backend):
                     else None
                 if isinstance(n, int) and n > 0:
                     window = ContextWindow(n, "llama-server /slots (per-slot n_ctx)", train)
+        longest = self.model_entry.get("max_model_len")  # vLLM states its context here (prompt and reply together)
+        if window is None and isinstance(longest, int) and not isinstance(longest, bool) and longest > 0:
+            window = ContextWindow(longest, "vLLM /v1/models max_model_len", train)
         if window is None and self._known_window is not None:
             window = self._known_window
         self._window = window

@@ -196,6 +196,8 @@ class LlamaInProcessBackend(Backend):
         self.model_id = model_id or Path(model_path).stem
         self.model_path = model_path
         self.mmproj_path = mmproj_path
+        self.digest_cache: Path | None = None
+        """Where model files' digests are kept between runs (the factory sets the home's)."""
         self.log_path = log_path
         self.log = RuntimeLog(log_path) if log_path is not None else None
         if self.log is not None:
@@ -313,7 +315,7 @@ class LlamaInProcessBackend(Backend):
         out: dict[str, Any] = {"server": "llama-cpp-python (in process)",
                                "version": str(getattr(self._llama_cpp, "__version__", "?")), "model_id": self.model_id}
         for key, path in (("model_file", self.model_path), ("projector_file", self.mmproj_path)):
-            facts = file_facts(path)
+            facts = file_facts(path, self.digest_cache)
             if facts is not None:
                 out[key] = facts
         window = self.context_window()

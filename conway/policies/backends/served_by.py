@@ -13,34 +13,68 @@ out, not filled in.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_facts", "http_served_by", "file_digest"]
+__all__ = ["file_facts", "http_served_by", "file_digest", "one_line"]
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 _LOCK = threading.Lock()
 _CHUNK = 4 << 20
 
 
-def file_digest(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a file, hashed once per process for an unchanged file (path, size, mtime): a multi-GiB model
-    is read once, not for every report."""
+def file_digest(path: str | os.PathLike[str], cache: Path | None = None) -> str:
+    """The sha256 of a file, hashed once for an unchanged file (path, size, mtime): in this process, and across
+    runs through `cache` (a JSON file in Conway's home, `model-digests.json`), so a multi-GiB model is read once,
+    not at every run's start (hashing 4 GiB takes seconds)."""
     p = Path(path)
     st = p.stat()
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    name = "|".join(map(str, key))
     with _LOCK:
         if key in _DIGESTS:
             return _DIGESTS[key]
+    known = _read_cache(cache)
+    if isinstance(known.get(name), str):
+        with _LOCK:
+            _DIGESTS[key] = known[name]
+        return known[name]
     h = hashlib.sha256()
     with p.open("rb") as fh:
         for block in iter(lambda: fh.read(_CHUNK), b""):
             h.update(block)
     with _LOCK:
         _DIGESTS[key] = h.hexdigest()
+    _write_cache(cache, {**known, name: _DIGESTS[key]})
     return _DIGESTS[key]
+
+
+def _read_cache(cache: Path | None) -> dict[str, Any]:
+    if cache is None:
+        return {}
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none yet, or unreadable: hashed again and written anew
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(cache: Path | None, data: dict[str, Any]) -> None:
+    """Written whole and renamed into place (a reader never sees half of it); a home that cannot take it only
+    means the next run hashes again."""
+    if cache is None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".digests-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=0, sort_keys=True)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
 
 
 def _quantisation(path: Path) -> str | None:
@@ -58,7 +92,7 @@ def _quantisation(path: Path) -> str | None:
         return None
 
 
-def file_facts(path: str | None) -> dict[str, Any] | None:
+def file_facts(path: str | None, cache: Path | None = None) -> dict[str, Any] | None:
     """A model or projector file on this machine: path, bytes, sha256, quantisation; None when there is none
     readable here (a remote server's file is named by its path alone, elsewhere)."""
     if not path:
@@ -67,7 +101,7 @@ def file_facts(path: str | None) -> dict[str, Any] | None:
     if not p.is_file():
         return None
     try:
-        out: dict[str, Any] = {"path": str(p), "bytes": p.stat().st_size, "sha256": file_digest(p)}
+        out: dict[str, Any] = {"path": str(p), "bytes": p.stat().st_size, "sha256": file_digest(p, cache)}
     except OSError:
         return None
     quant = _quantisation(p)
@@ -76,7 +110,8 @@ def file_facts(path: str | None) -> dict[str, Any] | None:
     return out
 
 
-def http_served_by(backend: Any, local: dict[str, str | None] | None = None) -> dict[str, Any]:
+def http_served_by(backend: Any, local: dict[str, str | None] | None = None,
+                   cache: Path | None = None) -> dict[str, Any]:
     """What an OpenAI-compatible server says served `backend.model_id`: the program and its version or build,
     the model file (and, where it is readable here, its digest and quantisation), the context one request gets,
     the trained context, and the projector. `local`: the files of a server Conway started itself."""
@@ -93,12 +128,12 @@ def http_served_by(backend: Any, local: dict[str, str | None] | None = None) -> 
         if isinstance(version, dict) and isinstance(version.get("version"), str):
             out["version"] = version["version"]
     named = props.get("model_path") if isinstance(props.get("model_path"), str) else entry.get("root")
-    model = file_facts(local.get("model") or named)
+    model = file_facts(local.get("model") or named, cache)
     if model is not None:
         out["model_file"] = model
     elif isinstance(named, str):
         out["model_file"] = {"path": named}  # on the server's machine: no digest can be taken here
-    projector = file_facts(local.get("projector"))
+    projector = file_facts(local.get("projector"), cache)
     if projector is not None:
         out["projector_file"] = projector
     window = backend.context_window()
@@ -113,3 +148,20 @@ def http_served_by(backend: Any, local: dict[str, str | None] | None = None) -> 
     if vision is not None:
         out["vision"] = vision
     return out
+
+
+def one_line(said: dict[str, Any]) -> str:
+    """`served_by` as one line for the console (`conway models --conformance`)."""
+    parts = [str(said.get("server", "unknown")) + "".join(f" {k} {said[k]}" for k in ("version", "build") if k in said)]
+    model = said.get("model_file") or {}
+    if model:
+        extra = [model[k] if k == "quantisation" else f"sha256 {model[k][:12]}…"
+                 for k in ("quantisation", "sha256") if k in model]
+        parts.append(f"model file {model['path']}" + (f" ({', '.join(extra)})" if extra else ""))
+    if "projector_file" in said:
+        parts.append(f"projector {said['projector_file']['path']}")
+    if "context" in said:
+        parts.append(f"context {said['context']['n_ctx']} ({said['context']['source']})")
+    if "vision" in said:
+        parts.append("takes images" if said["vision"] else "takes NO images")
+    return "; ".join(parts)
