@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterator
 from conway.args.resolve import config_of as _config
 from conway.args.resolve import home_of as _home
 from conway.args.resolve import model_config_of as _model_config
-from conway.args.resolve import pool_spec_of as _pool_spec
 from conway.args.resolve import require_model as _require_model
 from conway.errors import ExitCode, UserError
 
@@ -240,12 +239,13 @@ def do_candidates(args) -> int:
 
 def do_candidate_eval(args) -> int:
     from conway.evals.candidates import candidate_eval
+    from conway.evals.pool import pool_spec_of
     home = _home(args)
     return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
                           progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format,
-                          pool=_pool_spec(args),
+                          pool=pool_spec_of(args),
                           tasks={"suite": args.tasks, "cache": args.cache, "max_steps": args.max_steps,
                                  "screen": _screen(args.screen)})
 
@@ -277,8 +277,9 @@ def do_promote(args) -> int:
 
 
 def do_rollouts(args) -> int:
-    from conway.args.resolve import model_config_of, pool_of
+    from conway.args.resolve import model_config_of
     from conway.cli.tasks import split_overrides
+    from conway.evals.pool import pool_of
     from conway.evals.rollouts import parse_screen, rollouts
     split_overrides(args)
     home = _home(args)
@@ -307,7 +308,7 @@ def do_replay(args) -> int:
 
 
 def do_sweep(args) -> int:
-    from conway.args.resolve import pool_spec_of
+    from conway.evals.pool import pool_spec_of
     from conway.evals.sweep import run_cell_process, run_sweep
     pool_spec_of(args)  # bad pool flags are refused here (exit 1), not once per cell
     pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []
