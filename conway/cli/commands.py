@@ -90,8 +90,11 @@ def do_start(args) -> int:
         raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
     cfg = _config(args, home)
     _require_model(args, home, cfg)
-    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
-                            output=args.output, argv=args._argv)
+    report = None
+    if args.output:
+        from conway.evals.session_report import SessionReport
+        report = SessionReport(args.output, home, cfg, task, spec, execute=args.execute, argv=args._argv)
+    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet, report=report)
 
 
 def do_status(args) -> int:
