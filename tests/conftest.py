@@ -17,7 +17,7 @@ pytest.register_assert_rewrite("helpers.parser_test_helpers", "helpers.loop_harn
 # shared fixtures: a private X display per session, a recorded session for the viewer, a tiny base model, bubblewrap
 # and a disposable desktop for the sandbox tests
 pytest_plugins = ["helpers.desktop_fixtures", "helpers.view_fixtures", "helpers.tiny_models",
-                  "helpers.sandbox_fixtures"]
+                  "helpers.sandbox_fixtures", "helpers.extras"]
 
 REPO = Path(__file__).resolve().parent.parent
 # the invoking user's home, read before any fixture replaces HOME: the tests must leave it as they found it

@@ -32,7 +32,11 @@ NEVER = [
     ("conway.evals", "conway.cli", "evals know no command line"),
     ("conway.args", "conway.cli", "what every command's arguments share sits below the command line that assembles them"),
     ("conway.readiness", "conway.cli", "readiness checks and commands know no command line"),
+    ("conway.args", "conway.evals", "the suites declare their commands with what every command's arguments share; the "
+     "pool those arguments ask for is the suites' (`conway.evals.pool`)"),
     ("conway.readiness.checks", "conway.evals", "readiness checks sit below the commands and reports that select them"),
+    ("conway.session", "conway.evals", "a session is run below the suites and reports that run one; `conway start`'s "
+     "report is handed in (`conway.evals.session_report`)"),
     ("conway.tasks", "conway.evals", "a task is loaded, checked and scored below the suites and reports that run it"),
     ("conway.tasks", "conway.session", "a task is loaded, checked and scored apart from the session that runs it"),
     ("conway.tasks", "conway.sandbox", "a task sees its machine only through TaskEnv, which the sandbox implements"),

@@ -77,26 +77,3 @@ def config_of(args, home, extra: list[str] | None = None):
         raise UserError("--endpoint was given but the policy is the offline mock (--mock, or policy.kind: mock in "
                         "the home's config.yaml): use one or the other")
     return cfg
-
-
-def pool_spec_of(args):
-    """The pool's shape the arguments ask for, or None (one process)."""
-    from conway.evals.pool import PoolSpec, parse_endpoint
-    endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))
-    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
-                    desktops_per_node=getattr(args, "desktops_per_node", None))
-    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
-        return None
-    return spec
-
-
-def pool_of(args, cfg, home):
-    """The worker pool the arguments ask for, or None (the cases run in this process)."""
-    from conway.evals.pool import PolicyRecipe, Pool
-    spec = pool_spec_of(args)
-    if spec is None:
-        return None
-    if getattr(args, "parallel", 1) != 1:
-        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
-                        "use one or the other")
-    return Pool(spec, PolicyRecipe(cfg, str(home.root)))

@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterator
 from conway.args.resolve import config_of as _config
 from conway.args.resolve import home_of as _home
 from conway.args.resolve import model_config_of as _model_config
-from conway.args.resolve import pool_spec_of as _pool_spec
 from conway.args.resolve import require_model as _require_model
 from conway.errors import ExitCode, UserError
 
@@ -91,8 +90,11 @@ def do_start(args) -> int:
         raise UserError("--output (a session report) needs a task: give --task TEXT or --task-file FILE")
     cfg = _config(args, home)
     _require_model(args, home, cfg)
-    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
-                            output=args.output, argv=args._argv)
+    report = None
+    if args.output:
+        from conway.evals.session_report import SessionReport
+        report = SessionReport(args.output, home, cfg, task, spec, execute=args.execute, argv=args._argv)
+    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet, report=report)
 
 
 def do_status(args) -> int:
@@ -240,12 +242,13 @@ def do_candidates(args) -> int:
 
 def do_candidate_eval(args) -> int:
     from conway.evals.candidates import candidate_eval
+    from conway.evals.pool import pool_spec_of
     home = _home(args)
     return candidate_eval(home, args.name, suite=args.suite, samples=args.samples, seed=args.seed,
                           output=args.output, size=args.size, profile=args.profile, base_model=args.base_model,
                           base_mmproj=args.base_mmproj, backend=args.backend, argv=args._argv,
                           progress=not args.quiet, dataset=args.dataset, apps=args.apps, bbox_format=args.bbox_format,
-                          pool=_pool_spec(args),
+                          pool=pool_spec_of(args),
                           tasks={"suite": args.tasks, "cache": args.cache, "max_steps": args.max_steps,
                                  "screen": _screen(args.screen)})
 
@@ -278,8 +281,9 @@ def do_promote(args) -> int:
 
 def do_rollouts(args) -> int:
     from conway.args.costs import cost_args
-    from conway.args.resolve import model_config_of, pool_of
+    from conway.args.resolve import model_config_of
     from conway.cli.tasks import split_overrides
+    from conway.evals.pool import pool_of
     from conway.evals.rollouts import parse_screen, rollouts
     split_overrides(args)
     home = _home(args)
@@ -324,7 +328,7 @@ def do_replay(args) -> int:
 
 
 def do_sweep(args) -> int:
-    from conway.args.resolve import pool_spec_of
+    from conway.evals.pool import pool_spec_of
     from conway.evals.sweep import run_cell_process, run_sweep
     pool_spec_of(args)  # bad pool flags are refused here (exit 1), not once per cell
     pool_args = ["--workers", str(args.workers)] if args.workers != 1 else []

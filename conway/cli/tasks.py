@@ -214,7 +214,8 @@ def do_list(args: argparse.Namespace) -> int:
 
 
 def do_run(args: argparse.Namespace) -> int:
-    from conway.args.resolve import home_of, model_config_of, pool_of
+    from conway.args.resolve import home_of, model_config_of
+    from conway.evals.pool import pool_of
     from conway.evals.tasks_run import tasks_run
     split_overrides(args)
     home = home_of(args)

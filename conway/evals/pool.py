@@ -125,6 +125,27 @@ class Pool:
     recipe: PolicyRecipe
 
 
+def pool_spec_of(args):
+    """The pool's shape a command's pool flags (`conway.args.pool`) ask for, or None (one process)."""
+    endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))
+    spec = PoolSpec(workers=args.workers, ray=args.ray, endpoints=endpoints,
+                    desktops_per_node=getattr(args, "desktops_per_node", None))
+    if spec.workers == 1 and not spec.ray and not endpoints and spec.desktops_per_node is None:
+        return None
+    return spec
+
+
+def pool_of(args, cfg, home):
+    """The worker pool the arguments ask for, or None (the cases run in this process)."""
+    spec = pool_spec_of(args)
+    if spec is None:
+        return None
+    if getattr(args, "parallel", 1) != 1:
+        raise UserError("--parallel overlaps requests in one process; with --workers each worker sends its own: "
+                        "use one or the other")
+    return Pool(spec, PolicyRecipe(cfg, str(home.root)))
+
+
 def pool_record(pool: Pool | None, parallel: int = 1) -> dict[str, Any]:
     """How the cases were spread (kept apart from `parameters`: a resumed run may use another pool)."""
     if pool is None:

@@ -60,6 +60,7 @@ from conway.protocols import Policy
 from conway.session.acceptance import declared_record
 from conway.session.task_watchdog import STOP_GRACE_S, TIMEOUT_MARGIN_S, TaskWatchdog, default_timeout
 from conway.store.home import Home
+from conway.text.error_line import error_line
 
 DEFAULT_MAX_STEPS = 15
 """OSWorld's own default step budget per task."""
@@ -140,11 +141,6 @@ def mock_script_for(folder: Path, task_id: str) -> Path | None:
     return None
 
 
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 @dataclass
 class TasksSuite:
     """The runner's `CaseSuite` for task files: one disposable desktop and one session per task."""
@@ -192,7 +188,7 @@ class TasksSuite:
             try:
                 self._run(policy, case, record)
             except Exception as exc:  # anything a task does wrong is its own line; the suite goes on
-                record.update(outcome="error", error=f"{record.get('phase', 'run')}: {one_line(exc)}")
+                record.update(outcome="error", error=f"{record.get('phase', 'run')}: {error_line(exc, 2000)}")
             record["wall_s"] = round(time.monotonic() - started, 3)
         self._progress(case, record)
         return record

@@ -26,11 +26,11 @@ from typing import Any, Callable
 
 from conway.args.command import CommandPiece, Subparsers, add_model_args, add_overrides, cmd
 from conway.args.pool import add_pool_args
-from conway.args.resolve import home_of, model_config_of, pool_of
+from conway.args.resolve import home_of, model_config_of
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError, exit_codes_text
 from conway.evals.clicks import CaseError, ask, decision_fields, first_click, parallel_notes, serial_lock
-from conway.evals.pool import Pool
+from conway.evals.pool import Pool, pool_of
 from conway.evals.report import Report, write_new_file
 from conway.evals.runner import (
     SuiteResult,

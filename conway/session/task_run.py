@@ -19,11 +19,10 @@ recursively).
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from conway.config import ConwayConfig
 from conway.errors import ExitCode
@@ -89,26 +88,34 @@ def run_task(home: Home, config: ConwayConfig, task: str | None, *, execute: boo
 # --- `conway start`: one session on a task, then its acceptance checked, journaled and reported ---------
 
 
+class SessionReporter(Protocol):
+    """What `conway start --output` writes around the session (`conway.evals.session_report.SessionReport`): made
+    by the command line, handed in, so that the session knows no report format."""
+
+    path: Path
+
+    def finish(self, home: Home, run: TaskRun, results: list[dict[str, Any]] | None, summary: dict[str, Any],
+               code: ExitCode, prompt: str | None) -> None: ...
+
+
 def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec: TaskSpec | None, execute: bool,
-                     quiet: bool, output: str | None, argv: list[str] | None, say: Callable[[str], None] = print,
+                     quiet: bool, report: SessionReporter | None = None, say: Callable[[str], None] = print,
                      policy: Policy | None = None, toolbox: Actuator | None = None) -> int:
-    """`conway start`: one session (memory isolated), then verification, journal record and report.
+    """`conway start`: one session (memory isolated), then verification, journal record and `report`.
 
     `policy` and `toolbox` replace the configured ones (a scripted session)."""
-    from conway.evals.report import check_new_output
     from conway.session.app import new_session_id
 
-    out = check_new_output(output, home) if output else None
+    out = report.path if report is not None else None
     shome = session_home(home, "task-" + new_session_id())
     prompt = spec.prompt() if spec else task
-    report = _session_report(out, config, task, spec, execute=execute, argv=argv) if out is not None else None
     run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox)
     outcome = run.outcome
     results = _verified(home, config, spec) if execute else None
     summary = _session_summary(shome, run, spec, results, executed=execute)
     code = session_exit_code(outcome, summary["verified"])
     if report is not None:
-        _finish_report(report, home, run, results, summary, code, prompt)
+        report.finish(home, run, results, summary, code, prompt)
     recorded = record_in_journal(home, run.session, outcome.steps, summary, str(out) if out else None,
                                  config.journal)
     _say_session(say, summary, results, executed=execute, recorded=recorded, report=out)
@@ -116,17 +123,6 @@ def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec
     if _broke(outcome):
         sys.stderr.write(f"conway: error: the session ended: {outcome.reason} (journal: {outcome.journal})\n")
     return code
-
-
-def _session_report(out: Path, config: ConwayConfig, task: str | None, spec: TaskSpec | None, *, execute: bool,
-                    argv: list[str] | None) -> Any:
-    from conway.evals.report import Report
-
-    return Report("session", out, argv=argv, config=config, parameters={
-        "execute": execute, "task_file": spec.source if spec else None,
-        "task_sha256": spec.sha256 if spec else hashlib.sha256((task or "").encode()).hexdigest(),
-        "criteria": [c.record() for c in spec.criteria] if spec else [],
-        "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
 
 
 def _verified(home: Home, config: ConwayConfig, spec: TaskSpec | None) -> list[dict[str, Any]] | None:
@@ -168,28 +164,6 @@ def session_exit_code(outcome: RunOutcome, verified: bool | None) -> ExitCode:
     if outcome.no_valid_decision:
         return ExitCode.NO_VALID_DECISION
     return ExitCode.NOT_PASSED if verified is False else ExitCode.PASSED
-
-
-def _finish_report(report: Any, home: Home, run: TaskRun, results: list[dict[str, Any]] | None,
-                   summary: dict[str, Any], code: ExitCode, prompt: str | None) -> None:
-    report.set_model(*_model_of(home, run.session))
-    for r in results or []:
-        report.add_case(r)
-    never = run.outcome.no_valid_decision and not run.outcome.uncertain
-    status = "no valid decision" if never else \
-        {True: "verified", False: "not verified", None: "unverified"}[summary["verified"]]
-    report.finish(status=status, exit_code=code, summary=summary, task=prompt)
-
-
-def _model_of(home: Home, session: str) -> tuple[str | None, None, dict[str, Any] | None]:
-    """(model id, no endpoint change, what served it) as the session's state recorded them."""
-    from conway.store.state import StateStore
-    state, _ = StateStore(home.state, home.state_previous).load()
-    if state.get("session") != session:
-        return None, None, None
-    served = state.get("served_by")
-    return (str(state["model_id"]) if state.get("model_id") else None), None, \
-        (served if isinstance(served, dict) else None)
 
 
 def _say_session(say: Callable[[str], None], summary: dict[str, Any], results: list[dict[str, Any]] | None, *,

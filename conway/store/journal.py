@@ -56,7 +56,8 @@ PREALLOCATE_BYTES = 64 << 10
 """How far ahead of its end the journal file is zero-filled (one write and fsync per this much journal)."""
 
 RESERVE_BYTES = 64 << 10
-"""Space set aside in `journal/.reserve`: freed on a full disk so the run's last events still fit."""
+"""Space set aside in `journal/.reserve`: freed on a full disk so the run's last events still fit. At most an
+eighth of the cap: the reserve counts in the cap like the files (the folder never passes it)."""
 
 
 class Journal:
@@ -74,6 +75,8 @@ class Journal:
         self.folder = folder
         self.max_total_bytes = max_total_bytes
         self.max_file_bytes = min(max_file_bytes, max_total_bytes)  # one file alone never passes the cap
+        self.reserve_bytes = min(RESERVE_BYTES, max_total_bytes // 8)
+        """`.reserve`'s size, inside the cap: the folder (files and reserve) stays within `max_total_bytes`."""
         self.fsync_mode = fsync
         self.folder.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
@@ -116,9 +119,9 @@ class Journal:
     def _make_reserve(self) -> None:
         reserve = self.folder / ".reserve"
         try:
-            if not reserve.exists() or reserve.stat().st_size < RESERVE_BYTES:
+            if not reserve.exists() or reserve.stat().st_size != self.reserve_bytes:  # a cap changed since
                 with open(reserve, "wb") as fh:  # written, not sparse: the blocks are really taken
-                    fh.write(b"\0" * RESERVE_BYTES)
+                    fh.write(b"\0" * self.reserve_bytes)
         except OSError:  # no room even for that: there is nothing to set aside
             reserve.unlink(missing_ok=True)
 
@@ -187,7 +190,7 @@ class Journal:
         `current`: the size the file being written is about to reach when one event alone is
         bigger than a file (a large tool output under small caps); room is made for that too.
         """
-        budget = self.max_total_bytes - max(self.max_file_bytes, current)
+        budget = self.max_total_bytes - max(self.max_file_bytes, current) - self.reserve_bytes
         closed = [(f, occupied_bytes(f)) for f in journal_files(self.folder) if f != self._path]
         total = sum(size for _, size in closed)
         for old, size in closed:  # oldest first; never the file being written

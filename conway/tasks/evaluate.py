@@ -26,16 +26,12 @@ from conway.tasks.getters import GETTERS, cache_file
 from conway.tasks.metrics import METRICS
 from conway.tasks.task import Task
 from conway.tasks.task_file import DEFAULT_TIMEOUT_S, Criterion, verify_one
+from conway.text.error_line import error_line
 
 StepRunner = Callable[[dict[str, Any], TaskEnv], None]
 """Runs one setup step (`{"type": …, "parameters": {…}}`) in the task's environment; raises when it fails."""
 
 DETAIL_CHARS = 200
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or "(no message)"
-    return f"{type(exc).__name__}: {text[:300]}"
 
 
 def _short(value: Any) -> str:
@@ -86,7 +82,7 @@ def _postconfig(task: Task, env: TaskEnv, run_step: StepRunner | None) -> list[s
         try:
             run_step(step, env)
         except Exception as exc:  # the metrics still run: OSWorld's setup logs a failed step and goes on
-            errors.append(f"postconfig step {n} ({step['type']}): {one_line(exc)}")
+            errors.append(f"postconfig step {n} ({step['type']}): {error_line(exc)}")
     return errors
 
 
@@ -107,9 +103,9 @@ def _metric(task: Task, i: int, env: TaskEnv, getters: Mapping[str, Callable],
     try:
         result = _get(getters, env, ev.results[i])
     except FileNotFoundError as exc:
-        return MetricResult(func, 0.0, error=f"result not found: {one_line(exc)}"), True
+        return MetricResult(func, 0.0, error=f"result not found: {error_line(exc)}"), True
     except Exception as exc:
-        return MetricResult(func, 0.0, error=f"result getter {ev.results[i]['type']}: {one_line(exc)}"), False
+        return MetricResult(func, 0.0, error=f"result getter {ev.results[i]['type']}: {error_line(exc)}"), False
     metric = metrics.get(func)
     if metric is None:
         return MetricResult(func, 0.0, error=f"metric {func} is not implemented"), False
@@ -119,13 +115,13 @@ def _metric(task: Task, i: int, env: TaskEnv, getters: Mapping[str, Callable],
         try:
             expected = _get(getters, env, expected_cfg)
         except Exception as exc:
-            return MetricResult(func, 0.0, error=f"expected getter {expected_cfg['type']}: {one_line(exc)}"), False
+            return MetricResult(func, 0.0, error=f"expected getter {expected_cfg['type']}: {error_line(exc)}"), False
     detail = f"result {_short(result)}" + (f"; expected {_short(expected)}" if expected_cfg is not None else "")
     try:
         value = (metric(result, expected, **ev.options[i]) if expected_cfg is not None
                  else metric(result, **ev.options[i]))
     except Exception as exc:
-        return MetricResult(func, 0.0, detail=detail, error=f"metric {func}: {one_line(exc)}"), False
+        return MetricResult(func, 0.0, detail=detail, error=f"metric {func}: {error_line(exc)}"), False
     if value is not None and not isinstance(value, (str, bytes)):
         try:  # bool, int, float, and numpy's scalars from metrics that use pandas
             return MetricResult(func, float(value), detail=detail), False
@@ -193,7 +189,7 @@ def _conway(task: Task, env: TaskEnv, declared_fail: bool) -> Evaluation:
         try:
             done.append(_criterion(c, env))
         except Exception as exc:
-            done.append(MetricResult(c.kind, 0.0, error=one_line(exc)))
+            done.append(MetricResult(c.kind, 0.0, error=error_line(exc)))
     score = 1.0 if all(m.score == 1.0 for m in done) else 0.0
     return Evaluation(score, tuple(done), declared_fail, (), "verified by the task's acceptance criteria")
 

@@ -309,14 +309,14 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
                      unsupported: Callable[[str, dict[str, Any]], list[str]] = unsupported_options,
                      importable: Callable[[str], bool] | None = None, network: bool = False,
                      office_accessible: Callable[[], bool] = _office_accessible,
-                     atspi: Callable[[], str | None] = atspi_missing,
+                     atspi: Callable[[], str | None] | None = None,
                      system: Callable[[Task], list[str]] = system_reasons) -> list[str]:
     """Every reason the task cannot run here; an empty list means it can. `importable`: is a module installed
     (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the desktop reaches
     the internet from a network of its own) a task that needs the live web is not held back for it.
     `office_accessible`: does LibreOffice here show its windows to AT-SPI. `atspi`: why this Python cannot read
-    AT-SPI, or None. `system`: what the task's commands need of the system that the desktop cannot give
-    (`conway.tasks.system_needs`)."""
+    AT-SPI, or None (default `atspi_missing`, looked up at call time). `system`: what the task's commands need of
+    the system that the desktop cannot give (`conway.tasks.system_needs`)."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
         return extras + ([] if task.evaluator.criteria
@@ -340,7 +340,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
         elif problems := unsupported(func, options):
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
-    reasons += _atspi(task, atspi)
+    reasons += _atspi(task, atspi or atspi_missing)
     reasons += _office_tree(task, office_accessible)
     reasons += system(task)
     reasons += _cache(task, cache_dir)

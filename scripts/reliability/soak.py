@@ -146,6 +146,8 @@ def prove(cycles: int = 10_000, sample_every: int = 100, say=print) -> ProofResu
         def on_cycle(n: int, sample: bool = True) -> None:
             files = journal_files(home.journal_dir)
             total = sum(occupied_bytes(f) for f in files)  # what the files take: a zeroed tail, blocks set aside
+            reserve = home.journal_dir / ".reserve"  # the folder is what the cap bounds: its reserve counts
+            total += occupied_bytes(reserve) if reserve.is_file() else 0
             shots = sum(1 for p in home.screenshots.iterdir() if p.suffix in (".png", ".jpg")) \
                 if home.screenshots.is_dir() else 0
             mem = len(home.memory.read_text(encoding="utf-8")) if home.memory.exists() else 0

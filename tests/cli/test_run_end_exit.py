@@ -34,7 +34,7 @@ def _session(exc: Exception | None) -> int:
     append = {"action": {"type": "append_file", "path": "a", "text": "b"}}
     policy = MockPolicy(MockScript.model_validate({"steps": [append]}))
     cfg = load_config(home.config, ["agent.max_steps=1"])
-    return run_task_session(home, cfg, task="append", spec=None, execute=True, quiet=True, output=None, argv=None,
+    return run_task_session(home, cfg, task="append", spec=None, execute=True, quiet=True,
                             say=lambda _s: None, policy=policy, toolbox=Toolbox([Failing(exc)]))
 
 

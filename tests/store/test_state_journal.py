@@ -165,6 +165,21 @@ def test_journal_rotates_by_size_and_caps_the_total(tmp_path):
     assert steps == sorted(steps) and steps[-1] == 399  # the newest survive, in order
 
 
+def test_the_journal_folder_with_its_reserve_stays_within_the_cap(tmp_path):
+    # the soak's journal folder peaked at 327 KB on a 262 KB cap: the files kept to the cap, the 64 KiB
+    # .reserve beside them did not count
+    for cap, file_bytes in ((16384, 4096), (256 << 10, 32 << 10)):
+        folder = tmp_path / str(cap)
+        j = Journal(folder, max_file_bytes=file_bytes, max_total_bytes=cap, fsync="none")
+        worst = 0
+        for i in range(cap // 100):
+            j.append(make_event("s", i, "observation", {"pad": "x" * 100}))
+            worst = max(worst, sum(f.stat().st_size for f in folder.iterdir() if f.name != ".writer.lock"))
+        j.close()
+        assert (folder / ".reserve").stat().st_size == min(64 << 10, cap // 8)
+        assert cap - 2 * file_bytes - cap // 8 < worst <= cap, (cap, worst)  # within it, and used
+
+
 def test_journal_cap_holds_when_one_event_is_bigger_than_a_file(tmp_path):
     """A large tool output under small caps (found by scripts/reliability/prove_reliability.py soak)."""
     j = Journal(tmp_path, max_file_bytes=4096, max_total_bytes=16384, fsync="none")

@@ -268,3 +268,21 @@ def test_partial_credit_weights_must_be_one_non_negative_number_per_func(credit)
 
     with pytest.raises(TaskFileError, match="partial_credit"):
         _partial(credit, [echo("a"), echo("b")])
+
+
+def test_an_error_is_one_line_said_one_way_everywhere():
+    # two `one_line` functions said the same error two ways ("(no message)" and a cut at 300 in one only)
+    import ast
+
+    from conftest import REPO
+
+    from conway.text.error_line import error_line
+
+    assert error_line(ValueError()) == "ValueError"
+    assert error_line(OSError("a\n  b\tc")) == "OSError: a b c"
+    assert error_line(RuntimeError("x" * 400)) == "RuntimeError: " + "x" * 300 + "…"
+    assert error_line(RuntimeError("x" * 400), 2000) == "RuntimeError: " + "x" * 400
+    defined = [f"{p.relative_to(REPO)}" for p in (REPO / "conway").rglob("*.py")
+               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(node, ast.FunctionDef) and node.name == "one_line"]
+    assert defined == []

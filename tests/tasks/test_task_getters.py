@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from helpers.extras import need_extra
 from helpers.task_env import TestTaskEnv
 
 from conway.tasks.cache import cloud_path
@@ -323,7 +324,7 @@ def test_the_appearance_mode_is_read_from_the_preferences(env):
 
 
 def test_content_from_vm_file_gives_an_xlsx_last_row_as_texts(env):
-    import openpyxl
+    openpyxl = need_extra("tasks", "openpyxl")
     book = openpyxl.Workbook()
     for row in (["Name", "Citations"], ["Ada", 10], ["Yann", 345074]):
         book.active.append(row)
@@ -357,6 +358,7 @@ def _deck_with_background(path, png):
 
 def test_background_image_in_slide_extracts_the_picture(env):
     from PIL import Image
+    need_extra("tasks", "pptx")
     Image.new("RGB", (8, 8), (0, 128, 255)).save(env.home / "bg.png")
     _deck_with_background(env.home / "d.pptx", env.home / "bg.png")
     got = GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/d.pptx", "slide_index": 0,

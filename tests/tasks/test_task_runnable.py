@@ -11,6 +11,10 @@ from conway.tasks.cache import cloud_path, download_path
 from conway.tasks.runnable import why_not_runnable
 from conway.tasks.task import parse_osworld, read_task_file
 
+# what a listing says besides the extras: every extra counts as installed (those reasons are tested by
+# saying what is missing), so these pass with only `dev` installed
+pytestmark = pytest.mark.usefixtures("every_extra")
+
 EXAMPLES = REPO / "tests" / "data" / "osworld" / "examples"
 ALL_STEPS = {"launch", "open", "execute", "command", "sleep", "activate_window", "download", "chrome_open_tabs"}
 DL = "https://files.example.org/cache/os/t/setup.sh"

@@ -10,6 +10,10 @@ from conftest import REPO, run_cli
 
 from conway.cli.main import main
 
+# what a listing says besides the extras: every extra counts as installed (those reasons are tested by
+# saying what is missing), so these pass with only `dev` installed
+pytestmark = pytest.mark.usefixtures("every_extra")
+
 INDEX = REPO / "tests" / "data" / "osworld" / "test_fixtures.json"
 GOLD = "https://files.example.org/cache/os/gold.txt"
 

@@ -29,10 +29,10 @@ class Served:
 
 
 def server_said(kind: str | None) -> str:
-    """The server program as a phrase: `llama-server`, `a llama-cpp-python server`, `an unknown server`."""
-    if not kind or kind == "unknown":
-        return "an unknown server"
-    return kind if kind.endswith("server") else f"a {kind} server"
+    """The server program as a phrase: `llama-server`, `llama-cpp-python server`, `unknown server` (never
+    "llama-server server")."""
+    kind = kind or "unknown"
+    return kind if kind.endswith("server") else f"{kind} server"
 
 
 def server_kind(entries: list[dict[str, Any]]) -> str:

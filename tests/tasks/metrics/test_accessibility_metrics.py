@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.extras import need_extra
 from helpers.task_env import TestTaskEnv
 
 from conway.tasks.evaluate import evaluate
@@ -14,6 +15,9 @@ from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import METRICS
 from conway.tasks.metrics.errors import MetricError
 from conway.tasks.task import parse_osworld
+
+need_extra("tasks", "lxml")  # CSS selectors and XPath on the tree, as OSWorld's (lxml, cssselect)
+need_extra("tasks", "cssselect")
 
 check = METRICS["check_accessibility_tree"]
 left_panel = METRICS["check_left_panel"]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import zipfile
 
+from helpers.extras import need_extra
+
 from conway.tasks.metrics import METRICS
+
+need_extra("tasks", "lxml")  # the metric reads the tree with lxml, as OSWorld's
 
 TOC = "<ncx>\n<docTitle>Book</docTitle>\n<navPoint id='1'>one</navPoint>\n</ncx>\n"
 OPF = "<package>\n<dc:title>Book</dc:title>\n<dc:identifier>urn:{uid}</dc:identifier>\n</package>\n"

@@ -3,7 +3,11 @@ scores them: equal, a text or attribute changed, formatting only, LibreOffice's 
 
 from __future__ import annotations
 
+from helpers.extras import need_extra
+
 from conway.tasks.metrics import METRICS
+
+need_extra("tasks", "lxml")  # the metric reads the tree with lxml, as OSWorld's
 
 PAGE = ('<!DOCTYPE html><html><head><title>Survey</title></head><body>\n<table class="t  wide">'
         '<tr><td sdnum="1033;0;0.00" sdval="12">{cell}</td><td>2021</td></tr></table><!-- exported -->\n'

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 import zipfile
 
+from helpers.extras import need_extra
+
 from conway.tasks.metrics import METRICS
 
 TIMEDATECTL = """               Local time: Thu 2024-01-25 12:56:06 {zone}
@@ -82,7 +84,7 @@ def test_a_python_test_suite_runs_in_a_child_process(tmp_path):
 
 
 def test_three_fuzzy_answers_in_a_document(tmp_path):
-    import docx
+    docx = need_extra("tasks", "docx")
     def doc(name, text):
         d = docx.Document()
         d.add_paragraph(text)
