@@ -104,10 +104,15 @@ def qemu_argv(opts: dict[str, Any], port: int, folder: Path, kvm: bool) -> list[
     if kvm or opts["cpu"] != "host":  # `host` is KVM's alone; under TCG QEMU's default model stands in
         accel += ["-cpu", str(opts["cpu"])]
     return [QEMU, *accel, "-m", str(int(opts["memory_mb"])), "-smp", str(int(opts["cpus"])), "-snapshot",
-            "-drive", f"file={opts['image']},format={opts['format']},if=virtio",
+            "-drive", f"file={_qemu_value(opts['image'])},format={opts['format']},if=virtio",
             "-netdev", f"user,id=net0,hostfwd=tcp:127.0.0.1:{port}-:{int(opts['guest_port'])}",
             "-device", "virtio-net-pci,netdev=net0", "-display", "none", "-monitor", "none",
-            "-serial", f"file:{folder / 'serial.log'}", "-name", f"conway-{folder.name}", *_direct_boot(opts)]
+            "-serial", f"file:{_qemu_value(str(folder / 'serial.log'))}", "-name", f"conway-{folder.name}", *_direct_boot(opts)]
+
+
+def _qemu_value(text: str) -> str:
+    """A value inside one of QEMU's comma-separated options: a comma in it is written twice."""
+    return text.replace(",", ",,")
 
 
 def _direct_boot(opts: dict[str, Any]) -> list[str]:

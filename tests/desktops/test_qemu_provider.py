@@ -64,6 +64,9 @@ def test_the_command_line_never_writes_the_image_and_listens_on_loopback_only(tm
     assert "-snapshot" in argv and argv[argv.index("-accel") + 1] == "kvm"
     assert "user,id=net0,hostfwd=tcp:127.0.0.1:40123-:5000" in argv
     assert qemu_argv(opts, 40123, tmp_path, kvm=False)[1:3] == ["-accel", "tcg"]
+    (tmp_path / "a,b.qcow2").write_bytes(b"")  # a comma in the path is not a new QEMU option
+    odd = options(TasksConfig(desktop="qemu", desktop_options={"image": str(tmp_path / "a,b.qcow2")}))
+    assert f"file={tmp_path}/a,,b.qcow2,format=qcow2,if=virtio" in qemu_argv(odd, 1, tmp_path, kvm=False)
 
 
 def test_a_vm_whose_guest_server_never_answers_is_one_line_and_leaves_nothing(image) -> None:
