@@ -59,6 +59,8 @@ class RunnerProtocol:
     timings: dict[str, Any] = field(default_factory=dict)
 
     def _wait(self, name: str, cap_s: float, desk: Any, *, before_evaluation: bool = False) -> float:
+        """`desk.home`: the home folder itself on this side (only its files' sizes and times are read, no link
+        followed), never `host_path`'s copy of it."""
         if not self.applies or cap_s <= 0:
             return 0.0
         home = getattr(desk, "home", None)  # the local desktop's live home (a guest machine's is not here)

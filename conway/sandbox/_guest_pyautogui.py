@@ -10,6 +10,7 @@ It is a stand-in, named as one: it implements the key, click, move, type and scr
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 
@@ -51,43 +52,42 @@ def _flat(keys: tuple) -> list[str]:
 
 
 TERMINAL = "lxterminal"
-"""The desktop's terminal (conway/sandbox/desktop.py's TERMINAL)."""
-TERMINAL_WAIT_S = 120.0
+"""The desktop's terminal (`conway.sandbox.desktop.TERMINAL`; this module is the box's and imports nothing of Conway)."""
+TERMINAL_WAIT_S = 60.0
 
 
-def _windows() -> set[str]:
-    done = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", ""], capture_output=True, text=True,
-                          timeout=30, stdin=subprocess.DEVNULL, check=False)
+def _terminal_windows() -> set[str]:
+    """The terminal's mapped windows (by their class: a helper window another program maps meanwhile is not it)."""
+    done = subprocess.run(["xdotool", "search", "--onlyvisible", "--class", TERMINAL], capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
     return set(done.stdout.split())
 
 
-def _terminal_requested(keys: list[str]) -> bool:
-    """Ctrl+Alt+T, GNOME's shortcut for a terminal: the desktop has no GNOME to catch the keys, so this opens the
-    terminal as GNOME would (here, inside the desktop's box, where this runs) and returns once its window is
-    shown and focused, so what follows (`write('stty size')`) goes into it, as on OSWorld's VM."""
-    if sorted(k.lower() for k in keys) != ["alt", "ctrl", "t"]:
+def _open_terminal(keys: list[str]) -> bool:
+    """Ctrl+Alt+T is GNOME's shortcut for a terminal, and the desktop has no GNOME to catch the keys: the stand-in
+    does what GNOME does, at the moment the keys are pressed (what a step types after it, `write('stty size')`,
+    goes into the terminal, as on OSWorld's VM). The terminal is started in a session of its own, so it outlives
+    the step's command; the call returns once its window is shown and has the focus."""
+    if sorted(k.lower() for k in keys) != ["alt", "ctrl", "t"] or shutil.which(TERMINAL) is None:
         return False
-    before = _windows()
-    try:
-        subprocess.Popen([TERMINAL], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:
-        return False
+    before = _terminal_windows()
+    subprocess.Popen([TERMINAL], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
     deadline = time.monotonic() + TERMINAL_WAIT_S
     while time.monotonic() < deadline:
-        new = _windows() - before
+        new = _terminal_windows() - before
         if new:
             window = min(new, key=int)
-            _xdotool("windowactivate", "--sync", window)
+            _xdotool("windowraise", window)
             _xdotool("windowfocus", "--sync", window)
             return True
         time.sleep(0.1)
-    return True
+    return True  # no window: the step's check (or its activate_window) says so
 
 
 def hotkey(*keys, **_ignored) -> None:
     flat = _flat(keys)
-    if _terminal_requested(flat):
+    if _open_terminal(flat):
         return
     _xdotool("key", "--clearmodifiers", "+".join(_key(k) for k in flat))
 

@@ -198,7 +198,7 @@ def test_keys_typed_after_ctrl_alt_t_in_one_step_reach_the_terminal_it_opens(des
             "pyautogui.write('echo conway-$((6*7))'); time.sleep(0.5); pyautogui.press('enter')")
     run_setup([{"type": "execute", "parameters": {"command": ["python", "-c", code]}}], desk,
               SetupLimits(window_wait_s=30, command_timeout_s=120))
-    text = wait_until(lambda: (t := desk.terminal_output()) and "conway-42\n" in t + "\n" and t, timeout=20,
+    text = wait_until(lambda: (t := desk.terminal_output()) and "conway-42\n" in t + "\n" and t, timeout=60,
                       interval=0.3, what="the command typed after the shortcut, run in the terminal")
     assert "echo conway-$((6*7))" in text
 

@@ -18,7 +18,6 @@ from helpers.task_desktop import need_desktop
 from conway.config import ConwayConfig, TasksConfig, load_config
 from conway.evals.task_protocol import deviations
 from conway.sandbox.desktop import DisposableDesktop
-from conway.tasks.env import GUEST_HOME
 
 
 def test_the_defaults_are_osworlds_runner() -> None:
@@ -99,7 +98,7 @@ def desk(open_desk: Callable[..., DisposableDesktop]) -> DisposableDesktop:
 def test_measured_readiness_waits_for_a_home_still_being_written(desk: DisposableDesktop) -> None:
     from conway.sandbox.readiness import wait_until_ready
 
-    home = desk.host_path(GUEST_HOME)
+    home = desk.home
     quiet = wait_until_ready(desk.display, home, cap_s=60, quiet_s=1.0)
     assert quiet.ready and quiet.seconds < 60, quiet
     desk.spawn("while :; do date +%N > /home/user/tick; sleep 0.2; done", shell=True)
