@@ -57,6 +57,10 @@ def test_a_task_run_asks_for_the_stretch(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(setup, "run_setup", fake_setup)
     suite = TasksSuite(config=load_config(None, ["policy=mock"]), folder=tmp_path, report_dir=tmp_path, total=1)
     case = TaskCase(index=0, task=SimpleNamespace(id="t", config=[]))
+    from conway.desktops import DesktopRequest
+    from conway.desktops.local import LocalDesktop
+
+    desk = LocalDesktop(None, DesktopRequest("t"))  # the local provider, not started: setup is stopped first
     with pytest.raises(SetupError):
-        suite._on_desktop(None, case, {}, SimpleNamespace(size=(1280, 800), display=":99"), None, tmp_path, 1, 1.0)
+        suite._on_desktop(None, case, {}, desk, None, tmp_path, 1, 1.0)
     assert seen[0].scale_with_load and seen[0].window_wait_s == suite.window_wait_s
