@@ -280,9 +280,9 @@ def do_promote(args) -> int:
 
 
 def do_rollouts(args) -> int:
-    from conway.args.costs import cost_args
     from conway.args.resolve import model_config_of
     from conway.cli.tasks import split_overrides
+    from conway.evals.best_of_n import cost_args
     from conway.evals.pool import pool_of
     from conway.evals.rollouts import parse_screen, rollouts
     split_overrides(args)

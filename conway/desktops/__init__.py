@@ -15,25 +15,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from conway.desktops.base import (
-    LOCAL_PROTOCOL,
-    OSWORLD_PROTOCOL,
-    Desktop,
-    DesktopError,
-    DesktopRequest,
-    PausedActuator,
-    Provider,
-    RunnerProtocol,
-    StepLimits,
-    pause,
-)
+from conway.desktops.base import Desktop, DesktopError, DesktopRequest, Provider, StepLimits
 from conway.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
     from conway.config import TasksConfig
 
-__all__ = ["Desktop", "DesktopError", "DesktopRequest", "LOCAL_PROTOCOL", "OSWORLD_PROTOCOL", "PROVIDERS",
-           "PausedActuator", "Provider", "RunnerProtocol", "StepLimits", "check_settings", "open_desktop", "pause", "provider"]
+__all__ = ["Desktop", "DesktopError", "DesktopRequest", "PROVIDERS", "Provider", "StepLimits", "check_settings",
+           "open_desktop", "provider"]
 
 
 PROVIDERS: dict[str, str] = {

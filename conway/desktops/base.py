@@ -1,5 +1,5 @@
-"""What every desktop provider gives a task run: the `Desktop` protocol, the request that opens one, the runner
-protocol's timings with each provider's defaults, and the pause after each action.
+"""What every desktop provider gives a task run: the `Desktop` protocol and the request that opens one (OSWorld's
+runner protocol around a task is the same on every provider: `conway.evals.task_protocol`).
 
 A desktop is where one task runs and is gone afterwards: the local Xvfb + bubblewrap one (`local`), a machine
 running OSWorld's guest server (`osworld`), OSWorld's VM image under QEMU (`qemu`). The runner (`tasks run`,
@@ -10,11 +10,11 @@ observer and an actuator for the loop, the `TaskEnv` the checkers read, a last s
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
-from conway.protocols import Actuator, Observer, ToolResult
+from conway.protocols import Actuator, Observer
 
 if TYPE_CHECKING:  # pragma: no cover
     from conway.config import ConwayConfig, TasksConfig
@@ -52,39 +52,6 @@ class StepLimits:
     """Where a step OSWorld's setup would only have logged says so (the case's `setup_notes`), when given."""
 
 
-@dataclass(frozen=True)
-class RunnerProtocol:
-    """OSWorld's `lib_run_single` as settings: the wait after setup before the first observation, the pause after
-    each action (`sleep_after_execution`), the settle before evaluation, the step limit (None: the task's, else
-    the runner's default)."""
-
-    wait_after_setup_s: float = 0.0
-    sleep_after_action_s: float = 0.0
-    settle_before_eval_s: float = 0.0
-    max_steps: int | None = None
-
-    def resolved(self, settings: "TasksConfig") -> tuple["RunnerProtocol", list[str]]:
-        """This provider default with the configured values over it, and each value that differs from the
-        default named as a deviation (the report says them)."""
-        chosen = {name: getattr(settings, name) for name in asdict(self)}
-        out = RunnerProtocol(**{k: (v if v is not None else getattr(self, k)) for k, v in chosen.items()})
-        deviations = [f"tasks.{k}={_shown(getattr(out, k))} (the provider's default: {_shown(getattr(self, k))})"
-                      for k in asdict(self) if getattr(out, k) != getattr(self, k)]
-        return out, deviations
-
-
-def _shown(value: Any) -> str:
-    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-OSWORLD_PROTOCOL = RunnerProtocol(wait_after_setup_s=60.0, sleep_after_action_s=0.0, settle_before_eval_s=20.0,
-                                  max_steps=15)
-"""OSWorld's own numbers (lib_run_single: sleep 60 after reset, 20 before evaluate; run.py: sleep_after_execution
-0.0, max_steps 15): the defaults on its machine."""
-LOCAL_PROTOCOL = RunnerProtocol()
-"""The local desktop adds no waits and leaves the step limit to the task (behaviour as before the seam)."""
-
-
 @runtime_checkable
 class Desktop(Protocol):
     """One disposable desktop for one task; a context manager (entered: started, exited: gone)."""
@@ -94,8 +61,6 @@ class Desktop(Protocol):
     task_id: str
     size: tuple[int, int]
     """The screen's size in pixels (a guest's as it reports it)."""
-    protocol: RunnerProtocol
-    """The runner protocol's defaults on this provider."""
 
     def __enter__(self) -> "Desktop": ...
 
@@ -144,8 +109,6 @@ class Provider:
 
     name: str
     make: Callable[["TasksConfig", DesktopRequest], Desktop]
-    protocol: RunnerProtocol
-    """The runner protocol's defaults on it (`tasks.*` override them; the report names each deviation)."""
     runnable: Callable[[bool], dict[str, Any]]
     """`why_not_runnable`'s keyword arguments for this provider, given `--network` (which setup steps it runs,
     whether programs are looked for on this machine)."""
@@ -155,38 +118,6 @@ class Provider:
     """What is wrong with the settings for this provider (a missing address), said before any task starts."""
 
 
-@dataclass
-class PausedActuator:
-    """An actuator that waits `pause_s` after each action it runs (OSWorld's `sleep_after_execution`); the wait is
-    cut short by a stop (`conway.cancel`). Everything else is the wrapped actuator's."""
-
-    inner: Actuator
-    pause_s: float
-    slice_s: float = 0.25
-    paused: list[float] = field(default_factory=list)
-
-    def available_types(self) -> list[str]:
-        return self.inner.available_types()
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-    def findings(self) -> list[dict[str, Any]]:
-        return self.inner.findings()
-
-    def check(self, action: Any) -> Any:
-        return self.inner.check(action)
-
-    def cancellable(self, action: Any) -> bool:
-        return self.inner.cancellable(action)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def run(self, action: Any, screen: Any = None) -> ToolResult:
-        result = self.inner.run(action, screen)
-        self.paused.append(pause(self.pause_s, self.slice_s))
-        return result
 
 
 def pause(seconds: float, slice_s: float = 0.25) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conway.desktops.base import LOCAL_PROTOCOL, DesktopRequest, Provider, RunnerProtocol, StepLimits
+from conway.desktops.base import DesktopRequest, Provider, StepLimits
 
 if TYPE_CHECKING:  # pragma: no cover
     from conway.config import ConwayConfig, TasksConfig
@@ -23,7 +23,6 @@ class LocalDesktop:
     """`Desktop` over one `DisposableDesktop`; its public methods stay reachable as `.desk`."""
 
     provider = "local"
-    protocol: RunnerProtocol = LOCAL_PROTOCOL
 
     def __init__(self, settings: "TasksConfig | None", request: DesktopRequest):
         from conway.sandbox.desktop import DisposableDesktop
@@ -117,5 +116,5 @@ def _make(settings: "TasksConfig", request: DesktopRequest) -> LocalDesktop:
     return LocalDesktop(settings, request)
 
 
-PROVIDER = Provider("local", _make, LOCAL_PROTOCOL, _runnable,
+PROVIDER = Provider("local", _make, _runnable,
                     "a disposable desktop on this machine: private Xvfb, session bus, bubblewrap, home at /home/user")

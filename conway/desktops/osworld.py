@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conway.desktops.base import OSWORLD_PROTOCOL, DesktopError, DesktopRequest, Provider, RunnerProtocol, StepLimits
+from conway.desktops.base import DesktopError, DesktopRequest, Provider, StepLimits
 from conway.desktops.guest_client import GuestClient, GuestError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +33,6 @@ class GuestDesktop:
     """`Desktop` on a guest server at `url`; `client` given: that one (tests shorten its retries)."""
 
     provider = "osworld"
-    protocol: RunnerProtocol = OSWORLD_PROTOCOL
 
     def __init__(self, url: str, request: DesktopRequest, *, client: GuestClient | None = None,
                  setup_options: dict[str, Any] | None = None, lease: Any = None):
@@ -166,6 +165,6 @@ def _make(settings: "TasksConfig", request: DesktopRequest) -> GuestDesktop:
     return GuestDesktop(urls[0], request, lease=GuestLease(urls, request.lease_dir))
 
 
-PROVIDER = Provider("osworld", _make, OSWORLD_PROTOCOL, _runnable,
+PROVIDER = Provider("osworld", _make, _runnable,
                     "a machine running OSWorld's guest server, driven over HTTP as OSWorld's DesktopEnv drives it",
                     _check)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conway.desktops.base import OSWORLD_PROTOCOL, DesktopError, DesktopRequest, Provider
+from conway.desktops.base import DesktopError, DesktopRequest, Provider
 from conway.desktops.guest_client import GuestClient, GuestError
 from conway.desktops.osworld import GuestDesktop, _runnable
 
@@ -295,5 +295,5 @@ def _make(settings: "TasksConfig", request: DesktopRequest) -> QemuDesktop:
     return QemuDesktop(options(settings), request)
 
 
-PROVIDER = Provider("qemu", _make, OSWORLD_PROTOCOL, _runnable,
+PROVIDER = Provider("qemu", _make, _runnable,
                     "OSWorld's VM image under QEMU here (KVM when usable), one -snapshot VM per task", _check)

@@ -292,3 +292,15 @@ def _x(v: Any) -> str:
 
 def _yn(v: Any) -> str:
     return "-" if v is None else ("yes" if v else "no")
+
+
+def cost_args(args: Any) -> dict[str, Any]:
+    """The cost flags a command was given (`conway.args.costs.add_cost_args`): {"prices": {"in", "out"} per
+    million tokens or None, "reference": {task: steps} or None}."""
+    prices = None
+    given = [x for x in (args.price_in, args.price_out) if x is not None]
+    if given:
+        if min(given) < 0:
+            raise UserError("--price-in and --price-out must not be negative")
+        prices = {"in": args.price_in or 0.0, "out": args.price_out or 0.0}
+    return {"prices": prices, "reference": load_reference(args.reference_steps) if args.reference_steps else None}

@@ -15,13 +15,11 @@ from conway.desktops import (
     PROVIDERS,
     Desktop,
     DesktopRequest,
-    PausedActuator,
     StepLimits,
     open_desktop,
     provider,
 )
 from conway.errors import UserError
-from conway.protocols import ToolResult
 
 
 def test_every_registered_provider_declares_its_own_name() -> None:
@@ -57,41 +55,6 @@ def test_osworlds_runner_protocol_is_the_default_on_every_provider() -> None:
     quick = TasksConfig(desktop="osworld", wait_after_setup_s=0, settle_before_eval_s=1.5)
     assert deviations(quick) == ["tasks.wait_after_setup_s=0 (the wait after setup; OSWorld's runner: 60)",
                                  "tasks.settle_before_eval_s=1.5 (the settle before evaluation; OSWorld's runner: 20)"]
-
-
-class _Recorder:
-    """A stand-in actuator (the point: only the pause around it is under test)."""
-
-    def __init__(self) -> None:
-        self.ran: list[str] = []
-
-    def run(self, action, screen=None):
-        self.ran.append(action)
-        return ToolResult(ok=True, output="did it")
-
-    def available_types(self):
-        return ["click"]
-
-    def close(self):
-        self.ran.append("closed")
-
-
-def test_the_pause_after_each_action_follows_the_action_and_is_cut_by_a_stop() -> None:
-    from conway.cancel import Cancel, cancel_scope
-
-    inner = _Recorder()
-    paced = PausedActuator(inner, 0.05)
-    assert paced.run("a").ok and inner.ran == ["a"]
-    assert paced.paused[0] >= 0.05
-    assert paced.available_types() == ["click"]
-    token = Cancel()
-    token.set("stop requested")
-    with cancel_scope(token):
-        slow = PausedActuator(inner, 30.0)
-        slow.run("b")
-    assert slow.paused[0] < 5  # a stop does not wait out the pause
-    paced.close()
-    assert inner.ran[-1] == "closed"
 
 
 def test_osworld_tasks_are_planned_against_the_guests_steps_not_this_machines_programs(tmp_path) -> None:

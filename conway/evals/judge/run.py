@@ -465,8 +465,8 @@ def _add_parser(sub: Any) -> None:
 
 def _run_command(args: Any) -> int:
     from conway.args.command import OVERRIDE
-    from conway.args.costs import cost_args
     from conway.args.resolve import home_of, model_config_of
+    from conway.evals.best_of_n import cost_args
     from conway.evals.pool import pool_of
 
     words = list(args.folder)  # argparse cannot tell the folders from the overrides: a key=value is one
