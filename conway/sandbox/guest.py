@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conway.tasks.system_needs import installed_packages
+from conway.machine.packages import installed_packages
 
 __all__ = ["CHROME_FLAGS", "GUEST_BIN", "GUEST_DIR", "GUEST_LIB", "GUEST_PROGRAMS", "OFFICE_SETTINGS", "seed_home",
            "write_guest"]
@@ -99,8 +99,6 @@ def write_guest(folder: Path) -> Path:
     (lib_dir / "installed-packages").write_text("".join(f"{name}\n" for name in installed_packages()),
                                                 encoding="utf-8")
     return folder
-
-
 
 
 

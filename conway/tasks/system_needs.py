@@ -69,6 +69,8 @@ def installed_schemas() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1)
 def _packages_here() -> frozenset[str]:
+    from conway.machine.packages import installed_packages
+
     return frozenset(installed_packages())
 
 
@@ -118,21 +120,3 @@ def system_reasons(task: Any, *, schemas: Callable[[], frozenset[str]] = install
             reasons.append(f"the {where} command writes settings over OSWorld's bus {OSWORLD_BUS}, which the "
                            "disposable desktop does not serve: the write would be lost")
     return list(dict.fromkeys(reasons))
-
-
-DPKG_STATUS = Path("/var/lib/dpkg/status")
-
-
-def installed_packages(status: Path = DPKG_STATUS) -> list[str]:
-    """The Debian packages installed on this machine (dpkg's status file; none where there is none): what the
-    desktop's apt-get stand-in may say is installed, the sandbox seeing no dpkg database of its own."""
-    try:
-        text = status.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    names = []
-    for stanza in text.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line[0].isspace())
-        if fields.get("Status", "").endswith(" installed") and fields.get("Package"):
-            names.append(fields["Package"])
-    return sorted(set(names))
