@@ -203,9 +203,9 @@ def conformance_report(config: ConwayConfig, screen: str = "1920x1080") -> tuple
     n_ctx, source, served = _context_of(config, size)
     lines = conformance_lines(config, n_ctx, source, size)
     if served:
-        from conway.policies.backends.served_by import one_line
+        from conway.policies.backends.served_by import served_line
 
-        lines.insert(1, "served by: " + one_line(served))
+        lines.insert(1, "served by: " + served_line(served))
     refusal = window_refusal(config, n_ctx, source or "", size) if n_ctx else None
     if refusal:
         lines.append("refused: " + refusal)

@@ -1,7 +1,7 @@
 """`conway view --serve`: the same pages from 127.0.0.1, and the one way the browser can write labels.
 
 Everything here needs the owner's secret: a random token that reaches the
-owner only, in the address printed to their terminal (`/?token=…`). Any
+owner only, in the address printed to their terminal (a `token` query parameter). Any
 process on this machine can connect to 127.0.0.1 (another user's, a task
 run with `--network`), so a page anyone may fetch must show nothing and
 carry nothing that controls a session. A page is answered to a request that
@@ -28,7 +28,7 @@ from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from pydantic import ValidationError
 
@@ -43,7 +43,7 @@ NEEDS_TOKEN_PAGE = (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\"><title>conway view</title></head>\n"
     "<body><h1>This viewer needs its token</h1><p>It shows its pages only to the person who started it: open the "
-    "address <code>conway view --serve</code> printed in that terminal (it ends in <code>?token=…</code>).</p>"
+    "address <code>conway view --serve</code> printed in that terminal (it carries a <code>token</code> parameter).</p>"
     "</body></html>\n").encode()
 """The answer to a page asked for without the token: nothing of the sessions, and no token."""
 POST_ROUTES = ("/api/label", "/api/control", "/api/input")
@@ -117,7 +117,7 @@ class ViewServer:
     def owner_url(self, path: str = "") -> str:
         """The address to give the owner (and no one else): `path` on this server with the token, which lets a
         browser in (and sets its cookie)."""
-        return f"{self.url}{path}?token={self.token}"
+        return f"{self.url}{path}?" + urlencode({"token": self.token})
 
     @property
     def cookie(self) -> str:

@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from helpers.desktop_fixtures import APPS, need, start_app, wait_until
@@ -121,7 +122,8 @@ def test_live_api_refuses_without_token_and_input_when_not_taken_over(tmp_path: 
     view = ViewServer(build_site(Home(tmp_path / "b")), live=[tmp_path])
     url = view.start()
     try:
-        for path in ("api/live", "live", "live?token=guess", f"api/live?token={view.token}"):
+        for path in ("api/live", "live", "live?" + urlencode({"token": "guess"}),
+                     "api/live?" + urlencode({"token": view.token})):
             with pytest.raises(urllib.error.HTTPError) as no_token:
                 urllib.request.urlopen(url + path)
             body = no_token.value.read().decode()

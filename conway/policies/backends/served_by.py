@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_facts", "http_served_by", "file_digest", "one_line"]
+__all__ = ["file_facts", "http_served_by", "file_digest", "served_line"]
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 _LOCK = threading.Lock()
@@ -150,7 +150,7 @@ def http_served_by(backend: Any, local: dict[str, str | None] | None = None,
     return out
 
 
-def one_line(said: dict[str, Any]) -> str:
+def served_line(said: dict[str, Any]) -> str:
     """`served_by` as one line for the console (`conway models --conformance`)."""
     parts = [str(said.get("server", "unknown")) + "".join(f" {k} {said[k]}" for k in ("version", "build") if k in said)]
     model = said.get("model_file") or {}
