@@ -311,7 +311,13 @@ class DisposableDesktop:
             answer = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         except (BoxError, ValueError, IndexError):
             return None
-        return answer.get(key) if isinstance(answer, dict) else None
+        if not isinstance(answer, dict):
+            return None
+        reason = answer.get("reason")
+        if answer.get(key) is None and isinstance(reason, str) and reason.startswith("AT-SPI unavailable"):
+            # a missing part is an error, never a wrong score (an empty terminal would read as a 0)
+            raise SandboxError(f"the desktop cannot read AT-SPI: {reason[:200]}")
+        return answer.get(key)
 
     def terminal_output(self) -> str | None:
         """The text of the first terminal window on this desktop, read through AT-SPI inside the box; None when

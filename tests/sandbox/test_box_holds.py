@@ -227,3 +227,18 @@ def test_with_network_the_box_has_its_own_and_reaches_no_x_server_or_loopback_he
         done = desk.run(["python3", "-c", probe], timeout_s=30)
     assert "REACHED" not in done.stdout and "loopback refused" in done.stdout, done.stdout + done.stderr
     assert desk.environment.availability()[1].startswith("the task desktop's box (its own network")
+
+
+def test_a_reader_that_cannot_reach_atspi_is_an_error_never_an_empty_terminal(
+        open_desk: Callable[..., DisposableDesktop], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper's own answer when the box's Python has no AT-SPI (a stand-in answer: the point is what the host
+    makes of it): an error naming the reason, so the task is an error, not a 0 for a terminal that looked empty."""
+    from conway.sandbox.box import BoxRun
+    from conway.sandbox.environment import SandboxError
+    desk = open_desk("no-atspi")
+    said = b'{"text": null, "reason": "AT-SPI unavailable: No module named gi"}\n'
+    monkeypatch.setattr(desk.box, "run", lambda *a, **k: BoxRun(0, said, b""))
+    with pytest.raises(SandboxError, match="cannot read AT-SPI: AT-SPI unavailable: No module named gi"):
+        desk.terminal_output()
+    monkeypatch.setattr(desk.box, "run", lambda *a, **k: BoxRun(0, b'{"text": null}\n', b""))
+    assert desk.terminal_output() is None  # no terminal open: that is an answer
