@@ -40,3 +40,19 @@ def atspi_missing(importable: Callable[[str], bool] = _importable,
     if not any(Path(d, "Atspi-2.0.typelib").is_file() for d in dirs):
         return "the Atspi-2.0 typelib was not found (apt-get install gir1.2-atspi-2.0)"
     return None
+
+
+DESKTOP_PYTHON = "/usr/bin/python3"
+"""The interpreter a task desktop's readers run with: the system's, inside the desktop's box (docs/desktop.md#the-box)."""
+SYSTEM_GI = ("/usr/lib/python3/dist-packages/gi/__init__.py",)
+"""Where Debian's python3-gi puts PyGObject for the system's Python."""
+
+
+def desktop_atspi_missing(gi_paths: tuple[str, ...] = SYSTEM_GI,
+                          typelib_dirs: tuple[str, ...] | None = None) -> str | None:
+    """None when a task desktop's readers can read AT-SPI: the system's Python with Debian's PyGObject
+    (python3-gi) and the Atspi-2.0 typelib (they run inside the desktop's box, not in this interpreter); else why
+    not and how to install it, in one line. Found, not imported."""
+    if not any(Path(p).is_file() for p in gi_paths):
+        return f"the desktop's Python ({DESKTOP_PYTHON}) has no PyGObject (apt-get install python3-gi)"
+    return atspi_missing(importable=lambda module: True, typelib_dirs=typelib_dirs)

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from conway.machine.atspi import atspi_missing
+from conway.machine.atspi import desktop_atspi_missing
 
 VERSION_TIMEOUT_S = 5.0
 
@@ -93,7 +93,7 @@ APPLICATIONS: tuple[App, ...] = (
 )
 
 
-def doctor(atspi: Callable[[], str | None] = atspi_missing) -> dict[str, Any]:
+def doctor(atspi: Callable[[], str | None] = desktop_atspi_missing) -> dict[str, Any]:
     """Per application: installed or not, the program and version found here, and OSWorld's VM's; and whether
     the terminal's text and the accessibility tree can be read here (`atspi`: why not, or None)."""
     rows = []

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from conway.machine.atspi import atspi_missing
+from conway.machine.atspi import desktop_atspi_missing
 from conway.machine.extras import EXTRAS
 from conway.tasks.cache import cloud_path, download_path, step_files, task_file_name
 from conway.tasks.env import PathEscape
@@ -315,7 +315,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     (default `_importable`, looked up at call time). With `network` (`tasks run --network`: the desktop reaches
     the internet from a network of its own) a task that needs the live web is not held back for it.
     `office_accessible`: does LibreOffice here show its windows to AT-SPI. `atspi`: why this Python cannot read
-    AT-SPI, or None (default `atspi_missing`, looked up at call time). `system`: what the task's commands need of
+    AT-SPI, or None (default `desktop_atspi_missing`, looked up at call time: the desktop's readers run in its box). `system`: what the task's commands need of
     the system that the desktop cannot give (`conway.tasks.system_needs`)."""
     extras = _extras(task, importable or _importable)
     if task.format == "conway":
@@ -340,7 +340,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
         elif problems := unsupported(func, options):
             reasons.append(f"metric {func}: not supported here: {', '.join(problems)}")
     reasons += _apps(task, installed)
-    reasons += _atspi(task, atspi or atspi_missing)
+    reasons += _atspi(task, atspi or desktop_atspi_missing)
     reasons += _office_tree(task, office_accessible)
     reasons += system(task)
     reasons += _cache(task, cache_dir)

@@ -27,4 +27,4 @@ def every_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import conway.tasks.runnable as runnable
 
     monkeypatch.setattr(runnable, "_importable", lambda module: True)
-    monkeypatch.setattr(runnable, "atspi_missing", lambda: None)
+    monkeypatch.setattr(runnable, "desktop_atspi_missing", lambda: None)

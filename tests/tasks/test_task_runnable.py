@@ -357,3 +357,15 @@ def test_the_project_installs_the_schemas_and_packages_osworlds_tasks_name() -> 
         pytest.skip(f"not installed here: {' '.join(missing)} (scripts/test.sh installs them)")
     assert not missing
     assert {"org.gnome.shell", "org.gnome.settings-daemon.plugins.power"} <= installed_schemas()
+
+
+def test_a_desktops_readers_need_the_systems_pygobject_not_this_pythons(tmp_path):
+    """A task desktop's AT-SPI readers run with the system's Python inside its box: Debian's python3-gi is what
+    they need, whatever this interpreter has."""
+    from conway.machine.atspi import desktop_atspi_missing
+    (tmp_path / "Atspi-2.0.typelib").write_bytes(b"")
+    gi = tmp_path / "gi" / "__init__.py"
+    assert "apt-get install python3-gi" in desktop_atspi_missing((str(gi),), (str(tmp_path),))
+    gi.parent.mkdir()
+    gi.write_text("")
+    assert desktop_atspi_missing((str(gi),), (str(tmp_path),)) is None
