@@ -432,12 +432,6 @@ class Box:
                 argv += ["--symlink", target, link]
             elif os.path.isdir(link):
                 argv += ["--ro-bind", link, link]
-        # (bubblewrap's --bind-fd resolves its descriptor through /proc/self/fd, which the box's uid may not read
-        # once setpriv changed it: the folders are named by path, made by this side under a folder the box's uid
-        # may pass through and cannot write)
-        def held(path: Path) -> str:
-            return str(path)
-
         def data(text: str) -> str:
             fd = os.memfd_create("conway-box-file", 0)
             os.write(fd, text.encode())
@@ -451,10 +445,12 @@ class Box:
         for path in ("/tmp", "/dev/shm", "/var/tmp"):
             argv += (["--size", disk] if disk else []) + ["--perms", "1777", "--tmpfs", path]
         argv += ["--size", str(64 << 20), "--perms", "0700", "--tmpfs", "/run/user/1000",
-                 "--dir", "/home", "--bind", held(self.root / "home"), "/home/user",
-                 "--bind", held(x11), X_DIR,
-                 "--ro-bind", held(self.root / "box"), "/run/conway-box",
-                 "--ro-bind", held(self.guest), "/run/conway",
+                 # folders by path (bubblewrap's --bind-fd goes through /proc/self/fd, which the box's uid may not
+                 # read once setpriv changed it), made by this side under a folder the box's uid may pass through
+                 "--dir", "/home", "--bind", str(self.root / "home"), "/home/user",
+                 "--bind", str(x11), X_DIR,
+                 "--ro-bind", str(self.root / "box"), "/run/conway-box",
+                 "--ro-bind", str(self.guest), "/run/conway",
                  "--remount-ro", "/", "--chdir", "/home/user"]
         for k, v in self.env.items():
             argv += ["--setenv", k, v]
@@ -728,24 +724,6 @@ def _b64(value: object) -> bytes:
         raise BoxError("the desktop's box sent output that is not base64") from None
 
 
-def _descendants(pid: int) -> list[int]:
-    kids: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def _chown_tree(top: Path, uid: int) -> None:
     """Give the box's uid the home it writes in (root only; links are changed, never followed)."""
     for root, dirs, files in os.walk(top):
@@ -769,3 +747,13 @@ def _usage(top: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under `pid` (psutil's walk, as `conway.sandbox.process` uses)."""
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
