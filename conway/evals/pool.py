@@ -20,7 +20,11 @@ What the pool promises:
   and that case runs once more on another worker, the record saying so
   (`retried`); a second loss records the case as an error, never twice or lost;
 - **stop**: Ctrl+C or SIGTERM stops the workers (the requests in flight are
-  abandoned with them) and the finished records make a partial report.
+  abandoned with them) and the finished records make a partial report;
+- **provenance**: each worker asks its policy once what served the model
+  (`served_by`) and sends it with its records; the report names it as a
+  serial run's does, or, when the workers were served differently (several
+  endpoints), each distinct one with its endpoint (`ServedBy`).
 
 On Ray the driver uses Ray's own actors, `ray.wait` and actor-death errors; no
 scheduler or RPC of ours runs between machines. Everything Conway starts
@@ -156,6 +160,29 @@ def pool_record(pool: Pool | None, parallel: int = 1) -> dict[str, Any]:
             "endpoints": [{"url": safe_endpoint(e.url), "slots": e.slots} for e in spec.endpoints] or None}
 
 
+class ServedBy:
+    """What served the model in a pool's workers, gathered from their records (each worker asks its own policy
+    once: the policy never leaves the worker)."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str | None, dict[str, Any]]] = []
+
+    def add(self, endpoint: str | None, said: dict[str, Any] | None) -> None:
+        """`said`: one worker's `served_by` (None or {}: its policy names nothing, e.g. the mock)."""
+        if said and (endpoint, said) not in self._seen:
+            self._seen.append((endpoint, said))
+
+    def record(self) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """The report's `served_by`: the one dict when every worker was served alike (as a serial run's report
+        says it), else each distinct one with the endpoint that served it (its secrets left out); None: no
+        worker named one."""
+        from conway.evals.report import safe_endpoint
+        distinct = [said for i, (_, said) in enumerate(self._seen) if said not in [s for _, s in self._seen[:i]]]
+        if len(distinct) <= 1:
+            return distinct[0] if distinct else None
+        return [{"endpoint": safe_endpoint(url) if url else None, **said} for url, said in self._seen]
+
+
 def lost_record(case: Any, reason: str) -> Record:
     """The record of a case no worker could finish (its workers died twice)."""
     return {"case": case if isinstance(case, (int, str)) else repr(case), "error": reason, "error_cause": "worker lost"}
@@ -184,9 +211,9 @@ def _assign(spec: PoolSpec) -> tuple[list[Endpoint], list[int]]:
 
 def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: PoolSpec, *,
                take: Callable[[int, Record], None], token: Cancel,
-               on_state: Callable[[dict[str, str]], None] | None = None) -> None:
+               on_state: Callable[[dict[str, str]], None] | None = None, served: ServedBy | None = None) -> None:
     """Every case through a worker; `take(position, record)` as each finishes. Returns when all are done or
-    `token` is set (the workers stopped either way)."""
+    `token` is set (the workers stopped either way). `served` gathers what served each worker's model."""
     backend: _Backend = _RayBackend(spec.ray, spec.desktops_per_node) if spec.ray else _ProcessBackend()
     endpoints, assignment = _assign(spec)
     recipes = [recipe.for_endpoint(e) for e in endpoints]
@@ -209,6 +236,10 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
                 position, case = s.busy  # type: ignore[misc]
                 s.busy = None
                 in_flight[s.endpoint] -= 1
+                if isinstance(outcome, _Done):
+                    if served is not None:
+                        served.add(endpoints[s.endpoint].url or recipe.config.policy.endpoint, outcome.served_by)
+                    outcome = outcome.record
                 if isinstance(outcome, dict) and outcome.get(LOST):
                     outcome = _Died(str(outcome[LOST]), worker_alive=True)
                 if isinstance(outcome, _Died):
@@ -229,6 +260,14 @@ def run_pooled(suite: Any, recipe: PolicyRecipe, cases: Sequence[Any], spec: Poo
 
 
 @dataclass(frozen=True)
+class _Done:
+    """A case's record as a worker sends it, with what served that worker's model (`served_by_of`)."""
+
+    record: Record
+    served_by: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class _Died:
     why: str
     worker_alive: bool = False
@@ -237,7 +276,7 @@ class _Died:
 class _Backend:
     def start(self, suite: Any, recipe: PolicyRecipe, name: str) -> Any: ...
     def submit(self, handle: Any, position: int, case: Any) -> None: ...
-    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, Record | _Died]]: ...
+    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, _Done | Record | _Died]]: ...
     def stop_all(self, handles: list[Any], interrupted: bool = False) -> None: ...
 
 
@@ -252,13 +291,15 @@ def _process_main(conn: Any, suite: Any, recipe: PolicyRecipe) -> None:
     except BaseException as exc:  # the driver records the cases as errors with this reason
         conn.send(("setup", f"{type(exc).__name__}: {exc}"))
         return
+    from conway.evals.report import served_by_of
+    served = served_by_of(policy)  # asked once: it does not change under a running worker
     try:
         while True:
             msg = conn.recv()
             if msg is None:
                 return
             position, case = msg
-            conn.send(("record", position, suite.run_case(policy, case)))
+            conn.send(("record", position, suite.run_case(policy, case), served))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     finally:
@@ -291,13 +332,13 @@ class _ProcessBackend(_Backend):
         except (BrokenPipeError, OSError):
             pass  # it died: poll finds its sentinel
 
-    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, Record | _Died]]:
+    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, _Done | _Died]]:
         from multiprocessing.connection import wait
         by_obj: dict[Any, _Slot] = {}
         for s in busy:
             by_obj[s.handle.conn] = s
             by_obj[s.handle.process.sentinel] = s
-        out: list[tuple[_Slot, Record | _Died]] = []
+        out: list[tuple[_Slot, _Done | _Died]] = []
         seen: set[int] = set()
         for obj in wait(list(by_obj), timeout=timeout):
             s = by_obj[obj]
@@ -311,7 +352,7 @@ class _ProcessBackend(_Backend):
             except (EOFError, OSError):
                 msg = None
             if msg and msg[0] == "record":
-                out.append((s, msg[2]))
+                out.append((s, _Done(msg[2], msg[3])))
             elif msg and msg[0] == "setup":  # the policy cannot be built: no case would fare better
                 raise UserError(f"{s.name} could not build the policy: {msg[1]}")
             else:
@@ -364,10 +405,12 @@ def _actor_class() -> Any:
             """One desktop's worth of work on a Ray node: its own policy, one case at a time."""
 
             def __init__(self, suite: Any, recipe: PolicyRecipe):
+                from conway.evals.report import served_by_of
                 self.suite, self.policy = suite, recipe.build()
+                self.served = served_by_of(self.policy)  # asked once, sent with each record
 
-            def run(self, position: int, case: Any) -> tuple[int, Record]:
-                return position, self.suite.run_case(self.policy, case)
+            def run(self, position: int, case: Any) -> tuple[int, Record, dict[str, Any] | None]:
+                return position, self.suite.run_case(self.policy, case), self.served
 
             def pid(self) -> int:
                 return os.getpid()
@@ -427,19 +470,19 @@ class _RayBackend(_Backend):
     def submit(self, handle: Any, position: int, case: Any) -> None:
         self._refs[id(handle)] = handle.run.remote(position, case)
 
-    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, Record | _Died]]:
+    def poll(self, busy: list[_Slot], timeout: float) -> list[tuple[_Slot, _Done | Record | _Died]]:
         refs = {self._refs[id(s.handle)]: s for s in busy if id(s.handle) in self._refs}
         if not refs:
             time.sleep(timeout)
             return []
         ready, _ = self.ray.wait(list(refs), num_returns=1, timeout=timeout)
-        out: list[tuple[_Slot, Record | _Died]] = []
+        out: list[tuple[_Slot, _Done | Record | _Died]] = []
         for ref in ready:
             s = refs[ref]
             self._refs.pop(id(s.handle), None)
             try:
-                _, record = self.ray.get(ref)
-                out.append((s, record))
+                _, record, served = self.ray.get(ref)
+                out.append((s, _Done(record, served)))
             except self.ray.exceptions.RayActorError as exc:
                 out.append((s, _Died(f"Ray actor lost: {str(exc).splitlines()[0][:160]}")))
             except self.ray.exceptions.RayTaskError as exc:  # the case raised inside the worker: a case error

@@ -225,6 +225,12 @@ class Report:
         if served_by:
             self.data["served_by"] = served_by
 
+    def set_served_by(self, served_by: dict[str, Any] | list[dict[str, Any]] | None) -> None:
+        """What served a pool's workers (`conway.evals.pool.ServedBy.record`): one dict as `set_model` records,
+        or, when the workers were served differently, each distinct one with its `endpoint`."""
+        if served_by:
+            self.data["served_by"] = served_by
+
     def set_model_from_cases(self, records: list[dict[str, Any]]) -> None:
         """The model id(s) the cases were actually answered by (a server may serve another than configured)."""
         ids = sorted({r["model_id"] for r in records if r.get("model_id")})

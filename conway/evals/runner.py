@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 from conway.cancel import ABORT_GRACE_S, Cancel, cancel_scope
 from conway.config import ConwayConfig
 from conway.errors import ExitCode, UserError
-from conway.evals.pool import Pool, pool_record
+from conway.evals.pool import Pool, ServedBy, pool_record
 from conway.evals.report import (
     INLINE_CASES_MAX,
     Report,
@@ -116,14 +116,15 @@ def stop_on_signals(token: Cancel) -> Iterator[None]:
 
 def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, parallel: int = 1, progress: bool = True,
               on_record: Callable[[Record], None] | None = None, pool: Pool | None = None,
-              skip: dict[int, Record] | None = None) -> tuple[list[Record], float]:
+              skip: dict[int, Record] | None = None, served: ServedBy | None = None) -> tuple[list[Record], float]:
     """Every case through `suite.run_case`; (records in case order, wall seconds).
 
     One case at a time runs in this thread; K > 1 run in K threads; with `pool` in worker processes or Ray
     actors that build their own policies (`conway.evals.pool`). `on_record` sees each record as it is done
     (completion order). `skip`: records of cases already finished (a resumed run), by position, kept as
     they are. Ctrl+C or SIGTERM aborts the requests in flight (`conway.cancel`), drops the cases not done
-    and raises `SuiteInterrupted` with the records of those that finished.
+    and raises `SuiteInterrupted` with the records of those that finished. `served` gathers what served the
+    pool workers' models (their policies stay in the workers).
     """
     skip = skip or {}
     bar = _progress_bar(suite.kind, len(cases), len(skip)) if progress else None
@@ -155,7 +156,7 @@ def run_cases(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], *, 
     try:
         with stop_on_signals(token):
             if pool is not None:
-                _run_in_pool(suite, pool, todo, take, token, states)
+                _run_in_pool(suite, pool, todo, take, token, states, served)
             elif parallel <= 1:
                 for position, case in todo:
                     if token.is_set():
@@ -180,11 +181,11 @@ def _progress_bar(name: str, total: int, initial: int) -> Any:
 
 
 def _run_in_pool(suite: CaseSuite, pool: Pool, todo: list[tuple[int, Any]], take: Callable[[int, Record], None],
-                 token: Cancel, states: Callable[[dict[str, str]], None]) -> None:
+                 token: Cancel, states: Callable[[dict[str, str]], None], served: ServedBy | None) -> None:
     """The cases in the pool's workers, which build their own policies (`conway.evals.pool`)."""
     from conway.evals.pool import run_pooled
     positions = [p for p, _ in todo]
-    run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states,
+    run_pooled(suite, pool.recipe, [c for _, c in todo], pool.spec, token=token, on_state=states, served=served,
                take=lambda i, record: take(positions[i], record))
 
 
@@ -220,6 +221,7 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
         kept = {pos: rebase(rec, Path(str(resume)).expanduser().resolve().parent) for pos, rec in kept.items()}
     if policy is not None:
         report.set_model(policy.model_id, served_by=served_by_of(policy))
+    served = ServedBy() if pool is not None else None
     streaming = report.cases_path is not None
     interrupted: SuiteInterrupted | None = None
     if streaming:
@@ -227,7 +229,8 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
             report.add_case(rec)
     try:
         records, wall = run_cases(suite, policy, cases, parallel=parallel, progress=progress,
-                                  on_record=report.add_case if streaming else None, pool=pool, skip=kept)
+                                  on_record=report.add_case if streaming else None, pool=pool, skip=kept,
+                                  served=served)
     except SuiteInterrupted as stop:  # the cases that finished make a partial report
         interrupted, records, wall = stop, stop.records, stop.wall_s
     except BaseException:
@@ -235,6 +238,8 @@ def run_suite(suite: CaseSuite, policy: Policy | None, cases: Sequence[Any], rep
         raise
     summary = suite.summarize(records, wall)
     report.set_model_from_cases(records)
+    if served is not None:
+        report.set_served_by(served.record())
     code, status = suite.verdict(records, summary)
     fields = {}
     if interrupted is not None:

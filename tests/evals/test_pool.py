@@ -50,6 +50,20 @@ def test_workers_give_the_serial_report_case_by_case(tmp_path):
     assert pooled["pool"]["workers"] == 2 and serial["pool"]["workers"] == 1
     assert server.max_in_flight == 2  # both workers really asked at once
     assert not any("retried" in c for c in pooled["cases"])
+    assert pooled["served_by"] == serial["served_by"] == {"server": "fixture", "model_id": "fake-vision-1"}
+
+
+def test_a_pooled_report_names_what_served_each_endpoints_workers(tmp_path):
+    """The workers' policies never reach the driver: each worker asks its own what served it and the report names
+    it; workers served differently (two servers) are each named with their endpoint."""
+    with VisionFixtureServer(model_id="model-a") as a, VisionFixtureServer(model_id="model-b") as b:
+        urls = a.base_url, b.base_url
+        code, report = _run(a, tmp_path, "two.json", "--workers", "2", "--pool-endpoint", urls[0],
+                            "--pool-endpoint", urls[1], samples=4)
+    assert code == 0 and a.request_count and b.request_count
+    assert sorted(report["served_by"], key=lambda s: s["model_id"]) == [
+        {"endpoint": urls[0], "server": "fixture", "model_id": "model-a"},
+        {"endpoint": urls[1], "server": "fixture", "model_id": "model-b"}]
 
 
 

@@ -53,6 +53,7 @@ def test_ray_actors_give_the_serial_report_and_a_lost_actor_costs_one_retry(clus
         code, pooled = _run(server, tmp_path, "ray.json", "--workers", "2", "--ray", cluster)
         assert code == 0 and _cases(pooled) == _cases(serial)
         assert server.max_in_flight == 2 and pooled["pool"]["ray"] == cluster
+        assert pooled["served_by"] == serial["served_by"] and pooled["served_by"]["model_id"]  # asked in the actors
 
         killed: list[int] = []
         first = server.request_count
