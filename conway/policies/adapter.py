@@ -30,6 +30,10 @@ class Adapter(Protocol):
     `Past`); None (the default): Conway's own layout."""
     replays: bool = True
     """Whether the family's own layout sends its past answers (a grounding model's does not)."""
+    answer_text: Callable[[str, str | None], tuple[str, str | None]] | None = None
+    """`answer_text(text, reasoning)` gives the (text, reasoning) the family reads and keeps, for a family whose
+    answer format holds a thinking block the backends split off as reasoning (MAI-UI's `<thinking>`); None (the
+    default): the text as the backend gives it."""
     request_tools: Callable[[list[str], Size, Convention], tuple[str, list[dict[str, Any]]]] | None = None
     """`request_tools(action_types, sent_size, convention)` gives (system prompt, `tools`) for a server that
     renders the family's function schema itself (`policy.tool_schema`); None (the default): the family calls no

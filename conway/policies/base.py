@@ -22,6 +22,7 @@ is the same for all of them, one stage a module:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 from conway.actions import ACTION_TYPES
@@ -121,6 +122,9 @@ class ModelPolicy(Policy):
         report_dropped(context, fitted.dropped)  # what the cuts dropped, said once, journaled with the decision
         self.output.constrain(form, types, sent_size, captured)
         sent = self._complete(prompt, fitted, types, sent_size)
+        if self.adapter.answer_text is not None:  # its thinking block is part of its answer: read and kept with it
+            text, reasoning = self.adapter.answer_text(sent.result.text, sent.result.reasoning)
+            sent = replace(sent, result=replace(sent.result, text=text, reasoning=reasoning))
         self.budget.calibrate(sent.result.usage, sent.estimate)
         parsed = self.adapter.parse(sent.result.text, convention=self.settings.convention, sent_size=sent_size,
                                     captured_size=captured)

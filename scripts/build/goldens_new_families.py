@@ -2,6 +2,9 @@
 
     python -m scripts.build.goldens_new_families --osworld /tmp/families-src --cookbook /tmp/hai-cookbook
 
+`--maiui` (for `mai-ui`) is an extracted Tongyi-MAI/MAI-UI at 4dd07b9e (`git -C <mirror> archive HEAD src | tar -x
+-C /tmp/maiui-src`), whose navigation agent is run with its `OpenAI` client class the recorder; its prompt's sum
+and location go into `tests/data/goldens/prompt_sources.json`.
 `--osworld` is an extracted copy of OSWorld (ljxpython/OSWorldUse b5007a93, upstream-identical: `git -C <mirror>
 archive HEAD mm_agents | tar -x -C /tmp/families-src`), `--cookbook` one of hcompai/hai-cookbook 2ba89619
 (`holo2/` and `utils/`). Neither is committed. The official agents need their own dependencies (openai, backoff,
@@ -28,6 +31,7 @@ import contextlib
 import copy
 import hashlib
 import importlib
+import importlib.util
 import io
 import json
 import logging
@@ -146,10 +150,34 @@ HOLO2_TARGETS = ["Select July 14th as the check-out date", "The Files icon in th
                  "The Close button of the dialog"]
 HOLO2 = ['{"x": 62, "y": 315}', '{"x": 156, "y": 389}', '{"x": 781, "y": 833}', '{"x": 937, "y": 55}']
 
+_MOBILE_STEPS = [  # (thinking, mobile_use arguments) on MAI-UI's 0..999 grid
+    ("Open the Files app from the dock.", '{"action": "click", "coordinate": [32, 292]}'),
+    ("Type the name.", '{"action": "type", "text": "report"}'),
+    ("The list goes on below.", '{"action": "swipe", "direction": "up"}'),
+    ("Open the report.", '{"action": "click", "coordinate": [504, 63]}'),  # the agent replays [503, 62]
+    ("Drag the file onto the folder.", '{"action": "drag", "start_coordinate": [156, 389], "end_coordinate": [468, 389]}'),
+    ("Confirm.", '{"action": "system_button", "button": "enter"}'),
+    ("Wait for the dialog.", '{"action": "wait"}'),
+    ("Click the name field.", '{"action": "click", "coordinate": [600, 40, 651, 52]}'),  # a box: its centre
+    ("Type the new name.", '{"action": "type", "text": "final"}'),
+    ("Back to the top of the list.", '{"action": "swipe", "direction": "down", "coordinate": [500, 500]}'),
+    ("The panel scrolls sideways.", '{"action": "swipe", "direction": "left"}'),
+    ("Click the Save button.", '{"action": "click", "coordinate": [781, 833]}'),
+    ("Wait for the save.", '{"action": "wait"}'),
+    ("Confirm the name.", '{"action": "system_button", "button": "enter"}'),
+    ("Close the dialog.", '{"action": "click", "coordinate": [937, 55]}'),
+    ("Select the report again.", '{"action": "click", "coordinate": [126, 252]}'),
+]
+
+MAIUI = [(f"<thinking>\n{t}\n</thinking>" if n != 7 else f"{t}\n</think>") +
+         f'\n<tool_call>\n{{"name": "mobile_use", "arguments": {a}}}\n</tool_call>'
+         for n, (t, a) in enumerate(_MOBILE_STEPS, start=1)]
+"""MAI-UI answers (its system prompt's format); the 7th as a thinking model writes it (a bare `</think>`)."""
+
 ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL,
                                  "gui-owl-1.5-openai": GUIOWL, "kimi-k2.5": KIMI, "jedi-7b": JEDI_GROUNDER,
                                  "jedi-3b": JEDI_GROUNDER,
-                                 "holo2": HOLO2}
+                                 "holo2": HOLO2, "mai-ui": MAIUI}
 """Each golden's scripted model answers (Jedi's: the grounder's), one a request."""
 
 
@@ -491,10 +519,47 @@ def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(args, default=list))
 
 
-def build(preset: str, osworld: Path, cookbook: Path | None) -> dict[str, Any]:
+MAIUI_COMMIT = "4dd07b9e910a294f001452e888514d912b96cc41"
+
+
+def _maiui(root: Path) -> tuple[dict[str, Any], Recorder]:
+    """`MAIUINaivigationAgent` (Tongyi-MAI/MAI-UI `src/`) as its README's quick start builds it (the runtime_conf it
+    shows is the agent's own default), only its network replaced: the module's `OpenAI` client class is the
+    recorder (a stand-in `openai` module lets it import where the package is not installed)."""
+    if importlib.util.find_spec("openai") is None:
+        sys.modules["openai"] = types.ModuleType("openai")
+        sys.modules["openai"].OpenAI = None  # type: ignore[attr-defined]  # replaced below before any use
+    recorder = Recorder({"llm": ANSWERS["mai-ui"]})
+    with _osworld_on_path(root / "src"):
+        module = importlib.import_module("mai_naivigation_agent")
+        module.OpenAI = recorder.openai_class("llm")  # type: ignore[attr-defined]
+        args = dict(llm_base_url="http://recorder/v1", model_name="MAI-UI-8B",
+                    runtime_conf={"history_n": 3, "temperature": 0.0, "top_k": -1, "top_p": 1.0, "max_tokens": 2048})
+        agent = module.MAIUINaivigationAgent(**args)
+        with contextlib.redirect_stdout(io.StringIO()):  # the agent prints every request and answer
+            for step in range(1, STEPS + 1):
+                _, action = agent.predict(INSTRUCTION, {"screenshot": screenshot(step)})
+                assert action.get("action"), (step, action)
+    return {"source": f"Tongyi-MAI/MAI-UI src/mai_naivigation_agent.py ({MAIUI_COMMIT})",
+            "runner": "the README's quick start (MAIUINaivigationAgent, its default runtime_conf)",
+            "agent_args": args}, recorder
+
+
+def maiui_prompts(root: Path) -> dict[str, tuple[str, str]]:
+    """MAI-UI's stored prompt files from its own module: file -> (text, where it is)."""
+    with _osworld_on_path(root / "src"):
+        prompt = importlib.import_module("prompt")
+        return {"system.txt": (prompt.MAI_MOBILE_SYS_PROMPT, "src/prompt.py MAI_MOBILE_SYS_PROMPT")}
+
+
+def build(preset: str, osworld: Path, cookbook: Path | None, maiui: Path | None = None) -> dict[str, Any]:
     """Run one agent over the episode; the golden (its source, the runner's arguments, every request)."""
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), _osworld_on_path(osworld):
-        if preset == "holo2":
+        if preset == "mai-ui":
+            if maiui is None:
+                raise SystemExit("mai-ui needs --maiui")
+            meta, recorder = _maiui(maiui)
+        elif preset == "holo2":
             if cookbook is None:
                 raise SystemExit("holo2 needs --cookbook")
             meta, recorder = _holo2(cookbook)
@@ -508,24 +573,49 @@ def build(preset: str, osworld: Path, cookbook: Path | None) -> dict[str, Any]:
             "answers": ANSWERS[preset], "requests": requests}
 
 
-PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "jedi-3b", "holo2")
+PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "jedi-3b", "holo2",
+           "mai-ui")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--osworld", type=Path, required=True, help="extracted OSWorld tree (holds mm_agents/)")
+    ap.add_argument("--osworld", type=Path, help="extracted OSWorld tree (holds mm_agents/; every preset but mai-ui)")
     ap.add_argument("--cookbook", type=Path, help="extracted hcompai/hai-cookbook tree (holds holo2/, utils/)")
+    ap.add_argument("--maiui", type=Path, help=f"extracted Tongyi-MAI/MAI-UI tree at {MAIUI_COMMIT[:8]} (holds src/)")
     ap.add_argument("presets", nargs="*", default=list(PRESETS), help=f"which (default: {', '.join(PRESETS)})")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     for preset in args.presets:
         if preset not in PRESETS:
             ap.error(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-        golden = build(preset, args.osworld.resolve(), args.cookbook.resolve() if args.cookbook else None)
+        if preset != "mai-ui" and args.osworld is None:
+            ap.error(f"{preset} needs --osworld")
+        golden = build(preset, (args.osworld or Path(".")).resolve(), args.cookbook.resolve() if args.cookbook else None,
+                       args.maiui.resolve() if args.maiui else None)
         path = OUT / f"{preset}.json"
         path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{path.relative_to(OUT.parents[2])}: {len(golden['requests'])} requests")
+    if args.maiui is not None:
+        _maiui_sources(args.maiui.resolve())
     return 0
+
+
+def _maiui_sources(root: Path) -> None:
+    """MAI-UI's prompt files' sums and official locations into `tests/data/goldens/prompt_sources.json` (made by
+    `osworld_goldens.py` for OSWorld's and the cookbook's; MAI-UI's source is its own repository)."""
+    path = OUT.parent / "goldens" / "prompt_sources.json"
+    sums = json.loads(path.read_text(encoding="utf-8"))
+    repo = f"Tongyi-MAI/MAI-UI @ {MAIUI_COMMIT}"
+    for file, (text, where) in maiui_prompts(root).items():
+        sums["sha256"][f"maiui/{file}"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sums["locations"][f"maiui/{file}"] = f"{repo}: {where}"
+    source = f"Tongyi-MAI/MAI-UI src/ @ {MAIUI_COMMIT} (maiui/)"
+    if source not in sums["sources"]:
+        sums["sources"].append(source)
+    for key in ("sha256", "locations"):
+        sums[key] = dict(sorted(sums[key].items()))
+    path.write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
+    print(f"{path.relative_to(OUT.parents[2])}: MAI-UI's prompt sums")
 
 
 if __name__ == "__main__":

@@ -157,12 +157,13 @@ def _kinds(got: dict, want: dict) -> set[str]:
 def _golden(preset: str) -> dict:
     golden = json.loads((GOLDENS / f"{preset}.json").read_text(encoding="utf-8"))
     assert golden["answers"] == ANSWERS[preset] and golden["instruction"] == INSTRUCTION
-    assert "b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6" in golden["source"] or "2ba89619" in golden["source"]
+    assert any(commit in golden["source"] for commit in ("b5007a93c4da37b08ba1ef7936b5c70bc38b7ed6", "2ba89619",
+                                                          "4dd07b9e910a294f001452e888514d912b96cc41"))
     return golden
 
 
 @pytest.mark.parametrize("preset", ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5",
-                                    "jedi-7b", "jedi-3b", "holo2"])
+                                    "jedi-7b", "jedi-3b", "holo2", "mai-ui"])
 def test_every_request_of_the_episode_is_the_official_agents(preset):
     golden = _golden(preset)
     wanted = [r for r in golden["requests"] if r["call"] != "planner"]  # Jedi's executor; the planner is below
@@ -197,7 +198,7 @@ SENT_FILES = [("evocua", "evocua", "s2_system.txt"), ("evocua", "evocua", "compu
               ("evocua-s1", "evocua", "s1_instruction.txt"), ("gui-owl-1.5", "guiowl", "system.txt"),
               ("gui-owl-1.5", "guiowl", "instruction.txt"), ("kimi-k2.5", "kimi", "system_non_thinking.txt"),
               ("kimi-k2.5", "kimi", "instruction.txt"), ("jedi-7b", "jedi", "grounder_system.txt"),
-              ("holo2", "holo2", "localization.txt")]
+              ("holo2", "holo2", "localization.txt"), ("mai-ui", "maiui", "system.txt")]
 """Every stored prompt file a preset sends: (preset, family folder, file)."""
 
 
@@ -239,7 +240,7 @@ def test_an_edited_stored_prompt_no_longer_matches_the_official_request(preset, 
     assert found is not None and "texts differ" in found, found
 
 
-AGENT_PRESETS = ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5"]
+AGENT_PRESETS = ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "mai-ui"]
 
 
 @pytest.mark.slow
@@ -278,3 +279,25 @@ def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(pre
         got = request_record(form(body))
         want = {"messages": want["messages"], "sampling": want["sampling"]}
         assert first_difference(got, want) is None, f"{preset} request {step}: {first_difference(got, want)}"
+
+
+@pytest.mark.parametrize("plant", ["answers replayed as written", "seed 41"])
+def test_a_planted_change_to_mai_uis_request_is_caught(plant, monkeypatch):
+    """MAI-UI's agent re-writes each past answer (compact JSON, its point scaled back with int(): 63 becomes 62) and
+    sends seed 42: Conway replaying the answers as written, or another seed, no longer matches the golden."""
+    import conway.policies.families.maiui.parse as parse_maiui
+    from conway.policies.families import FAMILIES
+
+    if plant == "seed 41":
+        family = FAMILIES["maiui"]
+        monkeypatch.setitem(FAMILIES, "maiui", type(family)(**{**family.__dict__, "sampling": tuple(
+            (k, 41 if k == "seed" else v) for k, v in family.sampling)}))
+    else:
+        monkeypatch.setattr(parse_maiui, "replayed", lambda answer: answer)
+    golden = _golden("mai-ui")
+    bodies, slots, _ = conway_requests("mai-ui", [INSTRUCTION] * STEPS)
+    found = [first_difference(_with_instruction(request_record(b), s, INSTRUCTION),
+                              {"messages": w["messages"], "sampling": w["sampling"]})
+             for b, s, w in zip(bodies, slots, golden["requests"])]
+    assert any(f is not None for f in found), plant
+    assert ("seed" in next(f for f in found if f)) == (plant == "seed 41")
