@@ -38,6 +38,11 @@ class MAIUIAdapter(Adapter):
     def action_space(self, ctx: DecisionContext) -> str | None:
         return ""  # the system prompt lists the actions
 
+    def request_text(self) -> str:
+        """The prompt's own request (its first line's last sentence): the agent closes no user turn with a line of
+        its own (the instruction is sent alone), so this only sizes the window."""
+        return FILES.text("system.txt").split("\n", 1)[0].rsplit(". ", 1)[-1]
+
     def answer_text(self, text: str, reasoning: str | None) -> tuple[str, str | None]:
         """The answer with its thinking as the agent reads it (`parse.with_thinking`)."""
         return parse_maiui.with_thinking(text, reasoning)
