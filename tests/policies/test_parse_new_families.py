@@ -194,3 +194,77 @@ def test_every_new_family_declares_its_runners_sampling():
     assert dict(get_family("jedi").sampling) == {"top_p": 0.9}
     assert dict(get_family("kimi").sampling) == {"top_p": 0.95}
     assert get_family("holo2").sampling == ()
+    assert dict(get_family("maiui").sampling) == {"top_p": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
+                                                  "repetition_penalty": 1.0, "top_k": -1, "seed": 42}
+
+
+# --- MAI-UI ------------------------------------------------------------------------------------------------------
+
+
+def mobile(thinking: str = "The next step.", **arguments) -> str:
+    return (f"<thinking>\n{thinking}\n</thinking>\n<tool_call>\n" +
+            json.dumps({"name": "mobile_use", "arguments": arguments}) + "\n</tool_call>")
+
+
+def _maiui(text: str):
+    from conway.geometry import Convention
+    from conway.policies.families.maiui.parse import parse
+    return parse(text, convention=Convention.RELATIVE999, sent_size=SCREEN, captured_size=SCREEN)
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    ({"action": "click", "coordinate": [500, 300]}, {"type": "click", "x": 960.961, "y": 324.324}),
+    ({"action": "click", "coordinate": [400, 200, 600, 400]}, {"type": "click", "x": 960.961, "y": 324.324}),
+    ({"action": "double_click", "coordinate": [500, 300]}, {"type": "double_click", "x": 960.961, "y": 324.324}),
+    ({"action": "type", "text": "final"}, {"type": "type", "text": "final"}),
+    ({"action": "drag", "start_coordinate": [0, 0], "end_coordinate": [999, 999]},
+     {"type": "drag", "x": 0, "y": 0, "to_x": 1919, "to_y": 1079}),  # the grid's end: the last pixel
+    ({"action": "swipe", "direction": "up"}, {"type": "scroll", "dy": -5, "dx": 0}),
+    ({"action": "swipe", "direction": "right", "coordinate": [500, 300]},
+     {"type": "scroll", "dy": 0, "dx": -5, "x": 960.961, "y": 324.324}),
+    ({"action": "system_button", "button": "enter"}, {"type": "key", "key": "Enter"}),
+    ({"action": "wait"}, {"type": "wait"}),
+    ({"action": "terminate", "status": "fail"}, {"type": "finish", "status": "FAIL", "message": ""}),
+    ({"action": "answer", "text": "42"}, {"type": "finish", "status": "DONE", "message": "42"}),
+])
+def test_maiui_maps_its_mobile_use_actions_on_the_999_grid(arguments, expected):
+    out = _maiui(mobile(**arguments))
+    assert out.ok and out.thought == "The next step.", out
+    got = out.actions[0].model_dump(exclude_none=True)
+    assert {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("arguments, needle", [
+    ({"action": "long_press", "coordinate": [1, 2]}, "long_press (press and hold"),
+    ({"action": "open", "text": "Files"}, "open (launching a phone app"),
+    ({"action": "system_button", "button": "back"}, "a phone's Back key"),
+    ({"action": "system_button", "button": "home"}, "a phone's Home key"),
+    ({"action": "ask_user", "text": "Which file?"}, "no turn that waits for a reply"),
+    ({"action": "click", "coordinate": [1, 2, 3]}, "coordinate must be [x, y] or a box"),
+    ({"action": "swipe", "direction": "sideways"}, "direction must be up, down, left or right"),
+    ({"action": "fly"}, "is not one of MAI-UI's mobile_use actions"),
+])
+def test_maiui_refuses_what_a_desktop_cannot_do_saying_why(arguments, needle):
+    assert needle in problem_of(_maiui(mobile(**arguments)))
+
+
+def test_maiui_refuses_an_mcp_call_and_an_answer_without_its_thinking():
+    mcp = '<thinking>Route.</thinking><tool_call>{"name": "amap_route", "arguments": {"to": "x"}}</tool_call>'
+    assert "'amap_route' is an MCP tool" in problem_of(_maiui(mcp))
+    assert "expected <thinking>" in problem_of(_maiui('<tool_call>{"name": "mobile_use", "arguments": {}}</tool_call>'))
+
+
+def test_maiui_replays_an_answer_as_its_agent_rewrites_it():
+    """mem2response: compact JSON, `coordinate` back through int(x / 999 * 999) (63 -> 62), drag points fractions."""
+    from conway.policies.families.maiui.parse import replayed, with_thinking
+
+    assert replayed(mobile("Open it.", action="click", coordinate=[504, 63])) == (
+        '<thinking>\nOpen it.\n</thinking>\n<tool_call>\n{"name":"mobile_use","arguments":{"action":"click",'
+        '"coordinate":[503,62]}}\n</tool_call>')
+    dragged = replayed(mobile(action="drag", start_coordinate=[999, 0], end_coordinate=[0, 999]))
+    assert '"start_coordinate":[1.0,0.0],"end_coordinate":[0.0,1.0]' in dragged
+    assert replayed("not an answer") == "not an answer"
+    bare = with_thinking("Plan.\n</think>\n<tool_call>{}</tool_call>", None)[0]
+    assert bare == "<thinking>Plan.\n</thinking>\n<tool_call>{}</tool_call>"  # as parse_tagged_text rewrites it
+    assert with_thinking("<tool_call>{}</tool_call>", "Plan.") == ("<thinking>\nPlan.\n</thinking>\n"
+                                                                   "<tool_call>{}</tool_call>", None)

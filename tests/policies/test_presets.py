@@ -144,6 +144,10 @@ CASES: dict[str, Case] = {
                       (prompt_text("kimi/system_non_thinking.txt").replace("{password}", "osworld-public-evaluation"),),
                       "## Thought\nThe File menu.\n## Action:\nClick the File menu.\n## Code:\n```python\n"
                       "pyautogui.click(x=0.5, y=0.3)\n```", (960, 324), 4096, temperature=1.0),
+    # MAI-UI: the screenshot as captured; parse_action_to_structure_output: 504 / 999, 63 / 999 of the screen
+    "mai-ui": Case((1920, 1080), (1920, 1080), (prompt_text("maiui/system.txt"),),
+                   '<thinking>\nOpen the report.\n</thinking>\n<tool_call>\n{"name": "mobile_use", "arguments": '
+                   '{"action": "click", "coordinate": [504, 63]}}\n</tool_call>', (969, 68), 2048),
     "generic": Case((1920, 1080), (1932, 1092), ("Answer with exactly one JSON object and nothing else",),
                     '{"thought": "the button", "action": {"type": "click", "x": 100, "y": 200}}', (99, 198), 512,
                     ("policy.structured_output=none",)),
