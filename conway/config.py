@@ -284,6 +284,11 @@ class PolicyConfig(_Section):
             return images, turns, False
         return images, recent_steps, True
 
+    @property
+    def keeps_reasoning(self) -> bool:
+        """The family's agent replays an answer's `<think>` block (`Conversation.keeps_reasoning`)."""
+        return self.is_model_family and FAMILIES[self.kind].conversation.keeps_reasoning
+
     def image_token_cap(self, in_process: bool = False, window: int | None = None) -> int:
         """`image_max_tokens` when set, else the family's cap; in-process held to libmtmd's limit, and when Conway
         runs the model (`window`: the context it gives it) to half that window, so a 4K screen still leaves room

@@ -81,6 +81,9 @@ class TurnHistory:
     slide: bool = False
     """Slide both windows by half at once when full (cache-friendly; the deviation `half_slide`), instead of
     keeping them constant (each new turn lets the oldest go), as the reference agents do."""
+    keep_reasoning: bool = False
+    """Keep an answer's `<think>` block (UI-Venus's agent replays it in its "previous actions"); by default hidden
+    reasoning is removed, as the other agents do."""
     _numbered: int = 0
 
     @property
@@ -95,7 +98,7 @@ class TurnHistory:
 
     def propose(self, answer: str, image: PastImage | None) -> None:
         """The answer just given (as the model wrote it) as the candidate turn, in its replayed form."""
-        self.pending = Turn(self.next_number(), replayed(answer), image)
+        self.pending = Turn(self.next_number(), replayed(answer, self.keep_reasoning), image)
 
     def discard(self) -> None:
         self.pending = None
@@ -122,7 +125,7 @@ class TurnHistory:
         kept = turns if self.max_turns is None else (turns[-self.max_turns:] if self.max_turns else [])
         for answer, archived in kept:
             self._numbered += 1
-            self.turns.append(Turn(self._numbered, replayed(answer), archived))
+            self.turns.append(Turn(self._numbered, replayed(answer, self.keep_reasoning), archived))
         self._slide_images_to(self.image_cap)
 
     def with_images(self) -> list[Turn]:
@@ -164,9 +167,10 @@ class TurnHistory:
         return out
 
 
-def replayed(answer: str) -> str:
-    """An answer as the history keeps and replays it: no hidden reasoning, no chat-template special tokens."""
-    return escape_tokens(strip_reasoning(answer))
+def replayed(answer: str, keep_reasoning: bool = False) -> str:
+    """An answer as the history keeps and replays it: no hidden reasoning (unless the family's agent replays it), no
+    chat-template special tokens."""
+    return escape_tokens(answer.strip() if keep_reasoning else strip_reasoning(answer))
 
 
 def strip_reasoning(text: str) -> str:

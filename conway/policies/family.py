@@ -52,6 +52,8 @@ class Conversation:
     max_turns: int | None = None
     """Past answers the reference agent replays at most (None: every earlier step of the episode, as UI-TARS,
     OpenCUA and the Qwen agents do); a faithful window is constant, never slid by half."""
+    keeps_reasoning: bool = False
+    """The reference agent replays an answer's `<think>` block with it (UI-Venus), where the others drop it."""
 
     @property
     def official(self) -> bool:

@@ -78,7 +78,8 @@ class ContextBuilder:
         self.memory = memory
         self.recent = RecentSteps(config.context.recent_steps)
         images, turns, slide = config.policy.history_window(config.context.recent_steps)
-        self.history = TurnHistory(max_images=images, max_turns=turns, slide=slide)
+        self.history = TurnHistory(max_images=images, max_turns=turns, slide=slide,
+                                   keep_reasoning=config.policy.keeps_reasoning)
         """The model's own past turns (its answers and the screenshots sent): replayed by families trained so; after
         a restart, what the journal holds of them (`prompt/history_journal.py`)."""
         if config.policy.is_model_family:

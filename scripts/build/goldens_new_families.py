@@ -4,7 +4,9 @@
 
 `--maiui` (for `mai-ui`) is an extracted Tongyi-MAI/MAI-UI at 4dd07b9e (`git -C <mirror> archive HEAD src | tar -x
 -C /tmp/maiui-src`), whose navigation agent is run with its `OpenAI` client class the recorder; its prompt's sum
-and location go into `tests/data/goldens/prompt_sources.json`.
+and location go into `tests/data/goldens/prompt_sources.json`; `--venus` (for `ui-venus-1.5`) likewise an
+extracted inclusionAI/UI-Venus at c3a1442c (`git archive HEAD Venus_framework`), its framework's policy posting to
+the recorder.
 `--osworld` is an extracted copy of OSWorld (ljxpython/OSWorldUse b5007a93, upstream-identical: `git -C <mirror>
 archive HEAD mm_agents | tar -x -C /tmp/families-src`), `--cookbook` one of hcompai/hai-cookbook 2ba89619
 (`holo2/` and `utils/`). Neither is committed. The official agents need their own dependencies (openai, backoff,
@@ -174,10 +176,33 @@ MAIUI = [(f"<thinking>\n{t}\n</thinking>" if n != 7 else f"{t}\n</think>") +
          for n, (t, a) in enumerate(_MOBILE_STEPS, start=1)]
 """MAI-UI answers (its system prompt's format); the 7th as a thinking model writes it (a bare `</think>`)."""
 
+_VENUS_STEPS = [  # (think, action, conclusion) of UI-Venus's mobile prompt, points on its 0..1000 grid
+    ("The Files icon is in the dock.", "Click(box=(32,292))", "Open Files."),
+    ("The search field is active.", "Type(content='report')", "Type the name."),
+    ("The list goes on below.", "Scroll(start=(500,700), end=(500,300))", "Scroll down the list."),
+    ("The report is the first row.", "Click(box=(504,63))", "Open the report."),
+    ("Move the file onto the folder.", "Drag(start=(156,389), end=(468,389))", "Drag the file."),
+    ("Confirm the search.", "PressEnter()", "Press Enter."),
+    ("The dialog is loading.", "Wait()", "Wait."),
+    ("The name field.", "Click(box=(625,46))", "Select the name field."),
+    ("Type it.", "Type(content='final')", "Type the new name."),
+    ("Back to the top.", "Scroll(start=(500,300), end=(500,700))", "Scroll up."),
+    ("The panel scrolls sideways.", "Scroll(start=(800,500), end=(200,500))", "Scroll sideways."),
+    ("", "Click(box=(781,833))", "Click Save."),  # no thinking: the framework keeps the action alone
+    ("Still saving.", "Wait()", "Wait."),
+    ("Confirm the name.", "PressEnter()", "Press Enter."),
+    ("Close the dialog.", "Click(box=(937,55))", "Close it."),
+    ("Select the report again.", "Click(box=(126,252))", "Select the report."),
+]
+
+VENUS = [(f"<think>{t}</think>\n" if t else "") + f"<action>{a}</action>\n<conclusion>{c}</conclusion>"
+         for t, a, c in _VENUS_STEPS]
+"""UI-Venus 1.5 answers (its prompt's output format); one without its thinking."""
+
 ANSWERS: dict[str, list[str]] = {"evocua": EVOCUA_S2, "evocua-s1": EVOCUA_S1, "gui-owl-1.5": GUIOWL,
                                  "gui-owl-1.5-openai": GUIOWL, "kimi-k2.5": KIMI, "jedi-7b": JEDI_GROUNDER,
                                  "jedi-3b": JEDI_GROUNDER,
-                                 "holo2": HOLO2, "mai-ui": MAIUI}
+                                 "holo2": HOLO2, "mai-ui": MAIUI, "ui-venus-1.5": VENUS}
 """Each golden's scripted model answers (Jedi's: the grounder's), one a request."""
 
 
@@ -545,6 +570,52 @@ def _maiui(root: Path) -> tuple[dict[str, Any], Recorder]:
             "agent_args": args}, recorder
 
 
+VENUS_COMMIT = "c3a1442c3c4501af18c124458dbbddcbda5c2c6f"
+
+
+def _venus(root: Path) -> tuple[dict[str, Any], Recorder]:
+    """The Venus framework's processor, policy and runtime context (inclusionAI/UI-Venus `Venus_framework/`) as
+    `app/run_handler.py`'s `RunHandler.run` calls them each step (`handle_client_req`, then the history update
+    after the action: `history.append`, `update_action_description`, `update_history`), with its
+    `config/ui_venus_single.yaml` parameters; only the policy module's `requests.post` is the recorder (the
+    handler's device is adb, which the episode replaces by the screenshots: its calls are made here in its order)."""
+    recorder = Recorder({"llm": ANSWERS["ui-venus-1.5"]})
+
+    def post(url: str, data: str = "", **kwargs: Any) -> Any:  # the framework posts json.dumps(body) as data
+        text = recorder.answer("llm", json.loads(data))
+        payload = {"choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+        return types.SimpleNamespace(status_code=200, raise_for_status=lambda: None, json=lambda: payload)
+
+    with _osworld_on_path(root / "Venus_framework"):
+        policy_module = importlib.import_module("policy.ui_venus_policy")
+        processor_module = importlib.import_module("processor.uivenus_processor")
+        context_module = importlib.import_module("app.runtime_context")
+        policy_module.requests.post = post  # type: ignore[attr-defined]
+        params = {"model_host": "http://recorder", "model_port": 8000, "model_name": "model", "temperature": 0.0}
+        context = context_module.RuntimeContext()
+        processor = processor_module.UIVenusProcessor()
+        policy = policy_module.UIVenusPolicy(context, **params)
+        for step in range(1, STEPS + 1):
+            context.step = step
+            req = {"screenshot_str": base64.b64encode(screenshot(step)).decode(), "purpose": INSTRUCTION}
+            state = processor.process(req, context.step, context.history)
+            action, pred_action, _, _, _ = policy.get_next_action(state)
+            assert action and action.get("action_type") not in (None, "CallUser", "SUCCESS"), (step, action)
+            context.history.append({"state": state, "action": action})
+            context.update_action_description(state, action, pred_action)
+            context.update_history("action_description", context.action_description[-1])
+    return {"source": f"inclusionAI/UI-Venus Venus_framework/ ({VENUS_COMMIT})",
+            "runner": "app/run_handler.py RunHandler.run's calls in its order, config/ui_venus_single.yaml",
+            "agent_args": params}, recorder
+
+
+def venus_prompts(root: Path) -> dict[str, tuple[str, str]]:
+    """UI-Venus's stored prompt file from the framework's own module: file -> (text, where it is)."""
+    with _osworld_on_path(root / "Venus_framework"):
+        module = importlib.import_module("processor.uivenus_processor")
+        return {"instruction.txt": (module.USER_PROMPT, "Venus_framework/processor/uivenus_processor.py USER_PROMPT")}
+
+
 def maiui_prompts(root: Path) -> dict[str, tuple[str, str]]:
     """MAI-UI's stored prompt files from its own module: file -> (text, where it is)."""
     with _osworld_on_path(root / "src"):
@@ -552,10 +623,15 @@ def maiui_prompts(root: Path) -> dict[str, tuple[str, str]]:
         return {"system.txt": (prompt.MAI_MOBILE_SYS_PROMPT, "src/prompt.py MAI_MOBILE_SYS_PROMPT")}
 
 
-def build(preset: str, osworld: Path, cookbook: Path | None, maiui: Path | None = None) -> dict[str, Any]:
+def build(preset: str, osworld: Path, cookbook: Path | None, maiui: Path | None = None,
+          venus: Path | None = None) -> dict[str, Any]:
     """Run one agent over the episode; the golden (its source, the runner's arguments, every request)."""
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), _osworld_on_path(osworld):
-        if preset == "mai-ui":
+        if preset == "ui-venus-1.5":
+            if venus is None:
+                raise SystemExit("ui-venus-1.5 needs --venus")
+            meta, recorder = _venus(venus)
+        elif preset == "mai-ui":
             if maiui is None:
                 raise SystemExit("mai-ui needs --maiui")
             meta, recorder = _maiui(maiui)
@@ -574,7 +650,7 @@ def build(preset: str, osworld: Path, cookbook: Path | None, maiui: Path | None 
 
 
 PRESETS = ("evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "jedi-7b", "jedi-3b", "holo2",
-           "mai-ui")
+           "mai-ui", "ui-venus-1.5")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -582,40 +658,45 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--osworld", type=Path, help="extracted OSWorld tree (holds mm_agents/; every preset but mai-ui)")
     ap.add_argument("--cookbook", type=Path, help="extracted hcompai/hai-cookbook tree (holds holo2/, utils/)")
     ap.add_argument("--maiui", type=Path, help=f"extracted Tongyi-MAI/MAI-UI tree at {MAIUI_COMMIT[:8]} (holds src/)")
+    ap.add_argument("--venus", type=Path, help=f"extracted inclusionAI/UI-Venus tree at {VENUS_COMMIT[:8]} "
+                    "(holds Venus_framework/)")
     ap.add_argument("presets", nargs="*", default=list(PRESETS), help=f"which (default: {', '.join(PRESETS)})")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     for preset in args.presets:
         if preset not in PRESETS:
             ap.error(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-        if preset != "mai-ui" and args.osworld is None:
+        if preset not in ("mai-ui", "ui-venus-1.5") and args.osworld is None:
             ap.error(f"{preset} needs --osworld")
         golden = build(preset, (args.osworld or Path(".")).resolve(), args.cookbook.resolve() if args.cookbook else None,
-                       args.maiui.resolve() if args.maiui else None)
+                       args.maiui.resolve() if args.maiui else None, args.venus.resolve() if args.venus else None)
         path = OUT / f"{preset}.json"
         path.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{path.relative_to(OUT.parents[2])}: {len(golden['requests'])} requests")
     if args.maiui is not None:
-        _maiui_sources(args.maiui.resolve())
+        _own_sources("maiui", "Tongyi-MAI/MAI-UI", "src/", MAIUI_COMMIT, maiui_prompts(args.maiui.resolve()))
+    if args.venus is not None:
+        _own_sources("uivenus", "inclusionAI/UI-Venus", "Venus_framework/", VENUS_COMMIT,
+                     venus_prompts(args.venus.resolve()))
     return 0
 
 
-def _maiui_sources(root: Path) -> None:
-    """MAI-UI's prompt files' sums and official locations into `tests/data/goldens/prompt_sources.json` (made by
-    `osworld_goldens.py` for OSWorld's and the cookbook's; MAI-UI's source is its own repository)."""
+def _own_sources(family: str, repo: str, folder: str, commit: str, prompts: dict[str, tuple[str, str]]) -> None:
+    """A family's prompt files' sums and official locations into `tests/data/goldens/prompt_sources.json` (made by
+    `osworld_goldens.py` for OSWorld's and the cookbook's; MAI-UI's and UI-Venus's sources are their own
+    repositories)."""
     path = OUT.parent / "goldens" / "prompt_sources.json"
     sums = json.loads(path.read_text(encoding="utf-8"))
-    repo = f"Tongyi-MAI/MAI-UI @ {MAIUI_COMMIT}"
-    for file, (text, where) in maiui_prompts(root).items():
-        sums["sha256"][f"maiui/{file}"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        sums["locations"][f"maiui/{file}"] = f"{repo}: {where}"
-    source = f"Tongyi-MAI/MAI-UI src/ @ {MAIUI_COMMIT} (maiui/)"
+    for file, (text, where) in prompts.items():
+        sums["sha256"][f"{family}/{file}"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sums["locations"][f"{family}/{file}"] = f"{repo} @ {commit}: {where}"
+    source = f"{repo} {folder} @ {commit} ({family}/)"
     if source not in sums["sources"]:
         sums["sources"].append(source)
     for key in ("sha256", "locations"):
         sums[key] = dict(sorted(sums[key].items()))
     path.write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
-    print(f"{path.relative_to(OUT.parents[2])}: MAI-UI's prompt sums")
+    print(f"{path.relative_to(OUT.parents[2])}: {family}'s prompt sums")
 
 
 if __name__ == "__main__":

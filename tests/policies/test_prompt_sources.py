@@ -68,7 +68,7 @@ def test_every_stored_prompt_of_every_family_is_held_to_its_official_location():
         repo, _, symbol = where.partition(": ")
         assert re.search(r" @ [0-9a-f]{40}$", repo) and symbol, (name, where)
     assert {n.split("/")[0] for n in official} == {"evocua", "guiowl", "gta1", "holo", "holo2", "jedi", "kimi",
-                                                   "maiui", "opencua", "qwen25vl", "qwen3vl", "uitars"}
+                                                   "maiui", "opencua", "qwen25vl", "qwen3vl", "uitars", "uivenus"}
 
 
 def _copy(tmp_path: Path) -> Path:
