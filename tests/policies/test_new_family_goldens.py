@@ -314,3 +314,22 @@ def test_a_planted_change_to_mai_uis_request_is_caught(plant, monkeypatch):
              for b, s, w in zip(bodies, slots, golden["requests"])]
     assert any(f is not None for f in found), plant
     assert ("seed" in next(f for f in found if f)) == (plant == "seed 41")
+
+
+def test_ui_venus_without_its_kept_thinking_no_longer_matches():
+    """The Venus framework replays each step's `<think>` in its previous actions, where the other agents drop hidden
+    reasoning: a history that drops it (the default) no longer matches the golden from the second request on."""
+    from conway.policies.families import FAMILIES
+
+    family = FAMILIES["uivenus"]
+    golden = _golden("ui-venus-1.5")
+    conversation = type(family.conversation)(**{**family.conversation.__dict__, "keeps_reasoning": False})
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as mp:
+        mp.setitem(FAMILIES, "uivenus", type(family)(**{**family.__dict__, "conversation": conversation}))
+        bodies, slots, _ = conway_requests("ui-venus-1.5", [INSTRUCTION] * STEPS)
+    found = [first_difference(_without_known(_with_instruction(request_record(b), s, INSTRUCTION), {"declared"})[0],
+                              _without_known({"messages": w["messages"], "sampling": w["sampling"]}, {"declared"})[0])
+             for b, s, w in zip(bodies, slots, golden["requests"])]
+    assert found[0] is None and found[1] is not None and "texts differ" in found[1], found[:2]

@@ -194,6 +194,7 @@ def test_every_new_family_declares_its_runners_sampling():
     assert dict(get_family("jedi").sampling) == {"top_p": 0.9}
     assert dict(get_family("kimi").sampling) == {"top_p": 0.95}
     assert get_family("holo2").sampling == ()
+    assert get_family("uivenus").sampling == () and not get_family("uivenus").sends_max_tokens  # temperature alone
     assert dict(get_family("maiui").sampling) == {"top_p": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
                                                   "repetition_penalty": 1.0, "top_k": -1, "seed": 42}
 
@@ -268,3 +269,56 @@ def test_maiui_replays_an_answer_as_its_agent_rewrites_it():
     assert bare == "<thinking>Plan.\n</thinking>\n<tool_call>{}</tool_call>"  # as parse_tagged_text rewrites it
     assert with_thinking("<tool_call>{}</tool_call>", "Plan.") == ("<thinking>\nPlan.\n</thinking>\n"
                                                                    "<tool_call>{}</tool_call>", None)
+
+
+# --- UI-Venus 1.5 -------------------------------------------------------------------------------------------------
+
+
+def _venus(action: str, think: str = "The next step."):
+    from conway.geometry import Convention
+    from conway.policies.families.uivenus.parse import parse
+    text = f"<think>{think}</think>\n<action>{action}</action>\n<conclusion>Done.</conclusion>"
+    return parse(text, convention=Convention.RELATIVE1000, sent_size=SCREEN, captured_size=SCREEN)
+
+
+@pytest.mark.parametrize("action, expected", [
+    ("Click(box=(500,300))", {"type": "click", "x": 960, "y": 324}),
+    ("Drag(start=(100,100), end=(500,500))", {"type": "drag", "x": 192, "y": 108, "to_x": 960, "to_y": 540}),
+    ("Scroll(start=(500,700), end=(500,300))", {"type": "scroll", "dy": -5, "dx": 0, "x": 960, "y": 756}),
+    ("Scroll(start=(800,500), end=(200,500))", {"type": "scroll", "dy": 0, "dx": 5, "x": 1536, "y": 540}),
+    ("Type(content='final')", {"type": "type", "text": "final"}),
+    ("PressEnter()", {"type": "key", "key": "Enter"}),
+    ("Wait()", {"type": "wait"}),
+    ("Finished(content='saved')", {"type": "finish", "status": "DONE", "message": "saved"}),
+    ("CallUser(content='Which file?')", {"type": "finish", "status": "FAIL", "message": "Which file?"}),
+])
+def test_uivenus_maps_its_functions_on_the_1000_grid(action, expected):
+    out = _venus(action)
+    assert out.ok and out.thought == "The next step.", out
+    got = out.actions[0].model_dump(exclude_none=True)
+    assert {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("action, needle", [
+    ("Launch(app='Files')", "Launch (starting a phone app"),
+    ("LongPress(box=(1,2))", "LongPress (press and hold"),
+    ("PressBack()", "a phone's Back key"),
+    ("PressHome()", "a phone's Home key"),
+    ("PressRecent()", "recent apps"),
+    ("Click(box=(1.5,2))", "a point of whole numbers"),
+    ("Click(x=1)", "Click needs box=(x,y)"),
+    ("Fly()", "is not one of UI-Venus's functions"),
+    ("no call here", "expected <think>"),
+])
+def test_uivenus_refuses_what_a_desktop_cannot_do_saying_why(action, needle):
+    assert needle in problem_of(_venus(action))
+
+
+def test_uivenus_keeps_of_an_answer_what_its_framework_keeps():
+    from conway.policies.families.uivenus.parse import step_line, with_thinking
+
+    answer = "<think> The list. </think>\n<action>Scroll(start=(500,700), end=(500,300))</action>\n<conclusion>x</conclusion>"
+    assert step_line(answer) == "<think>The list.</think><action>Scroll(start=(500,700), end=(500,300))</action>"
+    assert step_line("<action>Wait()</action><conclusion>x</conclusion>") == "Wait()"  # no thinking: the action alone
+    assert with_thinking("<action>Wait()</action>", "Loading.") == ("<think>Loading.</think>\n<action>Wait()</action>",
+                                                                     None)

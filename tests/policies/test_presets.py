@@ -148,6 +148,10 @@ CASES: dict[str, Case] = {
     "mai-ui": Case((1920, 1080), (1920, 1080), (prompt_text("maiui/system.txt"),),
                    '<thinking>\nOpen the report.\n</thinking>\n<tool_call>\n{"name": "mobile_use", "arguments": '
                    '{"action": "click", "coordinate": [504, 63]}}\n</tool_call>', (969, 68), 2048),
+    # UI-Venus 1.5: the screenshot as captured; normalize_to_screen: int(500 * 1920 / 1000), int(300 * 1080 / 1000)
+    "ui-venus-1.5": Case((1920, 1080), (1920, 1080), (prompt_text("uivenus/instruction.txt").split("{user_task}")[0],),
+                         "<think>The Files icon.</think>\n<action>Click(box=(500,300))</action>\n"
+                         "<conclusion>Open Files.</conclusion>", (960, 324), None),
     "generic": Case((1920, 1080), (1932, 1092), ("Answer with exactly one JSON object and nothing else",),
                     '{"thought": "the button", "action": {"type": "click", "x": 100, "y": 200}}', (99, 198), 512,
                     ("policy.structured_output=none",)),
