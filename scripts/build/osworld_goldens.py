@@ -470,11 +470,29 @@ def main(argv: list[str] | None = None) -> int:
     sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
             "sha256": {name: _sha(text) for name, text in sorted(official.items())},
             "locations": dict(sorted(located.items()))}
+    _keep_own_repositories(sums)
     (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
     problems = check_stored(official)
     for line in problems:
         print(line)
     return 1 if problems else 0
+
+
+OWN_REPOSITORIES = ("Tongyi-MAI/MAI-UI", "inclusionAI/UI-Venus")
+"""Families whose prompts come from their own repositories: `goldens_new_families.py --maiui / --venus` writes their
+entries, which this builder keeps as they are."""
+
+
+def _keep_own_repositories(sums: dict[str, Any]) -> None:
+    path = OUT / "prompt_sources.json"
+    if not path.exists():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    for name, where in old.get("locations", {}).items():
+        if where.startswith(OWN_REPOSITORIES) and name in old.get("sha256", {}):
+            sums["sha256"][name], sums["locations"][name] = old["sha256"][name], where
+    sums["sources"] += [s for s in old.get("sources", []) if s.startswith(OWN_REPOSITORIES)]
+    sums["sha256"], sums["locations"] = dict(sorted(sums["sha256"].items())), dict(sorted(sums["locations"].items()))
 
 
 if __name__ == "__main__":
