@@ -1,0 +1,132 @@
+"""The `holo3.1` preset sends, over the 16-step episode at 1920x1080, the requests of H's documented agent loop.
+
+The golden (`tests/data/goldens_new/holo3.1.json`) was recorded by `scripts/build/goldens_holo3.py` from the
+Python of H's agent-loop page run as written (documented, not code-checked: H publishes no agent code). Conway
+runs the same episode through `ModelPolicy.decide`, built from the preset, with a RECORDING backend (a stand-in:
+no model is asked; the point is the request) playing the same answers, and every request is compared whole,
+number types kept. Planted changes (a prompt byte, a sampling value, its number type, the image encoding, the
+replay's form) must each make the comparison fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_new_family_goldens import TYPES, Recording, _observation, _with_instruction
+
+from conway.config import load_config
+from conway.history import TurnHistory
+from conway.policies.base import ModelPolicy
+from conway.policies.factory import _family_adapter, _settings
+from conway.policies.families.holo3 import adapter as holo3_adapter
+from conway.policies.families.holo3.step import TOOLS, replay, schema, schema_tools
+from conway.prompt.layout import split_parts
+from conway.protocols import ContextPart, DecisionContext
+from scripts.build.golden_episode import first_difference
+from scripts.build.goldens_holo3 import ANSWERS, PAGE_SHA256, TOOL_RESULT
+from scripts.build.goldens_new_families import INSTRUCTION, STEPS, request_record
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "goldens_new" / "holo3.1.json"
+
+
+def golden() -> dict:
+    g = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert g["answers"] == ANSWERS and g["instruction"] == INSTRUCTION and PAGE_SHA256 in g["source"]
+    assert g["provenance"].startswith("documented, not code-checked")
+    return g
+
+
+def conway_records(overrides: tuple[str, ...] = ()) -> list[dict]:
+    """Conway's requests for the episode, as the goldens keep them, the instruction slot put back."""
+    config = load_config(None, ["policy=holo3.1", "policy.structured_output=none", *overrides])
+    family, adapter = _family_adapter(config)
+    backend = Recording(ANSWERS)
+    policy = ModelPolicy(adapter, backend, _settings(config, family, {}))
+    history = TurnHistory(max_images=family.conversation.history_images - 1, max_turns=None)
+    records = []
+    for step in range(1, STEPS + 1):
+        ctx = DecisionContext(parts=[ContextPart("goals.md", INSTRUCTION)], observation=_observation(step),
+                              step=step, action_types=TYPES, history=history)
+        slot = split_parts(ctx, adapter.action_space(ctx))[0]
+        decision = policy.decide(ctx)
+        assert decision.actions and decision.actions[0].type != "finish", (step, decision)
+        history.commit()
+        sent = backend.sent[-1]
+        body = {"model": "any", "messages": sent["messages"],
+                **{k: sent[k] for k in ("max_tokens", "temperature") if sent[k] is not None}, **sent["sampling"]}
+        records.append(_with_instruction(request_record(body), slot, INSTRUCTION))
+    return records
+
+
+def differences(records: list[dict]) -> list[str]:
+    want = golden()["requests"]
+    assert len(records) == len(want) == STEPS
+    found = []
+    for step, (got, w) in enumerate(zip(records, want), start=1):
+        d = first_difference(got, {"messages": w["messages"], "sampling": w["sampling"]})
+        if d is not None:
+            found.append(f"request {step}: {d}")
+    return found
+
+
+def test_every_request_of_the_episode_is_the_documented_loops():
+    assert differences(conway_records()) == []
+
+
+def test_the_stored_schema_declares_the_documented_tools():
+    assert sorted(schema_tools()) == sorted(TOOLS)  # $defs are in name order
+    assert holo3_adapter.TOOL_RESULT == TOOL_RESULT
+
+
+@pytest.mark.parametrize("name", ["output_format.txt", "step_schema.json"])
+def test_a_changed_prompt_byte_is_caught(name, monkeypatch):
+    from conway.policies.prompt_files import PromptFolder
+
+    real = PromptFolder.text
+
+    def edited(self, file):
+        text = real(self, file)
+        if self.path.parent.name == "holo3" and file == name:
+            i = text.index("o")  # one letter, JSON and the placeholder intact
+            return text[:i] + "O" + text[i + 1:]
+        return text
+
+    monkeypatch.setattr(PromptFolder, "text", edited)
+    found = differences(conway_records())
+    assert found and found[0].startswith("request 1:"), found
+
+
+@pytest.mark.parametrize("override, said", [
+    ("policy.temperature=0.7", ".sampling.temperature: Conway 0.7, official 0.8"),  # another sampling value
+    ("policy.image_encoding=jpeg", "url.declared: texts differ"),  # the image encoding
+])
+def test_a_planted_sampling_or_image_change_is_caught(override, said):
+    found = differences(conway_records((override,)))
+    assert found and found[0].startswith("request 1:") and said in found[0], found
+
+
+def test_a_planted_number_type_is_caught(monkeypatch):
+    """`press_enter`'s default sent as 0 where the loop sends false: equal in Python, not on the wire."""
+    def fields(self):
+        doc = schema()
+        doc["$defs"]["WriteArgs"]["properties"]["press_enter"]["default"] = 0
+        return {"structured_outputs": {"json": doc}}
+
+    monkeypatch.setattr(holo3_adapter.Holo3Adapter, "request_fields", fields)
+    found = differences(conway_records())
+    assert found and "press_enter.default: Conway 0 (int), official False (bool)" in found[0], found
+
+
+def test_the_replay_is_the_parsed_step_not_the_text_written(monkeypatch):
+    """The loop sends back `model_dump_json()`; replaying the model's own text fails from request 2 on."""
+    monkeypatch.setattr(holo3_adapter, "replay", lambda answer: answer)
+    found = differences(conway_records())
+    assert found and found[0].startswith("request 2:"), found
+
+
+def test_the_replay_writes_defaults_in_schema_order_and_drops_unknown_keys():
+    assert replay('{"tool_call": {"content": "a", "tool_name": "write", "x": 1}, "thought": "t"}') == \
+        '{"note":null,"thought":"t","tool_call":{"tool_name":"write","content":"a","press_enter":false}}'
+    assert replay("not json") == "not json"
