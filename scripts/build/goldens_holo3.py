@@ -125,6 +125,11 @@ def build(page_path: Path) -> dict[str, Any]:
     exec(compile(body, PAGE, "exec"), space)
     assert space["run_loop"]() is None  # no answer: every step ran
     assert len(recorder.bodies) == STEPS
+    schema_text = json.dumps(space["Step"].model_json_schema())
+    system = recorder.bodies[0][1]["messages"][0]["content"]
+    assert system.startswith(INSTRUCTION) and system.count(schema_text) == 1
+    _texts.update({"step_schema.json": schema_text,
+                   "output_format.txt": system[len(INSTRUCTION):].replace(schema_text, "{schema}")})
     return {"source": f"{PAGE} (H Company's documentation, sha256 {PAGE_SHA256})",
             "provenance": "documented, not code-checked: H publishes no agent code for Holo3.1",
             "runner": "the page's Python blocks as written (Step, trim_to_last_n_images, the structured-outputs "
@@ -134,15 +139,46 @@ def build(page_path: Path) -> dict[str, Any]:
             "requests": [{"call": queue, **request_record(b)} for queue, b in recorder.bodies]}
 
 
+_texts: dict[str, str] = {}
+"""The stored prompt files as the page's code makes them (`build` fills it)."""
+
+LOCATIONS = {"output_format.txt": "the structured-outputs loop, the <output_format> text appended to the system prompt",
+             "step_schema.json": "the structured-outputs Step model, json.dumps(Step.model_json_schema())"}
+SOURCES_SUMS = OUT.parents[1] / "goldens" / "prompt_sources.json"
+FAMILY_PROMPTS = Path(__file__).resolve().parents[2] / "conway" / "policies" / "families" / "holo3" / "prompts"
+
+
+def record_sources(write_prompts: bool) -> list[str]:
+    """The prompt files' sums and locations into `prompt_sources.json` (beside the OSWorld builder's entries);
+    the stored files rewritten when asked; the stored files that differ from the page's text, one line each."""
+    where = f"{PAGE} (H Company's documentation; documented, not code-checked) @ sha256:{PAGE_SHA256}"
+    sums = json.loads(SOURCES_SUMS.read_text(encoding="utf-8"))
+    for file, text in _texts.items():
+        sums["sha256"][f"holo3/{file}"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sums["locations"][f"holo3/{file}"] = f"{where}: {LOCATIONS[file]}"
+        if write_prompts:
+            (FAMILY_PROMPTS / file).write_text(text, encoding="utf-8")
+    line = f"{PAGE} @ sha256:{PAGE_SHA256} (holo3/, by scripts/build/goldens_holo3.py)"
+    sums["sources"] = [s for s in sums["sources"] if "(holo3/" not in s] + [line]
+    sums["sha256"], sums["locations"] = dict(sorted(sums["sha256"].items())), dict(sorted(sums["locations"].items()))
+    SOURCES_SUMS.write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
+    return [f"holo3/{f}: stored text is not the page's" for f, t in _texts.items()
+            if (FAMILY_PROMPTS / f).read_text(encoding="utf-8") != t]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--page", type=Path, required=True, help=f"a saved copy of {PAGE}")
+    ap.add_argument("--write-prompts", action="store_true", help="also overwrite the stored prompt files")
     args = ap.parse_args(argv)
     golden = build(args.page)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{OUT.relative_to(OUT.parents[3])}: {len(golden['requests'])} requests")
-    return 0
+    problems = record_sources(args.write_prompts)
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

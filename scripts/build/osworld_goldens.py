@@ -410,6 +410,19 @@ def _extract(repo: Path, commit: str, into: Path, path: str = "mm_agents") -> No
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
+def _keep_documented(sums: dict[str, Any], path: Path) -> None:
+    """Keep the entries of a family taken from a documentation page (`goldens_holo3.py`'s: a location `@ sha256:`),
+    which this builder does not make, so that rebuilding the OSWorld goldens does not drop them."""
+    if not path.exists():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    for name, where in old.get("locations", {}).items():
+        if " @ sha256:" in where and name not in sums["locations"]:
+            sums["locations"][name], sums["sha256"][name] = where, old["sha256"][name]
+    sums["sources"] += [s for s in old.get("sources", []) if " @ sha256:" in s and s not in sums["sources"]]
+    sums["sha256"], sums["locations"] = dict(sorted(sums["sha256"].items())), dict(sorted(sums["locations"].items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -470,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
             "sha256": {name: _sha(text) for name, text in sorted(official.items())},
             "locations": dict(sorted(located.items()))}
+    _keep_documented(sums, OUT / "prompt_sources.json")
     (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
     problems = check_stored(official)
     for line in problems:

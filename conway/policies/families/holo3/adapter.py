@@ -47,7 +47,7 @@ class Holo3Adapter(Adapter):
         return ""  # the schema is the action space
 
     def request_text(self) -> str:
-        return ""
+        return FILES.text("request.txt")  # Conway's own: the page's loop sends no request line
 
     def messages(self, slots: Slots, past: list[Past]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"role": "system", "content": slots.task + slots.system}]
