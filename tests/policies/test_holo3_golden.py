@@ -130,3 +130,76 @@ def test_the_replay_writes_defaults_in_schema_order_and_drops_unknown_keys():
     assert replay('{"tool_call": {"content": "a", "tool_name": "write", "x": 1}, "thought": "t"}') == \
         '{"note":null,"thought":"t","tool_call":{"tool_name":"write","content":"a","press_enter":false}}'
     assert replay("not json") == "not json"
+
+
+@pytest.mark.slow
+def test_the_episode_over_http_as_a_task_run_sends_it_is_the_documented_loops(tmp_path):
+    """The whole way a task run sends it, nothing rewritten: the preset's config alone (its own structured output),
+    the loop's `ContextBuilder` with the task as the session's task, over HTTP to a recording fake server."""
+    from fixtures.scripted_server import ScriptedFakeServer
+    from test_request_goldens import GuiToolbox, Recorder
+
+    from conway.policies.factory import build_model_policy
+    from conway.prompt.decision import ContextBuilder
+    from conway.prompt.memory import Memory
+    from conway.store.home import Home, init_home
+
+    want = golden()["requests"]
+    recorder = Recorder(ANSWERS)
+    home = Home(tmp_path / "home")
+    init_home(home)
+    with ScriptedFakeServer(responder=recorder) as fake:
+        config = load_config(home.config, ["policy=holo3.1", f"policy.endpoint={fake.base_url}"])
+        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
+        with build_model_policy(config, home) as policy:
+            builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
+                                     Memory(home.memory, home.memory_previous), say=lambda line: None)
+            goals, _ = builder.goals(INSTRUCTION)
+            for step in range(1, STEPS + 1):
+                decision = policy.decide(builder.build(goals, _observation(step), step))
+                assert decision.actions and not hasattr(decision.actions[0], "message"), step
+                builder.note(step, decision.actions[0].summary(), "ok")
+    assert len(recorder.requests) == len(want) == STEPS
+    for step, (body, w) in enumerate(zip(recorder.requests, want), start=1):
+        got = request_record(body)
+        d = first_difference(got, {"messages": w["messages"], "sampling": w["sampling"]})
+        assert d is None, f"request {step}: {d}"
+
+
+def _parse(answer: str):
+    from conway.geometry import Convention
+    from conway.policies.families.holo3.parse import parse
+    return parse(answer, convention=Convention.RELATIVE1000, sent_size=(1920, 1080), captured_size=(1920, 1080))
+
+
+def test_the_documented_tools_map_onto_conways_actions():
+    out = _parse('<think>plan</think>{"note": null, "thought": "t", "tool_call": {"tool_name": "click", '
+                 '"element": "OK", "x": 500, "y": 300}}')
+    assert out.ok and out.thought == "t" and out.reasoning == "plan"
+    assert [(a.type, a.x, a.y) for a in out.actions] == [("click", 960, 324)]
+    out = _parse('{"thought": "t", "tool_call": {"tool_name": "write", "content": "hi", "press_enter": true}}')
+    assert [a.type for a in out.actions] == ["type", "key"] and out.actions[1].key == "enter"
+    out = _parse('{"thought": "t", "tool_call": {"tool_name": "answer", "content": "42"}}')
+    assert [(a.type, a.status, a.message) for a in out.actions] == [("finish", "DONE", "42")]
+
+
+@pytest.mark.parametrize("answer, reason", [
+    ('{"thought": "t", "tool_call": {"tool_name": "scroll", "direction": "down"}}',
+     "tool_name='scroll' is not one of the documented tools (click, write, answer)"),
+    ('{"thought": "t", "tool_call": {"tool_name": "click", "element": "e", "x": 1.5, "y": 3}}',
+     "click x=1.5 is not an integer 0..1000"),
+    ('{"tool_call": {"tool_name": "answer", "content": "a"}}', "the step has no thought"),
+    ("click the OK button", "the answer is not one JSON object"),
+    ('{"thought": "t", "tool_call": {"tool_name": "write", "content": ""}}', "write with no content"),
+])
+def test_what_cannot_be_mapped_is_refused_with_the_reason(answer, reason):
+    out = _parse(answer)
+    assert not out.ok and reason in out.problems[0].message, out.problems
+
+
+def test_a_recorded_step_renders_as_the_canonical_step():
+    from conway.policies.families.holo3.turn import holo3_turn
+    assert holo3_turn({"type": "click"}, {("x", "y"): (500, 300)}, "OK button") == \
+        '{"note":null,"thought":"OK button","tool_call":{"tool_name":"click","element":"OK button","x":500,"y":300}}'
+    with pytest.raises(ValueError, match="no Holo3.1 form"):
+        holo3_turn({"type": "scroll"}, {}, None)
