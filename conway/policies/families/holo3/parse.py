@@ -9,21 +9,11 @@ the object (`<think>…</think>`, when the server leaves the reasoning in) is sp
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conway.geometry import Size
 from conway.policies.families.holo3.step import TOOLS
-from conway.policies.parsed import (
-    ParsedOutput,
-    build_action,
-    check_setup,
-    guarded,
-    map_point,
-    problem,
-    show_value,
-    split_reasoning,
-)
+from conway.policies.parsed import ParsedOutput, build_action, guarded, json_answer, map_point, problem, show_value
 
 __all__ = ["parse"]
 
@@ -31,21 +21,10 @@ __all__ = ["parse"]
 def parse(text: Any, *, convention: Any, sent_size: Size, captured_size: Size) -> ParsedOutput:
     """One Holo3.1 answer -> its actions; never raises."""
     def run() -> ParsedOutput:
-        bad = check_setup(convention, sent_size, captured_size)
-        if bad:
-            return ParsedOutput(None, [problem(bad)])
-        visible, reasoning = split_reasoning(text)
-        body = visible.strip()
-        if body.startswith("```"):
-            body = body.strip("`").removeprefix("json").strip()
-        try:
-            step = json.loads(body)
-        except (ValueError, RecursionError):
-            return ParsedOutput(None, [problem(f"the answer is not one JSON object: {show_value(body, 80)}", visible)],
-                                reasoning)
-        if not isinstance(step, dict):
-            return ParsedOutput(None, [problem(f"the answer is a JSON {type(step).__name__}, not a step", body)],
-                                reasoning)
+        read = json_answer(text, convention, sent_size, captured_size)
+        if isinstance(read, ParsedOutput):
+            return read
+        step, body, reasoning = read
         thought = step.get("thought")
         if not isinstance(thought, str):
             return ParsedOutput(None, [problem("the step has no thought (a string)", body)], reasoning)
