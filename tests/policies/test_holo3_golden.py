@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_new_family_goldens import TYPES, Recording, _observation, _with_instruction
+from test_new_family_goldens import TYPES, Recording, _observation, _with_instruction, task_run_requests
 
 from conway.config import load_config
 from conway.history import TurnHistory
@@ -134,35 +134,13 @@ def test_the_replay_writes_defaults_in_schema_order_and_drops_unknown_keys():
 
 @pytest.mark.slow
 def test_the_episode_over_http_as_a_task_run_sends_it_is_the_documented_loops(tmp_path):
-    """The whole way a task run sends it, nothing rewritten: the preset's config alone (its own structured output),
-    the loop's `ContextBuilder` with the task as the session's task, over HTTP to a recording fake server."""
-    from fixtures.scripted_server import ScriptedFakeServer
-    from test_request_goldens import GuiToolbox, Recorder
-
-    from conway.policies.factory import build_model_policy
-    from conway.prompt.decision import ContextBuilder
-    from conway.prompt.memory import Memory
-    from conway.store.home import Home, init_home
-
+    """The whole way a task run sends it, nothing rewritten (`task_run_requests`: the preset's config alone, the
+    loop's `ContextBuilder`, HTTP to a recording fake server)."""
     want = golden()["requests"]
-    recorder = Recorder(ANSWERS)
-    home = Home(tmp_path / "home")
-    init_home(home)
-    with ScriptedFakeServer(responder=recorder) as fake:
-        config = load_config(home.config, ["policy=holo3.1", f"policy.endpoint={fake.base_url}"])
-        config = config.for_task_formats({"osworld"})  # an OSWorld task, as `tasks run` runs one
-        with build_model_policy(config, home) as policy:
-            builder = ContextBuilder(home, config, GuiToolbox(), policy,  # type: ignore[arg-type]
-                                     Memory(home.memory, home.memory_previous), say=lambda line: None)
-            goals, _ = builder.goals(INSTRUCTION)
-            for step in range(1, STEPS + 1):
-                decision = policy.decide(builder.build(goals, _observation(step), step))
-                assert decision.actions and not hasattr(decision.actions[0], "message"), step
-                builder.note(step, decision.actions[0].summary(), "ok")
-    assert len(recorder.requests) == len(want) == STEPS
-    for step, (body, w) in enumerate(zip(recorder.requests, want), start=1):
-        got = request_record(body)
-        d = first_difference(got, {"messages": w["messages"], "sampling": w["sampling"]})
+    requests = task_run_requests("holo3.1", ANSWERS, tmp_path)
+    assert len(requests) == len(want) == STEPS
+    for step, (body, w) in enumerate(zip(requests, want), start=1):
+        d = first_difference(request_record(body), {"messages": w["messages"], "sampling": w["sampling"]})
         assert d is None, f"request {step}: {d}"
 
 
