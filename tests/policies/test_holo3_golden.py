@@ -181,3 +181,34 @@ def test_a_recorded_step_renders_as_the_canonical_step():
         '{"note":null,"thought":"OK button","tool_call":{"tool_name":"click","element":"OK button","x":500,"y":300}}'
     with pytest.raises(ValueError, match="no Holo3.1 form"):
         holo3_turn({"type": "scroll"}, {}, None)
+
+
+@pytest.mark.llama
+@pytest.mark.slow
+def test_a_real_llama_server_renders_the_layout_with_an_evicted_screenshot():
+    """llama.cpp's own llama-server on the tiny VLM renders, with the template it was started with
+    (`/apply-template`), the fourth request of the episode as Conway sends it: the oldest `<observation>` holding
+    `[screenshot evicted]`, the replayed steps as assistant turns and the `<tool_output>` turns as user turns. (The
+    tiny model's 4096-token context cannot hold the schema and three turns, so it is rendered, not answered.)"""
+    import httpx
+    from helpers.tiny_vlm import MMPROJ
+    from test_server_props_llama import _Server
+
+    config = load_config(None, ["policy=holo3.1", "policy.structured_output=none"])
+    family, adapter = _family_adapter(config)
+    backend = Recording(ANSWERS)
+    policy = ModelPolicy(adapter, backend, _settings(config, family, {}))
+    history = TurnHistory(max_images=2, max_turns=None)
+    for step in range(1, 5):
+        policy.decide(DecisionContext(parts=[ContextPart("goals.md", INSTRUCTION)], observation=_observation(step),
+                                      step=step, action_types=TYPES, history=history))
+        history.commit()
+    messages = backend.sent[-1]["messages"]
+    with _Server("--mmproj", str(MMPROJ)) as server:
+        reply = httpx.post(f"http://127.0.0.1:{server.port}/apply-template", json={"messages": messages}, timeout=60)
+    assert reply.status_code == 200, reply.text[:300]
+    prompt = reply.json()["prompt"]
+    assert prompt.count("<tool_output tool=") == 3 and prompt.count("<observation>") == 4
+    assert "<observation>\n[screenshot evicted]\n</observation>" in prompt
+    assert prompt.index("<output_format>") < prompt.index("[screenshot evicted]")
+    assert '{"note":null,"thought":"Open the Files app from the dock."' in prompt  # the replayed step
