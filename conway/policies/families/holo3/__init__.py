@@ -37,6 +37,9 @@ FAMILY = Family(
     sends_max_tokens=False,
     temperature=0.8,
     image_encoding="png",  # f"data:image/png;base64,{b64}" of screenshot()'s bytes
+    known_differences=("every past `<tool_output>` says `done`: Conway's history keeps no result per step (the page "
+                       "sends what its `execute()` returns); the latest result follows the current screenshot in its "
+                       "`<observation>`",),
     conversation=Conversation(
         history_images=3,  # trim_to_last_n_images(messages, n=3)
         replayed="every answer as its parsed step (pydantic's model_dump_json), then its <tool_output> user turn; "
