@@ -22,7 +22,7 @@ from conway.geometry import Convention, Size
 from conway.policies.adapter import Adapter
 from conway.policies.backends.backend import StructuredSpec
 from conway.policies.conversation import Past, Slots, image, text
-from conway.policies.families.holo3.step import FILES, replay, schema, schema_text
+from conway.policies.families.holo3.step import FILES, TOOLS, replay, schema, schema_text
 from conway.policies.parsed import ParsedOutput
 from conway.protocols import DecisionContext
 
@@ -85,8 +85,10 @@ def _observation(url: str | None, tail: str = "", current: bool = False) -> dict
 
 
 def _tool_name(answer: str) -> str:
+    """The step's tool, for its `<tool_output tool="…">`: one of the documented names, never the model's own text
+    (a name of its making could close the wrapper)."""
     try:
         name = json.loads(answer)["tool_call"]["tool_name"]
     except (ValueError, RecursionError, KeyError, TypeError):
         return "unknown"
-    return name if isinstance(name, str) else "unknown"
+    return name if name in TOOLS else "unknown"
