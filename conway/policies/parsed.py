@@ -16,6 +16,7 @@ a parser with options of its own, OpenCUA's `max_statements`).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from conway.geometry import Convention, Size, model_point_error, model_to_captur
 
 __all__ = [
     "ParsedOutput",
+    "json_answer",
     "MAX_TEXT_CHARS",
     "MAX_NUMBER",
     "MAX_ACTIONS",
@@ -205,6 +207,28 @@ def one_click(x: Any, y: Any, raw: str, convention: Any, sent: Size, captured: S
         return ParsedOutput(thought, [problem(point, raw)], reasoning, raw)
     return ParsedOutput(thought, [build_action({"type": "click", "x": point[0], "y": point[1]}, raw)], reasoning,
                         raw)
+
+
+def json_answer(text: str, convention: Any, sent_size: Any, captured_size: Any
+                ) -> ParsedOutput | tuple[dict[str, Any], str, str | None]:
+    """A JSON-object answer (Holo's): (the object, its text, the reasoning split off), or the refusal: a bad
+    setup, text that is not one JSON object (a fenced block is read inside), a JSON value that is not an object."""
+    bad = check_setup(convention, sent_size, captured_size)
+    if bad:
+        return ParsedOutput(None, [problem(bad)])
+    visible, reasoning = split_reasoning(text)
+    body = visible.strip()
+    if body.startswith("```"):  # a fenced block: its inside
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return ParsedOutput(None, [problem(f"the answer is not one JSON object: {show_value(body, 80)}", visible)],
+                            reasoning)
+    if not isinstance(obj, dict):
+        return ParsedOutput(None, [problem(f"the answer is a JSON {type(obj).__name__}, not an object", body)],
+                            reasoning)
+    return obj, body, reasoning
 
 
 def guarded(kind: str, fn: Callable[[], ParsedOutput], text: Any) -> ParsedOutput:

@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     sums = {"sources": sources, "made_by": "scripts/build/osworld_goldens.py",
             "sha256": {name: _sha(text) for name, text in sorted(official.items())},
             "locations": dict(sorted(located.items()))}
-    _keep_own_repositories(sums)
+    _keep_made_elsewhere(sums, OUT / "prompt_sources.json")
     (OUT / "prompt_sources.json").write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
     problems = check_stored(official)
     for line in problems:
@@ -480,18 +480,24 @@ def main(argv: list[str] | None = None) -> int:
 
 OWN_REPOSITORIES = ("Tongyi-MAI/MAI-UI", "inclusionAI/UI-Venus")
 """Families whose prompts come from their own repositories: `goldens_new_families.py --maiui / --venus` writes their
-entries, which this builder keeps as they are."""
+entries."""
 
 
-def _keep_own_repositories(sums: dict[str, Any]) -> None:
-    path = OUT / "prompt_sources.json"
+def _made_elsewhere(where: str) -> bool:
+    """An entry another builder makes: a family's own repository, or a documentation page by its digest
+    (`goldens_holo3.py`'s `@ sha256:`)."""
+    return where.startswith(OWN_REPOSITORIES) or " @ sha256:" in where
+
+
+def _keep_made_elsewhere(sums: dict[str, Any], path: Path) -> None:
+    """Keep the entries this builder does not make, so that rebuilding the OSWorld goldens does not drop them."""
     if not path.exists():
         return
     old = json.loads(path.read_text(encoding="utf-8"))
     for name, where in old.get("locations", {}).items():
-        if where.startswith(OWN_REPOSITORIES) and name in old.get("sha256", {}):
+        if _made_elsewhere(where) and name in old.get("sha256", {}) and name not in sums["locations"]:
             sums["sha256"][name], sums["locations"][name] = old["sha256"][name], where
-    sums["sources"] += [s for s in old.get("sources", []) if s.startswith(OWN_REPOSITORIES)]
+    sums["sources"] += [s for s in old.get("sources", []) if _made_elsewhere(s) and s not in sums["sources"]]
     sums["sha256"], sums["locations"] = dict(sorted(sums["sha256"].items())), dict(sorted(sums["locations"].items()))
 
 

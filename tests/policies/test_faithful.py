@@ -57,7 +57,8 @@ def test_the_half_slide_is_the_opt_in_deviation():
 
 @pytest.mark.parametrize("preset,images,turns", [("uitars-1.5-7b", 4, None), ("uitars", 4, None),
                                                  ("opencua-7b", 2, None), ("qwen3-vl", 4, None),
-                                                 ("qwen2.5-vl", 4, None)])
+                                                 ("qwen2.5-vl", 4, None),
+                                                 ("holo3.1", 2, None)])  # the page's trim_to_last_n_images(n=3)
 def test_each_preset_keeps_its_agents_window(preset, images, turns):
     assert cfg(f"policy={preset}").policy.history_window(12) == (images, turns, False)
     assert cfg(f"policy={preset}", "policy.deviations=[half_slide]").policy.history_window(12) == (images, 12, True)

@@ -253,13 +253,10 @@ def test_an_edited_stored_prompt_no_longer_matches_the_official_request(preset, 
 AGENT_PRESETS = ["evocua", "evocua-s1", "gui-owl-1.5", "gui-owl-1.5-openai", "kimi-k2.5", "mai-ui", "ui-venus-1.5"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("preset", AGENT_PRESETS)
-def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(preset, tmp_path):
-    """The whole way a task run sends it, nothing set or rewritten for the comparison: the preset's config alone
-    (its own structured output, probed against a server that constrains nothing), the loop's `ContextBuilder`
-    with the task as the session's task (the instruction as sent), and the requests as they reach an
-    OpenAI-compatible server (the RECORDING fake server of `test_request_goldens.py`)."""
+def task_run_requests(preset: str, answers: list[str], tmp_path: Path) -> list[dict]:
+    """The episode's request bodies the whole way a task run sends them, nothing set or rewritten: the preset's
+    config alone (its own structured output), the loop's `ContextBuilder` with the task as the session's task, over
+    HTTP to the RECORDING fake server of `test_request_goldens.py` playing `answers`."""
     from fixtures.scripted_server import ScriptedFakeServer
     from test_request_goldens import GuiToolbox, Recorder
 
@@ -268,8 +265,7 @@ def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(pre
     from conway.prompt.memory import Memory
     from conway.store.home import Home, init_home
 
-    golden = _golden(preset)
-    recorder = Recorder(ANSWERS[preset])
+    recorder = Recorder(answers)
     home = Home(tmp_path / "home")
     init_home(home)
     with ScriptedFakeServer(responder=recorder) as fake:
@@ -283,9 +279,19 @@ def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(pre
                 decision = policy.decide(builder.build(goals, _observation(step), step))
                 assert decision.actions and not hasattr(decision.actions[0], "message"), (preset, step)
                 builder.note(step, decision.actions[0].summary(), "ok")
+    return recorder.requests
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", AGENT_PRESETS)
+def test_the_episode_over_http_as_a_task_run_sends_it_is_the_official_agents(preset, tmp_path):
+    """The whole way a task run sends it (`task_run_requests`), compared with the golden as it reaches an
+    OpenAI-compatible server."""
+    golden = _golden(preset)
+    requests = task_run_requests(preset, ANSWERS[preset], tmp_path)
     form = as_dashscope if golden.get("api") == "dashscope" else (lambda b: b)
-    assert len(recorder.requests) == len(golden["requests"]) == STEPS
-    for step, (body, want) in enumerate(zip(recorder.requests, golden["requests"]), start=1):
+    assert len(requests) == len(golden["requests"]) == STEPS
+    for step, (body, want) in enumerate(zip(requests, golden["requests"]), start=1):
         got = request_record(form(body))
         want = {"messages": want["messages"], "sampling": want["sampling"]}
         kinds = _kinds(got, want)  # only a listed image difference, taken out; everything else compared as sent

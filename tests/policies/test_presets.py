@@ -152,6 +152,13 @@ CASES: dict[str, Case] = {
     "ui-venus-1.5": Case((1920, 1080), (1920, 1080), (prompt_text("uivenus/instruction.txt").split("{user_task}")[0],),
                          "<think>The Files icon.</think>\n<action>Click(box=(500,300))</action>\n"
                          "<conclusion>Open Files.</conclusion>", (960, 324), None),
+    # Holo3.1: the screenshot as captured ("send a screenshot at any size"); the agent-loop page's example step,
+    # scaled as the page scales it: int((932 / 1000) * 1920), int((880 / 1000) * 1080); temperature 0.8, no max_tokens
+    "holo3.1": Case((1920, 1080), (1920, 1080),
+                    (prompt_text("holo3/output_format.txt").replace("{schema}", prompt_text("holo3/step_schema.json")),),
+                    '{"note": "Submit succeeded; receipt URL is /orders/8421.", "thought": "Recording the receipt URL '
+                    'before navigating away.", "tool_call": {"tool_name": "click", "element": "Continue button at the '
+                    'bottom right", "x": 932, "y": 880}}', (1789, 950), None, temperature=0.8),
     "generic": Case((1920, 1080), (1932, 1092), ("Answer with exactly one JSON object and nothing else",),
                     '{"thought": "the button", "action": {"type": "click", "x": 100, "y": 200}}', (99, 198), 512,
                     ("policy.structured_output=none",)),

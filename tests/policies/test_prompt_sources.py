@@ -66,9 +66,14 @@ def test_every_stored_prompt_of_every_family_is_held_to_its_official_location():
     assert set(sums["sha256"]) == official == set(sums["locations"])
     for name, where in sums["locations"].items():
         repo, _, symbol = where.partition(": ")
-        assert re.search(r" @ [0-9a-f]{40}$", repo) and symbol, (name, where)
-    assert {n.split("/")[0] for n in official} == {"evocua", "guiowl", "gta1", "holo", "holo2", "jedi", "kimi",
-                                                   "maiui", "opencua", "qwen25vl", "qwen3vl", "uitars", "uivenus"}
+        # a repository at a commit, or a documentation page by its digest (a family with no agent code: Holo3.1)
+        assert re.search(r" @ ([0-9a-f]{40}|sha256:[0-9a-f]{64})$", repo) and symbol, (name, where)
+    assert {n.split("/")[0] for n in official} == {"evocua", "guiowl", "gta1", "holo", "holo2", "holo3", "jedi",
+                                                   "kimi", "maiui", "opencua", "qwen25vl", "qwen3vl", "uitars",
+                                                   "uivenus"}
+    from scripts.build.goldens_holo3 import PAGE_SHA256
+    assert all(where.split(" @ sha256:")[1].startswith(PAGE_SHA256) for where in sums["locations"].values()
+               if " @ sha256:" in where)  # the page the golden was recorded from
 
 
 def _copy(tmp_path: Path) -> Path:

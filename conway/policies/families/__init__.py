@@ -24,7 +24,7 @@ __all__ = ["ARCHITECTURES", "FAMILIES", "MOCK", "POLICY_KINDS", "REGISTERED", "R
            "get_resize_rule", "one_of"]
 
 REGISTERED = ("generic", "opencua", "uitars", "qwen3vl", "qwen25vl", "gta1", "holo", "evocua", "guiowl", "jedi", "holo2",
-              "kimi", "maiui", "uivenus")
+              "kimi", "maiui", "uivenus", "holo3")
 """The family folders here, in the order the command line and error messages list them."""
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (import_module(f"{__name__}.{n}").FAMILY for n in REGISTERED)}

@@ -11,11 +11,10 @@ click in captured pixels; a point outside the image is refused with its bounds.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conway.geometry import Size
-from conway.policies.parsed import ParsedOutput, check_setup, guarded, one_click, problem, show_value, split_reasoning
+from conway.policies.parsed import ParsedOutput, guarded, json_answer, one_click, problem, show_value
 
 __all__ = ["parse_click_json"]
 
@@ -25,21 +24,10 @@ _HOLO_KEYS = frozenset({"action", "x", "y"})
 def parse_click_json(text: Any, *, convention: Any, sent_size: Size, captured_size: Size) -> ParsedOutput:
     """Holo1.5's `{"action": "click_absolute", "x": …, "y": …}` -> one click; anything else refused by name."""
     def run() -> ParsedOutput:
-        bad = check_setup(convention, sent_size, captured_size)
-        if bad:
-            return ParsedOutput(None, [problem(bad)])
-        visible, reasoning = split_reasoning(text)
-        body = visible.strip()
-        if body.startswith("```"):  # a fenced block: its inside
-            body = body.strip("`").removeprefix("json").strip()
-        try:
-            obj = json.loads(body)
-        except (ValueError, RecursionError):
-            return ParsedOutput(None, [problem(f"the answer is not one JSON object: {show_value(body, 80)}",
-                                               visible)], reasoning)
-        if not isinstance(obj, dict):
-            return ParsedOutput(None, [problem(f"the answer is a JSON {type(obj).__name__}, not an object", body)],
-                                reasoning)
+        read = json_answer(text, convention, sent_size, captured_size)
+        if isinstance(read, ParsedOutput):
+            return read
+        obj, body, reasoning = read
         unknown = sorted(set(obj) - _HOLO_KEYS)
         if unknown:
             return ParsedOutput(None, [problem(f"unknown key(s) {', '.join(map(repr, unknown))} (the click takes "
