@@ -4,17 +4,19 @@
 
 Each task starts `qemu-system-x86_64` on the image the user names (OSWorld's Ubuntu image, downloaded as
 OSWorld's instructions say; nothing is downloaded here) with `-snapshot`, so the image is never written: the
-VM's writes go to a temporary file QEMU itself deletes. KVM is used when `/dev/kvm` can be opened (else TCG,
-said in the desktop's facts, and slow). The guest server's port (5000) is forwarded to a free port on
+VM's writes go to a temporary file QEMU itself deletes. KVM is used where it can boot a stock kernel
+(`conway.desktops.kvm`: /dev/kvm opens and the CPU has VT-x/AMD-V); else TCG, said with the reason in the
+desktop's facts, and slow. A QEMU that exits while booting under KVM (a CPU model KVM refuses) is started once
+more under TCG, the reason kept. The guest server's port (5000) is forwarded to a free port on
 127.0.0.1 only; the desktop is ready when the guest server answers /screenshot, and from then on it is the
 `osworld` provider at that address. At the end QEMU is stopped and its folder (its serial log) removed; QEMU
 is also started with the parent-death signal, so a Conway killed with `kill -9` takes its VMs along. Several at
 once (a worker pool) each get their own port and VM.
 
 Options (`tasks.desktop_options.*`): image (required), format (qcow2), memory_mb (4096), cpus (2), guest_port
-(5000), boot_timeout_s (600), accel (auto: KVM when /dev/kvm opens; kvm; tcg), kernel/initrd/append (a direct kernel boot, for the small test VM that
-scripts/build/build_qemu_test_image.py builds), cpu (host: the host's CPU under KVM; where a nested KVM refuses it, QEMU aborts
-on its first MSR write: qemu64, its default model, runs there).
+(5000), boot_timeout_s (600), accel (auto: KVM when usable, else TCG; kvm; tcg), kernel/initrd/append (a direct
+kernel boot, for the small test VM that scripts/build/build_qemu_test_image.py builds), cpu (host: the host's
+CPU under KVM; under TCG QEMU's default model unless another is named).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from conway.desktops.base import DesktopError, DesktopRequest, Provider
 from conway.desktops.guest_client import GuestClient, GuestError
+from conway.desktops.kvm import kvm_problem
 from conway.desktops.osworld import GuestDesktop, _runnable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,16 +45,6 @@ DEFAULTS: dict[str, Any] = {"format": "qcow2", "memory_mb": 4096, "cpus": 2, "gu
                             "boot_timeout_s": 600.0, "cpu": "host", "accel": "auto"}
 READY_POLL_S = 1.0
 STOP_WAIT_S = 5.0
-
-
-def kvm_problem(path: str = "/dev/kvm") -> str | None:
-    """Why KVM cannot be used here, or None when `/dev/kvm` opens for reading and writing."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
-    os.close(fd)
-    return None
 
 
 def free_port() -> int:
@@ -195,19 +188,17 @@ class QemuDesktop(GuestDesktop):
         sweep_orphans()
         self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         (self.folder / "owner").write_text(str(os.getpid()), encoding="utf-8")
-        self.port = free_port()
-        argv = qemu_argv(self.opts, self.port, self.folder, self.kvm_problem is None)
-        with open(self.folder / "qemu.log", "wb") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
-        self.client.close()
-        self.client = GuestClient(f"http://127.0.0.1:{self.port}")
         started = time.monotonic()
         deadline = started + float(self.opts["boot_timeout_s"])
+        self._start_vm()
         while True:
-            if self.proc.poll() is not None:
-                raise DesktopError(f"QEMU exited ({self.proc.returncode}) before the guest server answered: "
-                                   f"{self._said()}")
+            if self.proc.poll() is not None:  # type: ignore[union-attr]
+                said = f"QEMU exited ({self.proc.returncode}) before the guest server answered: {self._said()}"  # type: ignore[union-attr]
+                if self.kvm_problem is not None or self.opts["accel"] == "kvm":
+                    raise DesktopError(said)
+                self.kvm_problem = f"under KVM {said}"  # accel=auto: the same VM once more under TCG
+                self._start_vm()
+                continue
             try:  # OSWorld's providers wait for /screenshot too; one try at a time, no retries of its own
                 if self.client.request("GET", "/screenshot", timeout=5, cap=64 << 20).status == 200:
                     break
@@ -218,6 +209,16 @@ class QemuDesktop(GuestDesktop):
                                    f"(127.0.0.1:{self.port} → guest port {self.opts['guest_port']})")
             time.sleep(READY_POLL_S)
         self.boot_s = round(time.monotonic() - started, 1)
+
+    def _start_vm(self) -> None:
+        """QEMU on a free port, under KVM unless `kvm_problem` says why not; its client at that port."""
+        self.port = free_port()
+        argv = qemu_argv(self.opts, self.port, self.folder, self.kvm_problem is None)  # type: ignore[arg-type]
+        with open(self.folder / "qemu.log", "wb") as log:  # type: ignore[operator]
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        self.client.close()
+        self.client = GuestClient(f"http://127.0.0.1:{self.port}")
 
     def _said(self) -> str:
         try:
