@@ -69,7 +69,7 @@ def test_start_task_file_runs_on_the_chosen_desktop_and_checks_its_criteria_ther
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
     [rec] = records(env)
-    assert rec["task"] == "task" and "start" in rec["argv"]
+    assert rec["task"] == "task" and "start" in rec["argv"] and rec["in"] == "command"
     report = json.loads((tmp_path / "report.json").read_text())
     # the file was written in the desktop's home by the agent's shell there, and read back through its TaskEnv
     assert "made.txt contains 'marker'" in json.dumps(report), said
@@ -98,12 +98,10 @@ def test_tasks_run_alone_in_a_pool_and_on_ray_build_each_desktop_there(env, tmp_
         assert [c["score"] for c in report["cases"]] == [1.0, 1.0], said
         new = records(env)[before:]
         assert sorted(r["task"] for r in new) == ["write-0", "write-1"], (name, said)
-        if name == "pool":  # built in the spawned workers, not in the driver
-            drivers = {r["pid"] for r in new if "tasks" in r["argv"]}
-            assert not drivers, new
-    rerun_home = next((tmp_path / "alone.tasks").glob("*/home")) if (tmp_path / "alone.tasks").is_dir() else None
-    assert rerun_home is not None
-    session = json.loads((tmp_path / "alone.json").read_text())["cases"][0]["session"]
+        where = {"alone": "command", "pool": "pool worker", "ray": "ray worker"}[name]
+        assert {r["in"] for r in new} == {where}, (new, said)
+    case = json.loads((tmp_path / "alone.json").read_text())["cases"][0]
+    rerun_home, session = tmp_path / case["home"], case["session"]
     before = len(records(env))
     done = conway(env, "--home", str(rerun_home), "rerun", "--session", session, "--desktop", "recording",
                   "--output", str(tmp_path / "rerun"))

@@ -1,5 +1,6 @@
 """A desktop provider written for tests, named as the fake it is: the `local` desktop unchanged, that appends one
-line per desktop built (`{"pid", "argv", "task"}`) to the file `$CONWAY_TEST_DESKTOP_LOG`. It proves that a
+line per desktop built (`{"pid", "argv", "task", "in"}`: `in` says which process built it: the command's own,
+a spawned pool worker, a Ray worker) to the file `$CONWAY_TEST_DESKTOP_LOG`. It proves that a
 command builds its task desktop at the seam's one construction point (`conway.desktops.open_desktop`): only a
 provider registered there can be chosen by `tasks.desktop`.
 
@@ -37,9 +38,22 @@ class RecordingDesktop(LocalDesktop):
 
     def __enter__(self) -> "RecordingDesktop":
         with open(os.environ[LOG], "a", encoding="utf-8") as f:
-            f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv, "task": self.task_id}) + "\n")
+            f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv, "task": self.task_id,
+                                "in": _process_kind()}) + "\n")
         super().__enter__()
         return self
+
+
+def _process_kind() -> str:
+    import multiprocessing
+
+    ray = sys.modules.get("ray")
+    try:
+        if ray is not None and ray.is_initialized() and ray._private.worker.global_worker.mode == ray.WORKER_MODE:
+            return "ray worker"
+    except AttributeError:  # another Ray's internals: said as such
+        return "ray (unknown mode)"
+    return "pool worker" if multiprocessing.parent_process() is not None else "command"
 
 
 def _make(settings, request: DesktopRequest) -> RecordingDesktop:

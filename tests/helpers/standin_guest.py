@@ -20,8 +20,6 @@ its answer. It answers as the real server does where Conway's `osworld` provider
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import json
 import os
 import shlex
@@ -29,10 +27,11 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
+
+from scripts.build.guest_http import LoopbackServer, multipart_fields
 
 TREE = ('<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state" name="main">'
         '<application name="stand-in"/></desktop-frame>')
@@ -52,26 +51,11 @@ class StandinGuest:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".Xauthority").touch()  # python-xlib insists on the file; Xvfb here has no cookies
         self._lock = threading.Lock()
-        guest = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet: the recording says what happened
-                pass
-
-            def do_GET(self) -> None:
-                guest._answer(self, "GET", b"")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                guest._answer(self, "POST", self.rfile.read(length))
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._server = LoopbackServer(self._answer)
+        self.url = self._server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._server.close()
         for proc in self.launched:
             if proc.poll() is None:
                 proc.kill()
@@ -83,27 +67,22 @@ class StandinGuest:
 
     # --- one request --------------------------------------------------------------------------------
 
-    def _answer(self, h: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
-        path = h.path
+    def _answer(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, str, bytes]:
         left = self.fail.get(path, 0)
         if left:
             self.fail[path] = left - 1
             status, ctype, out = 500, "application/json", json.dumps({"status": "error", "message": "planted"}).encode()
         else:
             try:
-                status, ctype, out = self._route(method, path, body, h.headers.get("Content-Type", ""))
+                status, ctype, out = self._route(method, path, body, headers.get("Content-Type", ""))
             except Exception as exc:  # as the real server: a 500 with the message
                 status, ctype, out = 500, "application/json", json.dumps({"status": "error",
                                                                           "message": str(exc)}).encode()
         with self._lock:
-            self.recording.append({"method": method, "path": path, "request": _shown(body, h.headers),
+            self.recording.append({"method": method, "path": path, "request": _shown(body, headers),
                                    "status": status, "response": out[:300].decode("utf-8", "replace")
                                    if not ctype.startswith("image/") else f"<{len(out)} bytes {ctype}>"})
-        h.send_response(status)
-        h.send_header("Content-Type", ctype)
-        h.send_header("Content-Length", str(len(out)))
-        h.end_headers()
-        h.wfile.write(out)
+        return status, ctype, out
 
     def _route(self, method: str, path: str, body: bytes, ctype: str) -> tuple[int, str, bytes]:
         js = "application/json"
@@ -131,7 +110,7 @@ class StandinGuest:
                 return 404, js, json.dumps({"error": "File not found"}).encode()
             return 200, "application/octet-stream", target.read_bytes()
         if (method, path) == ("POST", "/setup/upload"):
-            fields = _multipart(body, ctype)
+            fields = multipart_fields(body, ctype)
             target = self._path(fields["file_path"].decode())
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(fields["file_data"])
@@ -194,12 +173,7 @@ def _shown(body: bytes, headers: Any) -> Any:
     if ctype.startswith("application/json"):
         return json.loads(body or b"null")
     if ctype.startswith("multipart/"):
-        return {k: (v.decode() if k == "file_path" else f"<{len(v)} bytes>") for k, v in _multipart(body, ctype).items()}
+        return {k: (v.decode() if k == "file_path" else f"<{len(v)} bytes>") for k, v in multipart_fields(body, ctype).items()}
     return body.decode("utf-8", "replace") if body else None
 
 
-def _multipart(body: bytes, ctype: str) -> dict[str, bytes]:
-    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {ctype}\r\n\r\n".encode() + body)
-    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in msg.iter_parts()}
