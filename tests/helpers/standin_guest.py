@@ -16,6 +16,10 @@ its answer. It answers as the real server does where Conway's `osworld` provider
 - POST /setup/activate_window, /setup/close_window   JSON {"window_name", "strict", "by_class"} (xdotool)
 
 `fail` makes chosen endpoints answer 500 a number of times first (the client's retries are under test).
+
+What it runs gets a session bus of the stand-in's own (a `dbus-daemon --session`, its child): without one a GTK
+program (lxterminal) autolaunches a bus with `dbus-launch`, and that bus and its accessibility bus outlive the
+program, detached from it. `close` stops every program launched, the bus and all that runs under them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
+
+import psutil
 
 from scripts.build.guest_http import LoopbackServer, multipart_fields
 
@@ -51,19 +57,41 @@ class StandinGuest:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".Xauthority").touch()  # python-xlib insists on the file; Xvfb here has no cookies
         self._lock = threading.Lock()
+        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                                    stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.bus_address = self.bus.stdout.readline().decode().strip()  # type: ignore[union-attr]
         self._server = LoopbackServer(self._answer)
         self.url = self._server.url
 
+    def processes(self) -> list[psutil.Process]:
+        """Everything the stand-in runs now: its bus, the programs it launched, and all their descendants."""
+        out: list[psutil.Process] = []
+        for pid in [self.bus.pid, *(p.pid for p in self.launched)]:
+            try:
+                top = psutil.Process(pid)
+                out += [top, *top.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+        return out
+
     def close(self) -> None:
         self._server.close()
-        for proc in self.launched:
-            if proc.poll() is None:
+        left = self.processes()
+        for proc in left:
+            try:
                 proc.kill()
-                proc.wait()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(left, timeout=10)
+        for proc in [self.bus, *self.launched]:
+            proc.wait()  # reaped: no zombie of ours stays behind either
+        if self.bus.stdout is not None:
+            self.bus.stdout.close()
 
     def env(self) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "DISPLAY": self.display,
-                "XAUTHORITY": str(self.home / ".Xauthority"), "LANG": "C.UTF-8"}
+                "XAUTHORITY": str(self.home / ".Xauthority"), "LANG": "C.UTF-8",
+                "DBUS_SESSION_BUS_ADDRESS": self.bus_address}
 
     # --- one request --------------------------------------------------------------------------------
 
