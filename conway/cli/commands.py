@@ -104,6 +104,8 @@ def do_start(args) -> int:
     check_settings(cfg.tasks)
     name = Path(args.task_file).stem if args.task_file else "start"
     with open_desktop(cfg.tasks, DesktopRequest(name, limits=box_limits(cfg))) as desk:  # the seam's one place
+        if report is not None:
+            report.on_desktop(desk.facts())
         return run_task_session(home, desk.task_config(cfg), task=task, spec=spec, execute=args.execute,
                                 quiet=args.quiet, report=report, desktop=desk)
 

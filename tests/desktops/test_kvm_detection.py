@@ -1,19 +1,13 @@
 """Whether the qemu provider uses KVM: `/dev/kvm` must open AND the CPU must have hardware virtualisation; a PVM
 host (kvm_pvm, no vmx/svm: this machine's kind) is said by name and gets TCG. The facts are read from folders
-the test writes (the detection's inputs, not a fake of it), and from this machine for the real agreement: the
-small VM boots under what the detection chose, and a QEMU that exits while booting under KVM is started once
-more under TCG with the reason kept."""
+the test writes (the detection's inputs, not a fake of it), and from this machine. (A VM booting under what the
+detection chose, and the fallback to TCG of a QEMU that exits under KVM: tests/desktops/test_qemu_provider.py.)"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import pytest
-from helpers.desktop_fixtures import need, require
-
-from conway.desktops import DesktopRequest, open_desktop
-from conway.desktops import qemu as qemu_module
 from conway.desktops.kvm import KvmHost, kvm_problem
 
 
@@ -59,40 +53,3 @@ def test_this_machines_answer_follows_its_facts() -> None:
         assert said is None
     elif Path("/sys/module/kvm_pvm").is_dir():
         assert said is not None and "PVM" in said
-
-
-@pytest.fixture(scope="module")
-def small_vm(tmp_path_factory) -> Path:
-    need("qemu-system-x86_64", "qemu-system-x86")
-    need("busybox", "busybox-static")
-    require(bool(list(Path("/boot").glob("vmlinuz-*-cloud-amd64"))),
-            "no Debian cloud kernel (apt-get install linux-image-cloud-amd64)")
-    from scripts.build.build_qemu_test_image import build
-
-    out = tmp_path_factory.mktemp("vm")
-    build(out)
-    return out
-
-
-def settings(vm: Path, **more):
-    from conway.config import TasksConfig
-
-    return TasksConfig(desktop="qemu", desktop_options={
-        "image": str(vm / "disk.qcow2"), "kernel": str(vm / "vmlinuz"), "initrd": str(vm / "initrd.img"),
-        "memory_mb": 256, "boot_timeout_s": 180, **more})
-
-
-def test_a_qemu_that_exits_under_kvm_is_started_again_under_tcg(small_vm, monkeypatch) -> None:
-    # where KVM is usable the VM simply boots under it with the host's CPU; where it is not, KVM is tried anyway
-    # (the detection's answer replaced: the point of the test) and QEMU exits at once, for real: no KVM module,
-    # or on a PVM host the abort on MSR 0x10a that `-cpu host` meets
-    usable = kvm_problem() is None
-    if not usable:
-        monkeypatch.setattr(qemu_module, "kvm_problem", lambda: None)
-    with open_desktop(settings(small_vm, cpu="host"), DesktopRequest("kvm-fallback")) as desk:
-        assert desk.task_env().run("echo up", shell=True).stdout.strip() == "up"
-        line = desk.facts()["line"]
-    if usable:
-        assert "QEMU KVM" in line
-    else:
-        assert "QEMU TCG (no KVM: under KVM QEMU exited" in line

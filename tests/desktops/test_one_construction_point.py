@@ -73,6 +73,7 @@ def test_start_task_file_runs_on_the_chosen_desktop_and_checks_its_criteria_ther
     report = json.loads((tmp_path / "report.json").read_text())
     # the file was written in the desktop's home by the agent's shell there, and read back through its TaskEnv
     assert "made.txt contains 'marker'" in json.dumps(report), said
+    assert report["parameters"]["desktop"]["provider"] == "recording" and report["environment"]["desktop"]
     assert not (home / "scratch" / "made.txt").exists()  # not this machine's own working directory
 
 

@@ -22,6 +22,7 @@ from helpers.task_desktop import REPO
 
 from conway.config import TasksConfig
 from conway.desktops import DesktopError, DesktopRequest, check_settings, open_desktop
+from conway.desktops import qemu as qemu_module
 from conway.desktops.qemu import FOLDER_PREFIX, kvm_problem, options, qemu_argv, sweep_orphans
 from conway.errors import UserError
 
@@ -201,3 +202,17 @@ def test_several_vms_at_once_each_on_its_own_port(test_vm) -> None:
         t.join(180)
     assert sorted(answers.values()) == ["vm-0", "vm-1"] and len(answers) == 2
     assert qemu_pids(test_vm / "disk.qcow2") == [] and not any(d.folder.exists() for d in desks)
+
+
+def test_a_qemu_that_exits_under_kvm_is_started_again_under_tcg(test_vm, monkeypatch) -> None:
+    # where KVM is usable the VM simply boots under it with the host's CPU; where it is not, KVM is tried anyway
+    # (the detection's answer replaced: the point of the test) and QEMU exits at once, for real: no KVM module,
+    # or on a PVM host the abort on MSR 0x10a that `-cpu host` meets
+    usable = kvm_problem() is None
+    if not usable:
+        monkeypatch.setattr(qemu_module, "kvm_problem", lambda: None)
+    with open_desktop(vm_settings(test_vm, cpu="host", boot_timeout_s=180), DesktopRequest("kvm-fallback")) as desk:
+        assert desk.task_env().run("echo up", shell=True).stdout.strip() == "up"
+        line = desk.facts()["line"]
+    assert ("QEMU KVM" in line) if usable else ("QEMU TCG (no KVM: under KVM QEMU exited" in line)
+    assert qemu_pids(test_vm / "disk.qcow2") == []
