@@ -208,11 +208,32 @@ def test_a_qemu_that_exits_under_kvm_is_started_again_under_tcg(test_vm, monkeyp
     # where KVM is usable the VM simply boots under it with the host's CPU; where it is not, KVM is tried anyway
     # (the detection's answer replaced: the point of the test) and QEMU exits at once, for real: no KVM module,
     # or on a PVM host the abort on MSR 0x10a that `-cpu host` meets
+    # (there the fallback model is `max`, which exits as `host` does: the default, qemu64, would start under a PVM
+    # host's KVM and hang, which is why such a host is never given KVM)
     usable = kvm_problem() is None
     if not usable:
         monkeypatch.setattr(qemu_module, "kvm_problem", lambda: None)
+        monkeypatch.setattr(qemu_module, "FALLBACK_CPUS", ("max",))
     with open_desktop(vm_settings(test_vm, cpu="host", boot_timeout_s=180), DesktopRequest("kvm-fallback")) as desk:
         assert desk.task_env().run("echo up", shell=True).stdout.strip() == "up"
         line = desk.facts()["line"]
-    assert ("QEMU KVM" in line) if usable else ("QEMU TCG (no KVM: under KVM QEMU exited" in line)
+    if usable:
+        assert "QEMU KVM" in line
+    else:
+        assert "QEMU TCG (no KVM: under KVM -cpu max: QEMU exited" in line
     assert qemu_pids(test_vm / "disk.qcow2") == []
+
+
+def test_the_order_tried_kvm_with_the_host_cpu_then_a_fallback_model_then_tcg(tmp_path, monkeypatch) -> None:
+    (tmp_path / "x.qcow2").write_bytes(b"")
+
+    def plan(problem: str | None, **opts) -> list[tuple[bool, str]]:
+        desk = open_desktop(TasksConfig(desktop="qemu", desktop_options={"image": str(tmp_path / "x.qcow2"),
+                                                                         **opts}), DesktopRequest("t"))
+        desk.kvm_problem = problem
+        return desk._plan()
+
+    assert plan(None) == [(True, "host"), (True, "qemu64"), (False, "host")]
+    assert plan(None, accel="kvm") == [(True, "host"), (True, "qemu64")]  # never TCG when KVM is demanded
+    assert plan(None, cpu="EPYC") == [(True, "EPYC"), (False, "EPYC")]  # a model named by the user is kept
+    assert plan("no /dev/kvm") == [(False, "host")]
