@@ -37,6 +37,15 @@ def add_overrides(p: argparse.ArgumentParser) -> None:
                    help="configuration overrides (e.g. agent.max_steps=5, policy=opencua-7b)")
 
 
+def add_desktop_args(p: argparse.ArgumentParser, default: str) -> None:
+    """`--desktop NAME` and `--desktop-url URL`: the task desktop a command builds at the seam's one construction
+    point (`conway.desktops.open_desktop`), by the providers' short names (`tasks.desktop`)."""
+    p.add_argument("--desktop", metavar="NAME", help="run on a fresh task desktop of this provider (local, osworld, "
+                   f"qemu: as tasks.desktop, configured by tasks.desktop_url and tasks.desktop_options.*); {default}")
+    p.add_argument("--desktop-url", metavar="URL", help="the machine whose OSWorld guest server answers at URL "
+                   "(http://HOST:PORT): --desktop osworld with tasks.desktop_url=URL")
+
+
 def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mock", action="store_true", help="use the offline scripted mock policy (no model, no desktop)")
     p.add_argument("--mock-script", metavar="FILE", help="YAML/JSONL script of mock decisions (implies --mock)")

@@ -94,7 +94,20 @@ def do_start(args) -> int:
     if args.output:
         from conway.evals.session_report import SessionReport
         report = SessionReport(args.output, home, cfg, task, spec, execute=args.execute, argv=args._argv)
-    return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet, report=report)
+    if not (args.desktop or args.desktop_url):  # this machine's own screen, as `conway run`
+        return run_task_session(home, cfg, task=task, spec=spec, execute=args.execute, quiet=args.quiet,
+                                report=report)
+    from conway.cli.tasks import with_desktop
+    from conway.desktops import DesktopRequest, check_settings, open_desktop
+    from conway.evals.tasks_run import box_limits
+    cfg = with_desktop(cfg, args.desktop, args.desktop_url)
+    check_settings(cfg.tasks)
+    name = Path(args.task_file).stem if args.task_file else "start"
+    with open_desktop(cfg.tasks, DesktopRequest(name, limits=box_limits(cfg))) as desk:  # the seam's one place
+        if report is not None:
+            report.on_desktop(desk.facts())
+        return run_task_session(home, desk.task_config(cfg), task=task, spec=spec, execute=args.execute,
+                                quiet=args.quiet, report=report, desktop=desk)
 
 
 def do_status(args) -> int:
@@ -149,7 +162,13 @@ def do_rerun(args) -> int:
     from conway.evals.rerun import rerun
     home = _home(args)
     _require_home(home)
-    return rerun(home, args.session, output=args.output, threshold=args.threshold)
+    settings = None
+    if args.desktop or args.desktop_url:  # else the provider the task's report ran on (conway.evals.rerun)
+        from conway.cli.tasks import with_desktop
+        from conway.desktops import check_settings
+        settings = with_desktop(_config(args, home), args.desktop, args.desktop_url).tasks
+        check_settings(settings)
+    return rerun(home, args.session, output=args.output, threshold=args.threshold, settings=settings)
 
 
 def do_config(args) -> int:

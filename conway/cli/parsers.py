@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from conway.args.command import AddParser, Subparsers, add_model_args, add_overrides, cmd
+from conway.args.command import AddParser, Subparsers, add_desktop_args, add_model_args, add_overrides, cmd
 from conway.args.costs import add_cost_args
 from conway.args.pool import add_pool_args
 from conway.cli import tasks as tasks_cli
@@ -66,6 +66,8 @@ def _start(sub: Subparsers) -> None:
     p.add_argument("--task", metavar="TEXT", help="the task for this session")
     p.add_argument("--task-file", metavar="FILE", help="a UTF-8 file holding the task (may declare acceptance criteria)")
     p.add_argument("--output", metavar="FILE", help="also write a session report (a new file outside the home)")
+    add_desktop_args(p, "default: this machine's own screen, as `conway run`. On a task desktop the task file's "
+                        "criteria are checked there, in its home")
     add_overrides(p)
 
 
@@ -124,6 +126,8 @@ def _rerun(sub: Subparsers) -> None:
     p.add_argument("--threshold", type=float, default=0.0005, metavar="F",
                    help="a step diverges when more than this share of its screen's pixels differs (default 0.0005: "
                         "a few words of text; a blinking caret is a quarter of that)")
+    add_desktop_args(p, "default: the provider the task's report ran on, else local")
+    add_overrides(p)
 
 
 def _config(sub: Subparsers) -> None:

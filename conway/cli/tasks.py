@@ -249,15 +249,24 @@ def do_check(args: argparse.Namespace) -> int:
 
 def with_desktop_url(cfg: Any, url: str | None) -> Any:
     """`--desktop-url URL`: the osworld provider at URL (a provider other than local that was named stays)."""
-    if not url:
+    return with_desktop(cfg, None, url)
+
+
+def with_desktop(cfg: Any, name: str | None, url: str | None) -> Any:
+    """`--desktop NAME` / `--desktop-url URL` into `tasks.*`: the provider by name; a URL alone means osworld
+    (a provider other than local that was named stays); a one-line UserError for a bad URL."""
+    if not (name or url):
         return cfg
     from conway.config import TasksConfig
 
-    desktop = "osworld" if cfg.tasks.desktop == "local" else cfg.tasks.desktop
+    desktop = name or ("osworld" if cfg.tasks.desktop == "local" else cfg.tasks.desktop)
+    given = {"desktop": desktop, **({"desktop_url": url} if url else {})}
     try:
-        tasks = TasksConfig.model_validate({**cfg.tasks.model_dump(), "desktop": desktop, "desktop_url": url})
+        tasks = TasksConfig.model_validate({**cfg.tasks.model_dump(), **given})
     except ValueError:
-        raise UserError(f"--desktop-url must be http(s)://HOST:PORT (got {url!r})") from None
+        if url:
+            raise UserError(f"--desktop-url must be http(s)://HOST:PORT (got {url!r})") from None
+        raise UserError(f"--desktop {name!r} is not a provider's short name") from None
     return cfg.model_copy(update={"tasks": tasks})
 
 

@@ -6,7 +6,8 @@
         evaluate(task, desk.task_env(), ...)
 
 `open_desktop` is the one place a task's desktop is built: `tasks run` (and so rollouts, candidate-eval and the
-pool's workers and Ray actors, which run its suite), and `rerun`. A provider is one module declaring
+pool's workers and Ray actors, which run its suite), `rerun` and `start --desktop` (tests/desktops/
+test_one_construction_point.py proves each with a provider registered from outside). A provider is one module declaring
 `PROVIDER = Provider(...)` and one line in `PROVIDERS` below; its module is imported only when it is chosen.
 """
 

@@ -4,17 +4,20 @@
 
 Each task starts `qemu-system-x86_64` on the image the user names (OSWorld's Ubuntu image, downloaded as
 OSWorld's instructions say; nothing is downloaded here) with `-snapshot`, so the image is never written: the
-VM's writes go to a temporary file QEMU itself deletes. KVM is used when `/dev/kvm` can be opened (else TCG,
-said in the desktop's facts, and slow). The guest server's port (5000) is forwarded to a free port on
+VM's writes go to a temporary file QEMU itself deletes. KVM is used where it can boot a stock kernel
+(`conway.desktops.kvm`: /dev/kvm opens and the CPU has VT-x/AMD-V); else TCG, said with the reason in the
+desktop's facts, and slow. A QEMU that exits while booting under KVM with `-cpu host` (a nested KVM refusing
+one of its MSRs) is started again under KVM with QEMU's default model (`FALLBACK_CPUS`), then (accel=auto)
+under TCG, each reason kept in the facts. The guest server's port (5000) is forwarded to a free port on
 127.0.0.1 only; the desktop is ready when the guest server answers /screenshot, and from then on it is the
 `osworld` provider at that address. At the end QEMU is stopped and its folder (its serial log) removed; QEMU
 is also started with the parent-death signal, so a Conway killed with `kill -9` takes its VMs along. Several at
 once (a worker pool) each get their own port and VM.
 
 Options (`tasks.desktop_options.*`): image (required), format (qcow2), memory_mb (4096), cpus (2), guest_port
-(5000), boot_timeout_s (600), accel (auto: KVM when /dev/kvm opens; kvm; tcg), kernel/initrd/append (a direct kernel boot, for the small test VM that
-scripts/build/build_qemu_test_image.py builds), cpu (host: the host's CPU under KVM; where a nested KVM refuses it, QEMU aborts
-on its first MSR write: qemu64, its default model, runs there).
+(5000), boot_timeout_s (600), accel (auto: KVM when usable, else TCG; kvm; tcg), kernel/initrd/append (a direct
+kernel boot, for the small test VM that scripts/build/build_qemu_test_image.py builds), cpu (host: the host's
+CPU under KVM; under TCG QEMU's default model unless another is named).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from conway.desktops.base import DesktopError, DesktopRequest, Provider
 from conway.desktops.guest_client import GuestClient, GuestError
+from conway.desktops.kvm import kvm_problem
 from conway.desktops.osworld import GuestDesktop, _runnable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,18 +44,11 @@ if TYPE_CHECKING:  # pragma: no cover
 QEMU = "qemu-system-x86_64"
 DEFAULTS: dict[str, Any] = {"format": "qcow2", "memory_mb": 4096, "cpus": 2, "guest_port": 5000,
                             "boot_timeout_s": 600.0, "cpu": "host", "accel": "auto"}
+FALLBACK_CPUS: tuple[str, ...] = ("qemu64",)
+"""Under KVM, the CPU models tried when `host` makes QEMU exit while booting (a nested KVM refusing one of the
+host model's MSRs): QEMU's default, which KVM runs wherever it runs at all."""
 READY_POLL_S = 1.0
 STOP_WAIT_S = 5.0
-
-
-def kvm_problem(path: str = "/dev/kvm") -> str | None:
-    """Why KVM cannot be used here, or None when `/dev/kvm` opens for reading and writing."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
-    os.close(fd)
-    return None
 
 
 def free_port() -> int:
@@ -168,6 +165,9 @@ class QemuDesktop(GuestDesktop):
         self.proc: subprocess.Popen[bytes] | None = None
         self.folder: Path | None = None
         self.kvm_problem: str | None = None
+        self.cpu: str | None = None
+        self.cpu_note: str | None = None
+        """Under KVM with a fallback CPU model: which one, and why `host` was not kept."""
         self.boot_s: float | None = None
         super().__init__("http://127.0.0.1:1", request)  # the real address is known once the VM is started
 
@@ -195,19 +195,24 @@ class QemuDesktop(GuestDesktop):
         sweep_orphans()
         self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         (self.folder / "owner").write_text(str(os.getpid()), encoding="utf-8")
-        self.port = free_port()
-        argv = qemu_argv(self.opts, self.port, self.folder, self.kvm_problem is None)
-        with open(self.folder / "qemu.log", "wb") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
-        self.client.close()
-        self.client = GuestClient(f"http://127.0.0.1:{self.port}")
         started = time.monotonic()
         deadline = started + float(self.opts["boot_timeout_s"])
+        plan = self._plan()
+        kvm, cpu = plan.pop(0)
+        self._start_vm(kvm, cpu)
         while True:
-            if self.proc.poll() is not None:
-                raise DesktopError(f"QEMU exited ({self.proc.returncode}) before the guest server answered: "
-                                   f"{self._said()}")
+            if self.proc.poll() is not None:  # type: ignore[union-attr]
+                said = f"QEMU exited ({self.proc.returncode}) before the guest server answered: {self._said()}"  # type: ignore[union-attr]
+                if not plan:
+                    raise DesktopError(said)
+                failed = f"-cpu {cpu}: {said}"
+                kvm, cpu = plan.pop(0)
+                if kvm:  # the next CPU model under KVM
+                    self.cpu_note = f"cpu {cpu}; {failed}"
+                else:  # accel=auto: the same VM once more under TCG
+                    self.kvm_problem, self.cpu_note = f"under KVM {failed}", None
+                self._start_vm(kvm, cpu)
+                continue
             try:  # OSWorld's providers wait for /screenshot too; one try at a time, no retries of its own
                 if self.client.request("GET", "/screenshot", timeout=5, cap=64 << 20).status == 200:
                     break
@@ -218,6 +223,25 @@ class QemuDesktop(GuestDesktop):
                                    f"(127.0.0.1:{self.port} → guest port {self.opts['guest_port']})")
             time.sleep(READY_POLL_S)
         self.boot_s = round(time.monotonic() - started, 1)
+
+    def _plan(self) -> list[tuple[bool, str]]:
+        """(under KVM, CPU model) in the order tried, each when the one before made QEMU exit while booting: KVM
+        with the CPU asked for, then (for `host`) the fallback models, then (accel=auto) TCG."""
+        cpu = str(self.opts["cpu"])
+        if self.kvm_problem is not None:
+            return [(False, cpu)]
+        plan = [(True, cpu), *((True, c) for c in FALLBACK_CPUS if cpu == "host" and c != cpu)]
+        return plan + ([(False, cpu)] if self.opts["accel"] == "auto" else [])
+
+    def _start_vm(self, kvm: bool, cpu: str) -> None:
+        """QEMU on a free port, under KVM or TCG with the CPU model `cpu`; its client at that port."""
+        self.port, self.cpu = free_port(), cpu
+        argv = qemu_argv({**self.opts, "cpu": cpu}, self.port, self.folder, kvm)  # type: ignore[arg-type]
+        with open(self.folder / "qemu.log", "wb") as log:  # type: ignore[operator]
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        self.client.close()
+        self.client = GuestClient(f"http://127.0.0.1:{self.port}")
 
     def _said(self) -> str:
         try:
@@ -248,8 +272,9 @@ class QemuDesktop(GuestDesktop):
 
     def facts(self) -> dict[str, Any]:
         out = super().facts()
-        kvm = "KVM" if self.kvm_problem is None else f"TCG (no KVM: {self.kvm_problem})"
-        out.update(provider="qemu", qemu={"image": Path(self.opts["image"]).name, "kvm": self.kvm_problem is None,
+        kvm = ("KVM" + (f" ({self.cpu_note})" if self.cpu_note else "") if self.kvm_problem is None
+               else f"TCG (no KVM: {self.kvm_problem})")
+        out.update(provider="qemu", qemu={"image": Path(self.opts["image"]).name, "kvm": self.kvm_problem is None, "cpu": self.cpu,
                                           "boot_s": self.boot_s, "memory_mb": self.opts["memory_mb"]})
         out["line"] = f"{out['line']}; QEMU {kvm}, image {Path(self.opts['image']).name}, booted in {self.boot_s} s"
         return out

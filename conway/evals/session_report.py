@@ -27,6 +27,11 @@ class SessionReport:
             "criteria": [c.record() for c in spec.criteria] if spec else [],
             "max_steps": config.agent.max_steps, "max_seconds": config.agent.max_seconds})
 
+    def on_desktop(self, facts: dict[str, Any]) -> None:
+        """`start --desktop`: the task desktop the session ran on (its environment line, as `tasks run` says it)."""
+        self.report.data["parameters"]["desktop"] = facts
+        self.report.data["environment"] = {"desktop": facts.get("line") or facts.get("provider")}
+
     def finish(self, home: Home, run: Any, results: list[dict[str, Any]] | None, summary: dict[str, Any],
                code: ExitCode, prompt: str | None) -> None:
         """The session's model, its criteria's results as cases, its status and exit code."""

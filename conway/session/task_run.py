@@ -88,6 +88,19 @@ def run_task(home: Home, config: ConwayConfig, task: str | None, *, execute: boo
 # --- `conway start`: one session on a task, then its acceptance checked, journaled and reported ---------
 
 
+class TaskDesktop(Protocol):
+    """What `conway start --desktop` hands a session (a `conway.desktops.Desktop`, built by the command line at
+    the seam's one construction point): the loop's parts on it, and where the task file's criteria are checked."""
+
+    def observer(self, config: ConwayConfig, home: Home) -> Observer: ...
+
+    def toolbox(self, config: ConwayConfig, home: Home) -> Actuator: ...
+
+    def task_env(self) -> Any: ...
+
+    def facts(self) -> dict[str, Any]: ...
+
+
 class SessionReporter(Protocol):
     """What `conway start --output` writes around the session (`conway.evals.session_report.SessionReport`): made
     by the command line, handed in, so that the session knows no report format."""
@@ -100,18 +113,26 @@ class SessionReporter(Protocol):
 
 def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec: TaskSpec | None, execute: bool,
                      quiet: bool, report: SessionReporter | None = None, say: Callable[[str], None] = print,
-                     policy: Policy | None = None, toolbox: Actuator | None = None) -> int:
+                     policy: Policy | None = None, toolbox: Actuator | None = None,
+                     desktop: TaskDesktop | None = None) -> int:
     """`conway start`: one session (memory isolated), then verification, journal record and `report`.
 
-    `policy` and `toolbox` replace the configured ones (a scripted session)."""
+    `policy` and `toolbox` replace the configured ones (a scripted session); on a `desktop` the session looks at
+    and acts on it, and the criteria are checked there."""
     from conway.session.app import new_session_id
 
     out = report.path if report is not None else None
     shome = session_home(home, "task-" + new_session_id())
     prompt = spec.prompt() if spec else task
-    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox)
+    observer = None
+    if desktop is not None:
+        if not quiet:
+            say(f"desktop: {desktop.facts().get('line') or desktop.facts().get('provider')}")
+        observer, toolbox = desktop.observer(config, shome), toolbox or desktop.toolbox(config, shome)
+    run = run_task(shome, config, prompt, execute=execute, quiet=quiet, say=say, policy=policy, toolbox=toolbox,
+                   observer=observer)
     outcome = run.outcome
-    results = _verified(home, config, spec) if execute else None
+    results = _verified(home, config, spec, desktop) if execute else None
     summary = _session_summary(shome, run, spec, results, executed=execute)
     code = session_exit_code(outcome, summary["verified"])
     if report is not None:
@@ -125,12 +146,17 @@ def run_task_session(home: Home, config: ConwayConfig, *, task: str | None, spec
     return code
 
 
-def _verified(home: Home, config: ConwayConfig, spec: TaskSpec | None) -> list[dict[str, Any]] | None:
-    """The task file's criteria checked in the tools' working directory; None when it declares none."""
+def _verified(home: Home, config: ConwayConfig, spec: TaskSpec | None,
+              desktop: TaskDesktop | None = None) -> list[dict[str, Any]] | None:
+    """The task file's criteria checked in the tools' working directory (on a desktop: there, as `tasks run`
+    checks a Conway task); None when it declares none."""
     from conway.session.app import workdir_for
 
     if not (spec and spec.criteria):
         return None
+    if desktop is not None:
+        from conway.tasks.evaluate import verify_on
+        return verify_on(spec.criteria, desktop.task_env())
     return verify(spec.criteria, workdir_for(config, home))
 
 

@@ -16,6 +16,7 @@ hold; the model's own finish is reported beside it, never instead of it.
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -179,6 +180,22 @@ def _criterion(c: Criterion, env: TaskEnv) -> MetricResult:
         return MetricResult(c.kind, float(ok), detail=seen.replace(str(copy), c.target))
     ok, seen = verify_one(c, Path(tempfile.gettempdir()))  # a URL: no folder of the task is read
     return MetricResult(c.kind, float(ok), detail=seen)
+
+
+def verify_on(criteria: list[Criterion], env: TaskEnv) -> list[dict[str, Any]]:
+    """`conway start --task-file` on a task desktop: each criterion checked on the desktop (as `tasks run` checks
+    a Conway task), in the records `conway.tasks.task_file.verify` gives for this machine's own."""
+    out = []
+    for n, c in enumerate(criteria, 1):
+        started = time.perf_counter()
+        try:
+            m = _criterion(c, env)
+            ok, observed = m.score == 1.0, m.detail
+        except Exception as exc:
+            ok, observed = False, f"the check itself failed: {error_line(exc)}"
+        out.append({"check": f"{n}. {c.kind}", "criterion": c.describe(), "spec": c.record(), "verified": ok,
+                    "observed": observed, "duration_s": round(time.perf_counter() - started, 3)})
+    return out
 
 
 def _conway(task: Task, env: TaskEnv, declared_fail: bool) -> Evaluation:

@@ -30,9 +30,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from scripts.build.guest_http import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER = Path("desktop_env") / "server"
@@ -78,47 +79,28 @@ class Recorder:
     def __init__(self, upstream: str):
         self.upstream = upstream
         self.exchanges: list[dict[str, Any]] = []
-        lock = threading.Lock()
-        recorder = self
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._forward)
+        self.url = self._server.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _forward(self, method: str) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                headers = {k: v for k, v in self.headers.items() if k.lower() == "content-type"}
-                req = urllib.request.Request(recorder.upstream + self.path, data=body if method == "POST" else None,
-                                             headers=headers, method=method)
-                try:
-                    with urllib.request.urlopen(req, timeout=1900) as r:
-                        status, rtype, out = r.status, r.headers.get("Content-Type", ""), r.read()
-                except urllib.error.HTTPError as e:
-                    status, rtype, out = e.code, e.headers.get("Content-Type", ""), e.read()
-                with lock:
-                    recorder.exchanges.append({
-                        "method": method, "path": self.path, "request_type": headers.get("Content-Type", ""),
-                        "request": base64.b64encode(body).decode(), "status": status, "response_type": rtype,
-                        "response": base64.b64encode(out).decode()})
-                self.send_response(status)
-                self.send_header("Content-Type", rtype)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def do_GET(self) -> None:
-                self._forward("GET")
-
-            def do_POST(self) -> None:
-                self._forward("POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _forward(self, method: str, path: str, given: Any, body: bytes) -> tuple[int, str, bytes]:
+        headers = {k: v for k, v in given.items() if k.lower() == "content-type"}
+        req = urllib.request.Request(self.upstream + path, data=body if method == "POST" else None,
+                                     headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=1900) as r:
+                status, rtype, out = r.status, r.headers.get("Content-Type", ""), r.read()
+        except urllib.error.HTTPError as e:
+            status, rtype, out = e.code, e.headers.get("Content-Type", ""), e.read()
+        with self._lock:
+            self.exchanges.append({
+                "method": method, "path": path, "request_type": headers.get("Content-Type", ""),
+                "request": base64.b64encode(body).decode(), "status": status, "response_type": rtype,
+                "response": base64.b64encode(out).decode()})
+        return status, rtype, out
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._server.close()
 
 
 def free_port() -> int:

@@ -58,3 +58,38 @@ def test_each_recorded_task_scores_as_the_real_server_run_did(path: Path, tmp_pa
     assert guest.unexpected == [] and guest.pending == []  # the same requests, every one answered as recorded
     if any(e["path"] == "/setup/activate_window" and e["status"] == 500 for e in rec["exchanges"]):
         assert "activate_window" in case["desktop"]["setup_notes"][0]  # OSWorld goes on; the case says so
+
+
+def test_what_the_builders_proxy_records_the_replay_answers_the_same(tmp_path) -> None:
+    # the recorder (scripts/build/record_osworld_guest.py) in front of a guest server, then the replay of what it
+    # kept: the same requests get the same answers, JSON, a form and a multipart upload alike; an unrecorded one 404
+    from helpers.standin_guest import StandinGuest
+
+    from scripts.build.record_osworld_guest import Recorder
+
+    guest = StandinGuest(":0", tmp_path / "guest-home")  # no display is used by these endpoints
+    recorder = Recorder(guest.url)
+    calls = [("POST", "/setup/upload", {"files": {"file_data": ("n.txt", b"hello\x00")},
+                                        "data": {"file_path": "/home/user/n.txt"}}),
+             ("POST", "/file", {"data": {"file_path": "/home/user/n.txt"}}),
+             ("POST", "/execute", {"json": {"command": ["echo", "hi"], "shell": False}}),
+             ("POST", "/screen_size", {})]
+    try:
+        first = [_call(recorder.url, *c) for c in calls]
+    finally:
+        recorder.close()
+        guest.close()
+    assert first[1] == (200, b"hello\x00") and b'"hi\\n"' in first[2][1]
+    replay = ReplayGuest({"exchanges": recorder.exchanges})
+    try:
+        assert [_call(replay.url, *c) for c in calls] == first and not replay.unexpected
+        assert _call(replay.url, "POST", "/screen_size", {})[0] == 404  # each exchange answers once
+    finally:
+        replay.close()
+
+
+def _call(url: str, method: str, path: str, kw: dict) -> tuple[int, bytes]:
+    import httpx
+
+    r = httpx.request(method, url + path, timeout=30, **kw)
+    return r.status_code, r.content

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from helpers.desktop_fixtures import xvfb_session  # noqa: F401  (fixture)
 from helpers.standin_guest import StandinGuest
@@ -66,8 +67,15 @@ def test_a_task_runs_and_scores_through_the_guest_protocol(xvfb_session, tmp_pat
             assert again.returncode == 0 and "reproduced" in again.stdout, again.stdout + again.stderr
             replayed = [r for r in guest.recording[before:] if r["path"] == "/execute"]
             assert any("typewrite" in json.dumps(r["request"]) for r in replayed)
+        ran = guest.processes()  # lxterminal on the stand-in's own bus, and what the bus started for it
     finally:
         guest.close()
+    # nothing outlives the guest: the terminal, its session bus and the accessibility bus under it are gone, and no
+    # bus was autolaunched beside them (dbus-launch detaches: it would be no descendant of anything here)
+    assert ran and not [p for p in ran if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    autolaunched = [p for p in psutil.process_iter(["name", "environ"]) if p.info["name"] == "dbus-launch"
+                    and (p.info["environ"] or {}).get("HOME") == str(tmp_path / "guest-home")]
+    assert not autolaunched
     assert case["outcome"] == ("pass" if score else "fail") and case["score"] == score, done.stdout + done.stderr
     assert case["desktop"]["line"] == f"OSWorld guest server at {guest.url}, Linux, screen 1280x800"
     assert case["protocol"]["after_setup"]["seconds"] >= 1 and case["budget"]["max_steps"] == 15

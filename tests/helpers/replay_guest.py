@@ -7,23 +7,19 @@ kept in `unexpected`."""
 from __future__ import annotations
 
 import base64
-import email.parser
-import email.policy
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from scripts.build.guest_http import LoopbackServer, multipart_fields
 
 
 def _key(method: str, path: str, ctype: str, body: bytes) -> tuple[str, str, str]:
     if ctype.startswith("application/json"):
         shown = json.dumps(json.loads(body or b"null"), sort_keys=True)
     elif ctype.startswith("multipart/"):
-        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            f"Content-Type: {ctype}\r\n\r\n".encode() + body)
-        shown = json.dumps({p.get_param("name", header="content-disposition"):
-                            base64.b64encode(p.get_payload(decode=True)).decode() for p in msg.iter_parts()},
+        shown = json.dumps({k: base64.b64encode(v).decode() for k, v in multipart_fields(body, ctype).items()},
                            sort_keys=True)
     else:
         shown = body.decode("latin-1")
@@ -37,41 +33,20 @@ class ReplayGuest:
                         for e in self.recording["exchanges"]]
         self.used: list[dict[str, Any]] = []
         self.unexpected: list[tuple[str, str, str]] = []
-        lock = threading.Lock()
-        replay = self
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._answer)
+        self.url = self._server.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _answer(self, method: str) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                key = _key(method, self.path, self.headers.get("Content-Type", ""), body)
-                with lock:
-                    found = next((i for i, (k, _) in enumerate(replay.pending) if k == key), None)
-                    if found is None:
-                        replay.unexpected.append(key)
-                        status, ctype, out = 404, "text/plain", b"not in the recording"
-                    else:
-                        _, e = replay.pending.pop(found)
-                        replay.used.append(e)
-                        status, ctype, out = e["status"], e["response_type"], base64.b64decode(e["response"])
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def do_GET(self) -> None:
-                self._answer("GET")
-
-            def do_POST(self) -> None:
-                self._answer("POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, str, bytes]:
+        key = _key(method, path, headers.get("Content-Type", ""), body)
+        with self._lock:
+            found = next((i for i, (k, _) in enumerate(self.pending) if k == key), None)
+            if found is None:
+                self.unexpected.append(key)
+                return 404, "text/plain", b"not in the recording"
+            _, e = self.pending.pop(found)
+            self.used.append(e)
+        return e["status"], e["response_type"], base64.b64decode(e["response"])
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._server.close()

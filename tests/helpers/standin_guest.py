@@ -16,12 +16,14 @@ its answer. It answers as the real server does where Conway's `osworld` provider
 - POST /setup/activate_window, /setup/close_window   JSON {"window_name", "strict", "by_class"} (xdotool)
 
 `fail` makes chosen endpoints answer 500 a number of times first (the client's retries are under test).
+
+What it runs gets a session bus of the stand-in's own (a `dbus-daemon --session`, its child): without one a GTK
+program (lxterminal) autolaunches a bus with `dbus-launch`, and that bus and its accessibility bus outlive the
+program, detached from it. `close` stops every program launched, the bus and all that runs under them.
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import json
 import os
 import shlex
@@ -29,10 +31,13 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
+
+import psutil
+
+from scripts.build.guest_http import LoopbackServer, multipart_fields
 
 TREE = ('<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state" name="main">'
         '<application name="stand-in"/></desktop-frame>')
@@ -52,58 +57,60 @@ class StandinGuest:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".Xauthority").touch()  # python-xlib insists on the file; Xvfb here has no cookies
         self._lock = threading.Lock()
-        guest = self
+        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                                    stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.bus_address = self.bus.stdout.readline().decode().strip()  # type: ignore[union-attr]
+        self._server = LoopbackServer(self._answer)
+        self.url = self._server.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet: the recording says what happened
-                pass
-
-            def do_GET(self) -> None:
-                guest._answer(self, "GET", b"")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                guest._answer(self, "POST", self.rfile.read(length))
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def processes(self) -> list[psutil.Process]:
+        """Everything the stand-in runs now: its bus, the programs it launched, and all their descendants."""
+        out: list[psutil.Process] = []
+        for pid in [self.bus.pid, *(p.pid for p in self.launched)]:
+            try:
+                top = psutil.Process(pid)
+                out += [top, *top.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+        return out
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        for proc in self.launched:
-            if proc.poll() is None:
+        self._server.close()
+        left = self.processes()
+        for proc in left:
+            try:
                 proc.kill()
-                proc.wait()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(left, timeout=10)
+        for proc in [self.bus, *self.launched]:
+            proc.wait()  # reaped: no zombie of ours stays behind either
+        if self.bus.stdout is not None:
+            self.bus.stdout.close()
 
     def env(self) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "DISPLAY": self.display,
-                "XAUTHORITY": str(self.home / ".Xauthority"), "LANG": "C.UTF-8"}
+                "XAUTHORITY": str(self.home / ".Xauthority"), "LANG": "C.UTF-8",
+                "DBUS_SESSION_BUS_ADDRESS": self.bus_address}
 
     # --- one request --------------------------------------------------------------------------------
 
-    def _answer(self, h: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
-        path = h.path
+    def _answer(self, method: str, path: str, headers: Any, body: bytes) -> tuple[int, str, bytes]:
         left = self.fail.get(path, 0)
         if left:
             self.fail[path] = left - 1
             status, ctype, out = 500, "application/json", json.dumps({"status": "error", "message": "planted"}).encode()
         else:
             try:
-                status, ctype, out = self._route(method, path, body, h.headers.get("Content-Type", ""))
+                status, ctype, out = self._route(method, path, body, headers.get("Content-Type", ""))
             except Exception as exc:  # as the real server: a 500 with the message
                 status, ctype, out = 500, "application/json", json.dumps({"status": "error",
                                                                           "message": str(exc)}).encode()
         with self._lock:
-            self.recording.append({"method": method, "path": path, "request": _shown(body, h.headers),
+            self.recording.append({"method": method, "path": path, "request": _shown(body, headers),
                                    "status": status, "response": out[:300].decode("utf-8", "replace")
                                    if not ctype.startswith("image/") else f"<{len(out)} bytes {ctype}>"})
-        h.send_response(status)
-        h.send_header("Content-Type", ctype)
-        h.send_header("Content-Length", str(len(out)))
-        h.end_headers()
-        h.wfile.write(out)
+        return status, ctype, out
 
     def _route(self, method: str, path: str, body: bytes, ctype: str) -> tuple[int, str, bytes]:
         js = "application/json"
@@ -131,7 +138,7 @@ class StandinGuest:
                 return 404, js, json.dumps({"error": "File not found"}).encode()
             return 200, "application/octet-stream", target.read_bytes()
         if (method, path) == ("POST", "/setup/upload"):
-            fields = _multipart(body, ctype)
+            fields = multipart_fields(body, ctype)
             target = self._path(fields["file_path"].decode())
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(fields["file_data"])
@@ -194,12 +201,7 @@ def _shown(body: bytes, headers: Any) -> Any:
     if ctype.startswith("application/json"):
         return json.loads(body or b"null")
     if ctype.startswith("multipart/"):
-        return {k: (v.decode() if k == "file_path" else f"<{len(v)} bytes>") for k, v in _multipart(body, ctype).items()}
+        return {k: (v.decode() if k == "file_path" else f"<{len(v)} bytes>") for k, v in multipart_fields(body, ctype).items()}
     return body.decode("utf-8", "replace") if body else None
 
 
-def _multipart(body: bytes, ctype: str) -> dict[str, bytes]:
-    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {ctype}\r\n\r\n".encode() + body)
-    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in msg.iter_parts()}
