@@ -1,4 +1,5 @@
-"""OSWorld's `background_image_in_slide` getter: the picture a slide of a .pptx has as its background, as a file.
+"""OSWorld's `background_image_in_slide` getter: the picture a slide of a .pptx has as its background, as a file;
+and its `audio_in_slide`: the sound a slide holds (or links), as a file.
 
 The slide (`slide_index`, from 0) names its background picture by relationship id (`p:bgPr//a:blip/@r:embed`);
 its relationship's target is a part of the package (extracted into a fresh folder of its own) or, for a
@@ -46,9 +47,7 @@ def background_image_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | Non
                 continue
             target = rel.get("Target", "")
             if target.startswith(".."):
-                part = posixpath.normpath(posixpath.join("ppt/slides", target))
-                folder = Path(tempfile.mkdtemp(prefix="conway-slide-"))
-                return package.extract(part, folder)
+                return _part(package, target)
             if not target.startswith("file://"):
                 raise ValueError(f"the background picture's target {target!r} is neither a part nor a file:// path")
             host = env.host_path(target[len("file://"):])
@@ -56,4 +55,33 @@ def background_image_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | Non
     return None
 
 
-GETTERS = {"background_image_in_slide": background_image_in_slide}
+def _part(package: zipfile.ZipFile, target: str) -> str:
+    """A part the slide's relationship names (`../media/x.mp3`), extracted into a fresh folder of its own."""
+    part = posixpath.normpath(posixpath.join("ppt/slides", target))
+    return package.extract(part, Path(tempfile.mkdtemp(prefix="conway-slide-")))
+
+
+def audio_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | None:
+    """The first relationship of slide `slide_index` (from 0) whose type names audio, as OSWorld's getter picks
+    it: a part of the package (extracted), or a linked `file://` path on the task's machine (None when that file
+    is not there). None when the slide has no relationships or none is audio; a target of another form raises,
+    as OSWorld's assertion does (scored 0)."""
+    deck = env.host_path(str(config["ppt_file_path"]))
+    rels = f"ppt/slides/_rels/slide{int(config['slide_index']) + 1}.xml.rels"
+    with zipfile.ZipFile(deck) as package:
+        if rels not in package.namelist():
+            return None
+        for rel in ElementTree.fromstring(package.read(rels)).iter(RELS + "Relationship"):
+            if "audio" not in rel.attrib["Type"]:
+                continue
+            target = rel.attrib["Target"]
+            if target.startswith(".."):
+                return _part(package, target)
+            if not target.startswith("file://"):
+                raise ValueError(f"the slide's audio target {target!r} is neither a part nor a file:// path")
+            host = env.host_path(target[len("file://"):])
+            return str(host) if host.is_file() else None
+    return None
+
+
+GETTERS = {"background_image_in_slide": background_image_in_slide, "audio_in_slide": audio_in_slide}

@@ -26,7 +26,9 @@ from conway.tasks.metrics import (
     impress,
     mail,
     media,
+    ocr,
     pdfs,
+    recordings,
     settings,
     slide_colours,
     system_checks,
@@ -38,7 +40,7 @@ from conway.tasks.metrics import (
 
 MODULES = (values, files, text_files, tables, documents, docx_texts, docx_colours, word, impress, slide_colours, pdfs,
            images, image_checks, archives, city_order, media, mail, browser, settings, system_checks, epub, audio_tags, html_trees,
-           accessibility)
+           accessibility, recordings, ocr)
 
 
 def _merge() -> dict[str, Callable[..., Any]]:
@@ -67,7 +69,9 @@ LIBRARIES: dict[str, tuple[str, ...]] = {"compare_docx_files": ("docx",), "compa
                                          "check_image_stretch_and_center": ("pptx",),
                                          "evaluate_presentation_fill_to_rgb_distance": ("pptx",),
                                          "fuzzy_place_math": ("docx",), "compare_epub": ("lxml",), "compare_htmls": ("lxml",), "compare_zip_files": ("pymupdf",),
-                                         "check_accessibility_tree": ("lxml", "cssselect")}
+                                         "check_accessibility_tree": ("lxml", "cssselect"),
+                                         "compare_audios": ("librosa", "fastdtw", "scipy"),
+                                         "compare_videos": ("cv2", "imagehash")}
 """The document libraries (the `tasks` extra) a metric reads its files with (`inputs.library`); a task whose
 metric needs one that is not installed is not runnable here, rather than an error in the success rate."""
 
