@@ -48,13 +48,13 @@ def test_a_task_with_known_parts_and_nothing_to_fetch_is_runnable():
 
 def test_unknown_step_types_getters_and_metrics_are_each_named():
     t = make(config=[{"type": "teleport", "parameters": {}}],
-             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "telepathy"},
+             evaluator={"func": ["compare_smells", "exact_match"], "result": [{"type": "telepathy"},
                                                                               {"type": "vm_command_line"}],
                         "postconfig": [{"type": "levitate", "parameters": {}}]})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
     assert reasons == ["setup step type teleport is not implemented",
                        "postconfig step type levitate is not implemented",
-                       "getter telepathy is not implemented", "metric compare_audios is not implemented"]
+                       "getter telepathy is not implemented", "metric compare_smells is not implemented"]
 
 
 def test_a_third_partys_account_is_named_as_such():
