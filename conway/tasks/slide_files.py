@@ -45,20 +45,21 @@ def background_image_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | Non
         for rel in ElementTree.fromstring(package.read(rels)).iter(RELS + "Relationship"):
             if "image" not in rel.get("Type", "") or rel.get("Id") != image_id:
                 continue
-            target = rel.get("Target", "")
-            if target.startswith(".."):
-                return _part(package, target)
-            if not target.startswith("file://"):
-                raise ValueError(f"the background picture's target {target!r} is neither a part nor a file:// path")
-            host = env.host_path(target[len("file://"):])
-            return str(host) if host.is_file() else None
+            return _target_file(env, package, rel.get("Target", ""), "the background picture")
     return None
 
 
-def _part(package: zipfile.ZipFile, target: str) -> str:
-    """A part the slide's relationship names (`../media/x.mp3`), extracted into a fresh folder of its own."""
-    part = posixpath.normpath(posixpath.join("ppt/slides", target))
-    return package.extract(part, Path(tempfile.mkdtemp(prefix="conway-slide-")))
+def _target_file(env: TaskEnv, package: zipfile.ZipFile, target: str, what: str) -> str | None:
+    """The file a slide's relationship names: a part of the package (`../media/x.mp3`), extracted into a fresh
+    folder of its own, or a `file://` path on the task's machine (None when it is not there); any other form
+    raises, as OSWorld's getters do."""
+    if target.startswith(".."):
+        part = posixpath.normpath(posixpath.join("ppt/slides", target))
+        return package.extract(part, Path(tempfile.mkdtemp(prefix="conway-slide-")))
+    if not target.startswith("file://"):
+        raise ValueError(f"{what}'s target {target!r} is neither a part nor a file:// path")
+    host = env.host_path(target[len("file://"):])
+    return str(host) if host.is_file() else None
 
 
 def audio_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | None:
@@ -72,15 +73,8 @@ def audio_in_slide(env: TaskEnv, config: dict[str, Any]) -> str | None:
         if rels not in package.namelist():
             return None
         for rel in ElementTree.fromstring(package.read(rels)).iter(RELS + "Relationship"):
-            if "audio" not in rel.attrib["Type"]:
-                continue
-            target = rel.attrib["Target"]
-            if target.startswith(".."):
-                return _part(package, target)
-            if not target.startswith("file://"):
-                raise ValueError(f"the slide's audio target {target!r} is neither a part nor a file:// path")
-            host = env.host_path(target[len("file://"):])
-            return str(host) if host.is_file() else None
+            if "audio" in rel.attrib["Type"]:
+                return _target_file(env, package, rel.attrib["Target"], "the slide's audio")
     return None
 
 
