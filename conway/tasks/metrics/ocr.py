@@ -3,8 +3,9 @@ contain the rule's `text` (`{"type": "text", "text": …}`; any other rule type 
 
 The reading is EasyOCR's (English, its default models), because the task's rules are written against what
 EasyOCR makes of a terminal: multi_apps/02ce9a50 accepts "ls" or "1s", EasyOCR's two readings of `ls`. Debian's
-tesseract reads the same screenshot differently, so it is no stand-in: where EasyOCR or its two model files are
-not here, the task is not runnable (`ocr_missing`, said by `tasks list`), never scored by another reader.
+tesseract is another reader, with its own readings of the same screenshot (not measured here against EasyOCR's),
+so it is no stand-in: where EasyOCR or its two model files are not here, the task is not runnable
+(`ocr_missing`, said by `tasks list`), never scored by another reader.
 EasyOCR downloads its models on first use; here it never downloads (`download_enabled=False`): the models must
 already be in EasyOCR's model folder (`$EASYOCR_MODULE_PATH/model`, else `~/.EasyOCR/model`).
 
@@ -47,7 +48,7 @@ def ocr_missing(importable: Any) -> str | None:
     else:
         return None
     return (f"metric compare_image_text reads text with EasyOCR, as OSWorld does, and {what}; Debian's tesseract "
-            "reads differently from the readings the task's rules name")
+            "is another reader, whose readings the task's rules were not written against")
 
 
 def _is_xwd(path: Path) -> bool:
