@@ -98,3 +98,44 @@ def test_compare_videos_same_flipped_and_shorter(tmp_path):
     junk.write_bytes(b"nothing")
     assert METRICS["compare_videos"](str(junk), a) == 0.0
     assert METRICS["compare_videos"](str(junk), str(junk)) == 1.0  # neither opens: both "ended", as OSWorld reads it
+
+
+def test_a_sound_added_to_a_slide_is_scored_through_the_getter(tmp_path):
+    """libreoffice_impress/c59742c0's evaluator, as OSWorld's task file writes it: the sound the first slide holds
+    (`audio_in_slide`) against the Desktop's MP3 (`vm_file`), by compare_audios; a deck without it scores 0."""
+    import zipfile
+    from pathlib import Path
+
+    import pptx
+    from helpers.task_env import TestTaskEnv
+
+    from conway.tasks.evaluate import evaluate
+    from conway.tasks.task import parse_osworld
+    home = tmp_path / "home"
+    (home / "Desktop").mkdir(parents=True)
+    mp3 = home / "Desktop" / "Baseball.mp3"
+    wav = _wav(tmp_path / "b.wav", _melody([392, 440, 494]))
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", wav, str(mp3)], check=True)
+    deck = home / "Desktop" / "Mady_and_Mia_Baseball.pptx"
+    prs = pptx.Presentation()
+    prs.slides.add_slide(prs.slide_layouts[6])
+    prs.save(deck)
+    task = parse_osworld({"id": "c59742c0", "instruction": "x", "evaluator": {
+        "func": "compare_audios",
+        "result": {"type": "audio_in_slide", "ppt_file_path": "/home/user/Desktop/Mady_and_Mia_Baseball.pptx",
+                   "slide_index": 0, "dest": "Baseball.mp3"},
+        "expected": {"type": "vm_file", "path": "/home/user/Desktop/Baseball.mp3", "dest": "gold.mp3"}}},
+        Path("t.json"))
+    env = TestTaskEnv(home=home, task_id="c59742c0", cache_dir=tmp_path / "cache")
+    assert evaluate(task, env, declared_fail=False).score == 0.0  # nothing inserted yet
+    with zipfile.ZipFile(deck) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    link = (b'<Relationship Id="rIdA" Target="../media/media1.mp3" '
+            b'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"/>')
+    rels = "ppt/slides/_rels/slide1.xml.rels"
+    parts[rels] = parts[rels].replace(b"</Relationships>", link + b"</Relationships>")
+    parts["ppt/media/media1.mp3"] = mp3.read_bytes()
+    with zipfile.ZipFile(deck, "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+    assert evaluate(task, env, declared_fail=False).score == pytest.approx(1.0)
