@@ -26,7 +26,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     bubblewrap slirp4netns lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
-    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc \
+    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc pulseaudio pulseaudio-utils \
     qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else

@@ -1,7 +1,8 @@
 """The first program of a task desktop's box: starts the desktop inside it and serves the host's requests.
 
 Runs INSIDE the box (`conway.sandbox.box`), under the system's /usr/bin/python3 with the standard library only,
-as the box's unprivileged user. It starts the X server and the session bus, then answers requests on the
+as the box's unprivileged user. It starts the X server, the session bus and (where Debian's pulseaudio is
+installed) a sound server of the box's own, then answers requests on the
 listening socket the host created and handed in as a file descriptor (the box cannot see, move or replace the
 socket's path). One connection carries one request: a JSON line; the answer is JSON lines (`run` streams its
 output as frames). Everything it reports is data the host parses strictly; it never names a path, program or
@@ -18,6 +19,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +33,9 @@ PROTECTED = set()
 """Pids `pkill` never touches: this init, the X server, the bus (the desktop itself, as on OSWorld's VM where the
 user cannot kill the display server)."""
 _write_locks = {}
+SOUND_LEVEL = "40%"
+"""Where the box's sound starts: below full, as the desktop a task describes ("the volume is too small") is; OSWorld's
+image keeps its own level, which its task files do not say."""
 
 
 def _undumpable():
@@ -223,7 +228,7 @@ def _alive(pid):
 class Desktop:
     def __init__(self, display, size):
         self.display, self.size = display, size
-        self.x = self.bus = None
+        self.x = self.bus = self.sound = None
         self.problem = None
 
     def start(self):
@@ -255,6 +260,30 @@ class Desktop:
                 self.problem = f"the session bus (dbus-daemon --session) did not start (exit {self.bus.poll()})"
                 return
             time.sleep(0.02)
+
+    def start_sound(self):
+        """The box's own PulseAudio (where it is installed: the box's /usr is this machine's), its socket in the
+        box's runtime folder, its only sink a null one; the sink starts at SOUND_LEVEL, below full, so a task
+        that asks for more ("the volume is too small") starts as it says. No sound is no desktop problem."""
+        if shutil.which("pulseaudio") is None or shutil.which("pactl") is None:
+            return
+        try:
+            self.sound = subprocess.Popen(["pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "--log-target=stderr"],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=open("/run/user/1000/pulse.log", "wb"), start_new_session=True)
+        except OSError:
+            return
+        PROTECTED.add(self.sound.pid)
+        deadline = time.monotonic() + 20
+        while not os.path.exists("/run/user/1000/pulse/native"):
+            if self.sound.poll() is not None or time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        try:
+            subprocess.run(["pactl", "set-sink-volume", "@DEFAULT_SINK@", SOUND_LEVEL], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
 
     def state(self):
         if self.problem:
@@ -302,6 +331,8 @@ def main():
     listener = socket.socket(fileno=LISTEN_FD)
     desktop = Desktop(display, size)
     desktop.start()
+    if not desktop.problem:
+        desktop.start_sound()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     while True:
         conn, _ = listener.accept()

@@ -35,10 +35,18 @@ class DevToolsError(RuntimeError):
 
 def ask(env: TaskEnv, request: dict[str, Any]) -> Any:
     """The probe's answer to one request, run in the task's sandbox."""
-    source = PROBE.read_text(encoding="utf-8")
-    done = env.run(["python3", "-c", source, json.dumps({"port": PORT, **request})], timeout_s=PROBE_TIMEOUT_S)
+    return run_script(env, PROBE, request, PROBE_TIMEOUT_S)
+
+
+def run_script(env: TaskEnv, script: Path, request: dict[str, Any], timeout_s: float) -> Any:
+    """The answer of a stand-alone DevTools script (the probe, or a walk that uses the probe's helpers: it gets
+    the probe's source as its second argument) to one request, run in the task's sandbox."""
+    argv = ["python3", "-c", script.read_text(encoding="utf-8"), json.dumps({"port": PORT, **request})]
+    if script != PROBE:
+        argv.append(PROBE.read_text(encoding="utf-8"))
+    done = env.run(argv, timeout_s=timeout_s)
     if done.timed_out:
-        raise DevToolsError(f"the browser did not answer within {PROBE_TIMEOUT_S:g} s")
+        raise DevToolsError(f"the browser did not answer within {timeout_s:g} s")
     try:
         answer = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any, Callable, Collection
 from urllib.parse import unquote
 
-from conway.tasks import chrome_profile, devtools, display_info, html_parse, relative_time, slide_files, vlc_status
+from conway.tasks import (
+    chrome_profile,
+    devtools,
+    display_info,
+    html_parse,
+    recreation,
+    relative_time,
+    slide_files,
+    vlc_status,
+)
 from conway.tasks.cache import cloud_path, kept_output
 from conway.tasks.env import GUEST_HOME, TaskEnv
 
@@ -237,5 +246,5 @@ GETTERS: dict[str, Callable[[TaskEnv, dict[str, Any]], Any]] = {
     "accessibility_tree": accessibility_tree,
     "vlc_config": vlc_config, "gimp_config_file": gimp_config_file, "rule_relativeTime": rule_relativeTime,
     "default_video_player": default_video_player, "vm_wallpaper": vm_wallpaper, "content_from_vm_file": content_from_vm_file, "vscode_config": vscode_config, **chrome_profile.GETTERS, **display_info.GETTERS,
-    **devtools.GETTERS, **html_parse.GETTERS, **vlc_status.GETTERS, **slide_files.GETTERS,
+    **devtools.GETTERS, **html_parse.GETTERS, **recreation.GETTERS, **vlc_status.GETTERS, **slide_files.GETTERS,
 }

@@ -27,6 +27,7 @@ from conway.tasks.cache import cloud_path, download_path, step_files, task_file_
 from conway.tasks.env import PathEscape
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
+from conway.tasks.metrics.ocr import ocr_missing
 from conway.tasks.system_needs import system_reasons
 from conway.tasks.task import Task
 from conway.tasks.task_file import LOCAL_HOSTS
@@ -83,6 +84,8 @@ def _extras(task: Task, importable: Callable[[str], bool]) -> list[str]:
     for func in task.evaluator.funcs if task.format != "conway" else ():
         if (problem := lacking("tasks", LIBRARIES.get(func, ()))) is not None:
             reasons.append(f"metric {func}: {problem}")
+        if func == "compare_image_text" and (problem := ocr_missing(importable)) is not None:
+            reasons.append(problem)
     return [r for r in reasons if r]
 
 

@@ -5,7 +5,8 @@ The commands are the task's setup and postconfig steps (`execute`, `command`, `l
 getters (`vm_command_line`, `vm_command_error`), read as text:
 
 - `timedatectl` asks systemd's timedated over the system bus: the desktop runs no systemd;
-- `pactl` / `pulseaudio` need a PulseAudio server the session keeps: the desktop runs none;
+- `pactl` / `pulseaudio` need PulseAudio: the desktop's box runs its own server (a null sink, its socket in
+  the box) where Debian's pulseaudio and pulseaudio-utils are installed, and only then;
 - `apt-get install` / `apt install` of a package this machine lacks: the sandbox installs nothing (no
   network, no privilege; the desktop's apt-get is a stand-in that succeeds for packages already here), so the
   package must already be here (Debian's name, as the task gives it);
@@ -99,9 +100,9 @@ def system_reasons(task: Any, *, schemas: Callable[[], frozenset[str]] = install
         if re.search(r"\btimedatectl\b", text):
             reasons.append(f"the {where} command runs timedatectl, which needs systemd (its timedated), and the "
                            "disposable desktop runs no systemd")
-        if re.search(r"\b(pactl|pulseaudio)\b", text):
-            reasons.append(f"the {where} command uses PulseAudio (pactl), and the disposable desktop runs no sound "
-                           "server")
+        if re.search(r"\b(pactl|pulseaudio)\b", text) and not (on_path("pulseaudio") and on_path("pactl")):
+            reasons.append(f"the {where} command uses PulseAudio (pactl), which is not installed here (apt-get "
+                           "install pulseaudio pulseaudio-utils: the desktop's box then runs its own sound server)")
         for package in _packages(text):
             if not packaged(package):
                 reasons.append(f"the {where} command installs {package} from the network (apt-get install), which "

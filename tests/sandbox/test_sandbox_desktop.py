@@ -288,3 +288,15 @@ def test_the_bus_starts_only_the_accessibility_bus_and_dconf(desk: DisposableDes
     names = set(re.findall(r'string "([^"]+)"', r.stdout))
     assert names == {"org.freedesktop.DBus", "org.a11y.Bus", "ca.desrt.dconf"} & (
         {"org.freedesktop.DBus"} | {n[:-8] for n in os.listdir("/usr/share/dbus-1/services")}), names
+
+
+def test_the_box_has_its_own_sound_server_starting_below_full(desk: DisposableDesktop) -> None:
+    """OSWorld's os/28cc3b7e ("turn up to the max volume") read as its checker reads it: PulseAudio answers inside
+    the box (its socket in the box's runtime folder, never this machine's), the null sink starts at 40%, and a
+    `pactl` the agent runs turns it up."""
+    check = "pulseaudio --start\npactl list sinks | grep '^[[:space:]]Volume:' | head -n 1 | awk '{print $5}' | sed 's/%//g'"
+    assert desk.run(check, shell=True, timeout_s=60).stdout == "40\n"
+    assert desk.run("pactl info | grep '^Server String'", shell=True).stdout.strip() == \
+        "Server String: /run/user/1000/pulse/native"
+    assert desk.run(["pactl", "set-sink-volume", "@DEFAULT_SINK@", "100%"]).returncode == 0
+    assert desk.run(check, shell=True, timeout_s=60).stdout == "100\n"

@@ -138,3 +138,46 @@ def test_the_appearance_mode_is_read_from_the_running_browser_first(browser):
     assert live in ("light", "system")
     assert GETTERS["chrome_appearance_mode_ui"](env, {}) == live
     assert len(GETTERS["open_tabs_info"](env, {})) == 1  # the settings tab is closed again
+
+
+# a stand-in for www.recreation.gov (the point of the test: the getter's walk, on the elements OSWorld's getter uses)
+REC_HOME = """<!doctype html><title>Recreation.gov</title><input id="hero-search-input">
+<button class="nav-search-button" style="width:80px;height:30px" onclick="location.href = 'search.html?q=' +
+ encodeURIComponent(document.getElementById('hero-search-input').value)">Search</button>"""
+REC_SEARCH = """<!doctype html><title>Search</title><script>
+const q = new URLSearchParams(location.search).get('q');
+document.write(q === 'Diamond' ? '<a class="search-result-highlight--success" target="_blank" href="camp.html">Diamond</a>'
+ : '<p>nothing for ' + q + '</p>');</script>"""
+REC_CAMP = """<!doctype html><title>Diamond Campground</title>
+<div class="camp-sortable-column-header">Site</div><div class="camp-sortable-column-header">Loop</div>
+<div class="camp-sortable-column-header" id="when">not yet</div>
+<button class="next-available" onclick="document.getElementById('when').textContent = '  Dec 12  '">Next</button>"""
+
+
+def test_goto_recreation_page_walks_the_site_in_the_browser(browser, tmp_path, monkeypatch):
+    from conway.tasks import recreation
+    env, page = browser
+    site = tmp_path / "site" / "recreation.gov"  # its path holds "recreation.gov/search", as the walk waits for
+    site.mkdir()
+    for name, html in (("home.html", REC_HOME), ("search.html", REC_SEARCH), ("camp.html", REC_CAMP)):
+        (site / name).write_text(html)
+    base = page.rsplit("/", 1)[0] + "/recreation.gov/"
+    monkeypatch.setattr(recreation, "HOMES", (base + "home.html",))
+    monkeypatch.setattr(recreation, "WAIT_SCALE", 0.05)
+    config = {"type": "gotoRecreationPage_and_get_html_content", "selector": "class",
+              "class": "camp-sortable-column-header", "order": "2"}
+    got = GETTERS["gotoRecreationPage_and_get_html_content"](env, config)
+    assert got == {"expected": {"camp-sortable-column-header": "Dec 12"}}  # read after "next available" is clicked
+    assert GETTERS["gotoRecreationPage_and_get_html_content"](env, {**config, "order": "7"}) == \
+        {"expected": {"camp-sortable-column-header": "__EVALUATION_FAILED__"}}
+    assert [t["title"] for t in devtools.page_targets(env)] == ["Flights"]  # the walk's tabs are closed
+
+
+def test_goto_recreation_page_without_a_browser_gives_osworlds_failure(tmp_path, monkeypatch):
+    from conway.tasks import recreation
+    monkeypatch.setattr(devtools, "PORT", free_port())  # nothing listens there
+    (tmp_path / "home").mkdir()
+    env = TestTaskEnv(home=tmp_path / "home", task_id="t", cache_dir=None)
+    got = recreation.gotoRecreationPage_and_get_html_content(env, {"selector": "class", "class": "x"}, retry_s=0)
+    assert got["expected"]["error"] == "__EVALUATION_FAILED__"
+    assert got["expected"]["error_message"].startswith("Failed after 3 attempts:")

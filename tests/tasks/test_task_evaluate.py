@@ -196,7 +196,7 @@ def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
         "cloud_file": make("compare_text_file", {"type": "vm_file", "path": "~/a", "dest": "a"},
                            {"type": "cloud_file", "path": "https://example.org/p", "dest": "../../../etc/passwd"}),
         "unknown getter": make("exact_match", {"type": "googledrive_file"}, rule("x")),
-        "unknown metric": make("compare_audios", echo("x"), None),
+        "unknown metric": make("compare_smells", echo("x"), None),
         "expected getter": make("exact_match", echo("x"), {"type": "rule"}),
         "options": make("exact_match", echo("x"), rule("x"), options={"bogus": 1}),
     }
@@ -206,7 +206,7 @@ def test_getter_errors_path_escapes_and_unknown_parts_are_lines(env):
     assert errors["cloud_file"].startswith("expected getter cloud_file: PathEscape: ../../../etc/passwd is outside")
     assert errors["unknown getter"] == ("result getter googledrive_file: NotImplementedError: "
                                        "getter googledrive_file is not implemented")
-    assert errors["unknown metric"] == "metric compare_audios is not implemented"
+    assert errors["unknown metric"] == "metric compare_smells is not implemented"
     assert errors["expected getter"].startswith("expected getter rule: KeyError")
     assert errors["options"].startswith("metric exact_match: TypeError")
 

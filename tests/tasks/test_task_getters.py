@@ -370,3 +370,48 @@ def test_background_image_in_slide_extracts_the_picture(env):
     pptx.Presentation().save(env.home / "plain.pptx")
     assert GETTERS["background_image_in_slide"](env, {"ppt_file_path": "/home/user/plain.pptx", "slide_index": 0,
                                                       "dest": "x"}) is None
+
+
+def _deck_with_audio(path, target):
+    """A one-slide deck whose slide's relationships name an audio `target` (a part's `../media/…` or a file:// link),
+    as LibreOffice writes a slide with a sound; the part itself is added for a relative target."""
+    import zipfile
+
+    import pptx
+    prs = pptx.Presentation()
+    prs.slides.add_slide(prs.slide_layouts[6])
+    prs.save(path)
+    with zipfile.ZipFile(path) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    rels = parts["ppt/slides/_rels/slide1.xml.rels"]
+    mode = "" if target.startswith("..") else ' TargetMode="External"'
+    link = (f'<Relationship Id="rIdA" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio" '
+            f'Target="{target}"{mode}/>').encode()
+    parts["ppt/slides/_rels/slide1.xml.rels"] = rels.replace(b"</Relationships>", link + b"</Relationships>")
+    if target.startswith(".."):
+        parts["ppt/media/" + target.rsplit("/", 1)[1]] = b"ID3 the sound"
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+
+
+def test_audio_in_slide_extracts_or_follows_the_sound(env):
+    need_extra("tasks", "pptx")
+    _deck_with_audio(env.home / "d.pptx", "../media/media1.mp3")
+    config = {"ppt_file_path": "/home/user/d.pptx", "slide_index": 0, "dest": "Baseball.mp3"}
+    got = GETTERS["audio_in_slide"](env, config)
+    assert got.endswith("ppt/media/media1.mp3") and open(got, "rb").read() == b"ID3 the sound"
+    assert GETTERS["audio_in_slide"](env, {**config, "slide_index": 3}) is None  # no such slide
+    (env.home / "Desktop").mkdir()
+    (env.home / "Desktop" / "b.mp3").write_bytes(b"linked")
+    _deck_with_audio(env.home / "linked.pptx", "file:///home/user/Desktop/b.mp3")
+    linked = {**config, "ppt_file_path": "/home/user/linked.pptx"}
+    assert GETTERS["audio_in_slide"](env, linked) == str(env.home / "Desktop" / "b.mp3")
+    _deck_with_audio(env.home / "gone.pptx", "file:///home/user/Desktop/none.mp3")
+    assert GETTERS["audio_in_slide"](env, {**config, "ppt_file_path": "/home/user/gone.pptx"}) is None
+    _deck_with_audio(env.home / "out.pptx", "file:///etc/passwd")
+    with pytest.raises(PathEscape):  # a link out of the home is never followed
+        GETTERS["audio_in_slide"](env, {**config, "ppt_file_path": "/home/user/out.pptx"})
+    import pptx
+    pptx.Presentation().save(env.home / "plain.pptx")
+    assert GETTERS["audio_in_slide"](env, {**config, "ppt_file_path": "/home/user/plain.pptx"}) is None

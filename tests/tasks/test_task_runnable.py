@@ -48,13 +48,13 @@ def test_a_task_with_known_parts_and_nothing_to_fetch_is_runnable():
 
 def test_unknown_step_types_getters_and_metrics_are_each_named():
     t = make(config=[{"type": "teleport", "parameters": {}}],
-             evaluator={"func": ["compare_audios", "exact_match"], "result": [{"type": "telepathy"},
+             evaluator={"func": ["compare_smells", "exact_match"], "result": [{"type": "telepathy"},
                                                                               {"type": "vm_command_line"}],
                         "postconfig": [{"type": "levitate", "parameters": {}}]})
     reasons = why_not_runnable(t, cache_dir=None, step_types=ALL_STEPS, installed=everything)
     assert reasons == ["setup step type teleport is not implemented",
                        "postconfig step type levitate is not implemented",
-                       "getter telepathy is not implemented", "metric compare_audios is not implemented"]
+                       "getter telepathy is not implemented", "metric compare_smells is not implemented"]
 
 
 def test_a_third_partys_account_is_named_as_such():
@@ -339,8 +339,10 @@ def test_what_a_tasks_commands_need_of_the_system_is_named() -> None:
     sound = make(evaluator={"func": "exact_match", "result": {"type": "vm_command_line",
                                                               "command": "pulseaudio --start\npactl list sinks"},
                             "expected": {"type": "rule", "rules": {}}})
-    assert reasons(sound) == ["the getter vm_command_line command uses PulseAudio (pactl), and the disposable "
-                              "desktop runs no sound server"]
+    assert reasons(sound) == ["the getter vm_command_line command uses PulseAudio (pactl), which is not installed "
+                              "here (apt-get install pulseaudio pulseaudio-utils: the desktop's box then runs its "
+                              "own sound server)"]
+    assert reasons(sound, programs=("pulseaudio", "pactl")) == []
 
 
 def test_the_project_installs_the_schemas_and_packages_osworlds_tasks_name() -> None:
@@ -351,7 +353,8 @@ def test_the_project_installs_the_schemas_and_packages_osworlds_tasks_name() -> 
 
     from conway.tasks.system_needs import installed_schemas, package_installed
 
-    wanted = ["gnome-shell-common", "gnome-settings-daemon-common", "sysstat", "xsel", "expect"]
+    wanted = ["gnome-shell-common", "gnome-settings-daemon-common", "sysstat", "xsel", "expect", "pulseaudio",
+              "pulseaudio-utils"]
     missing = [p for p in wanted if not package_installed(p)]
     if missing and not os.environ.get("CONWAY_REQUIRE_DESKTOP"):
         pytest.skip(f"not installed here: {' '.join(missing)} (scripts/test.sh installs them)")

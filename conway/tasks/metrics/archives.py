@@ -5,12 +5,12 @@ Python's `shutil.unpack_archive` knows by the name: zip, tar, tar.gz, …) are
 unpacked; the sorted names in the folder `file_path` (default the top) must be
 the same, else 0; then each pair of files is scored by the metric `file_type`
 names (`text` by default: `compare_text_file`; `pdf`, `docx`, `ppt`, `image`,
-`csv`, `table`), the remaining options passed to it, and the score is the mean.
+`csv`, `table`, `audio`, `video`), the remaining options passed to it, and the score is the mean.
 A None result scores 0; where OSWorld's function raises (an archive missing or
 not readable, no such folder, an empty folder, a file its metric cannot read)
 its runner counts 0, and so does this; a document library the file type needs
-and that is not installed is an error, not a 0. `audio` and `video`, whose metrics are
-not implemented here, are refused.
+and that is not installed is an error, not a 0. Any other `file_type` is refused (OSWorld's
+raises on it).
 """
 
 from __future__ import annotations
@@ -28,12 +28,15 @@ from conway.tasks.metrics.files import compare_text_file
 from conway.tasks.metrics.images import compare_images
 from conway.tasks.metrics.inputs import library, refuse
 from conway.tasks.metrics.pdfs import compare_pdfs
+from conway.tasks.metrics.recordings import compare_audios, compare_videos
 from conway.tasks.metrics.tables import METRICS as TABLE_METRICS
 
 _BY_TYPE: dict[str, Callable[..., float]] = {
     "text": compare_text_file, "pdf": compare_pdfs, "docx": compare_docx_files, "ppt": compare_pptx_files,
-    "image": compare_images, "csv": TABLE_METRICS["compare_csv"], "table": TABLE_METRICS["compare_table"]}
-_NEEDS = {"pdf": ("pymupdf",), "docx": ("docx",), "ppt": ("pptx",), "table": ("openpyxl", "pandas")}
+    "image": compare_images, "csv": TABLE_METRICS["compare_csv"], "table": TABLE_METRICS["compare_table"],
+    "audio": compare_audios, "video": compare_videos}
+_NEEDS = {"pdf": ("pymupdf",), "docx": ("docx",), "ppt": ("pptx",), "table": ("openpyxl", "pandas"),
+          "audio": ("librosa", "fastdtw", "scipy"), "video": ("cv2", "imagehash")}
 # checked before comparing: a library missing here is the evaluator's error, never a file scored 0
 
 
@@ -55,6 +58,12 @@ def _score(result: Any, expected: Any, folder: str, compare: Callable[..., float
             return 0.0
         total = sum(compare(str(mine / folder / n), str(gold / folder / n), **options) for n in names)
         return total / len(names)  # no files: OSWorld divides by zero, scored 0 by the caller
+
+
+def unsupported_options(func_name: str, options: dict[str, Any]) -> list[str]:
+    """A `file_type` with no metric here (refused at run time too)."""
+    file_type = (options or {}).get("file_type", "text")
+    return [] if file_type in _BY_TYPE else [f"file_type={file_type!r}"]
 
 
 def compare_archive(result: Any, expected: Any, **options: Any) -> float:

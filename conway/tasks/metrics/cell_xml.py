@@ -17,7 +17,7 @@ OSWorld's reader differs from openpyxl's in what tasks can see:
   surrounding blanks, as OSWorld's XML-to-dict step strips them (shared
   strings are not);
 - any failure to reach the cell (no such sheet or cell, a corrupt archive)
-  reads None; a failure OSWorld's reader does not catch itself (`_Crash`: an
+  reads None; a failure OSWorld's reader does not catch itself (`CellCrash`: an
   empty `<v>`, an unreadable shared-string table) is None too, as
   `check_cell` catches it.
 """
@@ -32,7 +32,7 @@ MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
 
-class _Crash(Exception):
+class CellCrash(Exception):
     """Where OSWorld's reader raises instead of answering None."""
 
 
@@ -72,7 +72,7 @@ def _text(element: Any) -> str | None:
 def _inline(cell: Any) -> Any:
     inline = cell.find(f"{MAIN}is")
     if inline is None or (len(inline) == 0 and not (inline.text or "").strip()):
-        raise _Crash("an empty inline string")  # OSWorld indexes the None its parser gives for <is/>
+        raise CellCrash("an empty inline string")  # OSWorld indexes the None its parser gives for <is/>
     t = inline.find(f"{MAIN}t")
     if t is None:  # rich runs: OSWorld's lookup of the one <t> fails (a KeyError it catches)
         return None
@@ -86,7 +86,7 @@ def _inline(cell: Any) -> Any:
 
 def _typed(cell: Any, shared: list[str]) -> Any:
     """The cell's value by its type; None where OSWorld's reader catches the failure (no `<v>`, not a number),
-    `_Crash` where it does not (an empty `<v>` of a number or shared string, a shared string it has not read)."""
+    `CellCrash` where it does not (an empty `<v>` of a number or shared string, a shared string it has not read)."""
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         return _inline(cell)
@@ -99,27 +99,41 @@ def _typed(cell: Any, shared: list[str]) -> Any:
     if kind in ("str", "e"):
         return text
     if text is None:
-        raise _Crash("an empty stored value")
+        raise CellCrash("an empty stored value")
     try:
         return float(text) if kind == "n" else shared[int(text)]
     except ValueError:
         return None
     except IndexError:
-        raise _Crash("a shared string that was not read") from None
+        raise CellCrash("a shared string that was not read") from None
 
 
-def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
-    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet,
-    None where it raises: `check_cell` catches that (its `sheet_fuzzy` does not, and still reads through
-    openpyxl here)."""
-    if sheet_name is None:
-        return None
+def _cell(path: Path, sheet_name: str, coordinate: str) -> tuple[Any, list[str]]:
+    """The cell's element (None when the sheet has no such cell) and the shared strings; any failure to reach
+    it (no such sheet, a corrupt archive) reads None, as OSWorld's reader catches it."""
     try:
         with zipfile.ZipFile(path) as archive:
             shared = _shared_strings(archive)
             sheet = _fromstring(archive.read(_sheet_file(archive, sheet_name)))
-            cell = next((c for row in sheet.iter(f"{MAIN}row") for c in row.findall(f"{MAIN}c")
-                         if c.get("r") == coordinate), None)
-        return None if cell is None else _typed(cell, shared)
-    except Exception:  # OSWorld's reader answers None for a failure to reach the cell, check_cell for the rest
+            return next((c for row in sheet.iter(f"{MAIN}row") for c in row.findall(f"{MAIN}c")
+                         if c.get("r") == coordinate), None), shared
+    except Exception:  # OSWorld's reader answers None for every failure up to here
+        return None, []
+
+
+def read_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
+    """The value OSWorld's `read_cell_value` gives for `coordinate` (as the task spells it) of the named sheet,
+    None where it raises: `check_cell` catches that."""
+    try:
+        return strict_cell_value(path, sheet_name, coordinate)
+    except CellCrash:
         return None
+
+
+def strict_cell_value(path: Path, sheet_name: str | None, coordinate: str) -> Any:
+    """As `read_cell_value`, but raising CellCrash where OSWorld's reader raises: `sheet_fuzzy` does not catch
+    that, so its whole metric fails there (scored 0)."""
+    if sheet_name is None:
+        return None
+    cell, shared = _cell(path, sheet_name, coordinate)
+    return None if cell is None else _typed(cell, shared)

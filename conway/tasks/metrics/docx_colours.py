@@ -19,7 +19,10 @@ from typing import Any
 
 from conway.tasks.metrics.documents import compare_docx_files
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption
-from conway.tasks.metrics.inputs import library, refuse
+from conway.tasks.metrics.inputs import library, refuse, unknown_options
+
+OPTIONS = {"evaluate_colored_words_in_tables": ("threshold",)}
+"""The options each metric here takes; any other is refused, at run time and by `tasks list`."""
 
 _XYZ_FROM_RGB = ((0.412453, 0.357580, 0.180423), (0.212671, 0.715160, 0.072169), (0.019334, 0.119193, 0.950227))
 _D65 = (0.95047, 1.0, 1.08883)
@@ -87,7 +90,7 @@ def _runs_coloured(doc: Any, threshold: float) -> bool:
 
 
 def evaluate_colored_words_in_tables(result: Any, expected: Any, **options: Any) -> float:
-    refuse("evaluate_colored_words_in_tables", [k for k in options if k != "threshold" and not k.startswith("_")])
+    refuse("evaluate_colored_words_in_tables", unknown_options(options, OPTIONS["evaluate_colored_words_in_tables"]))
     if not result or not expected:
         return 0.0
     try:

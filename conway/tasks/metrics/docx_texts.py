@@ -31,7 +31,11 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from conway.tasks.metrics.errors import MetricError
-from conway.tasks.metrics.inputs import library, refuse
+from conway.tasks.metrics.inputs import library, refuse, unknown_options
+
+OPTIONS = {"compare_docx_files_and_ignore_new_lines": ("ignore_blanks",),
+           "compare_references": ("reference_indicator", "reference_base_result", "content_only")}
+"""The options each metric here takes; any other is refused, at run time and by `tasks list`."""
 
 
 def _paragraph_texts(result: Any, expected: Any) -> tuple[list[str], list[str]] | None:
@@ -52,8 +56,8 @@ def _paragraph_texts(result: Any, expected: Any) -> tuple[list[str], list[str]] 
 
 
 def compare_docx_files_and_ignore_new_lines(result: Any, expected: Any, **options: Any) -> float:
-    refuse("compare_docx_files_and_ignore_new_lines", [k for k in options if k != "ignore_blanks"
-                                                       and not k.startswith("_")])
+    refuse("compare_docx_files_and_ignore_new_lines",
+           unknown_options(options, OPTIONS["compare_docx_files_and_ignore_new_lines"]))
     texts = _paragraph_texts(result, expected)
     if texts is None:
         return 0.0
@@ -65,8 +69,7 @@ def compare_docx_files_and_ignore_new_lines(result: Any, expected: Any, **option
 
 
 def compare_references(result: Any, expected: Any, **options: Any) -> float:
-    known = ("reference_indicator", "reference_base_result", "content_only")
-    refuse("compare_references", [k for k in options if k not in known and not k.startswith("_")])
+    refuse("compare_references", unknown_options(options, OPTIONS["compare_references"]))
     texts = _paragraph_texts(result, expected)
     if texts is None:
         return 0.0

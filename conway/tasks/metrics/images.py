@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from conway.tasks.metrics.inputs import refuse
+from conway.tasks.metrics.inputs import refuse, unknown_options
+
+OPTIONS = {"compare_images": ("reference_base_result",)}
+"""The options each metric here takes; any other is refused, at run time and by `tasks list`."""
 
 _WINDOW = 7
 _DATA_RANGE = 255.0  # the range scikit-image takes from an 8-bit image's dtype
@@ -65,7 +68,7 @@ def _grey(path: Any) -> Image.Image:
 
 def compare_images(result: Any, expected: Any, **options: Any) -> float:
     """The SSIM of the two images at the smaller size, or its gain over `reference_base_result` when given."""
-    refuse("compare_images", [k for k in options if k != "reference_base_result" and not k.startswith("_")])
+    refuse("compare_images", unknown_options(options, OPTIONS["compare_images"]))
     if not result or not expected:
         return 0.0
     base = options.get("reference_base_result")

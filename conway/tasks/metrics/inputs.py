@@ -11,7 +11,7 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Collection
 
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption
 
@@ -49,6 +49,11 @@ def opened(loader: Any, path: Path, what: str, kind: str) -> Any:
 def is_note(key: str) -> bool:
     """Task authors leave comments as `_note`-style keys; OSWorld's checkers never read them, neither do we."""
     return key.startswith("_")
+
+
+def unknown_options(options: dict[str, Any], accepted: Collection[str]) -> list[str]:
+    """The option keys a metric does not take (notes aside)."""
+    return [k for k in options if k not in accepted and not is_note(k)]
 
 
 def refuse(func_name: str, problems: list[str]) -> None:

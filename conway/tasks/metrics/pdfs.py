@@ -35,7 +35,10 @@ from PIL import Image
 from rapidfuzz import fuzz
 
 from conway.tasks.metrics.errors import MetricError
-from conway.tasks.metrics.inputs import library, refuse
+from conway.tasks.metrics.inputs import library, refuse, unknown_options
+
+OPTIONS: dict[str, tuple[str, ...]] = {"compare_pdfs": ()}  # OSWorld's takes no options
+"""The options each metric here takes; any other is refused, at run time and by `tasks list`."""
 
 
 def _text(path: Any) -> str:
@@ -56,7 +59,7 @@ def _pair_score(result: Any, expected: Any) -> float:
 
 def compare_pdfs(result: Any, expected: Any, **options: Any) -> float:
     """The mean text similarity of the result PDFs to the expected ones (one file each, or two lists)."""
-    refuse("compare_pdfs", [key for key in options if not key.startswith("_")])  # OSWorld's takes no options
+    refuse("compare_pdfs", unknown_options(options, OPTIONS["compare_pdfs"]))
     if not isinstance(expected, list):
         result, expected = [result], [expected]
     if not expected:

@@ -65,11 +65,12 @@ def _text_shapes(shapes: Any) -> Iterator[Any]:
             yield from _text_shapes(shape.shapes)
 
 
-def _runs(paragraph: Any) -> list[Any]:
-    # a paragraph with no text may keep empty formatting runs; those do not count
-    if not (paragraph.text or "").strip():
-        return [r for r in paragraph.runs if (r.text or "").strip()]
-    return list(paragraph.runs)
+def _runs(p1: Any, p2: Any) -> tuple[list[Any], list[Any]]:
+    """The two paragraphs' runs to compare. Only when BOTH are blank do empty formatting runs not count (OSWorld's
+    rule): a cell cleared with its empty run kept, against one with text, still has that run."""
+    if not (p1.text or "").strip() and not (p2.text or "").strip():
+        return [r for r in p1.runs if (r.text or "").strip()], [r for r in p2.runs if (r.text or "").strip()]
+    return list(p1.runs), list(p2.runs)
 
 
 def _rgb(font: Any) -> Any:
@@ -136,7 +137,7 @@ def _text_difference(s1: Any, s2: Any, ex: Examine) -> tuple[str | None, bool]:
             return f"paragraph {i}: text differs", compared
         if ex("indent") and p1.level != p2.level and not ({p1.level or 0, p2.level or 0} <= {0, 1}):
             return f"paragraph {i}: level {p1.level} vs {p2.level}", compared
-        r1s, r2s = _runs(p1), _runs(p2)
+        r1s, r2s = _runs(p1, p2)
         if ex("run_count") and len(r1s) != len(r2s):
             return f"paragraph {i}: {len(r1s)} vs {len(r2s)} runs", compared
         for r1, r2 in zip(r1s, r2s):
@@ -156,7 +157,7 @@ def _table_difference(t1: Any, t2: Any, ex: Examine) -> str | None:
             if len(p1s) != len(p2s):
                 return f"table cell [{r},{c}]: {len(p1s)} vs {len(p2s)} paragraphs"
             for p1, p2 in zip(p1s, p2s):
-                r1s, r2s = _runs(p1), _runs(p2)
+                r1s, r2s = _runs(p1, p2)
                 if ex("run_count") and len(r1s) != len(r2s):
                     return f"table cell [{r},{c}]: {len(r1s)} vs {len(r2s)} runs"
                 for a, b in zip(r1s, r2s):

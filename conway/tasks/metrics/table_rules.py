@@ -7,9 +7,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from conway.tasks.metrics.cell_xml import read_cell_value
+from conway.tasks.metrics.cell_xml import CellCrash, read_cell_value, strict_cell_value
 from conway.tasks.metrics.errors import MetricError, ScoredZeroAsOSWorld
-from conway.tasks.metrics.workbooks import Books, cell_style, cell_value, matches
+from conway.tasks.metrics.workbooks import Books, cell_style, matches
 
 ROW_PROPS = {"hidden", "height", "collapsed"}
 CHART_PROPS = {"type", "title", "direction", "legend", "xtitle", "ytitle"}
@@ -81,17 +81,26 @@ def _fuzzy_text(value: Any, sub: dict) -> str:
     return text
 
 
+def _xml_value(path: Any, sheet_name: str | None, coordinate: str) -> Any:
+    """A cell as OSWorld's `sheet_fuzzy` reads it: from the file's XML (`cell_xml`: an inline string's one `<t>`,
+    None for a boolean or a rich inline string), and where that reader raises, the whole metric does."""
+    try:
+        return strict_cell_value(path, sheet_name, coordinate)
+    except CellCrash as exc:
+        raise ScoredZeroAsOSWorld(f"sheet_fuzzy on {coordinate}: {exc}") from None
+
+
 def _sheet_fuzzy(books: Books, rule: dict) -> bool:
     from openpyxl.utils import get_column_letter
     from openpyxl.worksheet.cell_range import MultiCellRange
 
-    ws_a, ws_b = books.worksheet(rule["sheet_idx0"], "values"), books.worksheet(rule["sheet_idx1"], "values")
+    (side_a, name_a), (side_b, name_b) = books.sheet(rule["sheet_idx0"]), books.sheet(rule["sheet_idx1"])
     for sub in rule["rules"]:
         for rng in MultiCellRange(" ".join(sub["range"])):
             for row, col in rng.cells:
                 coordinate = f"{get_column_letter(col)}{row}"
-                a = _fuzzy_text(cell_value(ws_a, coordinate), sub)
-                b = _fuzzy_text(cell_value(ws_b, coordinate), sub)
+                a = _fuzzy_text(_xml_value(books.paths[side_a], name_a, coordinate), sub)
+                b = _fuzzy_text(_xml_value(books.paths[side_b], name_b, coordinate), sub)
                 kind = sub["type"]
                 if kind == "exact_match":
                     ok = a == b

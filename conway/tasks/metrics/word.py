@@ -40,7 +40,10 @@ from typing import Any
 
 from conway.tasks.metrics.documents import compare_docx_files
 from conway.tasks.metrics.errors import MetricError, UnsupportedOption
-from conway.tasks.metrics.inputs import library, refuse
+from conway.tasks.metrics.inputs import library, refuse, unknown_options
+
+OPTIONS = {"check_tabstops": ("word_number_split_by_tabstop", "index")}
+"""The options each metric here takes; any other is refused, at run time and by `tasks list`."""
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OOR = "{http://openoffice.org/2001/registry}"
@@ -171,8 +174,7 @@ def _tab_stops(paragraph: Any) -> list:
 
 
 def check_tabstops(result: Any, expected: Any, **options: Any) -> float:
-    refuse("check_tabstops", [k for k in options if k not in ("word_number_split_by_tabstop", "index")
-                              and not k.startswith("_")])
+    refuse("check_tabstops", unknown_options(options, OPTIONS["check_tabstops"]))
     mine, gold = _document(result), _document(expected)
     if mine is None or gold is None:
         return 0.0

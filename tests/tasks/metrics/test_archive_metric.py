@@ -92,7 +92,34 @@ def test_pdfs_inside_an_archive(tmp_path):
                            file_type="pdf") < 1.0
 
 
-def test_audio_and_video_are_refused(tmp_path):
+def test_an_unknown_file_type_is_refused(tmp_path):
     gold = zipped(tmp_path / "gold.zip", NOTES)
     with pytest.raises(UnsupportedOption):
-        compare_archive(gold, gold, file_type="audio")
+        compare_archive(gold, gold, file_type="smell")
+
+
+def test_audio_archives_compare_their_sounds(tmp_path):
+    """file_type `audio`: each pair of sounds by compare_audios (both WAVs of one tone: 1; silence against it: 0)."""
+    import io
+    import wave
+
+    import numpy as np
+    need_extra("tasks", "librosa")
+
+    def wav(samples):
+        out = io.BytesIO()
+        with wave.open(out, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(22050)
+            w.writeframes((samples * 32767).astype("<i2").tobytes())
+        return out.getvalue()
+
+    tone = wav(0.5 * np.sin(2 * np.pi * 440 * np.arange(11025) / 22050))
+    def packed(path, data):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("a.wav", data)
+        return str(path)
+    gold = packed(tmp_path / "gold.zip", tone)
+    assert compare_archive(packed(tmp_path / "same.zip", tone), gold, file_type="audio") == pytest.approx(1.0)
+    assert compare_archive(packed(tmp_path / "empty.zip", wav(np.zeros(0))), gold, file_type="audio") == 0.0

@@ -410,6 +410,17 @@ def test_tables_compare_shape_and_text_style(decks):
     assert "table cell [0,0]" in pptx_difference(decks(table_deck(bold_cell=True)), gold)
 
 
+def test_a_table_cell_cleared_with_its_empty_run_kept_counts_that_run_as_osworld_does(decks):
+    """OSWorld drops empty runs only when both paragraphs are blank, and never compares a cell's text: a cell
+    whose text was deleted but whose run stayed matches a filled cell of the same style (OSWorld scores 1)."""
+    def cleared(prs):
+        table_deck()(prs)
+        tbl = prs.slides[0].shapes[-1].table
+        tbl.cell(0, 0).text_frame.paragraphs[0].runs[0].text = ""  # the run stays, empty
+    assert compare_pptx_files(decks(cleared), decks(table_deck())) == 1.0
+    assert compare_pptx_files(decks(cleared), decks(cleared)) == 1.0
+
+
 def test_pptx_bad_inputs(decks, tmp_path):
     gold = decks()
     assert compare_pptx_files(None, gold) == 0.0

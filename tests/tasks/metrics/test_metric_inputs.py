@@ -47,3 +47,21 @@ def test_the_metric_modules_import_without_the_document_libraries():
     repo = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(repo)}
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=repo, env=env)
+
+
+def test_tasks_list_refuses_what_the_metric_refuses_at_run_time():
+    """An option a metric refuses when it runs is named by `unsupported_options` too (so `tasks list` calls the
+    task not runnable), for the metrics with their own `OPTIONS`, a metric with no **options (its call would
+    raise) and compare_archive's file types; comments (`_note`) are never a problem."""
+    from conway.tasks.metrics import OPTIONS, unsupported_options
+    assert set(OPTIONS) >= {"compare_images", "compare_pdfs", "compare_references", "check_tabstops",
+                            "evaluate_colored_words_in_tables", "compare_docx_files_and_ignore_new_lines"}
+    for func, accepted in OPTIONS.items():
+        assert unsupported_options(func, {"bogus": 1, "_note": "x"}) == ["bogus"]
+        assert unsupported_options(func, dict.fromkeys(accepted, 1)) == []
+    assert unsupported_options("compare_epub", {"bogus": 1}) == ["bogus"]  # compare_epub(result, expected)
+    assert unsupported_options("compare_videos", {"threshold": 3, "max_frames_to_check": 9}) == []
+    assert unsupported_options("compare_videos", {"fps": 3}) == ["fps"]
+    assert unsupported_options("compare_archive", {"file_type": "smell"}) == ["file_type='smell'"]
+    assert unsupported_options("compare_archive", {"file_type": "video"}) == []
+    assert unsupported_options("compare_text_file", {"anything": 1}) == []  # takes **options, as OSWorld's

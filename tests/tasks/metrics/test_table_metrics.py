@@ -172,7 +172,9 @@ FUZZY_CASES = [
     ({"type": "exact_match"}, "Main Rd", "Main Road", False),
     ({"type": "exact_match", "ignore_case": True}, "MAIN RD", "main rd", True),
     ({"type": "exact_match", "normalization": [["Rd", "Road"]]}, "Main Rd", "Main Road", True),
-    ({"type": "exact_match", "trim_leadings": "+ ", "trim_trailings": " "}, "+ 12 ", "12", True),
+    ({"type": "exact_match", "trim_leadings": "+ ", "trim_trailings": "-"}, "+ 12-", "12", True),
+    # a text with an edge space is stored with xml:space="preserve", which OSWorld's reader gives as an element
+    ({"type": "exact_match", "trim_leadings": "+ ", "trim_trailings": " "}, "+ 12 ", "12", False),
     ({"type": "exact_match", "ignore_chars": " ()-"}, "(555) 12-34", "5551234", True),
     ({"type": "includes"}, "Main Road 5", "Road", True),
     ({"type": "includes"}, "Road", "Main Road 5", False),
@@ -190,6 +192,21 @@ def test_sheet_fuzzy(tmp_path, sub, mine, gold, holds):
             "rules": [{**sub, "range": ["A1:A2"]}]}
     both = lambda v: cell("A1", v)  # noqa: E731
     assert table(tmp_path, [rule], edit_result=both(mine), edit_expected=both(gold)) == float(holds)
+
+
+def test_sheet_fuzzy_reads_cells_from_the_xml_as_osworld_does(tmp_path):
+    """OSWorld's sheet_fuzzy compares str() of its XML reader's value: an inline string kept with its spaces is an
+    element (never trimmed into a match), rich text and booleans are None (so any two of them match)."""
+    from openpyxl.cell.rich_text import CellRichText, TextBlock
+    from openpyxl.cell.text import InlineFont
+    rule = {"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
+            "rules": [{"type": "exact_match", "trim_leadings": " ", "range": ["A1"]}]}
+    assert table(tmp_path, [rule], edit_result=cell("A1", " Main Rd"), edit_expected=cell("A1", "Main Rd")) == 0.0
+    assert table(tmp_path, [rule], edit_result=cell("A1", " Main Rd"), edit_expected=cell("A1", " Main Rd")) == 1.0
+    rich = [CellRichText(["Ma", TextBlock(InlineFont(b=True), "in")]), CellRichText(["Ro", TextBlock(InlineFont(i=True), "ad")])]
+    assert table(tmp_path, [rule], edit_result=cell("A1", rich[0]), edit_expected=cell("A1", rich[1])) == 1.0
+    assert table(tmp_path, [rule], edit_result=cell("A1", True), edit_expected=cell("A1", False)) == 1.0
+    assert table(tmp_path, [rule], edit_result=cell("A1", 2), edit_expected=cell("A1", 2.0)) == 1.0  # both "2.0"
 
 
 def test_sheet_fuzzy_checks_every_cell_of_every_range(tmp_path):
