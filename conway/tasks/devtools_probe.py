@@ -109,9 +109,14 @@ def open_page(port, url, want_pdf, timeout):
     try:
         ws = Socket(target["webSocketDebuggerUrl"], timeout)
         deadline = time.monotonic() + timeout
-        while evaluate(ws, "document.readyState") != "complete" and time.monotonic() < deadline:
+        # a new target starts as a complete about:blank and navigates after: wait for the URL's own document
+        # (Playwright's goto waits for its load too), not for the blank one or the gap between the two
+        loaded = ("document.readyState === 'complete' && !!document.documentElement && "
+                  f"(location.href !== 'about:blank' || {json.dumps(url)} === 'about:blank')")
+        while not evaluate(ws, loaded) and time.monotonic() < deadline:
             time.sleep(0.2)
-        info = json.loads(evaluate(ws, PAGE))
+        info = json.loads(evaluate(ws, PAGE)) if evaluate(ws, "!!document.documentElement") else \
+            {"title": "Load timeout", "url": url, "content": ""}
         if time.monotonic() >= deadline:
             info["title"] = "Load timeout"
         if want_pdf:
