@@ -25,16 +25,21 @@ GUEST_LIB = f"{GUEST_DIR}/lib"
 CHROME_FLAGS = ("--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
                 "--password-store=basic", "--disable-dev-shm-usage", "--disable-features=LocalNetworkAccessChecks")
 """Chromium inside bubblewrap: its own sandbox cannot nest in bubblewrap's namespaces and it refuses root
-without --no-sandbox; no first-run page, no keyring. Without Local Network Access checks, a fresh profile is
-the one OSWorld's VM's Chrome (which predates them) makes: with them, Chromium's first start writes the migration
-mark `profile.default_content_setting_values.has_migrated_local_network_access`, and OSWorld's
-`data_delete_automacally` reads any `default_content_setting_values` as "delete on close is on" (chrome
-99146c54 scored 1 idle)."""
+without --no-sandbox; no first-run page, no keyring. No Local Network Access checks: with them, a new profile's
+first start writes their migration mark, `profile.default_content_setting_values.has_migrated_local_network_access`
+(Chromium's own, not Debian's: its master_preferences are not applied under --no-first-run), and OSWorld's
+`data_delete_automacally`, written before that mark existed, reads any `default_content_setting_values` as
+"delete on close is on", so a profile nobody touched passed (chrome 99146c54 scored 1 idle); without them the
+new profile has no such key, as the checker expects of an untouched Chrome."""
 _HERE = Path(__file__).parent
 
 _CHROME = f"""#!/bin/sh
 # OSWorld's google-chrome: Debian's Chromium, with Chrome's profile folder (where OSWorld's steps and getters
-# look: ~/.config/google-chrome), so --remote-debugging-port and the rest of a task's flags go through as given
+# look: ~/.config/google-chrome), so --remote-debugging-port and the rest of a task's flags go through as given;
+# told it runs on GNOME, as on OSWorld's Ubuntu VM, so a new profile takes GTK's theme (system_theme 1) as there:
+# with no desktop named it takes the classic one (0), which OSWorld's chrome_appearance_mode_ui reads as "light"
+# whatever the colour mode (chrome 93eabf48 scored its dark-mode setup as light)
+export XDG_CURRENT_DESKTOP=GNOME
 exec /usr/bin/chromium {" ".join(CHROME_FLAGS)} --user-data-dir="$HOME/.config/google-chrome" "$@"
 """
 _SUDO = """#!/bin/sh
