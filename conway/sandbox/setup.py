@@ -145,19 +145,47 @@ def _argv(command: str | list[str], shell: bool) -> str | list[str]:
     return command if shell or isinstance(command, list) else command.split()
 
 
-def _new_window(env: TaskEnv, limits: SetupLimits, before: set[int], scale: float = 1.0) -> tuple[int | None, str]:
-    """The first window mapped since `before` (the lowest id), waited for as `SetupLimits.wait_for` says."""
-    found, waited = limits.wait_for(lambda: set(windows.visible_windows(env.display)) - set(before), scale=scale)
-    return (min(found) if found else None), waited
+LAUNCH_TRIES = 3
+"""How often a program that ends in error before showing a window is started (an X server starved of CPU on a
+loaded machine refused an xmessage's connection, "Can't open display", about one start in three at a load of
+5 on 2 cores: the program was gone at once and its window could never come, however long it was waited for)."""
 
 
-def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callable[[], None],
+def _new_window(env: TaskEnv, limits: SetupLimits, before: set[int], scale: float = 1.0,
+                pid: int | None = None) -> tuple[int | None, str, int | None]:
+    """(the first window mapped since `before` (the lowest id), how long it was waited for, the exit status of
+    the program `pid` when it ended in error first), waited for as `SetupLimits.wait_for` says. A program that
+    ends with status 0 may have handed its work to one already running: its window is still waited for."""
+    ended = getattr(env, "spawned_exit", None) if isinstance(pid, int) else None
+    failed: list[int] = []
+
+    def probe() -> set[int] | None:
+        new = set(windows.visible_windows(env.display)) - set(before)
+        if new or ended is None:
+            return new
+        status = ended(pid)
+        if status:
+            failed.append(status)
+            return {-1}
+        return None
+    found, waited = limits.wait_for(probe, scale=scale)
+    if failed:
+        return None, waited, failed[0]
+    return (min(found) if found else None), waited, None
+
+
+def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callable[[], int | None],
                     scale: float = 1.0) -> None:
-    before = windows.visible_windows(env.display)
-    start()
-    window, waited = _new_window(env, limits, before, scale)
-    if window is None:
-        raise SetupError(f"the application never opened its window ({what}; {waited})")
+    for _ in range(LAUNCH_TRIES):
+        before = windows.visible_windows(env.display)
+        window, waited, status = _new_window(env, limits, before, scale, start())
+        if window is not None:
+            return
+        if status is None:
+            raise SetupError(f"the application never opened its window ({what}; {waited})")
+        time.sleep(1.0)
+    raise SetupError(f"the application ended with status {status} before showing a window, {LAUNCH_TRIES} times "
+                     f"({what})")
 
 
 NO_WINDOW = frozenset({"socat"})
@@ -302,8 +330,7 @@ def _open_terminal(env: TaskEnv, limits: SetupLimits) -> None:
     if shutil.which(TERMINAL, path=SYSTEM_PATH) is None:
         raise SetupError(f"the step presses Ctrl+Alt+T for a terminal, and {TERMINAL} is not installed")
     before = windows.visible_windows(env.display)
-    env.spawn([TERMINAL])
-    window, waited = _new_window(env, limits, before)
+    window, waited, _ = _new_window(env, limits, before, pid=env.spawn([TERMINAL]))
     if window is None:
         raise SetupError(f"the application never opened its window ({TERMINAL} for Ctrl+Alt+T; {waited})")
     windows.activate(env.display, window)  # GNOME focuses the terminal it opens: the keys that follow go there

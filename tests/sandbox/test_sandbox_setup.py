@@ -292,3 +292,7 @@ def test_apt_get_in_a_setup_succeeds_for_packages_already_here_and_installs_noth
     assert (desk.home / "chain.txt").read_text() == "went-on\n"
     done = desk.run("apt-get install -y conway-no-such-package", timeout_s=30)
     assert done.returncode == 100 and "conway-no-such-package not installed here" in done.stderr
+    # multi_apps e1fc0df3's postconfig runs `apt list --installed` and looks for a JDK in it, as apt prints it
+    listed = desk.run("apt list --installed", timeout_s=30)
+    assert listed.returncode == 0 and "bubblewrap/now [installed]" in listed.stdout.splitlines()
+    assert desk.run("apt list", timeout_s=30).returncode == 100

@@ -92,3 +92,43 @@ def test_a_task_run_asks_for_the_stretch(monkeypatch, tmp_path) -> None:
     with pytest.raises(SetupError):
         suite._on_desktop(None, case, {}, desk, None, tmp_path, 1, 1.0)
     assert seen[0].scale_with_load and seen[0].window_wait_s == suite.window_wait_s
+
+
+class Starts:
+    """A desktop whose launched programs end at once with `statuses` in turn (None: it runs), and whose window
+    shows for the start numbered `shows` (from 1), if any: a fake of the box's spawn and its exit status."""
+
+    def __init__(self, statuses: list[int | None], shows: int | None) -> None:
+        self.display, self.statuses, self.shows, self.started = ":99", statuses, shows, 0
+
+    def spawn(self, argv, shell=False) -> int:
+        self.started += 1
+        return self.started
+
+    def spawned_exit(self, pid: int) -> int | None:
+        return self.statuses[pid - 1]
+
+    def windows(self, display) -> list[int]:
+        return [7] if self.shows is not None and self.started >= self.shows else []
+
+
+def test_a_program_that_ends_in_error_before_its_window_is_started_again(clock, monkeypatch) -> None:
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    env = Starts([1, None], shows=2)  # "Can't open display" once, then it runs and shows
+    monkeypatch.setattr(windows, "visible_windows", env.windows)
+    run_setup(LAUNCH, env, SetupLimits(window_wait_s=30))
+    assert env.started == 2 and clock.now < 5  # no window wait was sat out
+    env = Starts([1, 1, 1], shows=None)
+    monkeypatch.setattr(windows, "visible_windows", env.windows)
+    with pytest.raises(SetupError, match=r"ended with status 1 before showing a window, 3 times"):
+        run_setup(LAUNCH, env, SetupLimits(window_wait_s=30))
+    assert env.started == setup.LAUNCH_TRIES
+
+
+def test_a_program_that_ends_well_may_have_handed_its_window_on(clock, monkeypatch) -> None:
+    # status 0 (a launcher that passed the file to a running instance): its window is still waited for
+    env = Starts([0], shows=None)
+    monkeypatch.setattr(windows, "visible_windows", env.windows)
+    with pytest.raises(SetupError, match=r"never opened its window .*waited 30 s\)$"):
+        run_setup(LAUNCH, env, SetupLimits(window_wait_s=30))
+    assert env.started == 1 and clock.now == pytest.approx(30.0, abs=0.2)
