@@ -183,6 +183,9 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
             return
         if status is None:
             raise SetupError(f"the application never opened its window ({what}; {waited})")
+        if limits.notes is not None:  # said in the case's report: how often the machine refused a start
+            limits.notes.append(f"launch: the program ended with status {status} before showing a window; "
+                                f"started again ({what})")
         time.sleep(1.0)
     raise SetupError(f"the application ended with status {status} before showing a window, {LAUNCH_TRIES} times "
                      f"({what})")
