@@ -4,7 +4,8 @@
 # System packages (Xvfb, xdotool, AT-SPI, bubblewrap and lxterminal for the sandbox, cmake, Chromium for the viewer's browser tests, ffmpeg for --video,
 # and the applications OSWorld's tasks use: LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird, Nautilus, socat,
 # the GNOME settings schemas they read and write (gnome-shell-common, gnome-settings-daemon-common: ≈1.4 MB),
-# the packages their setups install from the network on OSWorld's VM (sysstat, xsel, expect: ≈2 MB) and bc (a checker calls it);
+# the packages their setups install from the network on OSWorld's VM (sysstat, xsel, expect: ≈2 MB) and bc (a checker calls it),
+# the GTK theme a task has the agent install (orchis-gtk-theme: Debian's Orchis, where OSWorld's agent downloads it);
 # QEMU, a Debian cloud kernel and busybox for the qemu desktop provider's tests (its small VM is built from them);
 # ≈74 s more on a fresh machine) come from apt when we are root or
 # have passwordless sudo; Python packages go into .venv. llama.cpp compiles once
@@ -26,7 +27,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
     bubblewrap slirp4netns lxterminal mousepad python3-gi xdg-utils \
     chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
-    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc pulseaudio pulseaudio-utils \
+    gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc pulseaudio pulseaudio-utils orchis-gtk-theme \
     qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static >/dev/null
   export CONWAY_REQUIRE_DESKTOP=1  # installed above, so a desktop test that would skip must fail instead
 else

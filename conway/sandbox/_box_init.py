@@ -166,6 +166,10 @@ def _op_run(conn, req):
     return _send(conn, answer)
 
 
+_SPAWNED = {}
+"""pid → the program `spawn` started: `exited` says whether it has ended, and with what status."""
+
+
 def _op_spawn(conn, req):
     argv = req.get("argv")
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
@@ -174,8 +178,16 @@ def _op_spawn(conn, req):
         proc = _start(argv, os.environ.get("HOME", "/"), out=subprocess.DEVNULL)
     except OSError as exc:
         return _send(conn, {"error": f"cannot start {argv[0]}: {exc.strerror or exc}"})
+    _SPAWNED[proc.pid] = proc
     threading.Thread(target=proc.wait, daemon=True).start()  # reaped when it ends
     return _send(conn, {"pid": proc.pid})
+
+
+def _op_exited(conn, req):
+    proc = _SPAWNED.get(req.get("pid"))
+    if proc is None:
+        return _send(conn, {"error": "no program spawned with that pid"})
+    return _send(conn, {"returncode": proc.returncode})  # None while it runs (set by its waiting thread)
 
 
 def _names(pid):
@@ -317,6 +329,8 @@ def _serve(conn, desktop):
                 _op_run(conn, req)
             elif op == "spawn":
                 _op_spawn(conn, req)
+            elif op == "exited":
+                _op_exited(conn, req)
             elif op == "pkill":
                 _op_pkill(conn, req)
             else:

@@ -41,7 +41,11 @@ def main(args: list[str]) -> int:
     done = threading.Event()
     on_exit = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: done.set())
     lib.libvlc_set_exit_handler(vlc, ctypes.cast(on_exit, ctypes.c_void_p), None)
-    if lib.libvlc_add_intf(vlc, None) != 0:
+    # Qt, the interface VLC's own main picks on a display, named unless the task names one: left to choose, libvlc
+    # falls back to a windowless interface when the X server refuses Qt's connection (a loaded machine), and the
+    # launch waited out a window that could never come; named, the start fails and the launch starts it again
+    named = any(a in ("-I", "--intf") or a.startswith(("--intf=", "-I")) for a in args)
+    if lib.libvlc_add_intf(vlc, None if named else b"qt") != 0:
         print("vlc: its interface did not start", file=sys.stderr)
         lib.libvlc_release(vlc)
         return 1

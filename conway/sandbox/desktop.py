@@ -272,7 +272,8 @@ class DisposableDesktop:
         assert self.environment is not None
         return self.environment
 
-    def spawn(self, command: str | list[str], *, shell: bool = False) -> None:
+    def spawn(self, command: str | list[str], *, shell: bool = False) -> int | None:
+        """Start a long-lived program in the box; its pid there (for `spawned_exit`)."""
         argv = ["/bin/sh", "-c", command if isinstance(command, str) else " ".join(command)] if shell else (
             command.split() if isinstance(command, str) else list(command))
         if not argv:
@@ -280,6 +281,13 @@ class DisposableDesktop:
         answer = self._box().request({"op": "spawn", "argv": argv})
         if "error" in answer:
             raise SandboxError(str(answer["error"])[:300])
+        pid = answer.get("pid")
+        return pid if isinstance(pid, int) else None
+
+    def spawned_exit(self, pid: int) -> int | None:
+        """The exit status of a program `spawn` started, or None while it runs (or when the box cannot say)."""
+        status = self._box().request({"op": "exited", "pid": pid}).get("returncode")
+        return status if isinstance(status, int) else None
 
     def kill_matching(self, pattern: str, *, wait_s: float = 5.0) -> int:
         """`pkill PATTERN` on this desktop (OSWorld's `launch pkill chrome` before it restarts the browser): SIGTERM

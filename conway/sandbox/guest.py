@@ -23,14 +23,23 @@ GUEST_DIR = "/run/conway"
 GUEST_BIN = f"{GUEST_DIR}/bin"
 GUEST_LIB = f"{GUEST_DIR}/lib"
 CHROME_FLAGS = ("--no-sandbox", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
-                "--password-store=basic", "--disable-dev-shm-usage")
+                "--password-store=basic", "--disable-dev-shm-usage", "--disable-features=LocalNetworkAccessChecks")
 """Chromium inside bubblewrap: its own sandbox cannot nest in bubblewrap's namespaces and it refuses root
-without --no-sandbox; no first-run page, no keyring."""
+without --no-sandbox; no first-run page, no keyring. No Local Network Access checks: with them, a new profile's
+first start writes their migration mark, `profile.default_content_setting_values.has_migrated_local_network_access`
+(Chromium's own, not Debian's: its master_preferences are not applied under --no-first-run), and OSWorld's
+`data_delete_automacally`, written before that mark existed, reads any `default_content_setting_values` as
+"delete on close is on", so a profile nobody touched passed (chrome 99146c54 scored 1 idle); without them the
+new profile has no such key, as the checker expects of an untouched Chrome."""
 _HERE = Path(__file__).parent
 
 _CHROME = f"""#!/bin/sh
 # OSWorld's google-chrome: Debian's Chromium, with Chrome's profile folder (where OSWorld's steps and getters
-# look: ~/.config/google-chrome), so --remote-debugging-port and the rest of a task's flags go through as given
+# look: ~/.config/google-chrome), so --remote-debugging-port and the rest of a task's flags go through as given;
+# told it runs on GNOME, as on OSWorld's Ubuntu VM, so a new profile takes GTK's theme (system_theme 1) as there:
+# with no desktop named it takes the classic one (0), which OSWorld's chrome_appearance_mode_ui reads as "light"
+# whatever the colour mode (chrome 93eabf48 scored its dark-mode setup as light)
+export XDG_CURRENT_DESKTOP=GNOME
 exec /usr/bin/chromium {" ".join(CHROME_FLAGS)} --user-data-dir="$HOME/.config/google-chrome" "$@"
 """
 _SUDO = """#!/bin/sh
@@ -58,8 +67,9 @@ exec /usr/bin/python3 {GUEST_LIB}/conway_vlc.py "$@"
 _APT = f"""#!/bin/sh
 # A stand-in for apt-get/apt, named as one: OSWorld's setups run `sudo apt-get update && sudo apt-get install X`
 # on a VM with the network; the sandbox has neither network nor privilege, so `update` keeps the lists as they
-# are, and `install` succeeds when every package named is already installed here (the project's setup
-# installs those OSWorld's tasks name) and fails, naming the missing ones, otherwise; nothing else is done
+# are, `install` succeeds when every package named is already installed here (the project's setup
+# installs those OSWorld's tasks name) and fails, naming the missing ones, otherwise, and `list --installed`
+# names the packages installed here as apt does (name/now installed); nothing else is done
 verb=""; missing=""
 for arg in "$@"; do
   case "$arg" in
@@ -72,9 +82,11 @@ for arg in "$@"; do
 done
 case "$verb" in
   update|"") exit 0 ;;
+  list) case " $* " in *" --installed "*) sed 's|$|/now [installed]|' {GUEST_LIB}/installed-packages; exit 0 ;; esac
+        echo "E: the disposable desktop's apt lists only what is installed (apt list --installed)" >&2; exit 100 ;;
   install) [ -z "$missing" ] && exit 0
            echo "E: the disposable desktop installs nothing (no network):$missing not installed here" >&2; exit 100 ;;
-  *) echo "E: the disposable desktop's apt-get does only update and install (got $verb)" >&2; exit 100 ;;
+  *) echo "E: the disposable desktop's apt-get does only update, install and list --installed (got $verb)" >&2; exit 100 ;;
 esac
 """
 GUEST_PROGRAMS: dict[str, str] = {"google-chrome": _CHROME, "google-chrome-stable": _CHROME, "sudo": _SUDO,

@@ -11,7 +11,6 @@ import ctypes.util
 import os
 import re
 import subprocess
-import time
 
 
 def _xdotool(display: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -26,18 +25,6 @@ def visible_windows(display: str) -> set[int]:
     except (OSError, subprocess.TimeoutExpired):
         return set()
     return {int(w) for w in done.stdout.split() if w.isdigit()}
-
-
-def wait_for_new_window(display: str, before: set[int], timeout_s: float) -> int | None:
-    """The first mapped window not in `before` within `timeout_s`, or None."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        new = visible_windows(display) - before
-        if new:
-            return min(new)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.1)
 
 
 def find_windows(display: str, name: str, *, strict: bool = False, by_class: bool = False) -> list[int]:

@@ -56,9 +56,10 @@ class TaskEnv(Protocol):
         display); bounded by `timeout_s`, the process group killed at the limit."""
         ...
 
-    def spawn(self, command: str | list[str], *, shell: bool = False) -> None:
+    def spawn(self, command: str | list[str], *, shell: bool = False) -> int | None:
         """Start a long-lived program (an application a setup step launches) in the sandbox; it lives until the
-        environment closes."""
+        environment closes. Returns its pid where the environment can say later whether it ended
+        (`spawned_exit(pid)`, optional), else None."""
         ...
 
     def terminal_output(self) -> str | None:

@@ -28,7 +28,7 @@ from conway.tasks.env import PathEscape
 from conway.tasks.getters import GETTERS
 from conway.tasks.metrics import LIBRARIES, METRICS, unsupported_options
 from conway.tasks.metrics.ocr import ocr_missing
-from conway.tasks.system_needs import system_reasons
+from conway.tasks.system_needs import system_reasons, web_install_reasons
 from conway.tasks.task import Task
 from conway.tasks.task_file import LOCAL_HOSTS
 
@@ -350,7 +350,7 @@ def why_not_runnable(task: Task, *, cache_dir: Path | None, step_types: Collecti
     reasons += _cache_files(task, cache_dir)
     if network:
         return list(dict.fromkeys(reasons))
-    reasons += _live_urls(task)
+    reasons += _live_urls(task) + web_install_reasons(task)
     if task.raw.get("proxy") is True:  # OSWorld's mark for a task that reaches the web (through its proxy)
         reasons.append("the task declares `proxy: true`: it needs the web at run time, and tasks here run offline")
     return list(dict.fromkeys(reasons))

@@ -12,6 +12,9 @@ getters (`vm_command_line`, `vm_command_error`), read as text:
   package must already be here (Debian's name, as the task gives it);
 - a checker that asks `which PROGRAM` of a program not here: the task is to install it from the network;
 - `gsettings` on a schema this machine lacks (`org.gnome.shell`: Debian's gnome-shell-common);
+- a checker that reads what only a download can put there (`web_install_reasons`, lifted by `--network`): the
+  user's LibreOffice extensions (`uno_packages`), which an agent installs from an .oxt file off the web (Debian's
+  extension packages install system-wide, never there);
 - (`gsettings set` after `export DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus`, OSWorld's VM user's
   bus, is no reason: the desktop's box serves its session bus at that very path, `OSWORLD_BUS_SERVED`.)
 """
@@ -120,4 +123,20 @@ def system_reasons(task: Any, *, schemas: Callable[[], frozenset[str]] = install
                 and re.search(r"\bgsettings\s+(set|reset)\b", text)):
             reasons.append(f"the {where} command writes settings over OSWorld's bus {OSWORLD_BUS}, which the "
                            "disposable desktop does not serve: the write would be lost")
+    return list(dict.fromkeys(reasons))
+
+
+WEB_INSTALLS = ((re.compile(r"\buno_packages\b"), "a LibreOffice extension installed in the user's profile (uno_packages), "
+                 "whose .oxt file comes from the web (extensions.libreoffice.org)"),)
+"""What a postconfig command or command getter reads → what the agent must have downloaded to put it there."""
+
+
+def web_install_reasons(task: Any) -> list[str]:
+    """Why the task needs the web although no URL appears in it: its checker reads what only a download gives."""
+    reasons = []
+    for where, text in _commands(task):
+        for pattern, what in WEB_INSTALLS:
+            if where != "setup" and pattern.search(text):
+                reasons.append(f"the {where} command checks for {what}, and tasks here run offline (tasks run "
+                               "--network lets the sandbox share this machine's network)")
     return list(dict.fromkeys(reasons))

@@ -292,3 +292,19 @@ def test_apt_get_in_a_setup_succeeds_for_packages_already_here_and_installs_noth
     assert (desk.home / "chain.txt").read_text() == "went-on\n"
     done = desk.run("apt-get install -y conway-no-such-package", timeout_s=30)
     assert done.returncode == 100 and "conway-no-such-package not installed here" in done.stderr
+    # multi_apps e1fc0df3's postconfig runs `apt list --installed` and looks for a JDK in it, as apt prints it
+    listed = desk.run("apt list --installed", timeout_s=30)
+    assert listed.returncode == 0 and "bubblewrap/now [installed]" in listed.stdout.splitlines()
+    assert desk.run("apt list", timeout_s=30).returncode == 100
+
+
+def test_the_box_says_whether_a_launched_program_ended_and_how(desk: DisposableDesktop) -> None:
+    """What a launch's window wait asks of the box: a program that ended in error will show no window, so the
+    step starts it again rather than waiting it out (`LAUNCH_TRIES`)."""
+    running = desk.spawn(["sleep", "60"])
+    broken = desk.spawn(["sh", "-c", "echo \"Error: Can't open display\" >&2; exit 3"])
+    assert isinstance(running, int) and isinstance(broken, int)
+    wait_until(lambda: desk.spawned_exit(broken) == 3, timeout=20, interval=0.2, what="the broken program's status")
+    assert desk.spawned_exit(running) is None
+    with pytest.raises(SetupError, match=r"ended with status 3 before showing a window, 3 times"):
+        run_setup([{"type": "launch", "parameters": {"command": ["sh", "-c", "exit 3"]}}], desk, FAST)

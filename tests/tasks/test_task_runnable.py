@@ -345,6 +345,28 @@ def test_what_a_tasks_commands_need_of_the_system_is_named() -> None:
     assert reasons(sound, programs=("pulseaudio", "pactl")) == []
 
 
+def test_a_checker_reading_what_only_a_download_gives_needs_the_web() -> None:
+    """multi_apps e1fc0df3's checker greps the user's LibreOffice extensions (uno_packages) for LanguageTool: an
+    agent installs that from an .oxt off the web, so offline it is not runnable, and with --network it is."""
+    from conway.tasks.runnable import why_not_runnable
+    from conway.tasks.system_needs import web_install_reasons
+
+    grep = {"type": "command", "parameters": {"command": ["grep", "-nHr", "languagetool",
+                                                          "/home/user/.config/libreoffice/4/user/uno_packages/"],
+                                           "stdout": "grep.out"}}
+    task = make(evaluator={"func": "check_list", "result": {"type": "cache_file", "path": "grep.out"},
+                           "expected": {"type": "rule", "rules": {"expect": ["x"]}}, "postconfig": [grep]})
+    assert web_install_reasons(task) == [
+        "the postconfig command checks for a LibreOffice extension installed in the user's profile (uno_packages), "
+        "whose .oxt file comes from the web (extensions.libreoffice.org), and tasks here run offline (tasks run "
+        "--network lets the sandbox share this machine's network)"]
+    quiet = dict(cache_dir=None, step_types={"command"}, installed=lambda a: True, importable=lambda m: True,
+                 office_accessible=lambda: True, atspi=lambda: None, system=lambda t: [])
+    assert why_not_runnable(task, **quiet) == web_install_reasons(task)
+    assert why_not_runnable(task, network=True, **quiet) == []
+    assert web_install_reasons(_cmd("ls ~/.config/libreoffice/4/user/uno_packages")) == []  # a setup's own step
+
+
 def test_the_project_installs_the_schemas_and_packages_osworlds_tasks_name() -> None:
     """scripts/test.sh installs them where CI runs (apt); elsewhere the reasons above say what is missing."""
     import os
@@ -354,7 +376,7 @@ def test_the_project_installs_the_schemas_and_packages_osworlds_tasks_name() -> 
     from conway.tasks.system_needs import installed_schemas, package_installed
 
     wanted = ["gnome-shell-common", "gnome-settings-daemon-common", "sysstat", "xsel", "expect", "pulseaudio",
-              "pulseaudio-utils"]
+              "pulseaudio-utils", "orchis-gtk-theme"]
     missing = [p for p in wanted if not package_installed(p)]
     if missing and not os.environ.get("CONWAY_REQUIRE_DESKTOP"):
         pytest.skip(f"not installed here: {' '.join(missing)} (scripts/test.sh installs them)")
