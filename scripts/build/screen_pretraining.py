@@ -10,6 +10,7 @@ colours, sides, cells and offsets), in the loop's short prompt form (the goals b
 training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT the suite's:
 
     caption   "Say what is in each quarter of the screen." -> thought "top left: red, top right: nothing, ..."
+    places    "Say where each colour is."                  -> thought "red: top left, green: nowhere, ..."
     where     "Where is the blue square?"                  -> thought "top right"   (words, action wait)
     single    "Click the square." on a screen with ONE target -> a click on it (the action format, no choice)
     colour    the suite's own task ("Click the blue square." among 2-4 -> the click): diagnosis only, never
@@ -39,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "tiny-vlm-bases"
 SCREEN = 84
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
-TASKS = ("caption", "where", "single", "colour")
+TASKS = ("caption", "places", "where", "single", "colour")
 TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
 """Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
 JPEG_QUALITY = 85
@@ -86,9 +87,14 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
     at = {quadrant(t["box"]): t["name"] for t in drawn}
     q = next(k for k, name in at.items() if name == named)
     said = {"caption": "Say what is in each quarter of the screen.", "where": f"Where is the {named} square?",
+            "places": "Say where each colour is.",
             "single": "Click the square."}.get(task, pt.instruction(named, "colour"))
     if task == "caption":
         answer = {"thought": ", ".join(f"{name}: {at.get(k, 'nothing')}" for k, name in enumerate(QUADRANTS)),
+                  "action": {"type": "wait"}}
+    elif task == "places":
+        place = {name: QUADRANTS[k] for k, name in at.items()}
+        answer = {"thought": ", ".join(f"{c}: {place.get(c, 'nowhere')}" for c in pt.COLOURS),
                   "action": {"type": "wait"}}
     elif task == "where":
         answer = {"thought": QUADRANTS[q], "action": {"type": "wait"}}

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="upper_bound", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--work")
-    ap.add_argument("--base")
+    ap.add_argument("--base", help="a built base DIR, or 'perceive' (scripts/build/screen_pretraining.py, cached)")
     ap.add_argument("--suite", default="colour", choices=("colour", "shape"))
     ap.add_argument("--targets", type=int, default=3, choices=(2, 3, 4))
     ap.add_argument("--train", type=int, default=64)
