@@ -15,6 +15,8 @@ training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT th
     single    "Click the square." on a screen with ONE target -> a click on it (the action format, no choice)
     colour    the suite's own task ("Click the blue square." among 2-4 -> the click): diagnosis only, never
               in the base's making (that is the learning under test)
+    colour_said  the same, the thought saying first what and where ("blue: top right"): one look-up per token
+              (the colour from the instruction, its place, then the click), diagnosis only
 
 `make` builds the tiny base with scripts/build/build_tiny_vlm.py's builder, runs the configured phases on it, and
 converts it with the same converter, into .cache/tiny-vlm-bases/<hash>/ keyed by the config and this file's code,
@@ -40,7 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "tiny-vlm-bases"
 SCREEN = 84
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
-TASKS = ("caption", "places", "where", "single", "colour")
+TASKS = ("caption", "places", "where", "single", "colour", "colour_said")
 TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
 """Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
 JPEG_QUALITY = 85
@@ -100,7 +102,8 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
         answer = {"thought": QUADRANTS[q], "action": {"type": "wait"}}
     else:
         x, y = quadrant_centre(q)
-        answer = {"thought": "", "action": {"type": "click", "x": x, "y": y}}
+        thought = f"{named}: {QUADRANTS[q]}" if task == "colour_said" else ""
+        answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y}}
     goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'
              'Only the session task.\n</file>')
     text = f"{goals}\n\nThe screenshot below is {SCREEN}x{SCREEN} pixels."
@@ -181,6 +184,7 @@ def diagnose(argv: list[str]) -> int:
     ap.add_argument("--targets", type=int, default=3)
     ap.add_argument("--eval", type=int, default=48)
     ap.add_argument("--eval-tasks", default="caption,where,single,colour")
+    ap.add_argument("--seed", type=int, default=0, help="data order and layouts of the training rows")
     a = ap.parse_args(argv)
     import torch
     from transformers import Qwen2VLForConditionalGeneration
@@ -191,7 +195,7 @@ def diagnose(argv: list[str]) -> int:
     enc = Encoder.from_pretrained(a.hf)
     model = Qwen2VLForConditionalGeneration.from_pretrained(a.hf)
     evals = held_out(enc, a.eval_tasks.split(","), a.eval, a.targets)
-    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals)
+    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed)
     return 0
 
 
