@@ -558,8 +558,11 @@ def build(
     llama_cpp: Path | None = None,
     python: str = sys.executable,
     verbose: bool = False,
+    pretrain: Any = None,
 ) -> dict[str, Any]:
-    """Build the pair into `out`; return a report (paths, sizes, hashes, timings)."""
+    """Build the pair into `out`; return a report (paths, sizes, hashes, timings). `pretrain(hf_dir)`, when
+    given, changes the random model's weights in place before conversion (the base's making:
+    scripts/build/screen_pretraining.py) and returns what it did, kept in the report."""
     out = out.resolve()  # the converter runs with its own folder as cwd
     out.mkdir(parents=True, exist_ok=True)
     llama_root = ensure_llama_cpp(llama_cpp.resolve() if llama_cpp is not None else None)
@@ -577,6 +580,8 @@ def build(
         report["parameters"] = build_model(hf_dir, settings, ids, settings.tokenizer.vocab_size)
         report["build_s"] = round(time.perf_counter() - t0, 2)
         report["special_token_ids"] = ids
+        if pretrain is not None:
+            report["pretraining"] = pretrain(hf_dir)
 
         model_out, mmproj_out = out / MODEL_FILE, out / MMPROJ_FILE
         report["convert_model_s"] = round(

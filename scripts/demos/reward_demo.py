@@ -51,7 +51,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="reward_demo", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--work", help="the run's folder (default: a new temporary one); a stopped run resumes in it")
-    ap.add_argument("--base", help="reuse a base built by scripts/build/build_tiny_vlm.py --keep-hf --out DIR")
+    ap.add_argument("--base", help="reuse a base built by scripts/build/build_tiny_vlm.py --keep-hf --out DIR; "
+                                   "'perceive': the perceiving base (scripts/build/screen_pretraining.py, cached)")
     ap.add_argument("--partial", action="store_true",
                     help="partial rewards on the train tasks: 0.25 for pressing another target, 1 for the named one "
                          "(perceivable suites only; held-out tasks are scored 1 or 0)")
@@ -78,6 +79,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def build_base(work: Path, base_arg: str | None) -> Path:
+    """`--base perceive`: the perceiving base (scripts/build/screen_pretraining.py, made once, cached); DIR: a
+    built base; none: a fresh random one in WORK/base."""
+    if base_arg == "perceive":
+        from scripts.build import screen_pretraining
+        return screen_pretraining.make()
     base = Path(base_arg).resolve() if base_arg else work / "base"
     if not (base / "tiny-vlm.gguf").is_file():
         subprocess.run([PY, "scripts/build/build_tiny_vlm.py", "--config", "configs/tiny_vlm_demo.yaml", "--keep-hf",

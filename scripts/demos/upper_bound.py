@@ -30,20 +30,26 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scripts.build.screen_pretraining import QUADRANTS
 from scripts.demos import reward_demo
 
 
-def named_centre(task: dict[str, Any]) -> tuple[int, int]:
-    """The named target's centre, from the task's board spec (the launch step's last argument)."""
+def named_target(task: dict[str, Any]) -> tuple[str, tuple[int, int], str]:
+    """(the named target's name, its centre, the quarter of the screen it lies in), from the task's board spec
+    (the launch step's last argument)."""
     spec = json.loads(task["config"][0]["parameters"]["command"][-1])
     named = task["evaluator"]["expected"]["rules"]["expected"].strip() if isinstance(
         task["evaluator"]["expected"], dict) else task["evaluator"]["expected"][-1]["rules"]["expected"].strip()
     x0, y0, x1, y1 = next(t["box"] for t in spec["targets"] if t["name"] == named)
-    return (x0 + x1) // 2, (y0 + y1) // 2
+    x, y = (x0 + x1) // 2, (y0 + y1) // 2
+    half_w, half_h = spec["screen"][0] // 2, spec["screen"][1] // 2
+    return named, (x, y), QUADRANTS[(y // half_h) * 2 + x // half_w]
 
 
-def label_rollouts(rollouts: Path, suite: Path, out: Path) -> int:
-    """A copy of the rollout set whose every answer is the right click (reward 1: it is a label). Returns rows."""
+def label_rollouts(rollouts: Path, suite: Path, out: Path, say: bool = False) -> int:
+    """A copy of the rollout set whose every answer is the right click (reward 1: it is a label). Returns rows.
+    `say`: the label's thought first says the named target and its quarter ("blue: top right"), the answer
+    form the made base learns (docs/learning.md#the-bases-making); otherwise the thought is empty."""
     from conway.evals.rollouts import MANIFEST
 
     tasks = {json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in suite.rglob("*.json")}
@@ -53,8 +59,9 @@ def label_rollouts(rollouts: Path, suite: Path, out: Path) -> int:
     manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     rows = 0
     for r in manifest["rollouts"]:
-        x, y = named_centre(tasks[r["task"]])
-        answer = json.dumps({"thought": "", "action": {"type": "click", "x": x, "y": y}})
+        named, (x, y), quarter = named_target(tasks[r["task"]])
+        thought = f"{named}: {quarter}" if say else ""
+        answer = json.dumps({"thought": thought, "action": {"type": "click", "x": x, "y": y}})
         path = out / r["requests"]["path"]
         lines = [{**json.loads(line), "answer": answer} for line in path.read_text(encoding="utf-8").splitlines()]
         path.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
@@ -69,13 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="upper_bound", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--work")
-    ap.add_argument("--base")
+    ap.add_argument("--base", help="a built base DIR, or 'perceive' (scripts/build/screen_pretraining.py, cached)")
     ap.add_argument("--suite", default="colour", choices=("colour", "shape"))
     ap.add_argument("--targets", type=int, default=3, choices=(2, 3, 4))
     ap.add_argument("--train", type=int, default=64)
     ap.add_argument("--held-out", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=240)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--say", action="store_true",
+                    help="labels whose thought first says the named target and its quarter (\"blue: top right\")")
     ap.add_argument("overrides", nargs="*", metavar="key=value",
                     help="tiny_cpu overrides (e.g. train.short_prompt_steps=300 train.short_prompt_keep_goals=true)")
     args = ap.parse_args(argv)
@@ -102,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                                             f"policy.mmproj_path={base / 'tiny-vlm-mmproj.gguf'}"])
             rollouts(home, cfg, str(train_suite), output=str(raw), samples=1, seed=args.seed, temperature=1.0,
                      max_steps=1, quiet=True, say=lambda _: None, screen=(reward_demo.SCREEN, reward_demo.SCREEN))
-        rows = label_rollouts(raw, train_suite, work / "labelled")
+        rows = label_rollouts(raw, train_suite, work / "labelled", say=args.say)
         print(f"upper bound in {work}: {rows} labelled row(s) from {args.train} train tasks ({args.suite}, "
               f"{args.targets} targets)", flush=True)
         cand = reward_demo.sft_candidate(home, base, str(work / "labelled"), args.seconds, args.overrides)

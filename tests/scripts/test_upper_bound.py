@@ -28,3 +28,19 @@ def test_every_request_is_labelled_with_a_click_on_the_named_target(tmp_path):
     manifest = json.loads((tmp_path / "labelled" / "manifest.json").read_text())
     assert "labelled" in manifest and "not checker scores" in manifest["labelled"]
     assert json.loads((raw / "manifest.json").read_text())["rollouts"][1]["reward"] == 0.25  # the original is kept
+
+
+def test_said_labels_name_the_target_and_its_quarter_before_the_click(tmp_path):
+    train, _ = write_suite(tmp_path / "suite", train=4, held_out=0, targets=3, by="colour")
+    raw = write_rollout_set(tmp_path / "raw", {f"train-{i:03d}": [(click(1, 1), 0.0)] for i in range(4)})
+    assert label_rollouts(raw, train, tmp_path / "labelled", say=True) == 4
+    from training.rollout_data import rollout_examples
+    examples, _ = rollout_examples(tmp_path / "labelled")
+    assert len(examples) == 4
+    for ex in examples:
+        named, targets = layout(0, int(ex.meta["task"].split("-")[1]), 3, 84, "colour")
+        x0, y0, x1, y1 = next(t["box"] for t in targets if t["name"] == named)
+        answer = json.loads(ex.completion)
+        quarter = ("top" if y1 < 42 else "bottom") + " " + ("left" if x1 < 42 else "right")
+        assert answer["thought"] == f"{named}: {quarter}"
+        assert answer["action"] == {"type": "click", "x": (x0 + x1) // 2, "y": (y0 + y1) // 2}

@@ -1,0 +1,281 @@
+"""The tiny base's making (issue 46): a perception stage on generated screens, before any learning under test.
+
+    .venv/bin/python -m scripts.build.screen_pretraining make [--config configs/tiny_vlm_perceive.yaml]
+    .venv/bin/python -m scripts.build.screen_pretraining diagnose --hf HF_DIR --phases caption:600,colour:400
+
+A random-weight tiny Qwen2-VL trained on labelled clicks stays on the marginal answer (measured: docs/learning.md):
+nothing pulls it off the plateau where the image is ignored. This stage trains the whole model (not LoRA) on
+screens drawn as the perceivable suite's board draws them (scripts/demos/perceivable_targets.py's layout: the same
+colours, sides, cells and offsets), in the loop's short prompt form (the goals block and the last line, as
+training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT the suite's:
+
+    caption   "Say what is in each quarter of the screen." -> thought "top left: red, top right: nothing, ..."
+    places    "Say where each colour is."                  -> thought "red: top left, green: nowhere, ..."
+    where     "Where is the blue square?"                  -> thought "top right"   (words, action wait)
+    single    "Click the square." on a screen with ONE target -> a click on it (the action format, no choice)
+    colour    the suite's own task ("Click the blue square." among 2-4 -> the click): diagnosis only, never
+              in the base's making (that is the learning under test)
+    colour_said  the same, the thought saying first what and where ("blue: top right"): one look-up per token
+              (the colour from the instruction, its place, then the click), diagnosis only
+
+`make` builds the tiny base with scripts/build/build_tiny_vlm.py's builder, runs the configured phases on it, and
+converts it with the same converter, into .cache/tiny-vlm-bases/<hash>/ keyed by the config and this file's code,
+so it is made once. `diagnose` trains phases in-process and prints held-out accuracy per task (teacher-forced
+argmax of every answer token: what greedy decoding answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scripts.demos import perceivable_targets as pt
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / ".cache" / "tiny-vlm-bases"
+SCREEN = 84
+QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
+TASKS = ("caption", "places", "where", "single", "colour", "colour_said")
+TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
+"""Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
+JPEG_QUALITY = 85
+"""The generic family's screenshot encoding (conway.imaging.MODEL_ENCODING)."""
+
+
+def render(targets: list[dict[str, Any]], screen: int = SCREEN) -> bytes:
+    """The board's drawing of filled squares (cairo's rectangle x0..x1 inclusive), as the JPEG the loop sends."""
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", (screen, screen), tuple(round(c * 255) for c in pt.BACKGROUND))
+    draw = ImageDraw.Draw(im)
+    for t in targets:
+        draw.rectangle(t["box"], fill=tuple(t["rgb"]))
+    buf = io.BytesIO()
+    im.save(buf, format="JPEG", quality=JPEG_QUALITY)
+    return buf.getvalue()
+
+
+def quadrant(box: list[int], screen: int = SCREEN) -> int:
+    """0-3, row-major: the cell of the 2x2 grid the target lies in (a target never crosses its cell)."""
+    cell = screen // 2
+    return ((box[1] + box[3]) // 2 // cell) * 2 + (box[0] + box[2]) // 2 // cell
+
+
+def quadrant_centre(q: int, screen: int = SCREEN) -> tuple[int, int]:
+    """A point inside every target of cell q: offsets 1..13 in a 42-px cell put a 28-px side over its centre."""
+    cell = screen // 2
+    return (q % 2) * cell + cell // 2, (q // 2) * cell + cell // 2
+
+
+def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
+    """One generated row (training.data.Example) of `task`; a task "a+b" alternates a and b by index."""
+    from training.data import Example
+
+    if "+" in task:
+        parts = task.split("+")
+        task = parts[index % len(parts)]
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r} (one of {', '.join(TASKS)})")
+    named, drawn = pt.layout(seed, index, max(targets, 2), SCREEN, "colour")
+    if task == "single":
+        drawn = [t for t in drawn if t["name"] == named]
+    at = {quadrant(t["box"]): t["name"] for t in drawn}
+    q = next(k for k, name in at.items() if name == named)
+    said = {"caption": "Say what is in each quarter of the screen.", "where": f"Where is the {named} square?",
+            "places": "Say where each colour is.",
+            "single": "Click the square."}.get(task, pt.instruction(named, "colour"))
+    if task == "caption":
+        answer = {"thought": ", ".join(f"{name}: {at.get(k, 'nothing')}" for k, name in enumerate(QUADRANTS)),
+                  "action": {"type": "wait"}}
+    elif task == "places":
+        place = {name: QUADRANTS[k] for k, name in at.items()}
+        answer = {"thought": ", ".join(f"{c}: {place.get(c, 'nowhere')}" for c in pt.COLOURS),
+                  "action": {"type": "wait"}}
+    elif task == "where":
+        answer = {"thought": QUADRANTS[q], "action": {"type": "wait"}}
+    else:
+        x, y = quadrant_centre(q)
+        thought = f"{named}: {QUADRANTS[q]}" if task == "colour_said" else ""
+        answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y}}
+    goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'
+             'Only the session task.\n</file>')
+    text = f"{goals}\n\nThe screenshot below is {SCREEN}x{SCREEN} pixels."
+    messages = [{"role": "user", "content": [{"type": "text", "text": text},
+                                             {"type": "image_url", "image_url": {"url": "screen.jpg"}}]}]
+    return Example(messages=messages, image_png=render(drawn), completion=json.dumps(answer),
+                   meta={"task": task, "quadrant": q})
+
+
+def parse_phases(spec: str) -> list[tuple[str, int]]:
+    """"caption:600,caption+where:900" -> [("caption", 600), ("caption+where", 900)]."""
+    phases = []
+    for part in spec.split(","):
+        task, _, steps = part.partition(":")
+        for t in task.split("+"):
+            if t not in TASKS:
+                raise ValueError(f"unknown task {t!r} in {spec!r} (one of {', '.join(TASKS)})")
+        phases.append((task, int(steps)))
+    return phases
+
+
+def accuracy(model: Any, enc: Any, held: list[dict[str, Any]]) -> float:
+    """Share of rows whose every answer token is the argmax given the ones before (greedy's answer)."""
+    import torch
+
+    model.eval()
+    ok = 0
+    with torch.no_grad():
+        for j in range(0, len(held), 16):
+            chunk = held[j:j + 16]
+            batch = enc.collate(chunk)
+            batch.pop("labels")
+            logits = model(**batch).logits
+            for k, it in enumerate(chunk):
+                p, n = it["prompt_len"], len(it["input_ids"])
+                ok += bool((logits[k, p - 1:n - 1].argmax(-1) == it["input_ids"][p:n]).all())
+    model.train()
+    return ok / len(held)
+
+
+def train(model: Any, enc: Any, phases: list[tuple[str, int]], *, lr: float = 2e-3, batch: int = 16,
+          seed: int = 0, targets: int = 3, evals: dict[str, list[dict[str, Any]]] | None = None,
+          eval_every: int = 50, say: Any = print) -> list[dict[str, Any]]:
+    """Full-parameter AdamW over the phases; returns the log (loss, held-out accuracy per task)."""
+    import torch
+
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    rng = random.Random(f"screen-pretraining:{seed}")
+    schedule = [task for task, steps in phases for _ in range(steps)]
+    log, started = [], time.time()
+    model.train()
+    for step, task in enumerate(schedule, 1):
+        rows = [enc.encode(example(task, TRAIN_SEEDS + seed, rng.randrange(10 ** 9), targets)) for _ in range(batch)]
+        loss = model(**enc.collate(rows)).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if evals and (step % eval_every == 0 or step == len(schedule)):
+            point = {"step": step, "task": task, "loss": round(loss.item(), 4), "s": round(time.time() - started, 1),
+                     **{t: round(accuracy(model, enc, h), 4) for t, h in evals.items()}}
+            log.append(point)
+            say(json.dumps(point))
+    return log
+
+
+def held_out(enc: Any, tasks: list[str], n: int, targets: int = 3) -> dict[str, list[dict[str, Any]]]:
+    """Encoded held-out rows per task, from a seed no training row uses."""
+    return {t: [enc.encode(example(t, HELD_SEEDS, i, targets)) for i in range(n)] for t in tasks}
+
+
+def diagnose(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="screen_pretraining diagnose")
+    ap.add_argument("--hf", required=True, help="a tiny base's HF folder (build_tiny_vlm.py --keep-hf)")
+    ap.add_argument("--phases", default="colour:400", help="task:steps,... (tasks: " + ", ".join(TASKS) + ")")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--targets", type=int, default=3)
+    ap.add_argument("--eval", type=int, default=48)
+    ap.add_argument("--eval-tasks", default="caption,where,single,colour")
+    ap.add_argument("--seed", type=int, default=0, help="data order and layouts of the training rows")
+    a = ap.parse_args(argv)
+    import torch
+    from transformers import Qwen2VLForConditionalGeneration
+
+    from training.data import Encoder
+
+    torch.set_num_threads(1)
+    enc = Encoder.from_pretrained(a.hf)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(a.hf)
+    evals = held_out(enc, a.eval_tasks.split(","), a.eval, a.targets)
+    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed)
+    return 0
+
+
+DEFAULT_CONFIG = REPO / "configs" / "tiny_vlm_perceive.yaml"
+SETTINGS = {"build_config": str, "phases": str, "lr": float, "batch": int, "targets": int, "seed": int}
+
+
+def load(config: Path) -> dict[str, Any]:
+    """The stage's settings (every key required, unknown keys an error)."""
+    import yaml
+
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    unknown, missing = set(data) - set(SETTINGS), set(SETTINGS) - set(data)
+    if unknown or missing:
+        raise SystemExit(f"{config}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+    settings = {k: kind(data[k]) for k, kind in SETTINGS.items()}
+    parse_phases(settings["phases"])
+    return settings
+
+
+def cache_key(settings: dict[str, Any]) -> str:
+    """A hash of what decides the base: the stage's settings, the random base's config, and both builders' code."""
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for path in (REPO / settings["build_config"], Path(__file__), REPO / "scripts" / "build" / "build_tiny_vlm.py"):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def pretrainer(settings: dict[str, Any], say: Any = print) -> Any:
+    """build_tiny_vlm.build's `pretrain` hook: the phases on the freshly built HF folder, saved in place."""
+
+    def run(hf_dir: Path) -> dict[str, Any]:
+        import torch
+        from transformers import Qwen2VLForConditionalGeneration
+
+        from training.data import Encoder
+
+        torch.set_num_threads(1)
+        enc = Encoder.from_pretrained(hf_dir)
+        model = Qwen2VLForConditionalGeneration.from_pretrained(hf_dir, dtype=torch.float32)
+        phases = parse_phases(settings["phases"])
+        tasks = sorted({t for task, _ in phases for t in task.split("+")} | {"colour"})
+        started = time.time()
+        log = train(model, enc, phases, lr=settings["lr"], batch=settings["batch"], seed=settings["seed"],
+                    targets=settings["targets"], evals=held_out(enc, tasks, 48, settings["targets"]),
+                    eval_every=max(1, sum(n for _, n in phases) // 6), say=say)
+        model.save_pretrained(hf_dir)
+        return {"settings": settings, "log": log, "seconds": round(time.time() - started, 1)}
+
+    return run
+
+
+def make(config: Path = DEFAULT_CONFIG, *, cache: Path = CACHE, say: Any = print) -> Path:
+    """The perceiving base's folder (tiny-vlm.gguf, tiny-vlm-mmproj.gguf, hf/, pretraining.json), made once."""
+    from scripts.build import build_tiny_vlm
+
+    settings = load(config)
+    out = cache / cache_key(settings)
+    if (out / "pretraining.json").is_file():
+        return out
+    report = build_tiny_vlm.build(out, build_tiny_vlm.load_settings(REPO / settings["build_config"]), keep_hf=True,
+                                  pretrain=pretrainer(settings, say))
+    (out / "pretraining.json").write_text(json.dumps(report["pretraining"], indent=1) + "\n", encoding="utf-8")
+    return out  # pretraining.json is written last: a folder without it is unfinished and made again
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["diagnose"]:
+        return diagnose(argv[1:])
+    if argv[:1] == ["make"]:
+        ap = argparse.ArgumentParser(prog="screen_pretraining make")
+        ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+        ap.add_argument("--cache", type=Path, default=CACHE)
+        a = ap.parse_args(argv[1:])
+        print(make(a.config, cache=a.cache))
+        return 0
+    sys.stderr.write(__doc__.split("\n\n")[0] + "\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
