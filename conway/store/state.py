@@ -180,8 +180,9 @@ class StateStore:
             atomic_write_bytes(self.previous, current, durable)
 
 
-TEMP_OWNERS = ("state.json", "state.previous.json", "memory.md", "memory.previous.md")
-"""Files the running agent writes atomically; their leftover temp files are its own."""
+TEMP_OWNERS = ("state.json", "state.previous.json", "memory.md", "memory.previous.md", "live.json")
+"""Files the running agent writes atomically (live.json: `conway.store.live`, at a session's start); their leftover
+temp files are its own."""
 
 
 def remove_leftover_temps(folder: Path, names: tuple[str, ...] = TEMP_OWNERS) -> list[str]:
