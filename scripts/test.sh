@@ -24,7 +24,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev
   $SUDO apt-get install -y -qq --no-install-recommends \
     xvfb xdotool x11-utils cmake build-essential pkg-config \
     dbus-x11 at-spi2-core gir1.2-atspi-2.0 gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev \
-    bubblewrap slirp4netns lxterminal mousepad python3-gi xdg-utils \
+    bubblewrap slirp4netns lxterminal mousepad python3-gi python3-gi-cairo xdg-utils \
     chromium chromium-driver ffmpeg \
     libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird nautilus socat \
     gnome-shell-common gnome-settings-daemon-common sysstat xsel expect bc pulseaudio pulseaudio-utils orchis-gtk-theme \

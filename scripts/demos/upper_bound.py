@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scripts.build.screen_pretraining import QUADRANTS
+from scripts.build.screen_pretraining import QUADRANTS, quadrant_centre
 from scripts.demos import reward_demo
 
 
@@ -46,10 +46,12 @@ def named_target(task: dict[str, Any]) -> tuple[str, tuple[int, int], str]:
     return named, (x, y), QUADRANTS[(y // half_h) * 2 + x // half_w]
 
 
-def label_rollouts(rollouts: Path, suite: Path, out: Path, say: bool = False) -> int:
+def label_rollouts(rollouts: Path, suite: Path, out: Path, say: bool = False, cell: bool = False) -> int:
     """A copy of the rollout set whose every answer is the right click (reward 1: it is a label). Returns rows.
     `say`: the label's thought first says the named target and its quarter ("blue: top right"), the answer
-    form the made base learns (docs/learning.md#the-bases-making); otherwise the thought is empty."""
+    form the made base learns (docs/learning.md#the-bases-making); otherwise the thought is empty.
+    `cell`: the click is at the centre of the target's quarter (21 or 63 on each axis, inside every target), the
+    point the made base's stage teaches, rather than the target's own centre (whose digits vary with its offset)."""
     from conway.evals.rollouts import MANIFEST
 
     tasks = {json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in suite.rglob("*.json")}
@@ -60,6 +62,8 @@ def label_rollouts(rollouts: Path, suite: Path, out: Path, say: bool = False) ->
     rows = 0
     for r in manifest["rollouts"]:
         named, (x, y), quarter = named_target(tasks[r["task"]])
+        if cell:
+            x, y = quadrant_centre(QUADRANTS.index(quarter))
         thought = f"{named}: {quarter}" if say else ""
         answer = json.dumps({"thought": thought, "action": {"type": "click", "x": x, "y": y}})
         path = out / r["requests"]["path"]
@@ -85,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--say", action="store_true",
                     help="labels whose thought first says the named target and its quarter (\"blue: top right\")")
+    ap.add_argument("--click", default="centre", choices=("centre", "cell"),
+                    help="where the label clicks: the target's centre, or its quarter's centre (the stage's point)")
     ap.add_argument("overrides", nargs="*", metavar="key=value",
                     help="tiny_cpu overrides (e.g. train.short_prompt_steps=300 train.short_prompt_keep_goals=true)")
     args = ap.parse_args(argv)
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                                             f"policy.mmproj_path={base / 'tiny-vlm-mmproj.gguf'}"])
             rollouts(home, cfg, str(train_suite), output=str(raw), samples=1, seed=args.seed, temperature=1.0,
                      max_steps=1, quiet=True, say=lambda _: None, screen=(reward_demo.SCREEN, reward_demo.SCREEN))
-        rows = label_rollouts(raw, train_suite, work / "labelled", say=args.say)
+        rows = label_rollouts(raw, train_suite, work / "labelled", say=args.say, cell=args.click == "cell")
         print(f"upper bound in {work}: {rows} labelled row(s) from {args.train} train tasks ({args.suite}, "
               f"{args.targets} targets)", flush=True)
         cand = reward_demo.sft_candidate(home, base, str(work / "labelled"), args.seconds, args.overrides)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.desktop_fixtures import desktop, find_color_box, wait_until, xvfb_session  # noqa: F401  (fixtures)
 from helpers.task_desktop import need_desktop
 
 from conway.cli.main import main
@@ -86,3 +87,39 @@ def _background(targets: list[dict]) -> tuple[int, int]:
     return next((x, y) for y in range(2, 82, 4) for x in range(2, 82, 4)
                 if not any(t["box"][0] - 1 <= x <= t["box"][2] + 1 and t["box"][1] - 1 <= y <= t["box"][3] + 1
                            for t in targets))
+
+
+@pytest.mark.desktop
+def test_the_board_draws_every_target_where_its_box_says(tmp_path, desktop):  # noqa: F811  (the fixture)
+    """What the model sees, not only what the checker reads: the board's click handler scores the boxes whether or
+    not they were painted, so without cairo's bindings for PyGObject (python3-gi-cairo) every screen the loop
+    sent was the bare window's grey and every score above was a guess (measured: docs/learning.md)."""
+    import shutil
+    import subprocess
+
+    from PIL import ImageGrab
+
+    from conway.sandbox.environment import SYSTEM_PATH
+
+    task = json.loads(next((write_suite(tmp_path, train=1, held_out=0, targets=3, by="colour")[0] / "examples"
+                            / "targets").glob("*.json")).read_text())
+    argv = task["config"][0]["parameters"]["command"]
+    spec = json.loads(argv[-1])
+    python = shutil.which(argv[0], path=SYSTEM_PATH)  # the desktop's python3, as a launch step finds it
+    assert python, "python3 is not on the desktop's PATH"
+    log = tmp_path / "board.log"
+    with log.open("w") as err:
+        app = subprocess.Popen([python, *argv[1:]], stdout=err, stderr=err)
+    try:
+        def drawn() -> bool:
+            shot = ImageGrab.grab(xdisplay=desktop.display)
+            return all(find_color_box(shot, tuple(t["rgb"]), 8) for t in spec["targets"])
+
+        wait_until(drawn, timeout=60.0, interval=0.25, what=f"the board's targets on screen ({log})")
+        shot = ImageGrab.grab(xdisplay=desktop.display)
+        for t in spec["targets"]:
+            assert find_color_box(shot, tuple(t["rgb"]), 8) == tuple(t["box"]), (t, log.read_text())
+    finally:
+        app.terminate()
+        app.wait(timeout=10)
+    assert "Error" not in log.read_text(), log.read_text()

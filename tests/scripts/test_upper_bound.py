@@ -44,3 +44,17 @@ def test_said_labels_name_the_target_and_its_quarter_before_the_click(tmp_path):
         quarter = ("top" if y1 < 42 else "bottom") + " " + ("left" if x1 < 42 else "right")
         assert answer["thought"] == f"{named}: {quarter}"
         assert answer["action"] == {"type": "click", "x": (x0 + x1) // 2, "y": (y0 + y1) // 2}
+
+
+def test_cell_labels_click_the_centre_of_the_targets_quarter_which_lies_inside_it(tmp_path):
+    train, _ = write_suite(tmp_path / "suite", train=6, held_out=0, targets=3, by="colour")
+    raw = write_rollout_set(tmp_path / "raw", {f"train-{i:03d}": [(click(1, 1), 0.0)] for i in range(6)})
+    label_rollouts(raw, train, tmp_path / "labelled", say=True, cell=True)
+    from training.rollout_data import rollout_examples
+    examples, _ = rollout_examples(tmp_path / "labelled")
+    for ex in examples:
+        named, targets = layout(0, int(ex.meta["task"].split("-")[1]), 3, 84, "colour")
+        x0, y0, x1, y1 = next(t["box"] for t in targets if t["name"] == named)
+        action = json.loads(ex.completion)["action"]
+        assert action["x"] in (21, 63) and action["y"] in (21, 63)
+        assert x0 <= action["x"] <= x1 and y0 <= action["y"] <= y1
