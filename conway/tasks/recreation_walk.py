@@ -13,6 +13,7 @@ the request (`homes`).
 """
 
 import json
+import os
 import re
 import sys
 import time
@@ -140,10 +141,24 @@ def walk(probe, port, request):
                 pass
 
 
+def load_probe(probe_source):
+    """The DevTools probe's helpers (conway/tasks/devtools_probe.py, sent by the host as the second argument) as a
+    module imported from a file of its own: its main runs only as __main__."""
+    import importlib.util
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "devtools_probe.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(probe_source)
+        spec = importlib.util.spec_from_file_location("devtools_probe", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return vars(module)
+
+
 def main(request, probe_source):
-    probe = {"__name__": "devtools_probe"}
-    exec(probe_source, probe)  # the probe's helpers; its own main runs only as __main__
-    return walk(probe, int(request.get("port", 9222)), request)
+    return walk(load_probe(probe_source), int(request.get("port", 9222)), request)
 
 
 if __name__ == "__main__":
