@@ -347,13 +347,14 @@ class TasksSuite:
         """The policy for one task: its own mock script, or the shared mock restarted (each task starts a
         fresh script), or the model as given."""
         from conway.policies.mock import MockPolicy, load_script
+        from conway.sandbox.setup import load_factor
 
         if self.mock_scripts is None:
             return policy.restarted() if isinstance(policy, MockPolicy) else policy
         path = mock_script_for(self.mock_scripts, task_id)
         if path is None:
             raise UserError(f"no mock script {self.mock_scripts / (task_id + '.yaml')}")
-        return MockPolicy(load_script(path))
+        return MockPolicy(load_script(path), wait_scale=load_factor)
 
     def _task_config(self, desk: Any) -> ConwayConfig:
         return desk.task_config(self.config)  # which tools act where is the desktop's to say

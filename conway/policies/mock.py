@@ -22,7 +22,7 @@ import json
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -96,8 +96,13 @@ def load_script(path: str | Path) -> MockScript:
 
 
 class MockPolicy(Policy):
-    def __init__(self, script: MockScript | None = None, sleep=time.sleep):
+    def __init__(self, script: MockScript | None = None, sleep=time.sleep,
+                 wait_scale: Callable[[], float] | None = None):
         self.script = script or default_script()
+        self.wait_scale = wait_scale
+        """When given, a scripted `wait` of N seconds becomes N × wait_scale(): a script stands in for a model that
+        would look until the screen is ready, so on a loaded machine it waits as much longer as the task runner's
+        window waits do (the runner passes the machine's load factor; None keeps the script's seconds)."""
         self.model_id = MODEL_ID
         self._index = 0
         self._sleep = sleep
@@ -112,7 +117,7 @@ class MockPolicy(Policy):
     def restarted(self) -> MockPolicy:
         """The same script from its first step: a new task starts the script afresh, never at the previous
         task's position (which left every later task "script finished; idling" until its time ran out)."""
-        return MockPolicy(self.script, sleep=self._sleep)
+        return MockPolicy(self.script, sleep=self._sleep, wait_scale=self.wait_scale)
 
     def _next(self) -> MockStep | None:
         steps = self.script.steps
@@ -146,9 +151,14 @@ class MockPolicy(Policy):
         else:
             items = step.actions if step.actions is not None else ([step.action] if step.action else [])
             raw = json.dumps(items[0] if len(items) == 1 else items)
-            actions = [parse_action(a) for a in items] or [Wait()]
+            actions = [self._scaled(parse_action(a)) for a in items] or [Wait()]
         return Decision(raw_text=raw, actions=actions, model_id=self.model_id, thought=step.thought,
                         latency_s=time.perf_counter() - started)
+
+    def _scaled(self, action: Any) -> Any:
+        if self.wait_scale is None or not isinstance(action, Wait) or not action.seconds:
+            return action
+        return Wait(seconds=min(3600.0, action.seconds * max(1.0, self.wait_scale())))
 
     def feedback(self, record: dict[str, Any]) -> None:
         self.feedback_records.append(record)
