@@ -74,13 +74,32 @@ def quadrant_centre(q: int, screen: int = SCREEN) -> tuple[int, int]:
     return (q % 2) * cell + cell // 2, (q // 2) * cell + cell // 2
 
 
+FULL = "@full"
+"""A task's suffix for its rows in the loop's full prompt form (the system prompt of a recorded request, then the
+goals block, the loop's "Choose the next action" line and the image) rather than the short one."""
+FULL_SYSTEM: dict[str, str] = {}
+"""The system prompt the full form uses, set by `use_system_of(requests.jsonl)`."""
+
+
+def use_system_of(requests: Path) -> None:
+    """Take the full form's system prompt from the first request a rollout recorded (a loop's real request: the
+    constitution, action space and host facts of the run that recorded it)."""
+    entry = json.loads(Path(requests).read_text(encoding="utf-8").splitlines()[0])
+    system = next(m for m in entry["messages"] if m["role"] == "system")
+    content = system["content"]
+    FULL_SYSTEM["text"] = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
 def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
-    """One generated row (training.data.Example) of `task`; a task "a+b" alternates a and b by index."""
+    """One generated row (training.data.Example) of `task`; a task "a+b" alternates a and b by index; a task
+    ending in "@full" is in the loop's full prompt form (`use_system_of` first)."""
     from training.data import Example
 
     if "+" in task:
         parts = task.split("+")
         task = parts[index % len(parts)]
+    full = task.endswith(FULL)
+    task = task.removesuffix(FULL)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r} (one of {', '.join(TASKS)})")
     named, drawn = pt.layout(seed, index, max(targets, 2), SCREEN, "colour")
@@ -106,9 +125,14 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
         answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y}}
     goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'
              'Only the session task.\n</file>')
-    text = f"{goals}\n\nThe screenshot below is {SCREEN}x{SCREEN} pixels."
+    last = f"The screenshot below is {SCREEN}x{SCREEN} pixels."
+    text = f"{goals}\n\nChoose the next action. Answer with the JSON object only.\n{last}" if full else f"{goals}\n\n{last}"
     messages = [{"role": "user", "content": [{"type": "text", "text": text},
                                              {"type": "image_url", "image_url": {"url": "screen.jpg"}}]}]
+    if full:
+        if "text" not in FULL_SYSTEM:
+            raise ValueError("a full-form row needs the loop's system prompt: use_system_of(requests.jsonl) first")
+        messages.insert(0, {"role": "system", "content": FULL_SYSTEM["text"]})
     return Example(messages=messages, image_png=render(drawn), completion=json.dumps(answer),
                    meta={"task": task, "quadrant": q})
 
@@ -119,7 +143,7 @@ def parse_phases(spec: str) -> list[tuple[str, int]]:
     for part in spec.split(","):
         task, _, steps = part.partition(":")
         for t in task.split("+"):
-            if t not in TASKS:
+            if t.removesuffix(FULL) not in TASKS:
                 raise ValueError(f"unknown task {t!r} in {spec!r} (one of {', '.join(TASKS)})")
         phases.append((task, int(steps)))
     return phases
@@ -185,7 +209,12 @@ def diagnose(argv: list[str]) -> int:
     ap.add_argument("--eval", type=int, default=48)
     ap.add_argument("--eval-tasks", default="caption,where,single,colour")
     ap.add_argument("--seed", type=int, default=0, help="data order and layouts of the training rows")
+    ap.add_argument("--system-from", type=Path, help="a recorded requests.jsonl whose system prompt the @full rows use")
+    ap.add_argument("--save", type=Path, help="save the trained model (HF) here")
+    ap.add_argument("--eval-every", type=int, default=50)
     a = ap.parse_args(argv)
+    if a.system_from:
+        use_system_of(a.system_from)
     import torch
     from transformers import Qwen2VLForConditionalGeneration
 
@@ -195,7 +224,13 @@ def diagnose(argv: list[str]) -> int:
     enc = Encoder.from_pretrained(a.hf)
     model = Qwen2VLForConditionalGeneration.from_pretrained(a.hf)
     evals = held_out(enc, a.eval_tasks.split(","), a.eval, a.targets)
-    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed)
+    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed,
+          eval_every=a.eval_every)
+    if a.save:
+        model.save_pretrained(a.save)
+        for f in Path(a.hf).iterdir():  # the tokenizer and preprocessor files beside the weights
+            if f.is_file() and not (a.save / f.name).exists():
+                (a.save / f.name).write_bytes(f.read_bytes())
     return 0
 
 

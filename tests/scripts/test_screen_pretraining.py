@@ -51,6 +51,24 @@ def test_phases_name_known_tasks_only():
         sp.parse_phases("captions:3")
 
 
+def test_a_full_form_row_is_the_short_row_behind_the_recorded_system_prompt(tmp_path, monkeypatch):
+    """`@full` rows carry the loop's system prompt, taken from a recorded request, and the loop's own last lines;
+    Example.short(keep_goals=True) of one gives back the stage's short row exactly."""
+    monkeypatch.setattr(sp, "FULL_SYSTEM", {})
+    with pytest.raises(ValueError, match="system prompt"):
+        sp.example("colour_said@full", 0, 3)
+    recorded = tmp_path / "requests.jsonl"
+    recorded.write_text(json.dumps({"messages": [{"role": "system", "content": "You are Conway. (recorded)"},
+                                                 {"role": "user", "content": "x"}]}) + "\n")
+    sp.use_system_of(recorded)
+    full, short = sp.example("colour_said@full", 0, 3), sp.example("colour_said", 0, 3)
+    assert full.messages[0] == {"role": "system", "content": "You are Conway. (recorded)"}
+    assert "Choose the next action. Answer with the JSON object only." in full.messages[1]["content"][0]["text"]
+    assert full.short(keep_goals=True).messages == short.messages
+    assert (full.completion, full.image_png) == (short.completion, short.image_png)
+    assert sp.parse_phases("colour_said@full+places:4") == [("colour_said@full+places", 4)]
+
+
 @pytest.mark.timeout(600)
 def test_a_tiny_stage_is_made_once(tmp_path):
     config = tmp_path / "stage.yaml"
