@@ -168,6 +168,9 @@ def _op_run(conn, req):
 
 _SPAWNED = {}
 """pid → the program `spawn` started: `exited` says whether it has ended, and with what status."""
+_LAST_WORDS = {}
+LAST_WORDS = 2048
+"""The last bytes of a spawned program's stderr kept for `exited` (a program ended in error says why)."""
 
 
 def _op_spawn(conn, req):
@@ -175,19 +178,42 @@ def _op_spawn(conn, req):
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
         return _send(conn, {"error": "argv must be a non-empty list of strings"})
     try:
-        proc = _start(argv, os.environ.get("HOME", "/"), out=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, cwd=os.environ.get("HOME", "/"), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                                close_fds=True)
     except OSError as exc:
         return _send(conn, {"error": f"cannot start {argv[0]}: {exc.strerror or exc}"})
     _SPAWNED[proc.pid] = proc
+    drain = threading.Thread(target=_drain, args=(proc, bytearray()), daemon=True)
+    drain.kept = b""
+    _LAST_WORDS[proc.pid] = drain
+    drain.start()
     threading.Thread(target=proc.wait, daemon=True).start()  # reaped when it ends
     return _send(conn, {"pid": proc.pid})
+
+
+def _drain(proc, kept):
+    """Read a spawned program's stderr to its end (a child may hold it open longer), keeping only the last
+    LAST_WORDS bytes: what `exited` tells of a program that ended in error."""
+    try:
+        while chunk := proc.stderr.read1(65536):
+            kept += chunk
+            del kept[:-LAST_WORDS]
+            threading.current_thread().kept = bytes(kept)
+    except (OSError, ValueError):
+        pass
 
 
 def _op_exited(conn, req):
     proc = _SPAWNED.get(req.get("pid"))
     if proc is None:
         return _send(conn, {"error": "no program spawned with that pid"})
-    return _send(conn, {"returncode": proc.returncode})  # None while it runs (set by its waiting thread)
+    answer = {"returncode": proc.returncode}  # None while it runs (set by its waiting thread)
+    drain = _LAST_WORDS.get(proc.pid)
+    if proc.returncode and drain is not None:
+        drain.join(0.5)  # what it wrote just before it ended
+        answer["stderr"] = bytes(getattr(drain, "kept", b"")).decode("utf-8", "replace")
+    return _send(conn, answer)
 
 
 def _names(pid):

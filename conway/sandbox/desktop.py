@@ -56,6 +56,16 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
 """
 
 
+LAST_WORDS_CHARS = 200
+
+
+def last_words(text: str) -> str:
+    """What a program the box ran wrote last, as a report may quote it: printable characters only, whitespace
+    folded to one line, its last LAST_WORDS_CHARS (the box's text is hostile: it is shown, never acted on)."""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return shown if len(shown) <= LAST_WORDS_CHARS else "…" + shown[-LAST_WORDS_CHARS:]
+
+
 def _reachable(parent: Path | None) -> str | None:
     """Where the root can be made so that the box's own uid (when Conway is root) can reach its home: `parent`
     when every folder above it lets others through, else the system's temp folder, else /tmp."""
@@ -76,6 +86,8 @@ class DisposableDesktop:
                  network: bool = False, keep: bool = False, root_parent: Path | None = None, bwrap: str = BWRAP,
                  limits: BoxLimits | None = None):
         self.task_id = task_id
+        self.last_words: dict[int, str] = {}
+        """pid → the end of a spawned program's stderr, for one that ended in error (`spawned_exit`)."""
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.size = size
         self.network = network
@@ -285,8 +297,12 @@ class DisposableDesktop:
         return pid if isinstance(pid, int) else None
 
     def spawned_exit(self, pid: int) -> int | None:
-        """The exit status of a program `spawn` started, or None while it runs (or when the box cannot say)."""
-        status = self._box().request({"op": "exited", "pid": pid}).get("returncode")
+        """The exit status of a program `spawn` started, or None while it runs (or when the box cannot say); for
+        one that ended in error, the end of what it wrote to stderr is kept in `last_words[pid]`."""
+        answer = self._box().request({"op": "exited", "pid": pid})
+        status = answer.get("returncode")
+        if isinstance(status, int) and status and isinstance(answer.get("stderr"), str):
+            self.last_words[pid] = last_words(answer["stderr"])
         return status if isinstance(status, int) else None
 
     def kill_matching(self, pattern: str, *, wait_s: float = 5.0) -> int:

@@ -178,17 +178,20 @@ def _started_window(env: TaskEnv, limits: SetupLimits, what: str, start: Callabl
                     scale: float = 1.0) -> None:
     for _ in range(LAUNCH_TRIES):
         before = windows.visible_windows(env.display)
-        window, waited, status = _new_window(env, limits, before, scale, start())
+        pid = start()
+        window, waited, status = _new_window(env, limits, before, scale, pid)
         if window is not None:
             return
+        said = getattr(env, "last_words", {}).get(pid) if isinstance(pid, int) else None
+        words = f"; it said: {said}" if said else ""
         if status is None:
             raise SetupError(f"the application never opened its window ({what}; {waited})")
         if limits.notes is not None:  # said in the case's report: how often the machine refused a start
             limits.notes.append(f"launch: the program ended with status {status} before showing a window; "
-                                f"started again ({what})")
+                                f"started again ({what}{words})")
         time.sleep(1.0)
     raise SetupError(f"the application ended with status {status} before showing a window, {LAUNCH_TRIES} times "
-                     f"({what})")
+                     f"({what}{words})")
 
 
 NO_WINDOW = frozenset({"socat"})

@@ -306,5 +306,13 @@ def test_the_box_says_whether_a_launched_program_ended_and_how(desk: DisposableD
     assert isinstance(running, int) and isinstance(broken, int)
     wait_until(lambda: desk.spawned_exit(broken) == 3, timeout=20, interval=0.2, what="the broken program's status")
     assert desk.spawned_exit(running) is None
+    assert desk.last_words[broken] == "Error: Can't open display"  # what it said last, for the error
     with pytest.raises(SetupError, match=r"ended with status 3 before showing a window, 3 times"):
         run_setup([{"type": "launch", "parameters": {"command": ["sh", "-c", "exit 3"]}}], desk, FAST)
+    # the step's error quotes the program's last words: one printable line, its end only
+    noisy = "printf 'x%.0s' $(seq 1 5000) >&2; printf '\\033[31mno display\\n\\tat all\\n' >&2; exit 4"
+    with pytest.raises(SetupError) as failed:
+        run_setup([{"type": "launch", "parameters": {"command": ["sh", "-c", noisy]}}], desk, FAST)
+    said = str(failed.value).split("it said: ", 1)[1]
+    assert said.endswith("[31mno display at all)") and said.startswith("…x") and len(said) <= 203
+    assert "\x1b" not in said and "\n" not in said
