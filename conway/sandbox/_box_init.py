@@ -94,8 +94,8 @@ def _kill_tree(proc):
         pass
 
 
-def _start(argv, cwd, out=subprocess.PIPE):
-    return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+def _start(argv, cwd, out=subprocess.PIPE, err=None):
+    return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=out if err is None else err,
                             start_new_session=True, close_fds=True)
 
 
@@ -168,7 +168,8 @@ def _op_run(conn, req):
 
 _SPAWNED = {}
 """pid → the program `spawn` started: `exited` says whether it has ended, and with what status."""
-_LAST_WORDS = {}
+_STDERR_TAILS = {}
+"""pid → (the thread reading the spawned program's stderr, the last LAST_WORDS bytes it read)."""
 LAST_WORDS = 2048
 """The last bytes of a spawned program's stderr kept for `exited` (a program ended in error says why)."""
 
@@ -178,15 +179,13 @@ def _op_spawn(conn, req):
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
         return _send(conn, {"error": "argv must be a non-empty list of strings"})
     try:
-        proc = subprocess.Popen(argv, cwd=os.environ.get("HOME", "/"), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                                close_fds=True)
+        proc = _start(argv, os.environ.get("HOME", "/"), out=subprocess.DEVNULL, err=subprocess.PIPE)
     except OSError as exc:
         return _send(conn, {"error": f"cannot start {argv[0]}: {exc.strerror or exc}"})
     _SPAWNED[proc.pid] = proc
-    drain = threading.Thread(target=_drain, args=(proc, bytearray()), daemon=True)
-    drain.kept = b""
-    _LAST_WORDS[proc.pid] = drain
+    tail = bytearray()
+    drain = threading.Thread(target=_drain, args=(proc, tail), daemon=True)
+    _STDERR_TAILS[proc.pid] = (drain, tail)
     drain.start()
     threading.Thread(target=proc.wait, daemon=True).start()  # reaped when it ends
     return _send(conn, {"pid": proc.pid})
@@ -199,7 +198,6 @@ def _drain(proc, kept):
         while chunk := proc.stderr.read1(65536):
             kept += chunk
             del kept[:-LAST_WORDS]
-            threading.current_thread().kept = bytes(kept)
     except (OSError, ValueError):
         pass
 
@@ -209,10 +207,10 @@ def _op_exited(conn, req):
     if proc is None:
         return _send(conn, {"error": "no program spawned with that pid"})
     answer = {"returncode": proc.returncode}  # None while it runs (set by its waiting thread)
-    drain = _LAST_WORDS.get(proc.pid)
-    if proc.returncode and drain is not None:
+    if proc.returncode and proc.pid in _STDERR_TAILS:
+        drain, tail = _STDERR_TAILS[proc.pid]
         drain.join(0.5)  # what it wrote just before it ended
-        answer["stderr"] = bytes(getattr(drain, "kept", b"")).decode("utf-8", "replace")
+        answer["stderr"] = bytes(tail).decode("utf-8", "replace")
     return _send(conn, answer)
 
 

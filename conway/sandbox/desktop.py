@@ -62,6 +62,7 @@ LAST_WORDS_CHARS = 200
 def last_words(text: str) -> str:
     """What a program the box ran wrote last, as a report may quote it: printable characters only, whitespace
     folded to one line, its last LAST_WORDS_CHARS (the box's text is hostile: it is shown, never acted on)."""
+    text = text[-8 * LAST_WORDS_CHARS:]  # the box may answer with up to a whole answer line: cut before reading it
     shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     return shown if len(shown) <= LAST_WORDS_CHARS else "…" + shown[-LAST_WORDS_CHARS:]
 

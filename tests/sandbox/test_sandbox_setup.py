@@ -316,3 +316,12 @@ def test_the_box_says_whether_a_launched_program_ended_and_how(desk: DisposableD
     said = str(failed.value).split("it said: ", 1)[1]
     assert said.endswith("[31mno display at all)") and said.startswith("…x") and len(said) <= 203
     assert "\x1b" not in said and "\n" not in said
+
+
+def test_a_box_answering_with_a_huge_stderr_costs_the_host_only_its_end() -> None:
+    """`exited` answers come from inside the box: a hostile one may send a line as long as the reader takes; the
+    host reads only its end, folded to one printable line."""
+    from conway.sandbox.desktop import LAST_WORDS_CHARS, last_words
+
+    said = last_words("\x00" * (64 << 20) + "a\tb\x1b[2Jc\n")
+    assert said == "a b [2Jc" and len(last_words("y" * 10_000)) == LAST_WORDS_CHARS + 1
