@@ -152,12 +152,9 @@ def _deviations(config: ConwayConfig | None) -> list[str] | None:
     trained family): two reports' numbers compare exactly when these lists are equal."""
     if config is None:
         return None
-    from conway.policies.deviations import deviation_lines
-    from conway.policies.families import FAMILIES
+    from conway.policies.deviations import deviation_lines, listed
 
-    family = FAMILIES.get(config.policy.kind)
-    checked = family is not None and (family.conversation.official or family.reference is not None)
-    return deviation_lines(config) if checked else None
+    return deviation_lines(config) if listed(config) else None
 
 
 def served_by_of(policy: Any) -> dict[str, Any] | None:

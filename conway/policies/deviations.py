@@ -25,7 +25,7 @@ from typing import Any
 from conway.config import ConwayConfig, PolicyConfig
 from conway.policies.families import FAMILIES
 
-__all__ = ["DESCRIPTIONS", "deviation_lines", "deviation_keys"]
+__all__ = ["DESCRIPTIONS", "deviation_lines", "deviation_keys", "listed"]
 
 DESCRIPTIONS = {
     "constitution": "constitution.md, framed as a file, in the instruction slot",
@@ -59,16 +59,31 @@ def deviation_keys(pol: PolicyConfig) -> list[str]:
     return keys
 
 
+def _prompt_line(pol: PolicyConfig, family: Any) -> list[str]:
+    """The chosen prompt's own deviation (`Family.by_prompt[prompt]["deviation"]`), one line; [] for none."""
+    said = family.by_prompt.get(pol.prompt, {}).get("deviation")
+    return [f"prompt {pol.prompt}: {said}"] if said else []
+
+
+def listed(config: ConwayConfig) -> bool:
+    """Whether journals and reports list this configuration's deviations: a trained family's request, a
+    grounder's reference, or a prompt that is a named deviation (generic's `bare`)."""
+    family = FAMILIES.get(config.policy.kind)
+    return family is not None and (family.conversation.official or family.reference is not None
+                                   or bool(_prompt_line(config.policy, family)))
+
+
 def deviation_lines(config: ConwayConfig) -> list[str]:
     """Every deviation of this configuration from its family's official request, one line each (empty: none, or a
-    family with no official request: generic, the mock; a grounder's: its known differences only)."""
+    family with no official request: generic, the mock; a grounder's: its known differences only), and a prompt
+    chosen as a named deviation (generic's `bare`)."""
     pol = config.policy
     family = FAMILIES.get(pol.kind)
     if family is None:
         return []
     known = [f"known: {said}" for said in family.known_differences]  # every run has them, the README says them too
     if not family.conversation.official:
-        return known  # a grounder's one request (its `reference`), or Conway's own (none)
+        return _prompt_line(pol, family) + known  # a grounder's one request (its `reference`), or Conway's own
     lines = [f"{key}: {DESCRIPTIONS[key]}" for key in deviation_keys(pol)]
     return lines + _explicit(pol, family) + known
 

@@ -71,7 +71,8 @@ def _settings(config: ConwayConfig, family: Family, meta: dict[str, Any], inproc
                           temperature=pol.resolved_temperature, seed=pol.seed,
                           image_encoding=pol.resolved_encoding,  # type: ignore[arg-type]
                           sampling=pol.resolved_sampling, retry_unfinished=family.default("retry_unfinished"),
-                          deviations=deviations, tool_schema=pol.tool_schema, meta=meta)
+                          deviations=deviations, tool_schema=pol.tool_schema, meta=meta,
+                          layout=family.default("layout", pol.prompt))
 
 
 def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
@@ -86,8 +87,8 @@ def build_model_policy(config: ConwayConfig, home: Home) -> ModelPolicy:
     sized = sized_runtime(config)  # a model Conway runs gets the context its preset's full window needs
     policy = _built(sized, home, family, adapter, choice, sized.runtime.n_ctx != config.runtime.n_ctx)
     config = sized
-    if family.conversation.official or family.reference is not None:
-        from conway.policies.deviations import deviation_lines
+    from conway.policies.deviations import deviation_lines, listed
+    if listed(config):
         policy.deviations = deviation_lines(config)
     if family.conversation.official:
         _refuse_short_window(config, policy, choice)

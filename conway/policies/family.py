@@ -117,7 +117,11 @@ class Family:
     OSWorld agent sends, with facts of OSWorld's VM (OpenCUA's `l2-osworld`); elsewhere (the user's own desktop)
     the first of `prompts`, the training one. None: the first everywhere."""
     by_prompt: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise)."""
+    """Defaults that differ for one of `prompts` (`policy.prompt`: UI-TARS 1.0's runner samples otherwise). Its
+    `deviation` (a sentence) makes choosing that prompt a named deviation, listed in every journal and report."""
+    layout: str = "stable-first"
+    """Conway's own layout of the request (`conway.prompt.layout.Layout`) for a family without a trained
+    conversation; `by_prompt` may name another for one of its prompts (generic's `bare`)."""
     sampling: tuple[tuple[str, Any], ...] = ()
     """The other sampling parameters the family's agent sends at its runner's defaults (`top_p`, `top_k`,
     `repetition_penalty` …), as (name, value) pairs, its source cited where declared; empty: none."""

@@ -32,7 +32,9 @@ VOLATILE_PARTS = (PartName.ACCESSIBILITY, PartName.LEFT_OUT, PartName.LATEST_RES
 VARIABLE_ORDER = GROWING_PARTS + VOLATILE_PARTS
 """Order of the changing parts, least volatile first (parts of other names go between the two groups)."""
 
-Layout = Literal["stable-first", "variable-first"]
+Layout = Literal["stable-first", "variable-first", "bare"]
+"""`bare`: the goals and the screenshot line only, no system message (the generic family's `policy.prompt=bare`,
+for a model trained on that form: the tiny demo base; a named deviation, `conway.policies.deviations`)."""
 
 
 class PastTurn(Protocol):
@@ -99,6 +101,10 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     accessibility, what was left out, the latest result, the request line,
     then the image. `variable-first` puts the changing parts
     before the stable ones (only for measuring what the layout is worth).
+    `bare`: one user turn, the framed goals and the closing's last line (the
+    image's size, or the request line without an image), then the image: what
+    `training.data.Example.short(keep_goals=True)` cuts a stable-first request
+    to, so a model trained on that form is asked in it (a test holds them equal).
     `past` (generic with `policy.history_images` > 1): the model's earlier JSON
     answers, each after its screenshot, between the system and the user turn.
     """
@@ -109,7 +115,13 @@ def build_messages(ctx: DecisionContext, *, instructions: str, action_space: str
     closing = request_text
     if image_url is not None:
         closing += f"\nThe screenshot below is {sent_size[0]}x{sent_size[1]} pixels."
-    if layout == "stable-first":
+    if layout == "bare":
+        goals = by_name.get(PartName.GOALS, "")
+        system = ""
+        user_text = "\n\n".join([*([framed_part(PartName.GOALS, goals)] if goals.strip() else []),
+                                  closing.strip().splitlines()[-1]])
+        past = []  # the bare form is one screenshot and no history
+    elif layout == "stable-first":
         system = "\n\n".join([instructions.strip(), *stable])
         user_text = "\n\n".join([*variable, closing])
     else:

@@ -9,7 +9,7 @@ from conway.policies.families.generic.turn import generic_turn
 from conway.policies.family import Conversation, Family
 
 
-def _adapter() -> Any:
+def _adapter(prompt: str = "full") -> Any:  # both prompts parse and constrain alike; `layout` tells them apart
     from conway.policies.families.generic.adapter import GenericAdapter
     return GenericAdapter()
 
@@ -22,6 +22,12 @@ FAMILY = Family(
     render=generic_turn,
     follows_prompted_geometry=True,  # its prompt states the convention and the image size
     presets=("generic",),
+    # `bare`: the goals and the screenshot only, for a model trained on that form (the tiny demo base of
+    # docs/learning.md: behind the ~1,100-token system prompt its 2 layers lose the skill it learned)
+    prompts=("full", "bare"),
+    by_prompt={"bare": {"layout": "bare",
+                        "deviation": "the goals and the screenshot only: no system prompt (instructions, "
+                                     "constitution, action space, host facts), no memory, steps or results"}},
     max_tokens=512,  # Conway's own answer: one JSON object with a short thought
     temperature=0.0,
     image_encoding="jpeg",  # Conway's own request: JPEG q85 (measured 5-40x cheaper than PNG, docs/measurements.md)
