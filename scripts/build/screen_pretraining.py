@@ -12,11 +12,15 @@ training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT th
     caption   "Say what is in each quarter of the screen." -> thought "top left: red, top right: nothing, ..."
     places    "Say where each colour is."                  -> thought "red: top left, green: nowhere, ..."
     where     "Where is the blue square?"                  -> thought "top right"   (words, action wait)
+    where_said  the same, the thought saying the colour first: "blue: top right" (one look-up per token)
     single    "Click the square." on a screen with ONE target -> a click on it (the action format, no choice)
     colour    the suite's own task ("Click the blue square." among 2-4 -> the click): diagnosis only, never
               in the base's making (that is the learning under test)
     colour_said  the same, the thought saying first what and where ("blue: top right"): one look-up per token
               (the colour from the instruction, its place, then the click), diagnosis only
+    any_said  "Click a square." among 2-4 -> any one of them, said first ("green: bottom left") then clicked: the
+              answer's form and the look-up from a colour said to its place, with no colour named to choose by
+              (the reward stage's start: it says and clicks a target at random, and rewards make it the named one)
 
 `make` builds the tiny base with scripts/build/build_tiny_vlm.py's builder, runs the configured phases on it, and
 converts it with the same converter, into .cache/tiny-vlm-bases/<hash>/ keyed by the config and this file's code,
@@ -42,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "tiny-vlm-bases"
 SCREEN = 84
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
-TASKS = ("caption", "places", "where", "single", "colour", "colour_said")
+TASKS = ("caption", "places", "where", "where_said", "single", "colour", "colour_said", "any_said")
 TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
 """Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
 JPEG_QUALITY = 85
@@ -108,8 +112,9 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
     at = {quadrant(t["box"]): t["name"] for t in drawn}
     q = next(k for k, name in at.items() if name == named)
     said = {"caption": "Say what is in each quarter of the screen.", "where": f"Where is the {named} square?",
+            "where_said": f"Where is the {named} square?",
             "places": "Say where each colour is.",
-            "single": "Click the square."}.get(task, pt.instruction(named, "colour"))
+            "single": "Click the square.", "any_said": "Click a square."}.get(task, pt.instruction(named, "colour"))
     if task == "caption":
         answer = {"thought": ", ".join(f"{name}: {at.get(k, 'nothing')}" for k, name in enumerate(QUADRANTS)),
                   "action": {"type": "wait"}}
@@ -119,9 +124,12 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
                   "action": {"type": "wait"}}
     elif task == "where":
         answer = {"thought": QUADRANTS[q], "action": {"type": "wait"}}
+    elif task == "where_said":
+        answer = {"thought": f"{named}: {QUADRANTS[q]}", "action": {"type": "wait"}}
     else:
         x, y = quadrant_centre(q)
-        thought = f"{named}: {QUADRANTS[q]}" if task == "colour_said" else ""
+        thought = f"{named}: {QUADRANTS[q]}" if task in ("colour_said", "any_said") else ""  # any: the layout's
+        # named target is drawn at random among the screen's, so the said one is any of them
         answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y}}
     goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'
              'Only the session task.\n</file>')
@@ -295,6 +303,42 @@ def make(config: Path = DEFAULT_CONFIG, *, cache: Path = CACHE, say: Any = print
                                   pretrain=pretrainer(settings, say))
     (out / "pretraining.json").write_text(json.dumps(report["pretraining"], indent=1) + "\n", encoding="utf-8")
     return out  # pretraining.json is written last: a folder without it is unfinished and made again
+
+
+def trained_pair(base: Path, out: Path, phases: str, *, lr: float = 1e-3, batch: int = 16, seed: int = 0,
+                 targets: int = 3, config: Path = DEFAULT_CONFIG, say: Any = print) -> Path:
+    """`phases` trained in full from the made base `base` (its hf/), converted to the GGUF pair in `out` (made
+    once: `out/trained.json`, written last, says what it is). The supervised upper bound's candidate: labelled
+    rows generated as the stage generates them, from layout seeds far from the suite's. `config`: the stage's
+    settings the base was made with (its random base's build config gives the same tokenizer)."""
+    from scripts.build import build_tiny_vlm
+
+    if (out / "trained.json").is_file():
+        return out
+    settings = load(config)
+
+    def run(hf_dir: Path) -> dict[str, Any]:
+        import torch
+        from transformers import Qwen2VLForConditionalGeneration
+
+        from training.data import Encoder
+
+        torch.set_num_threads(1)
+        enc = Encoder.from_pretrained(base / "hf")
+        model = Qwen2VLForConditionalGeneration.from_pretrained(base / "hf", dtype=torch.float32)
+        started = time.time()
+        steps = parse_phases(phases)
+        log = train(model, enc, steps, lr=lr, batch=batch, seed=seed, targets=targets,
+                    evals=held_out(enc, ["colour_said"], 48, targets), eval_every=max(1, sum(n for _, n in steps) // 4),
+                    say=say)
+        model.save_pretrained(hf_dir)  # the tokenizer beside it is the build's own, the base's too (deterministic)
+        return {"from": str(base), "phases": phases, "lr": lr, "batch": batch, "seed": seed, "log": log,
+                "seconds": round(time.time() - started, 1)}
+
+    report = build_tiny_vlm.build(out, build_tiny_vlm.load_settings(REPO / settings["build_config"]), keep_hf=True,
+                                  pretrain=run)
+    (out / "trained.json").write_text(json.dumps(report["pretraining"], indent=1) + "\n", encoding="utf-8")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,11 +70,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="suite seed (held-out: seed + 1000000)")
     ap.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
                     help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
+    ap.add_argument("--prompt", choices=("full", "bare"),
+                    help="the generic family's prompt: bare (the default with --base perceive) asks in the short "
+                         "form the perceiving base was made on, a named deviation (policy.prompt=bare); full: "
+                         "Conway's whole prompt (the default otherwise)")
     ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
     args = ap.parse_args(argv)
     if args.partial and args.suite == "label":
         ap.error("--partial goes with the perceivable suites (--suite colour or shape)")
+    args.prompt = args.prompt or ("bare" if args.base == "perceive" else "full")
     return args
 
 
@@ -177,7 +182,7 @@ def learned(label: str, s: dict[str, Any] | None, args: argparse.Namespace) -> s
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    POLICY.append(f"policy.backend={args.backend}")
+    POLICY.extend([f"policy.backend={args.backend}", f"policy.prompt={args.prompt}"])
     os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                       TRANSFORMERS_OFFLINE="1")
     started = time.time()

@@ -1,7 +1,7 @@
 """The supervised upper bound on the perceivable suite: can the base learn the skill at all from LABELLED clicks?
 
     .venv/bin/python -m scripts.demos.upper_bound [--work DIR] [--base DIR] [--suite colour|shape] [--targets 3]
-        [--train 64] [--held-out 24] [--seconds 240] [key=value ...]
+        [--train 64] [--held-out 24] [--seconds 240] [--rows loop|generated] [--prompt full|bare] [key=value ...]
 
 If supervised fine-tuning with the right answer on every screen cannot lift a base above chance, no reward can
 (the issue's first bar). So, before any reward stage:
@@ -14,6 +14,15 @@ If supervised fine-tuning with the right answer on every screen cannot lift a ba
    (WORK/labelled, its manifest saying `labelled: ...`: labels, not rewards);
 4. trains `tiny_cpu` on it for --seconds (the same recipe rejection-sampling SFT uses) and measures the
    candidate greedily on the held-out tasks against chance, as the reward demo does.
+
+With `--rows generated` (the perceiving base only) steps 2-4 are instead: the base's making's own trainer
+(scripts/build/screen_pretraining.py, every parameter) on `--steps` batches of 16 labelled screens it draws as the
+board does, from layout seeds far from the suite's, the answer saying the named colour and its quarter before the
+click (`colour_said`, alternating with `places`), converted to the GGUF pair and measured the same way.
+
+`--prompt bare` (the default with `--base perceive`) asks in the short form the perceiving base was made on, the
+generic family's named deviation `policy.prompt=bare` (docs/learning.md: behind the full system prompt the
+2-layer model loses what it learned).
 
 Labels appear only here, for the upper bound; the reward demo never sees them.
 """
@@ -91,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="labels whose thought first says the named target and its quarter (\"blue: top right\")")
     ap.add_argument("--click", default="centre", choices=("centre", "cell"),
                     help="where the label clicks: the target's centre, or its quarter's centre (the stage's point)")
+    ap.add_argument("--rows", default="loop", choices=("loop", "generated"),
+                    help="loop: the loop's recorded screens of the train tasks, labelled; generated: the stage's "
+                         "own labelled screens (--steps batches of 16)")
+    ap.add_argument("--steps", type=int, default=1200, help="--rows generated: training steps (default 1200)")
+    ap.add_argument("--prompt", choices=("full", "bare"),
+                    help="the generic family's prompt (default: bare with --base perceive, else full)")
     ap.add_argument("overrides", nargs="*", metavar="key=value",
                     help="tiny_cpu overrides (e.g. train.short_prompt_steps=300 train.short_prompt_keep_goals=true)")
     args = ap.parse_args(argv)
@@ -108,7 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     init_home(home)
     base = reward_demo.build_base(work, args.base)
     args.partial = False
+    args.prompt = args.prompt or ("bare" if args.base == "perceive" else "full")
+    reward_demo.POLICY.append(f"policy.prompt={args.prompt}")
     train_suite, held_suite = reward_demo.write_suite(work / "suite", args)
+    if args.rows == "generated":
+        return generated(args, work, home, base, held_suite, started)
     raw = work / "rollouts"
     try:
         if not (raw / MANIFEST).is_file():
@@ -128,7 +147,38 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         sys.stderr.write(f"upper_bound: error: {' '.join(str(exc).split())}\n")
         return 1
-    print(f"\nheld-out tasks (greedy, each once; chance {base_s['chance']:.1%}):")
+    return summarise(args, work, base_s, cand_s, rows, started)
+
+
+def generated(args: argparse.Namespace, work: Path, home: Any, base: Path, held_suite: Path, started: float) -> int:
+    """--rows generated: the stage's labelled screens, trained in full, converted, measured through the loop."""
+    from conway.errors import UserError
+    from scripts.build import build_tiny_vlm, screen_pretraining
+
+    if args.suite != "colour" or not (base / "hf").is_dir():
+        sys.stderr.write("upper_bound: error: --rows generated needs --suite colour and a base with its hf/ folder "
+                         "(--base perceive)\n")
+        return 2
+    print(f"upper bound in {work}: {args.steps} steps of 16 generated labelled screens (colour_said+places)",
+          flush=True)
+    pair = screen_pretraining.trained_pair(base, work / "supervised", f"colour_said+places:{args.steps}",
+                                           seed=args.seed, targets=args.targets)
+    try:
+        base_s = reward_demo.held_out_success(home, str(base / build_tiny_vlm.MODEL_FILE),
+                                              str(base / build_tiny_vlm.MMPROJ_FILE), held_suite,
+                                              work / "held-out-base.json")
+        cand_s = reward_demo.held_out_success(home, str(pair / build_tiny_vlm.MODEL_FILE),
+                                              str(pair / build_tiny_vlm.MMPROJ_FILE), held_suite,
+                                              work / "held-out-supervised.json")
+    except UserError as exc:
+        sys.stderr.write(f"upper_bound: error: {' '.join(str(exc).split())}\n")
+        return 1
+    return summarise(args, work, base_s, cand_s, args.steps * 16, started)
+
+
+def summarise(args: argparse.Namespace, work: Path, base_s: dict[str, Any], cand_s: dict[str, Any] | None,
+              rows: int, started: float) -> int:
+    print(f"\nheld-out tasks (greedy, each once; chance {base_s['chance']:.1%}; prompt {args.prompt}):")
     print(reward_demo.line("base", base_s, base_s))
     print(reward_demo.line("supervised (labelled)", cand_s, base_s))
     print("  " + reward_demo.learned("supervised (labelled)", cand_s, args))

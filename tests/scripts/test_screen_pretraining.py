@@ -45,6 +45,28 @@ def test_rows_say_what_the_screen_shows():
     assert sp.example("caption+where", 0, 1).meta["task"] == "where"
 
 
+def test_any_said_names_no_colour_and_says_then_clicks_one_drawn_target():
+    """The reward stage's start: "Click a square." has no colour to choose by; the answer says one drawn target's
+    colour and quarter and clicks inside it; over many screens each drawn colour is said (no fixed choice)."""
+    said = set()
+    for i in range(60):
+        _, targets = pt.layout(sp.TRAIN_SEEDS, i, 3, sp.SCREEN, "colour")
+        row = sp.example("any_said", sp.TRAIN_SEEDS, i)
+        text = row.messages[0]["content"][0]["text"]
+        assert "Click a square." in text and not any(c in text for c in pt.COLOURS)
+        answer = _answer(row)
+        colour, place = answer["thought"].split(": ")
+        box = next(t["box"] for t in targets if t["name"] == colour)
+        assert sp.QUADRANTS[sp.quadrant(box)] == place
+        assert box[0] <= answer["action"]["x"] <= box[2] and box[1] <= answer["action"]["y"] <= box[3]
+        said.add(colour)
+        where = _answer(sp.example("where_said", sp.TRAIN_SEEDS, i))
+        named = pt.layout(sp.TRAIN_SEEDS, i, 3, sp.SCREEN, "colour")[0]
+        assert where == {"thought": f"{named}: {place if colour == named else where['thought'].split(': ')[1]}",
+                         "action": {"type": "wait"}}
+    assert said == set(pt.COLOURS)
+
+
 def test_phases_name_known_tasks_only():
     assert sp.parse_phases("caption:3,caption+where:5") == [("caption", 3), ("caption+where", 5)]
     with pytest.raises(ValueError, match="unknown task"):
@@ -96,3 +118,34 @@ def test_a_tiny_stage_is_made_once(tmp_path):
     # made once: the second call finds the folder and trains nothing
     again: list[str] = []
     assert sp.make(config, cache=tmp_path / "cache", say=again.append) == out and again == []
+
+    # the upper bound's candidate: phases trained from the made base, converted to a pair, made once
+    pair = sp.trained_pair(out, tmp_path / "supervised", "colour_said:2", batch=2, config=config, say=said.append)
+    for name in ("tiny-vlm.gguf", "tiny-vlm-mmproj.gguf", "trained.json"):
+        assert (pair / name).is_file(), name
+    trained = load_file(pair / "hf" / "model.safetensors")
+    assert any(not (trained[k] == made[k]).all() for k in made)  # trained from the made base, not the random one
+    assert json.loads((pair / "trained.json").read_text())["phases"] == "colour_said:2"
+    assert sp.trained_pair(out, tmp_path / "supervised", "colour_said:2", config=config, say=again.append) == pair
+    assert again == []
+
+    # rewards alone, in-process (scripts/bench/bench_reward_samples.py): rounds run and say what they reached
+    from scripts.bench import bench_reward_samples
+
+    record = tmp_path / "rs.json"
+    assert bench_reward_samples.main(["--hf", str(out / "hf"), "--per-round", "2", "--budget", "2", "--steps", "1",
+                                      "--held-out", "2", "--out", str(record)]) == 0
+    rounds = json.loads(record.read_text())["rounds"]
+    assert [r["samples"] for r in rounds] == [2] and 0 <= rounds[0]["held_out"] <= 1
+
+
+def test_the_reward_is_the_checkers_rule_a_click_inside_the_named_target():
+    from scripts.bench.bench_reward_samples import rewarded
+
+    named, targets = pt.layout(7, 3, 3, sp.SCREEN, "colour")
+    for t in targets:
+        x, y = (t["box"][0] + t["box"][2]) // 2, (t["box"][1] + t["box"][3]) // 2
+        answer = f'{{"thought": "", "action": {{"type": "click", "x": {x}, "y": {y}}}}}'
+        assert rewarded(answer, 7, 3, 3) is (t["name"] == named)
+    assert not rewarded('{"thought": "", "action": {"type": "wait"}}', 7, 3, 3)
+    assert not rewarded('{"thought": "blue: top left", "action": {"type": "click", "x": 21}}', 7, 3, 3)
