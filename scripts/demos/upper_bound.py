@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("overrides", nargs="*", metavar="key=value",
                     help="tiny_cpu overrides (e.g. train.short_prompt_steps=300 train.short_prompt_keep_goals=true)")
     args = ap.parse_args(argv)
+    if args.rows == "generated" and args.suite != "colour":
+        ap.error("--rows generated draws coloured squares only: use it with --suite colour")
     os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                       TRANSFORMERS_OFFLINE="1")
     from conway.config import load_config
@@ -155,9 +157,9 @@ def generated(args: argparse.Namespace, work: Path, home: Any, base: Path, held_
     from conway.errors import UserError
     from scripts.build import build_tiny_vlm, screen_pretraining
 
-    if args.suite != "colour" or not (base / "hf").is_dir():
-        sys.stderr.write("upper_bound: error: --rows generated needs --suite colour and a base with its hf/ folder "
-                         "(--base perceive)\n")
+    if not (base / "hf").is_dir():
+        sys.stderr.write(f"upper_bound: error: --rows generated trains from the base's hf/ folder, and {base} has "
+                         "none (use --base perceive)\n")
         return 2
     print(f"upper bound in {work}: {args.steps} steps of 16 generated labelled screens (colour_said+places)",
           flush=True)

@@ -58,3 +58,15 @@ def test_cell_labels_click_the_centre_of_the_targets_quarter_which_lies_inside_i
         action = json.loads(ex.completion)["action"]
         assert action["x"] in (21, 63) and action["y"] in (21, 63)
         assert x0 <= action["x"] <= x1 and y0 <= action["y"] <= y1
+
+
+def test_generated_rows_refuse_a_suite_they_cannot_draw_in_one_line(capsys):
+    import pytest
+
+    from scripts.demos import upper_bound
+
+    with pytest.raises(SystemExit) as exit_:
+        upper_bound.main(["--rows", "generated", "--suite", "shape"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--rows generated draws coloured squares only" in err and "Traceback" not in err
