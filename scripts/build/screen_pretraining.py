@@ -267,26 +267,35 @@ def cache_key(settings: dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
+def _train_saved(src: Path, dst: Path, phases: str, *, lr: float, batch: int, seed: int, targets: int,
+                 eval_tasks: list[str], evals: int, say: Any) -> dict[str, Any]:
+    """The phases trained in full on the HF model in `src` (one thread), saved into `dst`: the log and the time.
+    `evals` held-out checks in all, on `eval_tasks`."""
+    import torch
+    from transformers import Qwen2VLForConditionalGeneration
+
+    from training.data import Encoder
+
+    torch.set_num_threads(1)
+    enc = Encoder.from_pretrained(src)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(src, dtype=torch.float32)
+    steps = parse_phases(phases)
+    started = time.time()
+    log = train(model, enc, steps, lr=lr, batch=batch, seed=seed, targets=targets,
+                evals=held_out(enc, eval_tasks, 48, targets), eval_every=max(1, sum(n for _, n in steps) // evals),
+                say=say)
+    model.save_pretrained(dst)
+    return {"log": log, "seconds": round(time.time() - started, 1)}
+
+
 def pretrainer(settings: dict[str, Any], say: Any = print) -> Any:
     """build_tiny_vlm.build's `pretrain` hook: the phases on the freshly built HF folder, saved in place."""
 
     def run(hf_dir: Path) -> dict[str, Any]:
-        import torch
-        from transformers import Qwen2VLForConditionalGeneration
-
-        from training.data import Encoder
-
-        torch.set_num_threads(1)
-        enc = Encoder.from_pretrained(hf_dir)
-        model = Qwen2VLForConditionalGeneration.from_pretrained(hf_dir, dtype=torch.float32)
-        phases = parse_phases(settings["phases"])
-        tasks = sorted({t for task, _ in phases for t in task.split("+")} | {"colour"})
-        started = time.time()
-        log = train(model, enc, phases, lr=settings["lr"], batch=settings["batch"], seed=settings["seed"],
-                    targets=settings["targets"], evals=held_out(enc, tasks, 48, settings["targets"]),
-                    eval_every=max(1, sum(n for _, n in phases) // 6), say=say)
-        model.save_pretrained(hf_dir)
-        return {"settings": settings, "log": log, "seconds": round(time.time() - started, 1)}
+        tasks = sorted({t for task, _ in parse_phases(settings["phases"]) for t in task.split("+")} | {"colour"})
+        done = _train_saved(hf_dir, hf_dir, settings["phases"], lr=settings["lr"], batch=settings["batch"],
+                            seed=settings["seed"], targets=settings["targets"], eval_tasks=tasks, evals=6, say=say)
+        return {"settings": settings, **done}
 
     return run
 
@@ -317,23 +326,10 @@ def trained_pair(base: Path, out: Path, phases: str, *, lr: float = 1e-3, batch:
         return out
     settings = load(config)
 
-    def run(hf_dir: Path) -> dict[str, Any]:
-        import torch
-        from transformers import Qwen2VLForConditionalGeneration
-
-        from training.data import Encoder
-
-        torch.set_num_threads(1)
-        enc = Encoder.from_pretrained(base / "hf")
-        model = Qwen2VLForConditionalGeneration.from_pretrained(base / "hf", dtype=torch.float32)
-        started = time.time()
-        steps = parse_phases(phases)
-        log = train(model, enc, steps, lr=lr, batch=batch, seed=seed, targets=targets,
-                    evals=held_out(enc, ["colour_said"], 48, targets), eval_every=max(1, sum(n for _, n in steps) // 4),
-                    say=say)
-        model.save_pretrained(hf_dir)  # the tokenizer beside it is the build's own, the base's too (deterministic)
-        return {"from": str(base), "phases": phases, "lr": lr, "batch": batch, "seed": seed, "log": log,
-                "seconds": round(time.time() - started, 1)}
+    def run(hf_dir: Path) -> dict[str, Any]:  # the tokenizer beside it is the build's own, the base's too
+        done = _train_saved(base / "hf", hf_dir, phases, lr=lr, batch=batch, seed=seed, targets=targets,
+                            eval_tasks=["colour_said"], evals=4, say=say)
+        return {"from": str(base), "phases": phases, "lr": lr, "batch": batch, "seed": seed, **done}
 
     report = build_tiny_vlm.build(out, build_tiny_vlm.load_settings(REPO / settings["build_config"]), keep_hf=True,
                                   pretrain=run)
