@@ -168,8 +168,8 @@ def conformance_lines(config: ConwayConfig, n_ctx: int | None = None, source: st
         out.append(f"thought language: {'English' if english else family.thought_language}")
     checked = conv.official or family.reference is not None  # an agent's request, or a grounder's one request
     lines = deviation_lines(config)
-    out.append("deviations: " + (("none" if not lines else str(len(lines))) if checked else
-                                 "not measured (Conway's own request)"))
+    own = "not measured (Conway's own request)" if not lines else f"{len(lines)} from Conway's own request"
+    out.append("deviations: " + (("none" if not lines else str(len(lines))) if checked else own))
     out += [f"  - {line}" for line in lines]
     return out
 

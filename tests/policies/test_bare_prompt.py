@@ -13,6 +13,7 @@ from fixtures.scripted_server import Reply, ScriptedFakeServer
 from PIL import Image
 
 from conway.config import load_config
+from conway.policies.conformance import conformance_lines
 from conway.policies.deviations import deviation_lines, listed
 from conway.policies.factory import _family_adapter, _settings, build_model_policy
 from conway.prompt.layout import build_messages
@@ -60,6 +61,9 @@ def test_policy_prompt_bare_lays_out_bare_and_is_named_in_every_journal_and_repo
     lines = deviation_lines(config)
     assert len(lines) == 1 and lines[0].startswith("prompt bare: the goals and the screenshot only")
     assert listed(config) and not listed(cfg()) and deviation_lines(cfg()) == []
+    shown = conformance_lines(config)
+    assert "deviations: 1 from Conway's own request" in shown and f"  - {lines[0]}" in shown
+    assert "deviations: not measured (Conway's own request)" in conformance_lines(cfg())
 
 
 def test_a_bare_policy_sends_the_bare_request_and_journals_its_deviation(tmp_path):
