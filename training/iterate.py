@@ -82,6 +82,13 @@ class Rounds:
                 return prev["candidate"]
         return {"name": "base", "gguf": self.args.base_gguf, "mmproj": self.args.base_mmproj, "adapter": None}
 
+    def pool(self, cfg: Any) -> Any:
+        """--workers N > 1: the round's desktops run in N worker processes, each loading the policy itself."""
+        from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
+
+        workers = getattr(self.args, "workers", 1)
+        return Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(self.home.root))) if workers > 1 else None
+
     def overrides(self, policy: dict[str, Any]) -> list[str]:
         return [f"policy.kind={self.args.policy_kind}", f"policy.model_path={policy['gguf']}",
                 f"policy.mmproj_path={policy['mmproj']}", "policy.backend=llama_cpp", "policy.endpoint=null",
@@ -101,7 +108,8 @@ class Rounds:
         self.say(f"round {r}: rollouts of {policy['name']} on {self.args.train_tasks}")
         rollouts(self.home, cfg, self.args.train_tasks, output=str(out), samples=self.args.samples,
                  seed=self.args.seed + r * self.args.samples, temperature=self.args.temperature,
-                 max_steps=self.args.max_steps, quiet=True, say=self.say, screen=self.args.screen_size)
+                 max_steps=self.args.max_steps, quiet=True, say=self.say, screen=self.args.screen_size,
+                 pool=self.pool(cfg))
         if not (out / MANIFEST).is_file():  # stopped part-way: the same command makes them again
             raise UserError(f"round {r}: the rollouts stopped before they finished ({out}); run the same command "
                             "again to resume")
@@ -118,7 +126,7 @@ class Rounds:
             _aside(out.with_name(f"{label}.tasks"))
             cfg = load_config(self.home.config, [*self.overrides(policy), "policy.temperature=0"])
             tasks_run(self.home, cfg, suite, output=str(out), max_steps=self.args.max_steps, quiet=True,
-                      say=lambda _: None, screen=self.args.screen_size)
+                      say=lambda _: None, screen=self.args.screen_size, pool=self.pool(cfg))
         return success_of(out)
 
     def train(self, r: int, rollouts_dir: str, policy: dict[str, Any]) -> dict[str, Any] | None:
@@ -283,6 +291,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--policy-override", dest="policy_overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="a configuration override for every rollout and eval (e.g. policy.image_max_tokens=9)")
     ap.add_argument("--max-steps", type=int, default=1, metavar="N", help="decisions per task (default 1)")
+    ap.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="desktops at once, each worker process loading the policy (default 1)")
     ap.add_argument("--screen", default="1280x800", metavar="WxH", help="the desktops' screen size")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides")
     args = ap.parse_args(argv)

@@ -94,9 +94,11 @@ def use_system_of(requests: Path) -> None:
     FULL_SYSTEM["text"] = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
 
 
-def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
+def example(task: str, seed: int, index: int, targets: int = 3, button: str = "") -> Any:
     """One generated row (training.data.Example) of `task`; a task "a+b" alternates a and b by index; a task
-    ending in "@full" is in the loop's full prompt form (`use_system_of` first)."""
+    ending in "@full" is in the loop's full prompt form (`use_system_of` first). `button`: written in every click
+    ("left": the field the loop's grammar offers after the last coordinate, so the answer never has to choose
+    there between ending and going on; "": left out)."""
     from training.data import Example
 
     if "+" in task:
@@ -130,7 +132,7 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
         x, y = quadrant_centre(q)
         thought = f"{named}: {QUADRANTS[q]}" if task in ("colour_said", "any_said") else ""  # any: the layout's
         # named target is drawn at random among the screen's, so the said one is any of them
-        answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y}}
+        answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y, **({"button": button} if button else {})}}
     goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'
              'Only the session task.\n</file>')
     last = f"The screenshot below is {SCREEN}x{SCREEN} pixels."
@@ -146,15 +148,26 @@ def example(task: str, seed: int, index: int, targets: int = 3) -> Any:
 
 
 def parse_phases(spec: str) -> list[tuple[str, int]]:
-    """"caption:600,caption+where:900" -> [("caption", 600), ("caption+where", 900)]."""
-    phases = []
-    for part in spec.split(","):
-        task, _, steps = part.partition(":")
-        for t in task.split("+"):
-            if t.removesuffix(FULL) not in TASKS:
-                raise ValueError(f"unknown task {t!r} in {spec!r} (one of {', '.join(TASKS)})")
-        phases.append((task, int(steps)))
-    return phases
+    """"caption:600,caption+where:900" -> [("caption", 600), ("caption+where", 900)] (every segment's, in order)."""
+    return [phase for phases, _ in parse_segments(spec, 0) for phase in phases]
+
+
+def parse_segments(spec: str, seed: int) -> list[tuple[list[tuple[str, int]], int]]:
+    """"a:500 | b:1200 | b:1600@1" -> one (phases, seed) per segment: each segment is trained with a fresh
+    optimizer and its own seed (its data order and layouts; `seed` unless it ends in "@N")."""
+    segments = []
+    for segment in spec.split("|"):
+        head, at, own = segment.strip().rpartition("@")
+        segment, at = (head, at) if own.isdigit() else (segment.strip(), "")  # "@full" is a task's suffix
+        phases = []
+        for part in segment.split(","):
+            task, _, steps = part.strip().partition(":")
+            for t in task.split("+"):
+                if t.removesuffix(FULL) not in TASKS:
+                    raise ValueError(f"unknown task {t!r} in {spec!r} (one of {', '.join(TASKS)})")
+            phases.append((task, int(steps)))
+        segments.append((phases, int(own) if at else seed))
+    return segments
 
 
 def accuracy(model: Any, enc: Any, held: list[dict[str, Any]]) -> float:
@@ -176,10 +189,25 @@ def accuracy(model: Any, enc: Any, held: list[dict[str, Any]]) -> float:
     return ok / len(held)
 
 
+def train_segments(model: Any, enc: Any, spec: str, *, lr: float, batch: int, seed: int, targets: int,
+                   evals: dict[str, list[dict[str, Any]]] | None = None, eval_every: int = 50,
+                   say: Any = print, button: str = "") -> list[dict[str, Any]]:
+    """`spec`'s segments one after another (parse_segments), each with a fresh AdamW: a warm restart. Why
+    restarts: the base the reward stage learned from was made as such a chain (docs/learning.md), and one optimizer
+    over the same phases made a different base, one rewards alone could not move."""
+    log, done = [], 0
+    for phases, own_seed in parse_segments(spec, seed):
+        log += train(model, enc, phases, lr=lr, batch=batch, seed=own_seed, targets=targets, evals=evals,
+                     eval_every=eval_every, say=say, first_step=done, button=button)
+        done += sum(n for _, n in phases)
+    return log
+
+
 def train(model: Any, enc: Any, phases: list[tuple[str, int]], *, lr: float = 2e-3, batch: int = 16,
           seed: int = 0, targets: int = 3, evals: dict[str, list[dict[str, Any]]] | None = None,
-          eval_every: int = 50, say: Any = print) -> list[dict[str, Any]]:
-    """Full-parameter AdamW over the phases; returns the log (loss, held-out accuracy per task)."""
+          eval_every: int = 50, say: Any = print, first_step: int = 0, button: str = "") -> list[dict[str, Any]]:
+    """Full-parameter AdamW over the phases; returns the log (loss, held-out accuracy per task). `first_step`:
+    the steps of the segments before this one (the log's numbering)."""
     import torch
 
     torch.manual_seed(seed)
@@ -189,31 +217,36 @@ def train(model: Any, enc: Any, phases: list[tuple[str, int]], *, lr: float = 2e
     log, started = [], time.time()
     model.train()
     for step, task in enumerate(schedule, 1):
-        rows = [enc.encode(example(task, TRAIN_SEEDS + seed, rng.randrange(10 ** 9), targets)) for _ in range(batch)]
+        rows = [enc.encode(example(task, TRAIN_SEEDS + seed, rng.randrange(10 ** 9), targets, button))
+                for _ in range(batch)]
         loss = model(**enc.collate(rows)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
         if evals and (step % eval_every == 0 or step == len(schedule)):
-            point = {"step": step, "task": task, "loss": round(loss.item(), 4), "s": round(time.time() - started, 1),
+            point = {"step": first_step + step, "task": task, "loss": round(loss.item(), 4), "s": round(time.time() - started, 1),
                      **{t: round(accuracy(model, enc, h), 4) for t, h in evals.items()}}
             log.append(point)
             say(json.dumps(point))
     return log
 
 
-def held_out(enc: Any, tasks: list[str], n: int, targets: int = 3) -> dict[str, list[dict[str, Any]]]:
+def held_out(enc: Any, tasks: list[str], n: int, targets: int = 3,
+             button: str = "") -> dict[str, list[dict[str, Any]]]:
     """Encoded held-out rows per task, from a seed no training row uses."""
-    return {t: [enc.encode(example(t, HELD_SEEDS, i, targets)) for i in range(n)] for t in tasks}
+    return {t: [enc.encode(example(t, HELD_SEEDS, i, targets, button)) for i in range(n)] for t in tasks}
 
 
 def diagnose(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="screen_pretraining diagnose")
     ap.add_argument("--hf", required=True, help="a tiny base's HF folder (build_tiny_vlm.py --keep-hf)")
-    ap.add_argument("--phases", default="colour:400", help="task:steps,... (tasks: " + ", ".join(TASKS) + ")")
+    ap.add_argument("--phases", default="colour:400",
+                    help="task:steps,...; ' | ' starts a segment with a fresh optimizer, '@N' ends one with its "
+                         "own seed (tasks: " + ", ".join(TASKS) + ")")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--targets", type=int, default=3)
+    ap.add_argument("--button", default="", help="written in every click's answer (e.g. left; default: left out)")
     ap.add_argument("--eval", type=int, default=48)
     ap.add_argument("--eval-tasks", default="caption,where,single,colour")
     ap.add_argument("--seed", type=int, default=0, help="data order and layouts of the training rows")
@@ -231,9 +264,9 @@ def diagnose(argv: list[str]) -> int:
     torch.set_num_threads(1)
     enc = Encoder.from_pretrained(a.hf)
     model = Qwen2VLForConditionalGeneration.from_pretrained(a.hf)
-    evals = held_out(enc, a.eval_tasks.split(","), a.eval, a.targets)
-    train(model, enc, parse_phases(a.phases), lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed,
-          eval_every=a.eval_every)
+    evals = held_out(enc, a.eval_tasks.split(","), a.eval, a.targets, a.button)
+    train_segments(model, enc, a.phases, lr=a.lr, batch=a.batch, targets=a.targets, evals=evals, seed=a.seed,
+                   eval_every=a.eval_every, button=a.button)
     if a.save:
         model.save_pretrained(a.save)
         for f in Path(a.hf).iterdir():  # the tokenizer and preprocessor files beside the weights
@@ -243,7 +276,8 @@ def diagnose(argv: list[str]) -> int:
 
 
 DEFAULT_CONFIG = REPO / "configs" / "tiny_vlm_perceive.yaml"
-SETTINGS = {"build_config": str, "phases": str, "lr": float, "batch": int, "targets": int, "seed": int}
+SETTINGS = {"build_config": str, "phases": str, "lr": float, "batch": int, "targets": int, "seed": int,
+            "button": str}
 
 
 def load(config: Path) -> dict[str, Any]:
@@ -268,7 +302,7 @@ def cache_key(settings: dict[str, Any]) -> str:
 
 
 def _train_saved(src: Path, dst: Path, phases: str, *, lr: float, batch: int, seed: int, targets: int,
-                 eval_tasks: list[str], evals: int, say: Any) -> dict[str, Any]:
+                 eval_tasks: list[str], evals: int, say: Any, button: str = "") -> dict[str, Any]:
     """The phases trained in full on the HF model in `src` (one thread), saved into `dst`: the log and the time.
     `evals` held-out checks in all, on `eval_tasks`."""
     import torch
@@ -281,9 +315,9 @@ def _train_saved(src: Path, dst: Path, phases: str, *, lr: float, batch: int, se
     model = Qwen2VLForConditionalGeneration.from_pretrained(src, dtype=torch.float32)
     steps = parse_phases(phases)
     started = time.time()
-    log = train(model, enc, steps, lr=lr, batch=batch, seed=seed, targets=targets,
-                evals=held_out(enc, eval_tasks, 48, targets), eval_every=max(1, sum(n for _, n in steps) // evals),
-                say=say)
+    log = train_segments(model, enc, phases, lr=lr, batch=batch, seed=seed, targets=targets,
+                         evals=held_out(enc, eval_tasks, 48, targets, button),
+                         eval_every=max(1, sum(n for _, n in steps) // evals), say=say, button=button)
     model.save_pretrained(dst)
     return {"log": log, "seconds": round(time.time() - started, 1)}
 
@@ -294,7 +328,8 @@ def pretrainer(settings: dict[str, Any], say: Any = print) -> Any:
     def run(hf_dir: Path) -> dict[str, Any]:
         tasks = sorted({t for task, _ in parse_phases(settings["phases"]) for t in task.split("+")} | {"colour"})
         done = _train_saved(hf_dir, hf_dir, settings["phases"], lr=settings["lr"], batch=settings["batch"],
-                            seed=settings["seed"], targets=settings["targets"], eval_tasks=tasks, evals=6, say=say)
+                            seed=settings["seed"], targets=settings["targets"], eval_tasks=tasks, evals=6, say=say,
+                            button=settings["button"])
         return {"settings": settings, **done}
 
     return run

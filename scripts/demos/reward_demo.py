@@ -68,6 +68,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=2, help="GRPO rounds (default 2)")
     ap.add_argument("--sft-seconds", type=float, default=120, help="rejection-sampling SFT's time (default 120)")
     ap.add_argument("--seed", type=int, default=0, help="suite seed (held-out: seed + 1000000)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="desktops at once for rollouts and measures (worker processes, default 1)")
     ap.add_argument("--backend", default="llama_cpp", choices=("llama_cpp", "http"),
                     help="llama_cpp: in-process llama-cpp-python (default); http: a llama-server Conway starts")
     ap.add_argument("--prompt", choices=("full", "bare"),
@@ -107,17 +109,19 @@ def write_suite(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
                                            by=args.suite, seed=args.seed, screen=SCREEN, partial=args.partial)
 
 
-def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path) -> dict[str, Any]:
+def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, workers: int = 1) -> dict[str, Any]:
     """Greedy success on `suite`, each task once (a tasks report at `out`, kept)."""
     from conway.config import load_config
+    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
     from conway.evals.tasks_run import tasks_run
     from training.iterate import success_of
 
     if not out.is_file():
         cfg = load_config(home.config, [*POLICY, f"policy.model_path={gguf}", f"policy.mmproj_path={mmproj}",
                                         "policy.temperature=0"])
+        pool = Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(home.root))) if workers > 1 else None
         tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=lambda _: None,
-                  screen=(SCREEN, SCREEN))
+                  screen=(SCREEN, SCREEN), pool=pool)
     return success_of(out)
 
 
@@ -202,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         "--held-out", str(held_suite), "--base-hf", str(base / "hf"), "--base-gguf", str(base / "tiny-vlm.gguf"),
         "--base-mmproj", str(base / "tiny-vlm-mmproj.gguf"), "--rounds", str(args.rounds), "--samples",
         str(args.samples), "--prefix", "reward-grpo", "--max-steps", "1", "--screen", f"{SCREEN}x{SCREEN}",
+        "--workers", str(args.workers),
         *[f"--policy-override={o}" for o in POLICY[1:]], *args.overrides])  # iterate sets the kind itself
     points = iterate.iterate(it_args)
     state = json.loads((work / "iterate" / "state.json").read_text(encoding="utf-8"))
     sft = sft_candidate(home, base, state["rounds"][0]["rollouts"], args.sft_seconds)
-    sft_s = (held_out_success(home, sft["gguf"], sft["mmproj"], held_suite, work / "held-out-sft.json")
+    sft_s = (held_out_success(home, sft["gguf"], sft["mmproj"], held_suite, work / "held-out-sft.json", args.workers)
              if sft else None)
     return report(args, work, points, sft_s, time.time() - started)
 

@@ -71,6 +71,25 @@ def test_phases_name_known_tasks_only():
     assert sp.parse_phases("caption:3,caption+where:5") == [("caption", 3), ("caption+where", 5)]
     with pytest.raises(ValueError, match="unknown task"):
         sp.parse_phases("captions:3")
+    with pytest.raises(ValueError, match="unknown task"):
+        sp.parse_phases("caption:3 | captions:3@1")
+
+
+def test_segments_restart_with_their_own_seed():
+    """' | ' starts a segment (a fresh optimizer), '@N' gives it its own seed; the others take the config's."""
+    assert sp.parse_segments("caption:3,places:2 | any_said+places:4@1 | where_said:5", 7) == [
+        ([("caption", 3), ("places", 2)], 7), ([("any_said+places", 4)], 1), ([("where_said", 5)], 7)]
+    assert sp.parse_phases("caption:3 | places:2@4") == [("caption", 3), ("places", 2)]
+
+
+def test_a_click_can_write_its_button():
+    """`button`: every click's answer carries the field the loop's grammar offers after the last coordinate;
+    answers without a click never do; left out by default."""
+    for task in ("single", "any_said", "colour_said", "colour"):
+        plain, left = _answer(sp.example(task, 0, 5)), _answer(sp.example(task, 0, 5, button="left"))
+        assert "button" not in plain["action"] and left["action"] == {**plain["action"], "button": "left"}
+    for task in ("caption", "places", "where_said"):
+        assert _answer(sp.example(task, 0, 5, button="left")) == _answer(sp.example(task, 0, 5))
 
 
 def test_a_full_form_row_is_the_short_row_behind_the_recorded_system_prompt(tmp_path, monkeypatch):
@@ -94,8 +113,8 @@ def test_a_full_form_row_is_the_short_row_behind_the_recorded_system_prompt(tmp_
 @pytest.mark.timeout(600)
 def test_a_tiny_stage_is_made_once(tmp_path):
     config = tmp_path / "stage.yaml"
-    config.write_text("build_config: configs/tiny_vlm.yaml\nphases: caption:1,caption+single:1\nlr: 1.0e-2\n"
-                      "batch: 2\ntargets: 3\nseed: 0\n", encoding="utf-8")
+    config.write_text("build_config: configs/tiny_vlm.yaml\nphases: caption:1 | caption+single:1@3\nlr: 1.0e-2\n"
+                      "batch: 2\ntargets: 3\nseed: 0\nbutton: left\n", encoding="utf-8")
     said: list[str] = []
     out = sp.make(config, cache=tmp_path / "cache", say=said.append)
     for name in ("tiny-vlm.gguf", "tiny-vlm-mmproj.gguf", "hf/model.safetensors", "pretraining.json"):
@@ -114,6 +133,21 @@ def test_a_tiny_stage_is_made_once(tmp_path):
     made, random_ = load_file(out / "hf" / "model.safetensors"), load_file(plain / "hf" / "model.safetensors")
     assert set(made) == set(random_)
     assert any(not (made[k] == random_[k]).all() for k in made)
+
+    # each segment is what a separate run from the one before it makes: a fresh AdamW, its own seed (the chain
+    # the reward stage learned from was made that way, as separate `diagnose` runs)
+    import torch
+    from transformers import Qwen2VLForConditionalGeneration
+
+    from training.data import Encoder
+
+    enc = Encoder.from_pretrained(plain / "hf")
+    model = Qwen2VLForConditionalGeneration.from_pretrained(plain / "hf", dtype=torch.float32)
+    sp.train(model, enc, [("caption", 1)], lr=1e-2, batch=2, seed=0, button="left")
+    sp.train(model, enc, [("caption+single", 1)], lr=1e-2, batch=2, seed=3, button="left")
+    model.save_pretrained(tmp_path / "chained")
+    chained = load_file(tmp_path / "chained" / "model.safetensors")
+    assert set(chained) == set(made) and all(torch.equal(chained[k], made[k]) for k in made)
 
     # made once: the second call finds the folder and trains nothing
     again: list[str] = []
