@@ -40,6 +40,10 @@ from conway.errors import UserError
 STATE = "state.json"
 
 
+def silent(_: str) -> None:
+    """A `say` that says nothing (a function, not a lambda: a worker pool pickles the suite it goes with)."""
+
+
 class Rounds:
     """One iteration run: its folder, its state (what each round finished), and the pieces that make a round."""
 
@@ -126,7 +130,7 @@ class Rounds:
             _aside(out.with_name(f"{label}.tasks"))
             cfg = load_config(self.home.config, [*self.overrides(policy), "policy.temperature=0"])
             tasks_run(self.home, cfg, suite, output=str(out), max_steps=self.args.max_steps, quiet=True,
-                      say=lambda _: None, screen=self.args.screen_size, pool=self.pool(cfg))
+                      say=silent, screen=self.args.screen_size, pool=self.pool(cfg))
         return success_of(out)
 
     def train(self, r: int, rollouts_dir: str, policy: dict[str, Any]) -> dict[str, Any] | None:
@@ -300,6 +304,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.screen_size = parse_screen(args.screen)
     if args.rounds < 1:
         raise UserError(f"--rounds must be at least 1 (got {args.rounds})")
+    if args.workers < 1:
+        raise UserError(f"--workers must be at least 1 (got {args.workers})")
     return args
 
 

@@ -114,13 +114,13 @@ def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, 
     from conway.config import load_config
     from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
     from conway.evals.tasks_run import tasks_run
-    from training.iterate import success_of
+    from training.iterate import silent, success_of
 
     if not out.is_file():
         cfg = load_config(home.config, [*POLICY, f"policy.model_path={gguf}", f"policy.mmproj_path={mmproj}",
                                         "policy.temperature=0"])
         pool = Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(home.root))) if workers > 1 else None
-        tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=lambda _: None,
+        tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=silent,
                   screen=(SCREEN, SCREEN), pool=pool)
     return success_of(out)
 

@@ -117,3 +117,21 @@ def test_the_curve_is_a_report_the_viewer_reads_and_a_png_with_the_chance_line(t
     monkeypatch.undo()  # the real plot
     iterate.plot_curve(points, png, "t")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_workers_run_the_desktops_in_a_pool_and_resume_across_a_change(tmp_path, monkeypatch):
+    """--workers N > 1: the rollouts and measures get a pool of N worker processes (each loads the policy);
+    what they pass to the workers pickles (a lambda does not); the worker count is not part of the run's
+    identity, so a stopped run resumes with another."""
+    import pickle
+
+    from conway.config import ConwayConfig
+
+    one, two = iterate.Rounds(_args(tmp_path)), iterate.Rounds(_args(tmp_path, workers=2))
+    cfg = ConwayConfig()
+    assert one.pool(cfg) is None
+    pool = two.pool(cfg)
+    assert pool.spec.workers == 2 and pool.recipe.config == cfg
+    assert pickle.loads(pickle.dumps(iterate.silent)) is iterate.silent
+    with pytest.raises(UserError, match="--workers must be at least 1"):
+        _args(tmp_path, workers=0)
