@@ -21,6 +21,11 @@ training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT th
     any_said  "Click a square." among 2-4 -> any one of them, said first ("green: bottom left") then clicked: the
               answer's form and the look-up from a colour said to its place, with no colour named to choose by
               (the reward stage's start: it says and clicks a target at random, and rewards make it the named one)
+    not_said  "Click a square that is not blue." -> one of the others, said first then clicked: a colour named in a
+              click instruction is not by itself the one to click (the instruction's words decide)
+
+Phases are `task:steps` joined by ","; " | " starts a segment trained with a fresh AdamW (a warm restart), and a
+segment ending in "@N" uses seed N for its data. `button` (the config's) writes that button in every click.
 
 `make` builds the tiny base with scripts/build/build_tiny_vlm.py's builder, runs the configured phases on it, and
 converts it with the same converter, into .cache/tiny-vlm-bases/<hash>/ keyed by the config and this file's code,
@@ -46,7 +51,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "tiny-vlm-bases"
 SCREEN = 84
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
-TASKS = ("caption", "places", "where", "where_said", "single", "colour", "colour_said", "any_said")
+TASKS = ("caption", "places", "where", "where_said", "single", "colour", "colour_said", "any_said", "not_said")
 TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
 """Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
 JPEG_QUALITY = 85
@@ -112,11 +117,15 @@ def example(task: str, seed: int, index: int, targets: int = 3, button: str = ""
     if task == "single":
         drawn = [t for t in drawn if t["name"] == named]
     at = {quadrant(t["box"]): t["name"] for t in drawn}
+    avoided = named
+    if task == "not_said":  # the answer is one of the others, drawn by the row's own seed
+        named = random.Random(f"not_said:{seed}:{index}").choice(sorted(t["name"] for t in drawn if t["name"] != named))
     q = next(k for k, name in at.items() if name == named)
     said = {"caption": "Say what is in each quarter of the screen.", "where": f"Where is the {named} square?",
             "where_said": f"Where is the {named} square?",
             "places": "Say where each colour is.",
-            "single": "Click the square.", "any_said": "Click a square."}.get(task, pt.instruction(named, "colour"))
+            "single": "Click the square.", "any_said": "Click a square.",
+            "not_said": f"Click a square that is not {avoided}."}.get(task, pt.instruction(named, "colour"))
     if task == "caption":
         answer = {"thought": ", ".join(f"{name}: {at.get(k, 'nothing')}" for k, name in enumerate(QUADRANTS)),
                   "action": {"type": "wait"}}
@@ -130,7 +139,7 @@ def example(task: str, seed: int, index: int, targets: int = 3, button: str = ""
         answer = {"thought": f"{named}: {QUADRANTS[q]}", "action": {"type": "wait"}}
     else:
         x, y = quadrant_centre(q)
-        thought = f"{named}: {QUADRANTS[q]}" if task in ("colour_said", "any_said") else ""  # any: the layout's
+        thought = f"{named}: {QUADRANTS[q]}" if task in ("colour_said", "any_said", "not_said") else ""  # any: the layout's
         # named target is drawn at random among the screen's, so the said one is any of them
         answer = {"thought": thought, "action": {"type": "click", "x": x, "y": y, **({"button": button} if button else {})}}
     goals = (f'<file name="goals.md">\nTask for this session:\n{said}\n\nStanding goals:\n\\# Goals\n\n'

@@ -67,6 +67,24 @@ def test_any_said_names_no_colour_and_says_then_clicks_one_drawn_target():
     assert said == set(pt.COLOURS)
 
 
+def test_not_said_names_a_colour_and_says_then_clicks_another():
+    """"Click a square that is not blue.": the answer says and clicks one of the other drawn targets, never the
+    named one, and over many screens each of the others in turn."""
+    kinds = set()
+    for i in range(60):
+        avoided, targets = pt.layout(sp.TRAIN_SEEDS, i, 3, sp.SCREEN, "colour")
+        row = sp.example("not_said", sp.TRAIN_SEEDS, i, button="left")
+        assert f"Click a square that is not {avoided}." in row.messages[0]["content"][0]["text"]
+        answer = _answer(row)
+        colour, place = answer["thought"].split(": ")
+        assert colour != avoided and colour in {t["name"] for t in targets}
+        box = next(t["box"] for t in targets if t["name"] == colour)
+        assert sp.QUADRANTS[sp.quadrant(box)] == place and answer["action"]["button"] == "left"
+        assert box[0] <= answer["action"]["x"] <= box[2] and box[1] <= answer["action"]["y"] <= box[3]
+        kinds.add((avoided, colour))
+    assert len({c for _, c in kinds}) == len(pt.COLOURS) and len(kinds) > len(pt.COLOURS)
+
+
 def test_phases_name_known_tasks_only():
     assert sp.parse_phases("caption:3,caption+where:5") == [("caption", 3), ("caption+where", 5)]
     with pytest.raises(ValueError, match="unknown task"):
