@@ -23,6 +23,8 @@ training.data.Example.short(keep_goals=True) makes it), on tasks that are NOT th
               (the reward stage's start: it says and clicks a target at random, and rewards make it the named one)
     not_said  "Click a square that is not blue." -> one of the others, said first then clicked: a colour named in a
               click instruction is not by itself the one to click (the instruction's words decide)
+    where_coded  "Where is colour 3?" -> "blue: top right" (colours numbered in pt.COLOURS' order), action wait: the
+              look-up from a colour word said to its place, without ever copying a colour word from the question
 
 Phases are `task:steps` joined by ","; " | " starts a segment trained with a fresh AdamW (a warm restart), and a
 segment ending in "@N" uses seed N for its data. `button` (the config's) writes that button in every click.
@@ -51,7 +53,8 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "tiny-vlm-bases"
 SCREEN = 84
 QUADRANTS = ("top left", "top right", "bottom left", "bottom right")
-TASKS = ("caption", "places", "where", "where_said", "single", "colour", "colour_said", "any_said", "not_said")
+TASKS = ("caption", "places", "where", "where_said", "single", "colour", "colour_said", "any_said", "not_said",
+         "where_coded")
 TRAIN_SEEDS, HELD_SEEDS = 10_000_000, 20_000_000
 """Layout seeds offset far from the suite's (its train tasks use seed s, its held-out tasks s + 1_000_000)."""
 JPEG_QUALITY = 85
@@ -123,6 +126,7 @@ def example(task: str, seed: int, index: int, targets: int = 3, button: str = ""
     q = next(k for k, name in at.items() if name == named)
     said = {"caption": "Say what is in each quarter of the screen.", "where": f"Where is the {named} square?",
             "where_said": f"Where is the {named} square?",
+            "where_coded": f"Where is colour {list(pt.COLOURS).index(named) + 1}?",
             "places": "Say where each colour is.",
             "single": "Click the square.", "any_said": "Click a square.",
             "not_said": f"Click a square that is not {avoided}."}.get(task, pt.instruction(named, "colour"))
@@ -135,7 +139,7 @@ def example(task: str, seed: int, index: int, targets: int = 3, button: str = ""
                   "action": {"type": "wait"}}
     elif task == "where":
         answer = {"thought": QUADRANTS[q], "action": {"type": "wait"}}
-    elif task == "where_said":
+    elif task in ("where_said", "where_coded"):
         answer = {"thought": f"{named}: {QUADRANTS[q]}", "action": {"type": "wait"}}
     else:
         x, y = quadrant_centre(q)

@@ -85,6 +85,19 @@ def test_not_said_names_a_colour_and_says_then_clicks_another():
     assert len({c for _, c in kinds}) == len(pt.COLOURS) and len(kinds) > len(pt.COLOURS)
 
 
+def test_where_coded_asks_by_number_and_answers_in_colour_words():
+    """"Where is colour 3?": the question never holds a colour word (the suite's instruction does), the answer
+    says that colour's word and its place, with a wait."""
+    for i in range(40):
+        named, targets = pt.layout(sp.TRAIN_SEEDS, i, 3, sp.SCREEN, "colour")
+        row = sp.example("where_coded", sp.TRAIN_SEEDS, i)
+        text = row.messages[0]["content"][0]["text"]
+        assert f"Where is colour {list(pt.COLOURS).index(named) + 1}?" in text
+        assert not any(c in text for c in pt.COLOURS)
+        box = next(t["box"] for t in targets if t["name"] == named)
+        assert _answer(row) == {"thought": f"{named}: {sp.QUADRANTS[sp.quadrant(box)]}", "action": {"type": "wait"}}
+
+
 def test_phases_name_known_tasks_only():
     assert sp.parse_phases("caption:3,caption+where:5") == [("caption", 3), ("caption+where", 5)]
     with pytest.raises(ValueError, match="unknown task"):
