@@ -88,10 +88,9 @@ class Rounds:
 
     def pool(self, cfg: Any) -> Any:
         """--workers N > 1: the round's desktops run in N worker processes, each loading the policy itself."""
-        from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
+        from conway.evals.pool import workers_pool
 
-        workers = getattr(self.args, "workers", 1)
-        return Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(self.home.root))) if workers > 1 else None
+        return workers_pool(cfg, self.home.root, getattr(self.args, "workers", 1))
 
     def overrides(self, policy: dict[str, Any]) -> list[str]:
         return [f"policy.kind={self.args.policy_kind}", f"policy.model_path={policy['gguf']}",

@@ -129,6 +129,12 @@ class Pool:
     recipe: PolicyRecipe
 
 
+def workers_pool(cfg: ConwayConfig, home_root: Any, workers: int) -> Pool | None:
+    """`workers` local worker processes, each building the policy of `cfg` itself (None for one: the cases run in
+    this process). A script's `--workers` without the command line's other pool flags."""
+    return Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(home_root))) if workers > 1 else None
+
+
 def pool_spec_of(args):
     """The pool's shape a command's pool flags (`conway.args.pool`) ask for, or None (one process)."""
     endpoints = tuple(parse_endpoint(e) for e in getattr(args, "pool_endpoint", []))

@@ -112,16 +112,15 @@ def write_suite(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
 def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, workers: int = 1) -> dict[str, Any]:
     """Greedy success on `suite`, each task once (a tasks report at `out`, kept)."""
     from conway.config import load_config
-    from conway.evals.pool import PolicyRecipe, Pool, PoolSpec
+    from conway.evals.pool import workers_pool
     from conway.evals.tasks_run import tasks_run
     from training.iterate import silent, success_of
 
     if not out.is_file():
         cfg = load_config(home.config, [*POLICY, f"policy.model_path={gguf}", f"policy.mmproj_path={mmproj}",
                                         "policy.temperature=0"])
-        pool = Pool(PoolSpec(workers=workers), PolicyRecipe(cfg, str(home.root))) if workers > 1 else None
         tasks_run(home, cfg, str(suite), output=str(out), max_steps=1, quiet=True, say=silent,
-                  screen=(SCREEN, SCREEN), pool=pool)
+                  screen=(SCREEN, SCREEN), pool=workers_pool(cfg, home.root, workers))
     return success_of(out)
 
 
