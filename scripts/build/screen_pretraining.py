@@ -315,7 +315,7 @@ def cache_key(settings: dict[str, Any]) -> str:
 
 
 def _train_saved(src: Path, dst: Path, phases: str, *, lr: float, batch: int, seed: int, targets: int,
-                 eval_tasks: list[str], evals: int, say: Any, button: str = "") -> dict[str, Any]:
+                 eval_tasks: list[str], evals: int, say: Any, button: str) -> dict[str, Any]:
     """The phases trained in full on the HF model in `src` (one thread), saved into `dst`: the log and the time.
     `evals` held-out checks in all, on `eval_tasks`."""
     import torch
@@ -367,7 +367,8 @@ def trained_pair(base: Path, out: Path, phases: str, *, lr: float = 1e-3, batch:
     """`phases` trained in full from the made base `base` (its hf/), converted to the GGUF pair in `out` (made
     once: `out/trained.json`, written last, says what it is). The supervised upper bound's candidate: labelled
     rows generated as the stage generates them, from layout seeds far from the suite's. `config`: the stage's
-    settings the base was made with (its random base's build config gives the same tokenizer)."""
+    settings the base was made with (its random base's build config gives the same tokenizer; its `button`, the
+    clicks' form the base learned)."""
     from scripts.build import build_tiny_vlm
 
     if (out / "trained.json").is_file():
@@ -376,8 +377,9 @@ def trained_pair(base: Path, out: Path, phases: str, *, lr: float = 1e-3, batch:
 
     def run(hf_dir: Path) -> dict[str, Any]:  # the tokenizer beside it is the build's own, the base's too
         done = _train_saved(base / "hf", hf_dir, phases, lr=lr, batch=batch, seed=seed, targets=targets,
-                            eval_tasks=["colour_said"], evals=4, say=say)
-        return {"from": str(base), "phases": phases, "lr": lr, "batch": batch, "seed": seed, **done}
+                            eval_tasks=["colour_said"], evals=4, say=say, button=settings["button"])
+        return {"from": str(base), "phases": phases, "lr": lr, "batch": batch, "seed": seed,
+                "button": settings["button"], **done}
 
     report = build_tiny_vlm.build(out, build_tiny_vlm.load_settings(REPO / settings["build_config"]), keep_hf=True,
                                   pretrain=run)

@@ -191,6 +191,7 @@ def test_a_tiny_stage_is_made_once(tmp_path):
     trained = load_file(pair / "hf" / "model.safetensors")
     assert any(not (trained[k] == made[k]).all() for k in made)  # trained from the made base, not the random one
     assert json.loads((pair / "trained.json").read_text())["phases"] == "colour_said:2"
+    assert json.loads((pair / "trained.json").read_text())["button"] == "left"  # the clicks' form the base learned
     assert sp.trained_pair(out, tmp_path / "supervised", "colour_said:2", config=config, say=again.append) == pair
     assert again == []
 
