@@ -302,7 +302,10 @@ def load(config: Path) -> dict[str, Any]:
     if unknown or missing:
         raise SystemExit(f"{config}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     settings = {k: kind(data[k]) for k, kind in SETTINGS.items()}
-    parse_phases(settings["phases"])
+    try:
+        parse_phases(settings["phases"])
+    except ValueError as exc:  # an unknown task or a step count that is not a number: one line, not a traceback
+        raise SystemExit(f"{config}: phases: {exc}") from None
     return settings
 
 

@@ -79,6 +79,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-copy", action="store_true", help="do not copy the results into training/results/")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="GRPO recipe overrides (e.g. rl.epochs=8)")
     args = ap.parse_args(argv)
+    if args.workers < 1:  # refused before the base is made (minutes), not after
+        ap.error(f"--workers must be at least 1 (got {args.workers})")
     if args.partial and args.suite == "label":
         ap.error("--partial goes with the perceivable suites (--suite colour or shape)")
     args.prompt = args.prompt or ("bare" if args.base == "perceive" else "full")

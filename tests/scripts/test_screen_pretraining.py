@@ -106,6 +106,15 @@ def test_phases_name_known_tasks_only():
         sp.parse_phases("caption:3 | captions:3@1")
 
 
+def test_a_config_with_bad_phases_is_refused_in_one_line(tmp_path):
+    config = tmp_path / "stage.yaml"
+    for phases in ("caption:5 | ", "caption:five", "captions:5"):
+        config.write_text(f"build_config: configs/tiny_vlm.yaml\nphases: '{phases}'\nlr: 1.0e-2\nbatch: 2\n"
+                          "targets: 3\nseed: 0\nbutton: left\n", encoding="utf-8")
+        with pytest.raises(SystemExit, match="phases: "):
+            sp.load(config)
+
+
 def test_segments_restart_with_their_own_seed():
     """' | ' starts a segment (a fresh optimizer), '@N' gives it its own seed; the others take the config's."""
     assert sp.parse_segments("caption:3,places:2 | any_said+places:4@1 | where_said:5", 7) == [
