@@ -135,7 +135,9 @@ def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe
     per_token = -(surrogate - recipe.rl.kl_coef * kl) * mask
     n = mask.sum(-1).clamp(min=1)
     loss = (per_token.sum(-1) / n).mean()
-    clipped = ((ratio < 1 - eps) | (ratio > 1 + high)) & mask.bool()
+    # the tokens whose gradient the clip cuts: above the band with a positive advantage, below it with a negative
+    # one (outside the band on the other side the min takes the unclipped term, whose gradient flows)
+    clipped = (((ratio > 1 + high) & (a > 0)) | ((ratio < 1 - eps) & (a < 0))) & mask.bool()
     with torch.no_grad():
         parts = {"kl": float(((kl * mask).sum(-1) / n).mean()),
                  "clipped": float(clipped.sum() / mask.sum().clamp(min=1)),
