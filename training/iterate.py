@@ -39,6 +39,10 @@ from conway.errors import UserError
 
 STATE = "state.json"
 
+ROUND_SEEDS = 1_000_000
+"""Round r's rollouts take seeds from seed + r * ROUND_SEEDS: within a round every rollout has its own
+(conway.evals.rollouts: seed + K * the task's index + sample), so no two rollouts of a run share one."""
+
 
 def silent(_: str) -> None:
     """A `say` that says nothing (a function, not a lambda: a worker pool pickles the suite it goes with)."""
@@ -110,7 +114,7 @@ class Rounds:
         cfg = load_config(self.home.config, self.overrides(policy))
         self.say(f"round {r}: rollouts of {policy['name']} on {self.args.train_tasks}")
         rollouts(self.home, cfg, self.args.train_tasks, output=str(out), samples=self.args.samples,
-                 seed=self.args.seed + r * self.args.samples, temperature=self.args.temperature,
+                 seed=self.args.seed + r * ROUND_SEEDS, temperature=self.args.temperature,
                  max_steps=self.args.max_steps, quiet=True, say=self.say, screen=self.args.screen_size,
                  pool=self.pool(cfg))
         if not (out / MANIFEST).is_file():  # stopped part-way: the same command makes them again
@@ -286,7 +290,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds (default 3)")
     ap.add_argument("--samples", type=int, default=4, metavar="K", help="rollouts per task per round (default 4)")
     ap.add_argument("--temperature", type=float, default=1.0, help="rollouts' sampling temperature (default 1.0)")
-    ap.add_argument("--seed", type=int, default=0, help="round r's rollouts use seeds seed + r*K ... (default 0)")
+    ap.add_argument("--seed", type=int, default=0, help="round r's rollouts use seeds from seed + r*1,000,000, each rollout its own (default 0)")
     ap.add_argument("--stage", choices=("grpo", "sft"), default="grpo", help="policy gradient or rejection-sampling SFT")
     ap.add_argument("--recipe", help="recipe (default: grpo_tiny_cpu / tiny_cpu)")
     ap.add_argument("--prefix", default="iter", help="candidate names: PREFIX-r<round> (default iter)")

@@ -230,11 +230,12 @@ def _candidate_eval(sub: Subparsers) -> None:
 def _rollouts(sub: Subparsers) -> None:
     p = cmd(sub, "rollouts", "run each task of a suite K times with sampling on: rewards from its checker, for training",
             "Run each task of a suite --samples K times through the real loop, each rollout on its own disposable\n"
-            "desktop (as `conway tasks run`), sampling at --temperature with seed --seed + sample (sent with every\n"
-            "request). Per rollout it keeps the session, every request the policy sent (messages, images, the\n"
-            "model's raw answer: requests.jsonl beside its home) and the task checker's score as the reward; DIR/\n"
-            "manifest.json (written last) names the suite, the policy, the seeds and per task its K rewards. A\n"
-            "set whose rewards are all equal is said to carry no signal.\n\n"
+            "desktop (as `conway tasks run`), sampling at --temperature with seed --seed + K x the task's index +\n"
+            "sample (every rollout its own; sent with every request). Per rollout it keeps the session, every\n"
+            "request the policy sent (messages, images, the model's raw answer: requests.jsonl beside its home) and\n"
+            "the task checker's score as the reward; DIR/manifest.json (written last) names the suite, the\n"
+            "policy, the seeds and per task its K rewards. A set whose rewards are all equal is said to carry no\n"
+            "signal.\n\n"
             "  conway rollouts SUITE policy.model_path=M.gguf policy.mmproj_path=P.gguf --samples 8 --output rollouts/r0\n"
             "  python -m training.train_lora --recipe tiny_cpu data.path=rollouts/r0 ...   (rejection-sampling SFT)\n"
             "  python -m training.grpo --recipe grpo_tiny_cpu data.path=rollouts/r0 ...    (policy gradient)\n\n"

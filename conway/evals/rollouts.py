@@ -5,7 +5,8 @@ A rollout set is the material the reward-driven training stages read (`training/
 
 * the task's session, exactly as `conway tasks run` runs one (`conway.evals.tasks_run.TasksSuite`: a fresh
   disposable desktop, the task's setup, the real loop, the task's own checker);
-* the sampling seed (`seed + sample`) and temperature the policy decided with (sent with every request);
+* the sampling seed (`seed + samples * task's index + sample`: every rollout of a set its own) and temperature
+  the policy decided with (sent with every request);
 * every request the policy sent, as it sent it (`requests.jsonl` beside the rollout's home: the messages with
   each image written out as a file next to it and named by its sha256, and the model's raw answer; for the
   mock, `--mock` or `--mock-scripts DIR`, each scripted decision as the request the generic family would have
@@ -232,12 +233,15 @@ class RolloutSuite(TasksSuite):
 
 
 def rollout_cases(cases: list[TaskCase], samples: int, seed: int) -> list[RolloutCase]:
-    """Each task's K rollouts, task by task; the seed depends on the sample only (the same for every run)."""
+    """Each task's K rollouts, task by task, each with its own seed: seed + K * (the task's index) + sample (the
+    same for every run). Why not seed + sample for every task: the k-th sample of every task then draws the same
+    random numbers, and a small model whose answers differ little between tasks made the same choice in all of
+    them (a set of 16 tasks x 8 held 8 independent draws, not 128: docs/learning.md)."""
     out: list[RolloutCase] = []
-    for case in cases:
+    for i, case in enumerate(cases):
         for k in range(samples):
             out.append(RolloutCase(len(out), task=case.task, problem=case.problem, reasons=list(case.reasons),
-                                   sample=k, seed=seed + k))
+                                   sample=k, seed=seed + samples * i + k))
     return out
 
 
@@ -313,7 +317,8 @@ def build_manifest(records: list[dict[str, Any]], *, suite: Any, samples: int, s
     signal = any(g["signal"] for g in by_task.values())
     return {
         "format": FORMAT, "created": time.time(), "suite": suite, "samples": samples, "seed": seed,
-        "seeds": "seed + sample", "temperature": temperature, "policy": policy, "report": REPORT,
+        "seeds": "seed + samples * task index + sample", "temperature": temperature, "policy": policy,
+        "report": REPORT,
         "rollouts": [{k: r.get(k) for k in ("task", "sample", "seed", "reward", "outcome", "session", "home",
                                             "requests", "error")} for r in records],
         "tasks": by_task, "scored": len(scored),
@@ -416,7 +421,7 @@ def rollouts(home: Home, config: ConwayConfig, suite_source: str | list[str], *,
     figures_of = partial(figures, prices=prices, reference=reference, max_steps=max_steps)
     if not quiet:
         say(f"rollouts: {len(cases) // samples} task(s) x {samples} sample(s), temperature {temperature:g}, "
-            f"seeds {seed}..{seed + samples - 1}; into {out_dir}")
+            f"seeds {seed}..{seed + len(cases) - 1}; into {out_dir}")
     with suite_policy(config, home, policy, pool) as pol:
         result = run_suite(runner, pol, cases, report, progress=False, pool=pool,
                            extra=lambda res: {**_extra(runner, cases, res.records), "rollouts": {

@@ -55,11 +55,14 @@ def test_rollouts_keep_requests_seeds_and_rewards_and_a_pool_agrees(tmp_path, ca
     serial = json.loads((tmp_path / "serial" / "manifest.json").read_text())
     pooled = json.loads((tmp_path / "pooled" / "manifest.json").read_text())
     key = lambda m: sorted((r["task"], r["seed"], r["reward"]) for r in m["rollouts"])  # noqa: E731
-    assert key(serial) == key(pooled) == [("a", 0, 1.0), ("a", 1, 0.0), ("b", 0, 1.0), ("b", 1, 0.0)]
+    # every rollout its own seed: seed + K * the task's index + sample (the same seeds in every task made the k-th
+    # sample of each draw the same random numbers)
+    assert key(serial) == key(pooled) == [("a", 0, 1.0), ("a", 1, 0.0), ("b", 2, 1.0), ("b", 3, 0.0)]
     assert serial["tasks"]["a"] == {"rewards": [1.0, 0.0], "seeds": [0, 1], "mean_reward": 0.5, "signal": True}
+    assert serial["tasks"]["b"]["seeds"] == [2, 3] and serial["seeds"] == "seed + samples * task index + sample"
     assert serial["signal"] and serial["no_signal"] is None and serial["temperature"] == 1.0
     assert serial["policy"]["endpoint"] == fake.base_url
-    assert sorted(b["seed"] for b in sent) == [0, 0, 1, 1] and {b["temperature"] for b in sent} == {1.0}
+    assert sorted(b["seed"] for b in sent) == [0, 1, 2, 3] and {b["temperature"] for b in sent} == {1.0}
     # the requests kept are the requests sent, the image written out beside them
     first = serial["rollouts"][0]
     kept = [json.loads(line) for line in (tmp_path / "serial" / first["requests"]["path"]).read_text().splitlines()]
