@@ -25,7 +25,8 @@ from conway.evals.judge import agent_s3
 WRITE_OK = {"thought": "", "action": {"type": "shell", "command": "echo ok > ~/out.txt"}}
 WAIT = {"thought": "", "action": {"type": "wait", "seconds": 0.1}}
 PASSES = {"a": {0, 1}, "b": {1}, "c": set()}
-"""Which seeds pass each task: a always, b on seed 1 only, c never."""
+"""Which samples pass each task: a always, b its second only, c never (a rollout's seed is seed + K * the task's
+index + sample, so with K = 2 its sample is the seed's parity)."""
 PICKS = {"a": 2, "b": 1, "c": 1}
 """The judge's 1-based pick per task: a's second (passed), b's first (failed: a wrong pick), c's first."""
 
@@ -33,7 +34,7 @@ PICKS = {"a": 2, "b": 1, "c": 1}
 def _policy(body: dict) -> Reply:
     text = json.dumps(body["messages"])
     task = next(t for t in PASSES if f"mark-{t}-" in text)
-    return Reply.text(json.dumps(WRITE_OK if body.get("seed", 0) in PASSES[task] else WAIT))
+    return Reply.text(json.dumps(WRITE_OK if body.get("seed", 0) % 2 in PASSES[task] else WAIT))
 
 
 def _judge(body: dict) -> Reply:
