@@ -1,7 +1,7 @@
 """Learning from verified outcomes on this CPU: the tiny VLM, a generated suite, rewards from its checkers only.
 
     .venv/bin/python -m scripts.demos.reward_demo [--work DIR] [--base DIR] [--suite colour|shape|label]
-        [--targets 3] [--train 8] [--held-out 24] [--samples 8] [--rounds 2] [--sft-seconds 120]
+        [--targets 3] [--train 8] [--held-out 24] [--samples 8] [--rounds 2] [--sft-steps 20]
 
 1. builds the tiny base (configs/tiny_vlm_demo.yaml; --base DIR reuses one) and a fresh home;
 2. writes the suite: train and held-out tasks from different seeds, --targets targets on an 84x84 screen in
@@ -13,7 +13,7 @@
    tasks (--samples per task, temperature 1, seeds recorded), trains a candidate from the rewards, and measures
    it greedily on the train and held-out tasks (round 0's point: the base);
 4. trains the rejection-sampling SFT candidate from round 0's rollouts (the same rollouts the first GRPO
-   candidate learned from; recipe tiny_cpu, --sft-seconds) and measures it on the held-out tasks;
+   candidate learned from; recipe tiny_cpu, --sft-steps) and measures it on the held-out tasks;
 5. prints base, SFT and GRPO side by side on the held-out tasks (success, Wilson 95% interval, where it lies
    against chance, Newcombe's interval of the difference to the base), then what each stage learned, said only
    by its comparison with chance: a candidate that merely learned to press a target scores chance, however far
@@ -66,7 +66,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="targets per screen (default 3)")
     ap.add_argument("--samples", type=int, default=8, help="rollouts per train task per round (default 8)")
     ap.add_argument("--rounds", type=int, default=2, help="GRPO rounds (default 2)")
-    ap.add_argument("--sft-seconds", type=float, default=120, help="rejection-sampling SFT's time (default 120)")
+    ap.add_argument("--sft-steps", type=int, default=20,
+                    help="rejection-sampling SFT's optimizer steps (default 20: longer overfits the few rewarded "
+                         "answers, measured in docs/learning.md)")
+    ap.add_argument("--sft-seconds", type=float, default=120, help="and at most this long (default 120)")
     ap.add_argument("--seed", type=int, default=0, help="suite seed (held-out: seed + 1000000)")
     ap.add_argument("--workers", type=int, default=1,
                     help="desktops at once for rollouts and measures (worker processes, default 1)")
@@ -81,6 +84,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.workers < 1:  # refused before the base is made (minutes), not after
         ap.error(f"--workers must be at least 1 (got {args.workers})")
+    if args.sft_steps < 1:
+        ap.error(f"--sft-steps must be at least 1 (got {args.sft_steps})")
     if args.partial and args.suite == "label":
         ap.error("--partial goes with the perceivable suites (--suite colour or shape)")
     args.prompt = args.prompt or ("bare" if args.base == "perceive" else "full")
@@ -126,7 +131,7 @@ def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, 
     return success_of(out)
 
 
-def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float,
+def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float, steps: int,
                   overrides: list[str] | None = None) -> dict[str, Any] | None:
     from conway.errors import UserError
     from training.recipe import load_recipe
@@ -139,7 +144,7 @@ def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float,
         recipe = load_recipe("tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}",
                                           "output.candidate=reward-sft", f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
                                           f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
-                                          f"train.max_seconds={seconds:g}", "train.eval_generate=0",
+                                          f"train.max_seconds={seconds:g}", f"train.max_steps={steps}", "train.eval_generate=0",
                                           "train.early_stop_hits=null", "train.short_prompt_steps=0",
                                           "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
         try:
@@ -211,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         *[f"--policy-override={o}" for o in POLICY[1:]], *args.overrides])  # iterate sets the kind itself
     points = iterate.iterate(it_args)
     state = json.loads((work / "iterate" / "state.json").read_text(encoding="utf-8"))
-    sft = sft_candidate(home, base, state["rounds"][0]["rollouts"], args.sft_seconds)
+    sft = sft_candidate(home, base, state["rounds"][0]["rollouts"], args.sft_seconds, args.sft_steps)
     sft_s = (held_out_success(home, sft["gguf"], sft["mmproj"], held_suite, work / "held-out-sft.json", args.workers)
              if sft else None)
     return report(args, work, points, sft_s, time.time() - started)

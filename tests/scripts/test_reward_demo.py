@@ -72,10 +72,11 @@ def test_a_refused_run_is_one_line_not_a_traceback(tmp_path, capsys):
     assert err.startswith("reward_demo: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_workers_below_one_are_refused_before_the_base_is_made(tmp_path, capsys):
+@pytest.mark.parametrize("flag", ["--workers", "--sft-steps"])
+def test_workers_or_sft_steps_below_one_are_refused_before_the_base_is_made(tmp_path, capsys, flag):
     from scripts.demos import reward_demo
 
     with pytest.raises(SystemExit) as exc:
-        reward_demo.run(["--work", str(tmp_path / "w"), "--base", "perceive", "--workers", "0"])
-    assert exc.value.code == 2 and "--workers must be at least 1" in capsys.readouterr().err
+        reward_demo.run(["--work", str(tmp_path / "w"), "--base", "perceive", flag, "0"])
+    assert exc.value.code == 2 and f"{flag} must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "w").exists()  # nothing made, nothing started
