@@ -213,6 +213,22 @@ def test_a_tiny_stage_is_made_once(tmp_path):
     rounds = json.loads(record.read_text())["rounds"]
     assert [r["samples"] for r in rounds] == [2] and 0 <= rounds[0]["held_out"] <= 1
 
+    # a reward stage's length apart from the loop (scripts/bench/bench_stage_steps.py): one candidate per point,
+    # each trained from the made base on the same rollout set and measured on held-out screens
+    from helpers.rollout_sets import click, write_rollout_set
+
+    from scripts.bench import bench_stage_steps
+
+    rollouts = write_rollout_set(tmp_path / "rollouts", {"t0": [(click(21, 21), 1.0), (click(63, 63), 0.0)],
+                                                         "t1": [(click(63, 21), 0.0), (click(21, 63), 1.0)]})
+    for stage in ("sft", "grpo"):
+        record = tmp_path / f"steps-{stage}.json"
+        assert bench_stage_steps.main(["--base", str(out), "--rollouts", str(rollouts), "--stage", stage, "--steps",
+                                       "1,2", "--held-out", "2", "--out", str(record)]) == 0
+        points = json.loads(record.read_text())["points"]
+        key = "steps" if stage == "sft" else "epochs"
+        assert [p[key] for p in points] == [1, 2] and all(0 <= p["held_out"] <= 1 for p in points)
+
 
 def test_the_reward_is_the_checkers_rule_a_click_inside_the_named_target():
     from scripts.bench.bench_reward_samples import rewarded
