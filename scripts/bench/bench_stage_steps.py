@@ -46,17 +46,23 @@ def train_point(stage: str, base: Path, rollouts: Path, home: Path, name: str, s
     return home / "candidates" / name / "merged"
 
 
-def held_out_success(hf: Path, base_hf: Path, n: int, targets: int) -> float:
+def held_out_screens(base_hf: Path, n: int, targets: int) -> tuple[Any, list[Any]]:
+    """The base's encoder (a candidate's tokenizer and processor are the base's) and the n held-out screens,
+    encoded once for every point."""
+    from scripts.build import screen_pretraining as sp
+    from training.data import Encoder
+
+    enc = Encoder.from_pretrained(base_hf)
+    return enc, [(sp.HELD_SEEDS, i, enc.encode(sp.example("colour_said", sp.HELD_SEEDS, i, targets))) for i in range(n)]
+
+
+def held_out_success(hf: Path, enc: Any, held: list[Any], targets: int) -> float:
     import torch
     from transformers import Qwen2VLForConditionalGeneration
 
     from scripts.bench.bench_reward_samples import success
-    from scripts.build import screen_pretraining as sp
-    from training.data import Encoder
 
-    enc = Encoder.from_pretrained(base_hf)  # the base's tokenizer and processor: a candidate's are the same
     model = Qwen2VLForConditionalGeneration.from_pretrained(hf, dtype=torch.float32)
-    held = [(sp.HELD_SEEDS, i, enc.encode(sp.example("colour_said", sp.HELD_SEEDS, i, targets))) for i in range(n)]
     return success(model, enc, held, targets)
 
 
@@ -83,13 +89,14 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     chance = 1 / a.targets
-    base_rate = held_out_success(a.base / "hf", a.base / "hf", a.held_out, a.targets)
+    enc, held = held_out_screens(a.base / "hf", a.held_out, a.targets)
+    base_rate = held_out_success(a.base / "hf", enc, held, a.targets)
     print(json.dumps({"point": "base", "held_out": round(base_rate, 4), "chance": round(chance, 4)}), flush=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-stage-steps-") as tmp:
         for n in points:
             merged = train_point(a.stage, a.base, a.rollouts, Path(tmp), f"{a.stage}-{n}", n, a.overrides)
-            rate = held_out_success(merged, a.base / "hf", a.held_out, a.targets)
+            rate = held_out_success(merged, enc, held, a.targets)
             rows.append({"stage": a.stage, "steps" if a.stage == "sft" else "epochs": n, "held_out": round(rate, 4)})
             print(json.dumps(rows[-1]), flush=True)
     if a.out:
