@@ -13,7 +13,9 @@ A GRPO-style policy-gradient stage on the LoRA, offline, from a rollout set's re
     objective  per answer token: min(ratio * A, clip(ratio, 1 - rl.clip_eps, 1 + rl.clip_eps_high) * A)
                - rl.kl_coef * KL (clip_eps_high defaults to clip_eps), where
                ratio = pi / pi_rollout (the model as loaded, before any update: the rollout policy) and KL
-               the k3 estimate against the reference, the base with the adapter disabled
+               the k3 estimate against the reference, the base with the adapter disabled; with
+               rl.top_entropy_quantile < 1 the surrogate only on each batch's highest-entropy answer tokens, where
+               the policy chose (an answer's colour word), not where that choice fixed the rest (its place)
     model      the base + a fresh LoRA (the rollout policy was the base), or the rollout policy's own adapter
                (rl.init_adapter: a candidate's adapter/, the on-policy iteration) trained further
     output     as training/train_lora.py: adapter/, train/metrics.jsonl (loss, KL, clipped share per step) and
@@ -93,16 +95,36 @@ def scored_rows(path: str, recipe: Recipe, say: Any) -> tuple[list[Scored], dict
 # --- log-probabilities ------------------------------------------------------------------------------
 
 
-def token_logprobs(model: Any, batch: dict[str, Any], temperature: float) -> Any:
-    """log pi(answer token | everything before it), at each position; 0 where the label is -100."""
+def token_logprobs(model: Any, batch: dict[str, Any], temperature: float, *, entropy: bool = False) -> Any:
+    """log pi(answer token | everything before it), at each position; 0 where the label is -100. With `entropy`,
+    also the entropy of pi at each position (detached: it only chooses tokens, rl.top_entropy_quantile)."""
     import torch
 
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     logits = model(**inputs).logits[:, :-1].float() / temperature
     targets = batch["labels"][:, 1:]
     mask = targets != -100
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-    return logp * mask
+    log_probs = torch.log_softmax(logits, dim=-1)
+    logp = log_probs.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+    if not entropy:
+        return logp
+    with torch.no_grad():
+        ent = -(log_probs.exp() * log_probs).sum(-1) * mask
+    return logp, ent
+
+
+def forking_tokens(entropy: Any, mask: Any, quantile: float) -> Any:
+    """The answer tokens whose entropy is in the batch's top `quantile` (all of them at 1.0): where the policy chose
+    between answers, not where one choice fixed the next token (the look-up after a colour word said). The threshold
+    is the (1 - quantile) quantile of the batch's answer tokens' entropies, as TRL's `get_high_entropy_mask`
+    (Wang et al. 2025, "Beyond the 80/20 rule")."""
+    import torch
+
+    valid = mask.bool()
+    if quantile >= 1.0 or not valid.any():
+        return valid
+    threshold = torch.quantile(entropy[valid].float(), 1.0 - quantile)
+    return (entropy * mask >= threshold) & valid
 
 
 def fixed_logprobs(model: Any, batches: list[dict[str, Any]], temperature: float, *, reference: bool) -> list[Any]:
@@ -121,8 +143,11 @@ def fixed_logprobs(model: Any, batches: list[dict[str, Any]], temperature: float
     return outs
 
 
-def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe) -> tuple[Any, dict[str, float]]:
-    """The clipped surrogate with a KL penalty, averaged per answer then over the batch; and its parts."""
+def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe,
+              entropy: Any = None) -> tuple[Any, dict[str, float]]:
+    """The clipped surrogate with a KL penalty, averaged per answer then over the batch; and its parts. With
+    rl.top_entropy_quantile < 1 (and the current policy's `entropy` per token) the surrogate is kept only on the
+    forking tokens (`forking_tokens`); the KL and the per-answer normalisation stay on every answer token (TRL)."""
     import torch
 
     ratio = torch.exp(logp - old)
@@ -130,6 +155,11 @@ def objective(logp: Any, old: Any, ref: Any, mask: Any, adv: Any, recipe: Recipe
     eps = recipe.rl.clip_eps
     high = recipe.rl.clip_eps_high if recipe.rl.clip_eps_high is not None else eps
     surrogate = torch.min(ratio * a, torch.clamp(ratio, 1 - eps, 1 + high) * a)
+    quantile = recipe.rl.top_entropy_quantile
+    if quantile < 1.0:
+        if entropy is None:
+            raise ValueError("rl.top_entropy_quantile < 1 needs the policy's entropy per token")
+        surrogate = surrogate * forking_tokens(entropy, mask, quantile)
     log_ref_ratio = ref - logp
     kl = torch.exp(log_ref_ratio) - log_ref_ratio - 1  # k3: unbiased, >= 0
     per_token = -(surrogate - recipe.rl.kl_coef * kl) * mask
@@ -201,9 +231,12 @@ def optimise(model: Any, batches: list[dict[str, Any]], recipe: Recipe, temperat
             for i in rng.sample(range(len(batches)), len(batches)):
                 b = batches[i]
                 inputs = {k: v for k, v in b.items() if k != "advantages"}
-                logp = token_logprobs(model, inputs, temperature)
                 mask = (b["labels"][:, 1:] != -100).float()
-                loss, parts = objective(logp, old[i], ref[i], mask, b["advantages"], recipe)
+                if recipe.rl.top_entropy_quantile < 1.0:
+                    logp, entropy = token_logprobs(model, inputs, temperature, entropy=True)
+                else:
+                    logp, entropy = token_logprobs(model, inputs, temperature), None
+                loss, parts = objective(logp, old[i], ref[i], mask, b["advantages"], recipe, entropy)
                 opt.zero_grad()
                 loss.backward()
                 if recipe.train.max_grad_norm:

@@ -18,6 +18,8 @@ The settings, ours (recipe `rl`) -> GRPOConfig:
                                          ours does not, so with TRL's default the losses differ by
                                          beta * mean over answers of mean over tokens of (ratio - 1) * k3, and the
                                          gradients also where the ratio is 1 (by beta * k3 * grad log pi)
+    rl.top_entropy_quantile -> top_entropy_quantile   the surrogate only on each batch's top-entropy answer
+                                         tokens (the current policy's entropy, the (1 - q) quantile as threshold)
     temperature       -> temperature     the logits are divided by it before the log-softmax (rl.temperature or
                                          the rollout set's sampling temperature)
     per answer, then over the batch -> loss_type="grpo": (sum_t loss_t * mask_t / n_tokens).mean() over answers
@@ -55,6 +57,7 @@ def trl_config(recipe: Recipe, temperature: float, output_dir: str, batch_size: 
         output_dir=output_dir, report_to="none", use_cpu=True, use_vllm=False, bf16=False, fp16=False,
         gradient_checkpointing=False, disable_dropout=False, loss_type="grpo", importance_sampling_level="token",
         epsilon=recipe.rl.clip_eps, epsilon_high=recipe.rl.clip_eps_high, beta=recipe.rl.kl_coef,
+        top_entropy_quantile=recipe.rl.top_entropy_quantile,
         use_bias_correction_kl=False, temperature=temperature, per_device_train_batch_size=batch_size,
         gradient_accumulation_steps=1, num_generations=2, generation_batch_size=2 * batch_size, seed=recipe.train.seed, logging_steps=1,
         save_strategy="no")

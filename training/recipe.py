@@ -155,6 +155,11 @@ class RLSettings(_Section):
     std_scope: Literal["group", "batch"] = "group"
     """Whose rewards' standard deviation divides them: each task's own (GRPO: a task with a small spread weighs as
     much as one with a large), or every rollout's together (a task's weight follows its spread)."""
+    top_entropy_quantile: float = Field(default=1.0, gt=0, le=1)
+    """Train the surrogate only on the answer tokens whose entropy under the current policy is in each batch's top
+    quantile (TRL's top_entropy_quantile; 1.0: every token). An unrewarded answer is mostly right after its one
+    wrong choice (the place of the colour it said): pushing all of it down unlearns the look-up along with the
+    choice; the forking tokens carry the choice alone."""
     init_adapter: str | None = None
     """The rollout policy's own adapter (a candidate's adapter/ folder) to continue from; None: a fresh LoRA on the
     base (the rollout policy was the base)."""

@@ -55,7 +55,8 @@ def _ours(model, batch, old, ref, mask, recipe):
 
     inputs = {k: v for k, v in batch.items() if k != "advantages"}
     model.zero_grad()
-    loss, parts = objective(token_logprobs(model, inputs, TEMPERATURE), old, ref, mask, batch["advantages"], recipe)
+    logp, entropy = token_logprobs(model, inputs, TEMPERATURE, entropy=True)
+    loss, parts = objective(logp, old, ref, mask, batch["advantages"], recipe, entropy)
     loss.backward()
     return loss.detach(), parts, _grads(model)
 
@@ -113,6 +114,29 @@ def test_trl_grpo_loss_and_gradients_equal_ours_on_the_same_rollouts(tiny_base, 
     assert float((a - b).norm() / a.norm()) < 1e-4
 
 
+def test_trl_top_entropy_quantile_is_ours(tiny_base, tmp_path):
+    """rl.top_entropy_quantile -> TRL's top_entropy_quantile: the same tokens trained (the batch's top 30% by the
+    current policy's entropy), the same loss and gradients; and not the loss of every token."""
+    from training.grpo_trl import trl_loss, trl_trainer
+
+    recipe, encoder, batch, model, old, ref, mask = _setup(tiny_base, tmp_path, "rl.kl_coef=0.2",
+                                                           "rl.top_entropy_quantile=0.3")
+    ours, _, our_grads = _ours(model, batch, old, ref, mask, recipe)
+    every, _, _ = _ours(model, batch, old, ref, mask, recipe.model_copy(
+        update={"rl": recipe.rl.model_copy(update={"top_entropy_quantile": 1.0})}))
+    assert abs(float(every) - float(ours)) > 1e-3
+    trainer = trl_trainer(model, encoder.tokenizer, recipe, TEMPERATURE, str(tmp_path / "trl"), batch_size=8)
+    assert trainer.top_entropy_quantile == 0.3
+    model.zero_grad()
+    theirs = trl_loss(trainer, batch, old, ref, encoder.pad_id)
+    theirs.backward()
+    their_grads = _grads(model)
+    assert float(theirs.detach()) == pytest.approx(float(ours), rel=1e-5, abs=1e-6)
+    a = torch.cat([g.flatten() for g in our_grads.values()])
+    b = torch.cat([their_grads[n].flatten() for n in our_grads])
+    assert float((a - b).norm() / a.norm()) < 1e-4
+
+
 def test_trl_default_kl_is_ours_weighted_by_the_ratio(tiny_base, tmp_path):
     """The one difference found: TRL 1.16 multiplies k3 by pi / pi_rollout by default (use_bias_correction_kl=True),
     which our objective does not; with it, TRL's loss is ours plus beta times that weighting's share, exactly."""
@@ -130,7 +154,7 @@ def test_trl_default_kl_is_ours_weighted_by_the_ratio(tiny_base, tmp_path):
 
 
 @pytest.mark.parametrize("change", [{"beta": 0.05}, {"epsilon_high": 0.2}, {"loss_type": "bnpo"},
-                                    {"temperature": 1.0}])
+                                    {"temperature": 1.0}, {"top_entropy_quantile": 0.3}])
 def test_the_comparison_sees_another_kl_weight_clip_normalisation_or_temperature(tiny_base, tmp_path, change):
     """The equality is not vacuous: TRL set otherwise than our recipe in any one of these gives another loss."""
     from training.grpo_trl import trl_loss, trl_trainer

@@ -107,6 +107,33 @@ def test_a_higher_upper_clip_lets_a_rewarded_answer_keep_rising():
     assert grad("rl.clip_eps_high=0.2") == 0.0 and grad("rl.clip_eps_high=0.5") > 0.0
 
 
+def test_top_entropy_quantile_trains_only_where_the_policy_chose():
+    """rl.top_entropy_quantile=0.25: of an unrewarded answer's four tokens only the uncertain one (entropy 1.1, its
+    wrong choice) is pushed down; the three the choice fixed (entropy ~0, the look-up) get no gradient from the
+    surrogate, and padding is never chosen. At 1.0 every answer token is trained, as before."""
+    from training.grpo import forking_tokens, objective
+    from training.recipe import load_recipe
+
+    entropy = torch.tensor([[1.1, 0.01, 0.02, 0.0, 5.0]])  # the last position is padding: high, never chosen
+    mask = torch.tensor([[1.0, 1.0, 1.0, 1.0, 0.0]])
+    assert forking_tokens(entropy, mask, 0.25).tolist() == [[True, False, False, False, False]]
+    assert forking_tokens(entropy, mask, 1.0).tolist() == [[True, True, True, True, False]]
+
+    def grads(quantile: float) -> list[float]:
+        logp = torch.log(torch.tensor([[0.3, 0.99, 0.98, 0.97, 1.0]])).requires_grad_()
+        loss, _ = objective(logp, logp.detach().clone(), logp.detach().clone(), mask, torch.tensor([-1.0]),
+                            load_recipe("grpo_tiny_cpu", ["model.path=/m", "rl.kl_coef=0",
+                                                          f"rl.top_entropy_quantile={quantile}"]), entropy)
+        loss.backward()
+        return logp.grad[0].tolist()
+
+    assert grads(0.25)[0] > 0 and grads(0.25)[1:] == [0.0, 0.0, 0.0, 0.0]  # gradient ascent on loss: pushed down
+    assert all(g > 0 for g in grads(1.0)[:4])
+    with pytest.raises(ValueError, match="entropy"):
+        objective(torch.zeros(1, 5), torch.zeros(1, 5), torch.zeros(1, 5), mask, torch.tensor([1.0]),
+                  load_recipe("grpo_tiny_cpu", ["model.path=/m", "rl.top_entropy_quantile=0.5"]))
+
+
 def _recipe(base: Path, data: Path, out: Path, *extra: str):
     from training.recipe import load_recipe
     return load_recipe("grpo_tiny_cpu", [f"model.path={base}", f"data.path={data}", f"output.dir={out}",
