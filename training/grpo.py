@@ -9,6 +9,8 @@ A GRPO-style policy-gradient stage on the LoRA, offline, from a rollout set's re
                task's weight follows its spread); rewards may be partial (a checker that scores parts, e.g.
                0.25 for another target: conway.tasks.evaluate); a task whose K rewards are all equal has no signal and is left
                out; when no task has any, nothing is trained and no candidate is written (said, exit 2)
+               rl.negative_scale < 1 scales the negative advantages down (asymmetric: the group no longer sums
+               to 0, it leans on the rewarded answers; 0 is reward-weighted imitation of them)
     actions    the tokens of the model's own answers (each request's raw answer, as sampled)
     objective  per answer token: min(ratio * A, clip(ratio, 1 - rl.clip_eps, 1 + rl.clip_eps_high) * A)
                - rl.kl_coef * KL (clip_eps_high defaults to clip_eps), where
@@ -84,7 +86,8 @@ def scored_rows(path: str, recipe: Recipe, say: Any) -> tuple[list[Scored], dict
             continue
         with_signal += 1
         for r, a in zip(rollouts, adv):
-            rows.extend(Scored(ex, a) for ex in r.examples)
+            weight = a if a >= 0 else a * recipe.rl.negative_scale  # rl.negative_scale: lean on what was rewarded
+            rows.extend(Scored(ex, weight) for ex in r.examples)
     counts = {"tasks": len(by_task), "tasks_with_signal": with_signal,
               "rollouts": sum(len(v) for v in by_task.values()), "rows": len(rows), "skipped": skipped}
     say(f"rollouts: {counts['rollouts']} scored rollout(s) of {counts['tasks']} task(s); {with_signal} task(s) "

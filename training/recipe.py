@@ -155,6 +155,10 @@ class RLSettings(_Section):
     std_scope: Literal["group", "batch"] = "group"
     """Whose rewards' standard deviation divides them: each task's own (GRPO: a task with a small spread weighs as
     much as one with a large), or every rollout's together (a task's weight follows its spread)."""
+    negative_scale: float = Field(default=1.0, ge=0, le=1)
+    """Multiply the negative advantages by this (1.0: GRPO, each task's advantages sum to 0). Below 1 a shared token
+    that every answer needs (the action's type) is no longer pushed down by the many unrewarded answers more than the
+    few rewarded ones raise it (asymmetric REINFORCE); 0 trains only towards the rewarded answers."""
     top_entropy_quantile: float = Field(default=1.0, gt=0, le=1)
     """Train the surrogate only on the answer tokens whose entropy under the current policy is in each batch's top
     quantile (TRL's top_entropy_quantile; 1.0: every token). An unrewarded answer is mostly right after its one

@@ -27,21 +27,20 @@ def train_point(stage: str, base: Path, rollouts: Path, home: Path, name: str, s
     """One candidate (no GGUF: only its merged HF model is measured); returns its merged folder."""
     from training.recipe import load_recipe
 
-    common = [f"model.path={base / 'hf'}", f"data.path={rollouts}", f"output.candidate={name}",
-              f"convert.base_gguf={base / 'tiny-vlm.gguf'}", f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
-              "convert.gguf=false"]
     if stage == "sft":
+        from scripts.demos.reward_demo import sft_recipe
         from training.train_lora import train
 
-        recipe = load_recipe("tiny_cpu", [*common, f"train.max_steps={steps}", "train.max_seconds=3600",
-                                          "train.eval_generate=0", "train.early_stop_hits=null",
-                                          "train.short_prompt_steps=0", "data.eval_fraction=0", "eval.size=null",
-                                          *overrides])
+        recipe = sft_recipe(base, rollouts, name, steps, 3600, ["convert.gguf=false", *overrides])
         train(recipe, home=str(home), progress=False, say=lambda *a: None)
     else:
         from training.grpo import train_grpo
 
-        recipe = load_recipe("grpo_tiny_cpu", [*common, f"rl.epochs={steps}", *overrides])
+        recipe = load_recipe("grpo_tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}",
+                                               f"output.candidate={name}", "convert.gguf=false",
+                                               f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
+                                               f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
+                                               f"rl.epochs={steps}", *overrides])
         train_grpo(recipe, home=str(home), say=lambda *a: None)
     return home / "candidates" / name / "merged"
 

@@ -131,22 +131,30 @@ def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, 
     return success_of(out)
 
 
+def sft_recipe(base: Path, rollouts: str | Path, name: str, steps: int, seconds: float,
+               overrides: list[str] | None = None) -> Any:
+    """Rejection-sampling SFT on a rollout set's rewarded answers: `tiny_cpu` stopped at `steps` optimizer steps
+    (or `seconds`), no early stop, no curriculum, every answer trained (scripts/bench/bench_stage_steps.py too)."""
+    from training.recipe import load_recipe
+
+    return load_recipe("tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}", f"output.candidate={name}",
+                                    f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
+                                    f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
+                                    f"train.max_seconds={seconds:g}", f"train.max_steps={steps}", "train.eval_generate=0",
+                                    "train.early_stop_hits=null", "train.short_prompt_steps=0",
+                                    "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
+
+
 def sft_candidate(home: Any, base: Path, rollouts: str, seconds: float, steps: int,
                   overrides: list[str] | None = None) -> dict[str, Any] | None:
     from conway.errors import UserError
-    from training.recipe import load_recipe
     from training.train_lora import train
 
     folder = home.candidates / "reward-sft"
     if not (folder / "manifest.json").is_file():
         if folder.exists():
             shutil.rmtree(folder)
-        recipe = load_recipe("tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}",
-                                          "output.candidate=reward-sft", f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
-                                          f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
-                                          f"train.max_seconds={seconds:g}", f"train.max_steps={steps}", "train.eval_generate=0",
-                                          "train.early_stop_hits=null", "train.short_prompt_steps=0",
-                                          "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
+        recipe = sft_recipe(base, rollouts, "reward-sft", steps, seconds, overrides)
         try:
             train(recipe, home=str(home.root), progress=False)
         except UserError as exc:  # no successful rollout: nothing to imitate

@@ -91,6 +91,23 @@ def test_batch_std_scope_weighs_a_task_by_its_spread(tmp_path):
     assert batch["full"] == pytest.approx(4 * batch["small"]) and batch["full"] > 1.0
 
 
+def test_negative_scale_shrinks_only_the_unrewarded_answers_advantages(tmp_path):
+    """rl.negative_scale=0.25: one rewarded answer of four keeps +1.73, the three others fall from -0.58 to -0.14;
+    at 0 only the rewarded answer is trained towards; at 1.0 (GRPO) the group sums to 0."""
+    from training.grpo import scored_rows
+    from training.recipe import load_recipe
+    folder = write_rollout_set(tmp_path / "r", {"t": [(LEFT, 1.0), (RIGHT, 0.0), (RIGHT, 0.0), (RIGHT, 0.0)]})
+
+    def advs(scale: float) -> list[float]:
+        rows, _ = scored_rows(str(folder), load_recipe("grpo_tiny_cpu", ["model.path=/m",
+                                                                         f"rl.negative_scale={scale}"]), lambda _: None)
+        return sorted((r.advantage for r in rows), reverse=True)
+
+    assert sum(advs(1.0)) == pytest.approx(0.0, abs=1e-9)
+    assert advs(0.25) == pytest.approx([3 ** 0.5] + [-0.25 / 3 ** 0.5] * 3)
+    assert advs(0.0) == pytest.approx([3 ** 0.5, 0.0, 0.0, 0.0])
+
+
 def test_a_higher_upper_clip_lets_a_rewarded_answer_keep_rising():
     """With the ratio already at 1.3, a rewarded token's gradient is cut at clip 0.2; rl.clip_eps_high=0.5 keeps it."""
     from training.grpo import objective
