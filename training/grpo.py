@@ -227,6 +227,7 @@ def optimise(model: Any, batches: list[dict[str, Any]], recipe: Recipe, temperat
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=recipe.train.lr, weight_decay=recipe.train.weight_decay)
     rng = random.Random(recipe.train.seed)
+    forks = recipe.rl.top_entropy_quantile < 1.0  # the entropy (a pass over the vocabulary) only when it is used
     metrics: list[dict[str, Any]] = []
     t0, step = time.time(), 0
     with open(out / "train" / "metrics.jsonl", "a", encoding="utf-8") as fh:
@@ -235,10 +236,8 @@ def optimise(model: Any, batches: list[dict[str, Any]], recipe: Recipe, temperat
                 b = batches[i]
                 inputs = {k: v for k, v in b.items() if k != "advantages"}
                 mask = (b["labels"][:, 1:] != -100).float()
-                if recipe.rl.top_entropy_quantile < 1.0:
-                    logp, entropy = token_logprobs(model, inputs, temperature, entropy=True)
-                else:
-                    logp, entropy = token_logprobs(model, inputs, temperature), None
+                got = token_logprobs(model, inputs, temperature, entropy=forks)
+                logp, entropy = got if forks else (got, None)
                 loss, parts = objective(logp, old[i], ref[i], mask, b["advantages"], recipe, entropy)
                 opt.zero_grad()
                 loss.backward()

@@ -25,10 +25,10 @@ from typing import Any
 def train_point(stage: str, base: Path, rollouts: Path, home: Path, name: str, steps: int,
                 overrides: list[str]) -> Path:
     """One candidate (no GGUF: only its merged HF model is measured); returns its merged folder."""
+    from scripts.demos.reward_demo import candidate_overrides, sft_recipe
     from training.recipe import load_recipe
 
     if stage == "sft":
-        from scripts.demos.reward_demo import sft_recipe
         from training.train_lora import train
 
         recipe = sft_recipe(base, rollouts, name, steps, 3600, ["convert.gguf=false", *overrides])
@@ -36,10 +36,7 @@ def train_point(stage: str, base: Path, rollouts: Path, home: Path, name: str, s
     else:
         from training.grpo import train_grpo
 
-        recipe = load_recipe("grpo_tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}",
-                                               f"output.candidate={name}", "convert.gguf=false",
-                                               f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
-                                               f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
+        recipe = load_recipe("grpo_tiny_cpu", [*candidate_overrides(base, rollouts, name), "convert.gguf=false",
                                                f"rl.epochs={steps}", *overrides])
         train_grpo(recipe, home=str(home), say=lambda *a: None)
     return home / "candidates" / name / "merged"

@@ -131,15 +131,20 @@ def held_out_success(home: Any, gguf: str, mmproj: str, suite: Path, out: Path, 
     return success_of(out)
 
 
+def candidate_overrides(base: Path, rollouts: str | Path, name: str) -> list[str]:
+    """A reward stage's inputs as recipe overrides: the made base (its hf/ and GGUF pair), the rollout set, the
+    candidate's name (scripts/bench/bench_stage_steps.py builds its GRPO points on them too)."""
+    return [f"model.path={base / 'hf'}", f"data.path={rollouts}", f"output.candidate={name}",
+            f"convert.base_gguf={base / 'tiny-vlm.gguf'}", f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}"]
+
+
 def sft_recipe(base: Path, rollouts: str | Path, name: str, steps: int, seconds: float,
                overrides: list[str] | None = None) -> Any:
     """Rejection-sampling SFT on a rollout set's rewarded answers: `tiny_cpu` stopped at `steps` optimizer steps
     (or `seconds`), no early stop, no curriculum, every answer trained (scripts/bench/bench_stage_steps.py too)."""
     from training.recipe import load_recipe
 
-    return load_recipe("tiny_cpu", [f"model.path={base / 'hf'}", f"data.path={rollouts}", f"output.candidate={name}",
-                                    f"convert.base_gguf={base / 'tiny-vlm.gguf'}",
-                                    f"convert.base_mmproj={base / 'tiny-vlm-mmproj.gguf'}",
+    return load_recipe("tiny_cpu", [*candidate_overrides(base, rollouts, name),
                                     f"train.max_seconds={seconds:g}", f"train.max_steps={steps}", "train.eval_generate=0",
                                     "train.early_stop_hits=null", "train.short_prompt_steps=0",
                                     "data.eval_fraction=0", "eval.size=null", *(overrides or [])])
