@@ -81,6 +81,18 @@ def test_contradictions_fail_at_load_time():
         load_recipe("tiny_cpu", ["model.path=/m", "train.eval_generate=0"])  # early stop needs generation
 
 
+@pytest.mark.parametrize("bad", ["rl.top_entropy_quantile=0", "rl.top_entropy_quantile=1.5",
+                                 "rl.negative_scale=-0.1", "rl.negative_scale=2"])
+def test_out_of_range_rl_shares_are_refused_with_their_name(bad):
+    """A quantile of 0 would train no token and one over 1 means nothing; a negative scale would reward the
+    unrewarded answers and one over 1 weigh them above GRPO's zero sum: refused when the recipe loads."""
+    with pytest.raises(UserError) as err:
+        load_recipe("grpo_tiny_cpu", ["model.path=/m", bad])
+    assert bad.split("=")[0].split(".")[1] in str(err.value) and "unknown key" not in str(err.value)
+    key = bad.split("=")[0]
+    assert getattr(load_recipe("grpo_tiny_cpu", ["model.path=/m", f"{key}=0.5"]).rl, key.split(".")[1]) == 0.5
+
+
 def test_unknown_recipe_lists_the_known_ones():
     with pytest.raises(UserError) as err:
         load_recipe("gpt-9")
