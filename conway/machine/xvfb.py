@@ -6,6 +6,11 @@ without racing for a fixed `:99`. Nothing in the agent needs it: a real run uses
 Xvfb gets an environment built from an allowlist (`xvfb_env`), never Conway's own: that holds the owner's API
 keys under whatever names they chose, and an X server that a task desktop talks to has no use for them (its
 `/proc/PID/environ` is readable by anything running as the same user).
+
+`-noreset`: by default an X server resets (drops its resources and compiles its keymap again) each time its last
+client leaves, which on a display that programs come and go on is every few seconds: a connection made in that
+moment can be refused, and whatever a setup step set on the display (resources, keyboard settings) is lost when the
+last window closes. A desktop session, OSWorld's included, never resets; neither does this one.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24, timeout: f
     r, w = os.pipe()
     try:
         proc = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x{depth}", "-nolisten", "tcp"],
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{width}x{height}x{depth}", "-nolisten", "tcp",
+             "-noreset"],
             pass_fds=(w,), env=xvfb_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except FileNotFoundError:
         os.close(r)

@@ -270,7 +270,8 @@ class Desktop:
     def start(self):
         sock = f"/tmp/.X11-unix/X{self.display}"
         try:
-            self.x = subprocess.Popen(["Xvfb", f":{self.display}", "-screen", "0", self.size, "-nolisten", "tcp"],
+            self.x = subprocess.Popen(["Xvfb", f":{self.display}", "-screen", "0", self.size, "-nolisten", "tcp",
+                                       "-noreset"],  # a desktop session keeps its state when its last window closes
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=open("/run/user/1000/xvfb.log", "wb"), start_new_session=True)
         except OSError as exc:

@@ -4,7 +4,7 @@ Import the fixtures into a test module (``from desktop_fixtures import
 xvfb_session, desktop, tk_app``) so pytest finds them.
 
 - `xvfb_session`: one ``Xvfb -displayfd FD -screen 0 1280x800x24 -nolisten
-  tcp`` on a free display for the whole session, stopped by pid at the end.
+  tcp -noreset`` on a free display for the whole session, stopped by pid at the end.
   Skipped with the reason when Xvfb is missing, unless
   ``CONWAY_REQUIRE_DESKTOP=1`` (CI), where it fails instead.
 - `desktop`: sets ``DISPLAY`` for one test only (monkeypatch), so tests

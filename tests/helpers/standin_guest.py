@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -187,13 +188,22 @@ class StandinGuest:
         return Path(raw)
 
     def _grab(self) -> bytes:
-        from conway.observe.screen import ScreenObserver
+        """The display as PNG. One more try after a refused connection: CI once saw the session's Xvfb refuse one
+        (XCB_CONN_ERROR) on a loaded machine, and this stand-in's capture is not what the tests examine (the
+        client's retries are tested with planted 500s, which a flaky grab would add to)."""
+        from conway.observe.screen import CaptureError, ScreenObserver
 
-        observer = ScreenObserver(display=self.display)
-        try:
-            return observer.observe().png or b""
-        finally:
-            observer.close()
+        for attempt in (1, 2):
+            observer = ScreenObserver(display=self.display)
+            try:
+                return observer.observe().png or b""
+            except CaptureError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+            finally:
+                observer.close()
+        raise AssertionError("unreachable")
 
 
 def _shown(body: bytes, headers: Any) -> Any:
