@@ -9,6 +9,8 @@ whole pipeline works.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -174,7 +176,13 @@ def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_f
     from conway.policies.base import ModelPolicy
     from conway.policies.factory import build_model_policy
     from conway.protocols import ContextPart
-    ctxs = loop_contexts(tmp_path, 3)
+    # The loop's home is named in the prompt, and llama.cpp's prefix-cached evaluation is not bitwise its full one:
+    # on a random model a last-bit difference can flip a near-tie, so under pytest's numbered base folder this test
+    # passed or failed by the folder's number (pytest-14 failed, -8 and -0 passed). A fixed folder: one prompt
+    # everywhere, the one measured here.
+    fixed = Path(tempfile.gettempdir()) / "conway-test-first-prompt"
+    shutil.rmtree(fixed, ignore_errors=True)
+    ctxs = loop_contexts(fixed, 3)
     extra = ("policy.max_tokens=160", "policy.seed=3")
     with build_model_policy(tiny_config(*extra), resolve_home(None)) as built, \
             build_model_policy(tiny_config(*extra, "runtime.prompt_cache=false"), resolve_home(None)) as full:
