@@ -169,7 +169,7 @@ def test_cached_decisions_are_token_for_token_the_full_evaluations(tmp_path):
                 assert "images_from_memory" not in ta
 
 
-def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_fall_back(tmp_path):
+def test_the_first_prompt_matches_llama_cpp_pythons_own_handler_and_mismatches_fall_back():
     require_llama()
     from llama_cpp import LlamaGrammar
 
